@@ -1,0 +1,3 @@
+from inquitree.core.cli import main
+
+main()

@@ -1,0 +1,45 @@
+"""The ``inquitree`` command: one click group; each command lives in its own module."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from inquitree import __version__
+from inquitree.events.errors import InquiTreeError
+
+
+class _Group(click.Group):
+    """Turns InquiTree's own errors into one line on stderr and exit code 2 (no traceback)."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except InquiTreeError as exc:
+            click.echo(f"inquitree: error: {exc}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="inquitree")
+def main() -> None:
+    """InquiTree: evaluate AI research agents on paper-derived research trees.
+
+    Every fact of an episode is an event in an append-only store (SQLite by
+    default, PostgreSQL with --db or $INQUITREE_DB).
+    """
+
+
+def db_option(f):
+    return click.option("--db", "db_url", envvar="INQUITREE_DB", default=None, metavar="URL",
+                        help="Event store URL (default: $INQUITREE_DB or sqlite:///inquitree.sqlite).")(f)
+
+
+def _register() -> None:
+    from inquitree.core import cli_db
+
+    main.add_command(cli_db.db)
+
+
+_register()

@@ -1,0 +1,92 @@
+"""Event base type, registry, canonical serialization and upcasting.
+
+Every event class is a frozen dataclass with a ``TYPE`` name and a schema
+``VERSION``. The registry holds the *current* class of each type; older stored
+versions are brought forward on read by chained upcasters (v1 -> v2 -> v3), so
+code only ever sees the current shape.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Callable, ClassVar
+
+from inquitree.events.errors import UnknownEventType, UnknownEventVersion
+
+Payload = dict[str, Any]
+Upcaster = Callable[[Payload], Payload]
+
+_REGISTRY: dict[str, type["Event"]] = {}
+_UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Event:
+    """Base of every event. Subclasses set ``TYPE`` and ``VERSION``."""
+
+    TYPE: ClassVar[str] = ""
+    VERSION: ClassVar[int] = 1
+
+    def to_payload(self) -> Payload:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_payload(cls, payload: Payload) -> "Event":
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in payload.items() if k in names})
+
+
+def event_type(cls: type[Event]) -> type[Event]:
+    """Class decorator: register ``cls`` as the current version of its TYPE."""
+    if not cls.TYPE:
+        raise TypeError(f"{cls.__name__} has no TYPE")
+    existing = _REGISTRY.get(cls.TYPE)
+    if existing is not None and existing is not cls:
+        raise TypeError(f"event type {cls.TYPE!r} registered twice ({existing.__name__}, {cls.__name__})")
+    _REGISTRY[cls.TYPE] = cls
+    return cls
+
+
+def upcaster(type_name: str, from_version: int) -> Callable[[Upcaster], Upcaster]:
+    """Decorator: register a function turning a v``from_version`` payload into v+1."""
+
+    def register(fn: Upcaster) -> Upcaster:
+        key = (type_name, from_version)
+        if key in _UPCASTERS:
+            raise TypeError(f"two upcasters for {type_name} v{from_version}")
+        _UPCASTERS[key] = fn
+        return fn
+
+    return register
+
+
+def registered_types() -> dict[str, type[Event]]:
+    return dict(_REGISTRY)
+
+
+def upcast(type_name: str, version: int, payload: Payload) -> Payload:
+    """Bring a stored payload of ``type_name`` v``version`` to the current version."""
+    cls = _REGISTRY.get(type_name)
+    if cls is None:
+        raise UnknownEventType(type_name)
+    if version > cls.VERSION:
+        raise UnknownEventVersion(type_name, version, cls.VERSION)
+    while version < cls.VERSION:
+        fn = _UPCASTERS.get((type_name, version))
+        if fn is None:
+            raise UnknownEventVersion(type_name, version, cls.VERSION, missing_upcaster=True)
+        payload = fn(dict(payload))
+        version += 1
+    return payload
+
+
+def decode(type_name: str, version: int, payload: Payload) -> Event:
+    """Build the current event object from a stored (type, version, payload)."""
+    current = upcast(type_name, version, payload)  # raises on unknown type/version
+    return _REGISTRY[type_name].from_payload(current)
+
+
+def canonical_json(payload: Payload) -> str:
+    """Deterministic JSON: sorted keys, no whitespace, UTF-8 text, no NaN."""
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)

@@ -1,0 +1,37 @@
+"""The store's exceptions: one library exception per thing a user can act on."""
+
+from __future__ import annotations
+
+
+class InquiTreeError(Exception):
+    """Base of every error InquiTree reports as a one-line message (no traceback)."""
+
+
+class StoreError(InquiTreeError):
+    """The event store cannot be used as asked (unreachable, wrong schema, ...)."""
+
+
+class ConcurrencyError(StoreError):
+    """An append's expected version did not match the stream's current version."""
+
+    def __init__(self, stream_id: str, expected: int, actual: int | None = None):
+        self.stream_id, self.expected, self.actual = stream_id, expected, actual
+        got = "" if actual is None else f", but it is at version {actual}"
+        super().__init__(f"stream {stream_id!r}: append expected version {expected}{got}")
+
+
+class UnknownEventType(StoreError):
+    def __init__(self, type_name: str, where: str = ""):
+        self.type_name = type_name
+        super().__init__(f"unknown event type {type_name!r}{where}: this InquiTree version has no such event")
+
+
+class UnknownEventVersion(StoreError):
+    def __init__(self, type_name: str, version: int, current: int, missing_upcaster: bool = False):
+        self.type_name, self.version, self.current = type_name, version, current
+        if missing_upcaster:
+            msg = f"event {type_name} v{version}: no upcaster to v{current}"
+        else:
+            msg = (f"event {type_name} v{version} is newer than this InquiTree knows "
+                   f"(it reads up to v{current}); upgrade InquiTree")
+        super().__init__(msg)

@@ -1,0 +1,73 @@
+"""Bringing a database to the schema this code expects, through Alembic only."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from inquitree.events.errors import StoreError
+from inquitree.events.schema import metadata
+from inquitree.migrations import MIGRATIONS_DIR
+
+
+def alembic_config() -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return cfg
+
+
+def head_revision() -> str:
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def known_revisions() -> set[str]:
+    return {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+
+
+def current_revision(engine: sa.Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(engine: sa.Engine, target: str = "head") -> None:
+    cfg = alembic_config()
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, target)
+
+
+def drift(engine: sa.Engine) -> list:
+    """Differences between the models (events/schema.py) and the migrated database."""
+    with engine.connect() as conn:
+        return compare_metadata(MigrationContext.configure(conn), metadata)
+
+
+def ensure_schema(engine: sa.Engine, url: str, *, auto_upgrade: bool = True) -> None:
+    """Check the database's schema revision; bring an empty database to head.
+
+    A database at an unknown (newer) revision, or at an older one, is an error
+    that names the revision and what to do.
+    """
+    from inquitree.events.store import redact
+
+    where = redact(url)
+    rev = current_revision(engine)
+    head = head_revision()
+    if rev == head:
+        return
+    if rev is None:
+        if sa.inspect(engine).has_table("events"):
+            raise StoreError(f"{where} has an events table but no alembic_version: it was not made by InquiTree")
+        if not auto_upgrade:
+            raise StoreError(f"{where} has no InquiTree schema: run `inquitree db upgrade --db {where}`")
+        upgrade(engine)
+        return
+    if rev not in known_revisions():
+        raise StoreError(f"{where} is at schema revision {rev!r}, which this InquiTree version does not know "
+                         f"(it knows up to {head!r}): the database was made by a newer InquiTree; upgrade InquiTree")
+    raise StoreError(f"{where} is at schema revision {rev!r}, older than {head!r}: "
+                     f"run `inquitree db upgrade --db {where}`")

@@ -1,0 +1,205 @@
+"""The episode's event types: every fact of an InquiTree episode.
+
+Step numbers count agent turns before the conclusion phase (DECISIONS.md #4).
+Anything the agent must not see (the fake flag, hints above the current level,
+ground truth) lives only in fields that never enter ``ObservationEmitted.text``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from inquitree.events.base import Event, Payload, event_type, upcaster
+
+field = dataclasses.field
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EpisodeStarted(Event):
+    """All run parameters, so a replay never depends on a default that later changed."""
+
+    TYPE = "EpisodeStarted"
+    episode_id: str
+    tree_id: str
+    tree_hash: str
+    tree_title: str
+    n_subtopics: int
+    params: dict[str, Any]  # tau, max_hints, max_turns, randomness, seed, embedder, template_set, ...
+    agent: dict[str, Any]
+    judge: dict[str, Any]
+    code_version: str
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ObservationEmitted(Event):
+    """What the agent is shown. ``hidden`` holds annotations kept apart from the text."""
+
+    TYPE = "ObservationEmitted"
+    step: int
+    state: str
+    templates: list[str]
+    text: str
+    hidden: dict[str, Any] = field(default_factory=dict)
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AgentReplied(Event):
+    """One agent reply. v2 splits token usage (v1 had a single ``tokens`` total)."""
+
+    TYPE = "AgentReplied"
+    VERSION = 2
+    step: int
+    state: str
+    raw: str
+    action: str
+    model: str | None = None
+    usage: dict[str, int | None] = field(default_factory=dict)  # input, cached_input, cache_write, output
+    latency_ms: float | None = None
+
+
+@upcaster("AgentReplied", 1)
+def _agent_replied_v1_to_v2(p: Payload) -> Payload:
+    total = p.pop("tokens", None)
+    p["usage"] = {"input": None, "cached_input": None, "cache_write": None, "output": None, "total": total}
+    return p
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MatchScored(Event):
+    """Eq. 2-4: every candidate's cosine, the best one, tau and the outcome."""
+
+    TYPE = "MatchScored"
+    step: int
+    state: str
+    candidates: list[dict[str, Any]]  # [{"id": ..., "cosine": ...}] in candidate order
+    best: str | None
+    best_cosine: float | None
+    tau: float
+    accepted: bool
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DependencyBlocked(Event):
+    """Eq. 5 failed: the best match is a subtopic whose prerequisites are not all visited."""
+
+    TYPE = "DependencyBlocked"
+    step: int
+    subtopic_id: str
+    missing: list[str]
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HintIssued(Event):
+    TYPE = "HintIssued"
+    step: int
+    state: str
+    target: str
+    level: int
+    final: bool
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Transitioned(Event):
+    TYPE = "Transitioned"
+    step: int
+    from_state: str
+    to_state: str
+    node: str | None
+    forced: bool = False
+    reason: str = ""
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ResultDrawn(Event):
+    """Sec. 3.5: the Bernoulli(0.1 a) draw at a Result observation, and which text was shown."""
+
+    TYPE = "ResultDrawn"
+    step: int
+    study_id: str
+    result_id: str
+    probability: float
+    draw: float
+    fake: bool
+    fake_index: int | None
+    redo: bool
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DecisionParsed(Event):
+    TYPE = "DecisionParsed"
+    step: int
+    decision: str | None
+    keywords: list[str]
+    valid: bool
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TurnLimitReached(Event):
+    TYPE = "TurnLimitReached"
+    step: int
+    max_turns: int
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ConclusionSubmitted(Event):
+    TYPE = "ConclusionSubmitted"
+    items: list[str]
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class JudgeVerdict(Event):
+    """S(c_i) for one ground-truth item. Re-judging appends; nothing is overwritten."""
+
+    TYPE = "JudgeVerdict"
+    judge_id: str
+    judge: dict[str, Any]
+    prompt_version: str
+    item_id: str
+    score: float | None  # None: the judge failed on this item (error in rationale)
+    rationale: str
+    raw_output: str
+    error: bool = False
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EpisodeScored(Event):
+    """Eq. 7-9 and the step bounds of Eq. 11-12, as computed by the engine."""
+
+    TYPE = "EpisodeScored"
+    judge_id: str
+    coverage: float
+    evidence: dict[str, float]
+    scores: dict[str, float | None]
+    q_sum: float
+    q_norm: float
+    k: int
+    steps: int
+    lower_bound: int
+    upper_bound: int
+    within_bounds: bool
+    visited_subtopics: list[str]
+    hints_issued: int
+    forced_transitions: int
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EpisodeFailed(Event):
+    TYPE = "EpisodeFailed"
+    step: int
+    error: str
+    retryable: bool

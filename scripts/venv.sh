@@ -1,0 +1,15 @@
+# Sourced by the scripts: make .venv and install InquiTree into it (editable), once per change of pyproject.toml.
+VENV=${INQUITREE_VENV:-.venv}
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null 2>&1 || PY=python3
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "== creating $VENV with $("$PY" --version)"
+  "$PY" -m venv "$VENV"
+fi
+stamp="$VENV/.inquitree-installed"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "== installing InquiTree and its test dependencies into $VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
+  "$VENV/bin/python" -m pip install -q -e '.[test]' 2>&1 | grep -v '^WARNING: Location' || true
+  "$VENV/bin/python" -c 'import inquitree.core.cli' && touch "$stamp"
+fi

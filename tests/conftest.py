@@ -1,0 +1,49 @@
+"""Shared fixtures. The store tests run against every backend:
+
+- SQLite: a file in a temporary directory.
+- PostgreSQL: a fresh database per test on the server named by
+  ``$INQUITREE_TEST_PG`` (a SQLAlchemy URL of any database there; .ci/run
+  starts a throwaway cluster and sets it). Without it the PostgreSQL cases skip,
+  unless ``$INQUITREE_REQUIRE_PG=1`` (as in CI), where they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+import sqlalchemy as sa
+
+PG_ENV = "INQUITREE_TEST_PG"
+
+
+def _pg_admin_url() -> str | None:
+    url = os.environ.get(PG_ENV)
+    if not url and os.environ.get("INQUITREE_REQUIRE_PG") == "1":
+        pytest.fail(f"${PG_ENV} is not set but INQUITREE_REQUIRE_PG=1")
+    return url
+
+
+def fresh_pg_database() -> str:
+    admin = _pg_admin_url()
+    if not admin:
+        pytest.skip(f"PostgreSQL tests need ${PG_ENV}")
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    engine = sa.create_engine(admin, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    engine.dispose()
+    return sa.make_url(admin).set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'events.sqlite'}"
+    return fresh_pg_database()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'events.sqlite'}"

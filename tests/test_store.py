@@ -1,0 +1,239 @@
+"""One store test suite, run against SQLite and PostgreSQL (the ``store_url`` fixture)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import sqlalchemy as sa
+
+from inquitree.events import ConcurrencyError, StoreError
+from inquitree.events import migrate
+from inquitree.events.store import GENESIS_HASH, EventStore, chain_hash
+from tests_support import Noted
+
+
+def notes(*ns: int) -> list[Noted]:
+    return [Noted(n=n, text=f"note {n}") for n in ns]
+
+
+@pytest.fixture
+def store(store_url):
+    s = EventStore(store_url)
+    yield s
+    s.close()
+
+
+def test_append_then_read_stream_in_version_order(store):
+    assert store.append("ep-1", notes(1, 2, 3), expected_version=0) == 3
+    assert store.append("ep-1", notes(4), expected_version=3) == 4
+    got = store.read_stream("ep-1")
+    assert [e.stream_version for e in got] == [1, 2, 3, 4]
+    assert [e.event.n for e in got] == [1, 2, 3, 4]
+    assert [e.payload for e in store.read_stream("ep-1", from_version=3)] == [
+        {"n": 3, "text": "note 3"}, {"n": 4, "text": "note 4"}]
+    assert all(e.recorded_at.endswith("Z") and e.event_type == "TestNoted" for e in got)
+    assert got[0].prev_hash == GENESIS_HASH and got[1].prev_hash == got[0].hash
+
+
+def test_global_positions_increase_across_streams(store):
+    store.append("a", notes(1, 2), 0)
+    store.append("b", notes(3), 0)
+    store.append("a", notes(4), 2)
+    everything = store.read_all()
+    assert [(e.stream_id, e.event.n) for e in everything] == [("a", 1), ("a", 2), ("b", 3), ("a", 4)]
+    positions = [e.global_position for e in everything]
+    assert positions == sorted(positions) and len(set(positions)) == 4
+    assert [e.event.n for e in store.read_all(after_position=positions[1])] == [3, 4]
+    assert [e.event.n for e in store.read_all(after_position=0, limit=2)] == [1, 2]
+    assert [e.event.n for e in store.iter_all(0, batch=1)] == [1, 2, 3, 4]
+    assert store.last_position() == positions[-1]
+
+
+def test_streams_lists_versions_and_filters_by_prefix(store):
+    store.append("episode/x", notes(1, 2), 0)
+    store.append("episode/y", notes(1), 0)
+    store.append("control/z", notes(1), 0)
+    assert [(s.stream_id, s.version) for s in store.streams()] == [
+        ("control/z", 1), ("episode/x", 2), ("episode/y", 1)]
+    assert [s.stream_id for s in store.streams(prefix="episode/")] == ["episode/x", "episode/y"]
+    assert store.current_version("episode/x") == 2 and store.current_version("nope") == 0
+
+
+@pytest.mark.parametrize("expected", [0, 1, 3, 7])
+def test_wrong_expected_version_raises_and_writes_nothing(store, expected):
+    store.append("s", notes(1, 2), 0)
+    with pytest.raises(ConcurrencyError) as info:
+        store.append("s", notes(99), expected_version=expected)
+    assert info.value.stream_id == "s" and info.value.actual == 2
+    assert [e.event.n for e in store.read_stream("s")] == [1, 2]
+
+
+def test_append_is_atomic_when_one_event_cannot_be_serialized(store):
+    store.append("s", notes(1), 0)
+    with pytest.raises(ValueError):
+        store.append("s", [Noted(n=2), Noted(n=float("nan"))], 1)
+    assert [e.event.n for e in store.read_stream("s")] == [1]
+    assert store.append("s", notes(2), 1) == 2
+
+
+def test_empty_append_is_a_no_op(store):
+    assert store.append("s", [], 0) == 0
+    assert store.streams() == []
+
+
+def test_update_delete_truncate_are_refused_by_the_database(store):
+    store.append("s", notes(1, 2), 0)
+    statements = ["UPDATE events SET payload = '{}'", "DELETE FROM events WHERE stream_version = 1"]
+    if store.dialect == "postgresql":
+        statements.append("TRUNCATE events")
+    for sql in statements:
+        with pytest.raises(sa.exc.DatabaseError, match="immutable"):
+            with store.engine.begin() as conn:
+                conn.exec_driver_sql(sql)
+    assert [e.event.n for e in store.read_stream("s")] == [1, 2]
+
+
+def _drop_immutability(store):
+    with store.engine.begin() as conn:
+        if store.dialect == "sqlite":
+            conn.exec_driver_sql("DROP TRIGGER events_no_update")
+        else:
+            conn.exec_driver_sql("DROP TRIGGER events_no_update_delete ON events")
+
+
+def test_verify_finds_the_first_tampered_event(store):
+    store.append("a", notes(1, 2, 3), 0)
+    store.append("b", notes(1, 2, 3, 4), 0)
+    assert store.verify().ok and store.verify().events_checked == 7
+    _drop_immutability(store)
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql("""UPDATE events SET payload = '{"n":30,"text":"note 3"}'
+                                WHERE stream_id = 'b' AND stream_version = 3""")
+    report = store.verify()
+    assert report.first_problem == ("b", 3, "content does not match its hash (the event was changed)")
+
+
+def test_verify_catches_a_rehashed_event_at_the_next_version(store):
+    store.append("a", notes(1, 2, 3), 0)
+    row = store.read_stream("a")[1]
+    forged_payload = '{"n":20,"text":"note 2"}'
+    forged = chain_hash(row.prev_hash, "a", 2, row.event_type, 1, row.recorded_at, forged_payload)
+    _drop_immutability(store)
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE events SET payload = :p, hash = :h WHERE stream_id = 'a' AND stream_version = 2"),
+                     {"p": forged_payload, "h": forged})
+    assert store.verify().first_problem == ("a", 3, "prev_hash does not match the previous event's hash")
+
+
+def test_two_writers_same_expected_version_exactly_one_wins(store_url):
+    rounds, winners_seen = 8, []
+    stores = [EventStore(store_url), EventStore(store_url)]
+    try:
+        for r in range(rounds):
+            stream = f"race-{r}"
+            stores[0].append(stream, notes(0), 0)
+            barrier = threading.Barrier(2)
+            outcome: dict[int, str] = {}
+
+            def write(i: int) -> None:
+                barrier.wait()
+                try:
+                    stores[i].append(stream, [Noted(n=100 + i, text="writer")], expected_version=1)
+                    outcome[i] = "won"
+                except ConcurrencyError:
+                    outcome[i] = "conflict"
+
+            threads = [threading.Thread(target=write, args=(i,)) for i in (0, 1)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert sorted(outcome.values()) == ["conflict", "won"]
+            got = stores[0].read_stream(stream)
+            winner = next(i for i, o in outcome.items() if o == "won")
+            assert [e.event.n for e in got] == [0, 100 + winner]
+            winners_seen.append(winner)
+        assert stores[0].verify().ok
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_parallel_writers_on_many_streams_lose_and_duplicate_nothing(store_url):
+    writers, per_writer = 4, 25
+    stores = [EventStore(store_url) for _ in range(writers)]
+    try:
+        def write(i: int) -> None:
+            for k in range(per_writer):
+                stores[i].append(f"w{i}", notes(k), expected_version=k)
+
+        threads = [threading.Thread(target=write, args=(i,)) for i in range(writers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        everything = list(stores[0].iter_all())
+        assert len(everything) == writers * per_writer
+        assert len({e.global_position for e in everything}) == len(everything)
+        for i in range(writers):
+            assert [e.event.n for e in stores[0].read_stream(f"w{i}")] == list(range(per_writer))
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_models_and_migrations_do_not_drift(store):
+    assert migrate.drift(store.engine) == []
+    assert migrate.current_revision(store.engine) == migrate.head_revision()
+
+
+def test_database_from_a_newer_schema_is_refused_with_the_revision(store_url):
+    EventStore(store_url).close()
+    engine = sa.create_engine(store_url.replace("postgresql://", "postgresql+psycopg://"))
+    with engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '9999_from_the_future'")
+    engine.dispose()
+    with pytest.raises(StoreError, match="9999_from_the_future.*newer InquiTree"):
+        EventStore(store_url)
+
+
+def test_unknown_event_type_on_read_names_stream_and_version(store):
+    store.append("s", notes(1), 0)
+    prev = store.read_stream("s")[0].hash
+    at = "2026-01-01T00:00:00.000000Z"
+    with store.engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, prev_hash, hash)"
+            " VALUES ('s', 2, 'NoSuchEvent', 1, :at, '{}', :prev, :h)"),
+            {"at": at, "prev": prev, "h": chain_hash(prev, "s", 2, "NoSuchEvent", 1, at, "{}")})
+    bad = store.read_stream("s")[1]
+    with pytest.raises(StoreError, match=r"unknown event type 'NoSuchEvent'.*stream 's', version 2"):
+        bad.event
+    assert store.verify().ok  # the chain is intact; only this code cannot read the type
+
+
+def test_stored_v1_agent_reply_is_upcast_to_v2_on_read(store):
+    """AgentReplied v1 kept one token total; v2 splits usage for cost accounting."""
+    v1 = '{"action":"x","latency_ms":1.0,"model":"m","raw":"ACTION: x","state":"topic","step":1,"tokens":321}'
+    at = "2026-01-01T00:00:00.000000Z"
+    with store.engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, prev_hash, hash)"
+            " VALUES ('old', 1, 'AgentReplied', 1, :at, :p, :prev, :h)"),
+            {"at": at, "p": v1, "prev": GENESIS_HASH,
+             "h": chain_hash(GENESIS_HASH, "old", 1, "AgentReplied", 1, at, v1)})
+    ev = store.read_stream("old")[0].event
+    assert type(ev).__name__ == "AgentReplied" and ev.VERSION == 2
+    assert ev.usage == {"input": None, "cached_input": None, "cache_write": None, "output": None, "total": 321}
+    assert ev.raw == "ACTION: x" and ev.step == 1
+
+
+def test_event_newer_than_this_code_is_a_clear_error(store):
+    at = "2026-01-01T00:00:00.000000Z"
+    with store.engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, prev_hash, hash)"
+            " VALUES ('new', 1, 'AgentReplied', 7, :at, '{}', :prev, 'x')"), {"at": at, "prev": GENESIS_HASH})
+    with pytest.raises(StoreError, match="AgentReplied v7 is newer than this InquiTree knows"):
+        store.read_stream("new")[0].event
