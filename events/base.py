@@ -9,7 +9,8 @@ code only ever sees the current shape.
 from __future__ import annotations
 
 import dataclasses
-import json
+
+import orjson
 from typing import Any, Callable, ClassVar
 
 from inquitree.events.errors import UnknownEventType, UnknownEventVersion
@@ -30,6 +31,10 @@ class Event:
 
     def to_payload(self) -> Payload:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def to_json(self) -> bytes:
+        """The canonical JSON of the payload, UTF-8 (the text of ``canonical_json(self.to_payload())``)."""
+        return orjson.dumps(self, option=orjson.OPT_SORT_KEYS)
 
     @classmethod
     def from_payload(cls, payload: Payload) -> "Event":
@@ -88,5 +93,14 @@ def decode(type_name: str, version: int, payload: Payload) -> Event:
 
 
 def canonical_json(payload: Payload) -> str:
-    """Deterministic JSON: sorted keys, no whitespace, UTF-8 text, no NaN."""
-    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    """Deterministic JSON: sorted keys, no whitespace, UTF-8 text (orjson).
+
+    Floats are written in their shortest round-trip form. orjson writes NaN and
+    infinities as null, so code that makes floats (cosines, scores) checks
+    that they are finite before they become events.
+    """
+    return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def parse_json(text: str | bytes) -> Payload:
+    return orjson.loads(text)
