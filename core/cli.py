@@ -37,9 +37,10 @@ def db_option(f):
 
 
 def _register() -> None:
-    from inquitree.core import cli_db
+    from inquitree.core import cli_db, cli_trees
 
     main.add_command(cli_db.db)
+    main.add_command(cli_trees.trees)
 
 
 _register()

