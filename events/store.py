@@ -291,11 +291,13 @@ class EventStore:
             return [StreamInfo(*row) for row in conn.execute(q)]
 
     # -- integrity -------------------------------------------------------------------------
-    def verify(self, progress: Callable[[int], None] | None = None) -> VerifyReport:
-        """Walk every stream's hash chain; report the first event whose content no longer matches."""
+    def verify(self, progress: Callable[[int], None] | None = None, stream_id: str | None = None) -> VerifyReport:
+        """Walk every stream's hash chain (or one stream's); report the first event whose content no longer matches."""
         c = events_table.c
         q = sa.select(c.stream_id, c.stream_version, c.event_type, c.schema_version, c.recorded_at,
                       c.payload, c.prev_hash, c.hash).order_by(c.stream_id, c.stream_version)
+        if stream_id is not None:
+            q = q.where(c.stream_id == stream_id)
         checked = streams = 0
         current, prev, expect_version = None, GENESIS_HASH, 1
         with self.engine.connect() as conn:

@@ -1,0 +1,235 @@
+"""Agents: they read the observation text and reply in free text.
+
+An agent sees the observation text and the public state name (which question is
+being asked, as the template says anyway); nothing hidden. The oracle knows the
+tree, as its name says, and recognizes fake results by comparing the text it
+is shown with the tree's true result.
+
+- ``random``: Appendix B's random agent: uniform choices among the available
+  options (any subtopic at Topic, any study of the tree at Subtopic, any of the
+  three decisions at Result), seeded and counter-based so a resumed episode
+  continues the same sequence.
+- ``oracle``: unlocked subtopics in dependency order, the intended study of
+  each, redo exactly the fake results, conclude with the ground truth.
+- ``script:FILE``: one reply per turn from a file (``.jsonl``: a JSON string or
+  {"reply": ...} per line; otherwise replies separated by lines of ``---``).
+- ``human``: plays in the terminal.
+- ``openai:MODEL``: an OpenAI-compatible chat endpoint with the paper's system
+  prompt and full step-wise memory (#24).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from inquitree.core.engine import CONCLUSION, RESULT, STUDY, SUBTOPIC, TOPIC, Reply, uniform
+from inquitree.core.tree import Tree
+from inquitree.events.errors import InquiTreeError
+
+
+class AgentError(InquiTreeError):
+    """The agent could not produce a reply. ``retryable``: a later attempt may succeed."""
+
+    def __init__(self, message: str, retryable: bool = False):
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class Agent(Protocol):
+    description: dict[str, Any]
+
+    def reply(self, observation: str, state: str, turn: int) -> Reply: ...
+
+
+class RandomAgent:
+    def __init__(self, tree: Tree, seed: int):
+        self.tree, self.seed = tree, seed
+        self.description = {"kind": "random", "seed": seed}
+        self.observed: list[str] = []
+
+    def _pick(self, options: list[str], turn: int) -> str:
+        return options[int(uniform(self.seed, turn, "agent") * len(options))]
+
+    def reply(self, observation: str, state: str, turn: int) -> Reply:
+        if state == TOPIC:
+            action = self._pick([s.text for s in self.tree.subtopics], turn)
+        elif state == SUBTOPIC:
+            action = self._pick([st.text for st in self.tree.study.values()], turn)
+        elif state == RESULT:
+            self.observed.append(_result_text(observation))
+            action = self._pick(["redo_study", "explore_new_subtopic", "draw_conclusion"], turn)
+        elif state == STUDY:
+            action = "OK"
+        else:  # conclusion: it has no knowledge, so it restates what it was shown
+            action = "\n".join(f"({i}) {t}" for i, t in enumerate(dict.fromkeys(self.observed), 1))
+        return Reply(f"THOUGHT: random choice.\nACTION: {action}", model="random")
+
+
+def _result_text(observation: str) -> str:
+    """The result text inside a C.4.1 observation (between its first line and 'Based on these results')."""
+    lines = observation.splitlines()
+    try:
+        start = max(i for i, ln in enumerate(lines) if ln.startswith("Hey, we've completed the study")) + 1
+        end = next(i for i in range(start, len(lines)) if lines[i].startswith("Based on these results"))
+        return "\n".join(lines[start:end]).strip()
+    except (ValueError, StopIteration):
+        return ""
+
+
+class OracleAgent:
+    def __init__(self, tree: Tree):
+        self.tree = tree
+        self.description = {"kind": "oracle"}
+        self.plan = [(sid, st.id) for sid in tree.topological_order() for st in tree.subtopic[sid].studies]
+        self.i = 0
+
+    def reply(self, observation: str, state: str, turn: int) -> Reply:
+        if state == TOPIC:
+            action = self.tree.subtopic[self.plan[self.i][0]].text
+        elif state == SUBTOPIC:
+            action = self.tree.study[self.plan[self.i][1]].text
+        elif state == RESULT:
+            truth = self.tree.study[self.plan[self.i][1]].result.text
+            if _result_text(observation) != truth:
+                action = "redo_study"
+            else:
+                self.i += 1
+                action = "explore_new_subtopic" if self.i < len(self.plan) else "draw_conclusion"
+        elif state == STUDY:
+            action = "OK"
+        else:
+            action = "\n".join(f"({i}) {c.text}" for i, c in enumerate(self.tree.conclusions, 1))
+        return Reply(f"THOUGHT: following the tree.\nACTION: {action}", model="oracle")
+
+
+class ScriptAgent:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise AgentError(f"script agent: cannot read {self.path}: {exc.strerror}") from exc
+        if self.path.suffix == ".jsonl":
+            self.replies = []
+            for n, line in enumerate(text.splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    v = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise AgentError(f"script agent: {self.path} line {n}: not JSON ({exc.msg})") from exc
+                self.replies.append(v["reply"] if isinstance(v, dict) else str(v))
+        else:
+            self.replies = [r.strip("\n") for r in text.split("\n---\n")]
+        self.description = {"kind": "script", "file": str(self.path), "replies": len(self.replies)}
+        self.i = 0
+
+    def reply(self, observation: str, state: str, turn: int) -> Reply:
+        if self.i >= len(self.replies):
+            raise AgentError(f"script agent: {self.path} ran out of replies after {self.i} (state {state})")
+        self.i += 1
+        return Reply(self.replies[self.i - 1], model="script")
+
+
+class HumanAgent:
+    def __init__(self, prompt: Callable[[str], str] | None = None):
+        import click
+
+        self.description = {"kind": "human"}
+        self._prompt = prompt or (lambda msg: click.prompt(msg, default="", show_default=False))
+
+    def reply(self, observation: str, state: str, turn: int) -> Reply:
+        """Lines until an empty one; an empty first line asks again."""
+        lines: list[str] = []
+        t0 = time.perf_counter()
+        while True:
+            line = self._prompt(f"[{state}] your reply (end with an empty line)" if not lines else "")
+            if line:
+                lines.append(line)
+            elif lines:
+                break
+        return Reply("\n".join(lines), model="human", latency_ms=(time.perf_counter() - t0) * 1000)
+
+
+class OpenAIChatAgent:
+    """A chat model behind an OpenAI-compatible endpoint, with step-wise memory."""
+
+    def __init__(self, model: str, system_prompt: str, base_url: str | None = None, api_key: str | None = None,
+                 temperature: float | None = 0.0, window: int | None = None, max_retries: int = 5,
+                 timeout: float = 120.0):
+        import openai
+
+        self.model, self.system_prompt, self.window = model, system_prompt, window
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        key = api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if self.base_url else None)
+        if not key:
+            raise AgentError("the openai agent needs $OPENAI_API_KEY (or --base-url for a local server)")
+        self.client = openai.OpenAI(api_key=key, base_url=self.base_url, max_retries=max_retries, timeout=timeout)
+        self.temperature = temperature
+        self.history: list[dict[str, str]] = []
+        self.description = {"kind": "openai", "model": model, "base_url": self.base_url,
+                            "temperature": temperature, "window": window, "max_retries": max_retries}
+
+    def messages(self) -> list[dict[str, str]]:
+        hist = self.history
+        if self.window:
+            hist = hist[-(2 * self.window - 1):]
+        return [{"role": "system", "content": self.system_prompt}, *hist]
+
+    def reply(self, observation: str, state: str, turn: int) -> Reply:
+        import openai
+
+        self.history.append({"role": "user", "content": observation})
+        kwargs: dict[str, Any] = {"model": self.model, "messages": self.messages()}
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        t0 = time.perf_counter()
+        try:
+            try:
+                resp = self.client.chat.completions.create(**kwargs)
+            except openai.BadRequestError as exc:
+                if "temperature" not in str(exc).lower() or "temperature" not in kwargs:
+                    raise
+                kwargs.pop("temperature")  # the model does not accept it (#24: "where the model accepts it")
+                self.temperature = None
+                resp = self.client.chat.completions.create(**kwargs)
+        except (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError,
+                openai.InternalServerError) as exc:
+            self.history.pop()
+            raise AgentError(f"openai agent {self.model} at {self.base_url or 'OpenAI'}: {type(exc).__name__}: {exc}",
+                             retryable=True) from exc
+        except openai.OpenAIError as exc:
+            self.history.pop()
+            raise AgentError(f"openai agent {self.model} at {self.base_url or 'OpenAI'}: {type(exc).__name__}: {exc}",
+                             retryable=False) from exc
+        latency = (time.perf_counter() - t0) * 1000
+        choice = resp.choices[0] if getattr(resp, "choices", None) else None
+        content = choice.message.content if choice is not None and choice.message is not None else None
+        if not isinstance(content, str) or not content.strip():
+            self.history.pop()
+            raise AgentError(f"openai agent {self.model}: the endpoint returned an empty reply", retryable=True)
+        self.history.append({"role": "assistant", "content": content})
+        u = resp.usage
+        details = getattr(u, "prompt_tokens_details", None) if u else None
+        cached = getattr(details, "cached_tokens", None) if details else None
+        usage = {"input": (u.prompt_tokens - (cached or 0)) if u else None, "cached_input": cached,
+                 "cache_write": None, "output": u.completion_tokens if u else None}
+        return Reply(content, model=getattr(resp, "model", None) or self.model, usage=usage, latency_ms=latency)
+
+
+def make_agent(spec: str, tree: Tree, seed: int, system_prompt: str, base_url: str | None = None) -> Agent:
+    if spec == "random":
+        return RandomAgent(tree, seed)
+    if spec == "oracle":
+        return OracleAgent(tree)
+    if spec == "human":
+        return HumanAgent()
+    if spec.startswith("script:"):
+        return ScriptAgent(spec.split(":", 1)[1])
+    if spec.startswith("openai:"):
+        return OpenAIChatAgent(spec.split(":", 1)[1], system_prompt, base_url=base_url)
+    raise AgentError(f"--agent {spec!r}: expected random, oracle, human, script:FILE or openai:MODEL")

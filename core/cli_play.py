@@ -1,0 +1,217 @@
+"""``inquitree play``, ``inquitree replay`` and ``inquitree episodes``."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import click
+
+from inquitree.core.cli import db_option
+from inquitree.events.base import Event
+from inquitree.events.types import (AgentReplied, DependencyBlocked, EpisodeFailed, EpisodeScored, EpisodeStarted,
+                                    HintIssued, MatchScored, ObservationEmitted, ResultDrawn, TurnLimitReached)
+
+
+def _wrap(text: str, indent: str = "    ") -> str:
+    return "\n".join(textwrap.fill(line, 100, initial_indent=indent, subsequent_indent=indent) if line else ""
+                     for line in text.splitlines())
+
+
+def show_event(ev: Event, engine_notes: bool = True) -> None:
+    """The live transcript: what each side said, and (optionally) what the engine decided."""
+    if isinstance(ev, ObservationEmitted):
+        click.secho(f"\n[{ev.step}] ENVIRONMENT ({' + '.join(ev.templates)}) -> {ev.state}", fg="cyan", bold=True)
+        click.echo(_wrap(ev.text))
+    elif isinstance(ev, AgentReplied):
+        click.secho(f"[{ev.step}] AGENT ({ev.state})", fg="green", bold=True)
+        click.echo(_wrap(ev.raw))
+    elif not engine_notes:
+        return
+    elif isinstance(ev, MatchScored) and ev.best is not None:
+        click.secho(f"    engine: best match {ev.best} cos={ev.best_cosine:.3f} tau={ev.tau} "
+                    f"{'accepted' if ev.accepted else 'below tau'}", fg="yellow")
+    elif isinstance(ev, DependencyBlocked):
+        click.secho(f"    engine: {ev.subtopic_id} is locked (needs {', '.join(ev.missing)})", fg="yellow")
+    elif isinstance(ev, HintIssued):
+        click.secho(f"    engine: hint level {ev.level}{' (final)' if ev.final else ''} towards {ev.target}", fg="yellow")
+    elif isinstance(ev, ResultDrawn):
+        click.secho(f"    engine: result {ev.result_id}: draw {ev.draw:.3f} vs p={ev.probability:.1f} -> "
+                    f"{'FAKE #' + str(ev.fake_index) if ev.fake else 'true'}", fg="yellow")
+    elif isinstance(ev, TurnLimitReached):
+        click.secho(f"    engine: turn limit {ev.max_turns} reached", fg="red")
+    elif isinstance(ev, EpisodeFailed):
+        click.secho(f"    engine: episode failed: {ev.error}", fg="red")
+
+
+def print_scores(episode_id: str, scored: EpisodeScored | None) -> None:
+    click.secho(f"\nepisode {episode_id}", bold=True)
+    if scored is None:
+        click.echo("  not scored (no judge)")
+        return
+    q = "n/a (judge error)" if scored.q_sum is None else f"{scored.q_sum:.3f} (q_norm {scored.q_norm:.3f}, k={scored.k})"
+    click.echo(f"  coverage {scored.coverage:.3f}   Q {q}   judge {scored.judge_id}")
+    click.echo(f"  steps {scored.steps} within [3n, n(2H+3)] = [{scored.lower_bound}, {scored.upper_bound}]: "
+               f"{'yes' if scored.within_bounds else 'no'}   hints {scored.hints_issued}   forced {scored.forced_transitions}")
+
+
+@click.command()
+@click.option("--tree", "tree_ref", default="synthetic-chain-7", show_default=True, metavar="ID|PATH")
+@click.option("--agent", "agent_spec", default="oracle", show_default=True,
+              help="random | oracle | human | script:FILE | openai:MODEL")
+@click.option("--judge", "judge_spec", default="embedding", show_default=True, help="embedding | openai:MODEL | none")
+@click.option("--embedder", "embedder_name", default="local", show_default=True, help="local | hash | openai[:MODEL]")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--randomness", "-a", default=0, show_default=True, type=int, help="Fake results with probability 10a%.")
+@click.option("--tau", type=float, default=None, help="Match threshold (default: the embedder's, see README).")
+@click.option("--max-hints", "-H", default=4, show_default=True, type=int)
+@click.option("--max-turns", type=int, default=None, help="Default: n(2H+3).")
+@click.option("--templates", "template_set", default="inquitree", show_default=True, help="Template set name or directory.")
+@click.option("--record/--no-record", default=False, help="Append every event to the store (default: nothing is written).")
+@db_option
+@click.option("--base-url", default=None, help="OpenAI-compatible base URL for the agent.")
+@click.option("--judge-base-url", default=None, help="OpenAI-compatible base URL for the judge.")
+@click.option("--embedder-base-url", default=None, help="OpenAI-compatible base URL for the embedder.")
+@click.option("--episode-id", default=None, help="Default: a new random id.")
+@click.option("--engine-notes/--no-engine-notes", default=None,
+              help="Show matches, hints and fake draws (default: on, off for --agent human).")
+@click.option("--quiet", "-q", is_flag=True, help="Only the final scores.")
+def play(tree_ref, agent_spec, judge_spec, embedder_name, seed, randomness, tau, max_hints, max_turns, template_set,
+         record, db_url, base_url, judge_base_url, embedder_base_url, episode_id, engine_notes, quiet) -> None:
+    """Play one episode, showing the dialogue live; end with the episode id and its scores."""
+    from inquitree.core.agents import AgentError, make_agent
+    from inquitree.core.embed import default_tau, make_embedder
+    from inquitree.core.engine import Params
+    from inquitree.core.judges import make_judge
+    from inquitree.core.runner import run_episode
+    from inquitree.core.templates import TemplateSet
+    from inquitree.core.tree import resolve_tree
+    from inquitree.events.store import EventStore
+
+    tree = resolve_tree(tree_ref)
+    templates = TemplateSet(template_set)
+    embedder = make_embedder(embedder_name, base_url=embedder_base_url)
+    params = Params(tau=default_tau(embedder.id) if tau is None else tau, max_hints=max_hints,
+                    max_turns=max_turns or tree.bounds(max_hints)[1], randomness=randomness, seed=seed,
+                    embedder=embedder.id, template_set=templates.name, template_hash=templates.hash)
+    params.validate()
+    agent = make_agent(agent_spec, tree, seed, templates.system_prompt, base_url=base_url)
+    judge = None if judge_spec == "none" else make_judge(judge_spec, embedder, base_url=judge_base_url)
+    store = EventStore(db_url) if record else None
+    notes = engine_notes if engine_notes is not None else agent_spec != "human"
+    hook = None if quiet else (lambda ev: show_event(ev, notes))
+    try:
+        outcome = run_episode(tree, agent, judge, embedder, params, templates, store, episode_id, on_event=hook)
+    except AgentError as exc:
+        where = f"; what was played is recorded in {store!r}" if store else ""
+        raise AgentError(f"{exc} (episode {episode_id or 'aborted'}{where})") from exc
+    print_scores(outcome.episode_id, outcome.scored)
+    click.echo(f"  recorded in {store.url} as stream episode/{outcome.episode_id}" if store else
+               "  not recorded (use --record to keep the events)")
+
+
+def _episode_ids(store, ref: str) -> str:
+    from inquitree.core.runner import STREAM_PREFIX
+
+    if ref == "last":
+        streams = store.streams(prefix=STREAM_PREFIX)
+        if not streams:
+            raise click.ClickException(f"no episodes in {store!r}")
+        return max(streams, key=lambda s: s.last_recorded_at).stream_id.removeprefix(STREAM_PREFIX)
+    return ref.removeprefix(STREAM_PREFIX)
+
+
+def _load(store, episode_id: str) -> list[Event]:
+    from inquitree.core.runner import stream_id
+
+    recorded = store.read_stream(stream_id(episode_id))
+    if not recorded:
+        raise click.ClickException(f"no episode {episode_id!r} in {store!r} (see `inquitree episodes list`)")
+    return [r.event for r in recorded]
+
+
+@click.command()
+@click.argument("episode", default="last")
+@db_option
+@click.option("--quiet", "-q", is_flag=True, help="Do not print the transcript.")
+@click.option("--tree", "tree_ref", default=None, help="Use this tree file instead of the shipped tree of the same id.")
+def replay(episode: str, db_url: str | None, quiet: bool, tree_ref: str | None) -> None:
+    """Fold EPISODE (an id, or `last`) into its transcript, check its hash chain, and re-simulate it.
+
+    Exit 0 when the re-simulation is identical, 1 at the first differing event."""
+    import time
+
+    from inquitree.core.engine import fold
+    from inquitree.core.replay import resimulate
+    from inquitree.core.runner import stream_id
+    from inquitree.core.tree import resolve_tree
+    from inquitree.events.store import EventStore
+
+    t0 = time.perf_counter()
+    with EventStore(db_url) as store:
+        episode_id = _episode_ids(store, episode)
+        events = _load(store, episode_id)
+        chain = store.verify(stream_id=stream_id(episode_id))
+    if not quiet:
+        for ev in events:
+            show_event(ev, engine_notes=True)
+    state = fold(events)
+    scored = [e for e in events if isinstance(e, EpisodeScored)]
+    print_scores(episode_id, scored[-1] if scored else None)
+    click.echo(f"  state {state.state}, {len(events)} events")
+    if not chain.ok:
+        stream, version, what = chain.first_problem
+        click.echo(f"integrity: TAMPERED at version {version}: {what}")
+        sys.exit(1)
+    click.echo(f"integrity: ok ({chain.events_checked} hashes)")
+    result = resimulate(events, resolve_tree(tree_ref) if tree_ref else None)
+    elapsed = time.perf_counter() - t0
+    if result.identical:
+        click.echo(f"replay: identical ({result.events} events, {elapsed * 1000:.0f} ms)")
+    else:
+        click.echo(f"replay: DIFFERENT: {result.first_difference}")
+        sys.exit(1)
+
+
+@click.group()
+def episodes() -> None:
+    """Recorded episodes."""
+
+
+@episodes.command("list")
+@db_option
+def episodes_list(db_url: str | None) -> None:
+    """One line per recorded episode: id, tree, agent, state, steps, coverage, q_norm."""
+    from inquitree.core.engine import fold
+    from inquitree.core.runner import STREAM_PREFIX
+    from inquitree.events.store import EventStore
+
+    with EventStore(db_url) as store:
+        click.echo("episode\ttree\tagent\tseed\ta\tstate\tsteps\tcoverage\tq_norm\tlast event")
+        for s in store.streams(prefix=STREAM_PREFIX):
+            events = [r.event for r in store.read_stream(s.stream_id)]
+            start = events[0] if events and isinstance(events[0], EpisodeStarted) else None
+            st = fold(events)
+            scored = [e for e in events if isinstance(e, EpisodeScored)]
+            cov = f"{scored[-1].coverage:.3f}" if scored else "-"
+            qn = f"{scored[-1].q_norm:.3f}" if scored and scored[-1].q_norm is not None else "-"
+            agent = (start.agent.get("model") or start.agent.get("kind")) if start else "?"
+            click.echo(f"{s.stream_id.removeprefix(STREAM_PREFIX)}\t{start.tree_id if start else '?'}\t{agent}\t"
+                       f"{start.params['seed'] if start else '?'}\t{start.params['randomness'] if start else '?'}\t"
+                       f"{st.state}\t{st.step}\t{cov}\t{qn}\t{s.last_recorded_at}")
+
+
+@episodes.command("show")
+@click.argument("episode", default="last")
+@db_option
+def episodes_show(episode: str, db_url: str | None) -> None:
+    """The transcript of one episode with the engine's notes and its scores."""
+    from inquitree.events.store import EventStore
+
+    with EventStore(db_url) as store:
+        episode_id = _episode_ids(store, episode)
+        events = _load(store, episode_id)
+    for ev in events:
+        show_event(ev, engine_notes=True)
+    scored = [e for e in events if isinstance(e, EpisodeScored)]
+    print_scores(episode_id, scored[-1] if scored else None)

@@ -1,0 +1,388 @@
+"""The InquiTree game engine (paper Sec. 3.1-3.5, Appendix B and C): a pure state machine.
+
+``Engine.step(state, reply, cosines)`` takes the episode state (a fold over its
+events), the agent's reply and the cosines between the reply's ACTION and the
+current candidates, and returns the new events. It does no I/O: embeddings,
+the store, the clock and the agent live outside. Randomness is counter-based
+(a hash of the seed and the draw index), so the state needs no generator
+object and a fold of the events restores it exactly.
+
+Defaults where the paper is silent follow ../shared/spec/DECISIONS.md; the
+numbers (#4, #5, ...) below refer to it.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import math
+import re
+from typing import Any, Iterable
+
+from inquitree.core.templates import TemplateSet
+from inquitree.core.tree import Tree
+from inquitree.events.base import Event
+from inquitree.events.errors import InquiTreeError
+from inquitree.events.types import (AgentReplied, ConclusionSubmitted, DecisionParsed, DependencyBlocked,
+                                    EpisodeFailed, EpisodeScored, EpisodeStarted, HintIssued, JudgeVerdict,
+                                    MatchScored, ObservationEmitted, ResultDrawn, Transitioned, TurnLimitReached)
+
+TOPIC, SUBTOPIC, STUDY, RESULT, CONCLUSION, DONE, FAILED = (
+    "topic", "subtopic", "study", "result", "conclusion", "done", "failed")
+DECISIONS = ("redo_study", "explore_new_subtopic", "draw_conclusion")
+_DECISION_RE = {d: re.compile(r"\b" + r"[_\s]+".join(d.split("_")) + r"\b", re.IGNORECASE) for d in DECISIONS}
+_ITEM_RE = re.compile(r"^\s*(?:[-*\u2022]\s*)?(?:\(\d+\)|\d+[.)]|[-*\u2022])\s+(.+?)\s*$")
+
+
+class EngineError(InquiTreeError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Params:
+    """A run's parameters; every one is recorded in EpisodeStarted."""
+
+    tau: float
+    max_hints: int
+    max_turns: int
+    randomness: int
+    seed: int
+    embedder: str
+    template_set: str
+    template_hash: str
+
+    def validate(self) -> None:
+        if not (0 < self.tau <= 1):
+            raise EngineError(f"--tau {self.tau}: tau must be in (0, 1]")
+        if self.randomness not in range(0, 11):
+            raise EngineError(f"--randomness {self.randomness}: the randomness level a must be an integer 0..10 "
+                              "(a fake result is shown with probability 10a%)")
+        if self.max_hints < 1:
+            raise EngineError(f"--max-hints {self.max_hints}: H must be at least 1")
+        if self.max_turns < 1:
+            raise EngineError(f"--max-turns {self.max_turns}: must be at least 1")
+
+
+@dataclasses.dataclass(frozen=True)
+class Reply:
+    """What an agent said, with what its maker reports about the call."""
+
+    text: str
+    model: str | None = None
+    usage: dict[str, int | None] = dataclasses.field(default_factory=dict)
+    latency_ms: float | None = None
+
+
+def extract_action(reply: str) -> str:
+    """#12: the text after the last ``ACTION:``; without one, the whole reply; trimmed."""
+    idx = reply.rfind("ACTION:")
+    text = reply[idx + len("ACTION:"):] if idx >= 0 else reply
+    return text.strip().strip("*").strip()
+
+
+def parse_decision(action: str) -> tuple[str | None, list[str]]:
+    """#11: exactly one distinct keyword is a decision; none or several is invalid."""
+    found = [d for d in DECISIONS if _DECISION_RE[d].search(action)]
+    return (found[0] if len(found) == 1 else None), found
+
+
+def split_conclusion(action: str) -> list[str]:
+    """#16: the conclusion's items are its numbered or bulleted lines (else the whole text)."""
+    items = [m.group(1) for line in action.splitlines() if (m := _ITEM_RE.match(line))]
+    if items:
+        return items
+    return [action.strip()] if action.strip() else []
+
+
+def uniform(seed: int, index: int, purpose: str) -> float:
+    """A uniform number in [0, 1) from (seed, index, purpose): counter-based, replayable."""
+    h = hashlib.sha256(f"{seed}:{index}:{purpose}".encode()).digest()
+    return int.from_bytes(h[:8], "big") / 2**64
+
+
+@dataclasses.dataclass
+class EpisodeState:
+    """Everything the engine needs, rebuilt by folding the episode's events (``apply``)."""
+
+    episode_id: str = ""
+    params: Params | None = None
+    state: str = TOPIC
+    step: int = 0
+    subtopic: str | None = None
+    study: str | None = None
+    failures: int = 0  # hints issued in the current state visit (#6)
+    hint_target: str | None = None
+    visits: dict[str, int] = dataclasses.field(default_factory=dict)  # V^sub with visit counts
+    study_runs: dict[str, int] = dataclasses.field(default_factory=dict)
+    draws: int = 0
+    true_results: set[str] = dataclasses.field(default_factory=set)
+    last_observation: str = ""
+    hints_issued: int = 0
+    forced_transitions: int = 0
+    conclusion_items: list[str] | None = None
+    verdicts: dict[str, dict[str, float | None]] = dataclasses.field(default_factory=dict)
+    error: str | None = None
+
+    def copy(self) -> "EpisodeState":
+        new = copy.copy(self)
+        new.visits, new.study_runs = dict(self.visits), dict(self.study_runs)
+        new.true_results = set(self.true_results)
+        new.verdicts = {k: dict(v) for k, v in self.verdicts.items()}
+        return new
+
+    def apply(self, ev: Event) -> None:
+        """Fold one event into the state."""
+        if isinstance(ev, EpisodeStarted):
+            self.episode_id = ev.episode_id
+            self.params = Params(**{f.name: ev.params[f.name] for f in dataclasses.fields(Params)})
+        elif isinstance(ev, AgentReplied):
+            if ev.state != CONCLUSION:
+                self.step = ev.step
+        elif isinstance(ev, ObservationEmitted):
+            self.last_observation = ev.text
+        elif isinstance(ev, HintIssued):
+            self.failures = ev.level
+            self.hint_target = ev.target
+            self.hints_issued += 1
+        elif isinstance(ev, Transitioned):
+            self.state = ev.to_state
+            self.failures, self.hint_target = 0, None
+            if ev.forced:
+                self.forced_transitions += 1
+            if ev.to_state == SUBTOPIC:
+                self.subtopic = ev.node
+                self.visits[ev.node] = self.visits.get(ev.node, 0) + 1
+            elif ev.to_state == STUDY:
+                self.study = ev.node
+            elif ev.to_state == TOPIC:
+                self.subtopic = self.study = None
+        elif isinstance(ev, ResultDrawn):
+            self.draws += 1
+            self.study_runs[ev.study_id] = self.study_runs.get(ev.study_id, 0) + 1
+            if not ev.fake:
+                self.true_results.add(ev.result_id)
+        elif isinstance(ev, ConclusionSubmitted):
+            self.conclusion_items = list(ev.items)
+            self.state = DONE
+        elif isinstance(ev, JudgeVerdict):
+            self.verdicts.setdefault(ev.judge_id, {})[ev.item_id] = ev.score
+        elif isinstance(ev, EpisodeFailed):
+            self.state, self.error = FAILED, ev.error
+
+
+def fold(events: Iterable[Event], state: EpisodeState | None = None) -> EpisodeState:
+    state = state or EpisodeState()
+    for ev in events:
+        state.apply(ev)
+    return state
+
+
+class _Step:
+    """Collects one step's events, applying each to a working copy of the state."""
+
+    def __init__(self, state: EpisodeState):
+        self.state = state.copy()
+        self.events: list[Event] = []
+        self.templates: list[str] = []
+        self.texts: list[str] = []
+        self.hidden: dict[str, Any] = {}
+
+    def emit(self, ev: Event) -> None:
+        self.events.append(ev)
+        self.state.apply(ev)
+
+    def show(self, template_id: str, text: str, **hidden: Any) -> None:
+        self.templates.append(template_id)
+        self.texts.append(text)
+        self.hidden.update(hidden)
+
+    def observe(self, step: int) -> None:
+        self.emit(ObservationEmitted(step=step, state=self.state.state, templates=self.templates,
+                                     text="\n\n".join(self.texts), hidden=self.hidden))
+
+
+class Engine:
+    def __init__(self, tree: Tree, params: Params, templates: TemplateSet):
+        params.validate()
+        self.tree, self.p, self.t = tree, params, templates
+
+    # -- public API ----------------------------------------------------------------------------
+    def start(self, episode_id: str, agent: dict, judge: dict, code_version: str) -> list[Event]:
+        s = _Step(EpisodeState())
+        s.emit(EpisodeStarted(episode_id=episode_id, tree_id=self.tree.id, tree_hash=self.tree.content_hash,
+                              tree_title=self.tree.title, n_subtopics=self.tree.n,
+                              params=dataclasses.asdict(self.p), agent=agent, judge=judge,
+                              code_version=code_version))
+        s.show("C.1.1", self.t.render("C.1.1", content=self.tree.topic))
+        s.observe(0)
+        return s.events
+
+    def candidates(self, state: EpisodeState) -> list[tuple[str, str]]:
+        """C(s_t) as (id, canonical text): #8."""
+        if state.state == TOPIC:
+            return [(s.id, s.text) for s in self.tree.subtopics]
+        if state.state == SUBTOPIC:
+            return [(st.id, st.text) for st in self.tree.subtopic[state.subtopic].studies]
+        return []
+
+    def needs_cosines(self, state: EpisodeState) -> bool:
+        return state.state in (TOPIC, SUBTOPIC)
+
+    def step(self, state: EpisodeState, reply: Reply, cosines: dict[str, float] | None = None) -> list[Event]:
+        """One agent reply -> the new events (state is not modified)."""
+        if state.state in (DONE, FAILED):
+            raise EngineError(f"episode {state.episode_id} is {state.state}: it takes no more replies")
+        s = _Step(state)
+        action = extract_action(reply.text)
+        if state.state == CONCLUSION:
+            s.emit(AgentReplied(step=state.step, state=CONCLUSION, raw=reply.text, action=action, model=reply.model,
+                                usage=dict(reply.usage), latency_ms=reply.latency_ms))
+            s.emit(ConclusionSubmitted(items=split_conclusion(action)))
+            return s.events
+        step = state.step + 1
+        s.emit(AgentReplied(step=step, state=state.state, raw=reply.text, action=action, model=reply.model,
+                            usage=dict(reply.usage), latency_ms=reply.latency_ms))
+        if state.state == TOPIC:
+            self._topic(s, step, action, cosines)
+        elif state.state == SUBTOPIC:
+            self._subtopic(s, step, action, cosines)
+        elif state.state == RESULT:
+            self._result(s, step, action)
+        elif state.state == STUDY:
+            self._run_study(s, step, redo=True)
+        if s.state.state != CONCLUSION and step >= self.p.max_turns:  # #3
+            s.emit(TurnLimitReached(step=step, max_turns=self.p.max_turns))
+            s.emit(Transitioned(step=step, from_state=s.state.state, to_state=CONCLUSION, node=None,
+                                reason="turn_limit"))
+            s.show("C.6", self.t.render("C.6"))
+        s.observe(step)
+        return s.events
+
+    def fail(self, state: EpisodeState, error: str, retryable: bool) -> list[Event]:
+        return [EpisodeFailed(step=state.step, error=error, retryable=retryable)]
+
+    def score(self, state: EpisodeState, judge_id: str) -> EpisodeScored:
+        """Eq. 7 (coverage), Eq. 8 (evidence), Eq. 9 (Q) with q_norm = Q/k (#15), and Eq. 11-12 bounds."""
+        verdicts = state.verdicts.get(judge_id, {})
+        scores = {c.id: verdicts.get(c.id) for c in self.tree.conclusions}
+        evidence = {}
+        for c in self.tree.conclusions:
+            req = c.requires_results
+            evidence[c.id] = 1.0 if not req else sum(r in state.true_results for r in req) / len(req)  # #14
+        k = len(self.tree.conclusions)
+        if any(v is None for v in scores.values()):
+            q_sum = q_norm = float("nan")
+        else:
+            q_sum = sum(evidence[i] * scores[i] for i in scores)
+            q_norm = q_sum / k
+        lo, hi = self.tree.bounds(self.p.max_hints)
+        return EpisodeScored(
+            judge_id=judge_id, coverage=len(state.visits) / self.tree.n, evidence=evidence, scores=scores,
+            q_sum=None if math.isnan(q_sum) else q_sum, q_norm=None if math.isnan(q_norm) else q_norm, k=k,
+            steps=state.step, lower_bound=lo, upper_bound=hi, within_bounds=lo <= state.step <= hi,
+            visited_subtopics=sorted(state.visits, key=list(self.tree.subtopic).index),
+            hints_issued=state.hints_issued, forced_transitions=state.forced_transitions)
+
+    # -- states ----------------------------------------------------------------------------------
+    def _match(self, s: _Step, step: int, action: str, cosines: dict[str, float] | None) -> tuple[str | None, bool]:
+        """Eq. 2-4: the best candidate (ties: tree order) and whether it clears tau."""
+        cands = [cid for cid, _ in self.candidates(s.state)]
+        if not action:
+            s.emit(MatchScored(step=step, state=s.state.state, candidates=[], best=None, best_cosine=None,
+                               tau=self.p.tau, accepted=False))
+            return None, False
+        if cosines is None or set(cands) - set(cosines):
+            raise EngineError(f"step {step}: cosines are needed for every candidate of {s.state.state}: {cands}")
+        for cid in cands:
+            if not math.isfinite(cosines[cid]):
+                raise EngineError(f"step {step}: cosine for {cid} is {cosines[cid]}, not a finite number")
+        best = max(cands, key=lambda c: (cosines[c], -cands.index(c)))
+        accepted = cosines[best] >= self.p.tau
+        s.emit(MatchScored(step=step, state=s.state.state, candidates=[{"id": c, "cosine": cosines[c]} for c in cands],
+                           best=best, best_cosine=cosines[best], tau=self.p.tau, accepted=accepted))
+        return best, accepted
+
+    def _unlocked(self, state: EpisodeState, subtopic_id: str) -> list[str]:
+        """Eq. 5: the prerequisites of ``subtopic_id`` not yet visited (empty: unlocked)."""
+        return [d for d in self.tree.subtopic[subtopic_id].depends_on if d not in state.visits]
+
+    def _topic(self, s: _Step, step: int, action: str, cosines) -> None:
+        best, accepted = self._match(s, step, action, cosines)
+        if accepted:
+            missing = self._unlocked(s.state, best)
+            if not missing:
+                return self._enter_subtopic(s, step, best, forced=False)
+            s.emit(DependencyBlocked(step=step, subtopic_id=best, missing=missing))
+        if s.state.failures >= self.p.max_hints:  # #5: attempt H+1 is forced
+            return self._enter_subtopic(s, step, s.state.hint_target, forced=True)
+        valid = [x.id for x in self.tree.subtopics if not self._unlocked(s.state, x.id)]
+        target = min(valid, key=lambda sid: s.state.visits.get(sid, 0))  # #7: fewest visits, tree order
+        level = s.state.failures + 1
+        final = level == self.p.max_hints
+        s.emit(HintIssued(step=step, state=TOPIC, target=target, level=level, final=final))
+        hint = self._hint(self.tree.subtopic[target].hints, level)
+        s.show("C.1.2", self.t.render("C.1.2", hints=hint, final_hint=final, finalhint=final),
+               hint_target=target, hint_level=level)
+
+    def _enter_subtopic(self, s: _Step, step: int, subtopic_id: str, forced: bool) -> None:
+        s.emit(Transitioned(step=step, from_state=TOPIC, to_state=SUBTOPIC, node=subtopic_id, forced=forced,
+                            reason="forced" if forced else "match"))
+        s.show("C.2.1", self.t.render("C.2.1", content=self.tree.subtopic[subtopic_id].text), subtopic=subtopic_id)
+
+    def _subtopic(self, s: _Step, step: int, action: str, cosines) -> None:
+        best, accepted = self._match(s, step, action, cosines)
+        if accepted:
+            return self._enter_study(s, step, best, forced=False)
+        if s.state.failures >= self.p.max_hints:
+            return self._enter_study(s, step, s.state.hint_target, forced=True)
+        studies = self.tree.subtopic[s.state.subtopic].studies
+        target = min((st.id for st in studies), key=lambda sid: s.state.study_runs.get(sid, 0))  # #7
+        level = s.state.failures + 1
+        final = level == self.p.max_hints
+        s.emit(HintIssued(step=step, state=SUBTOPIC, target=target, level=level, final=final))
+        hint = self._hint(self.tree.study[target].hints, level)
+        s.show("C.2.2", self.t.render("C.2.2", hints=hint, final_hint=final, finalhint=final),
+               hint_target=target, hint_level=level)
+
+    def _hint(self, hints: tuple[str, ...], level: int) -> str:
+        """The hint at ``level``; with H > 4 the level-4 (explicit) hint is repeated above 4."""
+        return hints[min(level, len(hints)) - 1]
+
+    def _enter_study(self, s: _Step, step: int, study_id: str, forced: bool) -> None:
+        s.emit(Transitioned(step=step, from_state=SUBTOPIC, to_state=STUDY, node=study_id, forced=forced,
+                            reason="forced" if forced else "match"))
+        s.show("C.3.1", self.t.render("C.3.1", content=self.tree.study[study_id].text))
+        self._run_study(s, step, redo=False)
+
+    def _run_study(self, s: _Step, step: int, redo: bool) -> None:
+        """The Study state runs the study and shows its Result (Sec. 3.5, #13)."""
+        study = self.tree.study[s.state.study]
+        result = study.result
+        k = s.state.draws
+        probability = self.p.randomness / 10
+        draw = uniform(self.p.seed, k, "fake")
+        fake = draw < probability
+        fake_index = int(uniform(self.p.seed, k, "choice") * len(result.fakes)) if fake else None
+        s.emit(ResultDrawn(step=step, study_id=study.id, result_id=result.id, probability=probability,
+                           draw=draw, fake=fake, fake_index=fake_index, redo=redo))
+        s.emit(Transitioned(step=step, from_state=STUDY, to_state=RESULT, node=result.id,
+                            reason="redo" if redo else "auto"))
+        shown = result.fakes[fake_index] if fake else result.text
+        s.show("C.4.1", self.t.render("C.4.1", content=shown), result=result.id, fake=fake)
+
+    def _result(self, s: _Step, step: int, action: str) -> None:
+        decision, found = parse_decision(action)
+        s.emit(DecisionParsed(step=step, decision=decision, keywords=found, valid=decision is not None))
+        if decision is None:
+            s.show("C.4.2", self.t.render("C.4.2"))
+        elif decision == "redo_study":
+            study = self.tree.study[s.state.study]
+            s.emit(Transitioned(step=step, from_state=RESULT, to_state=STUDY, node=study.id, reason="redo"))
+            s.show("C.3.2", self.t.render("C.3.2", content=study.text))
+        elif decision == "explore_new_subtopic":  # #10: hub-and-spoke
+            s.emit(Transitioned(step=step, from_state=RESULT, to_state=TOPIC, node=None, reason="explore"))
+            s.show("C.1.3", self.t.render("C.1.3", content=self.tree.topic))
+        else:
+            s.emit(Transitioned(step=step, from_state=RESULT, to_state=CONCLUSION, node=None, reason="conclude"))
+            s.show("C.5", self.t.render("C.5"))

@@ -1,0 +1,105 @@
+"""Replay: fold a stored episode into its transcript and state, and re-simulate it.
+
+Re-simulation feeds the recorded replies and the recorded cosines (Eq. 2 values
+from ``MatchScored``) into a fresh engine built from the recorded parameters,
+seed, tree and template set, and requires the identical event sequence. Judge
+verdicts and failures are inputs from outside the engine and are taken as
+recorded; every ``EpisodeScored`` is recomputed. No model, no network.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from inquitree.core.engine import Engine, EngineError, EpisodeState, Params, Reply, fold
+from inquitree.core.templates import TemplateError, TemplateSet
+from inquitree.core.tree import Tree, TreeError, resolve_tree
+from inquitree.events.base import Event, canonical_json
+from inquitree.events.types import (AgentReplied, EpisodeFailed, EpisodeScored, EpisodeStarted, JudgeVerdict,
+                                    MatchScored, ObservationEmitted)
+
+
+@dataclasses.dataclass
+class ReplayResult:
+    identical: bool
+    events: int
+    first_difference: str | None = None
+
+
+def transcript(events: list[Event]) -> list[tuple[str, str, str]]:
+    """(speaker, state, text) for every observation and reply, in order."""
+    out = []
+    for ev in events:
+        if isinstance(ev, ObservationEmitted):
+            out.append(("environment", ev.state, ev.text))
+        elif isinstance(ev, AgentReplied):
+            out.append(("agent", ev.state, ev.raw))
+    return out
+
+
+def episode_state(events: list[Event]) -> EpisodeState:
+    return fold(events)
+
+
+def _same(a: Event, b: Event) -> bool:
+    return a.TYPE == b.TYPE and canonical_json(a.to_payload()) == canonical_json(b.to_payload())
+
+
+def _describe(i: int, recorded: Event | None, produced: Event | None) -> str:
+    if recorded is None:
+        return f"event #{i}: the log ends, but re-simulation produced {produced.TYPE}"
+    if produced is None:
+        return f"event #{i}: re-simulation produced nothing, the log has {recorded.TYPE}"
+    if recorded.TYPE != produced.TYPE:
+        return f"event #{i}: the log has {recorded.TYPE}, re-simulation produced {produced.TYPE}"
+    rp, pp = recorded.to_payload(), produced.to_payload()
+    keys = [k for k in sorted(set(rp) | set(pp)) if canonical_json({"v": rp.get(k)}) != canonical_json({"v": pp.get(k)})]
+    parts = [f"{k}: log {str(rp.get(k))[:120]!r} vs re-simulated {str(pp.get(k))[:120]!r}" for k in keys]
+    return f"event #{i} ({recorded.TYPE}): " + "; ".join(parts)
+
+
+def resimulate(recorded: list[Event], tree: Tree | None = None, templates: TemplateSet | None = None) -> ReplayResult:
+    if not recorded or not isinstance(recorded[0], EpisodeStarted):
+        return ReplayResult(False, len(recorded), "event #0: the stream does not start with EpisodeStarted")
+    started: EpisodeStarted = recorded[0]
+    params = Params(**{f.name: started.params[f.name] for f in dataclasses.fields(Params)})
+    try:
+        tree = tree or resolve_tree(started.tree_id)
+        templates = templates or TemplateSet(params.template_set)
+    except (TreeError, TemplateError) as exc:
+        return ReplayResult(False, len(recorded), f"cannot rebuild the episode's inputs: {exc}")
+    if tree.content_hash != started.tree_hash:
+        return ReplayResult(False, len(recorded), f"tree {tree.id} ({tree.source}) has changed since the episode was "
+                                                  f"recorded (content hash {tree.content_hash[:12]} vs {started.tree_hash[:12]})")
+    if templates.hash != params.template_hash:
+        return ReplayResult(False, len(recorded), f"template set {templates.name} has changed since the episode was recorded")
+    engine = Engine(tree, params, templates)
+    produced = engine.start(started.episode_id, started.agent, started.judge, started.code_version)
+    produced[0] = started  # the recorded start is the input (its code version is history)
+    pos, state = 0, EpisodeState()
+    while True:
+        for j, ev in enumerate(produced):
+            rec = recorded[pos + j] if pos + j < len(recorded) else None
+            if rec is None or not _same(rec, ev):
+                return ReplayResult(False, len(recorded), _describe(pos + j, rec, ev))
+        state = fold(produced, state)
+        pos += len(produced)
+        if pos >= len(recorded):
+            return ReplayResult(True, len(recorded))
+        ev = recorded[pos]
+        try:
+            if isinstance(ev, AgentReplied):
+                reply = Reply(ev.raw, ev.model, dict(ev.usage), ev.latency_ms)
+                cos = None
+                if engine.needs_cosines(state):
+                    nxt = recorded[pos + 1] if pos + 1 < len(recorded) else None
+                    cos = {c["id"]: c["cosine"] for c in nxt.candidates} if isinstance(nxt, MatchScored) else {}
+                produced = engine.step(state, reply, cos)
+            elif isinstance(ev, (JudgeVerdict, EpisodeFailed)):
+                produced = [ev]
+            elif isinstance(ev, EpisodeScored):
+                produced = [engine.score(state, ev.judge_id)]
+            else:
+                return ReplayResult(False, len(recorded), f"event #{pos}: unexpected {ev.TYPE} where a reply, verdict or score belongs")
+        except EngineError as exc:
+            return ReplayResult(False, len(recorded), f"event #{pos}: the engine refused the recorded input: {exc}")

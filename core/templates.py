@@ -1,0 +1,60 @@
+"""Prompt templates (paper Appendix A and C) as a named template set.
+
+The shipped set ``inquitree`` is the paper's text exactly as printed (see
+``core/paper_templates.py``); another directory with the same file names can be
+chosen per run. A set's identity is its name plus a hash of its files, both
+recorded in ``EpisodeStarted``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import jinja2
+
+from inquitree.events.errors import InquiTreeError
+
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
+FILES = {
+    "system": "system.txt",
+    "C.1.1": "C.1.1.j2", "C.1.2": "C.1.2.j2", "C.1.3": "C.1.3.j2",
+    "C.2.1": "C.2.1.j2", "C.2.2": "C.2.2.j2",
+    "C.3.1": "C.3.1.j2", "C.3.2": "C.3.2.j2",
+    "C.4.1": "C.4.1.j2", "C.4.2": "C.4.2.j2",
+    "C.5": "C.5.j2", "C.6": "C.6.j2",
+}
+
+
+class TemplateError(InquiTreeError):
+    pass
+
+
+class TemplateSet:
+    def __init__(self, name_or_dir: str = "inquitree"):
+        path = Path(name_or_dir)
+        if not path.is_dir():
+            path = TEMPLATES_DIR / name_or_dir
+        if not path.is_dir():
+            shipped = ", ".join(sorted(p.name for p in TEMPLATES_DIR.iterdir() if p.is_dir()))
+            raise TemplateError(f"template set {name_or_dir!r}: no such directory or shipped set (shipped: {shipped})")
+        missing = [f for f in FILES.values() if not (path / f).is_file()]
+        if missing:
+            raise TemplateError(f"template set {path}: missing {', '.join(missing)}")
+        self.name = name_or_dir if (TEMPLATES_DIR / name_or_dir) == path else str(path.resolve())
+        self.path = path
+        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(path)), trim_blocks=True,
+                                      lstrip_blocks=True, keep_trailing_newline=False,
+                                      undefined=jinja2.StrictUndefined, autoescape=False)
+        digest = hashlib.sha256()
+        for key in sorted(FILES):
+            digest.update(FILES[key].encode() + b"\0" + (path / FILES[key]).read_bytes() + b"\0")
+        self.hash = digest.hexdigest()
+        self._compiled = {key: self.env.get_template(f) for key, f in FILES.items() if f.endswith(".j2")}
+        self.system_prompt = (path / FILES["system"]).read_text(encoding="utf-8").rstrip("\n")
+
+    def render(self, template_id: str, **values) -> str:
+        try:
+            return self._compiled[template_id].render(**values).rstrip("\n")
+        except jinja2.TemplateError as exc:
+            raise TemplateError(f"template {template_id} in {self.path}: {exc}") from exc
