@@ -206,6 +206,10 @@ class OpenAIChatAgent:
             self.history.pop()
             raise AgentError(f"openai agent {self.model} at {self.base_url or 'OpenAI'}: {type(exc).__name__}: {exc}",
                              retryable=False) from exc
+        except ValueError as exc:  # a 200 whose body is not JSON: the client's decoder raises
+            self.history.pop()
+            raise AgentError(f"openai agent {self.model} at {self.base_url or 'OpenAI'}: malformed response "
+                             f"({type(exc).__name__}: {exc})", retryable=True) from exc
         latency = (time.perf_counter() - t0) * 1000
         choice = resp.choices[0] if getattr(resp, "choices", None) else None
         content = choice.message.content if choice is not None and choice.message is not None else None

@@ -83,7 +83,7 @@ def play(tree_ref, agent_spec, judge_spec, embedder_name, seed, randomness, tau,
     from inquitree.core.embed import default_tau, make_embedder
     from inquitree.core.engine import Params
     from inquitree.core.judges import make_judge
-    from inquitree.core.runner import run_episode
+    from inquitree.core.runner import new_episode_id, run_episode
     from inquitree.core.templates import TemplateSet
     from inquitree.core.tree import resolve_tree
     from inquitree.events.store import EventStore
@@ -99,12 +99,13 @@ def play(tree_ref, agent_spec, judge_spec, embedder_name, seed, randomness, tau,
     judge = None if judge_spec == "none" else make_judge(judge_spec, embedder, base_url=judge_base_url)
     store = EventStore(db_url) if record else None
     notes = engine_notes if engine_notes is not None else agent_spec != "human"
+    episode_id = episode_id or new_episode_id()
     hook = None if quiet else (lambda ev: show_event(ev, notes))
     try:
         outcome = run_episode(tree, agent, judge, embedder, params, templates, store, episode_id, on_event=hook)
     except AgentError as exc:
         where = f"; what was played is recorded in {store!r}" if store else ""
-        raise AgentError(f"{exc} (episode {episode_id or 'aborted'}{where})") from exc
+        raise AgentError(f"{exc} (episode {episode_id} failed{where})") from exc
     print_scores(outcome.episode_id, outcome.scored)
     click.echo(f"  recorded in {store.url} as stream episode/{outcome.episode_id}" if store else
                "  not recorded (use --record to keep the events)")
@@ -215,3 +216,40 @@ def episodes_show(episode: str, db_url: str | None) -> None:
         show_event(ev, engine_notes=True)
     scored = [e for e in events if isinstance(e, EpisodeScored)]
     print_scores(episode_id, scored[-1] if scored else None)
+
+
+@episodes.command("export")
+@click.argument("episode", default="last")
+@db_option
+@click.option("--out", type=click.Path(dir_okay=False), default="-", help="File to write (default: stdout).")
+def episodes_export(episode: str, db_url: str | None, out: str) -> None:
+    """Write one episode's events as JSON lines: {"type", "version", "payload"} (the golden-log format)."""
+    from inquitree.core.golden import dump_jsonl
+    from inquitree.events.store import EventStore
+
+    with EventStore(db_url) as store:
+        episode_id = _episode_ids(store, episode)
+        events = _load(store, episode_id)
+    text = dump_jsonl(events)
+    if out == "-":
+        click.echo(text, nl=False)
+    else:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+        click.echo(f"wrote {len(events)} events of {episode_id} to {out}", err=True)
+
+
+@episodes.command("import")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@db_option
+def episodes_import(path: str, db_url: str | None) -> None:
+    """Append an exported episode (JSON lines) to the store as a new stream."""
+    from inquitree.core.golden import load_jsonl
+    from inquitree.core.runner import stream_id
+    from inquitree.events.store import EventStore
+
+    events = load_jsonl(path)
+    with EventStore(db_url) as store:
+        sid = stream_id(events[0].episode_id)
+        store.append(sid, events, 0)
+    click.echo(f"imported {len(events)} events as {sid}")

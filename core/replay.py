@@ -53,8 +53,9 @@ def _describe(i: int, recorded: Event | None, produced: Event | None) -> str:
     if recorded.TYPE != produced.TYPE:
         return f"event #{i}: the log has {recorded.TYPE}, re-simulation produced {produced.TYPE}"
     rp, pp = recorded.to_payload(), produced.to_payload()
-    keys = [k for k in sorted(set(rp) | set(pp)) if canonical_json({"v": rp.get(k)}) != canonical_json({"v": pp.get(k)})]
-    parts = [f"{k}: log {str(rp.get(k))[:120]!r} vs re-simulated {str(pp.get(k))[:120]!r}" for k in keys]
+    keys = [k for k in sorted(set(rp) | set(pp)) if canonical_json(rp.get(k)) != canonical_json(pp.get(k))]
+    parts = [f"{k}: log {canonical_json(rp.get(k))[:120]} vs re-simulated {canonical_json(pp.get(k))[:120]}"
+             for k in keys]
     return f"event #{i} ({recorded.TYPE}): " + "; ".join(parts)
 
 

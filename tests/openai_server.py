@@ -25,6 +25,8 @@ class OpenAICompatibleServer:
         self.replies = replies if replies is not None else []
         self.delay = delay
         self.faults: list = []
+        self.fail_after: tuple[int, object] | None = None  # (n, fault): every chat call after the n-th fails
+        self.chat_calls = 0
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         self._embedder = HashEmbedder(dim=64)
@@ -51,6 +53,10 @@ class OpenAICompatibleServer:
                 with server._lock:
                     server.requests.append({"path": self.path, "body": req})
                     fault = server.faults.pop(0) if server.faults else None
+                    if self.path.endswith("/chat/completions"):
+                        server.chat_calls += 1
+                        if server.fail_after and server.chat_calls > server.fail_after[0]:
+                            fault = server.fail_after[1]
                 if server.delay:
                     time.sleep(server.delay)
                 if fault == "timeout":

@@ -1,0 +1,44 @@
+"""Helpers to run episodes in tests without the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inquitree.core.agents import OracleAgent, RandomAgent, ScriptAgent
+from inquitree.core.embed import HashEmbedder, default_tau
+from inquitree.core.engine import Params
+from inquitree.core.judges import EmbeddingJudge
+from inquitree.core.runner import run_episode
+from inquitree.core.templates import TemplateSet
+from inquitree.core.tree import Tree
+
+TEMPLATES = TemplateSet("inquitree")
+MISS = "THOUGHT: I am not sure.\nACTION: Let us order lunch from the new noodle place downtown."
+
+
+def params(tree: Tree, embedder, *, seed: int = 0, randomness: int = 0, max_hints: int = 4,
+           max_turns: int | None = None, tau: float | None = None) -> Params:
+    return Params(tau=tau if tau is not None else default_tau(embedder.id), max_hints=max_hints,
+                  max_turns=max_turns or tree.bounds(max_hints)[1], randomness=randomness, seed=seed,
+                  embedder=embedder.id, template_set=TEMPLATES.name, template_hash=TEMPLATES.hash)
+
+
+def always_miss_script(tree: Tree, max_hints: int, path: Path) -> Path:
+    """Misses at Topic and Subtopic until forced (H hints, then attempt H+1), explores until every
+    subtopic is visited, then concludes."""
+    rounds = []
+    for i in range(tree.n):
+        decision = "ACTION: explore_new_subtopic" if i < tree.n - 1 else "ACTION: draw_conclusion"
+        rounds += [MISS] * (max_hints + 1) * 2 + [decision]
+    rounds.append("ACTION:\n(1) Sleep matters.")
+    path.write_text("\n---\n".join(rounds))
+    return path
+
+
+def play(tree: Tree, agent, embedder=None, store=None, judge=True, **kw):
+    embedder = embedder or HashEmbedder()
+    judge_obj = EmbeddingJudge(embedder) if judge else None
+    return run_episode(tree, agent, judge_obj, embedder, params(tree, embedder, **kw), TEMPLATES, store)
+
+
+__all__ = ["OracleAgent", "RandomAgent", "ScriptAgent", "play", "params", "always_miss_script", "MISS", "TEMPLATES"]

@@ -1,0 +1,89 @@
+"""`inquitree play` end to end: recording, live output, bad input, failing agents."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from inquitree.core.cli import main
+from inquitree.core.runner import stream_id
+from inquitree.events.store import EventStore
+from inquitree.events.types import EpisodeFailed
+from openai_server import OpenAICompatibleServer
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_play_record_then_replay_offline(sqlite_url):
+    played = run("play", "--tree", "synthetic-diamond-4", "--agent", "oracle", "--record", "--db", sqlite_url,
+                 "--episode-id", "ep-test")
+    assert played.exit_code == 0, played.output
+    assert "[1] AGENT (topic)" in played.output and "ENVIRONMENT (C.1.1)" in played.output
+    assert "coverage 1.000   Q 3.000 (q_norm 1.000, k=3)" in played.output
+    assert "steps 12 within [3n, n(2H+3)] = [12, 44]: yes" in played.output
+    replayed = run("replay", "last", "--db", sqlite_url, "-q")
+    assert replayed.exit_code == 0 and "replay: identical" in replayed.output
+    listed = run("episodes", "list", "--db", sqlite_url)
+    assert "ep-test\tsynthetic-diamond-4\toracle\t0\t0\tdone\t12\t1.000\t1.000" in listed.output
+
+
+def test_without_record_nothing_is_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = run("play", "--tree", "synthetic-diamond-4", "-q")
+    assert out.exit_code == 0 and "not recorded" in out.output
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--tree", "nope"], "unknown tree id 'nope'"),
+    (["--randomness", "11"], "--randomness 11: the randomness level a must be an integer 0..10"),
+    (["--tau", "0"], "--tau 0.0: tau must be in (0, 1]"),
+    (["--tau", "1.2"], "--tau 1.2: tau must be in (0, 1]"),
+    (["--agent", "gpt"], "--agent 'gpt': expected random, oracle, human, script:FILE or openai:MODEL"),
+    (["--embedder", "bert"], "unknown embedder 'bert'"),
+])
+def test_bad_input_is_one_clear_line(args, message):
+    out = run("play", "-q", *args)
+    assert out.exit_code == 2
+    assert out.output.startswith("inquitree: error: ") and message in out.output
+    assert "Traceback" not in out.output
+
+
+def test_openai_agent_plays_through_a_real_http_server(sqlite_url):
+    with OpenAICompatibleServer(["THOUGHT: t\nACTION: nothing useful"] * 3 + ["ACTION: (1) done"]) as server:
+        out = run("play", "--tree", "synthetic-chain-7", "--agent", "openai:test-model", "--base-url", server.base_url,
+                  "--max-turns", "3", "--record", "--db", sqlite_url, "-q")
+        assert out.exit_code == 0, out.output
+        first = server.requests[0]["body"]
+        assert first["temperature"] == 0 and first["messages"][0]["role"] == "system"
+        assert first["messages"][0]["content"].startswith("You are an expert research assistant")
+        last = server.requests[-1]["body"]["messages"]
+        assert [m["role"] for m in last] == ["system"] + ["user", "assistant"] * 3 + ["user"]  # full memory
+        assert "max-turn-limitation" in last[-1]["content"]
+    assert "steps 3 within" in out.output
+
+
+@pytest.mark.parametrize("fault,expect", [
+    ("garbage", "malformed response"),
+    ("empty", "returned an empty reply"),
+    (500, "InternalServerError"),
+])
+def test_failing_agent_endpoint_records_episode_failed_and_keeps_the_rest(fault, expect, sqlite_url):
+    with OpenAICompatibleServer(lambda messages: "THOUGHT: t\nACTION: nothing useful") as server:
+        server.fail_after = (2, fault)  # two good turns, then every call fails
+        out = run("play", "--tree", "synthetic-chain-7", "--agent", "openai:test-model", "--base-url", server.base_url,
+                  "--record", "--db", sqlite_url, "--episode-id", "ep-fail", "-q")
+    assert out.exit_code == 2, out.output
+    assert expect in out.output and "episode ep-fail failed" in out.output and "Traceback" not in out.output
+    with EventStore(sqlite_url) as store:
+        events = [r.event for r in store.read_stream(stream_id("ep-fail"))]
+    assert isinstance(events[-1], EpisodeFailed) and expect in events[-1].error and events[-1].retryable
+    assert events[-1].step == 2 and sum(e.TYPE == "AgentReplied" for e in events) == 2
+    assert store_is_replayable(sqlite_url, "ep-fail")
+
+
+def store_is_replayable(url: str, episode: str) -> bool:
+    out = run("replay", episode, "--db", url, "-q")
+    return out.exit_code == 0 and "replay: identical" in out.output

@@ -1,0 +1,90 @@
+"""Replay: golden logs re-simulate identically; tampering and changes are caught."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from inquitree.core.cli import main
+from inquitree.core.engine import fold
+from inquitree.core.golden import load_jsonl
+from inquitree.core.replay import resimulate, transcript
+from inquitree.core.tree import parse_tree, resolve_tree
+from inquitree.events.types import AgentReplied, EpisodeScored, MatchScored, ResultDrawn
+
+GOLDEN = sorted((Path(__file__).parent / "golden").glob("*.jsonl"))
+
+
+def test_there_are_golden_logs_of_every_kind():
+    kinds = {load_jsonl(p)[0].agent["kind"] for p in GOLDEN}
+    assert kinds == {"random", "oracle", "script", "openai"}
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_golden_log_replays_identically(path):
+    events = load_jsonl(path)
+    result = resimulate(events)
+    assert result.identical, result.first_difference
+    assert result.events == len(events)
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_golden_log_through_the_store_and_cli(path, sqlite_url):
+    runner = CliRunner()
+    imported = runner.invoke(main, ["episodes", "import", str(path), "--db", sqlite_url])
+    assert imported.exit_code == 0, imported.output
+    episode = load_jsonl(path)[0].episode_id
+    out = runner.invoke(main, ["replay", episode, "--db", sqlite_url, "-q"])
+    assert out.exit_code == 0, out.output
+    assert "integrity: ok" in out.output and f"replay: identical ({len(load_jsonl(path))} events" in out.output
+    exported = runner.invoke(main, ["episodes", "export", episode, "--db", sqlite_url])
+    assert exported.output == path.read_text()
+
+
+def test_golden_openai_episode_exercised_matching_blocks_hints_and_usage():
+    events = load_jsonl(next(p for p in GOLDEN if p.stem.startswith("openai")))
+    types = {e.TYPE for e in events}
+    assert {"DependencyBlocked", "HintIssued", "MatchScored", "ResultDrawn", "JudgeVerdict", "EpisodeScored"} <= types
+    replies = [e for e in events if isinstance(e, AgentReplied)]
+    assert all(r.model == "local-paraphraser" and r.usage["output"] is not None for r in replies)
+    accepted = [m for m in events if isinstance(m, MatchScored) and m.accepted]
+    assert accepted[0].step == 1 and accepted[0].best_cosine == 1.0  # the scripted slip: s7's own text, blocked
+    assert len(accepted) > 5 and all(m.best_cosine < 0.9 for m in accepted[1:])  # the rest are paraphrases
+
+
+def test_a_changed_reply_is_reported_at_the_first_differing_event():
+    events = load_jsonl(next(p for p in GOLDEN if "random" in p.stem))
+    i = next(k for k, e in enumerate(events) if isinstance(e, ResultDrawn))
+    events[i] = dataclasses.replace(events[i], draw=0.123)
+    result = resimulate(events)
+    assert not result.identical
+    assert result.first_difference.startswith(f"event #{i} (ResultDrawn): draw: log 0.123 vs re-simulated ")
+
+
+def test_a_changed_score_is_caught():
+    events = load_jsonl(next(p for p in GOLDEN if "oracle" in p.stem))
+    events[-1] = dataclasses.replace(events[-1], q_norm=0.9)
+    assert "q_norm: log 0.9 vs re-simulated 1.0" in resimulate(events).first_difference
+
+
+def test_a_changed_tree_is_refused():
+    events = load_jsonl(next(p for p in GOLDEN if "oracle" in p.stem))
+    tree = resolve_tree(events[0].tree_id)
+    import json
+
+    doc = json.loads(Path(tree.source).read_text())
+    doc["topic"]["text"] += " (edited)"
+    result = resimulate(events, parse_tree(doc, "edited.json"))
+    assert not result.identical and "has changed since the episode was recorded" in result.first_difference
+
+
+def test_fold_gives_transcript_and_final_state():
+    events = load_jsonl(next(p for p in GOLDEN if "oracle" in p.stem))
+    lines = transcript(events)
+    assert lines[0][0] == "environment" and lines[1][0] == "agent"
+    state = fold(events)
+    scored = [e for e in events if isinstance(e, EpisodeScored)][-1]
+    assert state.state == "done" and state.step == scored.steps == 31
