@@ -27,6 +27,7 @@ class OpenAICompatibleServer:
         self.faults: list = []
         self.fail_after: tuple[int, object] | None = None  # (n, fault): every chat call after the n-th fails
         self.chat_calls = 0
+        self.fault_body: str | None = None  # message of injected error responses
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         self._embedder = HashEmbedder(dim=64)
@@ -64,7 +65,7 @@ class OpenAICompatibleServer:
                     return self._send(500, b'{"error":{"message":"late"}}')
                 if isinstance(fault, int):
                     headers = {"Retry-After": "0"} if fault == 429 else {}
-                    return self._send(fault, json.dumps({"error": {"message": f"injected {fault}",
+                    return self._send(fault, json.dumps({"error": {"message": server.fault_body or f"injected {fault}",
                                                                    "type": "server_error"}}).encode(), headers)
                 if fault == "garbage":
                     return self._send(200, b"<html>this is not json</html>")

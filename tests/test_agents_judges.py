@@ -1,0 +1,99 @@
+"""The human agent in a terminal session, the OpenAI agent's retries, and the judges."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from enginekit import TEMPLATES, params
+from inquitree.core.agents import OpenAIChatAgent
+from inquitree.core.cli import main
+from inquitree.core.embed import HashEmbedder
+from inquitree.core.judges import EmbeddingJudge, OpenAIJudge, parse_verdict
+from inquitree.core.runner import run_episode
+from inquitree.core.tree import resolve_tree
+from openai_server import OpenAICompatibleServer
+
+
+def test_human_plays_in_the_terminal_without_seeing_engine_notes():
+    tree = resolve_tree("synthetic-diamond-4")
+    lines = []
+    for sid in tree.topological_order():
+        sub = tree.subtopic[sid]
+        lines += [f"ACTION: {sub.text}", "", f"ACTION: {sub.studies[0].text}", "",
+                  "ACTION: explore_new_subtopic" if sid != "s4" else "ACTION: draw_conclusion", ""]
+    lines += ["ACTION:", *[f"({i}) {c.text}" for i, c in enumerate(tree.conclusions, 1)], ""]
+    out = CliRunner().invoke(main, ["play", "--tree", "synthetic-diamond-4", "--agent", "human"],
+                             input="\n".join(lines) + "\n")
+    assert out.exit_code == 0, out.output
+    assert "steps 12 within [3n, n(2H+3)] = [12, 44]: yes" in out.output
+    assert "coverage 1.000   Q 3.000 (q_norm 1.000, k=3)" in out.output
+    assert "engine:" not in out.output  # no cosines, hint targets or fake draws for a human player
+
+
+def test_openai_agent_retries_500_and_429_then_continues():
+    tree = resolve_tree("synthetic-chain-7")
+    with OpenAICompatibleServer(lambda m: "ACTION: (1) x" if "numbered" in m[-1]["content"] else "ACTION: hmm") as server:
+        server.faults = [500, 429]
+        agent = OpenAIChatAgent("m", TEMPLATES.system_prompt, base_url=server.base_url, max_retries=3)
+        emb = HashEmbedder()
+        out = run_episode(tree, agent, None, emb, params(tree, emb, max_turns=2), TEMPLATES)
+    assert out.state.step == 2 and len(server.requests) == 2 + 2 + 1  # 2 failures retried, 2 turns, conclusion
+    assert out.state.conclusion_items == ["x"]
+
+
+def test_openai_agent_drops_temperature_when_the_model_refuses_it():
+    tree = resolve_tree("synthetic-chain-7")
+    with OpenAICompatibleServer(lambda m: "ACTION: hmm") as server:
+        server.faults = [400]
+        server.fault_body = "temperature is not supported with this model"
+        agent = OpenAIChatAgent("m", TEMPLATES.system_prompt, base_url=server.base_url, max_retries=0)
+        reply = agent.reply("obs", "topic", 1)
+    assert reply.text == "ACTION: hmm" and agent.temperature is None
+    assert "temperature" in server.requests[0]["body"] and "temperature" not in server.requests[1]["body"]
+
+
+def test_embedding_judge_scores_by_best_cosine():
+    tree = resolve_tree("synthetic-diamond-4")
+    judge = EmbeddingJudge(HashEmbedder(), full=0.85, partial=0.5)
+    verdicts = judge.judge(tree, [tree.conclusions[0].text, "Something unrelated about the stock market."])
+    assert [v.score for v in verdicts][0] == 1.0
+    assert all(v.judge_id == judge.id and v.prompt_version == "embedding-judge-v1" for v in verdicts)
+    assert [v.score for v in judge.judge(tree, [])] == [0.0] * len(tree.conclusions)
+
+
+def test_openai_judge_parses_retries_and_records_errors():
+    tree = resolve_tree("synthetic-diamond-4")
+    answers = iter(["not json", json.dumps({"score": 0.6, "rationale": "partly"}),
+                    json.dumps({"score": 1.0, "rationale": "yes"}),
+                    "```json\n{\"score\": 0.0, \"rationale\": \"no\"}\n```"])
+    with OpenAICompatibleServer(lambda m: next(answers)) as server:
+        verdicts = OpenAIJudge("judge-m", base_url=server.base_url).judge(tree, ["a claim"])
+        body = server.requests[0]["body"]
+    assert [v.score for v in verdicts] == [0.6, 1.0, 0.0]
+    assert verdicts[0].raw_output == json.dumps({"score": 0.6, "rationale": "partly"})
+    assert body["temperature"] == 0 and body["response_format"] == {"type": "json_object"}
+    assert "a claim" in body["messages"][1]["content"] and tree.conclusions[0].text in body["messages"][1]["content"]
+    with OpenAICompatibleServer(lambda m: "garbage") as server:
+        bad = OpenAIJudge("judge-m", base_url=server.base_url, attempts=2).judge(tree, ["a claim"])
+        assert len(server.requests) == 2 * len(tree.conclusions)
+    assert all(v.score is None and v.error and v.raw_output == "garbage" for v in bad)
+
+
+def test_judge_errors_leave_q_undefined_not_zero():
+    tree = resolve_tree("synthetic-diamond-4")
+    with OpenAICompatibleServer(lambda m: "garbage") as server:
+        out = CliRunner().invoke(main, ["play", "--tree", "synthetic-diamond-4", "--judge", "openai:j",
+                                        "--judge-base-url", server.base_url, "-q"])
+    assert out.exit_code == 0 and "Q n/a (judge error)" in out.output
+
+
+@pytest.mark.parametrize("raw,expected", [
+    ('{"score": 1, "rationale": "r"}', (1.0, "r")),
+    ('{"score": 0.5}', (None, "score 0.5 is not one of 1.0, 0.6, 0.0")),
+    ('{"rationale": "r"}', (None, "unparseable judge output (KeyError)")),
+])
+def test_parse_verdict(raw, expected):
+    assert parse_verdict(raw) == expected
