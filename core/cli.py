@@ -37,13 +37,16 @@ def db_option(f):
 
 
 def _register() -> None:
-    from inquitree.core import cli_db, cli_play, cli_trees
+    from inquitree.core import cli_db, cli_play, cli_trees, cli_warehouse
 
     main.add_command(cli_db.db)
     main.add_command(cli_trees.trees)
     main.add_command(cli_play.play)
     main.add_command(cli_play.replay)
     main.add_command(cli_play.episodes)
+    main.add_command(cli_warehouse.warehouse)
+    main.add_command(cli_warehouse.query)
+    main.add_command(cli_warehouse.sql)
 
 
 _register()

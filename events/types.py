@@ -203,3 +203,19 @@ class EpisodeFailed(Event):
     step: int
     error: str
     retryable: bool
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ControlAnswered(Event):
+    """The decontextualized control (Sec. 4.3, #21): one result text shown alone, the model's verdict."""
+
+    TYPE = "ControlAnswered"
+    agent: dict[str, Any]
+    tree_id: str
+    result_id: str
+    shown_fake: bool
+    fake_index: int | None
+    answer: str | None  # "VALID" | "INVALID" | None when the reply names neither
+    correct: bool
+    raw: str

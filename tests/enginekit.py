@@ -37,7 +37,7 @@ def always_miss_script(tree: Tree, max_hints: int, path: Path) -> Path:
 
 def play(tree: Tree, agent, embedder=None, store=None, judge=True, **kw):
     embedder = embedder or HashEmbedder()
-    judge_obj = EmbeddingJudge(embedder) if judge else None
+    judge_obj = judge if not isinstance(judge, bool) else (EmbeddingJudge(embedder) if judge else None)
     return run_episode(tree, agent, judge_obj, embedder, params(tree, embedder, **kw), TEMPLATES, store)
 
 

@@ -1,0 +1,117 @@
+"""``inquitree warehouse``, ``inquitree query`` and ``inquitree sql``: the analytics side."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from inquitree.core.cli import db_option
+
+
+def warehouse_option(f):
+    return click.option("--warehouse", "warehouse_path", envvar="INQUITREE_WAREHOUSE", default=None, metavar="PATH",
+                        help="DuckDB file (default: $INQUITREE_WAREHOUSE or ./inquitree.duckdb).")(f)
+
+
+@click.group()
+def warehouse() -> None:
+    """The DuckDB warehouse: an incremental projection of the event store."""
+
+
+def _progress(n: int, pos: int) -> None:
+    click.echo(f"  ... {n:,} events loaded (position {pos:,})", err=True)
+
+
+@warehouse.command()
+@db_option
+@warehouse_option
+@click.option("--trees", "trees_dirs", multiple=True, type=click.Path(file_okay=False),
+              help="Extra directory of tree files (for episodes on trees that are not shipped).")
+def sync(db_url, warehouse_path, trees_dirs) -> None:
+    """Load the events recorded since the last sync."""
+    from inquitree.warehouse.sync import Warehouse
+
+    with Warehouse(warehouse_path) as wh:
+        r = wh.sync(db_url, progress=_progress, trees_dirs=list(trees_dirs))
+        click.echo(f"{wh.path}: {r.events:,} new events in {r.seconds:.2f} s; checkpoint at position {r.last_position:,}")
+
+
+@warehouse.command()
+@db_option
+@warehouse_option
+@click.option("--trees", "trees_dirs", multiple=True, type=click.Path(file_okay=False))
+def rebuild(db_url, warehouse_path, trees_dirs) -> None:
+    """Delete the warehouse and load every event again."""
+    from inquitree.warehouse.sync import default_warehouse_path, rebuild as do_rebuild
+
+    path = warehouse_path or default_warehouse_path()
+    r = do_rebuild(path, db_url, progress=_progress, trees_dirs=list(trees_dirs))
+    click.echo(f"{path}: rebuilt from {r.events:,} events in {r.seconds:.2f} s")
+
+
+@warehouse.command()
+@warehouse_option
+@click.option("--parquet", "out_dir", required=True, type=click.Path(file_okay=False), help="Directory to write.")
+def export(warehouse_path, out_dir) -> None:
+    """Write every warehouse table as a Parquet file."""
+    from inquitree.warehouse.sync import Warehouse
+
+    with Warehouse(warehouse_path) as wh:
+        for p in wh.export_parquet(out_dir):
+            click.echo(str(p))
+
+
+def _emit(df, fmt: str, out: str | None) -> None:
+    import polars as pl
+
+    if fmt == "parquet":
+        if not out:
+            raise click.UsageError("--format parquet needs --out FILE")
+        df.write_parquet(out)
+        click.echo(f"wrote {df.height} rows to {out}", err=True)
+        return
+    if fmt == "csv":
+        text = df.write_csv()
+    elif fmt == "json":
+        text = df.write_json()
+    else:
+        with pl.Config(tbl_rows=200, tbl_cols=40, fmt_str_lengths=60, tbl_width_chars=200):
+            text = str(df)
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        click.echo(text, nl=not text.endswith("\n"))
+
+
+@click.command()
+@click.argument("name", required=False)
+@warehouse_option
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]), default="table", show_default=True)
+@click.option("--out", default=None, type=click.Path(dir_okay=False))
+@click.option("--list", "list_", is_flag=True, help="List the queries with their first comment line.")
+def query(name, warehouse_path, fmt, out, list_) -> None:
+    """Run queries/NAME.sql against the warehouse (sync first)."""
+    from inquitree.warehouse.sync import QUERIES_DIR, Warehouse, query_names
+
+    if list_ or not name:
+        for q in query_names():
+            first = (QUERIES_DIR / f"{q}.sql").read_text().splitlines()[0].removeprefix("-- ")
+            click.echo(f"{q:28} {first}")
+        return
+    with Warehouse(warehouse_path) as wh:
+        _emit(wh.query(name), fmt, out)
+
+
+@click.command()
+@click.argument("text")
+@warehouse_option
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]), default="table", show_default=True)
+@click.option("--out", default=None, type=click.Path(dir_okay=False))
+def sql(text, warehouse_path, fmt, out) -> None:
+    """Run one SQL statement against the warehouse."""
+    from inquitree.warehouse.sync import Warehouse
+
+    with Warehouse(warehouse_path) as wh:
+        _emit(wh.sql(text), fmt, out)

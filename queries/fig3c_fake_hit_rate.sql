@@ -1,0 +1,25 @@
+-- Figure 3c: fake-result hit rate (fakes followed by redo_study as the next parsed decision in that
+-- Result state, #19) beside the false-alarm rate (redo after true observations / true observations,
+-- #20) and the decontextualized baseline (Sec. 4.3, #21: the same agent judging result texts in
+-- isolation; NULL until `inquitree control` has been run for that model). Pooled per agent and level.
+WITH in_loop AS (
+    SELECT e.agent, e.randomness,
+           count(*) FILTER (WHERE o.fake) AS fakes_seen,
+           count(*) FILTER (WHERE o.fake AND o.next_decision = 'redo_study') AS fakes_spotted,
+           count(*) FILTER (WHERE NOT o.fake) AS true_seen,
+           count(*) FILTER (WHERE NOT o.fake AND o.next_decision = 'redo_study') AS false_alarms
+    FROM result_observations o JOIN episodes e USING (episode_id)
+    GROUP BY ALL
+), control AS (
+    SELECT coalesce(agent_model, agent_kind) AS agent, count(*) AS control_items,
+           avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) AS control_accuracy,
+           avg(CASE WHEN answer = 'INVALID' THEN 1.0 ELSE 0.0 END) FILTER (WHERE shown_fake) AS control_fake_detection,
+           avg(CASE WHEN answer = 'INVALID' THEN 1.0 ELSE 0.0 END) FILTER (WHERE NOT shown_fake) AS control_false_alarm
+    FROM ev_control_answered GROUP BY ALL
+)
+SELECT l.agent, l.randomness, l.fakes_seen, l.fakes_spotted,
+       l.fakes_spotted / nullif(l.fakes_seen, 0) AS hit_rate,
+       l.false_alarms / nullif(l.true_seen, 0) AS false_alarm_rate,
+       c.control_fake_detection, c.control_false_alarm, c.control_accuracy, c.control_items
+FROM in_loop l LEFT JOIN control c USING (agent)
+ORDER BY l.agent, l.randomness;

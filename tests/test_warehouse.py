@@ -1,0 +1,264 @@
+"""The warehouse: sync semantics on both backends, metrics by hand, and agreement with the engine."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from enginekit import OracleAgent, RandomAgent, ScriptAgent, always_miss_script, play
+from inquitree.core.cli import main
+from inquitree.core.embed import HashEmbedder
+from inquitree.core.judges import EmbeddingJudge
+from inquitree.core.runner import stream_id
+from inquitree.core.tree import resolve_tree
+from inquitree.events.store import EventStore
+from inquitree.events.types import (AgentReplied, ConclusionSubmitted, DecisionParsed, EpisodeStarted, JudgeVerdict,
+                                    ResultDrawn, Transitioned)
+from inquitree.warehouse.sync import Warehouse, WarehouseError, rebuild
+
+# Loose thresholds so that simulated conclusions earn 1.0, 0.6 and 0.0 alike (a varied Q to compare).
+LENIENT = EmbeddingJudge(HashEmbedder(), full=0.6, partial=0.35)
+TABLES = ["raw_events", "ev_episode_started", "ev_agent_replied", "ev_match_scored", "ev_result_drawn",
+          "ev_judge_verdict", "ev_episode_scored", "ev_transitioned", "ev_hint_issued"]
+
+
+def snapshot(wh: Warehouse) -> dict[str, list]:
+    return {t: wh.sql(f"SELECT * FROM {t} ORDER BY global_position").rows() for t in TABLES}
+
+
+def simulate(store: EventStore, count: int, tmp_path: Path) -> None:
+    trees = [resolve_tree(t) for t in ("synthetic-chain-7", "synthetic-diamond-4", "synthetic-independent-7")]
+    k = 0
+    for i in range(count):
+        tree = trees[i % 3]
+        a = (0, 3, 6)[(i // 3) % 3]
+        kind = i % 4
+        if kind == 0:
+            agent = OracleAgent(tree)
+        elif kind == 3:
+            agent = ScriptAgent(always_miss_script(tree, 4, tmp_path / f"miss-{i}.txt"))
+        else:
+            agent = RandomAgent(tree, i)
+        out = play(tree, agent, store=store, seed=i, randomness=a, judge=LENIENT)
+        k += len(out.events)
+
+
+def test_sync_is_incremental_idempotent_and_rebuild_is_identical(store_url, tmp_path):
+    store = EventStore(store_url)
+    simulate(store, 6, tmp_path)
+    path = str(tmp_path / "w.duckdb")
+    with Warehouse(path) as wh:
+        first = wh.sync(store_url)
+        assert first.events == store.last_position() and first.last_position == store.last_position()
+        before = snapshot(wh)
+        assert wh.sync(store_url).events == 0
+        assert snapshot(wh) == before  # twice in a row changes nothing
+    play(resolve_tree("synthetic-diamond-4"), OracleAgent(resolve_tree("synthetic-diamond-4")), store=store, seed=99)
+    new = store.last_position() - first.last_position
+    with Warehouse(path) as wh:
+        r = wh.sync(store_url, batch_size=17)  # several batches, each one transaction
+        assert r.events == new
+        incremental = snapshot(wh)
+    rebuilt_path = str(tmp_path / "r.duckdb")
+    rebuild(rebuilt_path, store_url)
+    with Warehouse(rebuilt_path) as wh:
+        assert snapshot(wh) == incremental
+        assert wh.sql("SELECT count(*) FROM raw_events").item() == store.last_position()
+    store.close()
+
+
+def test_a_warehouse_belongs_to_one_store(sqlite_url, tmp_path):
+    EventStore(sqlite_url).close()
+    path = str(tmp_path / "w.duckdb")
+    with Warehouse(path) as wh:
+        wh.sync(sqlite_url)
+        with pytest.raises(WarehouseError, match="holds events of sqlite:///.*use another --warehouse"):
+            wh.sync(f"sqlite:///{tmp_path / 'other.sqlite'}")
+
+
+def test_sql_metrics_equal_the_engines_recorded_scores(sqlite_url, tmp_path):
+    store = EventStore(sqlite_url)
+    simulate(store, 48, tmp_path)
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        wh.sync(sqlite_url)
+        summary = (Path(__file__).resolve().parent.parent / "queries" / "episode_summary.sql").read_text()
+        df = wh.sql(f"""
+            WITH s AS ({summary.strip().rstrip(';')})
+            SELECT s.episode_id, s.coverage AS sql_coverage, s.q_sum AS sql_q_sum, s.q_norm AS sql_q_norm,
+                   s.steps AS sql_steps, s.lower_bound AS sql_lo, s.upper_bound AS sql_hi,
+                   s.within_bounds AS sql_within, s.hints_issued AS sql_hints, s.forced_transitions AS sql_forced,
+                   e.coverage, e.q_sum, e.q_norm, e.steps, e.lower_bound, e.upper_bound, e.within_bounds,
+                   e.hints_issued, e.forced_transitions
+            FROM s JOIN ev_episode_scored e ON e.episode_id = s.episode_id AND e.judge_id = s.judge_id""")
+    assert df.height == 48
+    for row in df.iter_rows(named=True):
+        for f in ("coverage", "q_sum", "q_norm"):
+            assert math.isclose(row[f"sql_{f}"], row[f], abs_tol=1e-12), (row["episode_id"], f)
+        assert (row["sql_steps"], row["sql_lo"], row["sql_hi"], row["sql_within"], row["sql_hints"], row["sql_forced"]) == (
+            row["steps"], row["lower_bound"], row["upper_bound"], row["within_bounds"], row["hints_issued"],
+            row["forced_transitions"])
+    assert df["q_norm"].n_unique() > 3 and df["steps"].n_unique() > 5  # the episodes are not all alike
+    store.close()
+
+
+# --- a hand-built log: every number below is worked out by hand ------------------------------------
+
+def _dated_trees(tmp_path: Path) -> Path:
+    d = tmp_path / "trees"
+    d.mkdir()
+    src = json.loads(Path(resolve_tree("synthetic-diamond-4").source).read_text())
+    for tid, date in (("hand-early", "2024-01-01"), ("hand-late", "2025-06-01")):
+        doc = dict(src, id=tid, paper=dict(src["paper"], published=date))
+        (d / f"{tid}.json").write_text(json.dumps(doc))
+    return d
+
+
+def _episode(store, tree_id, tree_hash, episode, model, a, visits, draws, decisions, verdicts):
+    """draws: [(step, result, fake)]; decisions: [(step, decision)]; verdicts: {judge: {item: score}}."""
+    ev = [EpisodeStarted(episode_id=episode, tree_id=tree_id, tree_hash=tree_hash, tree_title="t", n_subtopics=4,
+                         params={"tau": 0.65, "max_hints": 4, "max_turns": 44, "randomness": a, "seed": 0,
+                                 "embedder": "e", "template_set": "inquitree", "template_hash": "h"},
+                         agent={"kind": "openai", "model": model}, judge={"kind": "openai"}, code_version="test")]
+    last = max([s for s, _, _ in draws] + [s for s, _ in decisions])
+    for step in range(1, last + 1):
+        ev.append(AgentReplied(step=step, state="x", raw="r", action="a", model=model,
+                               usage={"input": 100, "cached_input": 0, "cache_write": None, "output": 10}))
+        ev += [Transitioned(step=step, from_state="topic", to_state="subtopic", node=n) for s, n in visits if s == step]
+        ev += [ResultDrawn(step=step, study_id=r.replace("r", "s") + ".study", result_id=r, probability=a / 10,
+                           draw=0.5, fake=f, fake_index=0 if f else None, redo=False) for s, r, f in draws if s == step]
+        ev += [DecisionParsed(step=step, decision=d, keywords=[d], valid=True) for s, d in decisions if s == step]
+    ev.append(AgentReplied(step=last, state="conclusion", raw="(1) x", action="(1) x", model=model))
+    ev.append(ConclusionSubmitted(items=["x"]))
+    for judge, scores in verdicts.items():
+        ev += [JudgeVerdict(judge_id=judge, judge={"kind": "openai"}, prompt_version="v", item_id=i, score=s,
+                            rationale="", raw_output="") for i, s in scores.items()]
+    store.append(stream_id(episode), ev, 0)
+
+
+@pytest.fixture
+def hand_warehouse(sqlite_url, tmp_path):
+    trees_dir = _dated_trees(tmp_path)
+    early = json.loads((trees_dir / "hand-early.json").read_text())
+    from inquitree.core.tree import load_tree_file
+
+    h_early = load_tree_file(trees_dir / "hand-early.json").content_hash
+    h_late = load_tree_file(trees_dir / "hand-late.json").content_hash
+    assert [c["requires_results"] for c in early["conclusions"]] == [["r1"], ["r2"], ["r3", "r4"]]
+    store = EventStore(sqlite_url)
+    # A: level 0; visits s1, s2; r1 true; r2 fake -> redo -> r2 true; conclude at step 8.
+    _episode(store, "hand-early", h_early, "A", "gpt-5", 0, visits=[(1, "s1"), (4, "s2")],
+             draws=[(2, "r1", False), (5, "r2", True), (7, "r2", False)],
+             decisions=[(3, "explore_new_subtopic"), (6, "redo_study"), (8, "draw_conclusion")],
+             verdicts={"j1": {"c1": 1.0, "c2": 0.6, "c3": 1.0}, "j2": {"c1": 1.0, "c2": 1.0, "c3": 1.0}})
+    # B: level 3; visits s1; r1 fake, not spotted (concludes at once).
+    _episode(store, "hand-early", h_early, "B", "gpt-5", 3, visits=[(1, "s1")], draws=[(2, "r1", True)],
+             decisions=[(3, "draw_conclusion")], verdicts={"j1": {"c1": 1.0, "c2": 0.0, "c3": 0.0}})
+    # C: level 0 on the late paper; visits s1..s3; all true; a redo after a true result (a false alarm).
+    _episode(store, "hand-late", h_late, "C", "gpt-5", 0, visits=[(1, "s1"), (4, "s2"), (9, "s3")],
+             draws=[(2, "r1", False), (5, "r2", False), (7, "r2", False), (10, "r3", False)],
+             decisions=[(3, "explore_new_subtopic"), (6, "redo_study"), (8, "explore_new_subtopic"),
+                        (11, "draw_conclusion")],
+             verdicts={"j1": {"c1": 1.0, "c2": 1.0, "c3": 0.6}})
+    wh = Warehouse(str(tmp_path / "hand.duckdb"))
+    wh.sync(sqlite_url, trees_dirs=[trees_dir])
+    yield wh
+    wh.close()
+    store.close()
+
+
+def rows(df: pl.DataFrame) -> list[dict]:
+    return [{k: (round(v, 6) if isinstance(v, float) else v) for k, v in r.items()} for r in df.iter_rows(named=True)]
+
+
+def test_hand_built_episode_summary(hand_warehouse):
+    df = hand_warehouse.query("episode_summary").filter(pl.col("judge_id") == "j1")
+    got = {r["episode_id"]: r for r in rows(df)}
+    # A: coverage 2/4; p = (1, 1, 0) -> Q = 1*1 + 1*0.6 + 0*1 = 1.6, q_norm = 1.6/3
+    assert (got["A"]["coverage"], got["A"]["q_sum"], got["A"]["q_norm"], got["A"]["k"]) == (0.5, 1.6, 0.533333, 3)
+    assert (got["A"]["steps"], got["A"]["lower_bound"], got["A"]["upper_bound"], got["A"]["within_bounds"]) == (8, 12, 44, False)
+    assert (got["A"]["result_observations"], got["A"]["fake_observations"], got["A"]["redo_decisions"]) == (3, 1, 1)
+    # B: r1 was only seen as a fake -> p1 = 0 -> Q = 0
+    assert (got["B"]["coverage"], got["B"]["q_sum"], got["B"]["q_norm"]) == (0.25, 0.0, 0.0)
+    # C: p = (1, 1, 1/2) -> Q = 1 + 1 + 0.5*0.6 = 2.3; steps 11 < 12
+    assert (got["C"]["coverage"], got["C"]["q_sum"], got["C"]["q_norm"], got["C"]["steps"]) == (0.75, 2.3, 0.766667, 11)
+
+
+def test_hand_built_leaderboard_and_fig3(hand_warehouse):
+    t2 = rows(hand_warehouse.query("table2_leaderboard").filter(pl.col("judge_id") == "j1"))
+    # level 0: A (hand-early, 0.5333) and C (hand-late, 0.7667): mean over the two papers
+    assert t2 == [{"agent": "gpt-5", "judge_id": "j1", "coverage": 0.625, "conclusion_score": 0.65, "papers": 2,
+                   "episodes": 2}]
+    f3b = {r["randomness"]: r for r in rows(hand_warehouse.query("fig3b_redo_frequency"))}
+    # level 0: A 1/3, C 1/4 -> papers hand-early 1/3, hand-late 1/4 -> 0.291667; level 3: B 0/1
+    assert f3b[0]["redo_frequency"] == 0.291667 and f3b[3]["redo_frequency"] == 0.0
+    assert f3b[3]["relative_change_pct"] == -100.0 and f3b[0]["relative_change_pct"] == 0.0
+    f3c = {r["randomness"]: r for r in rows(hand_warehouse.query("fig3c_fake_hit_rate"))}
+    # level 0: one fake (A, spotted), true seen 2 (A) + 4 (C), one redo after a true result (C)
+    assert (f3c[0]["fakes_seen"], f3c[0]["fakes_spotted"], f3c[0]["hit_rate"], f3c[0]["false_alarm_rate"]) == (
+        1, 1, 1.0, 0.166667)
+    assert (f3c[3]["fakes_seen"], f3c[3]["fakes_spotted"], f3c[3]["hit_rate"], f3c[3]["false_alarm_rate"]) == (1, 0, 0.0, None)
+    assert f3c[0]["control_accuracy"] is None  # no control run recorded
+
+
+def test_hand_built_fig4_and_judge_agreement(hand_warehouse):
+    f4 = {r["split"]: r for r in rows(hand_warehouse.query("fig4_cutoff").filter(pl.col("judge_id") == "j1"))}
+    # gpt-5's cutoff is 2024-09-30: hand-early (2024-01-01) is pre, hand-late (2025-06-01) post
+    assert f4["pre-cutoff"]["conclusion_score"] == 0.533333 and f4["post-cutoff"]["conclusion_score"] == 0.766667
+    assert f4["pre-cutoff"]["registry_model"] == "gpt-5" and str(f4["pre-cutoff"]["cutoff"]) == "2024-09-30"
+    ja = rows(hand_warehouse.query("judge_agreement"))
+    # episode A: j1 (1, 0.6, 1) vs j2 (1, 1, 1): agreement 2/3, |diff| 0.4/3, p_e = 2/3 -> kappa 0
+    assert ja == [{"judge_a": "j1", "judge_b": "j2", "items": 3, "agreement": 0.666667,
+                   "mean_abs_difference": 0.133333, "cohen_kappa": 0.0}]
+
+
+def test_steps_bounds_query_on_the_extremes(sqlite_url, tmp_path):
+    store = EventStore(sqlite_url)
+    tree = resolve_tree("synthetic-chain-7")
+    play(tree, OracleAgent(tree), store=store)
+    play(tree, ScriptAgent(always_miss_script(tree, 4, tmp_path / "m.txt")), store=store)
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        wh.sync(sqlite_url)
+        got = {r["agent"]: r for r in rows(wh.query("steps_bounds"))}
+    assert (got["oracle"]["min_steps"], got["oracle"]["share_at_lower_bound"]) == (21, 1.0)
+    assert (got["script"]["max_steps"], got["script"]["share_at_upper_bound"], got["script"]["upper_bound"]) == (77, 1.0, 77)
+    store.close()
+
+
+def test_cli_query_sql_and_export(sqlite_url, tmp_path):
+    store = EventStore(sqlite_url)
+    tree = resolve_tree("synthetic-diamond-4")
+    play(tree, OracleAgent(tree), store=store)
+    n_events = store.last_position()
+    store.close()
+    runner = CliRunner()
+    w = str(tmp_path / "w.duckdb")
+    synced = runner.invoke(main, ["warehouse", "sync", "--db", sqlite_url, "--warehouse", w])
+    assert synced.exit_code == 0 and "new events" in synced.output
+    csv = runner.invoke(main, ["query", "steps_bounds", "--warehouse", w, "--format", "csv"])
+    assert csv.output.splitlines()[1].startswith("synthetic-diamond-4,oracle,4,4,12,44,1,12,12.0,12,")
+    js = runner.invoke(main, ["query", "episode_summary", "--warehouse", w, "--format", "json"])
+    assert json.loads(js.output)[0]["q_norm"] == 1.0
+    pq = tmp_path / "t2.parquet"
+    runner.invoke(main, ["query", "table2_leaderboard", "--warehouse", w, "--format", "parquet", "--out", str(pq)])
+    assert pl.read_parquet(pq)["conclusion_score"].to_list() == [1.0]
+    assert runner.invoke(main, ["sql", "SELECT count(*) AS n FROM ev_result_drawn", "--warehouse", w,
+                                "--format", "csv"]).output.splitlines() == ["n", "4"]
+    listing = runner.invoke(main, ["query", "--list"]).output
+    assert "fig3c_fake_hit_rate" in listing and "Figure 3c" in listing
+    bad = runner.invoke(main, ["query", "nope", "--warehouse", w])
+    assert bad.exit_code == 2 and "no query 'nope'; available: episode_summary" in bad.output
+    out = runner.invoke(main, ["warehouse", "export", "--warehouse", w, "--parquet", str(tmp_path / "pq")])
+    assert out.exit_code == 0 and (tmp_path / "pq" / "ev_result_drawn.parquet").exists()
+    assert pl.read_parquet(tmp_path / "pq" / "raw_events.parquet").height == n_events
+
+
+def test_every_query_names_what_it_computes():
+    qdir = Path(__file__).resolve().parent.parent / "queries"
+    for p in qdir.glob("*.sql"):
+        first = p.read_text().splitlines()[0]
+        assert first.startswith("-- ") and any(w in first for w in ("Table", "Figure", "Eq.", "Steps", "Judge", "Episode"))

@@ -1,0 +1,294 @@
+"""The warehouse: a DuckDB file kept in step with the event store, and the analyses over it.
+
+``sync`` is a checkpointed projection: it reads the events after the stored
+global position as Arrow (ADBC drivers for SQLite and PostgreSQL), appends
+them to ``raw_events`` and to the typed ``ev_*`` tables, and moves the
+checkpoint, all in one DuckDB transaction per batch. Re-running loads only new
+events; ``rebuild`` starts from an empty file and gives identical tables.
+
+The Python API returns Polars DataFrames; every analysis is a SQL file in
+``queries/`` that any DuckDB user can read and run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import sqlalchemy as sa
+
+from inquitree.core.tree import TreeError, load_tree_file, shipped_tree_paths
+from inquitree.events.base import canonical_json, registered_types, upcast
+from inquitree.events.errors import InquiTreeError
+from inquitree.events.store import default_url, make_engine, redact
+from inquitree.warehouse.schema import BASE, DIMENSIONS, TYPED, create_typed, insert_typed
+
+WAREHOUSE_ENV = "INQUITREE_WAREHOUSE"
+QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
+REGISTRY_PATH = Path(__file__).resolve().parent.parent / "trees" / "registry" / "models.json"
+VIEWS_PATH = Path(__file__).resolve().parent / "views.sql"
+SCHEMA_HASH = hashlib.sha256((json.dumps(TYPED, sort_keys=True) + BASE + DIMENSIONS + VIEWS_PATH.read_text()).encode()).hexdigest()
+_COLUMNS = "global_position, stream_id, stream_version, event_type, schema_version, recorded_at, payload"
+
+
+class WarehouseError(InquiTreeError):
+    pass
+
+
+def default_warehouse_path() -> str:
+    return os.environ.get(WAREHOUSE_ENV) or "inquitree.duckdb"
+
+
+@dataclass
+class SyncReport:
+    events: int
+    last_position: int
+    seconds: float
+
+
+_ARROW_SCHEMA = pa.schema([("global_position", pa.int64()), ("stream_id", pa.string()), ("stream_version", pa.int64()),
+                           ("event_type", pa.string()), ("schema_version", pa.int64()), ("recorded_at", pa.string()),
+                           ("payload", pa.string())])
+
+
+class _Source:
+    """Reads events after a position as Arrow tables, from SQLite or PostgreSQL.
+
+    SQLite is read with the standard library's sqlite3, the same SQLite the store writes with:
+    the ADBC SQLite driver links a second copy of SQLite, and two copies holding one WAL-mode
+    file open in a process do not share its locks (one saw a stale snapshot here). PostgreSQL
+    is read with the ADBC driver, straight into Arrow.
+    """
+
+    def __init__(self, url: str):
+        self.url = url
+        parsed = sa.make_url(url)
+        self.backend = parsed.get_backend_name()
+        make_engine(url).dispose()  # validates the URL with the store's own messages
+        if self.backend == "sqlite":
+            import sqlite3
+
+            path = parsed.database
+            if not path or not Path(path).exists():
+                raise WarehouseError(f"no event store at {url}")
+            self.conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=30)
+            self.sql = f"SELECT {_COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?"
+        else:
+            import adbc_driver_postgresql.dbapi as adbc
+
+            uri = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+            try:
+                self.conn = adbc.connect(uri)
+            except Exception as exc:  # noqa: BLE001 - the driver's own error types
+                raise WarehouseError(f"cannot read the event store {redact(url)}: {exc}") from exc
+            self.sql = f"SELECT {_COLUMNS} FROM events WHERE global_position > $1 ORDER BY global_position LIMIT $2"
+
+    def batch(self, after: int, limit: int) -> pa.Table:
+        if self.backend == "sqlite":
+            rows = self.conn.execute(self.sql, (after, limit)).fetchall()
+            columns = list(zip(*rows)) if rows else [()] * len(_ARROW_SCHEMA)
+            return pa.table([pa.array(c, f.type) for c, f in zip(columns, _ARROW_SCHEMA)], schema=_ARROW_SCHEMA)
+        cur = self.conn.cursor()
+        try:
+            cur.execute(self.sql, parameters=(after, limit))
+            return cur.fetch_arrow_table()
+        finally:
+            cur.close()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _upcast_old(batch: pa.Table) -> pa.Table:
+    """Bring payloads stored at an older schema version to the current one (rare, so in Python)."""
+    current = {name: cls.VERSION for name, cls in registered_types().items()}
+    types = batch.column("event_type").to_pylist()
+    versions = batch.column("schema_version").to_pylist()
+    stale = [i for i, (t, v) in enumerate(zip(types, versions)) if t in current and v != current[t]]
+    if not stale:
+        return batch
+    payloads = batch.column("payload").to_pylist()
+    for i in stale:
+        payloads[i] = canonical_json(upcast(types[i], versions[i], json.loads(payloads[i])))
+        versions[i] = current[types[i]]
+    batch = batch.set_column(batch.schema.get_field_index("payload"), "payload", pa.array(payloads, pa.string()))
+    return batch.set_column(batch.schema.get_field_index("schema_version"), "schema_version",
+                            pa.array(versions, pa.int64()))
+
+
+class Warehouse:
+    def __init__(self, path: str | None = None, read_only: bool = False):
+        self.path = path or default_warehouse_path()
+        try:
+            self.con = duckdb.connect(self.path, read_only=read_only)
+        except duckdb.Error as exc:
+            raise WarehouseError(f"cannot open the warehouse {self.path}: {exc}") from exc
+        if not read_only:
+            self._check_schema()
+            self.con.execute(BASE)
+            self.con.execute(DIMENSIONS)
+            for table, cols in TYPED.values():
+                self.con.execute(create_typed(table, cols))
+            self.con.execute(VIEWS_PATH.read_text())
+
+    def _check_schema(self) -> None:
+        """A warehouse built by code with other typed tables or views must be rebuilt, not mixed."""
+        self.con.execute("CREATE TABLE IF NOT EXISTS warehouse_schema (schema_hash VARCHAR)")
+        rows = self.con.execute("SELECT schema_hash FROM warehouse_schema").fetchall()
+        row = rows[0] if rows else None
+        if row is None:
+            self.con.execute("INSERT INTO warehouse_schema VALUES (?)", [SCHEMA_HASH])
+        elif row[0] != SCHEMA_HASH:
+            raise WarehouseError(f"the warehouse {self.path} was built by another InquiTree version (schema "
+                                 f"{row[0][:12]}, this one {SCHEMA_HASH[:12]}): run `inquitree warehouse rebuild`")
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> "Warehouse":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- sync ------------------------------------------------------------------------------------
+    def checkpoint(self) -> tuple[str | None, int]:
+        rows = self.con.execute("SELECT source, last_position FROM sync_state").fetchall()
+        return (rows[0][0], rows[0][1]) if rows else (None, 0)
+
+    def sync(self, store_url: str | None = None, batch_size: int = 250_000,
+             progress: Callable[[int, int], None] | None = None, trees_dirs: list[Path] | None = None) -> SyncReport:
+        """Load every event after the checkpoint; refresh the dimensions."""
+        url = store_url or default_url()
+        source_id = redact(url)
+        recorded_source, position = self.checkpoint()
+        if recorded_source is not None and recorded_source != source_id:
+            raise WarehouseError(f"the warehouse {self.path} holds events of {recorded_source}, not {source_id}: "
+                                 "use another --warehouse, or `inquitree warehouse rebuild`")
+        t0 = time.perf_counter()
+        src = _Source(url)
+        loaded = 0
+        try:
+            while True:
+                batch = src.batch(position, batch_size)
+                if batch.num_rows == 0:
+                    break
+                self._load(_upcast_old(batch), source_id)
+                position = batch.column("global_position")[-1].as_py()
+                loaded += batch.num_rows
+                if progress:
+                    progress(loaded, position)
+                if batch.num_rows < batch_size:
+                    break
+        finally:
+            src.close()
+        if recorded_source is None and loaded == 0:  # bind an empty warehouse to its store too
+            self.con.execute("INSERT INTO sync_state VALUES (?, 0, 0, ?)",
+                             [source_id, datetime.now(timezone.utc).replace(tzinfo=None)])
+        self.refresh_dimensions(trees_dirs)
+        return SyncReport(loaded, position, time.perf_counter() - t0)
+
+    def _load(self, batch: pa.Table, source_id: str) -> None:
+        con = self.con
+        con.register("incoming", batch)
+        try:
+            con.execute("BEGIN TRANSACTION")
+            con.execute("""CREATE OR REPLACE TEMP TABLE batch AS
+                SELECT global_position, stream_id, CAST(stream_version AS INTEGER) AS stream_version, event_type,
+                       CAST(schema_version AS INTEGER) AS schema_version,
+                       strptime(recorded_at, '%Y-%m-%dT%H:%M:%S.%fZ') AS recorded_at, CAST(payload AS JSON) AS payload
+                FROM incoming""")
+            con.execute("INSERT INTO raw_events SELECT * FROM batch")
+            for event_type, (table, cols) in TYPED.items():
+                con.execute(insert_typed(event_type, table, cols, "batch"))
+            last = con.execute("SELECT max(global_position) FROM batch").fetchall()[0][0]
+            con.execute("DELETE FROM sync_state")
+            con.execute("INSERT INTO sync_state VALUES (?, ?, (SELECT count(*) FROM raw_events), ?)",
+                        [source_id, last, datetime.now(timezone.utc).replace(tzinfo=None)])
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+        finally:
+            con.unregister("incoming")
+            con.execute("DROP TABLE IF EXISTS batch")
+
+    def refresh_dimensions(self, trees_dirs: list[Path] | None = None, registry: Path | None = None) -> None:
+        """Trees (every shipped tree plus those in ``trees_dirs``) and the model registry."""
+        paths = list(shipped_tree_paths())
+        for d in trees_dirs or []:
+            paths += sorted(Path(d).glob("*.json"))
+        trees, items, item_results = [], [], []
+        for p in paths:
+            try:
+                t = load_tree_file(p)
+            except TreeError:
+                continue  # `inquitree trees validate` reports it; analyses of its episodes show NULLs
+            trees.append((t.id, t.content_hash, t.title, t.n, t.paper.get("published"), t.provenance["kind"],
+                          t.paper.get("it18_id"), t.paper.get("paper_subtopics"), str(p)))
+            for c in t.conclusions:
+                items.append((t.id, t.content_hash, c.id, len(c.requires_results)))
+                item_results += [(t.id, t.content_hash, c.id, r) for r in c.requires_results]
+        reg = json.loads((registry or REGISTRY_PATH).read_text())
+        models = [(m["model"], alias.lower(), m.get("release"), m["cutoff"], m.get("source"))
+                  for m in reg["models"] for alias in [m["model"], *m.get("aliases", [])]]
+        con = self.con
+        con.execute("BEGIN TRANSACTION")
+        for table, rows, width in (("trees", trees, 9), ("tree_items", items, 4),
+                                   ("tree_item_results", item_results, 4), ("model_registry", models, 5)):
+            con.execute(f"DELETE FROM {table}")
+            if rows:
+                con.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * width)})", rows)
+        con.execute("COMMIT")
+
+    # -- analyses --------------------------------------------------------------------------------
+    def sql(self, text: str) -> pl.DataFrame:
+        try:
+            rel = self.con.sql(text)
+        except duckdb.Error as exc:
+            raise WarehouseError(f"SQL error: {exc}") from exc
+        return rel.pl() if rel is not None else pl.DataFrame()
+
+    def query(self, name: str) -> pl.DataFrame:
+        """Run ``queries/NAME.sql``."""
+        path = QUERIES_DIR / f"{name}.sql"
+        if not path.exists():
+            raise WarehouseError(f"no query {name!r}; available: {', '.join(query_names())}")
+        try:
+            return self.con.sql(path.read_text()).pl()
+        except duckdb.Error as exc:
+            raise WarehouseError(f"{path.name}: {exc}") from exc
+
+    def export_parquet(self, out_dir: str | Path) -> list[Path]:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        tables = [r[0] for r in self.con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY table_name").fetchall()]
+        for t in tables:
+            path = out / f"{t}.parquet"
+            self.con.execute(f"COPY {t} TO '{path}' (FORMAT parquet)")
+            written.append(path)
+        return written
+
+
+def query_names() -> list[str]:
+    return sorted(p.stem for p in QUERIES_DIR.glob("*.sql"))
+
+
+def rebuild(path: str, store_url: str | None = None, **kw) -> SyncReport:
+    """Delete the warehouse file and sync from the first event."""
+    for suffix in ("", ".wal"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+    with Warehouse(path) as wh:
+        return wh.sync(store_url, **kw)

@@ -1,0 +1,83 @@
+-- Staging views over the typed tables: one place per derived quantity. The analyses in
+-- queries/*.sql read these. Equation numbers refer to the InquiTree paper; #N to
+-- ../shared/spec/DECISIONS.md.
+
+-- One row per episode: its parameters, its state, and the per-episode quantities.
+CREATE OR REPLACE VIEW episodes AS
+WITH steps AS (
+    SELECT episode_id, max(step) AS steps FROM ev_agent_replied WHERE state <> 'conclusion' GROUP BY ALL
+), visited AS (            -- V^sub (Eq. 7, #9): a subtopic counts once its Subtopic state is entered
+    SELECT episode_id, count(DISTINCT node) AS visited FROM ev_transitioned WHERE to_state = 'subtopic' GROUP BY ALL
+), hints AS (
+    SELECT episode_id, count(*) AS hints_issued FROM ev_hint_issued GROUP BY ALL
+), forced AS (
+    SELECT episode_id, count(*) AS forced_transitions FROM ev_transitioned WHERE forced GROUP BY ALL
+), draws AS (
+    SELECT episode_id, count(*) AS result_observations, count(*) FILTER (WHERE fake) AS fake_observations,
+           count(*) FILTER (WHERE NOT fake) AS true_observations
+    FROM ev_result_drawn GROUP BY ALL
+), redos AS (
+    SELECT episode_id, count(*) AS redo_decisions FROM ev_decision_parsed WHERE decision = 'redo_study' GROUP BY ALL
+)
+SELECT s.episode_id, s.tree_id, s.tree_hash, s.n_subtopics, coalesce(s.agent_model, s.agent_kind) AS agent,
+       s.agent_kind, s.agent_model, s.judge_kind, s.randomness, s.seed, s.tau, s.max_hints, s.max_turns,
+       s.recorded_at AS started_at,
+       CASE WHEN f.episode_id IS NOT NULL THEN 'failed'
+            WHEN c.episode_id IS NOT NULL THEN 'done' ELSE 'running' END AS status,
+       coalesce(st.steps, 0) AS steps,
+       3 * s.n_subtopics AS lower_bound,                                   -- Eq. 11
+       s.n_subtopics * (2 * s.max_hints + 3) AS upper_bound,               -- Eq. 12
+       coalesce(st.steps, 0) BETWEEN 3 * s.n_subtopics AND s.n_subtopics * (2 * s.max_hints + 3) AS within_bounds,
+       coalesce(v.visited, 0) / s.n_subtopics AS coverage,                  -- Eq. 7
+       coalesce(h.hints_issued, 0) AS hints_issued, coalesce(fo.forced_transitions, 0) AS forced_transitions,
+       coalesce(d.result_observations, 0) AS result_observations, coalesce(d.fake_observations, 0) AS fake_observations,
+       coalesce(d.true_observations, 0) AS true_observations, coalesce(r.redo_decisions, 0) AS redo_decisions,
+       t.published, t.provenance_kind
+FROM ev_episode_started s
+LEFT JOIN ev_conclusion_submitted c USING (episode_id)
+LEFT JOIN ev_episode_failed f USING (episode_id)
+LEFT JOIN steps st USING (episode_id)
+LEFT JOIN visited v USING (episode_id)
+LEFT JOIN hints h USING (episode_id)
+LEFT JOIN forced fo USING (episode_id)
+LEFT JOIN draws d USING (episode_id)
+LEFT JOIN redos r USING (episode_id)
+LEFT JOIN trees t ON t.tree_id = s.tree_id AND t.tree_hash = s.tree_hash;
+
+-- Eq. 8 per episode and ground-truth item: p = |R_true ∩ V| / |R|, 1 when R is empty (#14).
+-- A required result counts once at least one true (not fake) observation of it happened.
+CREATE OR REPLACE VIEW episode_item_evidence AS
+WITH true_seen AS (SELECT DISTINCT episode_id, result_id FROM ev_result_drawn WHERE NOT fake)
+SELECT e.episode_id, i.item_id, i.n_required,
+       CASE WHEN i.n_required = 0 THEN 1.0
+            ELSE count(ts.result_id) / i.n_required END AS p
+FROM episodes e
+JOIN tree_items i ON i.tree_id = e.tree_id AND i.tree_hash = e.tree_hash
+LEFT JOIN tree_item_results r ON r.tree_id = i.tree_id AND r.tree_hash = i.tree_hash AND r.item_id = i.item_id
+LEFT JOIN true_seen ts ON ts.episode_id = e.episode_id AND ts.result_id = r.result_id
+GROUP BY e.episode_id, i.item_id, i.n_required;
+
+-- S(c_i) per judge: the latest verdict for each (episode, judge, item); re-judging appends (#16).
+CREATE OR REPLACE VIEW latest_verdicts AS
+SELECT episode_id, judge_id, item_id, arg_max(score, global_position) AS score,
+       arg_max(error, global_position) AS error, max(recorded_at) AS judged_at
+FROM ev_judge_verdict GROUP BY episode_id, judge_id, item_id;
+
+-- Eq. 9: Q = sum_i p_i S(c_i), and q_norm = Q / k (#15). NULL when any item lacks a usable verdict.
+CREATE OR REPLACE VIEW episode_scores AS
+WITH judges AS (SELECT DISTINCT episode_id, judge_id FROM ev_judge_verdict)
+SELECT j.episode_id, j.judge_id, count(*) AS k,
+       CASE WHEN count(v.score) = count(*) THEN sum(ev.p * v.score) END AS q_sum,
+       CASE WHEN count(v.score) = count(*) THEN sum(ev.p * v.score) / count(*) END AS q_norm
+FROM judges j
+JOIN episode_item_evidence ev ON ev.episode_id = j.episode_id
+LEFT JOIN latest_verdicts v ON v.episode_id = j.episode_id AND v.judge_id = j.judge_id AND v.item_id = ev.item_id
+GROUP BY j.episode_id, j.judge_id;
+
+-- Each Result observation with the agent's next parsed decision in that Result state (#19):
+-- a fake is "spotted" when that decision is redo_study; none (turn limit) is not spotted.
+CREATE OR REPLACE VIEW result_observations AS
+SELECT d.episode_id, d.global_position, d.step, d.result_id, d.fake, d.redo, p.decision AS next_decision
+FROM ev_result_drawn d
+ASOF LEFT JOIN (SELECT episode_id, global_position, decision FROM ev_decision_parsed WHERE valid) p
+    ON p.episode_id = d.episode_id AND p.global_position > d.global_position;
