@@ -47,6 +47,7 @@ def _register() -> None:
     main.add_command(cli_warehouse.warehouse)
     main.add_command(cli_warehouse.query)
     main.add_command(cli_warehouse.sql)
+    main.add_command(cli_warehouse.report)
 
 
 _register()

@@ -115,3 +115,22 @@ def sql(text, warehouse_path, fmt, out) -> None:
 
     with Warehouse(warehouse_path) as wh:
         _emit(wh.sql(text), fmt, out)
+
+
+@click.command()
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Directory to write.")
+@warehouse_option
+@db_option
+@click.option("--sync/--no-sync", default=True, show_default=True, help="Sync the warehouse from the store first.")
+@click.option("--max-episodes", default=200, show_default=True, help="Episode pages to write (the most recent).")
+def report(out_dir, warehouse_path, db_url, sync, max_episodes) -> None:
+    """Write an HTML report: leaderboard, the paper's figures, and an episode viewer."""
+    from inquitree.warehouse.report import write_report
+    from inquitree.warehouse.sync import Warehouse
+
+    with Warehouse(warehouse_path) as wh:
+        if sync:
+            r = wh.sync(db_url, progress=_progress)
+            click.echo(f"synced {r.events:,} new events", err=True)
+        index = write_report(wh, out_dir, max_episodes=max_episodes)
+    click.echo(f"wrote {index}")

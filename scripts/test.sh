@@ -14,6 +14,13 @@ if ! ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1; then
     echo "test.sh: PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1
   fi
 fi
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "== installing Chromium (Debian package) for the report test"; apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+  else
+    echo "test.sh: chromium is not installed (apt-get install chromium); the report test will fail" >&2
+  fi
+fi
 pgdir=$(mktemp -d /tmp/inquitree-pg.XXXXXX)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 trap 'scripts/pg-throwaway.sh stop "$pgdir"' EXIT
