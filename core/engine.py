@@ -318,12 +318,7 @@ class Engine:
             return self._enter_subtopic(s, step, s.state.hint_target, forced=True)
         valid = [x.id for x in self.tree.subtopics if not self._unlocked(s.state, x.id)]
         target = min(valid, key=lambda sid: s.state.visits.get(sid, 0))  # #7: fewest visits, tree order
-        level = s.state.failures + 1
-        final = level == self.p.max_hints
-        s.emit(HintIssued(step=step, state=TOPIC, target=target, level=level, final=final))
-        hint = self._hint(self.tree.subtopic[target].hints, level)
-        s.show("C.1.2", self.t.render("C.1.2", hints=hint, final_hint=final, finalhint=final),
-               hint_target=target, hint_level=level)
+        self._issue_hint(s, step, TOPIC, target, self.tree.subtopic[target].hints, "C.1.2")
 
     def _enter_subtopic(self, s: _Step, step: int, subtopic_id: str, forced: bool) -> None:
         s.emit(Transitioned(step=step, from_state=TOPIC, to_state=SUBTOPIC, node=subtopic_id, forced=forced,
@@ -338,16 +333,19 @@ class Engine:
             return self._enter_study(s, step, s.state.hint_target, forced=True)
         studies = self.tree.subtopic[s.state.subtopic].studies
         target = min((st.id for st in studies), key=lambda sid: s.state.study_runs.get(sid, 0))  # #7
+        self._issue_hint(s, step, SUBTOPIC, target, self.tree.study[target].hints, "C.2.2")
+
+    def _issue_hint(self, s: _Step, step: int, state: str, target: str, hints: tuple[str, ...],
+                    template: str) -> None:
+        """Sec. 3.4: the next hint level towards ``target`` (#6: final exactly at level H).
+
+        With H > 4 the level-4 (explicit) hint is repeated above level 4."""
         level = s.state.failures + 1
         final = level == self.p.max_hints
-        s.emit(HintIssued(step=step, state=SUBTOPIC, target=target, level=level, final=final))
-        hint = self._hint(self.tree.study[target].hints, level)
-        s.show("C.2.2", self.t.render("C.2.2", hints=hint, final_hint=final, finalhint=final),
+        s.emit(HintIssued(step=step, state=state, target=target, level=level, final=final))
+        hint = hints[min(level, len(hints)) - 1]
+        s.show(template, self.t.render(template, hints=hint, final_hint=final, finalhint=final),
                hint_target=target, hint_level=level)
-
-    def _hint(self, hints: tuple[str, ...], level: int) -> str:
-        """The hint at ``level``; with H > 4 the level-4 (explicit) hint is repeated above 4."""
-        return hints[min(level, len(hints)) - 1]
 
     def _enter_study(self, s: _Step, step: int, study_id: str, forced: bool) -> None:
         s.emit(Transitioned(step=step, from_state=SUBTOPIC, to_state=STUDY, node=study_id, forced=forced,
