@@ -57,7 +57,7 @@ def measure(url: str) -> dict:
             full = wh.sync(url)
         store = EventStore(url)
         before = store.last_position()
-        generate(store, 1000, start_seed=10_000_000)
+        generate(store, 1000, start_seed=10_000_000 + before)  # fresh episode ids on every run
         new = store.last_position() - before
         store.close()
         with Warehouse(path) as wh:

@@ -10,7 +10,6 @@ DataFrames.
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 
 import jinja2
@@ -139,35 +138,32 @@ def table_html(df: pl.DataFrame, limit: int = 200) -> str:
 
 
 def episode_items(wh: Warehouse, episode_id: str) -> list[dict]:
-    """The episode's events as display items, in order."""
-    rows = wh.con.execute("SELECT event_type, CAST(payload AS VARCHAR) FROM raw_events WHERE stream_id = ? "
-                          "ORDER BY global_position", ["episode/" + episode_id]).fetchall()
-    items = []
-    for etype, payload in rows:
-        p = json.loads(payload)
-        if etype == "ObservationEmitted":
-            items.append({"kind": "env", "head": f"[{p['step']}] environment ({' + '.join(p['templates'])})",
-                          "text": p["text"]})
-        elif etype == "AgentReplied":
-            items.append({"kind": "agent", "head": f"[{p['step']}] agent ({p['state']})", "text": p["raw"]})
-        elif etype == "MatchScored" and p["best"] is not None:
-            items.append({"kind": "note", "text": f"best match {p['best']} cos {p['best_cosine']:.3f} vs tau {p['tau']}: "
-                                                  f"{'accepted' if p['accepted'] else 'below tau'}"})
-        elif etype == "DependencyBlocked":
-            items.append({"kind": "note", "text": f"{p['subtopic_id']} is locked: needs {', '.join(p['missing'])}"})
-        elif etype == "HintIssued":
-            items.append({"kind": "note", "text": f"hint level {p['level']}{' (final)' if p['final'] else ''} towards {p['target']}"})
-        elif etype == "ResultDrawn":
-            items.append({"kind": "fake" if p["fake"] else "note",
-                          "text": f"result {p['result_id']}: draw {p['draw']:.3f} vs p {p['probability']:.1f}: "
-                                  f"{'FAKE #' + str(p['fake_index']) if p['fake'] else 'true'}"})
-        elif etype == "TurnLimitReached":
-            items.append({"kind": "fake", "text": f"turn limit {p['max_turns']} reached"})
-        elif etype == "JudgeVerdict":
-            items.append({"kind": "verdict", "text": f"{p['judge_id']}: {p['item_id']} = {p['score']} ({p['rationale']})"})
-        elif etype == "EpisodeFailed":
-            items.append({"kind": "fake", "text": f"episode failed: {p['error']}"})
-    return items
+    """The episode's dialogue and the engine's notes, in order, from the typed tables."""
+    rows = wh.con.execute("""
+        SELECT global_position, 'env' AS kind, format('[{}] environment ({})', step, array_to_string(templates, ' + ')), text
+            FROM ev_observation_emitted WHERE episode_id = $1
+        UNION ALL SELECT global_position, 'agent', format('[{}] agent ({})', step, state), raw
+            FROM ev_agent_replied WHERE episode_id = $1
+        UNION ALL SELECT global_position, 'note', NULL, format('best match {} cos {:.3f} vs tau {}: {}', best, best_cosine,
+            tau, CASE WHEN accepted THEN 'accepted' ELSE 'below tau' END)
+            FROM ev_match_scored WHERE episode_id = $1 AND best IS NOT NULL
+        UNION ALL SELECT global_position, 'note', NULL, format('{} is locked: needs {}', subtopic_id, array_to_string(missing, ', '))
+            FROM ev_dependency_blocked WHERE episode_id = $1
+        UNION ALL SELECT global_position, 'note', NULL, format('hint level {}{} towards {}', level,
+            CASE WHEN final THEN ' (final)' ELSE '' END, target)
+            FROM ev_hint_issued WHERE episode_id = $1
+        UNION ALL SELECT global_position, CASE WHEN fake THEN 'fake' ELSE 'note' END, NULL,
+            format('result {}: draw {:.3f} vs p {:.1f}: {}', result_id, draw, probability,
+                   CASE WHEN fake THEN 'FAKE #' || fake_index ELSE 'true' END)
+            FROM ev_result_drawn WHERE episode_id = $1
+        UNION ALL SELECT global_position, 'fake', NULL, format('turn limit {} reached', max_turns)
+            FROM ev_turn_limit_reached WHERE episode_id = $1
+        UNION ALL SELECT global_position, 'verdict', NULL, format('{}: {} = {} ({})', judge_id, item_id, score, rationale)
+            FROM ev_judge_verdict WHERE episode_id = $1
+        UNION ALL SELECT global_position, 'fake', NULL, format('episode failed: {}', error)
+            FROM ev_episode_failed WHERE episode_id = $1
+        ORDER BY 1""", [episode_id]).fetchall()
+    return [{"kind": kind, "head": head, "text": text} for _, kind, head, text in rows]
 
 
 def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200) -> Path:

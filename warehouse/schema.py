@@ -1,6 +1,7 @@
 """The warehouse's tables: raw events, one typed table per event type, dimensions.
 
-Layers (dbt-style): ``raw_events`` holds every event as stored; the ``ev_*``
+Layers (dbt-style): ``raw_events`` lists every event (position, stream, type, time; the
+payload itself stays in the store, and everything analyses need is in the typed tables); the ``ev_*``
 tables hold each event type's fields as typed columns, parsed from the JSON
 once, at load; the dimensions ``trees``, ``tree_item_results`` and
 ``model_registry`` come from the tree files and the model registry; the
@@ -77,8 +78,8 @@ CREATE TABLE IF NOT EXISTS model_registry (model VARCHAR, alias VARCHAR, release
 
 BASE = """
 CREATE TABLE IF NOT EXISTS sync_state (source VARCHAR, last_position BIGINT, events BIGINT, synced_at TIMESTAMP);
-CREATE TABLE IF NOT EXISTS raw_events (global_position BIGINT PRIMARY KEY, stream_id VARCHAR, stream_version INTEGER,
-    event_type VARCHAR, schema_version INTEGER, recorded_at TIMESTAMP, payload JSON);
+CREATE TABLE IF NOT EXISTS raw_events (global_position BIGINT, stream_id VARCHAR, stream_version INTEGER,
+    event_type VARCHAR, schema_version INTEGER, recorded_at TIMESTAMP);
 """
 
 

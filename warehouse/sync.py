@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -175,22 +177,53 @@ class Warehouse:
             raise WarehouseError(f"the warehouse {self.path} holds events of {recorded_source}, not {source_id}: "
                                  "use another --warehouse, or `inquitree warehouse rebuild`")
         t0 = time.perf_counter()
-        src = _Source(url)
         loaded = 0
+        # A reader thread fetches the next batch while this one loads (DuckDB and the drivers
+        # release the GIL while they work); the queue holds at most two batches in memory.
+        batches: queue.Queue = queue.Queue(maxsize=2)
+        stop = threading.Event()
+
+        def read() -> None:
+            try:
+                src = _Source(url)
+            except Exception as exc:  # noqa: BLE001 - handed to the loading thread
+                batches.put(exc)
+                return
+            try:
+                after = position
+                while not stop.is_set():
+                    batch = src.batch(after, batch_size)
+                    batches.put(batch)
+                    if batch.num_rows < batch_size:
+                        break
+                    after = batch.column("global_position")[-1].as_py()
+            except Exception as exc:  # noqa: BLE001
+                batches.put(exc)
+            finally:
+                src.close()
+                batches.put(None)
+
+        reader = threading.Thread(target=read, name="warehouse-reader", daemon=True)
+        reader.start()
         try:
-            while True:
-                batch = src.batch(position, batch_size)
-                if batch.num_rows == 0:
-                    break
-                self._load(_upcast_old(batch), source_id)
-                position = batch.column("global_position")[-1].as_py()
-                loaded += batch.num_rows
+            while (item := batches.get()) is not None:
+                if isinstance(item, Exception):
+                    raise item
+                if item.num_rows == 0:
+                    continue
+                self._load(_upcast_old(item), source_id)
+                position = item.column("global_position")[-1].as_py()
+                loaded += item.num_rows
                 if progress:
                     progress(loaded, position)
-                if batch.num_rows < batch_size:
-                    break
         finally:
-            src.close()
+            stop.set()
+            while reader.is_alive():  # let the reader finish its current batch and exit
+                try:
+                    batches.get(timeout=0.1)
+                except queue.Empty:
+                    pass
+            reader.join()
         if recorded_source is None and loaded == 0:  # bind an empty warehouse to its store too
             self.con.execute("INSERT INTO sync_state VALUES (?, 0, 0, ?)",
                              [source_id, datetime.now(timezone.utc).replace(tzinfo=None)])
@@ -205,9 +238,9 @@ class Warehouse:
             con.execute("""CREATE OR REPLACE TEMP TABLE batch AS
                 SELECT global_position, stream_id, CAST(stream_version AS INTEGER) AS stream_version, event_type,
                        CAST(schema_version AS INTEGER) AS schema_version,
-                       strptime(recorded_at, '%Y-%m-%dT%H:%M:%S.%fZ') AS recorded_at, CAST(payload AS JSON) AS payload
+                       strptime(recorded_at, '%Y-%m-%dT%H:%M:%S.%fZ') AS recorded_at, payload
                 FROM incoming""")
-            con.execute("INSERT INTO raw_events SELECT * FROM batch")
+            con.execute("INSERT INTO raw_events SELECT * EXCLUDE (payload) FROM batch")
             for event_type, (table, cols) in TYPED.items():
                 con.execute(insert_typed(event_type, table, cols, "batch"))
             last = con.execute("SELECT max(global_position) FROM batch").fetchall()[0][0]
