@@ -31,6 +31,19 @@ from inquitree.core.tree import Tree
 from inquitree.events.errors import InquiTreeError
 
 
+def recorded_turns(events: list) -> list[tuple[str, Any]]:
+    """(the observation the agent answered, its AgentReplied event) for every recorded reply."""
+    from inquitree.events.types import AgentReplied, ObservationEmitted
+
+    turns, last_obs = [], ""
+    for ev in events:
+        if isinstance(ev, ObservationEmitted):
+            last_obs = ev.text
+        elif isinstance(ev, AgentReplied):
+            turns.append((last_obs, ev))
+    return turns
+
+
 class AgentError(InquiTreeError):
     """The agent could not produce a reply. ``retryable``: a later attempt may succeed."""
 
@@ -44,12 +57,18 @@ class Agent(Protocol):
 
     def reply(self, observation: str, state: str, turn: int) -> Reply: ...
 
+    def resume(self, events: list) -> None:
+        """Rebuild the agent's memory from an episode's recorded events, to continue it."""
+
 
 class RandomAgent:
     def __init__(self, tree: Tree, seed: int):
         self.tree, self.seed = tree, seed
         self.description = {"kind": "random", "seed": seed}
         self.observed: list[str] = []
+
+    def resume(self, events: list) -> None:
+        self.observed = [_result_text(obs) for obs, r in recorded_turns(events) if r.state == RESULT]
 
     def _pick(self, options: list[str], turn: int) -> str:
         return options[int(uniform(self.seed, turn, "agent") * len(options))]
@@ -86,6 +105,10 @@ class OracleAgent:
         self.description = {"kind": "oracle"}
         self.plan = [(sid, st.id) for sid in tree.topological_order() for st in tree.subtopic[sid].studies]
         self.i = 0
+
+    def resume(self, events: list) -> None:
+        self.i = sum(1 for _, r in recorded_turns(events)
+                     if r.state == RESULT and r.action in ("explore_new_subtopic", "draw_conclusion"))
 
     def reply(self, observation: str, state: str, turn: int) -> Reply:
         if state == TOPIC:
@@ -128,6 +151,9 @@ class ScriptAgent:
         self.description = {"kind": "script", "file": str(self.path), "replies": len(self.replies)}
         self.i = 0
 
+    def resume(self, events: list) -> None:
+        self.i = len(recorded_turns(events))
+
     def reply(self, observation: str, state: str, turn: int) -> Reply:
         if self.i >= len(self.replies):
             raise AgentError(f"script agent: {self.path} ran out of replies after {self.i} (state {state})")
@@ -141,6 +167,9 @@ class HumanAgent:
 
         self.description = {"kind": "human"}
         self._prompt = prompt or (lambda msg: click.prompt(msg, default="", show_default=False))
+
+    def resume(self, events: list) -> None:
+        pass  # the person remembers, or reads `inquitree episodes show`
 
     def reply(self, observation: str, state: str, turn: int) -> Reply:
         """Lines until an empty one; an empty first line asks again."""
@@ -173,6 +202,12 @@ class OpenAIChatAgent:
         self.history: list[dict[str, str]] = []
         self.description = {"kind": "openai", "model": model, "base_url": self.base_url,
                             "temperature": temperature, "window": window, "max_retries": max_retries}
+
+    def resume(self, events: list) -> None:
+        """Step-wise memory (#24) from the recorded transcript: each observation, then the reply to it."""
+        self.history = []
+        for obs, r in recorded_turns(events):
+            self.history += [{"role": "user", "content": obs}, {"role": "assistant", "content": r.raw}]
 
     def messages(self) -> list[dict[str, str]]:
         hist = self.history

@@ -37,7 +37,7 @@ def db_option(f):
 
 
 def _register() -> None:
-    from inquitree.core import cli_db, cli_play, cli_trees, cli_warehouse
+    from inquitree.core import cli_db, cli_play, cli_suite, cli_trees, cli_warehouse
 
     main.add_command(cli_db.db)
     main.add_command(cli_trees.trees)
@@ -48,6 +48,7 @@ def _register() -> None:
     main.add_command(cli_warehouse.query)
     main.add_command(cli_warehouse.sql)
     main.add_command(cli_warehouse.report)
+    main.add_command(cli_suite.suite)
 
 
 _register()

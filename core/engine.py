@@ -25,7 +25,8 @@ from inquitree.core.tree import Tree
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import (AgentReplied, ConclusionSubmitted, DecisionParsed, DependencyBlocked,
-                                    EpisodeFailed, EpisodeScored, EpisodeStarted, HintIssued, JudgeVerdict,
+                                    EpisodeFailed, EpisodeResumed, EpisodeScored, EpisodeStarted, HintIssued,
+                                    JudgeVerdict,
                                     MatchScored, ObservationEmitted, ResultDrawn, Transitioned, TurnLimitReached)
 
 TOPIC, SUBTOPIC, STUDY, RESULT, CONCLUSION, DONE, FAILED = (
@@ -123,12 +124,15 @@ class EpisodeState:
     conclusion_items: list[str] | None = None
     verdicts: dict[str, dict[str, float | None]] = dataclasses.field(default_factory=dict)
     error: str | None = None
+    failed_from: str | None = None  # the state a failure interrupted, for EpisodeResumed
+    scored_judges: set[str] = dataclasses.field(default_factory=set)
 
     def copy(self) -> "EpisodeState":
         new = copy.copy(self)
         new.visits, new.study_runs = dict(self.visits), dict(self.study_runs)
         new.true_results = set(self.true_results)
         new.verdicts = {k: dict(v) for k, v in self.verdicts.items()}
+        new.scored_judges = set(self.scored_judges)
         return new
 
     def apply(self, ev: Event) -> None:
@@ -167,8 +171,12 @@ class EpisodeState:
             self.state = DONE
         elif isinstance(ev, JudgeVerdict):
             self.verdicts.setdefault(ev.judge_id, {})[ev.item_id] = ev.score
+        elif isinstance(ev, EpisodeScored):
+            self.scored_judges.add(ev.judge_id)
         elif isinstance(ev, EpisodeFailed):
-            self.state, self.error = FAILED, ev.error
+            self.failed_from, self.state, self.error = self.state, FAILED, ev.error
+        elif isinstance(ev, EpisodeResumed):
+            self.state, self.error, self.failed_from = self.failed_from, None, None
 
 
 def fold(events: Iterable[Event], state: EpisodeState | None = None) -> EpisodeState:
@@ -261,6 +269,11 @@ class Engine:
 
     def fail(self, state: EpisodeState, error: str, retryable: bool) -> list[Event]:
         return [EpisodeFailed(step=state.step, error=error, retryable=retryable)]
+
+    def resume(self, state: EpisodeState) -> list[Event]:
+        if state.state != FAILED:
+            raise EngineError(f"episode {state.episode_id} is {state.state}, not failed: nothing to resume")
+        return [EpisodeResumed(step=state.step, after_error=state.error or "")]
 
     def score(self, state: EpisodeState, judge_id: str) -> EpisodeScored:
         """Eq. 7 (coverage), Eq. 8 (evidence), Eq. 9 (Q) with q_norm = Q/k (#15), and Eq. 11-12 bounds."""

@@ -15,8 +15,8 @@ from inquitree.core.engine import Engine, EngineError, EpisodeState, Params, Rep
 from inquitree.core.templates import TemplateError, TemplateSet
 from inquitree.core.tree import Tree, TreeError, resolve_tree
 from inquitree.events.base import Event, canonical_json
-from inquitree.events.types import (AgentReplied, EpisodeFailed, EpisodeScored, EpisodeStarted, JudgeVerdict,
-                                    MatchScored, ObservationEmitted)
+from inquitree.events.types import (AgentReplied, EpisodeFailed, EpisodeResumed, EpisodeScored, EpisodeStarted,
+                                    JudgeVerdict, MatchScored, ObservationEmitted)
 
 
 @dataclasses.dataclass
@@ -98,6 +98,8 @@ def resimulate(recorded: list[Event], tree: Tree | None = None, templates: Templ
                 produced = engine.step(state, reply, cos)
             elif isinstance(ev, (JudgeVerdict, EpisodeFailed)):
                 produced = [ev]
+            elif isinstance(ev, EpisodeResumed):
+                produced = engine.resume(state)
             elif isinstance(ev, EpisodeScored):
                 produced = [engine.score(state, ev.judge_id)]
             else:

@@ -15,7 +15,7 @@ import numpy as np
 
 from inquitree import __version__
 from inquitree.core.agents import Agent, AgentError
-from inquitree.core.engine import DONE, Engine, EpisodeState, Params, extract_action, fold
+from inquitree.core.engine import DONE, FAILED, Engine, EngineError, EpisodeState, Params, extract_action, fold
 from inquitree.core.judges import Judge
 from inquitree.core.templates import TemplateSet
 from inquitree.core.tree import Tree
@@ -41,12 +41,14 @@ class Recorder:
         self.store, self.stream = store, stream_id(episode_id)
         self.version = store.current_version(self.stream) if store else 0
         self.events: list[Event] = []
+        self.appended = 0  # events this process recorded (a resumed episode may add none)
         self.on_event = on_event
 
     def record(self, events: list[Event]) -> None:
         if self.store is not None and events:
             self.version = self.store.append(self.stream, events, self.version)
         self.events.extend(events)
+        self.appended += len(events)
         if self.on_event:
             for ev in events:
                 self.on_event(ev)
@@ -65,18 +67,37 @@ class EpisodeOutcome:
     state: EpisodeState
     events: list[Event]
     scored: EpisodeScored | None
+    appended: int = 0
 
 
 def run_episode(tree: Tree, agent: Agent, judge: Judge | None, embedder, params: Params,
                 templates: TemplateSet, store: EventStore | None = None, episode_id: str | None = None,
-                on_event: Callable[[Event], None] | None = None) -> EpisodeOutcome:
-    """Play one episode to its end (or first failure) and score it."""
+                on_event: Callable[[Event], None] | None = None, resume: bool = False) -> EpisodeOutcome:
+    """Play one episode to its end (or first failure) and score it.
+
+    With ``resume`` and an existing stream, continue it: the state is the fold of its events,
+    a recorded failure is followed by ``EpisodeResumed``, the agent rebuilds its memory from
+    the transcript, and only what is missing (turns, verdicts, the score) is added.
+    """
     episode_id = episode_id or new_episode_id()
     engine = Engine(tree, params, templates)
     rec = Recorder(store, episode_id, on_event)
-    judge_desc = judge.description if judge else {"kind": "none"}
-    rec.record(engine.start(episode_id, agent.description, judge_desc, __version__))
-    state = fold(rec.events)
+    existing = [r.event for r in store.read_stream(rec.stream)] if (store is not None and resume) else []
+    if existing:
+        started = existing[0]
+        if started.params != dataclasses.asdict(params) or started.tree_hash != tree.content_hash:
+            raise EngineError(f"episode {episode_id} was recorded with other parameters or another tree; "
+                              "it cannot be continued with these")
+        rec.events = list(existing)
+        state = fold(existing)
+        if state.state == FAILED:
+            rec.record(engine.resume(state))
+            state = fold(rec.events[-1:], state)
+        agent.resume(existing)
+    else:
+        judge_desc = judge.description if judge else {"kind": "none"}
+        rec.record(engine.start(episode_id, agent.description, judge_desc, __version__))
+        state = fold(rec.events)
     while state.state != DONE:
         try:
             reply = agent.reply(state.last_observation, state.state, state.step + 1)
@@ -92,9 +113,13 @@ def run_episode(tree: Tree, agent: Agent, judge: Judge | None, embedder, params:
         state = fold(new, state)
     scored = None
     if judge is not None:
-        verdicts = judge.judge(tree, state.conclusion_items or [])
-        rec.record(verdicts)
-        state = fold(verdicts, state)
-        scored = engine.score(state, judge.id)
-        rec.record([scored])
-    return EpisodeOutcome(episode_id, state, rec.events, scored)
+        if judge.id not in state.verdicts:
+            verdicts = judge.judge(tree, state.conclusion_items or [])
+            rec.record(verdicts)
+            state = fold(verdicts, state)
+        if judge.id not in state.scored_judges:
+            scored = engine.score(state, judge.id)
+            rec.record([scored])
+        else:
+            scored = next(e for e in reversed(rec.events) if isinstance(e, EpisodeScored) and e.judge_id == judge.id)
+    return EpisodeOutcome(episode_id, state, rec.events, scored, rec.appended)

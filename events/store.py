@@ -290,6 +290,14 @@ class EventStore:
         with self.engine.connect() as conn:
             return [StreamInfo(*row) for row in conn.execute(q)]
 
+    def streams_with_event(self, prefix: str, event_type: str) -> set[str]:
+        """The ids of streams starting with ``prefix`` that hold at least one ``event_type`` event."""
+        c = events_table.c
+        q = (sa.select(c.stream_id).distinct()
+             .where(c.stream_id.startswith(prefix, autoescape=True), c.event_type == event_type))
+        with self.engine.connect() as conn:
+            return {row[0] for row in conn.execute(q)}
+
     # -- integrity -------------------------------------------------------------------------
     def verify(self, progress: Callable[[int], None] | None = None, stream_id: str | None = None) -> VerifyReport:
         """Walk every stream's hash chain (or one stream's); report the first event whose content no longer matches."""

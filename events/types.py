@@ -219,3 +219,13 @@ class ControlAnswered(Event):
     answer: str | None  # "VALID" | "INVALID" | None when the reply names neither
     correct: bool
     raw: str
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EpisodeResumed(Event):
+    """A failed episode continues from the state its failure interrupted (a campaign's resume)."""
+
+    TYPE = "EpisodeResumed"
+    step: int
+    after_error: str

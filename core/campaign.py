@@ -1,0 +1,210 @@
+"""Evaluation campaigns: the grid of a suite file, run with many episodes in flight.
+
+A suite (TOML) names trees, agents, judges, randomness levels and runs. Each grid
+cell's episode id is derived from the cell, so a campaign is idempotent:
+re-running it skips finished episodes (found with one query), continues
+interrupted ones from their last recorded event (the runner's ``resume``), and
+never duplicates one, even when several processes work on the same store at
+once (the store's optimistic concurrency decides who records a cell; the other
+moves on). ``--shard I/N`` splits the grid between machines sharing a
+PostgreSQL store.
+
+Example suite::
+
+    name = "pilot"
+    trees = ["synthetic-chain-7", "synthetic-diamond-4"]
+    agents = ["random", "oracle", "openai:my-model"]
+    judges = ["embedding"]
+    randomness = [0, 3, 6]
+    runs = 3
+    seed = 0                # run r of every cell uses seed + r
+    embedder = "local"
+    concurrency = 8
+    base_url = "http://127.0.0.1:8000/v1"   # for openai:* agents (key: $OPENAI_API_KEY)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+import threading
+import time
+import tomllib
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Callable
+
+from inquitree.core.agents import AgentError, make_agent
+from inquitree.core.embed import default_tau, make_embedder
+from inquitree.core.engine import Params
+from inquitree.core.judges import make_judge
+from inquitree.core.runner import STREAM_PREFIX, run_episode, stream_id
+from inquitree.core.templates import TemplateSet
+from inquitree.core.tree import Tree, resolve_tree
+from inquitree.events.errors import ConcurrencyError, InquiTreeError
+from inquitree.events.store import EventStore
+
+_FIELDS = {"name": str, "trees": list, "agents": list, "judges": list, "randomness": list, "runs": int, "seed": int,
+           "embedder": str, "tau": float, "max_hints": int, "max_turns": int, "concurrency": int, "base_url": str,
+           "judge_base_url": str, "embedder_base_url": str, "templates": str, "retries": int}
+
+
+class SuiteError(InquiTreeError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    tree: str
+    agent: str
+    judge: str
+    randomness: int
+    run: int
+
+    def episode_id(self, suite: str) -> str:
+        def slug(x: str) -> str:
+            return re.sub(r"[^A-Za-z0-9_.-]+", "-", x).strip("-")
+
+        eid = f"{slug(suite)}.{slug(self.tree)}.{slug(self.agent)}.{slug(self.judge)}.a{self.randomness}.r{self.run}"
+        if len(eid) > 180:  # the store's stream ids are at most 200 characters
+            eid = eid[:160] + "." + hashlib.sha256(eid.encode()).hexdigest()[:16]
+        return eid
+
+
+@dataclasses.dataclass
+class Suite:
+    name: str
+    trees: list[str]
+    agents: list[str]
+    judges: list[str] = dataclasses.field(default_factory=lambda: ["embedding"])
+    randomness: list[int] = dataclasses.field(default_factory=lambda: [0])
+    runs: int = 1
+    seed: int = 0
+    embedder: str = "local"
+    tau: float | None = None
+    max_hints: int = 4
+    max_turns: int | None = None
+    concurrency: int = 4
+    base_url: str | None = None
+    judge_base_url: str | None = None
+    embedder_base_url: str | None = None
+    templates: str = "inquitree"
+    retries: int = 1
+    source: str = ""
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Suite":
+        path = Path(path)
+        try:
+            doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise SuiteError(f"{path}: no such suite file") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise SuiteError(f"{path}: not valid TOML: {exc}") from None
+        for key, value in doc.items():
+            if key not in _FIELDS:
+                raise SuiteError(f"{path}: unknown key {key!r} (known: {', '.join(sorted(_FIELDS))})")
+            want = _FIELDS[key]
+            if not isinstance(value, want) and not (want is float and isinstance(value, int)):
+                raise SuiteError(f"{path}: {key} = {value!r}: expected {want.__name__}")
+        for key in ("name", "trees", "agents"):
+            if key not in doc:
+                raise SuiteError(f"{path}: missing {key!r}")
+        suite = cls(**doc, source=str(path))
+        for a in suite.randomness:
+            if not isinstance(a, int) or not 0 <= a <= 10:
+                raise SuiteError(f"{path}: randomness {a!r}: levels are integers 0..10")
+        if suite.runs < 1 or suite.concurrency < 1:
+            raise SuiteError(f"{path}: runs and concurrency must be at least 1")
+        return suite
+
+    def cells(self) -> list[Cell]:
+        return [Cell(t, a, j, r, k) for t in self.trees for a in self.agents for j in self.judges
+                for r in self.randomness for k in range(self.runs)]
+
+
+@dataclasses.dataclass
+class CampaignReport:
+    cells: int
+    skipped: int = 0
+    done: int = 0
+    failed: int = 0
+    taken_elsewhere: int = 0
+    tokens: int = 0
+    errors: list[str] = dataclasses.field(default_factory=list)
+
+
+def parse_shard(text: str | None) -> tuple[int, int]:
+    if not text:
+        return 1, 1
+    m = re.fullmatch(r"(\d+)/(\d+)", text)
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise SuiteError(f"--shard {text!r}: expected I/N with 1 <= I <= N, e.g. 2/4")
+    return int(m.group(1)), int(m.group(2))
+
+
+def run_suite(suite: Suite, store: EventStore, shard: tuple[int, int] = (1, 1),
+              progress: Callable[[CampaignReport, int], None] | None = None,
+              concurrency: int | None = None) -> CampaignReport:
+    """Run every cell of ``suite`` in this shard that is not finished yet."""
+    trees: dict[str, Tree] = {t: resolve_tree(t) for t in suite.trees}  # a malformed tree stops here, before any episode
+    templates = TemplateSet(suite.templates)
+    embedder = make_embedder(suite.embedder, base_url=suite.embedder_base_url)
+    tau = suite.tau if suite.tau is not None else default_tau(embedder.id)
+    judges = {j: make_judge(j, embedder, base_url=suite.judge_base_url) for j in suite.judges}
+    index, count = shard
+    mine = [c for k, c in enumerate(suite.cells()) if k % count == index - 1]
+    finished = store.streams_with_event(STREAM_PREFIX + _prefix(suite.name), "EpisodeScored")
+    todo = [c for c in mine if stream_id(c.episode_id(suite.name)) not in finished]
+    report = CampaignReport(cells=len(mine), skipped=len(mine) - len(todo))
+    lock = threading.Lock()
+
+    def one(cell: Cell) -> tuple[str, int]:
+        tree = trees[cell.tree]
+        seed = suite.seed + cell.run
+        params = Params(tau=tau, max_hints=suite.max_hints,
+                        max_turns=suite.max_turns or tree.bounds(suite.max_hints)[1], randomness=cell.randomness,
+                        seed=seed, embedder=embedder.id, template_set=templates.name, template_hash=templates.hash)
+        eid = cell.episode_id(suite.name)
+        for attempt in range(suite.retries + 1):
+            agent = make_agent(cell.agent, tree, seed, templates.system_prompt, base_url=suite.base_url)
+            try:
+                out = run_episode(tree, agent, judges[cell.judge], embedder, params, templates, store, eid, resume=True)
+            except AgentError as exc:
+                if exc.retryable and attempt < suite.retries:
+                    time.sleep(min(30.0, 2.0 ** attempt))
+                    continue
+                return f"failed: {eid}: {exc}", 0
+            except ConcurrencyError:
+                return "taken", 0  # another worker or process is recording this cell
+            if out.appended == 0:
+                return "skipped", 0  # another worker finished it after this run listed the grid
+            tokens = sum(sum(v for v in e.usage.values() if isinstance(v, int)) for e in out.events
+                         if e.TYPE == "AgentReplied")
+            return "done", tokens
+        return f"failed: {eid}", 0
+
+    with ThreadPoolExecutor(max_workers=concurrency or suite.concurrency) as pool:
+        futures = [pool.submit(one, c) for c in todo]
+        for fut in as_completed(futures):
+            outcome, tokens = fut.result()
+            with lock:
+                if outcome == "done":
+                    report.done += 1
+                elif outcome == "taken":
+                    report.taken_elsewhere += 1
+                elif outcome == "skipped":
+                    report.skipped += 1
+                else:
+                    report.failed += 1
+                    report.errors.append(outcome.removeprefix("failed: "))
+                report.tokens += tokens
+                remaining = len(mine) - report.skipped - report.done - report.failed - report.taken_elsewhere
+                if progress:
+                    progress(report, remaining)
+    return report
+
+
+def _prefix(name: str) -> str:
+    return Cell("", "", "", 0, 0).episode_id(name).split(".")[0] + "."

@@ -1,0 +1,70 @@
+"""``inquitree suite``: run and inspect evaluation campaigns."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from inquitree.core.cli import db_option
+
+
+@click.group()
+def suite() -> None:
+    """Evaluation campaigns described by a suite file (TOML)."""
+
+
+@suite.command("run")
+@click.argument("suite_file", type=click.Path(dir_okay=False))
+@db_option
+@click.option("--shard", default=None, metavar="I/N", help="Run only every N-th cell, starting at the I-th.")
+@click.option("--concurrency", "-j", type=int, default=None, help="Episodes in flight (default: the suite's).")
+def run(suite_file, db_url, shard, concurrency) -> None:
+    """Run every unfinished cell: skip finished episodes, continue interrupted ones."""
+    from inquitree.core.campaign import Suite, parse_shard, run_suite
+    from inquitree.events.store import EventStore
+
+    s = Suite.load(suite_file)
+    index, count = parse_shard(shard)
+    last = [0.0]
+
+    def progress(report, remaining: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 1.0 or remaining == 0:
+            last[0] = now
+            click.echo(f"\r  done {report.done}  failed {report.failed}  remaining {remaining}  "
+                       f"skipped {report.skipped}  tokens {report.tokens:,}", err=True, nl=remaining == 0)
+
+    t0 = time.perf_counter()
+    with EventStore(db_url) as store:
+        report = run_suite(s, store, (index, count), progress=progress, concurrency=concurrency)
+    click.echo(f"suite {s.name} shard {index}/{count}: {report.cells} cells, {report.skipped} already finished, "
+               f"{report.done} done now, {report.failed} failed, {report.taken_elsewhere} taken by another worker "
+               f"({time.perf_counter() - t0:.1f} s)")
+    for err in report.errors[:20]:
+        click.echo(f"  failed: {err}", err=True)
+    sys.exit(1 if report.failed else 0)
+
+
+@suite.command("status")
+@click.argument("suite_file", type=click.Path(dir_okay=False))
+@db_option
+def status(suite_file, db_url) -> None:
+    """How many cells are finished, failed, interrupted or not started."""
+    from inquitree.core.campaign import Suite
+    from inquitree.core.runner import STREAM_PREFIX, stream_id
+    from inquitree.events.store import EventStore
+
+    s = Suite.load(suite_file)
+    with EventStore(db_url) as store:
+        started = {x.stream_id for x in store.streams(prefix=STREAM_PREFIX)}
+        finished = store.streams_with_event(STREAM_PREFIX, "EpisodeScored")
+        failed = store.streams_with_event(STREAM_PREFIX, "EpisodeFailed")
+    counts = {"finished": 0, "failed": 0, "interrupted": 0, "not started": 0}
+    for c in s.cells():
+        sid = stream_id(c.episode_id(s.name))
+        key = ("finished" if sid in finished else "failed" if sid in failed else
+               "interrupted" if sid in started else "not started")
+        counts[key] += 1
+    click.echo(f"suite {s.name}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))

@@ -1,0 +1,165 @@
+"""Campaigns: idempotent cells, kill -9 and resume, failures that resume cleanly, shards on PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import fresh_pg_database
+from inquitree.core.campaign import Suite, SuiteError, parse_shard, run_suite
+from inquitree.core.cli import main
+from inquitree.core.runner import STREAM_PREFIX
+from inquitree.events.store import EventStore
+from openai_server import OpenAICompatibleServer
+
+GRID = """
+name = "{name}"
+trees = ["synthetic-chain-7", "synthetic-diamond-4", "synthetic-independent-7"]
+agents = ["random", "oracle"]
+randomness = [0, 4, 8]
+runs = 3
+embedder = "hash"
+concurrency = 2
+"""
+
+
+def write_suite(tmp_path: Path, name: str = "grid", body: str = GRID) -> Path:
+    p = tmp_path / f"{name}.toml"
+    p.write_text(body.format(name=name))
+    return p
+
+
+def logs(url: str) -> dict[str, list[tuple[str, str]]]:
+    """Every stream as its (type, payload) sequence: timestamps and hashes aside."""
+    with EventStore(url) as store:
+        return {s.stream_id: [(r.event_type, r.event.to_json().decode()) for r in store.read_stream(s.stream_id)]
+                for s in store.streams(prefix=STREAM_PREFIX)}
+
+
+def cli(*args: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "inquitree", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_kill_9_mid_campaign_then_resume_equals_an_uninterrupted_run(tmp_path):
+    suite = write_suite(tmp_path)
+    killed = f"sqlite:///{tmp_path / 'killed.sqlite'}"
+    EventStore(killed).close()
+    proc = cli("suite", "run", str(suite), "--db", killed)
+    deadline = time.time() + 60
+    n = 0
+    while time.time() < deadline:  # kill once a good part of the grid is recorded
+        with sqlite3.connect(tmp_path / "killed.sqlite") as c:
+            n = c.execute("SELECT count(*) FROM events").fetchone()[0]
+        if n > 1500:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert 1500 < n, "the campaign finished before it could be killed"
+    partial = logs(killed)
+    unfinished = [s for s, evs in partial.items() if evs[-1][0] != "EpisodeScored"]
+    assert 0 < len(partial) < 54 or unfinished, "the kill did not land mid-campaign"
+    resumed = cli("suite", "run", str(suite), "--db", killed)
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    clean = f"sqlite:///{tmp_path / 'clean.sqlite'}"
+    EventStore(clean).close()
+    ref = cli("suite", "run", str(suite), "--db", clean)
+    ref.communicate(timeout=300)
+    after, reference = logs(killed), logs(clean)
+    assert len(reference) == 54 and set(after) == set(reference)
+    for sid in reference:
+        assert after[sid] == reference[sid], f"{sid} differs after the resume"
+    with EventStore(killed) as store:
+        assert store.verify().ok
+
+
+def test_a_dead_endpoint_is_recorded_and_a_later_run_resumes_it(tmp_path):
+    body = """
+name = "{name}"
+trees = ["synthetic-diamond-4"]
+agents = ["openai:m"]
+randomness = [0]
+runs = 2
+embedder = "hash"
+concurrency = 2
+retries = 0
+base_url = "BASE"
+"""
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+
+    def model(messages):
+        obs = messages[-1]["content"]
+        return "ACTION: draw_conclusion" if "results are as follows" in obs else "ACTION: (1) x" if "numbered" in obs else "ACTION: hm"
+
+    with OpenAICompatibleServer(model) as server:
+        suite = write_suite(tmp_path, "dead", body.replace("BASE", server.base_url))
+        server.fail_after = (3, 500)  # a few turns, then the server keeps failing
+        report = run_suite(Suite.load(suite), EventStore(url))
+        assert (report.failed, report.done) == (2, 0)
+        with EventStore(url) as store:
+            for s in store.streams(prefix=STREAM_PREFIX):
+                assert [r.event_type for r in store.read_stream(s.stream_id)][-1] == "EpisodeFailed"
+        server.fail_after = None
+        again = run_suite(Suite.load(suite), EventStore(url))
+        assert (again.failed, again.done, again.skipped) == (0, 2, 0)
+    with EventStore(url) as store:
+        for s in store.streams(prefix=STREAM_PREFIX):
+            types = [r.event_type for r in store.read_stream(s.stream_id)]
+            assert types.count("EpisodeFailed") == 1 and types.count("EpisodeResumed") == 1
+            assert types[types.index("EpisodeFailed") + 1] == "EpisodeResumed" and types[-1] == "EpisodeScored"
+            out = CliRunner().invoke(main, ["replay", s.stream_id.removeprefix(STREAM_PREFIX), "--db", url, "-q"])
+            assert "replay: identical" in out.output, out.output
+
+
+def test_shards_and_duplicate_workers_on_postgres_record_every_cell_once(tmp_path):
+    url = fresh_pg_database()
+    EventStore(url).close()
+    suite = write_suite(tmp_path, "shards")
+    procs = [cli("suite", "run", str(suite), "--db", url, "--shard", s) for s in ("1/3", "2/3", "3/3", "1/3")]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-500:] for o in outs]
+    streams = logs(url)
+    assert len(streams) == 54
+    assert all(evs[-1][0] == "EpisodeScored" and [t for t, _ in evs].count("EpisodeStarted") == 1
+               for evs in streams.values())
+    with EventStore(url) as store:
+        assert store.verify().ok
+    # Only one process can append a cell's final event: the others saw it finished or lost a race.
+    done = [int(o[0].split(" done now")[0].rsplit(", ", 1)[1]) for o in outs]
+    assert sum(done) == 54
+
+
+def test_suite_errors_name_the_file_and_key(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\ntrees = ["synthetic-chain-7"]\nagents = ["random"]\nrandomnes = [0]\n')
+    with pytest.raises(SuiteError, match=r"bad.toml: unknown key 'randomnes'"):
+        Suite.load(bad)
+    bad.write_text('name = "x"\ntrees = ["synthetic-chain-7"]\nagents = ["random"]\nrandomness = [12]\n')
+    with pytest.raises(SuiteError, match=r"randomness 12: levels are integers 0..10"):
+        Suite.load(bad)
+    bad.write_text('name = "x"\ntrees = "synthetic-chain-7"\nagents = ["random"]\n')
+    with pytest.raises(SuiteError, match=r"trees = 'synthetic-chain-7': expected list"):
+        Suite.load(bad)
+    with pytest.raises(SuiteError, match=r"--shard '3/2'"):
+        parse_shard("3/2")
+
+
+def test_a_malformed_tree_stops_the_suite_before_any_episode(tmp_path):
+    tree = tmp_path / "broken.json"
+    tree.write_text('{"schema": "inquitree/research-tree@1", "id": "broken"')
+    suite = write_suite(tmp_path, "t", f'name = "t"\ntrees = ["{tree}"]\nagents = ["random"]\nembedder = "hash"\n')
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    out = CliRunner().invoke(main, ["suite", "run", str(suite), "--db", url])
+    assert out.exit_code == 2 and f"{tree}: not valid JSON: line 1" in out.output
+    with EventStore(url) as store:
+        assert store.last_position() == 0
