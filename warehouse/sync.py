@@ -260,6 +260,13 @@ class Warehouse:
         paths = list(shipped_tree_paths())
         for d in trees_dirs or []:
             paths += sorted(Path(d).glob("*.json"))
+        registry_path = registry or REGISTRY_PATH
+        # Skip the work (validating every tree) when no tree file and not the registry changed.
+        fingerprint = hashlib.sha256(repr([(str(p), p.stat().st_mtime_ns, p.stat().st_size)
+                                           for p in [*paths, registry_path]]).encode()).hexdigest()
+        self.con.execute("CREATE TABLE IF NOT EXISTS dimension_state (fingerprint VARCHAR)")
+        if self.con.execute("SELECT fingerprint FROM dimension_state").fetchall() == [(fingerprint,)]:
+            return
         trees, items, item_results = [], [], []
         for p in paths:
             try:
@@ -271,7 +278,7 @@ class Warehouse:
             for c in t.conclusions:
                 items.append((t.id, t.content_hash, c.id, len(c.requires_results)))
                 item_results += [(t.id, t.content_hash, c.id, r) for r in c.requires_results]
-        reg = json.loads((registry or REGISTRY_PATH).read_text())
+        reg = json.loads(registry_path.read_text())
         models = [(m["model"], alias.lower(), m.get("release"), m["cutoff"], m.get("source"))
                   for m in reg["models"] for alias in [m["model"], *m.get("aliases", [])]]
         con = self.con
@@ -281,6 +288,8 @@ class Warehouse:
             con.execute(f"DELETE FROM {table}")
             if rows:
                 con.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * width)})", rows)
+        con.execute("DELETE FROM dimension_state")
+        con.execute("INSERT INTO dimension_state VALUES (?)", [fingerprint])
         con.execute("COMMIT")
 
     # -- analyses --------------------------------------------------------------------------------
