@@ -37,7 +37,7 @@ def db_option(f):
 
 
 def _register() -> None:
-    from inquitree.core import cli_db, cli_play, cli_suite, cli_trees, cli_warehouse
+    from inquitree.core import cli_db, cli_judge, cli_play, cli_suite, cli_trees, cli_warehouse
 
     main.add_command(cli_db.db)
     main.add_command(cli_trees.trees)
@@ -49,6 +49,8 @@ def _register() -> None:
     main.add_command(cli_warehouse.sql)
     main.add_command(cli_warehouse.report)
     main.add_command(cli_suite.suite)
+    main.add_command(cli_judge.judge)
+    main.add_command(cli_judge.control)
 
 
 _register()

@@ -28,12 +28,16 @@ def _progress(n: int, pos: int) -> None:
 @warehouse_option
 @click.option("--trees", "trees_dirs", multiple=True, type=click.Path(file_okay=False),
               help="Extra directory of tree files (for episodes on trees that are not shipped).")
-def sync(db_url, warehouse_path, trees_dirs) -> None:
+@click.option("--prices", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Price table (default: $INQUITREE_PRICES or trees/registry/prices.json).")
+def sync(db_url, warehouse_path, trees_dirs, prices) -> None:
     """Load the events recorded since the last sync."""
+    from pathlib import Path
+
     from inquitree.warehouse.sync import Warehouse
 
     with Warehouse(warehouse_path) as wh:
-        r = wh.sync(db_url, progress=_progress, trees_dirs=list(trees_dirs))
+        r = wh.sync(db_url, progress=_progress, trees_dirs=list(trees_dirs), prices=Path(prices) if prices else None)
         click.echo(f"{wh.path}: {r.events:,} new events in {r.seconds:.2f} s; checkpoint at position {r.last_position:,}")
 
 

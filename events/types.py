@@ -207,6 +207,19 @@ class EpisodeFailed(Event):
 
 @event_type
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class ControlStarted(Event):
+    """A decontextualized control run (Sec. 4.3, #21): who answers, on which trees, with which prompt."""
+
+    TYPE = "ControlStarted"
+    agent: dict[str, Any]
+    trees: list[str]
+    seed: int
+    prompt_version: str
+    items: int
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ControlAnswered(Event):
     """The decontextualized control (Sec. 4.3, #21): one result text shown alone, the model's verdict."""
 

@@ -184,6 +184,8 @@ def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200) ->
         episodes=episodes.select("episode_id", "tree_id", "agent", "randomness", "status", "steps", "coverage",
                                  "q_norm").iter_rows(named=True),
         shown=episodes.height, total=total,
-        agreement=table_html(wh.query("judge_agreement")))
+        agreement=table_html(wh.query("judge_agreement")),
+        control=table_html(wh.query("control_accuracy")),
+        costs=table_html(wh.query("costs").filter(pl.col("level") != "episode")))
     (out / "index.html").write_text(index, encoding="utf-8")
     return out / "index.html"

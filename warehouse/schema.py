@@ -74,6 +74,8 @@ CREATE TABLE IF NOT EXISTS trees (tree_id VARCHAR, tree_hash VARCHAR, title VARC
 CREATE TABLE IF NOT EXISTS tree_items (tree_id VARCHAR, tree_hash VARCHAR, item_id VARCHAR, n_required INTEGER);
 CREATE TABLE IF NOT EXISTS tree_item_results (tree_id VARCHAR, tree_hash VARCHAR, item_id VARCHAR, result_id VARCHAR);
 CREATE TABLE IF NOT EXISTS model_registry (model VARCHAR, alias VARCHAR, release VARCHAR, cutoff DATE, source VARCHAR);
+CREATE TABLE IF NOT EXISTS prices (model VARCHAR, input_per_mtok DOUBLE, cached_input_per_mtok DOUBLE,
+    cache_write_per_mtok DOUBLE, output_per_mtok DOUBLE, as_of VARCHAR, source VARCHAR);
 """
 
 BASE = """

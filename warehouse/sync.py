@@ -38,6 +38,8 @@ WAREHOUSE_ENV = "INQUITREE_WAREHOUSE"
 QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
 REGISTRY_PATH = Path(__file__).resolve().parent.parent / "trees" / "registry" / "models.json"
 VIEWS_PATH = Path(__file__).resolve().parent / "views.sql"
+PRICES_PATH = Path(__file__).resolve().parent.parent / "trees" / "registry" / "prices.json"
+PRICES_ENV = "INQUITREE_PRICES"
 SCHEMA_HASH = hashlib.sha256((json.dumps(TYPED, sort_keys=True) + BASE + DIMENSIONS + VIEWS_PATH.read_text()).encode()).hexdigest()
 _COLUMNS = "global_position, stream_id, stream_version, event_type, schema_version, recorded_at, payload"
 
@@ -168,7 +170,8 @@ class Warehouse:
         return (rows[0][0], rows[0][1]) if rows else (None, 0)
 
     def sync(self, store_url: str | None = None, batch_size: int = 250_000,
-             progress: Callable[[int, int], None] | None = None, trees_dirs: list[Path] | None = None) -> SyncReport:
+             progress: Callable[[int, int], None] | None = None, trees_dirs: list[Path] | None = None,
+             prices: Path | None = None) -> SyncReport:
         """Load every event after the checkpoint; refresh the dimensions."""
         url = store_url or default_url()
         source_id = redact(url)
@@ -227,7 +230,7 @@ class Warehouse:
         if recorded_source is None and loaded == 0:  # bind an empty warehouse to its store too
             self.con.execute("INSERT INTO sync_state VALUES (?, 0, 0, ?)",
                              [source_id, datetime.now(timezone.utc).replace(tzinfo=None)])
-        self.refresh_dimensions(trees_dirs)
+        self.refresh_dimensions(trees_dirs, prices=prices)
         return SyncReport(loaded, position, time.perf_counter() - t0)
 
     def _load(self, batch: pa.Table, source_id: str) -> None:
@@ -255,15 +258,17 @@ class Warehouse:
             con.unregister("incoming")
             con.execute("DROP TABLE IF EXISTS batch")
 
-    def refresh_dimensions(self, trees_dirs: list[Path] | None = None, registry: Path | None = None) -> None:
+    def refresh_dimensions(self, trees_dirs: list[Path] | None = None, registry: Path | None = None,
+                           prices: Path | None = None) -> None:
         """Trees (every shipped tree plus those in ``trees_dirs``) and the model registry."""
         paths = list(shipped_tree_paths())
         for d in trees_dirs or []:
             paths += sorted(Path(d).glob("*.json"))
         registry_path = registry or REGISTRY_PATH
+        prices_path = Path(prices or os.environ.get(PRICES_ENV) or PRICES_PATH)
         # Skip the work (validating every tree) when no tree file and not the registry changed.
         fingerprint = hashlib.sha256(repr([(str(p), p.stat().st_mtime_ns, p.stat().st_size)
-                                           for p in [*paths, registry_path]]).encode()).hexdigest()
+                                           for p in [*paths, registry_path, prices_path]]).encode()).hexdigest()
         self.con.execute("CREATE TABLE IF NOT EXISTS dimension_state (fingerprint VARCHAR)")
         if self.con.execute("SELECT fingerprint FROM dimension_state").fetchall() == [(fingerprint,)]:
             return
@@ -279,12 +284,20 @@ class Warehouse:
                 items.append((t.id, t.content_hash, c.id, len(c.requires_results)))
                 item_results += [(t.id, t.content_hash, c.id, r) for r in c.requires_results]
         reg = json.loads(registry_path.read_text())
+        try:
+            price_rows = [(p["model"].lower(), p["input_per_mtok"], p.get("cached_input_per_mtok"),
+                           p.get("cache_write_per_mtok"), p["output_per_mtok"], p.get("as_of"), p.get("source"))
+                          for p in json.loads(prices_path.read_text())["prices"]]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise WarehouseError(f"{prices_path}: not a price table ({type(exc).__name__}: {exc}); "
+                                 "see trees/registry/prices.json for the format") from exc
         models = [(m["model"], alias.lower(), m.get("release"), m["cutoff"], m.get("source"))
                   for m in reg["models"] for alias in [m["model"], *m.get("aliases", [])]]
         con = self.con
         con.execute("BEGIN TRANSACTION")
         for table, rows, width in (("trees", trees, 9), ("tree_items", items, 4),
-                                   ("tree_item_results", item_results, 4), ("model_registry", models, 5)):
+                                   ("tree_item_results", item_results, 4), ("model_registry", models, 5),
+                                   ("prices", price_rows, 7)):
             con.execute(f"DELETE FROM {table}")
             if rows:
                 con.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * width)})", rows)

@@ -1,0 +1,60 @@
+"""``inquitree judge`` (re-judging finished episodes) and ``inquitree control`` (Sec. 4.3)."""
+
+from __future__ import annotations
+
+import click
+
+from inquitree.core.cli import db_option
+
+
+@click.command()
+@click.argument("episodes", nargs=-1)
+@click.option("--all", "all_", is_flag=True, help="Every finished episode (optionally --prefix).")
+@click.option("--prefix", default="", help="With --all: only episode ids starting with this (e.g. a suite name).")
+@click.option("--judge", "judge_spec", required=True, help="embedding | openai:MODEL")
+@click.option("--judge-base-url", default=None)
+@click.option("--embedder", "embedder_name", default="local", show_default=True, help="For the embedding judge.")
+@click.option("--again", is_flag=True, help="Judge again even where this judge already has verdicts.")
+@db_option
+def judge(episodes, all_, prefix, judge_spec, judge_base_url, embedder_name, again, db_url) -> None:
+    """Append a judge's verdicts and scores to finished episodes (nothing is overwritten)."""
+    from inquitree.core.embed import make_embedder
+    from inquitree.core.judges import make_judge
+    from inquitree.core.rejudge import finished_episodes, rejudge
+    from inquitree.events.store import EventStore
+
+    j = make_judge(judge_spec, make_embedder(embedder_name), base_url=judge_base_url)
+    with EventStore(db_url) as store:
+        ids = list(episodes) + (finished_episodes(store, prefix) if all_ else [])
+        if not ids:
+            raise click.UsageError("name episodes, or use --all")
+        added = skipped = 0
+        for eid in ids:
+            n = rejudge(store, eid, j, again=again)
+            added += n > 0
+            skipped += n == 0
+    click.echo(f"judge {j.id}: {added} episodes judged, {skipped} already had its verdicts")
+
+
+@click.command()
+@click.option("--agent", "agent_spec", required=True, help="oracle | random | openai:MODEL")
+@click.option("--tree", "tree_refs", multiple=True, help="Trees whose results to show (default: every shipped tree).")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--base-url", default=None)
+@db_option
+def control(agent_spec, tree_refs, seed, base_url, db_url) -> None:
+    """The decontextualized control: each true and fake result alone; VALID or INVALID."""
+    from inquitree.core.rejudge import run_control
+    from inquitree.core.tree import load_tree_file, resolve_tree, shipped_tree_paths
+    from inquitree.events.store import EventStore
+
+    trees = [resolve_tree(r) for r in tree_refs] if tree_refs else [load_tree_file(p) for p in shipped_tree_paths()]
+    with EventStore(db_url) as store:
+        sid, answered, total = run_control(store, agent_spec, trees, seed, base_url)
+        answers = [r.event for r in store.read_stream(sid)[1:]]
+    right = sum(a.correct for a in answers)
+    fakes = [a for a in answers if a.shown_fake]
+    trues = [a for a in answers if not a.shown_fake]
+    click.echo(f"{sid}: {answered} answered now, {len(answers)}/{total} in all; accuracy {right / max(1, len(answers)):.3f}, "
+               f"fake detection {sum(a.answer == 'INVALID' for a in fakes) / max(1, len(fakes)):.3f}, "
+               f"false alarms {sum(a.answer == 'INVALID' for a in trues) / max(1, len(trues)):.3f}")
