@@ -153,6 +153,9 @@ def run_suite(suite: Suite, store: EventStore, shard: tuple[int, int] = (1, 1),
     embedder = make_embedder(suite.embedder, base_url=suite.embedder_base_url)
     tau = suite.tau if suite.tau is not None else default_tau(embedder.id)
     judges = {j: make_judge(j, embedder, base_url=suite.judge_base_url) for j in suite.judges}
+    first = trees[suite.trees[0]]
+    for spec in suite.agents:  # a wrong agent spec or a missing key stops here, not inside a worker
+        make_agent(spec, first, suite.seed, templates.system_prompt, base_url=suite.base_url)
     index, count = shard
     mine = [c for k, c in enumerate(suite.cells()) if k % count == index - 1]
     finished = store.streams_with_event(STREAM_PREFIX + _prefix(suite.name), "EpisodeScored")
@@ -178,6 +181,8 @@ def run_suite(suite: Suite, store: EventStore, shard: tuple[int, int] = (1, 1),
                 return f"failed: {eid}: {exc}", 0
             except ConcurrencyError:
                 return "taken", 0  # another worker or process is recording this cell
+            except InquiTreeError as exc:  # the store or the tree refused: report it, keep the others going
+                return f"failed: {eid}: {exc}", 0
             if out.appended == 0:
                 return "skipped", 0  # another worker finished it after this run listed the grid
             tokens = sum(sum(v for v in e.usage.values() if isinstance(v, int)) for e in out.events

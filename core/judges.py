@@ -93,7 +93,9 @@ class OpenAIJudge:
         key = api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if self.base_url else None)
         if not key:
             raise JudgeError("the openai judge needs $OPENAI_API_KEY (or --judge-base-url for a local server)")
-        self.client = openai.OpenAI(api_key=key, base_url=self.base_url, max_retries=max_retries, timeout=timeout)
+        from inquitree.core.agents import openai_client
+
+        self.client = openai_client(self.base_url, key, max_retries, timeout)
         self.id = f"openai:{model}:{self.prompt_version}"
         self.description = {"kind": "openai", "model": model, "base_url": self.base_url, "temperature": 0}
 

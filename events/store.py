@@ -18,9 +18,11 @@ position.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
+import threading
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -117,7 +119,8 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
         parent = Path(database).expanduser().resolve().parent
         if not parent.is_dir():
             raise StoreError(f"cannot open the event store {url}: directory {parent} does not exist")
-    engine = sa.create_engine(url, connect_args={"timeout": 30})
+    busy_ms = int(os.environ.get("INQUITREE_SQLITE_BUSY_MS", "30000"))
+    engine = sa.create_engine(url, connect_args={"timeout": busy_ms / 1000})
 
     @sa_event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record) -> None:
@@ -125,7 +128,7 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA synchronous=NORMAL")
-        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute(f"PRAGMA busy_timeout={busy_ms}")
         cur.close()
 
     @sa_event.listens_for(engine, "begin")
@@ -166,6 +169,10 @@ class EventStore:
         self.clock = clock
         self.engine = make_engine(self.url)
         self.dialect = self.engine.dialect.name
+        # SQLite has one writer at a time, and a writer that finds the file locked waits in SQLite's
+        # busy handler, which sleeps in growing steps (up to 100 ms). Threads of this process queue
+        # on a lock instead and start the moment the previous append commits.
+        self._write_lock = threading.Lock() if self.dialect == "sqlite" else contextlib.nullcontext()
         mark = "?" if self.engine.dialect.paramstyle == "qmark" else "%s"
         # Rows go to the driver's executemany as tuples: SQLAlchemy's per-row dict handling
         # cost more than the insert itself (bench/store_append.py).
@@ -206,7 +213,7 @@ class EventStore:
             return expected_version
         if expected_version < 0:
             raise ValueError("expected_version must be >= 0")
-        with self._writer() as conn:
+        with self._write_lock, self._writer() as conn:
             try:
                 with conn.begin():
                     if self.dialect == "postgresql":
@@ -217,7 +224,8 @@ class EventStore:
             except sa.exc.IntegrityError as exc:
                 raise ConcurrencyError(stream_id, expected_version, self.current_version(stream_id)) from exc
             except sa.exc.OperationalError as exc:
-                raise StoreError(f"append to {stream_id!r} in {redact(self.url)} failed: {_short(exc)}") from exc
+                hint = " (another process holds a write lock on the file)" if "locked" in str(exc) else ""
+                raise StoreError(f"append to {stream_id!r} in {redact(self.url)} failed: {_short(exc)}{hint}") from exc
         return expected_version + len(events)
 
     def _hash_at(self, conn: sa.Connection, stream_id: str, version: int) -> str:

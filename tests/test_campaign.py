@@ -163,3 +163,52 @@ def test_a_malformed_tree_stops_the_suite_before_any_episode(tmp_path):
     assert out.exit_code == 2 and f"{tree}: not valid JSON: line 1" in out.output
     with EventStore(url) as store:
         assert store.last_position() == 0
+
+
+def test_a_wrong_agent_spec_stops_the_suite_with_one_line(tmp_path):
+    suite = write_suite(tmp_path, "a", 'name = "a"\ntrees = ["synthetic-diamond-4"]\nagents = ["gpt-7"]\nembedder = "hash"\n')
+    out = CliRunner().invoke(main, ["suite", "run", str(suite), "--db", f"sqlite:///{tmp_path / 'e.sqlite'}"])
+    assert out.exit_code == 2 and "--agent 'gpt-7': expected random, oracle" in out.output and "Traceback" not in out.output
+
+
+def test_agent_timeout_is_a_retryable_failure():
+    from inquitree.core.agents import AgentError, OpenAIChatAgent
+
+    with OpenAICompatibleServer(lambda m: "ACTION: x") as server:
+        server.faults = ["timeout"]
+        agent = OpenAIChatAgent("m", "sys", base_url=server.base_url, max_retries=0, timeout=0.5)
+        with pytest.raises(AgentError, match="APITimeoutError") as info:
+            agent.reply("obs", "topic", 1)
+    assert info.value.retryable and agent.history == []
+
+
+def test_a_server_that_is_down_then_up_resumes_every_cell(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    body = ('name = "down"\ntrees = ["synthetic-diamond-4"]\nagents = ["openai:m"]\nruns = 2\nembedder = "hash"\n'
+            'retries = 0\nmax_turns = 2\nbase_url = "URL"\n')
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    first = run_suite(Suite.load(write_suite(tmp_path, "down", body.replace("URL", dead))), EventStore(url))
+    assert first.failed == 2 and all("APIConnectionError" in e for e in first.errors)
+    with OpenAICompatibleServer(lambda m: "ACTION: (1) x" if "numbered" in m[-1]["content"] else "ACTION: hm") as server:
+        again = run_suite(Suite.load(write_suite(tmp_path, "down", body.replace("URL", server.base_url))), EventStore(url))
+    assert (again.done, again.failed) == (2, 0)
+
+
+def test_a_locked_sqlite_store_is_a_clear_failure_not_a_crash(tmp_path, monkeypatch):
+    monkeypatch.setenv("INQUITREE_SQLITE_BUSY_MS", "300")
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    EventStore(url).close()
+    holder = sqlite3.connect(tmp_path / "e.sqlite", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        suite = write_suite(tmp_path, "lk", 'name = "lk"\ntrees = ["synthetic-diamond-4"]\nagents = ["oracle"]\nembedder = "hash"\n')
+        report = run_suite(Suite.load(suite), EventStore(url))
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert report.failed == 1 and "database is locked (another process holds a write lock on the file)" in report.errors[0]
+    assert run_suite(Suite.load(suite), EventStore(url)).done == 1  # and the next run records it
