@@ -184,6 +184,34 @@ class HumanAgent:
         return Reply("\n".join(lines), model="human", latency_ms=(time.perf_counter() - t0) * 1000)
 
 
+class RateLimiter:
+    """At most ``per_minute`` calls a minute across every thread that shares it (a token bucket
+    with a burst of one second's worth), so a campaign stays under a provider's quota instead of
+    collecting 429s; the client's own backoff handles the 429s that still come."""
+
+    def __init__(self, per_minute: float, clock=time.monotonic, sleep=time.sleep):
+        import threading
+
+        self.rate = per_minute / 60.0
+        self.capacity = max(1.0, self.rate)
+        self.tokens = self.capacity
+        self.clock, self.sleep = clock, sleep
+        self.last = clock()
+        self.lock = threading.Lock()
+
+    def acquire(self) -> None:
+        while True:
+            with self.lock:
+                now = self.clock()
+                self.tokens = min(self.capacity, self.tokens + (now - self.last) * self.rate)
+                self.last = now
+                if self.tokens >= 1:
+                    self.tokens -= 1
+                    return
+                wait = (1 - self.tokens) / self.rate
+            self.sleep(wait)
+
+
 _CLIENTS: dict[tuple, Any] = {}
 _CLIENTS_LOCK = __import__("threading").Lock()
 
@@ -205,7 +233,7 @@ class OpenAIChatAgent:
 
     def __init__(self, model: str, system_prompt: str, base_url: str | None = None, api_key: str | None = None,
                  temperature: float | None = 0.0, window: int | None = None, max_retries: int = 5,
-                 timeout: float = 120.0):
+                 timeout: float = 120.0, rate_limiter: RateLimiter | None = None):
         import openai
 
         self.model, self.system_prompt, self.window = model, system_prompt, window
@@ -215,6 +243,7 @@ class OpenAIChatAgent:
             raise AgentError("the openai agent needs $OPENAI_API_KEY (or --base-url for a local server)")
         self.client = openai_client(self.base_url, key, max_retries, timeout)
         self.temperature = temperature
+        self.rate_limiter = rate_limiter
         self.history: list[dict[str, str]] = []
         self.description = {"kind": "openai", "model": model, "base_url": self.base_url,
                             "temperature": temperature, "window": window, "max_retries": max_retries}
@@ -238,6 +267,8 @@ class OpenAIChatAgent:
         kwargs: dict[str, Any] = {"model": self.model, "messages": self.messages()}
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
+        if self.rate_limiter:
+            self.rate_limiter.acquire()
         t0 = time.perf_counter()
         try:
             try:
@@ -276,7 +307,8 @@ class OpenAIChatAgent:
         return Reply(content, model=getattr(resp, "model", None) or self.model, usage=usage, latency_ms=latency)
 
 
-def make_agent(spec: str, tree: Tree, seed: int, system_prompt: str, base_url: str | None = None) -> Agent:
+def make_agent(spec: str, tree: Tree, seed: int, system_prompt: str, base_url: str | None = None,
+               rate_limiter: RateLimiter | None = None) -> Agent:
     if spec == "random":
         return RandomAgent(tree, seed)
     if spec == "oracle":
@@ -286,5 +318,5 @@ def make_agent(spec: str, tree: Tree, seed: int, system_prompt: str, base_url: s
     if spec.startswith("script:"):
         return ScriptAgent(spec.split(":", 1)[1])
     if spec.startswith("openai:"):
-        return OpenAIChatAgent(spec.split(":", 1)[1], system_prompt, base_url=base_url)
+        return OpenAIChatAgent(spec.split(":", 1)[1], system_prompt, base_url=base_url, rate_limiter=rate_limiter)
     raise AgentError(f"--agent {spec!r}: expected random, oracle, human, script:FILE or openai:MODEL")

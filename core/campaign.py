@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Callable
 
-from inquitree.core.agents import AgentError, make_agent
+from inquitree.core.agents import AgentError, RateLimiter, make_agent
 from inquitree.core.embed import default_tau, make_embedder
 from inquitree.core.engine import Params
 from inquitree.core.judges import make_judge
@@ -47,7 +47,8 @@ from inquitree.events.store import EventStore
 
 _FIELDS = {"name": str, "trees": list, "agents": list, "judges": list, "randomness": list, "runs": int, "seed": int,
            "embedder": str, "tau": float, "max_hints": int, "max_turns": int, "concurrency": int, "base_url": str,
-           "judge_base_url": str, "embedder_base_url": str, "templates": str, "retries": int}
+           "judge_base_url": str, "embedder_base_url": str, "templates": str, "retries": int,
+           "requests_per_minute": float}
 
 
 class SuiteError(InquiTreeError):
@@ -91,6 +92,7 @@ class Suite:
     embedder_base_url: str | None = None
     templates: str = "inquitree"
     retries: int = 1
+    requests_per_minute: float | None = None  # agent calls, across every episode in flight
     source: str = ""
 
     @classmethod
@@ -153,6 +155,7 @@ def run_suite(suite: Suite, store: EventStore, shard: tuple[int, int] = (1, 1),
     embedder = make_embedder(suite.embedder, base_url=suite.embedder_base_url)
     tau = suite.tau if suite.tau is not None else default_tau(embedder.id)
     judges = {j: make_judge(j, embedder, base_url=suite.judge_base_url) for j in suite.judges}
+    limiter = RateLimiter(suite.requests_per_minute) if suite.requests_per_minute else None
     first = trees[suite.trees[0]]
     for spec in suite.agents:  # a wrong agent spec or a missing key stops here, not inside a worker
         make_agent(spec, first, suite.seed, templates.system_prompt, base_url=suite.base_url)
@@ -171,7 +174,8 @@ def run_suite(suite: Suite, store: EventStore, shard: tuple[int, int] = (1, 1),
                         seed=seed, embedder=embedder.id, template_set=templates.name, template_hash=templates.hash)
         eid = cell.episode_id(suite.name)
         for attempt in range(suite.retries + 1):
-            agent = make_agent(cell.agent, tree, seed, templates.system_prompt, base_url=suite.base_url)
+            agent = make_agent(cell.agent, tree, seed, templates.system_prompt, base_url=suite.base_url,
+                               rate_limiter=limiter)
             try:
                 out = run_episode(tree, agent, judges[cell.judge], embedder, params, templates, store, eid, resume=True)
             except AgentError as exc:

@@ -212,3 +212,30 @@ def test_a_locked_sqlite_store_is_a_clear_failure_not_a_crash(tmp_path, monkeypa
         holder.close()
     assert report.failed == 1 and "database is locked (another process holds a write lock on the file)" in report.errors[0]
     assert run_suite(Suite.load(suite), EventStore(url)).done == 1  # and the next run records it
+
+
+def test_rate_limiter_spaces_calls_across_threads():
+    from inquitree.core.agents import RateLimiter
+
+    now = [0.0]
+    slept = []
+
+    def sleep(s):
+        slept.append(s)
+        now[0] += s
+
+    rl = RateLimiter(120, clock=lambda: now[0], sleep=sleep)  # 2 a second, burst 2
+    for _ in range(6):
+        rl.acquire()
+    assert now[0] == pytest.approx(2.0) and len(slept) == 4  # 2 at once, then one every 0.5 s
+
+
+def test_suite_requests_per_minute_is_honoured(tmp_path):
+    with OpenAICompatibleServer(lambda m: "ACTION: (1) x" if "numbered" in m[-1]["content"] else "ACTION: hm") as server:
+        body = ('name = "rl"\ntrees = ["synthetic-diamond-4"]\nagents = ["openai:m"]\nruns = 2\nembedder = "hash"\n'
+                f'max_turns = 2\nconcurrency = 2\nrequests_per_minute = 300\nbase_url = "{server.base_url}"\n')
+        t0 = time.perf_counter()
+        report = run_suite(Suite.load(write_suite(tmp_path, "rl", body)), EventStore(f"sqlite:///{tmp_path / 'e.sqlite'}"))
+        elapsed = time.perf_counter() - t0
+    assert report.done == 2 and len(server.requests) == 6
+    assert elapsed >= (6 - 5) / 5  # 5 a second with a burst of 5: the 6th call waits about 0.2 s
