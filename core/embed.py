@@ -21,7 +21,6 @@ import hashlib
 import os
 import sqlite3
 import threading
-import time
 from pathlib import Path
 from typing import Iterable, Protocol, Sequence
 
@@ -235,8 +234,3 @@ def default_tau(embedder_id: str) -> float:
     raise EmbedderError(f"no default tau for embedder {embedder_id!r}: run `inquitree trees calibrate "
                         f"--embedder ...` and pass --tau")
 
-
-def timed_load(name: str) -> tuple[Embedder, float]:
-    t0 = time.perf_counter()
-    emb = make_embedder(name, cache=False)
-    return emb, time.perf_counter() - t0

@@ -37,10 +37,6 @@ def transcript(events: list[Event]) -> list[tuple[str, str, str]]:
     return out
 
 
-def episode_state(events: list[Event]) -> EpisodeState:
-    return fold(events)
-
-
 def _same(a: Event, b: Event) -> bool:
     return a.TYPE == b.TYPE and canonical_json(a.to_payload()) == canonical_json(b.to_payload())
 
