@@ -331,7 +331,8 @@ class Warehouse:
             "SELECT table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY table_name").fetchall()]
         for t in tables:
             path = out / f"{t}.parquet"
-            self.con.execute(f"COPY {t} TO '{path}' (FORMAT parquet)")
+            quoted = str(path).replace("'", "''")  # COPY takes no parameter for its target
+            self.con.execute(f'COPY "{t}" TO \'{quoted}\' (FORMAT parquet)')
             written.append(path)
         return written
 
