@@ -263,3 +263,21 @@ def test_every_query_names_what_it_computes():
         first = p.read_text().splitlines()[0]
         assert first.startswith("-- ") and any(w in first for w in ("Table", "Figure", "Eq.", "Sec.", "Steps", "Judge",
                                                                     "Episode", "Costs")), p.name
+
+
+def test_the_child_process_reader_gives_identical_tables(sqlite_url, tmp_path, monkeypatch):
+    """Large SQLite backlogs are read by a child process (ADBC); small ones in-process (sqlite3)."""
+    import inquitree.warehouse.sync as ws
+
+    store = EventStore(sqlite_url)
+    simulate(store, 4, tmp_path)
+    store.close()
+    rebuild(str(tmp_path / "in.duckdb"), sqlite_url)
+    monkeypatch.setattr(ws, "CHILD_READER_MIN_BACKLOG", 0)
+    started = []
+    real = ws._ChildSource.__init__
+    monkeypatch.setattr(ws._ChildSource, "__init__", lambda self, *a: (started.append(a), real(self, *a))[1])
+    rebuild(str(tmp_path / "child.duckdb"), sqlite_url, batch_size=100)
+    assert started, "the child reader was not used"
+    with Warehouse(str(tmp_path / "in.duckdb")) as a, Warehouse(str(tmp_path / "child.duckdb")) as b:
+        assert snapshot(a) == snapshot(b)

@@ -112,6 +112,51 @@ class _Source:
         self.conn.close()
 
 
+class _ChildSource:
+    """A SQLite backlog streamed by ``python -m inquitree.warehouse.reader`` (see that module)."""
+
+    def __init__(self, path: str, after: int, batch_rows: int):
+        import subprocess
+        import sys
+
+        self.proc = subprocess.Popen([sys.executable, "-m", "inquitree.warehouse.reader", path, str(after),
+                                      str(batch_rows)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.stream = None
+
+    def batch(self, after: int, limit: int) -> pa.Table:
+        """The next chunk of the stream (``after`` and ``limit`` were fixed when the child started)."""
+        try:
+            if self.stream is None:
+                self.stream = pa.ipc.open_stream(self.proc.stdout)
+            return pa.Table.from_batches([self.stream.read_next_batch()])
+        except StopIteration:
+            return pa.table({f.name: pa.array([], f.type) for f in _ARROW_SCHEMA})
+        except pa.ArrowInvalid as exc:
+            err = self.proc.stderr.read().decode(errors="replace").strip().splitlines()
+            raise WarehouseError(f"the store reader failed: {err[-1] if err else exc}") from exc
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+CHILD_READER_MIN_BACKLOG = 100_000
+
+
+def _open_source(url: str, after: int, batch_size: int) -> "_Source | _ChildSource":
+    """In-process for small backlogs (no process start-up); a child process for large SQLite ones."""
+    src = _Source(url)
+    if src.backend != "sqlite":
+        return src
+    backlog = (src.conn.execute("SELECT max(global_position) FROM events").fetchone()[0] or 0) - after
+    if backlog < CHILD_READER_MIN_BACKLOG:
+        return src
+    path = str(Path(sa.make_url(url).database).resolve())
+    src.close()
+    return _ChildSource(path, after, batch_size)
+
+
 def _upcast_old(batch: pa.Table) -> pa.Table:
     """Bring payloads stored at an older schema version to the current one (rare, so in Python)."""
     current = {name: cls.VERSION for name, cls in registered_types().items()}
@@ -188,7 +233,7 @@ class Warehouse:
 
         def read() -> None:
             try:
-                src = _Source(url)
+                src = _open_source(url, position, batch_size)
             except Exception as exc:  # noqa: BLE001 - handed to the loading thread
                 batches.put(exc)
                 return
