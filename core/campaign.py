@@ -189,7 +189,8 @@ def run_suite(suite: Suite, store: EventStore, shard: tuple[int, int] = (1, 1),
                 return f"failed: {eid}: {exc}", 0
             if out.appended == 0:
                 return "skipped", 0  # another worker finished it after this run listed the grid
-            tokens = sum(sum(v for v in e.usage.values() if isinstance(v, int)) for e in out.events
+            new_events = out.events[len(out.events) - out.appended:]  # a resumed episode's earlier turns were counted before
+            tokens = sum(sum(v for v in e.usage.values() if isinstance(v, int)) for e in new_events
                          if e.TYPE == "AgentReplied")
             return "done", tokens
         return f"failed: {eid}", 0
