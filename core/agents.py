@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -190,8 +191,6 @@ class RateLimiter:
     collecting 429s; the client's own backoff handles the 429s that still come."""
 
     def __init__(self, per_minute: float, clock=time.monotonic, sleep=time.sleep):
-        import threading
-
         self.rate = per_minute / 60.0
         self.capacity = max(1.0, self.rate)
         self.tokens = self.capacity
@@ -213,7 +212,7 @@ class RateLimiter:
 
 
 _CLIENTS: dict[tuple, Any] = {}
-_CLIENTS_LOCK = __import__("threading").Lock()
+_CLIENTS_LOCK = threading.Lock()
 
 
 def openai_client(base_url: str | None, api_key: str, max_retries: int, timeout: float):

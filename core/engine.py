@@ -53,6 +53,11 @@ class Params:
     template_set: str
     template_hash: str
 
+    @classmethod
+    def from_dict(cls, recorded: dict[str, Any]) -> "Params":
+        """The parameters as recorded in EpisodeStarted (keys this version does not know are ignored)."""
+        return cls(**{f.name: recorded[f.name] for f in dataclasses.fields(cls)})
+
     def validate(self) -> None:
         if not (0 < self.tau <= 1):
             raise EngineError(f"--tau {self.tau}: tau must be in (0, 1]")
@@ -139,7 +144,7 @@ class EpisodeState:
         """Fold one event into the state."""
         if isinstance(ev, EpisodeStarted):
             self.episode_id = ev.episode_id
-            self.params = Params(**{f.name: ev.params[f.name] for f in dataclasses.fields(Params)})
+            self.params = Params.from_dict(ev.params)
         elif isinstance(ev, AgentReplied):
             if ev.state != CONCLUSION:
                 self.step = ev.step
@@ -316,20 +321,20 @@ class Engine:
                            best=best, best_cosine=cosines[best], tau=self.p.tau, accepted=accepted))
         return best, accepted
 
-    def _unlocked(self, state: EpisodeState, subtopic_id: str) -> list[str]:
-        """Eq. 5: the prerequisites of ``subtopic_id`` not yet visited (empty: unlocked)."""
+    def _missing_prerequisites(self, state: EpisodeState, subtopic_id: str) -> list[str]:
+        """Eq. 5: the prerequisites of ``subtopic_id`` not yet visited (empty: it is unlocked)."""
         return [d for d in self.tree.subtopic[subtopic_id].depends_on if d not in state.visits]
 
     def _topic(self, s: _Step, step: int, action: str, cosines) -> None:
         best, accepted = self._match(s, step, action, cosines)
         if accepted:
-            missing = self._unlocked(s.state, best)
+            missing = self._missing_prerequisites(s.state, best)
             if not missing:
                 return self._enter_subtopic(s, step, best, forced=False)
             s.emit(DependencyBlocked(step=step, subtopic_id=best, missing=missing))
         if s.state.failures >= self.p.max_hints:  # #5: attempt H+1 is forced
             return self._enter_subtopic(s, step, s.state.hint_target, forced=True)
-        valid = [x.id for x in self.tree.subtopics if not self._unlocked(s.state, x.id)]
+        valid = [x.id for x in self.tree.subtopics if not self._missing_prerequisites(s.state, x.id)]
         target = min(valid, key=lambda sid: s.state.visits.get(sid, 0))  # #7: fewest visits, tree order
         self._issue_hint(s, step, TOPIC, target, self.tree.subtopic[target].hints, "C.1.2")
 

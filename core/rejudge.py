@@ -12,7 +12,6 @@ one of its fakes (chosen with the seed), in a seeded order.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import re
 
@@ -48,7 +47,7 @@ def rejudge(store: EventStore, episode_id: str, judge: Judge, again: bool = Fals
     state = fold(events)
     if judge.id in state.verdicts and not again:
         return 0
-    params = Params(**{f.name: started.params[f.name] for f in dataclasses.fields(Params)})
+    params = Params.from_dict(started.params)
     engine = Engine(tree, params, TemplateSet(params.template_set))
     verdicts = judge.judge(tree, state.conclusion_items or [])
     state = fold(verdicts, state)

@@ -59,7 +59,7 @@ def resimulate(recorded: list[Event], tree: Tree | None = None, templates: Templ
     if not recorded or not isinstance(recorded[0], EpisodeStarted):
         return ReplayResult(False, len(recorded), "event #0: the stream does not start with EpisodeStarted")
     started: EpisodeStarted = recorded[0]
-    params = Params(**{f.name: started.params[f.name] for f in dataclasses.fields(Params)})
+    params = Params.from_dict(started.params)
     try:
         tree = tree or resolve_tree(started.tree_id)
         templates = templates or TemplateSet(params.template_set)
