@@ -15,6 +15,13 @@ used. The TOML files are the thing a person edits; this script only expands them
 
     python scripts/build_it18_trees.py          # write trees/it18-*.json
     python scripts/build_it18_trees.py --check  # exit 1 if any JSON is stale
+    python scripts/build_it18_trees.py --order-hints  # rewrite the sources' h1..h3 order (see below)
+
+Eq. 6 asks the hints to grow closer to their target level by level. The hints are
+written by hand from vague to specific, but where the local embedder ranks two
+of h1..h3 the other way round than their writer did, ``--order-hints`` rewrites
+the source so that h1..h3 appear in the embedder's order (h4, the target named
+outright, stays last). The texts are unchanged; only their levels move.
 
 tests/test_it18.py runs the check, so the JSON and its sources cannot drift apart.
 """
@@ -104,6 +111,38 @@ def render(doc: dict) -> str:
     return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
 
 
+def _toml_string(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def order_hints() -> int:
+    """Rewrite scripts/it18/*.toml so that each target's h1..h3 rise in cosine to it (local embedder)."""
+    from inquitree.core.embed import LocalEmbedder
+
+    emb = LocalEmbedder()
+    moved = 0
+    for path in sorted(SOURCES.glob("*.toml")):
+        text = path.read_text(encoding="utf-8")
+        src = tomllib.loads(text)
+        for s in src["subtopics"]:
+            for target, hints in ((s["text"], s["hints"]), (s["study"], s["study_hints"])):
+                first = hints[:3]
+                vecs = emb.embed([target, *first])
+                cos = [float(vecs[0] @ v) for v in vecs[1:]]
+                order = sorted(range(3), key=lambda i: cos[i])
+                if order == [0, 1, 2]:
+                    continue
+                old = "".join(f"  {_toml_string(h)},\n" for h in first)
+                new = "".join(f"  {_toml_string(first[i])},\n" for i in order)
+                if text.count(old) != 1:
+                    raise SystemExit(f"{path.name}: cannot locate the hint block of {target[:60]!r} to reorder it")
+                text = text.replace(old, new)
+                moved += 1
+        path.write_text(text, encoding="utf-8")
+    print(f"reordered the hints of {moved} targets")
+    return 0
+
+
 def build(check: bool) -> int:
     stale = []
     for path in sorted(SOURCES.glob("*.toml")):
@@ -126,4 +165,7 @@ def build(check: bool) -> int:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="only check that trees/it18-*.json are up to date")
-    sys.exit(build(ap.parse_args().check))
+    ap.add_argument("--order-hints", action="store_true",
+                    help="rewrite the sources so h1..h3 rise in cosine to their target (local embedder)")
+    args = ap.parse_args()
+    sys.exit(order_hints() if args.order_hints else build(args.check))
