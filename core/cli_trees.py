@@ -22,17 +22,35 @@ def _load_all(refs: tuple[str, ...]) -> list[Tree]:
 @trees.command("list")
 @click.option("--max-hints", "-H", default=4, show_default=True, help="H, for the upper bound n(2H+3).")
 def list_(max_hints: int) -> None:
-    """Every shipped tree: id, subtopics n, the step bounds 3n and n(2H+3), provenance."""
-    rows = [("id", "n", "paper n", "3n", f"n(2H+3), H={max_hints}", "provenance", "title")]
+    """Every shipped tree: id, subtopics n (and the paper's count for IT-18 trees), bounds, provenance.
+
+    Below the table, the IT-18 set (the paper's Table 4) against the shipped trees:
+    papers covered, subtopics ours vs the paper's, and any paper without a tree.
+    """
+    from inquitree.core.tree import it18_registry
+
+    rows = [("id", "IT-18", "n", "paper n", "3n", f"n(2H+3), H={max_hints}", "provenance", "title")]
+    covered: dict[int, Tree] = {}
     for path in shipped_tree_paths():
         t = load_tree_file(path)
         lo, hi = t.bounds(max_hints)
-        paper_n = t.paper.get("paper_subtopics")
-        rows.append((t.id, str(t.n), "-" if paper_n is None else str(paper_n), str(lo), str(hi),
-                     t.provenance["kind"], t.title))
+        paper_n, it18 = t.paper.get("paper_subtopics"), t.paper.get("it18_id")
+        if it18 is not None:
+            covered[it18] = t
+        rows.append((t.id, "-" if it18 is None else str(it18), str(t.n), "-" if paper_n is None else str(paper_n),
+                     str(lo), str(hi), t.provenance["kind"], t.title))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
         click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+    papers = it18_registry()
+    ours = sum(covered[p["it18_id"]].n for p in papers if p["it18_id"] in covered)
+    theirs = sum(p["subtopics"] for p in papers)
+    have = [p for p in papers if p["it18_id"] in covered]
+    click.echo(f"\nIT-18 (paper's Table 4): {len(have)} of {len(papers)} papers have a tree; subtopics {ours} here "
+               f"vs {theirs} in the paper; mean per paper {ours / max(len(have), 1):.1f} vs {theirs / len(papers):.1f}")
+    for p in papers:
+        if p["it18_id"] not in covered:
+            click.echo(f"  no tree yet: IT-18 #{p['it18_id']} ({p['subtopics']} subtopics) {p['title']}")
 
 
 @trees.command()

@@ -222,9 +222,9 @@ def make_embedder(name: str, *, base_url: str | None = None, cache: bool | Path 
 # Default tau per embedder (DECISIONS.md #1). Each entry says how it was chosen; an embedder
 # without an entry has no default and a run must pass --tau (calibrate first).
 DEFAULT_TAU: dict[str, tuple[float, str]] = {
-    LocalEmbedder.id: (0.65, "`inquitree trees calibrate --embedder local` over the shipped trees: midpoint of "
+    LocalEmbedder.id: (0.75, "`inquitree trees calibrate --embedder local` over the shipped trees: midpoint of "
                              "P90(h1) and P10(h4), rounded to 0.05 (tests/test_trees.py re-derives it)"),
-    HashEmbedder.id: (0.5, "the same calibration rule with --embedder hash"),
+    HashEmbedder.id: (0.55, "the same calibration rule with --embedder hash"),
 }
 
 

@@ -251,6 +251,13 @@ def load_tree_file(path: Path | str) -> Tree:
     return parse_tree(doc, str(path))
 
 
+def it18_registry() -> list[dict]:
+    """The paper's Table 4 (the IT-18 papers and their subtopic counts), as shipped in trees/registry/it18.json."""
+    path = TREES_DIR / "registry" / "it18.json"
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["papers"]
+
+
 def shipped_tree_paths() -> list[Path]:
     return sorted(TREES_DIR.glob("*.json"))
 

@@ -148,7 +148,9 @@ def test_cli_unknown_tree_is_one_line_exit_2():
 def test_cli_list_show_graph():
     runner = CliRunner()
     listing = runner.invoke(main, ["trees", "list"]).output
-    assert any(line.split()[:5] == ["synthetic-chain-7", "7", "-", "21", "77"] for line in listing.splitlines())
+    assert any(line.split()[:6] == ["synthetic-chain-7", "-", "7", "-", "21", "77"] for line in listing.splitlines())
+    assert any(line.split()[:4] == ["it18-02-spatio-predictive-maps", "2", "4", "4"] for line in listing.splitlines())
+    assert "IT-18 (paper's Table 4): 18 of 18 papers have a tree; subtopics" in listing and "vs 120 in the paper" in listing
     shown = runner.invoke(main, ["trees", "show", "synthetic-diamond-4"]).output
     assert "SUBTOPIC s4  (after s2, s3)" in shown and "steps between 3n = 12 and n(2H+3) = 44" in shown
     dot = runner.invoke(main, ["trees", "graph", "synthetic-diamond-4", "--format", "dot"]).output
