@@ -37,7 +37,7 @@ def db_option(f):
 
 
 def _register() -> None:
-    from inquitree.core import cli_db, cli_judge, cli_play, cli_suite, cli_trees, cli_warehouse
+    from inquitree.core import cli_db, cli_extract, cli_judge, cli_play, cli_suite, cli_trees, cli_warehouse
 
     main.add_command(cli_db.db)
     main.add_command(cli_trees.trees)
@@ -51,6 +51,7 @@ def _register() -> None:
     main.add_command(cli_suite.suite)
     main.add_command(cli_judge.judge)
     main.add_command(cli_judge.control)
+    main.add_command(cli_extract.extract)
 
 
 _register()

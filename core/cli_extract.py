@@ -1,0 +1,43 @@
+"""``inquitree extract``: a research tree from a paper's text, by an OpenAI-compatible model (Appendix D)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.argument("paper", type=click.Path(path_type=Path))
+@click.option("--model", required=True, help="Chat model that extracts the tree and runs the checks.")
+@click.option("--base-url", default=None, help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=Path("."), show_default=True,
+              help="Directory for <id>.json, <id>.review.md and the call cache <id>.calls.jsonl.")
+@click.option("--id", "tree_id", default=None, help="Tree id (default: extracted-<paper file stem>).")
+@click.option("--embedder", default="local", show_default=True, help="Embedder for the hint check (Eq. 6).")
+@click.option("--hint-rounds", default=2, show_default=True, help="Regenerations for hints that are not monotone.")
+@click.option("--attempts", default=3, show_default=True, help="Tries per model call when its JSON is unusable.")
+def extract(paper: Path, model: str, base_url: str | None, out_dir: Path, tree_id: str | None, embedder: str,
+            hint_rounds: int, attempts: int) -> None:
+    """Extract a research tree from PAPER (plain text) and write it with a review report.
+
+    Steps: the tree skeleton from the paper (checked against the schema, problems sent
+    back to the model), four hints per target (regenerated while not monotone under the
+    embedder), Stage 1 content checks (leakage, observational purity, fake plausibility)
+    and the Stage 2 dependency audit. Checks only flag; a person decides. Model answers
+    are cached beside the outputs, so an interrupted run resumes where it stopped.
+    """
+    from inquitree.core.embed import make_embedder
+    from inquitree.core.extract import extract_tree
+
+    emb = make_embedder(embedder, base_url=base_url)
+    res = extract_tree(paper, model, out_dir, emb, base_url=base_url, tree_id=tree_id, hint_rounds=hint_rounds,
+                       attempts=attempts, progress=lambda line: click.echo(line, err=True))
+    counts: dict[str, int] = {}
+    for f in res.flags:
+        counts[f.check] = counts.get(f.check, 0) + 1
+    summary = ", ".join(f"{v} {k}" for k, v in counts.items()) or "none"
+    click.echo(f"tree:   {res.tree_path} ({len(res.doc['subtopics'])} subtopics)")
+    click.echo(f"review: {res.review_path} ({len(res.flags)} flags: {summary})")
+    click.echo(f"model calls: {res.calls} (+{res.cached} reused from the cache); tokens in {res.tokens['input']}, "
+               f"out {res.tokens['output']}")

@@ -1,0 +1,418 @@
+"""Research trees from papers by an OpenAI-compatible model (the paper's Appendix D).
+
+``extract_tree`` runs the pipeline and writes two files for a person to review:
+
+1. **Extraction (D.1).** The model reads the paper and returns the tree's skeleton as
+   JSON: paper metadata, an open-ended Topic, subtopics with their study, result, fake
+   results and ``depends_on_results``, and conclusion items with the results each needs.
+   The skeleton is checked with the same schema and structural rules as any tree
+   (unknown ids, cycles, fakes equal to the truth ...); problems go back to the model,
+   a bounded number of times.
+2. **Hints.** For every target (each subtopic and each study) the model writes h1..h4.
+   The embedder measures Eq. 6; a target whose hints are not strictly rising in cosine
+   is asked again with its cosines shown, up to ``hint_rounds`` times. What is still
+   not monotone after that is flagged, not hidden.
+3. **Stage 1 (D.2): content checks**, one prompt each: leakage in the Topic,
+   observational purity of subtopic and study texts, plausibility of the fake results.
+4. **Stage 2 (D.2): dependency audit**: logical progression, redundant and missing
+   dependencies.
+
+Checks never rewrite the tree: every flag goes to ``<id>.review.md`` with the item,
+the issue and the model's suggestion, for a person to decide (as the paper's authors
+did). The tree states it was extracted by a model and names the model, the prompt
+version and the paper file's digest.
+
+Every model answer is appended to ``<id>.calls.jsonl`` beside the outputs, keyed by a
+hash of the request, and reused on a re-run: a run that dies (network, Ctrl-C) resumes
+where it stopped, and a re-run of a finished extraction costs no calls.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Callable
+
+from inquitree.core.tree import TreeError, parse_tree
+from inquitree.events.errors import InquiTreeError
+
+PROMPT_VERSION = "extract-v1"
+
+
+class ExtractError(InquiTreeError):
+    pass
+
+
+# ---------------------------------------------------------------- prompts (ours, versioned)
+
+EXTRACT_SYSTEM = """You turn a scientific paper into a research tree for InquiTree, a benchmark in which an AI \
+agent rediscovers the paper's findings step by step. Reply with one JSON object and nothing else, in this form:
+
+{"paper": {"title": str, "journal": str or null, "doi": str or null, "published": "YYYY-MM-DD" or null},
+ "topic": str,
+ "subtopics": [{"id": "s1", "text": str, "depends_on_results": ["r..."], "study": str, "result": str,
+                "fakes": [str, ...]}, ...],
+ "conclusions": [{"id": "c1", "text": str, "requires_results": ["r..."]}, ...]}
+
+Rules:
+- Decompose the paper's line of inquiry into subtopics s1, s2, ... in order; subtopic sK has exactly one study \
+and its result has the id rK.
+- topic: the open-ended research question. It must not state or imply any finding ("the relationship between \
+A and B", not "how A promotes B").
+- subtopic text and study text: what is examined and how (set-up, phenomenon, measurement), never what was \
+found or what it means.
+- result: what the study found, as the paper reports it, with its numbers where the paper gives them.
+- fakes: one or more false results for the same study: plausible and specific, contradicting the paper, and \
+unable to support the true conclusions.
+- depends_on_results: the results that must be known before the subtopic makes scientific sense (a \
+phenomenon is established before its mechanism); [] when none. No cycles.
+- conclusions: the paper's main conclusions as short items; requires_results lists the results each one rests on.
+"""
+
+EXTRACT_USER = "The paper:\n\n{paper}"
+
+HINTS_SYSTEM = """You write the four hints InquiTree gives an agent that fails to propose a target. Reply with \
+one JSON object and nothing else: {"hints": [h1, h2, h3, h4]}.
+The hints must come ever closer to the target: h1 a vague pointer to the area, h2 names the kind of question or \
+method, h3 most of the target, h4 the target stated outright as an instruction. Each is one sentence. Do not \
+reveal results or conclusions."""
+
+HINTS_USER = """Research topic: {topic}
+Target ({kind}): {target}"""
+
+HINTS_RETRY = """These hints are not getting steadily closer to the target: their cosine similarities to it \
+were h1={c[0]:.2f}, h2={c[1]:.2f}, h3={c[2]:.2f}, h4={c[3]:.2f}, and each must be higher than the one before. \
+Write all four again."""
+
+CHECK_FORMAT = """Reply with one JSON object and nothing else: {"flags": [{"item": id, "issue": str, \
+"suggestion": str}, ...]}, where item is one of the ids given. Reply {"flags": []} when nothing needs changing."""
+
+LEAKAGE_SYSTEM = """Stage 1 check, information leakage. The Topic of a research tree must be open-ended: it \
+must not state or imply the final conclusions, so that an agent starts from a neutral prior. Flag the Topic if \
+it does. """ + CHECK_FORMAT
+
+PURITY_SYSTEM = """Stage 1 check, observational purity. Subtopic and study texts may only state the set-up, the \
+phenomenon examined or the measurement. Flag every text that contains a finding, an interpretation or an \
+expected outcome, which belong in results and conclusions. """ + CHECK_FORMAT
+
+FAKES_SYSTEM = """Stage 1 check, fake result plausibility. For every result, each fake must (i) contradict the \
+true result, (ii) be subtle and specific enough to deceive, not an obvious error, and (iii) be unable to support \
+the true conclusions. Flag each fake that fails one of these, naming which. """ + CHECK_FORMAT
+
+AUDIT_SYSTEM = """Stage 2 check, dependency audit. A subtopic may only be unlocked once the results it depends \
+on are known, and those results must be a necessary scientific basis for it (for example, a phenomenon is \
+established before its mechanism). Flag: logical progression problems, redundant dependencies (a listed result \
+is not needed) and insufficient dependencies (a needed result is missing). Start each issue with one of \
+"logical progression:", "redundant:", "insufficient:". """ + CHECK_FORMAT
+
+
+# ---------------------------------------------------------------- model calls with a cache
+
+def _parse_json_object(raw: str) -> dict:
+    text = raw.strip()
+    if text.startswith("```"):
+        text = re.sub(r"^```[a-zA-Z]*\s*|\s*```$", "", text)
+    obj = json.loads(text)
+    if not isinstance(obj, dict):
+        raise ValueError("the reply is JSON but not an object")
+    return obj
+
+
+class JsonChat:
+    """Ask one chat model for JSON objects; bounded retries; every usable answer cached on disk."""
+
+    def __init__(self, model: str, base_url: str | None, cache_path: Path, attempts: int = 3,
+                 api_key: str | None = None, timeout: float = 300.0, max_retries: int = 5):
+        from inquitree.core.agents import openai_client
+
+        self.model, self.attempts, self.cache_path = model, attempts, cache_path
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        key = api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if self.base_url else None)
+        if not key:
+            raise ExtractError("extract needs $OPENAI_API_KEY (or --base-url for a local server)")
+        self.client = openai_client(self.base_url, key, max_retries, timeout)
+        self.cache: dict[str, dict] = {}
+        self.calls = self.cached = 0
+        self.tokens = {"input": 0, "output": 0}
+        if cache_path.exists():
+            for line in cache_path.read_text(encoding="utf-8").splitlines():
+                try:
+                    rec = json.loads(line)
+                    self.cache[rec["key"]] = rec["json"]
+                except (ValueError, KeyError):
+                    continue  # a line cut short by a crash: that answer is simply asked again
+
+    def _key(self, messages: list[dict]) -> str:
+        blob = json.dumps([self.model, PROMPT_VERSION, messages], sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def ask(self, purpose: str, system: str, user: str,
+            check: Callable[[dict], list[str]] | None = None, extra: list[dict] | None = None) -> dict:
+        import openai
+
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}, *(extra or [])]
+        key = self._key(messages)
+        if key in self.cache:
+            self.cached += 1
+            return self.cache[key]
+        convo = list(messages)
+        problems: list[str] = []
+        for _ in range(self.attempts):
+            try:
+                resp = self.client.chat.completions.create(model=self.model, messages=convo, temperature=0,
+                                                           response_format={"type": "json_object"})
+            except openai.OpenAIError as exc:
+                raise ExtractError(f"{purpose}: model {self.model} at {self.base_url or 'OpenAI'}: "
+                                   f"{type(exc).__name__}: {exc}") from exc
+            except ValueError as exc:  # a 200 whose body is not JSON
+                problems = [f"malformed response from the endpoint ({exc})"]
+                continue
+            self.calls += 1
+            if resp.usage:
+                self.tokens["input"] += resp.usage.prompt_tokens or 0
+                self.tokens["output"] += resp.usage.completion_tokens or 0
+            raw = (resp.choices[0].message.content or "") if resp.choices else ""
+            try:
+                obj = _parse_json_object(raw)
+                problems = check(obj) if check else []
+            except ValueError as exc:
+                obj, problems = None, [f"not a JSON object ({exc})"]
+            if not problems:
+                self.cache[key] = obj
+                with open(self.cache_path, "a", encoding="utf-8") as f:
+                    f.write(json.dumps({"key": key, "purpose": purpose, "json": obj}, ensure_ascii=False) + "\n")
+                return obj
+            convo = [*convo, {"role": "assistant", "content": raw},
+                     {"role": "user", "content": "Your reply has these problems:\n- " + "\n- ".join(problems)
+                      + "\nReply again with the corrected JSON object only."}]
+        raise ExtractError(f"{purpose}: no usable answer from {self.model} after {self.attempts} attempts: "
+                           + "; ".join(problems[:5]))
+
+
+# ---------------------------------------------------------------- the pipeline
+
+@dataclasses.dataclass
+class Flag:
+    stage: str  # "stage 1" | "stage 2" | "hints"
+    check: str  # leakage | purity | fakes | dependencies | monotonicity
+    item: str
+    issue: str
+    suggestion: str = ""
+
+
+@dataclasses.dataclass
+class Extraction:
+    tree_path: Path
+    review_path: Path
+    doc: dict
+    flags: list[Flag]
+    hint_cosines: dict[str, list[float]]
+    calls: int
+    cached: int
+    tokens: dict
+
+
+def slugify(title: str) -> str:
+    words = re.findall(r"[a-z0-9]+", title.lower())
+    return "-".join(words[:6]) or "paper"
+
+
+def _skeleton_to_doc(sk: dict, tree_id: str, provenance: dict, hints: dict[str, list[str]] | None = None) -> dict:
+    """The tree document for a skeleton; targets without hints get placeholders (structure checks only)."""
+    def hints_of(key: str) -> list[str]:
+        return (hints or {}).get(key) or [f"(hint {i} of {key} not written yet)" for i in range(1, 5)]
+
+    paper = sk.get("paper") or {}
+    subtopics = []
+    for k, s in enumerate(sk.get("subtopics") or [], start=1):
+        sid = f"s{k}"
+        subtopics.append({
+            "id": sid, "text": s.get("text"), "depends_on_results": list(s.get("depends_on_results") or []),
+            "hints": hints_of(sid),
+            "studies": [{"id": f"{sid}.study", "text": s.get("study"), "hints": hints_of(f"{sid}.study"),
+                         "result": {"id": f"r{k}", "text": s.get("result"), "fakes": list(s.get("fakes") or [])}}],
+        })
+    published = paper.get("published")
+    if not (isinstance(published, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", published)):
+        published = None
+    return {
+        "schema": "inquitree/research-tree@1", "id": tree_id,
+        "paper": {"title": paper.get("title") or "(untitled)", "journal": paper.get("journal"),
+                  "doi": paper.get("doi"), "published": published, "open_access": None,
+                  "it18_id": None, "paper_subtopics": None},
+        "provenance": provenance,
+        "topic": {"text": sk.get("topic")},
+        "subtopics": subtopics,
+        "conclusions": [{"id": c.get("id") or f"c{j}", "text": c.get("text"),
+                         "requires_results": list(c.get("requires_results") or [])}
+                        for j, c in enumerate(sk.get("conclusions") or [], start=1)],
+    }
+
+
+def _tree_problems(doc: dict) -> list[str]:
+    try:
+        parse_tree(doc, "the extracted tree")
+    except TreeError as exc:
+        return exc.problems
+    return []
+
+
+def _skeleton_problems(obj: dict, tree_id: str, provenance: dict) -> list[str]:
+    if not isinstance(obj.get("subtopics"), list) or not all(isinstance(s, dict) for s in obj["subtopics"]) \
+            or not isinstance(obj.get("conclusions", []), list) \
+            or not all(isinstance(c, dict) for c in obj.get("conclusions", [])) \
+            or not isinstance(obj.get("paper", {}), dict):
+        return ["the JSON does not have the requested form: subtopics and conclusions must be lists of objects "
+                "and paper an object"]
+    return _tree_problems(_skeleton_to_doc(obj, tree_id, provenance))
+
+
+def _flags_check(known: set[str]) -> Callable[[dict], list[str]]:
+    def check(obj: dict) -> list[str]:
+        flags = obj.get("flags")
+        if not isinstance(flags, list):
+            return ['"flags" must be a list']
+        bad = []
+        for i, f in enumerate(flags):
+            if not isinstance(f, dict) or not isinstance(f.get("issue"), str):
+                bad.append(f"flags[{i}] must be an object with an issue")
+            elif f.get("item") not in known:
+                bad.append(f"flags[{i}].item {f.get('item')!r} is not one of the ids given")
+        return bad
+    return check
+
+
+def _hints_check(obj: dict) -> list[str]:
+    h = obj.get("hints")
+    if not (isinstance(h, list) and len(h) == 4 and all(isinstance(x, str) and x.strip() for x in h)):
+        return ['"hints" must be a list of exactly four non-empty strings']
+    return []
+
+
+def _monotone(c: list[float]) -> bool:
+    return all(c[i] < c[i + 1] for i in range(3))
+
+
+def extract_tree(paper_path: Path, model: str, out_dir: Path, embedder, base_url: str | None = None,
+                 tree_id: str | None = None, hint_rounds: int = 2, attempts: int = 3,
+                 progress: Callable[[str], None] = lambda s: None) -> Extraction:
+    paper_path = Path(paper_path)
+    try:
+        text = paper_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ExtractError(f"{paper_path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ExtractError(f"{paper_path}: cannot read it as UTF-8 text: {exc}") from None
+    if not text.strip():
+        raise ExtractError(f"{paper_path}: the file is empty")
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = tree_id or f"extracted-{paper_path.stem}"
+    chat = JsonChat(model, base_url, out_dir / f"{stem}.calls.jsonl", attempts=attempts)
+    provenance = {
+        "kind": "extracted-by-model",
+        "note": (f"Extracted by the model {model} from the paper text {paper_path.name} (sha256 {digest[:16]}) with "
+                 f"InquiTree's extraction prompts {PROMPT_VERSION} on {_dt.date.today().isoformat()}. Not reviewed "
+                 f"by a person until the flags in {stem}.review.md are resolved."),
+        "sources": [f"file:{paper_path.name}#sha256={digest}"],
+    }
+
+    progress(f"extraction: asking {model} for the tree skeleton")
+    sk = chat.ask("extraction", EXTRACT_SYSTEM, EXTRACT_USER.format(paper=text),
+                  check=lambda obj: _skeleton_problems(obj, stem, provenance))
+    n = len(sk["subtopics"])
+    topic = sk["topic"]
+
+    targets = [(f"s{k}", "subtopic", s["text"]) for k, s in enumerate(sk["subtopics"], 1)]
+    targets += [(f"s{k}.study", "study", s["study"]) for k, s in enumerate(sk["subtopics"], 1)]
+    hints: dict[str, list[str]] = {}
+    cosines: dict[str, list[float]] = {}
+    flags: list[Flag] = []
+    for i, (key, kind, target) in enumerate(targets, 1):
+        progress(f"hints: {i}/{len(targets)} ({key})")
+        user = HINTS_USER.format(topic=topic, kind=kind, target=target)
+        extra: list[dict] = []
+        for round_ in range(hint_rounds + 1):
+            h = chat.ask(f"hints for {key}", HINTS_SYSTEM, user, check=_hints_check, extra=extra)["hints"]
+            vecs = embedder.embed([target, *h])
+            c = [round(float(vecs[0] @ v), 4) for v in vecs[1:]]
+            if _monotone(c):
+                break
+            extra = [*extra, {"role": "assistant", "content": json.dumps({"hints": h}, ensure_ascii=False)},
+                     {"role": "user", "content": HINTS_RETRY.format(c=c)}]
+        hints[key], cosines[key] = h, c
+        if not _monotone(c):
+            flags.append(Flag("hints", "monotonicity", key,
+                              f"hints are not monotone under {embedder.id} after {hint_rounds} regenerations: "
+                              + ", ".join(f"h{j}={x:.3f}" for j, x in enumerate(c, 1)),
+                              "rewrite the hints so that each is closer to the target than the one before"))
+
+    doc = _skeleton_to_doc(sk, stem, provenance, hints)
+    problems = _tree_problems(doc)
+    if problems:  # the skeleton passed, so only hints could break it: not expected, but never write a bad tree
+        raise ExtractError("the assembled tree is invalid: " + "; ".join(problems))
+
+    ids = {"topic"} | {s["id"] for s in doc["subtopics"]} | {f"{s['id']}.study" for s in doc["subtopics"]}
+    results = {s["studies"][0]["result"]["id"] for s in doc["subtopics"]}
+    conclusions = "\n".join(f"- {c['id']}: {c['text']}" for c in doc["conclusions"])
+    texts = "\n".join(f"- {s['id']}: {s['text']}\n- {s['id']}.study: {s['studies'][0]['text']}"
+                      for s in doc["subtopics"])
+    fakes = "\n".join(f"- {s['studies'][0]['result']['id']}: true: {s['studies'][0]['result']['text']}\n"
+                      + "".join(f"  fake: {f}\n" for f in s["studies"][0]["result"]["fakes"])
+                      for s in doc["subtopics"])
+    structure = "\n".join(f"- {s['id']}: {s['text']} (result {s['studies'][0]['result']['id']}: "
+                          f"{s['studies'][0]['result']['text']}); depends on results: "
+                          f"{', '.join(s['depends_on_results']) or 'none'}" for s in doc["subtopics"])
+    checks = [
+        ("stage 1", "leakage", LEAKAGE_SYSTEM, f"Ids: topic\nTopic: {doc['topic']['text']}\n\nThe paper's "
+                                               f"conclusions (which the Topic must not reveal):\n{conclusions}",
+         {"topic"}),
+        ("stage 1", "purity", PURITY_SYSTEM, f"Ids and texts:\n{texts}", ids - {"topic"}),
+        ("stage 1", "fakes", FAKES_SYSTEM, f"Ids are result ids.\n{fakes}\nTrue conclusions:\n{conclusions}",
+         results),
+        ("stage 2", "dependencies", AUDIT_SYSTEM, f"Ids are subtopic ids.\nTopic: {doc['topic']['text']}\n"
+                                                  f"{structure}", {s["id"] for s in doc["subtopics"]}),
+    ]
+    for stage, name, system, user, known in checks:
+        progress(f"{stage}: {name} check")
+        obj = chat.ask(f"{stage} {name} check", system, user, check=_flags_check(known))
+        flags += [Flag(stage, name, f["item"], f["issue"], str(f.get("suggestion") or "")) for f in obj["flags"]]
+
+    tree_path = out_dir / f"{stem}.json"
+    tmp = tree_path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, tree_path)
+    review_path = out_dir / f"{stem}.review.md"
+    review_path.write_text(render_review(doc, flags, cosines, model, embedder.id, chat), encoding="utf-8")
+    progress(f"wrote {tree_path} ({n} subtopics) and {review_path} ({len(flags)} flags)")
+    return Extraction(tree_path, review_path, doc, flags, cosines, chat.calls, chat.cached, dict(chat.tokens))
+
+
+def render_review(doc: dict, flags: list[Flag], cosines: dict[str, list[float]], model: str, embedder_id: str,
+                  chat: JsonChat) -> str:
+    lines = [f"# Review: {doc['id']}", "",
+             f"Paper: {doc['paper']['title']}", f"Extracted by {model} (prompts {PROMPT_VERSION}); "
+             f"{chat.calls} model calls this run, {chat.cached} answers reused from the cache; "
+             f"tokens in {chat.tokens['input']}, out {chat.tokens['output']}.", "",
+             "Nothing below has been applied to the tree. Decide each flag, edit the tree by hand, then run "
+             f"`inquitree trees validate {doc['id']}.json --embedder local`.", ""]
+    by_check: dict[str, list[Flag]] = {}
+    for f in flags:
+        by_check.setdefault(f"{f.stage}: {f.check}", []).append(f)
+    lines.append(f"## Flags ({len(flags)})")
+    order = ["stage 1: leakage", "stage 1: purity", "stage 1: fakes", "stage 2: dependencies", "hints: monotonicity"]
+    for name in order:
+        group = by_check.get(name, [])
+        lines += ["", f"### {name} ({len(group)})"]
+        lines += [f"- [ ] **{f.item}**: {f.issue}" + (f"  \n  suggestion: {f.suggestion}" if f.suggestion else "")
+                  for f in group] or ["- none"]
+    lines += ["", f"## Hint cosines under {embedder_id} (Eq. 6 needs h1 < h2 < h3 < h4)", "",
+              "| target | h1 | h2 | h3 | h4 | monotone |", "|---|---|---|---|---|---|"]
+    for key, c in cosines.items():
+        lines.append(f"| {key} | " + " | ".join(f"{x:.3f}" for x in c) + f" | {'yes' if _monotone(c) else 'NO'} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,164 @@
+"""``inquitree extract`` end to end against a loopback OpenAI-compatible server.
+
+The server's "model" below is a scripted function: it answers each pipeline prompt the
+way a model could, including a first skeleton with a broken reference (which must be sent
+back), first hints for s1 in the wrong order (which must be regenerated), and one flag from
+each check (which must reach the review report and nothing else). The paper text is a
+made-up study used only as input here.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from inquitree.core import extract as ex
+from inquitree.core.cli import main
+from inquitree.core.tree import load_tree_file
+from tests.openai_server import OpenAICompatibleServer
+
+PAPER = """Sleep after learning and spatial memory in mice (an invented study, test input only).
+We trained mice in a water maze and let half of them sleep while the others were kept awake. Sleeping mice
+remembered the platform better. We recorded CA1 place cells and found that training sequences were replayed
+during sharp-wave ripples in the following sleep. Silencing ripples during sleep abolished the memory benefit.
+"""
+
+SKELETON = {
+    "paper": {"title": "Sleep after learning and spatial memory in mice", "journal": None, "doi": None,
+              "published": None},
+    "topic": "How sleep after learning relates to the retention of spatial memories in mice.",
+    "subtopics": [
+        {"text": "Whether sleep after training changes how well mice remember a hidden platform location.",
+         "depends_on_results": [], "study": "Train mice in a water maze, let half sleep and keep half awake, "
+         "then test platform recall a day later.", "result": "Sleeping mice recalled the platform better.",
+         "fakes": ["Sleeping and sleep-deprived mice recalled the platform equally well."]},
+        {"text": "Whether hippocampal place-cell sequences from training reappear during the sleep that follows.",
+         "depends_on_results": ["r1"], "study": "Record CA1 place cells during training and subsequent sleep and "
+         "detect sequence replay in sharp-wave ripples.", "result": "Training sequences were replayed in ripples.",
+         "fakes": ["Training sequences were not replayed more than chance during ripples."]},
+        {"text": "Whether disrupting sharp-wave ripples during post-training sleep changes later memory.",
+         "depends_on_results": ["r1", "r2"], "study": "Silence ripples with closed-loop stimulation during sleep "
+         "after training and test platform recall.", "result": "Ripple disruption abolished the sleep benefit.",
+         "fakes": ["Ripple disruption left the sleep benefit intact."]},
+    ],
+    "conclusions": [
+        {"id": "c1", "text": "Sleep after learning improves spatial memory in mice.", "requires_results": ["r1"]},
+        {"id": "c2", "text": "Replay in sleep ripples is needed for the memory benefit.",
+         "requires_results": ["r2", "r3"]},
+    ],
+}
+
+
+def good_hints(target: str) -> list[str]:
+    words = target.rstrip(".").split()
+    return ["Consider the broader research area first.",
+            "Look at " + " ".join(words[-4:]) + ".",
+            " ".join(words[: max(3, 2 * len(words) // 3)]) + ".",
+            "Investigate this: " + target]
+
+
+def scripted_model(messages: list[dict]) -> str:
+    system, user = messages[0]["content"], messages[1]["content"]
+    if system == ex.EXTRACT_SYSTEM:
+        if len(messages) == 2:  # first answer: a conclusion needs a result that does not exist
+            bad = json.loads(json.dumps(SKELETON))
+            bad["conclusions"][0]["requires_results"] = ["r9"]
+            return json.dumps(bad)
+        return "```json\n" + json.dumps(SKELETON) + "\n```"
+    if system == ex.HINTS_SYSTEM:
+        target = user.split("): ", 1)[1]
+        hints = good_hints(target)
+        if target == SKELETON["subtopics"][0]["text"] and len(messages) == 2:
+            hints = hints[::-1]  # the wrong order: the pipeline must ask again
+        return json.dumps({"hints": hints})
+    if system == ex.LEAKAGE_SYSTEM:
+        return json.dumps({"flags": [{"item": "topic", "issue": "implies that sleep matters for retention",
+                                      "suggestion": "The relation between post-learning states and memory."}]})
+    if system == ex.PURITY_SYSTEM:
+        return json.dumps({"flags": []})
+    if system == ex.FAKES_SYSTEM:
+        return json.dumps({"flags": [{"item": "r3", "issue": "too obvious", "suggestion": "make it partial"}]})
+    if system == ex.AUDIT_SYSTEM:
+        return json.dumps({"flags": [{"item": "s3", "issue": "redundant: r1 is implied by r2", "suggestion": ""}]})
+    raise AssertionError(f"unexpected prompt: {system[:80]}")
+
+
+@pytest.fixture
+def paper(tmp_path):
+    p = tmp_path / "paper.txt"
+    p.write_text(PAPER)
+    return p
+
+
+def run(paper, out, base_url):
+    return CliRunner().invoke(main, ["extract", str(paper), "--model", "scripted", "--base-url", base_url,
+                                     "--out", str(out), "--id", "sleep-test"])
+
+
+def test_extract_end_to_end_writes_a_valid_tree_and_a_review(paper, tmp_path, local_embedder):
+    out = tmp_path / "out"
+    with OpenAICompatibleServer(scripted_model) as srv:
+        result = run(paper, out, srv.base_url)
+    assert result.exit_code == 0, result.output
+    tree = load_tree_file(out / "sleep-test.json")
+    assert tree.n == 3 and tree.subtopic["s3"].depends_on == ("s1", "s2")
+    assert tree.provenance["kind"] == "extracted-by-model" and "scripted" in tree.provenance["note"]
+    assert tree.provenance["sources"][0].startswith("file:paper.txt#sha256=")
+    chats = [r["body"]["messages"] for r in srv.requests if r["path"].endswith("/chat/completions")]
+    # the broken skeleton went back to the model with the problem named
+    retry = [m for m in chats if m[0]["content"] == ex.EXTRACT_SYSTEM and len(m) == 4]
+    assert retry and "unknown result id 'r9'" in retry[0][3]["content"]
+    # s1's hints came back in the wrong order and were asked for again, with their cosines
+    s1_text = SKELETON["subtopics"][0]["text"]
+    s1_asks = [m for m in chats if m[0]["content"] == ex.HINTS_SYSTEM and m[1]["content"].endswith(s1_text)]
+    assert len(s1_asks) == 2 and "cosine similarities" in s1_asks[1][-1]["content"]
+    assert tree.subtopic["s1"].hints[3] == "Investigate this: " + s1_text
+    # every target is monotone under the local embedder or flagged in the review
+    review = (out / "sleep-test.review.md").read_text()
+    for s in tree.subtopics:
+        for key, target, hints in ((s.id, s.text, s.hints), (s.studies[0].id, s.studies[0].text, s.studies[0].hints)):
+            v = local_embedder.embed([target, *hints])
+            c = [float(v[0] @ x) for x in v[1:]]
+            assert all(c[i] < c[i + 1] for i in range(3)) or f"**{key}**: hints are not monotone" in review
+    # each check's flag is in the review, and nothing was applied to the tree
+    assert "### stage 1: leakage (1)" in review and "**topic**: implies that sleep matters" in review
+    assert "### stage 1: purity (0)" in review and "### stage 1: fakes (1)" in review
+    assert "### stage 2: dependencies (1)" in review and "**s3**: redundant: r1 is implied by r2" in review
+    assert tree.topic == SKELETON["topic"]
+    assert "1 leakage, 1 fakes, 1 dependencies)" in result.output
+
+
+def test_a_rerun_reuses_every_answer_and_an_interrupted_run_resumes(paper, tmp_path, local_embedder):
+    out = tmp_path / "out"
+    with OpenAICompatibleServer(scripted_model) as srv:
+        srv.fail_after = (5, "garbage")  # the endpoint breaks after five calls
+        broken = run(paper, out, srv.base_url)
+    assert broken.exit_code == 2 and "Traceback" not in broken.output
+    assert "no usable answer from scripted" in broken.output
+    assert not (out / "sleep-test.json").exists()
+    cached = len((out / "sleep-test.calls.jsonl").read_text().splitlines())
+    # five calls, four answers kept: the skeleton (asked twice), s1's hints twice (reordered), s2's hints
+    assert cached == 4
+    with OpenAICompatibleServer(scripted_model) as srv:
+        resumed = run(paper, out, srv.base_url)
+        asked = [r for r in srv.requests if r["path"].endswith("/chat/completions")]
+    assert resumed.exit_code == 0, resumed.output
+    assert not any(m["body"]["messages"][0]["content"] == ex.EXTRACT_SYSTEM for m in asked)
+    first = (out / "sleep-test.json").read_text()
+    with OpenAICompatibleServer(scripted_model) as srv:
+        again = run(paper, out, srv.base_url)
+        assert srv.chat_calls == 0
+    assert again.exit_code == 0 and "(+" in again.output and (out / "sleep-test.json").read_text() == first
+
+
+def test_bad_inputs_are_one_line_errors(tmp_path):
+    r = CliRunner().invoke(main, ["extract", str(tmp_path / "missing.txt"), "--model", "m", "--base-url",
+                                  "http://127.0.0.1:9/v1", "--embedder", "hash"])
+    assert r.exit_code == 2 and "missing.txt: no such file" in r.output
+    empty = tmp_path / "empty.txt"
+    empty.write_text("  \n")
+    r = CliRunner().invoke(main, ["extract", str(empty), "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                                  "--embedder", "hash"])
+    assert r.exit_code == 2 and "empty.txt: the file is empty" in r.output
