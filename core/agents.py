@@ -21,7 +21,6 @@ is shown with the tree's true result.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from pathlib import Path
@@ -236,8 +235,9 @@ class OpenAIChatAgent:
         import openai
 
         self.model, self.system_prompt, self.window = model, system_prompt, window
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
-        key = api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if self.base_url else None)
+        from inquitree.core.embed import openai_endpoint
+
+        self.base_url, key = openai_endpoint(base_url, api_key)
         if not key:
             raise AgentError("the openai agent needs $OPENAI_API_KEY (or --base-url for a local server)")
         self.client = openai_client(self.base_url, key, max_retries, timeout)

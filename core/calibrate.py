@@ -25,6 +25,17 @@ import numpy as np
 from inquitree.core.tree import Tree
 
 
+def is_monotone(cosines: Sequence[float]) -> bool:
+    """Eq. 6: every hint level strictly closer to its target than the level before."""
+    return all(cosines[i] < cosines[i + 1] for i in range(len(cosines) - 1))
+
+
+def hint_cosines(embedder, target: str, hints: Sequence[str]) -> list[float]:
+    """cos(E(h_i), E(target)) for each hint, in one embedding call."""
+    vecs = embedder.embed([target, *hints])
+    return [float(vecs[0] @ v) for v in vecs[1:]]
+
+
 @dataclasses.dataclass(frozen=True)
 class TargetCosines:
     kind: str  # "subtopic" | "study"
@@ -34,8 +45,7 @@ class TargetCosines:
 
     @property
     def monotone(self) -> bool:
-        c = self.hint_cosines
-        return all(c[i] < c[i + 1] for i in range(len(c) - 1))
+        return is_monotone(self.hint_cosines)
 
 
 @dataclasses.dataclass(frozen=True)

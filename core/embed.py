@@ -105,6 +105,14 @@ class HashEmbedder:
         return normalize(m)
 
 
+def openai_endpoint(base_url: str | None, api_key: str | None) -> tuple[str | None, str | None]:
+    """(base URL, key) for an OpenAI-compatible endpoint: the arguments, else $OPENAI_BASE_URL and
+    $OPENAI_API_KEY; a local server (a base URL without a key) takes any key. The key is None when
+    there is neither: the caller says what needs it."""
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+    return base_url, api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if base_url else None)
+
+
 class OpenAIEmbedder:
     """Any OpenAI-compatible /v1/embeddings endpoint."""
 
@@ -113,13 +121,9 @@ class OpenAIEmbedder:
         import openai
 
         self.model = model
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
-        key = api_key or os.environ.get("OPENAI_API_KEY")
+        self.base_url, key = openai_endpoint(base_url, api_key)
         if not key:
-            if self.base_url:
-                key = "unused"  # local servers take any key
-            else:
-                raise EmbedderError("the openai embedder needs $OPENAI_API_KEY (or --base-url for a local server)")
+            raise EmbedderError("the openai embedder needs $OPENAI_API_KEY (or --base-url for a local server)")
         self.client = openai.OpenAI(api_key=key, base_url=self.base_url, max_retries=max_retries, timeout=timeout)
         self.batch_size = batch_size
         self.id = f"openai:{model}" + (f"@{self.base_url}" if self.base_url else "")

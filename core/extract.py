@@ -38,6 +38,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from inquitree.core.calibrate import hint_cosines, is_monotone
 from inquitree.core.tree import TreeError, parse_tree
 from inquitree.events.errors import InquiTreeError
 
@@ -129,10 +130,10 @@ class JsonChat:
     def __init__(self, model: str, base_url: str | None, cache_path: Path, attempts: int = 3,
                  api_key: str | None = None, timeout: float = 300.0, max_retries: int = 5):
         from inquitree.core.agents import openai_client
+        from inquitree.core.embed import openai_endpoint
 
         self.model, self.attempts, self.cache_path = model, attempts, cache_path
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
-        key = api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if self.base_url else None)
+        self.base_url, key = openai_endpoint(base_url, api_key)
         if not key:
             raise ExtractError("extract needs $OPENAI_API_KEY (or --base-url for a local server)")
         self.client = openai_client(self.base_url, key, max_retries, timeout)
@@ -294,10 +295,6 @@ def _hints_check(obj: dict) -> list[str]:
     return []
 
 
-def _monotone(c: list[float]) -> bool:
-    return all(c[i] < c[i + 1] for i in range(3))
-
-
 def extract_tree(paper_path: Path, model: str, out_dir: Path, embedder, base_url: str | None = None,
                  tree_id: str | None = None, hint_rounds: int = 2, attempts: int = 3,
                  progress: Callable[[str], None] = lambda s: None) -> Extraction:
@@ -339,14 +336,13 @@ def extract_tree(paper_path: Path, model: str, out_dir: Path, embedder, base_url
         extra: list[dict] = []
         for round_ in range(hint_rounds + 1):
             h = chat.ask(f"hints for {key}", HINTS_SYSTEM, user, check=_hints_check, extra=extra)["hints"]
-            vecs = embedder.embed([target, *h])
-            c = [round(float(vecs[0] @ v), 4) for v in vecs[1:]]
-            if _monotone(c):
+            c = [round(x, 4) for x in hint_cosines(embedder, target, h)]
+            if is_monotone(c):
                 break
             extra = [*extra, {"role": "assistant", "content": json.dumps({"hints": h}, ensure_ascii=False)},
                      {"role": "user", "content": HINTS_RETRY.format(c=c)}]
         hints[key], cosines[key] = h, c
-        if not _monotone(c):
+        if not is_monotone(c):
             flags.append(Flag("hints", "monotonicity", key,
                               f"hints are not monotone under {embedder.id} after {hint_rounds} regenerations: "
                               + ", ".join(f"h{j}={x:.3f}" for j, x in enumerate(c, 1)),
@@ -414,5 +410,5 @@ def render_review(doc: dict, flags: list[Flag], cosines: dict[str, list[float]],
     lines += ["", f"## Hint cosines under {embedder_id} (Eq. 6 needs h1 < h2 < h3 < h4)", "",
               "| target | h1 | h2 | h3 | h4 | monotone |", "|---|---|---|---|---|---|"]
     for key, c in cosines.items():
-        lines.append(f"| {key} | " + " | ".join(f"{x:.3f}" for x in c) + f" | {'yes' if _monotone(c) else 'NO'} |")
+        lines.append(f"| {key} | " + " | ".join(f"{x:.3f}" for x in c) + f" | {'yes' if is_monotone(c) else 'NO'} |")
     return "\n".join(lines) + "\n"

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Protocol
 
 import numpy as np
@@ -89,8 +88,9 @@ class OpenAIJudge:
         import openai
 
         self.model, self.attempts = model, attempts
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
-        key = api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if self.base_url else None)
+        from inquitree.core.embed import openai_endpoint
+
+        self.base_url, key = openai_endpoint(base_url, api_key)
         if not key:
             raise JudgeError("the openai judge needs $OPENAI_API_KEY (or --judge-base-url for a local server)")
         from inquitree.core.agents import openai_client

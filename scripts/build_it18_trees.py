@@ -117,6 +117,7 @@ def _toml_string(text: str) -> str:
 
 def order_hints() -> int:
     """Rewrite scripts/it18/*.toml so that each target's h1..h3 rise in cosine to it (local embedder)."""
+    from inquitree.core.calibrate import hint_cosines
     from inquitree.core.embed import LocalEmbedder
 
     emb = LocalEmbedder()
@@ -127,8 +128,7 @@ def order_hints() -> int:
         for s in src["subtopics"]:
             for target, hints in ((s["text"], s["hints"]), (s["study"], s["study_hints"])):
                 first = hints[:3]
-                vecs = emb.embed([target, *first])
-                cos = [float(vecs[0] @ v) for v in vecs[1:]]
+                cos = hint_cosines(emb, target, first)
                 order = sorted(range(3), key=lambda i: cos[i])
                 if order == [0, 1, 2]:
                     continue
