@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 from click.testing import CliRunner
@@ -19,6 +20,7 @@ from inquitree.core.tree import resolve_tree
 from inquitree.events.store import EventStore
 from inquitree.events.types import (AgentReplied, ConclusionSubmitted, DecisionParsed, EpisodeStarted, JudgeVerdict,
                                     ResultDrawn, Transitioned)
+from inquitree.warehouse.schema import TYPED
 from inquitree.warehouse.sync import Warehouse, WarehouseError, rebuild
 
 # Loose thresholds so that simulated conclusions earn 1.0, 0.6 and 0.0 alike (a varied Q to compare).
@@ -61,7 +63,7 @@ def test_sync_is_incremental_idempotent_and_rebuild_is_identical(store_url, tmp_
     play(resolve_tree("synthetic-diamond-4"), OracleAgent(resolve_tree("synthetic-diamond-4")), store=store, seed=99)
     new = store.last_position() - first.last_position
     with Warehouse(path) as wh:
-        r = wh.sync(store_url, batch_size=17)  # several batches, each one transaction
+        r = wh.sync(store_url, batch_size=17, flush_rows=40, commit_rows=100)  # several flushes and commits
         assert r.events == new
         incremental = snapshot(wh)
     rebuilt_path = str(tmp_path / "r.duckdb")
@@ -70,6 +72,62 @@ def test_sync_is_incremental_idempotent_and_rebuild_is_identical(store_url, tmp_
         assert snapshot(wh) == incremental
         assert wh.sql("SELECT count(*) FROM raw_events").item() == store.last_position()
     store.close()
+
+
+def test_a_sync_that_dies_keeps_what_it_committed_and_the_next_one_resumes(sqlite_url, tmp_path):
+    store = EventStore(sqlite_url)
+    simulate(store, 6, tmp_path)
+    total = store.last_position()
+    store.close()
+    path = str(tmp_path / "w.duckdb")
+    seen = []
+
+    def die_after_five_batches(n: int, pos: int) -> None:
+        seen.append(pos)
+        if len(seen) == 5:
+            raise KeyboardInterrupt
+
+    with Warehouse(path) as wh:
+        with pytest.raises(KeyboardInterrupt):
+            wh.sync(sqlite_url, batch_size=20, flush_rows=30, commit_rows=50, progress=die_after_five_batches)
+        # The first commit came after batch 3 (60 events >= 50); batches 4 and 5 were loaded into
+        # the open transaction and are rolled back, so 60 events are kept and nothing half-loaded.
+        assert seen[4] == 100 and wh.checkpoint()[1] == 60
+        assert wh.sql("SELECT count(*) AS n, max(global_position) AS m FROM raw_events").row(0) == (60, 60)
+        for table, _ in TYPED.values():
+            assert wh.sql(f"SELECT coalesce(max(global_position), 0) FROM {table}").item() <= 60
+        assert wh.sql("SELECT count(*) FROM ev_observation_emitted").item() > 0
+        assert wh.sql("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'staged'").item() == 0
+        r = wh.sync(sqlite_url, batch_size=20, flush_rows=30, commit_rows=50)
+        assert r.events == total - 60 and r.last_position == total
+        resumed = snapshot(wh)
+    rebuild(str(tmp_path / "r.duckdb"), sqlite_url)
+    with Warehouse(str(tmp_path / "r.duckdb")) as wh:
+        assert snapshot(wh) == resumed
+
+
+def test_a_sync_that_fails_mid_batch_rolls_back_to_the_last_commit(sqlite_url, tmp_path, monkeypatch):
+    import inquitree.warehouse.sync as ws
+
+    store = EventStore(sqlite_url)
+    simulate(store, 3, tmp_path)
+    store.close()
+    calls = []
+    real = ws.Warehouse._flush
+
+    def flush_then_fail(self) -> None:
+        calls.append(1)
+        real(self)
+        if len(calls) == 2:  # the second flush's rows are in the open transaction, not committed
+            raise duckdb.IOException("disk full (simulated)")
+
+    monkeypatch.setattr(ws.Warehouse, "_flush", flush_then_fail)
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        with pytest.raises(duckdb.IOException, match="simulated"):
+            wh.sync(sqlite_url, batch_size=25, flush_rows=25, commit_rows=25)
+        assert wh.checkpoint()[1] == 25
+        assert wh.sql("SELECT count(*) FROM raw_events").item() == 25
+        assert wh.sql("SELECT count(*) FROM ev_observation_emitted WHERE global_position > 25").item() == 0
 
 
 def test_a_warehouse_belongs_to_one_store(sqlite_url, tmp_path):

@@ -24,13 +24,14 @@ def main() -> None:
                 "FROM events WHERE global_position > ? ORDER BY global_position", parameters=(after,))
     reader = cur.fetch_record_batch()
     out = pa.ipc.new_stream(sys.stdout.buffer, reader.schema)
-    pending, rows = [], 0
+    # The first chunk is small so that the parent starts loading while this reads on.
+    pending, rows, target = [], 0, max(1, batch_rows // 8)
     for batch in reader:
         pending.append(batch)
         rows += batch.num_rows
-        if rows >= batch_rows:
+        if rows >= target:
             out.write_table(pa.Table.from_batches(pending).combine_chunks())
-            pending, rows = [], 0
+            pending, rows, target = [], 0, batch_rows
     if pending:
         out.write_table(pa.Table.from_batches(pending).combine_chunks())
     out.close()
