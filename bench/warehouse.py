@@ -5,8 +5,10 @@
 
 ``generate`` plays real episodes (random and oracle agents, randomness 0-9, many
 seeds, the three synthetic trees, the hash embedder) in memory and appends each
-whole episode in one append. ``measure`` does a full sync into a fresh DuckDB
-file, an incremental sync of 1,000 new events, and times every query in
+whole episode in one append. ``measure`` does three full syncs into fresh DuckDB
+files (median; wall and CPU seconds, the reader child included), each after a
+baseline that only streams the same events out of the store through the sync's
+reader, then three incremental syncs of 1,000 new events each (median), and times every query in
 ``queries/`` (median of 5).
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import sys
 import tempfile
@@ -27,7 +30,7 @@ from enginekit import OracleAgent, RandomAgent, play  # noqa: E402
 from inquitree.core.runner import stream_id  # noqa: E402
 from inquitree.core.tree import resolve_tree  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
-from inquitree.warehouse.sync import Warehouse, query_names  # noqa: E402
+from inquitree.warehouse.sync import Warehouse, _open_source, query_names  # noqa: E402
 
 TREES = ("synthetic-chain-7", "synthetic-diamond-4", "synthetic-independent-7")
 
@@ -50,18 +53,47 @@ def generate(store: EventStore, events: int, start_seed: int = 0) -> int:
     return written
 
 
-def measure(url: str) -> dict:
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (the SQLite reader is one)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def read_only(url: str) -> float:
+    """The baseline: stream every event out of the store through the sync's own reader, and drop it."""
+    t0 = time.perf_counter()
+    src = _open_source(url, 0, 100_000)
+    try:
+        n = sum(b.num_rows for b in src.batches(0, 100_000))
+    finally:
+        src.close()
+    assert n > 0
+    return time.perf_counter() - t0
+
+
+def measure(url: str, runs: int = 3) -> dict:
     with tempfile.TemporaryDirectory() as d:
-        path = str(Path(d) / "w.duckdb")
+        fulls, cpus, reads = [], [], []
+        for i in range(runs):  # alternate the baseline and the sync, so both see the same machine
+            reads.append(read_only(url))
+            c0 = _cpu()
+            with Warehouse(str(Path(d) / f"w{i}.duckdb")) as wh:
+                full = wh.sync(url)
+            cpus.append(_cpu() - c0)
+            fulls.append(full.seconds)
+        path = str(Path(d) / f"w{runs - 1}.duckdb")
+        incs = []
+        for _ in range(runs):
+            store = EventStore(url)
+            before = store.last_position()
+            generate(store, 1000, start_seed=10_000_000 + before)  # fresh episode ids on every run
+            new = store.last_position() - before
+            store.close()
+            with Warehouse(path) as wh:
+                inc = wh.sync(url)
+            assert inc.events == new
+            incs.append(inc.seconds)
         with Warehouse(path) as wh:
-            full = wh.sync(url)
-        store = EventStore(url)
-        before = store.last_position()
-        generate(store, 1000, start_seed=10_000_000 + before)  # fresh episode ids on every run
-        new = store.last_position() - before
-        store.close()
-        with Warehouse(path) as wh:
-            inc = wh.sync(url)
             queries = {}
             for name in query_names():
                 times = []
@@ -70,10 +102,13 @@ def measure(url: str) -> dict:
                     df = wh.query(name)
                     times.append(time.perf_counter() - t0)
                 queries[name] = {"median_s": round(statistics.median(times), 3), "rows": df.height}
-        return {"source": url.split("://")[0], "full_sync_events": full.events, "full_sync_s": round(full.seconds, 2),
-                "full_sync_s_per_1M": round(full.seconds / full.events * 1e6, 2),
-                "incremental_events": inc.events, "incremental_new_in_store": new,
-                "incremental_sync_ms": round(inc.seconds * 1000, 1), "queries": queries}
+        sync_s, read_s = statistics.median(fulls), statistics.median(reads)
+        return {"source": url.split("://")[0], "full_sync_events": full.events, "full_sync_runs_s": [round(x, 2) for x in fulls],
+                "full_sync_s": round(sync_s, 2), "full_sync_s_per_1M": round(sync_s / full.events * 1e6, 2),
+                "full_sync_cpu_s": round(statistics.median(cpus), 2),
+                "read_only_s": round(read_s, 2), "sync_over_read_only": round(sync_s / read_s, 2),
+                "incremental_events": inc.events, "incremental_runs_ms": [round(x * 1000, 1) for x in incs],
+                "incremental_sync_ms": round(statistics.median(incs) * 1000, 1), "queries": queries}
 
 
 def main() -> None:

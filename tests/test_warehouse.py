@@ -130,6 +130,14 @@ def test_a_sync_that_fails_mid_batch_rolls_back_to_the_last_commit(sqlite_url, t
         assert wh.sql("SELECT count(*) FROM ev_observation_emitted WHERE global_position > 25").item() == 0
 
 
+def test_an_unreachable_store_is_named_without_its_password(tmp_path):
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        with pytest.raises(WarehouseError, match=r"cannot read the event store postgresql\+psycopg://u:\*\*\*@127.0.0.1:1/x"):
+            wh.sync("postgresql+psycopg://u:secret@127.0.0.1:1/x")
+        with pytest.raises(WarehouseError, match="no event store at sqlite:///.*missing.sqlite"):
+            wh.sync(f"sqlite:///{tmp_path / 'missing.sqlite'}")
+
+
 def test_a_warehouse_belongs_to_one_store(sqlite_url, tmp_path):
     EventStore(sqlite_url).close()
     path = str(tmp_path / "w.duckdb")
@@ -323,19 +331,21 @@ def test_every_query_names_what_it_computes():
                                                                     "Episode", "Costs")), p.name
 
 
-def test_the_child_process_reader_gives_identical_tables(sqlite_url, tmp_path, monkeypatch):
-    """Large SQLite backlogs are read by a child process (ADBC); small ones in-process (sqlite3)."""
+def test_the_large_backlog_readers_give_identical_tables(store_url, tmp_path, monkeypatch):
+    """Large backlogs are read Arrow-natively (SQLite: ADBC in a child process; PostgreSQL: ADBC);
+    small ones row by row in-process (sqlite3, psycopg)."""
     import inquitree.warehouse.sync as ws
 
-    store = EventStore(sqlite_url)
+    store = EventStore(store_url)
     simulate(store, 4, tmp_path)
     store.close()
-    rebuild(str(tmp_path / "in.duckdb"), sqlite_url)
-    monkeypatch.setattr(ws, "CHILD_READER_MIN_BACKLOG", 0)
+    rebuild(str(tmp_path / "small.duckdb"), store_url)
+    monkeypatch.setattr(ws, "LARGE_BACKLOG", 0)
     started = []
-    real = ws._ChildSource.__init__
-    monkeypatch.setattr(ws._ChildSource, "__init__", lambda self, *a: (started.append(a), real(self, *a))[1])
-    rebuild(str(tmp_path / "child.duckdb"), sqlite_url, batch_size=100)
-    assert started, "the child reader was not used"
-    with Warehouse(str(tmp_path / "in.duckdb")) as a, Warehouse(str(tmp_path / "child.duckdb")) as b:
+    for cls in (ws._ChildSource, ws._AdbcPostgresSource):
+        monkeypatch.setattr(cls, "__init__", lambda self, *a, _real=cls.__init__, _cls=cls:
+                            (started.append(_cls.__name__), _real(self, *a))[1])
+    rebuild(str(tmp_path / "large.duckdb"), store_url, batch_size=100)
+    assert started == ["_ChildSource" if store_url.startswith("sqlite") else "_AdbcPostgresSource"]
+    with Warehouse(str(tmp_path / "small.duckdb")) as a, Warehouse(str(tmp_path / "large.duckdb")) as b:
         assert snapshot(a) == snapshot(b)
