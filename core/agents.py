@@ -21,6 +21,7 @@ is shown with the tree's true result.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -212,6 +213,15 @@ class RateLimiter:
 
 _CLIENTS: dict[tuple, Any] = {}
 _CLIENTS_LOCK = threading.Lock()
+_FENCE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?```$", re.S)
+
+
+def strip_code_fence(reply: str) -> str:
+    """A model's reply without the Markdown code fence many models wrap JSON in
+    (```json ... ```, ```JSON ... ```, or a bare ```), surrounding whitespace removed."""
+    text = reply.strip()
+    m = _FENCE.match(text)
+    return m.group(1).strip() if m else text
 
 
 def openai_client(base_url: str | None, api_key: str, max_retries: int, timeout: float):

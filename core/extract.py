@@ -38,6 +38,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from inquitree.core.agents import strip_code_fence
 from inquitree.core.calibrate import hint_cosines, is_monotone
 from inquitree.core.tree import TreeError, parse_tree
 from inquitree.events.errors import InquiTreeError
@@ -115,10 +116,7 @@ is not needed) and insufficient dependencies (a needed result is missing). Start
 # ---------------------------------------------------------------- model calls with a cache
 
 def _parse_json_object(raw: str) -> dict:
-    text = raw.strip()
-    if text.startswith("```"):
-        text = re.sub(r"^```[a-zA-Z]*\s*|\s*```$", "", text)
-    obj = json.loads(text)
+    obj = json.loads(strip_code_fence(raw))
     if not isinstance(obj, dict):
         raise ValueError("the reply is JSON but not an object")
     return obj

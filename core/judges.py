@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from inquitree.core.agents import strip_code_fence
 from inquitree.core.tree import Tree
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import JudgeVerdict
@@ -126,11 +127,8 @@ class OpenAIJudge:
 
 def parse_verdict(raw: str) -> tuple[float | None, str]:
     """(score, rationale) from the judge's JSON; (None, reason) when it is not usable."""
-    text = raw.strip()
-    if text.startswith("```"):
-        text = text.strip("`").removeprefix("json").strip()
     try:
-        obj = json.loads(text)
+        obj = json.loads(strip_code_fence(raw))
         score = float(obj["score"])
     except (ValueError, KeyError, TypeError) as exc:
         return None, f"unparseable judge output ({type(exc).__name__})"

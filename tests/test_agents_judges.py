@@ -94,6 +94,10 @@ def test_judge_errors_leave_q_undefined_not_zero():
     ('{"score": 1, "rationale": "r"}', (1.0, "r")),
     ('{"score": 0.5}', (None, "score 0.5 is not one of 1.0, 0.6, 0.0")),
     ('{"rationale": "r"}', (None, "unparseable judge output (KeyError)")),
+    ('```json\n{"score": 0.6, "rationale": "r"}\n```', (0.6, "r")),
+    ('```JSON\n{"score": 0.0, "rationale": "no"}\n```\n', (0.0, "no")),
+    ('```\n{"score": 1.0}\n```', (1.0, "")),
+    ('Here is my verdict: {"score": 1.0}', (None, "unparseable judge output (JSONDecodeError)")),
 ])
 def test_parse_verdict(raw, expected):
     assert parse_verdict(raw) == expected
