@@ -154,15 +154,14 @@ class _ChildSource:
 
         self.proc = subprocess.Popen([sys.executable, "-m", "inquitree.warehouse.reader", path, str(after),
                                       str(batch_rows)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.stream = None
 
     def batches(self, after: int, limit: int) -> Iterator[pa.Table]:
         """The child's stream, chunk by chunk (``after`` and ``limit`` were fixed when it started)."""
         try:
-            self.stream = pa.ipc.open_stream(self.proc.stdout)
+            stream = pa.ipc.open_stream(self.proc.stdout)
             while True:
                 try:
-                    yield pa.Table.from_batches([self.stream.read_next_batch()])
+                    yield pa.Table.from_batches([stream.read_next_batch()])
                 except StopIteration:
                     return
         except pa.ArrowInvalid as exc:
@@ -310,9 +309,9 @@ class Warehouse:
                     continue
                 if pending == 0:
                     con.execute("BEGIN TRANSACTION")
-                    con.execute("CREATE OR REPLACE TEMP TABLE staged (global_position BIGINT, stream_id VARCHAR, "
-                                "stream_version INTEGER, event_type VARCHAR, schema_version INTEGER, "
-                                "recorded_at TIMESTAMP, payload VARCHAR)")
+                    # raw_events' columns plus the payload, which _flush parses and leaves behind
+                    con.execute("CREATE OR REPLACE TEMP TABLE staged AS "
+                                "SELECT *, NULL::VARCHAR AS payload FROM raw_events LIMIT 0")
                 self._stage(_upcast_old(item))
                 position = item.column("global_position")[-1].as_py()
                 loaded += item.num_rows
