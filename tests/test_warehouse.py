@@ -349,3 +349,38 @@ def test_the_large_backlog_readers_give_identical_tables(store_url, tmp_path, mo
     assert started == ["_ChildSource" if store_url.startswith("sqlite") else "_AdbcPostgresSource"]
     with Warehouse(str(tmp_path / "small.duckdb")) as a, Warehouse(str(tmp_path / "large.duckdb")) as b:
         assert snapshot(a) == snapshot(b)
+
+
+def test_a_batch_larger_than_a_row_group_is_loaded_whole(sqlite_url, tmp_path, monkeypatch):
+    """One staged insert of over 122,880 rows (a DuckDB row group): with the staging table made by
+    `CREATE TABLE ... AS SELECT ... LIMIT 0` inside the sync's transaction, DuckDB 2.0.0 hid all
+    of those rows from the parse, and the sync reported them loaded. The store here is a few
+    simulated episodes copied under new stream ids until it holds 130k+ events (copied rows keep
+    their source's hashes: the sync does not verify the chain, and nothing else reads this store)."""
+    import sqlite3
+
+    import inquitree.warehouse.sync as ws
+
+    store = EventStore(sqlite_url)
+    simulate(store, 3, tmp_path)
+    store.close()
+    db = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
+    base = db.execute("SELECT count(*) FROM events").fetchone()[0]
+    copies = -(-130_000 // base)
+    db.execute("""INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload,
+                                      prev_hash, hash)
+                  WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ?)
+                  SELECT stream_id || '-copy' || i, stream_version, event_type, schema_version, recorded_at, payload,
+                         prev_hash, hash FROM events, k ORDER BY i, global_position""", [copies])
+    db.commit()
+    by_type = dict(db.execute("SELECT event_type, count(*) FROM events GROUP BY event_type").fetchall())
+    total = db.execute("SELECT count(*) FROM events").fetchone()[0]
+    db.close()
+    assert total > 130_000
+    monkeypatch.setattr(ws, "LARGE_BACKLOG", total + 1)  # the in-process reader: all of it in one batch
+    report = rebuild(str(tmp_path / "w.duckdb"), sqlite_url, batch_size=total, flush_rows=total)
+    assert report.events == total
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        assert wh.sql("SELECT count(*) FROM raw_events").item() == total
+        for event_type, (table, _) in TYPED.items():
+            assert wh.sql(f"SELECT count(*) FROM {table}").item() == by_type.get(event_type, 0), table

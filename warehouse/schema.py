@@ -78,10 +78,17 @@ CREATE TABLE IF NOT EXISTS prices (model VARCHAR, input_per_mtok DOUBLE, cached_
     cache_write_per_mtok DOUBLE, output_per_mtok DOUBLE, as_of VARCHAR, source VARCHAR);
 """
 
-BASE = """
+RAW_COLUMNS = [("global_position", "BIGINT"), ("stream_id", "VARCHAR"), ("stream_version", "INTEGER"),
+               ("event_type", "VARCHAR"), ("schema_version", "INTEGER"), ("recorded_at", "TIMESTAMP")]
+
+
+def column_list(cols: list[tuple[str, str]]) -> str:
+    return ", ".join(f"{c} {t}" for c, t in cols)
+
+
+BASE = f"""
 CREATE TABLE IF NOT EXISTS sync_state (source VARCHAR, last_position BIGINT, events BIGINT, synced_at TIMESTAMP);
-CREATE TABLE IF NOT EXISTS raw_events (global_position BIGINT, stream_id VARCHAR, stream_version INTEGER,
-    event_type VARCHAR, schema_version INTEGER, recorded_at TIMESTAMP);
+CREATE TABLE IF NOT EXISTS raw_events ({column_list(RAW_COLUMNS)});
 """
 
 
@@ -100,8 +107,7 @@ def _structure(cols: list[tuple[str, str, str]]) -> str:
 
 
 def create_typed(table: str, cols: list[tuple[str, str, str]]) -> str:
-    columns = ", ".join(f"{c} {t}" for c, t in COMMON + [(c, t) for c, t, _ in cols])
-    return f"CREATE TABLE IF NOT EXISTS {table} ({columns})"
+    return f"CREATE TABLE IF NOT EXISTS {table} ({column_list(COMMON + [(c, t) for c, t, _ in cols])})"
 
 
 def insert_typed(event_type: str, table: str, cols: list[tuple[str, str, str]], source: str) -> str:

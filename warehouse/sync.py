@@ -33,7 +33,7 @@ from inquitree.core.tree import TreeError, load_tree_file, shipped_tree_paths
 from inquitree.events.base import canonical_json, registered_types, upcast
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.store import default_url, make_engine, redact
-from inquitree.warehouse.schema import BASE, DIMENSIONS, TYPED, create_typed, insert_typed
+from inquitree.warehouse.schema import BASE, DIMENSIONS, RAW_COLUMNS, TYPED, column_list, create_typed, insert_typed
 
 WAREHOUSE_ENV = "INQUITREE_WAREHOUSE"
 QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
@@ -309,9 +309,11 @@ class Warehouse:
                     continue
                 if pending == 0:
                     con.execute("BEGIN TRANSACTION")
-                    # raw_events' columns plus the payload, which _flush parses and leaves behind
-                    con.execute("CREATE OR REPLACE TEMP TABLE staged AS "
-                                "SELECT *, NULL::VARCHAR AS payload FROM raw_events LIMIT 0")
+                    # raw_events' columns plus the payload, which _flush parses and leaves behind.
+                    # Spelled out, not `AS SELECT ... LIMIT 0`: in DuckDB 2.0.0 a table made that
+                    # way inside a transaction loses a single insert of ~120k rows or more to
+                    # every later scan (tests/test_warehouse.py has the case).
+                    con.execute(f"CREATE OR REPLACE TEMP TABLE staged ({column_list(RAW_COLUMNS)}, payload VARCHAR)")
                 self._stage(_upcast_old(item))
                 position = item.column("global_position")[-1].as_py()
                 loaded += item.num_rows
