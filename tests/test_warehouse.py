@@ -384,3 +384,48 @@ def test_a_batch_larger_than_a_row_group_is_loaded_whole(sqlite_url, tmp_path, m
         assert wh.sql("SELECT count(*) FROM raw_events").item() == total
         for event_type, (table, _) in TYPED.items():
             assert wh.sql(f"SELECT count(*) FROM {table}").item() == by_type.get(event_type, 0), table
+
+
+def test_the_sqlite_reader_child_is_stopped_and_its_spool_removed(sqlite_url, tmp_path, monkeypatch):
+    """The child reads ahead at most a few chunks into its spool directory; when the sync stops
+    early, or finishes, the child is gone and so is the spool with its Arrow files."""
+    import inquitree.warehouse.reader as wr
+    import inquitree.warehouse.sync as ws
+
+    store = EventStore(sqlite_url)
+    simulate(store, 4, tmp_path)
+    store.close()
+    monkeypatch.setattr(ws, "LARGE_BACKLOG", 0)
+    children = []
+    monkeypatch.setattr(ws._ChildSource, "__init__", lambda self, *a, _real=ws._ChildSource.__init__:
+                        (_real(self, *a), children.append(self))[0])
+    spooled = []
+
+    def stop_at_the_third_chunk(n: int, pos: int) -> None:
+        spooled.append(len(list(Path(children[0].spool).iterdir())))
+        if len(spooled) == 3:
+            raise KeyboardInterrupt
+
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        with pytest.raises(KeyboardInterrupt):
+            wh.sync(sqlite_url, batch_size=16, progress=stop_at_the_third_chunk)
+        assert max(spooled) <= wr.WINDOW
+        assert children[0].proc.poll() is not None and not Path(children[0].spool).exists()
+        r = wh.sync(sqlite_url, batch_size=16)
+        assert wh.checkpoint()[1] == r.last_position and children[1].proc.returncode == 0
+        assert not Path(children[1].spool).exists()
+
+
+def test_a_failing_reader_child_is_reported_with_its_error(tmp_path):
+    import sqlite3
+
+    import inquitree.warehouse.sync as ws
+
+    sqlite3.connect(tmp_path / "not-a-store.sqlite").execute("CREATE TABLE other (x)").connection.close()
+    src = ws._ChildSource(str(tmp_path / "not-a-store.sqlite"), 0, 100)
+    try:
+        with pytest.raises(WarehouseError, match="the store reader failed: .*no such table: events"):
+            list(src.batches(0, 100))
+    finally:
+        src.close()
+    assert not Path(src.spool).exists()

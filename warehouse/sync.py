@@ -146,32 +146,46 @@ class _AdbcPostgresSource(_Source):
 
 
 class _ChildSource:
-    """A SQLite backlog streamed by ``python -m inquitree.warehouse.reader`` (see that module)."""
+    """A SQLite backlog read by ``python -m inquitree.warehouse.reader`` (see that module) into
+    Arrow IPC files in a spool directory, which this memory-maps without copying."""
 
     def __init__(self, path: str, after: int, batch_rows: int):
         import subprocess
         import sys
+        import tempfile
 
+        shm = Path("/dev/shm")
+        self.spool = tempfile.mkdtemp(prefix="inquitree-sync-",
+                                      dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else None)
         self.proc = subprocess.Popen([sys.executable, "-m", "inquitree.warehouse.reader", path, str(after),
-                                      str(batch_rows)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                      str(batch_rows), self.spool], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
 
     def batches(self, after: int, limit: int) -> Iterator[pa.Table]:
-        """The child's stream, chunk by chunk (``after`` and ``limit`` were fixed when it started)."""
-        try:
-            stream = pa.ipc.open_stream(self.proc.stdout)
-            while True:
-                try:
-                    yield pa.Table.from_batches([stream.read_next_batch()])
-                except StopIteration:
-                    return
-        except pa.ArrowInvalid as exc:
+        """The child's chunks in order (``after`` and ``limit`` were fixed when it started)."""
+        for line in self.proc.stdout:
+            chunk = line.decode().rstrip("\n")
+            with pa.memory_map(chunk) as source:
+                table = pa.ipc.open_file(source).read_all()
+            os.unlink(chunk)  # the mapping keeps the pages until the table is dropped
+            try:
+                self.proc.stdin.write(b".")  # one acknowledgement: the child may write one more
+                self.proc.stdin.flush()
+            except BrokenPipeError:
+                pass  # the child has written its last chunk and exited
+            yield table
+        if self.proc.wait() != 0:
             err = self.proc.stderr.read().decode(errors="replace").strip().splitlines()
-            raise WarehouseError(f"the store reader failed: {err[-1] if err else exc}") from exc
+            raise WarehouseError(f"the store reader failed: {err[-1] if err else f'exit {self.proc.returncode}'}")
 
     def close(self) -> None:
+        import shutil
+
+        self.proc.stdin.close()  # a child waiting for an acknowledgement stops
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        shutil.rmtree(self.spool, ignore_errors=True)
 
 
 LARGE_BACKLOG = 100_000  # events; below this, a sync reads row by row in-process
