@@ -429,3 +429,29 @@ def test_a_failing_reader_child_is_reported_with_its_error(tmp_path):
     finally:
         src.close()
     assert not Path(src.spool).exists()
+
+
+def test_a_reader_child_that_finishes_first_does_not_stall_the_sync(sqlite_url, tmp_path, monkeypatch):
+    """The child exits after its last chunk; the parent then acknowledges the chunks it still
+    holds into a closed pipe. A buffered acknowledgement used to fail again when the source was
+    closed, the reader thread died before it could say it was done, and the sync waited forever."""
+    import threading
+    import time
+
+    import inquitree.warehouse.sync as ws
+
+    store = EventStore(sqlite_url)
+    simulate(store, 2, tmp_path)
+    store.close()
+    monkeypatch.setattr(ws, "LARGE_BACKLOG", 0)
+    result = []
+
+    def sync() -> None:
+        with Warehouse(str(tmp_path / "w.duckdb")) as wh:  # each chunk is slow to load: the child finishes first
+            result.append(wh.sync(sqlite_url, batch_size=40, progress=lambda n, pos: time.sleep(0.1)))
+
+    worker = threading.Thread(target=sync, daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert not worker.is_alive(), "the sync stalled"
+    assert result and result[0].last_position == EventStore(sqlite_url).last_position()

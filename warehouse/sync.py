@@ -168,9 +168,8 @@ class _ChildSource:
             with pa.memory_map(chunk) as source:
                 table = pa.ipc.open_file(source).read_all()
             os.unlink(chunk)  # the mapping keeps the pages until the table is dropped
-            try:
-                self.proc.stdin.write(b".")  # one acknowledgement: the child may write one more
-                self.proc.stdin.flush()
+            try:  # one acknowledgement: the child may write one more (unbuffered, so nothing is left to flush)
+                os.write(self.proc.stdin.fileno(), b".")
             except BrokenPipeError:
                 pass  # the child has written its last chunk and exited
             yield table
@@ -306,8 +305,10 @@ class Warehouse:
             except Exception as exc:  # noqa: BLE001
                 batches.put(exc)
             finally:
-                src.close()
-                batches.put(None)
+                try:
+                    src.close()
+                finally:
+                    batches.put(None)  # always: the loading thread waits for it
 
         reader = threading.Thread(target=read, name="warehouse-reader", daemon=True)
         reader.start()
