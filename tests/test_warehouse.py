@@ -455,3 +455,32 @@ def test_a_reader_child_that_finishes_first_does_not_stall_the_sync(sqlite_url, 
     worker.join(timeout=120)
     assert not worker.is_alive(), "the sync stalled"
     assert result and result[0].last_position == EventStore(sqlite_url).last_position()
+
+
+@pytest.mark.parametrize("reader", ["in-process", "child"])
+def test_events_stored_at_an_older_schema_version_are_upcast_at_load(sqlite_url, tmp_path, monkeypatch, reader):
+    """An AgentReplied stored at v1 (one token total) among current events lands in the typed
+    table in its v2 shape, and raw_events records the version it was loaded at."""
+    import sqlite3
+
+    import inquitree.warehouse.sync as ws
+
+    store = EventStore(sqlite_url)
+    simulate(store, 1, tmp_path)
+    store.close()
+    v1 = '{"action":"x","latency_ms":1.0,"model":"m","raw":"ACTION: x","state":"topic","step":1,"tokens":321}'
+    db = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
+    db.execute("INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, "
+               "prev_hash, hash) VALUES ('old', 1, 'AgentReplied', 1, '2026-01-01T00:00:00.000000Z', ?, '', '')", [v1])
+    db.commit()
+    position = db.execute("SELECT global_position FROM events WHERE stream_id = 'old'").fetchone()[0]
+    db.close()
+    if reader == "child":
+        monkeypatch.setattr(ws, "LARGE_BACKLOG", 0)
+    rebuild(str(tmp_path / "w.duckdb"), sqlite_url)
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        assert wh.sql(f"SELECT schema_version FROM raw_events WHERE global_position = {position}").item() == 2
+        row = wh.sql(f"SELECT raw, model, step, input_tokens, output_tokens FROM ev_agent_replied "
+                     f"WHERE global_position = {position}").row(0)
+        assert row == ("ACTION: x", "m", 1, None, None)
+        assert wh.sql("SELECT count(*) FROM ev_agent_replied").item() > 1

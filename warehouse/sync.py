@@ -210,6 +210,10 @@ def _open_source(url: str, after: int, batch_size: int) -> "_Source | _ChildSour
 def _upcast_old(batch: pa.Table) -> pa.Table:
     """Bring payloads stored at an older schema version to the current one (rare, so in Python)."""
     current = {name: cls.VERSION for name, cls in registered_types().items()}
+    # The distinct (type, version) pairs first: listing a million rows in Python took 0.3 s.
+    pairs = batch.select(["event_type", "schema_version"]).group_by(["event_type", "schema_version"]).aggregate([])
+    if all(current.get(t, v) == v for t, v in zip(*(pairs.column(c).to_pylist() for c in pairs.column_names))):
+        return batch
     types = batch.column("event_type").to_pylist()
     versions = batch.column("schema_version").to_pylist()
     stale = [i for i, (t, v) in enumerate(zip(types, versions)) if t in current and v != current[t]]
