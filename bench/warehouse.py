@@ -6,10 +6,11 @@
 ``generate`` plays real episodes (random and oracle agents, randomness 0-9, many
 seeds, the three synthetic trees, the hash embedder) in memory and appends each
 whole episode in one append. ``measure`` does three full syncs into fresh DuckDB
-files (median; wall and CPU seconds, the reader child included), each after a
-baseline that only streams the same events out of the store through the sync's
-reader, then three incremental syncs of 1,000 new events each (median), and times every query in
-``queries/`` (median of 5).
+files (median; wall and CPU seconds, the reader child included), each after two
+baselines in the same process: streaming the same events out of the store through
+the sync's reader and dropping them, and the same full sync into a warehouse with
+DuckDB's default row group size. Then three incremental syncs of 1,000 new events
+each (median), and every query in ``queries/`` (median of 5).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from enginekit import OracleAgent, RandomAgent, play  # noqa: E402
 from inquitree.core.runner import stream_id  # noqa: E402
 from inquitree.core.tree import resolve_tree  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
+import inquitree.warehouse.sync as ws  # noqa: E402
 from inquitree.warehouse.sync import Warehouse, _open_source, query_names  # noqa: E402
 
 TREES = ("synthetic-chain-7", "synthetic-diamond-4", "synthetic-independent-7")
@@ -71,11 +73,26 @@ def read_only(url: str) -> float:
     return time.perf_counter() - t0
 
 
+DUCKDB_ROW_GROUP_SIZE = 122_880  # DuckDB's own default
+
+
+def full_sync_with_row_group_size(url: str, path: Path, rows: int) -> float:
+    """The second baseline: the same full sync with another row group size for the warehouse."""
+    configured = ws.ROW_GROUP_SIZE
+    ws.ROW_GROUP_SIZE = rows
+    try:
+        with Warehouse(str(path)) as wh:
+            return wh.sync(url).seconds
+    finally:
+        ws.ROW_GROUP_SIZE = configured
+
+
 def measure(url: str, runs: int = 3) -> dict:
     with tempfile.TemporaryDirectory() as d:
-        fulls, cpus, reads = [], [], []
-        for i in range(runs):  # alternate the baseline and the sync, so both see the same machine
+        fulls, cpus, reads, default_rg = [], [], [], []
+        for i in range(runs):  # alternate the baselines and the sync, so all see the same machine
             reads.append(read_only(url))
+            default_rg.append(full_sync_with_row_group_size(url, Path(d) / f"rg{i}.duckdb", DUCKDB_ROW_GROUP_SIZE))
             c0 = _cpu()
             with Warehouse(str(Path(d) / f"w{i}.duckdb")) as wh:
                 full = wh.sync(url)
@@ -107,6 +124,9 @@ def measure(url: str, runs: int = 3) -> dict:
                 "full_sync_s": round(sync_s, 2), "full_sync_s_per_1M": round(sync_s / full.events * 1e6, 2),
                 "full_sync_cpu_s": round(statistics.median(cpus), 2),
                 "read_only_s": round(read_s, 2), "sync_over_read_only": round(sync_s / read_s, 2),
+                "row_group_size": ws.ROW_GROUP_SIZE,
+                "full_sync_duckdb_default_row_groups_runs_s": [round(x, 2) for x in default_rg],
+                "full_sync_duckdb_default_row_groups_s": round(statistics.median(default_rg), 2),
                 "incremental_events": inc.events, "incremental_runs_ms": [round(x * 1000, 1) for x in incs],
                 "incremental_sync_ms": round(statistics.median(incs) * 1000, 1), "queries": queries}
 

@@ -228,12 +228,23 @@ def _upcast_old(batch: pa.Table) -> pa.Table:
                             pa.array(versions, pa.int64()))
 
 
+# Rows per row group of the warehouse's tables (DuckDB's default: 122,880). A sync's inserts
+# then fill whole row groups, which DuckDB writes out during the insert rather than at commit:
+# a 1M-event full sync took 2.9-3.4 s against 3.5-4.0 s with the default, run alternately.
+ROW_GROUP_SIZE = 16_384
+
+
 class Warehouse:
     def __init__(self, path: str | None = None, read_only: bool = False):
         self.path = path or default_warehouse_path()
+        quoted = self.path.replace("'", "''")  # ATTACH takes no parameter for its path
+        options = "READ_ONLY" if read_only else f"ROW_GROUP_SIZE {ROW_GROUP_SIZE}"
+        self.con = duckdb.connect()
         try:
-            self.con = duckdb.connect(self.path, read_only=read_only)
+            self.con.execute(f"ATTACH '{quoted}' AS warehouse ({options})")
+            self.con.execute("USE warehouse")
         except duckdb.Error as exc:
+            self.con.close()
             raise WarehouseError(f"cannot open the warehouse {self.path}: {exc}") from exc
         if not read_only:
             self._check_schema()
