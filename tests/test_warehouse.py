@@ -388,7 +388,8 @@ def test_a_batch_larger_than_a_row_group_is_loaded_whole(sqlite_url, tmp_path, m
 
 def test_the_sqlite_reader_child_is_stopped_and_its_spool_removed(sqlite_url, tmp_path, monkeypatch):
     """The child reads ahead at most a few chunks into its spool directory; when the sync stops
-    early, or finishes, the child is gone and so is the spool with its Arrow files."""
+    early, or finishes, the child is gone and so is the spool with its Arrow files. A spool left
+    by a process that no longer exists is removed by the next sync."""
     import inquitree.warehouse.reader as wr
     import inquitree.warehouse.sync as ws
 
@@ -406,10 +407,22 @@ def test_the_sqlite_reader_child_is_stopped_and_its_spool_removed(sqlite_url, tm
         if len(spooled) == 3:
             raise KeyboardInterrupt
 
+    import subprocess
+    import sys
+    import tempfile
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    where = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+    left = where / f"inquitree-sync-{dead.stdout.strip()}-killed"  # as a killed sync would leave it
+    left.mkdir()
+    (left / "000000-000000.arrow").write_bytes(b"x")
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
         with pytest.raises(KeyboardInterrupt):
             wh.sync(sqlite_url, batch_size=16, progress=stop_at_the_third_chunk)
-        assert max(spooled) <= wr.WINDOW
+        assert not left.exists()
+        # announced and not yet taken (WINDOW), plus the chunks of the ranges read ahead (each
+        # range is 2 * 16 positions: at most 3 files); without the bounds it held 30-odd here
+        assert max(spooled) <= wr.WINDOW + (wr.AHEAD + 1) * 3
         assert children[0].proc.poll() is not None and not Path(children[0].spool).exists()
         r = wh.sync(sqlite_url, batch_size=16)
         assert wh.checkpoint()[1] == r.last_position and children[1].proc.returncode == 0
@@ -422,7 +435,7 @@ def test_a_failing_reader_child_is_reported_with_its_error(tmp_path):
     import inquitree.warehouse.sync as ws
 
     sqlite3.connect(tmp_path / "not-a-store.sqlite").execute("CREATE TABLE other (x)").connection.close()
-    src = ws._ChildSource(str(tmp_path / "not-a-store.sqlite"), 0, 100)
+    src = ws._ChildSource(str(tmp_path / "not-a-store.sqlite"), 0, 100, 100)
     try:
         with pytest.raises(WarehouseError, match="the store reader failed: .*no such table: events"):
             list(src.batches(0, 100))
@@ -484,3 +497,21 @@ def test_events_stored_at_an_older_schema_version_are_upcast_at_load(sqlite_url,
                      f"WHERE global_position = {position}").row(0)
         assert row == ("ACTION: x", "m", 1, None, None)
         assert wh.sql("SELECT count(*) FROM ev_agent_replied").item() > 1
+
+
+def test_a_bad_price_table_stops_the_sync_before_it_commits_anything(sqlite_url, tmp_path):
+    """The dimension rows are read beside the loading; their error still comes before any commit."""
+    store = EventStore(sqlite_url)
+    simulate(store, 2, tmp_path)
+    store.close()
+    bad = tmp_path / "prices.json"
+    bad.write_text('{"prices": [{"model": "m"}]}')
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        with pytest.raises(WarehouseError, match=r"prices\.json: not a price table \(KeyError: 'input_per_mtok'\)"):
+            wh.sync(sqlite_url, prices=bad)
+        assert wh.checkpoint() == (None, 0) and wh.sql("SELECT count(*) FROM raw_events").item() == 0
+        assert wh.sql("SELECT count(*) FROM trees").item() == 0
+        r = wh.sync(sqlite_url)
+        assert r.last_position == wh.checkpoint()[1] > 0 and wh.sql("SELECT count(*) FROM trees").item() >= 3
+        wh.sync(sqlite_url)  # nothing new: the dimensions are already there and stay
+        assert wh.sql("SELECT count(*) FROM trees").item() >= 3

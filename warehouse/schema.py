@@ -76,6 +76,7 @@ CREATE TABLE IF NOT EXISTS tree_item_results (tree_id VARCHAR, tree_hash VARCHAR
 CREATE TABLE IF NOT EXISTS model_registry (model VARCHAR, alias VARCHAR, release VARCHAR, cutoff DATE, source VARCHAR);
 CREATE TABLE IF NOT EXISTS prices (model VARCHAR, input_per_mtok DOUBLE, cached_input_per_mtok DOUBLE,
     cache_write_per_mtok DOUBLE, output_per_mtok DOUBLE, as_of VARCHAR, source VARCHAR);
+CREATE TABLE IF NOT EXISTS dimension_state (fingerprint VARCHAR);
 """
 
 RAW_COLUMNS = [("global_position", "BIGINT"), ("stream_id", "VARCHAR"), ("stream_version", "INTEGER"),

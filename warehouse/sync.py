@@ -19,6 +19,7 @@ import os
 import queue
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -149,15 +150,16 @@ class _ChildSource:
     """A SQLite backlog read by ``python -m inquitree.warehouse.reader`` (see that module) into
     Arrow IPC files in a spool directory, which this memory-maps without copying."""
 
-    def __init__(self, path: str, after: int, batch_rows: int):
+    def __init__(self, path: str, after: int, last: int, batch_rows: int):
         import subprocess
         import sys
         import tempfile
 
         shm = Path("/dev/shm")
-        self.spool = tempfile.mkdtemp(prefix="inquitree-sync-",
-                                      dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else None)
-        self.proc = subprocess.Popen([sys.executable, "-m", "inquitree.warehouse.reader", path, str(after),
+        where = shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
+        _remove_stale_spools(where)
+        self.spool = tempfile.mkdtemp(prefix=f"inquitree-sync-{os.getpid()}-", dir=where)
+        self.proc = subprocess.Popen([sys.executable, "-m", "inquitree.warehouse.reader", path, str(after), str(last),
                                       str(batch_rows), self.spool], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
 
@@ -187,6 +189,16 @@ class _ChildSource:
         shutil.rmtree(self.spool, ignore_errors=True)
 
 
+def _remove_stale_spools(where: Path) -> None:
+    """Spool directories left by a sync whose process was killed (shared memory is RAM)."""
+    import shutil
+
+    for d in where.glob("inquitree-sync-*-*"):
+        pid = d.name.split("-")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(d, ignore_errors=True)
+
+
 LARGE_BACKLOG = 100_000  # events; below this, a sync reads row by row in-process
 FLUSH_ROWS = 1_000_000  # staged events parsed into the typed tables at a time (~0.5 GB staged)
 COMMIT_ROWS = 2_000_000  # events per warehouse commit in a long sync (about 5 s of work here)
@@ -199,12 +211,13 @@ def _open_source(url: str, after: int, batch_size: int) -> "_Source | _ChildSour
     """Row by row in-process for small backlogs (no start-up cost); Arrow-native for large ones:
     the ADBC driver for PostgreSQL, a child process running the ADBC driver for SQLite."""
     src = _Source(url)
-    if src.last_position() - after < LARGE_BACKLOG:
+    last = src.last_position()
+    if last - after < LARGE_BACKLOG:
         return src
     src.close()
     if src.backend != "sqlite":
         return _AdbcPostgresSource(url)
-    return _ChildSource(str(Path(sa.make_url(url).database).resolve()), after, batch_size)
+    return _ChildSource(str(Path(sa.make_url(url).database).resolve()), after, last, batch_size)
 
 
 def _upcast_old(batch: pa.Table) -> pa.Table:
@@ -232,6 +245,52 @@ def _upcast_old(batch: pa.Table) -> pa.Table:
 # then fill whole row groups, which DuckDB writes out during the insert rather than at commit:
 # a 1M-event full sync took 2.9-3.4 s against 3.5-4.0 s with the default, run alternately.
 ROW_GROUP_SIZE = 16_384
+
+
+@dataclass
+class DimensionRows:
+    fingerprint: str
+    tables: dict[str, list[tuple]]
+
+
+def dimension_rows(known_fingerprint: str | None, trees_dirs: list[Path] | None = None,
+                   registry: Path | None = None, prices: Path | None = None) -> DimensionRows | None:
+    """The rows of the dimension tables, read from the tree files, the model registry and the
+    price table; None when none of those files changed since ``known_fingerprint``. Pure
+    Python and no DuckDB, so that a sync runs it beside its loading."""
+    paths = list(shipped_tree_paths())
+    for d in trees_dirs or []:
+        paths += sorted(Path(d).glob("*.json"))
+    registry_path = registry or REGISTRY_PATH
+    prices_path = Path(prices or os.environ.get(PRICES_ENV) or PRICES_PATH)
+    # Skip the work (validating every tree) when no tree file and not the registry changed.
+    fingerprint = hashlib.sha256(repr([(str(p), p.stat().st_mtime_ns, p.stat().st_size)
+                                       for p in [*paths, registry_path, prices_path]]).encode()).hexdigest()
+    if fingerprint == known_fingerprint:
+        return None
+    trees, items, item_results = [], [], []
+    for p in paths:
+        try:
+            t = load_tree_file(p)
+        except TreeError:
+            continue  # `inquitree trees validate` reports it; analyses of its episodes show NULLs
+        trees.append((t.id, t.content_hash, t.title, t.n, t.paper.get("published"), t.provenance["kind"],
+                      t.paper.get("it18_id"), t.paper.get("paper_subtopics"), str(p)))
+        for c in t.conclusions:
+            items.append((t.id, t.content_hash, c.id, len(c.requires_results)))
+            item_results += [(t.id, t.content_hash, c.id, r) for r in c.requires_results]
+    reg = json.loads(registry_path.read_text())
+    try:
+        price_rows = [(p["model"].lower(), p["input_per_mtok"], p.get("cached_input_per_mtok"),
+                       p.get("cache_write_per_mtok"), p["output_per_mtok"], p.get("as_of"), p.get("source"))
+                      for p in json.loads(prices_path.read_text())["prices"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise WarehouseError(f"{prices_path}: not a price table ({type(exc).__name__}: {exc}); "
+                             "see trees/registry/prices.json for the format") from exc
+    models = [(m["model"], alias.lower(), m.get("release"), m["cutoff"], m.get("source"))
+              for m in reg["models"] for alias in [m["model"], *m.get("aliases", [])]]
+    return DimensionRows(fingerprint, {"trees": trees, "tree_items": items, "tree_item_results": item_results,
+                                       "model_registry": models, "prices": price_rows})
 
 
 class Warehouse:
@@ -327,8 +386,11 @@ class Warehouse:
 
         reader = threading.Thread(target=read, name="warehouse-reader", daemon=True)
         reader.start()
-        # The dimensions are refreshed while the reader starts up (a child process takes ~0.4 s).
-        self.refresh_dimensions(trees_dirs, prices=prices)
+        # The dimension rows are read (every tree file validated: ~0.2 s) in a thread beside the
+        # loading, and written in the first commit: a bad price table still stops the sync
+        # before it commits any event, and the first batch is staged without waiting for them.
+        dims_pool = ThreadPoolExecutor(1, thread_name_prefix="warehouse-dimensions")
+        dims = dims_pool.submit(dimension_rows, self._dimension_fingerprint(), trees_dirs, None, prices)
         con = self.con
         pending = staged = 0  # events loaded since the last commit; of those, not yet parsed
         try:
@@ -353,15 +415,18 @@ class Warehouse:
                     self._flush()
                     staged = 0
                 if pending >= commit_rows:
-                    self._commit(source_id, position)
+                    self._commit(source_id, position, dims)
                     pending = 0
                 if progress:
                     progress(loaded, position)
             if pending:
                 if staged:
                     self._flush()
-                self._commit(source_id, position)
+                self._commit(source_id, position, dims)
                 pending = 0
+            else:  # nothing left to load: the dimensions, if they are not written yet
+                con.execute("BEGIN TRANSACTION")
+                self._commit(None, 0, dims)
         except BaseException:
             if pending:
                 try:
@@ -377,6 +442,7 @@ class Warehouse:
                 except queue.Empty:
                     pass
             reader.join()
+            dims_pool.shutdown(wait=True)
             con.execute("DROP TABLE IF EXISTS staged")
         if recorded_source is None and loaded == 0:  # bind an empty warehouse to its store too
             con.execute("INSERT INTO sync_state VALUES (?, 0, 0, ?)",
@@ -399,60 +465,46 @@ class Warehouse:
             con.execute(insert_typed(event_type, table, cols, "staged"))
         con.execute("DELETE FROM staged")
 
-    def _commit(self, source_id: str, position: int) -> None:
-        """Move the checkpoint to ``position`` and commit the open transaction."""
+    def _commit(self, source_id: str | None, position: int, dims: Future) -> None:
+        """Move the checkpoint to ``position`` (unless ``source_id`` is None), write the dimension
+        rows if they have not been yet, and commit the open transaction."""
         con = self.con
-        con.execute("DELETE FROM sync_state")
-        con.execute("INSERT INTO sync_state VALUES (?, ?, (SELECT count(*) FROM raw_events), ?)",
-                    [source_id, position, datetime.now(timezone.utc).replace(tzinfo=None)])
+        rows = dims.result()
+        if rows is not None and rows.fingerprint != self._dimension_fingerprint():
+            self._write_dimensions(rows)
+        if source_id is not None:
+            con.execute("DELETE FROM sync_state")
+            con.execute("INSERT INTO sync_state VALUES (?, ?, (SELECT count(*) FROM raw_events), ?)",
+                        [source_id, position, datetime.now(timezone.utc).replace(tzinfo=None)])
         con.execute("COMMIT")
 
     def refresh_dimensions(self, trees_dirs: list[Path] | None = None, registry: Path | None = None,
                            prices: Path | None = None) -> None:
         """Trees (every shipped tree plus those in ``trees_dirs``) and the model registry."""
-        paths = list(shipped_tree_paths())
-        for d in trees_dirs or []:
-            paths += sorted(Path(d).glob("*.json"))
-        registry_path = registry or REGISTRY_PATH
-        prices_path = Path(prices or os.environ.get(PRICES_ENV) or PRICES_PATH)
-        # Skip the work (validating every tree) when no tree file and not the registry changed.
-        fingerprint = hashlib.sha256(repr([(str(p), p.stat().st_mtime_ns, p.stat().st_size)
-                                           for p in [*paths, registry_path, prices_path]]).encode()).hexdigest()
-        self.con.execute("CREATE TABLE IF NOT EXISTS dimension_state (fingerprint VARCHAR)")
-        if self.con.execute("SELECT fingerprint FROM dimension_state").fetchall() == [(fingerprint,)]:
-            return
-        trees, items, item_results = [], [], []
-        for p in paths:
-            try:
-                t = load_tree_file(p)
-            except TreeError:
-                continue  # `inquitree trees validate` reports it; analyses of its episodes show NULLs
-            trees.append((t.id, t.content_hash, t.title, t.n, t.paper.get("published"), t.provenance["kind"],
-                          t.paper.get("it18_id"), t.paper.get("paper_subtopics"), str(p)))
-            for c in t.conclusions:
-                items.append((t.id, t.content_hash, c.id, len(c.requires_results)))
-                item_results += [(t.id, t.content_hash, c.id, r) for r in c.requires_results]
-        reg = json.loads(registry_path.read_text())
-        try:
-            price_rows = [(p["model"].lower(), p["input_per_mtok"], p.get("cached_input_per_mtok"),
-                           p.get("cache_write_per_mtok"), p["output_per_mtok"], p.get("as_of"), p.get("source"))
-                          for p in json.loads(prices_path.read_text())["prices"]]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise WarehouseError(f"{prices_path}: not a price table ({type(exc).__name__}: {exc}); "
-                                 "see trees/registry/prices.json for the format") from exc
-        models = [(m["model"], alias.lower(), m.get("release"), m["cutoff"], m.get("source"))
-                  for m in reg["models"] for alias in [m["model"], *m.get("aliases", [])]]
+        rows = dimension_rows(self._dimension_fingerprint(), trees_dirs, registry, prices)
+        if rows is not None:
+            self.con.execute("BEGIN TRANSACTION")
+            self._write_dimensions(rows)
+            self.con.execute("COMMIT")
+
+    def _dimension_fingerprint(self) -> str | None:
+        rows = self.con.execute("SELECT fingerprint FROM dimension_state").fetchall()
+        return rows[0][0] if rows else None
+
+    def _write_dimensions(self, rows: "DimensionRows") -> None:
+        """Replace the dimension tables (in the caller's transaction)."""
         con = self.con
-        con.execute("BEGIN TRANSACTION")
-        for table, rows, width in (("trees", trees, 9), ("tree_items", items, 4),
-                                   ("tree_item_results", item_results, 4), ("model_registry", models, 5),
-                                   ("prices", price_rows, 7)):
+        for table, values in rows.tables.items():
             con.execute(f"DELETE FROM {table}")
-            if rows:
-                con.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * width)})", rows)
+            if values:  # as one Arrow table: executemany took ~70 ms for these few hundred rows
+                columns = pa.table([pa.array(c) for c in zip(*values)], names=[f"c{i}" for i in range(len(values[0]))])
+                con.register("dimension_rows", columns)
+                try:
+                    con.execute(f"INSERT INTO {table} SELECT * FROM dimension_rows")
+                finally:
+                    con.unregister("dimension_rows")
         con.execute("DELETE FROM dimension_state")
-        con.execute("INSERT INTO dimension_state VALUES (?)", [fingerprint])
-        con.execute("COMMIT")
+        con.execute("INSERT INTO dimension_state VALUES (?)", [rows.fingerprint])
 
     # -- analyses --------------------------------------------------------------------------------
     def sql(self, text: str) -> pl.DataFrame:
