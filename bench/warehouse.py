@@ -136,6 +136,7 @@ def main() -> None:
     ap.add_argument("command", choices=["generate", "measure"])
     ap.add_argument("--db", required=True)
     ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=3, help="full syncs (and of each baseline) to take the median of")
     ap.add_argument("--out")
     args = ap.parse_args()
     if args.command == "generate":
@@ -144,7 +145,7 @@ def main() -> None:
             n = generate(store, args.events)
             print(f"generated {n:,} events in {time.perf_counter() - t0:.0f} s")
         return
-    result = measure(args.db)
+    result = measure(args.db, args.runs)
     print(json.dumps(result, indent=2))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
