@@ -22,6 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -145,10 +146,22 @@ def main() -> None:
             n = generate(store, args.events)
             print(f"generated {n:,} events in {time.perf_counter() - t0:.0f} s")
         return
-    result = measure(args.db, args.runs)
+    started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    result = {"started_at": started, "commit": _commit(), **measure(args.db, args.runs)}
     print(json.dumps(result, indent=2))
-    if args.out:
-        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    if args.out:  # a list of runs, newest last: this machine is shared, and one run is not the truth
+        out = Path(args.out)
+        runs = json.loads(out.read_text()) if out.exists() else []
+        runs = runs if isinstance(runs, list) else [runs]
+        out.write_text(json.dumps([*runs, result], indent=2) + "\n")
+
+
+def _commit() -> str | None:
+    import subprocess
+
+    r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                       cwd=Path(__file__).resolve().parent)
+    return r.stdout.strip() or None
 
 
 if __name__ == "__main__":
