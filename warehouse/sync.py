@@ -446,6 +446,11 @@ class Warehouse:
             reader.join()
             dims_pool.shutdown(wait=True)
             con.execute("DROP TABLE IF EXISTS staged")
+        if loaded >= LARGE_BACKLOG:
+            # Fold the write-ahead log into the file now, inside the time a sync reports. With
+            # 16k-row row groups a 1M-event sync leaves ~12 MB of WAL (below DuckDB's automatic
+            # threshold), which closing the warehouse would otherwise checkpoint (~0.35 s).
+            con.execute("CHECKPOINT")
         if recorded_source is None and loaded == 0:  # bind an empty warehouse to its store too
             con.execute("INSERT INTO sync_state VALUES (?, 0, 0, ?)",
                         [source_id, datetime.now(timezone.utc).replace(tzinfo=None)])
