@@ -515,3 +515,18 @@ def test_a_bad_price_table_stops_the_sync_before_it_commits_anything(sqlite_url,
         assert r.last_position == wh.checkpoint()[1] > 0 and wh.sql("SELECT count(*) FROM trees").item() >= 3
         wh.sync(sqlite_url)  # nothing new: the dimensions are already there and stay
         assert wh.sql("SELECT count(*) FROM trees").item() >= 3
+
+
+def test_a_warehouse_of_another_schema_asks_for_a_rebuild(sqlite_url, tmp_path):
+    """Opening checks the schema stamp and skips the DDL when it matches; another stamp is an error."""
+    EventStore(sqlite_url).close()
+    path = str(tmp_path / "w.duckdb")
+    with Warehouse(path) as wh:
+        wh.sql("UPDATE warehouse_schema SET schema_hash = 'f00dfeedcafe0123'")
+    with pytest.raises(WarehouseError, match=r"w\.duckdb was built by another InquiTree version \(schema "
+                                             r"f00dfeedcafe, this one [0-9a-f]{12}\): run `inquitree warehouse rebuild`"):
+        Warehouse(path)
+    rebuild(path, sqlite_url)
+    with Warehouse(path) as wh:
+        assert wh.sql("SELECT count(*) FROM warehouse_schema").item() == 1
+        assert wh.sql("SELECT count(*) FROM episodes").item() == 0  # the views exist
