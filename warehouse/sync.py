@@ -195,8 +195,14 @@ def _remove_stale_spools(where: Path) -> None:
 
     for d in where.glob("inquitree-sync-*-*"):
         pid = d.name.split("-")[2]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)  # signal 0: is there such a process?
+        except ProcessLookupError:
             shutil.rmtree(d, ignore_errors=True)
+        except OSError:
+            pass  # it exists (another user's): leave its spool alone
 
 
 LARGE_BACKLOG = 100_000  # events; below this, a sync reads row by row in-process
