@@ -515,6 +515,9 @@ def test_a_bad_price_table_stops_the_sync_before_it_commits_anything(sqlite_url,
         assert r.last_position == wh.checkpoint()[1] > 0 and wh.sql("SELECT count(*) FROM trees").item() >= 3
         wh.sync(sqlite_url)  # nothing new: the dimensions are already there and stay
         assert wh.sql("SELECT count(*) FROM trees").item() >= 3
+        with pytest.raises(WarehouseError, match="not a price table"):  # nothing new, and a bad price table
+            wh.sync(sqlite_url, prices=bad)
+        assert wh.sync(sqlite_url).events == 0  # no transaction was left open by the failure
 
 
 def test_a_warehouse_of_another_schema_asks_for_a_rebuild(sqlite_url, tmp_path):

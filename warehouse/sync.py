@@ -435,8 +435,8 @@ class Warehouse:
                     self._flush()
                 self._commit(source_id, position, dims)
                 pending = 0
-            else:  # nothing left to load: the dimensions, if they are not written yet
-                con.execute("BEGIN TRANSACTION")
+            elif dims.result() is not None:  # nothing left to load: the dimensions, if not written yet
+                con.execute("BEGIN TRANSACTION")  # (their error, if any, came before it opened)
                 self._commit(None, 0, dims)
         except BaseException:
             if pending:
