@@ -496,15 +496,6 @@ class Warehouse:
                         [source_id, position, datetime.now(timezone.utc).replace(tzinfo=None)])
         con.execute("COMMIT")
 
-    def refresh_dimensions(self, trees_dirs: list[Path] | None = None, registry: Path | None = None,
-                           prices: Path | None = None) -> None:
-        """Trees (every shipped tree plus those in ``trees_dirs``) and the model registry."""
-        rows = dimension_rows(self._dimension_fingerprint(), trees_dirs, registry, prices)
-        if rows is not None:
-            self.con.execute("BEGIN TRANSACTION")
-            self._write_dimensions(rows)
-            self.con.execute("COMMIT")
-
     def _dimension_fingerprint(self) -> str | None:
         rows = self.con.execute("SELECT fingerprint FROM dimension_state").fetchall()
         return rows[0][0] if rows else None
