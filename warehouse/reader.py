@@ -30,11 +30,12 @@ import os
 import sys
 import threading
 
+from inquitree.warehouse.schema import STORE_COLUMNS
+
 WINDOW = 3  # chunks announced and not yet acknowledged
 READERS = 2  # threads reading ranges side by side
 AHEAD = 1  # ranges a thread may start past the one being announced
-_SQL = ("SELECT global_position, stream_id, stream_version, event_type, schema_version, recorded_at, payload "
-        "FROM events WHERE global_position > ? AND global_position <= ? ORDER BY global_position")
+_SQL = f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > ? AND global_position <= ? ORDER BY global_position"
 
 
 class _Ranges:

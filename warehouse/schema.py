@@ -83,6 +83,10 @@ RAW_COLUMNS = [("global_position", "BIGINT"), ("stream_id", "VARCHAR"), ("stream
                ("event_type", "VARCHAR"), ("schema_version", "INTEGER"), ("recorded_at", "TIMESTAMP")]
 
 
+# The store's columns a sync reads, in this order: raw_events' columns, then the payload.
+STORE_COLUMNS = ", ".join([c for c, _ in RAW_COLUMNS] + ["payload"])
+
+
 def column_list(cols: list[tuple[str, str]]) -> str:
     return ", ".join(f"{c} {t}" for c, t in cols)
 

@@ -34,7 +34,8 @@ from inquitree.core.tree import TreeError, load_tree_file, shipped_tree_paths
 from inquitree.events.base import canonical_json, registered_types, upcast
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.store import default_url, make_engine, redact
-from inquitree.warehouse.schema import BASE, DIMENSIONS, RAW_COLUMNS, TYPED, column_list, create_typed, insert_typed
+from inquitree.warehouse.schema import (BASE, DIMENSIONS, RAW_COLUMNS, STORE_COLUMNS, TYPED, column_list, create_typed,
+                                        insert_typed)
 
 WAREHOUSE_ENV = "INQUITREE_WAREHOUSE"
 QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
@@ -43,7 +44,6 @@ VIEWS_PATH = Path(__file__).resolve().parent / "views.sql"
 PRICES_PATH = Path(__file__).resolve().parent.parent / "trees" / "registry" / "prices.json"
 PRICES_ENV = "INQUITREE_PRICES"
 SCHEMA_HASH = hashlib.sha256((json.dumps(TYPED, sort_keys=True) + BASE + DIMENSIONS + VIEWS_PATH.read_text()).encode()).hexdigest()
-_COLUMNS = "global_position, stream_id, stream_version, event_type, schema_version, recorded_at, payload"
 
 
 class WarehouseError(InquiTreeError):
@@ -88,7 +88,7 @@ class _Source:
             if not path or not Path(path).exists():
                 raise WarehouseError(f"no event store at {url}")
             self.conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=30)
-            self.sql = f"SELECT {_COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?"
+            self.sql = f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?"
         else:
             import psycopg
 
@@ -96,7 +96,7 @@ class _Source:
                 self.conn = psycopg.connect(_libpq_uri(url), autocommit=True)
             except psycopg.Error as exc:
                 raise WarehouseError(f"cannot read the event store {redact(url)}: {exc}") from exc
-            self.sql = f"SELECT {_COLUMNS} FROM events WHERE global_position > %s ORDER BY global_position LIMIT %s"
+            self.sql = f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > %s ORDER BY global_position LIMIT %s"
 
     def last_position(self) -> int:
         return self.conn.execute("SELECT max(global_position) FROM events").fetchone()[0] or 0
@@ -135,7 +135,7 @@ class _AdbcPostgresSource(_Source):
             self.conn = adbc.connect(_libpq_uri(url))
         except Exception as exc:  # noqa: BLE001 - the driver's own error types
             raise WarehouseError(f"cannot read the event store {redact(url)}: {exc}") from exc
-        self.sql = f"SELECT {_COLUMNS} FROM events WHERE global_position > $1 ORDER BY global_position LIMIT $2"
+        self.sql = f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > $1 ORDER BY global_position LIMIT $2"
 
     def _batch(self, after: int, limit: int) -> pa.Table:
         cur = self.conn.cursor()
