@@ -236,8 +236,6 @@ def _upcast_old(batch: pa.Table) -> pa.Table:
     types = batch.column("event_type").to_pylist()
     versions = batch.column("schema_version").to_pylist()
     stale = [i for i, (t, v) in enumerate(zip(types, versions)) if t in current and v != current[t]]
-    if not stale:
-        return batch
     payloads = batch.column("payload").to_pylist()
     for i in stale:
         payloads[i] = canonical_json(upcast(types[i], versions[i], json.loads(payloads[i])))
@@ -260,18 +258,17 @@ class DimensionRows:
 
 
 def dimension_rows(known_fingerprint: str | None, trees_dirs: list[Path] | None = None,
-                   registry: Path | None = None, prices: Path | None = None) -> DimensionRows | None:
+                   prices: Path | None = None) -> DimensionRows | None:
     """The rows of the dimension tables, read from the tree files, the model registry and the
     price table; None when none of those files changed since ``known_fingerprint``. Pure
     Python and no DuckDB, so that a sync runs it beside its loading."""
     paths = list(shipped_tree_paths())
     for d in trees_dirs or []:
         paths += sorted(Path(d).glob("*.json"))
-    registry_path = registry or REGISTRY_PATH
     prices_path = Path(prices or os.environ.get(PRICES_ENV) or PRICES_PATH)
     # Skip the work (validating every tree) when no tree file and not the registry changed.
     fingerprint = hashlib.sha256(repr([(str(p), p.stat().st_mtime_ns, p.stat().st_size)
-                                       for p in [*paths, registry_path, prices_path]]).encode()).hexdigest()
+                                       for p in [*paths, REGISTRY_PATH, prices_path]]).encode()).hexdigest()
     if fingerprint == known_fingerprint:
         return None
     trees, items, item_results = [], [], []
@@ -285,7 +282,7 @@ def dimension_rows(known_fingerprint: str | None, trees_dirs: list[Path] | None 
         for c in t.conclusions:
             items.append((t.id, t.content_hash, c.id, len(c.requires_results)))
             item_results += [(t.id, t.content_hash, c.id, r) for r in c.requires_results]
-    reg = json.loads(registry_path.read_text())
+    reg = json.loads(REGISTRY_PATH.read_text())
     try:
         price_rows = [(p["model"].lower(), p["input_per_mtok"], p.get("cached_input_per_mtok"),
                        p.get("cache_write_per_mtok"), p["output_per_mtok"], p.get("as_of"), p.get("source"))
@@ -401,7 +398,7 @@ class Warehouse:
         # loading, and written in the first commit: a bad price table still stops the sync
         # before it commits any event, and the first batch is staged without waiting for them.
         dims_pool = ThreadPoolExecutor(1, thread_name_prefix="warehouse-dimensions")
-        dims = dims_pool.submit(dimension_rows, self._dimension_fingerprint(), trees_dirs, None, prices)
+        dims = dims_pool.submit(dimension_rows, self._dimension_fingerprint(), trees_dirs, prices)
         con = self.con
         pending = staged = 0  # events loaded since the last commit; of those, not yet parsed
         try:
