@@ -79,9 +79,9 @@ def read_only(url: str) -> float:
 DUCKDB_ROW_GROUP_SIZE = 122_880  # DuckDB's own default
 
 
-def timed_full_sync(url: str, path: Path) -> tuple[float, object]:
-    """Open a new warehouse, sync everything, close it: the wall seconds of all three (closing
-    checkpoints whatever write-ahead log is left, so it belongs in the time), and the report."""
+def timed_sync(url: str, path: Path) -> tuple[float, object]:
+    """Open the warehouse, sync, close it: the wall seconds of all three (closing checkpoints
+    whatever write-ahead log is left, so it belongs in the time), and the sync's report."""
     t0 = time.perf_counter()
     with Warehouse(str(path)) as wh:
         report = wh.sync(url)
@@ -93,7 +93,7 @@ def full_sync_with_row_group_size(url: str, path: Path, rows: int) -> float:
     configured = ws.ROW_GROUP_SIZE
     ws.ROW_GROUP_SIZE = rows
     try:
-        return timed_full_sync(url, path)[0]
+        return timed_sync(url, path)[0]
     finally:
         ws.ROW_GROUP_SIZE = configured
 
@@ -105,10 +105,10 @@ def measure(url: str, runs: int = 3) -> dict:
             reads.append(read_only(url))
             default_rg.append(full_sync_with_row_group_size(url, Path(d) / f"rg{i}.duckdb", DUCKDB_ROW_GROUP_SIZE))
             c0 = _cpu()
-            seconds, full = timed_full_sync(url, Path(d) / f"w{i}.duckdb")
+            seconds, full = timed_sync(url, Path(d) / f"w{i}.duckdb")
             cpus.append(_cpu() - c0)
             fulls.append(seconds)
-        path = str(Path(d) / f"w{runs - 1}.duckdb")
+        path = Path(d) / f"w{runs - 1}.duckdb"
         incs, inc_open_close = [], []
         for _ in range(runs):
             store = EventStore(url)
@@ -116,13 +116,11 @@ def measure(url: str, runs: int = 3) -> dict:
             generate(store, 1000, start_seed=10_000_000 + before)  # fresh episode ids on every run
             new = store.last_position() - before
             store.close()
-            t0 = time.perf_counter()
-            with Warehouse(path) as wh:
-                inc = wh.sync(url)
-            inc_open_close.append(time.perf_counter() - t0)
+            seconds, inc = timed_sync(url, path)
+            inc_open_close.append(seconds)
             assert inc.events == new
             incs.append(inc.seconds)
-        with Warehouse(path) as wh:
+        with Warehouse(str(path)) as wh:
             queries = {}
             for name in query_names():
                 times = []

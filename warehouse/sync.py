@@ -247,7 +247,8 @@ def _upcast_old(batch: pa.Table) -> pa.Table:
 
 # Rows per row group of the warehouse's tables (DuckDB's default: 122,880). A sync's inserts
 # then fill whole row groups, which DuckDB writes out during the insert rather than at commit:
-# a 1M-event full sync took 2.9-3.4 s against 3.5-4.0 s with the default, run alternately.
+# a 1M-event full sync, opening to closing, took 3.55 s against 4.04 s with the default
+# (median of 5, alternated in one process; bench/results/warehouse_sqlite.json).
 ROW_GROUP_SIZE = 16_384
 
 
