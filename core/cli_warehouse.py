@@ -14,6 +14,13 @@ def warehouse_option(f):
                         help="DuckDB file (default: $INQUITREE_WAREHOUSE or ./inquitree.duckdb).")(f)
 
 
+def output_options(f):
+    """--format and --out, for the commands that print a table (see _emit)."""
+    f = click.option("--out", default=None, type=click.Path(dir_okay=False))(f)
+    return click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]), default="table",
+                        show_default=True)(f)
+
+
 @click.group()
 def warehouse() -> None:
     """The DuckDB warehouse: an incremental projection of the event store."""
@@ -92,8 +99,7 @@ def _emit(df, fmt: str, out: str | None) -> None:
 @click.command()
 @click.argument("name", required=False)
 @warehouse_option
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]), default="table", show_default=True)
-@click.option("--out", default=None, type=click.Path(dir_okay=False))
+@output_options
 @click.option("--list", "list_", is_flag=True, help="List the queries with their first comment line.")
 def query(name, warehouse_path, fmt, out, list_) -> None:
     """Run queries/NAME.sql against the warehouse (sync first)."""
@@ -111,8 +117,7 @@ def query(name, warehouse_path, fmt, out, list_) -> None:
 @click.command()
 @click.argument("text")
 @warehouse_option
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]), default="table", show_default=True)
-@click.option("--out", default=None, type=click.Path(dir_okay=False))
+@output_options
 def sql(text, warehouse_path, fmt, out) -> None:
     """Run one SQL statement against the warehouse."""
     from inquitree.warehouse.sync import Warehouse
