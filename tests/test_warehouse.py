@@ -130,6 +130,37 @@ def test_a_sync_that_fails_mid_batch_rolls_back_to_the_last_commit(sqlite_url, t
         assert wh.sql("SELECT count(*) FROM ev_observation_emitted WHERE global_position > 25").item() == 0
 
 
+def test_staging_on_one_thread_gives_the_threads_back(sqlite_url, tmp_path, monkeypatch):
+    """Staging runs with one DuckDB thread; the parsing and the analyses after it get all of them.
+    When staging the first batch fails, the sync raises that error (not the aborted transaction's
+    complaint about the cleanup after it), and leaves no transaction open."""
+    import inquitree.warehouse.sync as ws
+
+    store = EventStore(sqlite_url)
+    simulate(store, 2, tmp_path)
+    store.close()
+    seen = []
+    real = ws.Warehouse._flush
+
+    def flush_and_note_threads(self) -> None:
+        seen.append(self.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
+        real(self)
+
+    monkeypatch.setattr(ws.Warehouse, "_flush", flush_and_note_threads)
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        wh.con.execute("SET threads = 3")
+        assert wh.sync(sqlite_url, batch_size=30, flush_rows=30).events > 60
+        assert len(seen) > 1 and set(seen) == {3}
+        assert wh.sql("SELECT current_setting('threads')").item() == 3
+    monkeypatch.setattr(ws, "_STAGE_SELECT", "SELECT no_such_column FROM incoming")
+    with Warehouse(str(tmp_path / "failing.duckdb")) as wh:
+        wh.con.execute("SET threads = 3")
+        with pytest.raises(duckdb.BinderException, match="no_such_column"):
+            wh.sync(sqlite_url)
+        assert wh.sql("SELECT current_setting('threads')").item() == 3
+        assert wh.sql("SELECT count(*) FROM raw_events").item() == 0 and wh.checkpoint()[1] == 0
+
+
 def test_an_unreachable_store_is_named_without_its_password(tmp_path):
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
         with pytest.raises(WarehouseError, match=r"cannot read the event store postgresql\+psycopg://u:\*\*\*@127.0.0.1:1/x"):
