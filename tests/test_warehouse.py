@@ -368,7 +368,16 @@ def test_the_large_backlog_readers_give_identical_tables(store_url, tmp_path, mo
     import inquitree.warehouse.sync as ws
 
     store = EventStore(store_url)
-    simulate(store, 4, tmp_path)
+    simulate(store, 2, tmp_path)
+    if not store_url.startswith("sqlite"):
+        # A gap in the positions wider than a range (as appends that roll back leave), so that
+        # the PostgreSQL readers meet an empty range between full ones.
+        import sqlalchemy as sa
+
+        with sa.create_engine(store_url).begin() as conn:
+            conn.execute(sa.text("SELECT setval(pg_get_serial_sequence('events', 'global_position'), "
+                                 "(SELECT max(global_position) FROM events) + 250)"))
+    simulate(store, 2, tmp_path)
     store.close()
     rebuild(str(tmp_path / "small.duckdb"), store_url)
     monkeypatch.setattr(ws, "LARGE_BACKLOG", 0)
@@ -380,6 +389,9 @@ def test_the_large_backlog_readers_give_identical_tables(store_url, tmp_path, mo
     assert started == ["_ChildSource" if store_url.startswith("sqlite") else "_AdbcPostgresSource"]
     with Warehouse(str(tmp_path / "small.duckdb")) as a, Warehouse(str(tmp_path / "large.duckdb")) as b:
         assert snapshot(a) == snapshot(b)
+        if not store_url.startswith("sqlite"):
+            gaps = "SELECT count(*) FROM (SELECT global_position - lag(global_position) OVER (ORDER BY global_position) AS d FROM raw_events) WHERE d > 100"
+            assert b.sql(gaps).item() == 1
 
 
 def test_a_batch_larger_than_a_row_group_is_loaded_whole(sqlite_url, tmp_path, monkeypatch):

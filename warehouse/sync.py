@@ -124,26 +124,79 @@ def _libpq_uri(url: str) -> str:
     return sa.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-class _AdbcPostgresSource(_Source):
-    """A large PostgreSQL backlog, read by the ADBC driver straight into Arrow."""
+class _AdbcPostgresSource:
+    """A large PostgreSQL backlog, read by the ADBC driver straight into Arrow: ``READERS``
+    connections, each in a thread of its own, read ranges of positions side by side, and the
+    tables are handed over in position order. The driver releases the GIL while it reads, and
+    one connection left a core idle: for 1.0M events, streaming alone took 1.24-1.38 s with two
+    connections against 2.14-2.51 s with one, and a full sync 2.99-3.23 s against 3.72-4.41 s
+    (4 runs each, alternated in one process, on 2 cores; three connections were no faster)."""
 
-    def __init__(self, url: str):
+    READERS = 2
+    AHEAD = 1  # ranges read past the one being handed over, beyond one per reader
+
+    def __init__(self, url: str, after: int, last: int):
         import adbc_driver_postgresql.dbapi as adbc
 
-        self.url, self.backend = url, "postgresql"
-        try:
-            self.conn = adbc.connect(_libpq_uri(url))
-        except Exception as exc:  # noqa: BLE001 - the driver's own error types
-            raise WarehouseError(f"cannot read the event store {redact(url)}: {exc}") from exc
-        self.sql = f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > $1 ORDER BY global_position LIMIT $2"
+        self.url, self.backend, self.last = url, "postgresql", last
+        self._adbc = adbc
+        self._conns: list = []  # every connection made, for close()
+        self._idle: queue.SimpleQueue = queue.SimpleQueue()  # those not reading now
+        self._lock = threading.Lock()
+        self._idle.put(self._connect())  # here: a bad URL or a server that is down is reported at once
+        self.sql = (f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > $1 AND global_position <= $2 "
+                    "ORDER BY global_position")
 
-    def _batch(self, after: int, limit: int) -> pa.Table:
-        cur = self.conn.cursor()
+    def _connect(self):
         try:
-            cur.execute(self.sql, parameters=(after, limit))
-            return cur.fetch_arrow_table()
+            conn = self._adbc.connect(_libpq_uri(self.url))
+        except Exception as exc:  # noqa: BLE001 - the driver's own error types
+            raise WarehouseError(f"cannot read the event store {redact(self.url)}: {exc}") from exc
+        with self._lock:
+            self._conns.append(conn)
+        return conn
+
+    def _range(self, lo: int, hi: int) -> pa.Table:
+        """The events with ``lo < position <= hi``, on a connection no other thread is using."""
+        try:
+            conn = self._idle.get_nowait()
+        except queue.Empty:
+            conn = self._connect()
+        try:
+            cur = conn.cursor()
+            try:
+                cur.execute(self.sql, parameters=(lo, hi))
+                return cur.fetch_arrow_table()
+            finally:
+                cur.close()
         finally:
-            cur.close()
+            self._idle.put(conn)
+
+    def batches(self, after: int, limit: int) -> Iterator[pa.Table]:
+        """Tables of the events in ranges of ``limit`` positions up to the last one there was
+        when the sync began, in position order (a range may hold fewer events: positions can
+        have gaps)."""
+        from collections import deque
+
+        bounds = deque((lo, min(lo + limit, self.last)) for lo in range(after, self.last, limit))
+        with ThreadPoolExecutor(self.READERS, thread_name_prefix="warehouse-pg") as pool:
+            reading: deque[Future] = deque()
+            try:
+                while bounds or reading:
+                    while bounds and len(reading) < self.READERS + self.AHEAD:
+                        reading.append(pool.submit(self._range, *bounds.popleft()))
+                    table = reading.popleft().result()
+                    if table.num_rows:
+                        yield table
+            finally:
+                for f in reading:  # stopped early: the ranges not started are not read
+                    f.cancel()
+
+    def close(self) -> None:
+        with self._lock:
+            conns, self._conns = self._conns, []
+        for conn in conns:
+            conn.close()
 
 
 class _ChildSource:
@@ -231,7 +284,7 @@ def _open_source(url: str, after: int, batch_size: int) -> "_Source | _ChildSour
         return src
     src.close()
     if src.backend != "sqlite":
-        return _AdbcPostgresSource(url)
+        return _AdbcPostgresSource(url, after, last)
     return _ChildSource(str(Path(sa.make_url(url).database).resolve()), after, last, batch_size)
 
 
