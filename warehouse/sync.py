@@ -309,8 +309,9 @@ def _upcast_old(batch: pa.Table) -> pa.Table:
 
 # Rows per row group of the warehouse's tables (DuckDB's default: 122,880). A sync's inserts
 # then fill whole row groups, which DuckDB writes out during the insert rather than at commit:
-# a 1M-event full sync, opening to closing, took 3.55 s against 4.04 s with the default
-# (median of 5, alternated in one process; bench/results/warehouse_sqlite.json).
+# a 1M-event full sync, opening to closing, took 2.91 s against 3.40 s with the default from
+# SQLite and 3.02 against 3.50 s from PostgreSQL (medians of 5, alternated in one process;
+# bench/results/warehouse_*.json).
 ROW_GROUP_SIZE = 16_384
 
 
