@@ -19,6 +19,7 @@ import os
 import queue
 import threading
 import time
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -138,11 +139,11 @@ class _AdbcPostgresSource:
     def __init__(self, url: str, after: int, last: int):
         import adbc_driver_postgresql.dbapi as adbc
 
-        self.url, self.backend, self.last = url, "postgresql", last
+        self.url, self.last = url, last
         self._adbc = adbc
-        self._conns: list = []  # every connection made, for close()
-        self._idle: queue.SimpleQueue = queue.SimpleQueue()  # those not reading now
-        self._lock = threading.Lock()
+        # The connections not reading now: all of them once batches() has ended, since its
+        # pool's threads each put theirs back and are joined before it returns.
+        self._idle: queue.SimpleQueue = queue.SimpleQueue()
         self._idle.put(self._connect())  # here: a bad URL or a server that is down is reported at once
         self.sql = (f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > $1 AND global_position <= $2 "
                     "ORDER BY global_position")
@@ -152,8 +153,6 @@ class _AdbcPostgresSource:
             conn = self._adbc.connect(_libpq_uri(self.url))
         except Exception as exc:  # noqa: BLE001 - the driver's own error types
             raise WarehouseError(f"cannot read the event store {redact(self.url)}: {exc}") from exc
-        with self._lock:
-            self._conns.append(conn)
         return conn
 
     def _range(self, lo: int, hi: int) -> pa.Table:
@@ -176,8 +175,6 @@ class _AdbcPostgresSource:
         """Tables of the events in ranges of ``limit`` positions up to the last one there was
         when the sync began, in position order (a range may hold fewer events: positions can
         have gaps)."""
-        from collections import deque
-
         bounds = deque((lo, min(lo + limit, self.last)) for lo in range(after, self.last, limit))
         with ThreadPoolExecutor(self.READERS, thread_name_prefix="warehouse-pg") as pool:
             reading: deque[Future] = deque()
@@ -193,10 +190,11 @@ class _AdbcPostgresSource:
                     f.cancel()
 
     def close(self) -> None:
-        with self._lock:
-            conns, self._conns = self._conns, []
-        for conn in conns:
-            conn.close()
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                return
 
 
 class _ChildSource:
@@ -275,7 +273,7 @@ def _insert_arrow(con: duckdb.DuckDBPyConnection, rows: pa.Table, sql: str) -> N
     con.unregister("incoming")
 
 
-def _open_source(url: str, after: int, batch_size: int) -> "_Source | _ChildSource":
+def _open_source(url: str, after: int, batch_size: int) -> "_Source | _AdbcPostgresSource | _ChildSource":
     """Row by row in-process for small backlogs (no start-up cost); Arrow-native for large ones:
     the ADBC driver for PostgreSQL, a child process running the ADBC driver for SQLite."""
     src = _Source(url)
@@ -431,7 +429,7 @@ class Warehouse:
             raise WarehouseError(f"the warehouse {self.path} holds events of {recorded_source}, not {source_id}: "
                                  "use another --warehouse, or `inquitree warehouse rebuild`")
         t0 = time.perf_counter()
-        self._threads = int(self.con.execute("SELECT current_setting('threads')").fetchall()[0][0])  # see _stage
+        threads = int(self.con.execute("SELECT current_setting('threads')").fetchall()[0][0])  # see _stage
         loaded = 0
         # A reader thread fetches the next batch while this one loads (DuckDB and the drivers
         # release the GIL while they work); the queue holds at most two batches in memory.
@@ -479,7 +477,7 @@ class Warehouse:
                     # way inside a transaction loses a single insert of ~120k rows or more to
                     # every later scan (tests/test_warehouse.py has the case).
                     con.execute(f"CREATE OR REPLACE TEMP TABLE staged ({column_list(RAW_COLUMNS)}, payload VARCHAR)")
-                self._stage(_upcast_old(item))
+                self._stage(_upcast_old(item), threads)
                 position = item.column("global_position")[-1].as_py()
                 loaded += item.num_rows
                 pending += item.num_rows
@@ -518,7 +516,7 @@ class Warehouse:
                     pass
             reader.join()
             dims_pool.shutdown(wait=True)
-            con.execute(f"SET threads = {self._threads}")  # if a failed _stage left one
+            con.execute(f"SET threads = {threads}")  # if a failed _stage left one
             con.execute("DROP TABLE IF EXISTS staged")
         if loaded >= LARGE_BACKLOG:
             # Fold the write-ahead log into the file now, inside the time a sync reports. With
@@ -530,8 +528,9 @@ class Warehouse:
                         [source_id, datetime.now(timezone.utc).replace(tzinfo=None)])
         return SyncReport(loaded, position, time.perf_counter() - t0)
 
-    def _stage(self, batch: pa.Table) -> None:
-        """Copy one Arrow batch into the ``staged`` table (the caller's transaction).
+    def _stage(self, batch: pa.Table, threads: int) -> None:
+        """Copy one Arrow batch into the ``staged`` table (the caller's transaction), then give
+        DuckDB back its ``threads``.
 
         With one DuckDB thread: on this 2-core machine the copy took half the time it took with
         two (0.63 against 1.0-1.3 s per 1.04M events, the SQLite reader busy beside it; 0.026
@@ -541,7 +540,7 @@ class Warehouse:
         self.con.execute("SET threads = 1")
         _insert_arrow(self.con, batch, f"INSERT INTO staged {_STAGE_SELECT}")
         # After a failed insert sync() sets the threads back, once it has rolled back.
-        self.con.execute(f"SET threads = {self._threads}")
+        self.con.execute(f"SET threads = {threads}")
 
     def _flush(self) -> None:
         """Parse the staged events into ``raw_events`` and the typed tables, and empty ``staged``."""
