@@ -20,6 +20,7 @@ is shown with the tree's true result.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import threading
@@ -27,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from inquitree.core.models import CallSettings, ChatModel, ModelCallError, call_cache, option_label
 from inquitree.core.engine import CONCLUSION, RESULT, STUDY, SUBTOPIC, TOPIC, Reply, uniform
 from inquitree.core.tree import Tree
 from inquitree.events.errors import InquiTreeError
@@ -48,9 +50,9 @@ def recorded_turns(events: list) -> list[tuple[str, Any]]:
 class AgentError(InquiTreeError):
     """The agent could not produce a reply. ``retryable``: a later attempt may succeed."""
 
-    def __init__(self, message: str, retryable: bool = False):
+    def __init__(self, message: str, retryable: bool = False, kind: str = "agent"):
         super().__init__(message)
-        self.retryable = retryable
+        self.retryable, self.kind = retryable, kind
 
 
 class Agent(Protocol):
@@ -211,8 +213,6 @@ class RateLimiter:
             self.sleep(wait)
 
 
-_CLIENTS: dict[tuple, Any] = {}
-_CLIENTS_LOCK = threading.Lock()
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?```$", re.S)
 
 
@@ -224,38 +224,47 @@ def strip_code_fence(reply: str) -> str:
     return m.group(1).strip() if m else text
 
 
-def openai_client(base_url: str | None, api_key: str, max_retries: int, timeout: float):
-    """One client per endpoint and settings, shared: clients are thread-safe, and building one
-    costs about 26 ms of CPU, which a campaign would otherwise pay for every episode."""
-    import openai
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """How a model-backed agent or judge is called: endpoint, call settings, memory, label, cache.
 
-    key = (base_url, api_key, max_retries, timeout)
-    with _CLIENTS_LOCK:
-        if key not in _CLIENTS:
-            _CLIENTS[key] = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
-        return _CLIENTS[key]
+    ``label`` names the agent in every query and leaderboard row (default: the model, with its
+    options, e.g. ``gpt-5@reasoning_effort=high``), so runs of one model with different options
+    stay apart."""
+
+    base_url: str | None = None
+    settings: CallSettings = dataclasses.field(default_factory=CallSettings)
+    window: int | None = None
+    label: str | None = None
+    call_cache: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.window is not None and self.window < 1:
+            raise AgentError(f"--window {self.window}: must be at least 1 turn")
+
+    def chat_model(self, model: str, who: str, rate_limiter=None, temperature: float | None = 0.0) -> ChatModel:
+        return ChatModel(model, self.base_url, settings=self.settings, cache=call_cache(self.call_cache),
+                         rate_limiter=rate_limiter, temperature=temperature, who=who)
+
+
+def model_error(exc: ModelCallError) -> AgentError:
+    return AgentError(str(exc), retryable=exc.retryable, kind=exc.kind)
 
 
 class OpenAIChatAgent:
-    """A chat model behind an OpenAI-compatible endpoint, with step-wise memory."""
+    """A chat model behind an OpenAI-compatible endpoint, with step-wise memory (#24)."""
 
-    def __init__(self, model: str, system_prompt: str, base_url: str | None = None, api_key: str | None = None,
-                 temperature: float | None = 0.0, window: int | None = None, max_retries: int = 5,
-                 timeout: float = 120.0, rate_limiter: RateLimiter | None = None):
-        import openai
-
-        self.model, self.system_prompt, self.window = model, system_prompt, window
-        from inquitree.core.embed import openai_endpoint
-
-        self.base_url, key = openai_endpoint(base_url, api_key)
-        if not key:
-            raise AgentError("the openai agent needs $OPENAI_API_KEY (or --base-url for a local server)")
-        self.client = openai_client(self.base_url, key, max_retries, timeout)
-        self.temperature = temperature
-        self.rate_limiter = rate_limiter
+    def __init__(self, model: str, system_prompt: str, config: ModelConfig | None = None,
+                 rate_limiter: RateLimiter | None = None, temperature: float | None = 0.0):
+        config = config or ModelConfig()
+        self.model, self.system_prompt, self.window = model, system_prompt, config.window
+        try:
+            self.chat = config.chat_model(model, "openai agent", rate_limiter, temperature)
+        except ModelCallError as exc:
+            raise model_error(exc) from None
         self.history: list[dict[str, str]] = []
-        self.description = {"kind": "openai", "model": model, "base_url": self.base_url,
-                            "temperature": temperature, "window": window, "max_retries": max_retries}
+        self.label = config.label or option_label(model, config.settings.options)
+        self.description = {"kind": "openai", "label": self.label, **self.chat.describe(), "window": self.window}
 
     def resume(self, events: list) -> None:
         """Step-wise memory (#24) from the recorded transcript: each observation, then the reply to it."""
@@ -270,53 +279,18 @@ class OpenAIChatAgent:
         return [{"role": "system", "content": self.system_prompt}, *hist]
 
     def reply(self, observation: str, state: str, turn: int) -> Reply:
-        import openai
-
         self.history.append({"role": "user", "content": observation})
-        kwargs: dict[str, Any] = {"model": self.model, "messages": self.messages()}
-        if self.temperature is not None:
-            kwargs["temperature"] = self.temperature
-        if self.rate_limiter:
-            self.rate_limiter.acquire()
-        t0 = time.perf_counter()
         try:
-            try:
-                resp = self.client.chat.completions.create(**kwargs)
-            except openai.BadRequestError as exc:
-                if "temperature" not in str(exc).lower() or "temperature" not in kwargs:
-                    raise
-                kwargs.pop("temperature")  # the model does not accept it (#24: "where the model accepts it")
-                self.temperature = None
-                resp = self.client.chat.completions.create(**kwargs)
-        except (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError,
-                openai.InternalServerError) as exc:
+            out = self.chat.chat(self.messages())
+        except ModelCallError as exc:
             self.history.pop()
-            raise AgentError(f"openai agent {self.model} at {self.base_url or 'OpenAI'}: {type(exc).__name__}: {exc}",
-                             retryable=True) from exc
-        except openai.OpenAIError as exc:
-            self.history.pop()
-            raise AgentError(f"openai agent {self.model} at {self.base_url or 'OpenAI'}: {type(exc).__name__}: {exc}",
-                             retryable=False) from exc
-        except ValueError as exc:  # a 200 whose body is not JSON: the client's decoder raises
-            self.history.pop()
-            raise AgentError(f"openai agent {self.model} at {self.base_url or 'OpenAI'}: malformed response "
-                             f"({type(exc).__name__}: {exc})", retryable=True) from exc
-        latency = (time.perf_counter() - t0) * 1000
-        choice = resp.choices[0] if getattr(resp, "choices", None) else None
-        content = choice.message.content if choice is not None and choice.message is not None else None
-        if not isinstance(content, str) or not content.strip():
-            self.history.pop()
-            raise AgentError(f"openai agent {self.model}: the endpoint returned an empty reply", retryable=True)
-        self.history.append({"role": "assistant", "content": content})
-        u = resp.usage
-        details = getattr(u, "prompt_tokens_details", None) if u else None
-        cached = getattr(details, "cached_tokens", None) if details else None
-        usage = {"input": (u.prompt_tokens - (cached or 0)) if u else None, "cached_input": cached,
-                 "cache_write": None, "output": u.completion_tokens if u else None}
-        return Reply(content, model=getattr(resp, "model", None) or self.model, usage=usage, latency_ms=latency)
+            raise model_error(exc) from None
+        self.history.append({"role": "assistant", "content": out.text})
+        return Reply(out.text, model=out.model, usage=out.usage, latency_ms=out.latency_ms, cache_hit=out.cache_hit,
+                     truncated_from=out.truncated_from)
 
 
-def make_agent(spec: str, tree: Tree, seed: int, system_prompt: str, base_url: str | None = None,
+def make_agent(spec: str, tree: Tree, seed: int, system_prompt: str, config: ModelConfig | None = None,
                rate_limiter: RateLimiter | None = None) -> Agent:
     if spec == "random":
         return RandomAgent(tree, seed)
@@ -327,5 +301,5 @@ def make_agent(spec: str, tree: Tree, seed: int, system_prompt: str, base_url: s
     if spec.startswith("script:"):
         return ScriptAgent(spec.split(":", 1)[1])
     if spec.startswith("openai:"):
-        return OpenAIChatAgent(spec.split(":", 1)[1], system_prompt, base_url=base_url, rate_limiter=rate_limiter)
+        return OpenAIChatAgent(spec.split(":", 1)[1], system_prompt, config, rate_limiter=rate_limiter)
     raise AgentError(f"--agent {spec!r}: expected random, oracle, human, script:FILE or openai:MODEL")

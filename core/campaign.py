@@ -21,6 +21,14 @@ Example suite::
     embedder = "local"
     concurrency = 8
     base_url = "http://127.0.0.1:8000/v1"   # for openai:* agents (key: $OPENAI_API_KEY)
+
+An agent may also be a table, for one model run with request options under its own label:
+``agents = ["random", {agent = "openai:gpt-5", options = {reasoning_effort = "high"}, label = "gpt-5@high"}]``
+(keys: agent, label, options, window, max_tokens, timeout, max_retries). Call settings
+(``timeout``, ``max_retries``, ``max_tokens``, ``window``, ``max_reply_chars``, ``judge_options``,
+``judge_max_tokens``, ``call_cache``), the re-ask bound (``max_reasks``), per-episode limits
+(``episode_tokens``, ``episode_cost_usd``, ``episode_seconds``) and the campaign budget
+(``budget_tokens``, ``budget_cost_usd``; prices from ``prices``) are keys of the suite too.
 """
 
 from __future__ import annotations
@@ -35,11 +43,13 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Callable
 
-from inquitree.core.agents import AgentError, RateLimiter, make_agent
+from inquitree.core.agents import ModelConfig, RateLimiter, make_agent
 from inquitree.core.embed import default_tau, make_embedder
 from inquitree.core.engine import Params
 from inquitree.core.judges import make_judge
-from inquitree.core.runner import STREAM_PREFIX, run_episode, stream_id
+from inquitree.core.limits import Budget, Limits, PriceTable
+from inquitree.core.models import CallSettings, option_label
+from inquitree.core.runner import STREAM_PREFIX, EpisodeFailure, run_episode, stream_id
 from inquitree.core.templates import TemplateSet
 from inquitree.core.tree import Tree, resolve_tree
 from inquitree.events.errors import ConcurrencyError, InquiTreeError
@@ -48,7 +58,21 @@ from inquitree.events.store import EventStore
 _FIELDS = {"name": str, "trees": list, "agents": list, "judges": list, "randomness": list, "runs": int, "seed": int,
            "embedder": str, "tau": float, "max_hints": int, "max_turns": int, "concurrency": int, "base_url": str,
            "judge_base_url": str, "embedder_base_url": str, "templates": str, "retries": int,
-           "requests_per_minute": float}
+           "requests_per_minute": float, "timeout": float, "max_retries": int, "max_tokens": int, "window": int,
+           "max_reply_chars": int, "judge_options": dict, "judge_max_tokens": int, "call_cache": str,
+           "max_reasks": int, "episode_tokens": int, "episode_cost_usd": float, "episode_seconds": float,
+           "budget_tokens": int, "budget_cost_usd": float, "prices": str}
+_AGENT_FIELDS = {"agent": str, "label": str, "options": dict, "window": int, "max_tokens": int, "timeout": float,
+                 "max_retries": int}
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentEntry:
+    """One agent of a suite: its spec, and for model agents the label and call settings."""
+
+    spec: str
+    label: str
+    config: ModelConfig | None = None
 
 
 class SuiteError(InquiTreeError):
@@ -93,7 +117,23 @@ class Suite:
     templates: str = "inquitree"
     retries: int = 1
     requests_per_minute: float | None = None  # agent calls, across every episode in flight
+    timeout: float = CallSettings.timeout
+    max_retries: int = CallSettings.max_retries
+    max_tokens: int | None = 1024
+    window: int | None = None
+    max_reply_chars: int = CallSettings.max_reply_chars
+    judge_options: dict = dataclasses.field(default_factory=dict)
+    judge_max_tokens: int | None = 512
+    call_cache: str | None = None
+    max_reasks: int | None = 3
+    episode_tokens: int | None = None
+    episode_cost_usd: float | None = None
+    episode_seconds: float | None = None
+    budget_tokens: int | None = None
+    budget_cost_usd: float | None = None
+    prices: str | None = None
     source: str = ""
+    entries: dict[str, AgentEntry] = dataclasses.field(default_factory=dict)  # label -> entry
 
     @classmethod
     def load(cls, path: str | Path) -> "Suite":
@@ -113,13 +153,56 @@ class Suite:
         for key in ("name", "trees", "agents"):
             if key not in doc:
                 raise SuiteError(f"{path}: missing {key!r}")
-        suite = cls(**doc, source=str(path))
+        raw_agents = doc.pop("agents")
+        suite = cls(**doc, agents=[], source=str(path))
+        try:
+            for a in raw_agents:
+                entry = suite._entry(a, path)
+                if entry.label in suite.entries:
+                    raise SuiteError(f"{path}: two agents are labelled {entry.label!r}: give one a `label`")
+                suite.entries[entry.label] = entry
+                suite.agents.append(entry.label)
+        except InquiTreeError as exc:
+            raise SuiteError(str(exc) if str(exc).startswith(str(path)) else f"{path}: {exc}") from None
         for a in suite.randomness:
             if not isinstance(a, int) or not 0 <= a <= 10:
                 raise SuiteError(f"{path}: randomness {a!r}: levels are integers 0..10")
         if suite.runs < 1 or suite.concurrency < 1:
             raise SuiteError(f"{path}: runs and concurrency must be at least 1")
         return suite
+
+    def _entry(self, a, path: Path) -> AgentEntry:
+        if isinstance(a, str):
+            a = {"agent": a}
+        if not isinstance(a, dict) or "agent" not in a:
+            raise SuiteError(f"{path}: agents: {a!r}: expected a spec string or a table with an `agent` key")
+        for key, value in a.items():
+            want = _AGENT_FIELDS.get(key)
+            if want is None:
+                raise SuiteError(f"{path}: agent {a['agent']!r}: unknown key {key!r} (known: {', '.join(_AGENT_FIELDS)})")
+            if not isinstance(value, want) and not (want is float and isinstance(value, int)):
+                raise SuiteError(f"{path}: agent {a['agent']!r}: {key} = {value!r}: expected {want.__name__}")
+        spec = a["agent"]
+        if not spec.startswith("openai:"):
+            if set(a) - {"agent", "label"}:
+                raise SuiteError(f"{path}: agent {spec!r}: options and call settings apply to openai:MODEL agents only")
+            return AgentEntry(spec, a.get("label", spec))
+        settings = CallSettings(timeout=a.get("timeout", self.timeout), max_retries=a.get("max_retries", self.max_retries),
+                                max_tokens=a.get("max_tokens", self.max_tokens), max_reply_chars=self.max_reply_chars,
+                                options=a.get("options", {}))
+        label = a.get("label") or option_label(spec.split(":", 1)[1], settings.options)
+        config = ModelConfig(self.base_url, settings, a.get("window", self.window), label, self.call_cache)
+        return AgentEntry(spec, "openai:" + label if "label" not in a else label, config)
+
+    def judge_config(self) -> ModelConfig:
+        return ModelConfig(self.judge_base_url, CallSettings(timeout=self.timeout, max_retries=self.max_retries,
+                                                             max_tokens=self.judge_max_tokens,
+                                                             max_reply_chars=self.max_reply_chars,
+                                                             options=self.judge_options),
+                           call_cache=self.call_cache)
+
+    def limits(self) -> Limits:
+        return Limits(self.episode_tokens, self.episode_cost_usd, self.episode_seconds)
 
     def cells(self) -> list[Cell]:
         return [Cell(t, a, j, r, k) for t in self.trees for a in self.agents for j in self.judges
@@ -133,6 +216,7 @@ class CampaignReport:
     done: int = 0
     failed: int = 0
     taken_elsewhere: int = 0
+    not_started: int = 0  # left for a later run: the campaign budget was spent
     tokens: int = 0
     errors: list[str] = dataclasses.field(default_factory=list)
 
@@ -149,16 +233,27 @@ def parse_shard(text: str | None) -> tuple[int, int]:
 def run_suite(suite: Suite, store: EventStore, shard: tuple[int, int] = (1, 1),
               progress: Callable[[CampaignReport, int], None] | None = None,
               concurrency: int | None = None) -> CampaignReport:
-    """Run every cell of ``suite`` in this shard that is not finished yet."""
+    """Run every cell of ``suite`` in this shard that is not finished yet.
+
+    No cell's failure stops the others: whatever an episode raises is recorded in its stream
+    (``EpisodeFailed``) and counted in the report with the cell's episode id and the reason."""
     trees: dict[str, Tree] = {t: resolve_tree(t) for t in suite.trees}  # a malformed tree stops here, before any episode
     templates = TemplateSet(suite.templates)
     embedder = make_embedder(suite.embedder, base_url=suite.embedder_base_url)
     tau = suite.tau if suite.tau is not None else default_tau(embedder.id)
-    judges = {j: make_judge(j, embedder, base_url=suite.judge_base_url) for j in suite.judges}
+    judge_config = suite.judge_config()
+    judges = {j: make_judge(j, embedder, judge_config) for j in suite.judges}
     limiter = RateLimiter(suite.requests_per_minute) if suite.requests_per_minute else None
+    limits = suite.limits()
+    prices = PriceTable(suite.prices) if (suite.prices or limits.episode_cost_usd or suite.budget_cost_usd) else None
+    budget = Budget(suite.budget_tokens, suite.budget_cost_usd) if (suite.budget_tokens or suite.budget_cost_usd) else None
     first = trees[suite.trees[0]]
-    for spec in suite.agents:  # a wrong agent spec or a missing key stops here, not inside a worker
-        make_agent(spec, first, suite.seed, templates.system_prompt, base_url=suite.base_url)
+    for entry in suite.entries.values():  # a wrong agent spec or a missing key stops here, not inside a worker
+        make_agent(entry.spec, first, suite.seed, templates.system_prompt, entry.config)
+        if prices is not None and (limits.episode_cost_usd or suite.budget_cost_usd) and entry.config \
+                and not prices.has(entry.spec.split(":", 1)[1]):
+            raise SuiteError(f"{suite.source}: a cost limit is set but {prices.path} has no price for "
+                             f"{entry.spec.split(':', 1)[1]!r}")
     index, count = shard
     mine = [c for k, c in enumerate(suite.cells()) if k % count == index - 1]
     finished = store.streams_with_event(STREAM_PREFIX + _prefix(suite.name), "EpisodeScored")
@@ -167,26 +262,35 @@ def run_suite(suite: Suite, store: EventStore, shard: tuple[int, int] = (1, 1),
     lock = threading.Lock()
 
     def one(cell: Cell) -> tuple[str, int]:
+        eid = cell.episode_id(suite.name)
+        try:
+            return attempt_cell(cell, eid)
+        except ConcurrencyError:
+            return "taken", 0  # another worker or process is recording this cell
+        except Exception as exc:  # noqa: BLE001 - one cell's failure never ends the campaign
+            return f"failed: {eid}: {type(exc).__name__}: {exc}" if not isinstance(exc, InquiTreeError) \
+                else f"failed: {eid}: {exc}", 0
+
+    def attempt_cell(cell: Cell, eid: str) -> tuple[str, int]:
+        if budget is not None and budget.spent() and not store.current_version(stream_id(eid)):
+            return "not started", 0
         tree = trees[cell.tree]
         seed = suite.seed + cell.run
         params = Params(tau=tau, max_hints=suite.max_hints,
                         max_turns=suite.max_turns or tree.bounds(suite.max_hints)[1], randomness=cell.randomness,
-                        seed=seed, embedder=embedder.id, template_set=templates.name, template_hash=templates.hash)
-        eid = cell.episode_id(suite.name)
+                        seed=seed, embedder=embedder.id, template_set=templates.name, template_hash=templates.hash,
+                        max_reasks=suite.max_reasks)
+        entry = suite.entries[cell.agent]
         for attempt in range(suite.retries + 1):
-            agent = make_agent(cell.agent, tree, seed, templates.system_prompt, base_url=suite.base_url,
-                               rate_limiter=limiter)
+            agent = make_agent(entry.spec, tree, seed, templates.system_prompt, entry.config, rate_limiter=limiter)
             try:
-                out = run_episode(tree, agent, judges[cell.judge], embedder, params, templates, store, eid, resume=True)
-            except AgentError as exc:
+                out = run_episode(tree, agent, judges[cell.judge], embedder, params, templates, store, eid,
+                                  resume=True, limits=limits, budget=budget, prices=prices)
+            except EpisodeFailure as exc:
                 if exc.retryable and attempt < suite.retries:
                     time.sleep(min(30.0, 2.0 ** attempt))
                     continue
-                return f"failed: {eid}: {exc}", 0
-            except ConcurrencyError:
-                return "taken", 0  # another worker or process is recording this cell
-            except InquiTreeError as exc:  # the store or the tree refused: report it, keep the others going
-                return f"failed: {eid}: {exc}", 0
+                return f"failed: {eid}: [{exc.kind}] {exc}", 0
             if out.appended == 0:
                 return "skipped", 0  # another worker finished it after this run listed the grid
             new_events = out.events[len(out.events) - out.appended:]  # a resumed episode's earlier turns were counted before
@@ -206,11 +310,14 @@ def run_suite(suite: Suite, store: EventStore, shard: tuple[int, int] = (1, 1),
                     report.taken_elsewhere += 1
                 elif outcome == "skipped":
                     report.skipped += 1
+                elif outcome == "not started":
+                    report.not_started += 1
                 else:
                     report.failed += 1
                     report.errors.append(outcome.removeprefix("failed: "))
                 report.tokens += tokens
-                remaining = len(mine) - report.skipped - report.done - report.failed - report.taken_elsewhere
+                remaining = (len(mine) - report.skipped - report.done - report.failed - report.taken_elsewhere
+                             - report.not_started)
                 if progress:
                     progress(report, remaining)
     return report

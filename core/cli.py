@@ -31,11 +31,6 @@ def main() -> None:
     """
 
 
-def db_option(f):
-    return click.option("--db", "db_url", envvar="INQUITREE_DB", default=None, metavar="URL",
-                        help="Event store URL (default: $INQUITREE_DB or sqlite:///inquitree.sqlite).")(f)
-
-
 def _register() -> None:
     from inquitree.core import cli_db, cli_extract, cli_judge, cli_play, cli_suite, cli_trees, cli_warehouse
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from inquitree.core.cli import db_option
+from inquitree.core.cli_common import db_option
 from inquitree.events import migrate
 from inquitree.events.store import EventStore, default_url, make_engine, redact
 

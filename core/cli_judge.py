@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from inquitree.core.cli import db_option
+from inquitree.core.cli_common import agent_config, agent_options, call_options, db_option, judge_config, judge_options
 
 
 @click.command()
@@ -12,18 +12,19 @@ from inquitree.core.cli import db_option
 @click.option("--all", "all_", is_flag=True, help="Every finished episode (optionally --prefix).")
 @click.option("--prefix", default="", help="With --all: only episode ids starting with this (e.g. a suite name).")
 @click.option("--judge", "judge_spec", required=True, help="embedding | openai:MODEL")
-@click.option("--judge-base-url", default=None)
+@judge_options
+@call_options
 @click.option("--embedder", "embedder_name", default="local", show_default=True, help="For the embedding judge.")
 @click.option("--again", is_flag=True, help="Judge again even where this judge already has verdicts.")
 @db_option
-def judge(episodes, all_, prefix, judge_spec, judge_base_url, embedder_name, again, db_url) -> None:
+def judge(episodes, all_, prefix, judge_spec, embedder_name, again, db_url, **model_kw) -> None:
     """Append a judge's verdicts and scores to finished episodes (nothing is overwritten)."""
     from inquitree.core.embed import make_embedder
     from inquitree.core.judges import make_judge
     from inquitree.core.rejudge import finished_episodes, rejudge
     from inquitree.events.store import EventStore
 
-    j = make_judge(judge_spec, make_embedder(embedder_name), base_url=judge_base_url)
+    j = make_judge(judge_spec, make_embedder(embedder_name), judge_config(model_kw))
     with EventStore(db_url) as store:
         ids = list(episodes) + (finished_episodes(store, prefix) if all_ else [])
         if not ids:
@@ -40,9 +41,10 @@ def judge(episodes, all_, prefix, judge_spec, judge_base_url, embedder_name, aga
 @click.option("--agent", "agent_spec", required=True, help="oracle | random | openai:MODEL")
 @click.option("--tree", "tree_refs", multiple=True, help="Trees whose results to show (default: every shipped tree).")
 @click.option("--seed", default=0, show_default=True)
-@click.option("--base-url", default=None)
+@agent_options
+@call_options
 @db_option
-def control(agent_spec, tree_refs, seed, base_url, db_url) -> None:
+def control(agent_spec, tree_refs, seed, db_url, **model_kw) -> None:
     """The decontextualized control: each true and fake result alone; VALID or INVALID."""
     from inquitree.core.rejudge import run_control
     from inquitree.core.tree import load_tree_file, resolve_tree, shipped_tree_paths
@@ -50,11 +52,13 @@ def control(agent_spec, tree_refs, seed, base_url, db_url) -> None:
 
     trees = [resolve_tree(r) for r in tree_refs] if tree_refs else [load_tree_file(p) for p in shipped_tree_paths()]
     with EventStore(db_url) as store:
-        sid, answered, total = run_control(store, agent_spec, trees, seed, base_url)
+        sid, answered, total = run_control(store, agent_spec, trees, seed, agent_config(model_kw))
         answers = [r.event for r in store.read_stream(sid)[1:]]
     right = sum(a.correct for a in answers)
+    unparsed = sum(a.answer is None for a in answers)
     fakes = [a for a in answers if a.shown_fake]
     trues = [a for a in answers if not a.shown_fake]
     click.echo(f"{sid}: {answered} answered now, {len(answers)}/{total} in all; accuracy {right / max(1, len(answers)):.3f}, "
                f"fake detection {sum(a.answer == 'INVALID' for a in fakes) / max(1, len(fakes)):.3f}, "
-               f"false alarms {sum(a.answer == 'INVALID' for a in trues) / max(1, len(trues)):.3f}")
+               f"false alarms {sum(a.answer == 'INVALID' for a in trues) / max(1, len(trues)):.3f}, "
+               f"unparsed {unparsed}")

@@ -7,10 +7,11 @@ import textwrap
 
 import click
 
-from inquitree.core.cli import db_option
+from inquitree.core.cli_common import (agent_config, agent_options, call_options, db_option, judge_config,
+                                       judge_options, limit_options, limits_of)
 from inquitree.events.base import Event
 from inquitree.events.types import (AgentReplied, DependencyBlocked, EpisodeFailed, EpisodeScored, EpisodeStarted,
-                                    HintIssued, MatchScored, ObservationEmitted, ResultDrawn, TurnLimitReached)
+                                    HintIssued, LimitReached, MatchScored, ObservationEmitted, ResultDrawn, TurnLimitReached)
 
 
 def _wrap(text: str, indent: str = "    ") -> str:
@@ -41,7 +42,10 @@ def show_event(ev: Event, engine_notes: bool = True) -> None:
     elif isinstance(ev, TurnLimitReached):
         click.secho(f"    engine: turn limit {ev.max_turns} reached", fg="red")
     elif isinstance(ev, EpisodeFailed):
-        click.secho(f"    engine: episode failed: {ev.error}", fg="red")
+        click.secho(f"    engine: episode failed [{ev.kind or ev.error_class or '?'}]: {ev.error}", fg="red")
+    elif isinstance(ev, LimitReached):
+        click.secho(f"    engine: limit {ev.limit} reached ({ev.used:g} of {ev.threshold:g}): the episode ends here",
+                    fg="red")
 
 
 def print_scores(episode_id: str, scored: EpisodeScored | None) -> None:
@@ -65,25 +69,33 @@ def print_scores(episode_id: str, scored: EpisodeScored | None) -> None:
 @click.option("--randomness", "-a", default=0, show_default=True, type=int, help="Fake results with probability 10a%.")
 @click.option("--tau", type=float, default=None, help="Match threshold (default: the embedder's, see README).")
 @click.option("--max-hints", "-H", default=4, show_default=True, type=int)
-@click.option("--max-turns", type=int, default=None, help="Default: n(2H+3).")
+@click.option("--max-turns", type=click.IntRange(min=1), default=None, help="Default: n(2H+3).")
+@click.option("--max-reasks", type=click.IntRange(min=0), default=3, show_default=True,
+              help="C.4.2 re-asks in one Result visit; the next reply that names no decision ends the inquiry "
+                   "(the conclusion is asked for).")
 @click.option("--templates", "template_set", default="inquitree", show_default=True, help="Template set name or directory.")
 @click.option("--record/--no-record", default=False, help="Append every event to the store (default: nothing is written).")
 @db_option
-@click.option("--base-url", default=None, help="OpenAI-compatible base URL for the agent.")
-@click.option("--judge-base-url", default=None, help="OpenAI-compatible base URL for the judge.")
+@agent_options
+@judge_options
+@call_options
+@limit_options
 @click.option("--embedder-base-url", default=None, help="OpenAI-compatible base URL for the embedder.")
 @click.option("--episode-id", default=None, help="Default: a new random id.")
 @click.option("--engine-notes/--no-engine-notes", default=None,
               help="Show matches, hints and fake draws (default: on, off for --agent human).")
 @click.option("--quiet", "-q", is_flag=True, help="Only the final scores.")
-def play(tree_ref, agent_spec, judge_spec, embedder_name, seed, randomness, tau, max_hints, max_turns, template_set,
-         record, db_url, base_url, judge_base_url, embedder_base_url, episode_id, engine_notes, quiet) -> None:
-    """Play one episode, showing the dialogue live; end with the episode id and its scores."""
-    from inquitree.core.agents import AgentError, make_agent
+def play(tree_ref, agent_spec, judge_spec, embedder_name, seed, randomness, tau, max_hints, max_turns, max_reasks,
+         template_set, record, db_url, embedder_base_url, episode_id, engine_notes, quiet, **model_kw) -> None:
+    """Play one episode, showing the dialogue live; end with the episode id and its scores.
+
+    A failure of the agent, judge or embedder ends the episode with a recorded EpisodeFailed
+    (exit 2); a reached limit ends it with LimitReached, and it is scored on what it reached."""
+    from inquitree.core.agents import make_agent
     from inquitree.core.embed import default_tau, make_embedder
     from inquitree.core.engine import Params
     from inquitree.core.judges import make_judge
-    from inquitree.core.runner import new_episode_id, run_episode
+    from inquitree.core.runner import EpisodeFailure, new_episode_id, run_episode
     from inquitree.core.templates import TemplateSet
     from inquitree.core.tree import resolve_tree
     from inquitree.events.store import EventStore
@@ -93,19 +105,26 @@ def play(tree_ref, agent_spec, judge_spec, embedder_name, seed, randomness, tau,
     embedder = make_embedder(embedder_name, base_url=embedder_base_url)
     params = Params(tau=default_tau(embedder.id) if tau is None else tau, max_hints=max_hints,
                     max_turns=max_turns or tree.bounds(max_hints)[1], randomness=randomness, seed=seed,
-                    embedder=embedder.id, template_set=templates.name, template_hash=templates.hash)
+                    embedder=embedder.id, template_set=templates.name, template_hash=templates.hash,
+                    max_reasks=max_reasks)
     params.validate()
-    agent = make_agent(agent_spec, tree, seed, templates.system_prompt, base_url=base_url)
-    judge = None if judge_spec == "none" else make_judge(judge_spec, embedder, base_url=judge_base_url)
+    limits, prices = limits_of(model_kw)
+    agent = make_agent(agent_spec, tree, seed, templates.system_prompt, agent_config(model_kw))
+    if prices is not None and limits.episode_cost_usd and agent_spec.startswith("openai:") \
+            and not prices.has(agent_spec.split(":", 1)[1]):
+        raise click.UsageError(f"--max-episode-cost: {prices.path} has no price for {agent_spec.split(':', 1)[1]!r}")
+    judge = None if judge_spec == "none" else make_judge(judge_spec, embedder, judge_config(model_kw))
     store = EventStore(db_url) if record else None
     notes = engine_notes if engine_notes is not None else agent_spec != "human"
     episode_id = episode_id or new_episode_id()
     hook = None if quiet else (lambda ev: show_event(ev, notes))
     try:
-        outcome = run_episode(tree, agent, judge, embedder, params, templates, store, episode_id, on_event=hook)
-    except AgentError as exc:
+        outcome = run_episode(tree, agent, judge, embedder, params, templates, store, episode_id, on_event=hook,
+                              limits=limits, prices=prices)
+    except EpisodeFailure as exc:
         where = f"; what was played is recorded in {store!r}" if store else ""
-        raise AgentError(f"{exc} (episode {episode_id} failed{where})") from exc
+        raise EpisodeFailure(f"{exc} (episode {episode_id} failed{where})", exc.episode_id, exc.retryable, exc.kind,
+                             exc.error_class) from exc
     print_scores(outcome.episode_id, outcome.scored)
     click.echo(f"  recorded in {store.url} as stream episode/{outcome.episode_id}" if store else
                "  not recorded (use --record to keep the events)")

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from inquitree.core.cli import db_option
+from inquitree.core.cli_common import db_option
 
 
 @click.group()
@@ -39,11 +39,14 @@ def run(suite_file, db_url, shard, concurrency) -> None:
     t0 = time.perf_counter()
     with EventStore(db_url) as store:
         report = run_suite(s, store, (index, count), progress=progress, concurrency=concurrency)
+    budget = f", {report.not_started} not started (the campaign budget is spent)" if report.not_started else ""
     click.echo(f"suite {s.name} shard {index}/{count}: {report.cells} cells, {report.skipped} already finished, "
-               f"{report.done} done now, {report.failed} failed, {report.taken_elsewhere} taken by another worker "
-               f"({time.perf_counter() - t0:.1f} s)")
-    for err in report.errors[:20]:
+               f"{report.done} done now, {report.failed} failed, {report.taken_elsewhere} taken by another worker"
+               f"{budget} ({time.perf_counter() - t0:.1f} s)")
+    for err in report.errors[:50]:
         click.echo(f"  failed: {err}", err=True)
+    if len(report.errors) > 50:
+        click.echo(f"  ... and {len(report.errors) - 50} more: `inquitree suite status {suite_file}` lists them", err=True)
     sys.exit(1 if report.failed else 0)
 
 
@@ -51,7 +54,7 @@ def run(suite_file, db_url, shard, concurrency) -> None:
 @click.argument("suite_file", type=click.Path(dir_okay=False))
 @db_option
 def status(suite_file, db_url) -> None:
-    """How many cells are finished, failed, interrupted or not started."""
+    """How many cells are finished, failed, interrupted or not started; each failed cell with its reason."""
     from inquitree.core.campaign import Suite
     from inquitree.core.runner import STREAM_PREFIX, stream_id
     from inquitree.events.store import EventStore
@@ -61,10 +64,17 @@ def status(suite_file, db_url) -> None:
         started = {x.stream_id for x in store.streams(prefix=STREAM_PREFIX)}
         finished = store.streams_with_event(STREAM_PREFIX, "EpisodeScored")
         failed = store.streams_with_event(STREAM_PREFIX, "EpisodeFailed")
-    counts = {"finished": 0, "failed": 0, "interrupted": 0, "not started": 0}
-    for c in s.cells():
-        sid = stream_id(c.episode_id(s.name))
-        key = ("finished" if sid in finished else "failed" if sid in failed else
-               "interrupted" if sid in started else "not started")
-        counts[key] += 1
+        counts = {"finished": 0, "failed": 0, "interrupted": 0, "not started": 0}
+        reasons = []
+        for c in s.cells():
+            sid = stream_id(c.episode_id(s.name))
+            key = ("finished" if sid in finished else "failed" if sid in failed else
+                   "interrupted" if sid in started else "not started")
+            counts[key] += 1
+            if key == "failed":
+                last = next(r.event for r in reversed(store.read_stream(sid)) if r.event_type == "EpisodeFailed")
+                reasons.append(f"  failed: {sid.removeprefix(STREAM_PREFIX)} at step {last.step}: "
+                               f"[{last.kind or '?'}{', retryable' if last.retryable else ''}] {last.error}")
     click.echo(f"suite {s.name}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    for line in reasons:
+        click.echo(line)

@@ -26,6 +26,7 @@ from typing import Iterable, Protocol, Sequence
 
 import numpy as np
 
+from inquitree.core.models import openai_endpoint, redact_text, redact_url
 from inquitree.events.errors import InquiTreeError
 
 
@@ -105,14 +106,6 @@ class HashEmbedder:
         return normalize(m)
 
 
-def openai_endpoint(base_url: str | None, api_key: str | None) -> tuple[str | None, str | None]:
-    """(base URL, key) for an OpenAI-compatible endpoint: the arguments, else $OPENAI_BASE_URL and
-    $OPENAI_API_KEY; a local server (a base URL without a key) takes any key. The key is None when
-    there is neither: the caller says what needs it."""
-    base_url = base_url or os.environ.get("OPENAI_BASE_URL")
-    return base_url, api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if base_url else None)
-
-
 class OpenAIEmbedder:
     """Any OpenAI-compatible /v1/embeddings endpoint."""
 
@@ -125,8 +118,9 @@ class OpenAIEmbedder:
         if not key:
             raise EmbedderError("the openai embedder needs $OPENAI_API_KEY (or --base-url for a local server)")
         self.client = openai.OpenAI(api_key=key, base_url=self.base_url, max_retries=max_retries, timeout=timeout)
+        self._key = key
         self.batch_size = batch_size
-        self.id = f"openai:{model}" + (f"@{self.base_url}" if self.base_url else "")
+        self.id = f"openai:{model}" + (f"@{redact_url(self.base_url)}" if self.base_url else "")
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         import openai
@@ -137,7 +131,8 @@ class OpenAIEmbedder:
             try:
                 resp = self.client.embeddings.create(model=self.model, input=batch)
             except openai.OpenAIError as exc:
-                raise EmbedderError(f"embedding request to {self.base_url or 'OpenAI'} ({self.model}) failed: {exc}") from exc
+                raise EmbedderError(redact_text(f"embedding request to {redact_url(self.base_url) or 'OpenAI'} "
+                                                f"({self.model}) failed: {exc}", (self._key,))) from exc
             data = sorted(resp.data, key=lambda d: d.index)
             if len(data) != len(batch):
                 raise EmbedderError(f"{self.id}: asked for {len(batch)} embeddings, got {len(data)}")

@@ -26,8 +26,7 @@ from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import (AgentReplied, ConclusionSubmitted, DecisionParsed, DependencyBlocked,
                                     EpisodeFailed, EpisodeResumed, EpisodeScored, EpisodeStarted, HintIssued,
-                                    JudgeVerdict,
-                                    MatchScored, ObservationEmitted, ResultDrawn, Transitioned, TurnLimitReached)
+                                    JudgeVerdict, LimitReached, MatchScored, ObservationEmitted, ResultDrawn, Transitioned, TurnLimitReached)
 
 TOPIC, SUBTOPIC, STUDY, RESULT, CONCLUSION, DONE, FAILED = (
     "topic", "subtopic", "study", "result", "conclusion", "done", "failed")
@@ -52,11 +51,15 @@ class Params:
     embedder: str
     template_set: str
     template_hash: str
+    max_reasks: int | None = 3  # C.4.2 re-asks in one Result visit before the engine asks for the conclusion
 
     @classmethod
     def from_dict(cls, recorded: dict[str, Any]) -> "Params":
-        """The parameters as recorded in EpisodeStarted (keys this version does not know are ignored)."""
-        return cls(**{f.name: recorded[f.name] for f in dataclasses.fields(cls)})
+        """The parameters as recorded in EpisodeStarted (keys this version does not know are ignored).
+
+        An episode recorded before ``max_reasks`` existed had no bound: None, so it replays as it ran."""
+        return cls(**{f.name: recorded.get(f.name) if f.name == "max_reasks" else recorded[f.name]
+                      for f in dataclasses.fields(cls)})
 
     def validate(self) -> None:
         if not (0 < self.tau <= 1):
@@ -68,6 +71,8 @@ class Params:
             raise EngineError(f"--max-hints {self.max_hints}: H must be at least 1")
         if self.max_turns < 1:
             raise EngineError(f"--max-turns {self.max_turns}: must be at least 1")
+        if self.max_reasks is not None and self.max_reasks < 0:
+            raise EngineError(f"--max-reasks {self.max_reasks}: must be 0 or more")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +83,13 @@ class Reply:
     model: str | None = None
     usage: dict[str, int | None] = dataclasses.field(default_factory=dict)
     latency_ms: float | None = None
+    cache_hit: bool = False  # served from the call cache, not by a new call
+    truncated_from: int | None = None  # the reply's length before it was cut to the size limit
+
+    def replied(self, step: int, state: str, action: str) -> AgentReplied:
+        return AgentReplied(step=step, state=state, raw=self.text, action=action, model=self.model,
+                            usage=dict(self.usage), latency_ms=self.latency_ms, cache_hit=self.cache_hit,
+                            truncated_from=self.truncated_from)
 
 
 def extract_action(reply: str) -> str:
@@ -93,12 +105,25 @@ def parse_decision(action: str) -> tuple[str | None, list[str]]:
     return (found[0] if len(found) == 1 else None), found
 
 
-def split_conclusion(action: str) -> list[str]:
-    """#16: the conclusion's items are its numbered or bulleted lines (else the whole text)."""
+def _plain(text: str) -> str:
+    """Text for comparison: no Markdown emphasis or heading marks, one space, lower case."""
+    return " ".join(re.sub(r"[*_#`>]+", " ", text).split()).lower()
+
+
+def split_conclusion(action: str, prompt_lines: frozenset[str] = frozenset()) -> list[str]:
+    """#16: the conclusion's items are its numbered or bulleted lines (else the whole text).
+
+    A line with no content is not an item: no letter or digit (``...``, bare punctuation), or a
+    line of the prompt echoed back (``prompt_lines``, compared after :func:`_plain`), such as
+    the conclusion template's own example list."""
+
+    def has_content(item: str) -> bool:
+        return bool(re.search(r"[^\W_]", item)) and _plain(item) not in prompt_lines
+
     items = [m.group(1) for line in action.splitlines() if (m := _ITEM_RE.match(line))]
     if items:
-        return items
-    return [action.strip()] if action.strip() else []
+        return [i for i in items if has_content(i)]
+    return [action.strip()] if action.strip() and has_content(action.strip()) else []
 
 
 def uniform(seed: int, index: int, purpose: str) -> float:
@@ -118,6 +143,7 @@ class EpisodeState:
     subtopic: str | None = None
     study: str | None = None
     failures: int = 0  # hints issued in the current state visit (#6)
+    reasks: int = 0  # invalid decisions in a row in the current Result visit
     hint_target: str | None = None
     visits: dict[str, int] = dataclasses.field(default_factory=dict)  # V^sub with visit counts
     study_runs: dict[str, int] = dataclasses.field(default_factory=dict)
@@ -154,9 +180,11 @@ class EpisodeState:
             self.failures = ev.level
             self.hint_target = ev.target
             self.hints_issued += 1
+        elif isinstance(ev, DecisionParsed):
+            self.reasks = 0 if ev.valid else self.reasks + 1
         elif isinstance(ev, Transitioned):
             self.state = ev.to_state
-            self.failures, self.hint_target = 0, None
+            self.failures, self.hint_target, self.reasks = 0, None, 0
             if ev.forced:
                 self.forced_transitions += 1
             if ev.to_state == SUBTOPIC:
@@ -219,6 +247,9 @@ class Engine:
     def __init__(self, tree: Tree, params: Params, templates: TemplateSet):
         params.validate()
         self.tree, self.p, self.t = tree, params, templates
+        # the conclusion prompts' own lines: echoed back, they are not conclusion items
+        self.prompt_lines = frozenset(p for tid in ("C.5", "C.6") for line in templates.render(tid).splitlines()
+                                      if (p := _plain(m.group(1) if (m := _ITEM_RE.match(line)) else line)))
 
     # -- public API ----------------------------------------------------------------------------
     def start(self, episode_id: str, agent: dict, judge: dict, code_version: str) -> list[Event]:
@@ -249,13 +280,11 @@ class Engine:
         s = _Step(state)
         action = extract_action(reply.text)
         if state.state == CONCLUSION:
-            s.emit(AgentReplied(step=state.step, state=CONCLUSION, raw=reply.text, action=action, model=reply.model,
-                                usage=dict(reply.usage), latency_ms=reply.latency_ms))
-            s.emit(ConclusionSubmitted(items=split_conclusion(action)))
+            s.emit(reply.replied(state.step, CONCLUSION, action))
+            s.emit(ConclusionSubmitted(items=split_conclusion(action, self.prompt_lines)))
             return s.events
         step = state.step + 1
-        s.emit(AgentReplied(step=step, state=state.state, raw=reply.text, action=action, model=reply.model,
-                            usage=dict(reply.usage), latency_ms=reply.latency_ms))
+        s.emit(reply.replied(step, state.state, action))
         if state.state == TOPIC:
             self._topic(s, step, action, cosines)
         elif state.state == SUBTOPIC:
@@ -272,8 +301,21 @@ class Engine:
         s.observe(step)
         return s.events
 
-    def fail(self, state: EpisodeState, error: str, retryable: bool) -> list[Event]:
-        return [EpisodeFailed(step=state.step, error=error, retryable=retryable)]
+    def fail(self, state: EpisodeState, error: str, retryable: bool, error_class: str = "",
+             kind: str = "") -> list[Event]:
+        return [EpisodeFailed(step=state.step, error=error, retryable=retryable, error_class=error_class, kind=kind)]
+
+    def end_by_limit(self, state: EpisodeState, limit: str, threshold: float, used: float) -> list[Event]:
+        """A run limit (tokens, cost, wall time, the campaign's budget) was reached before the next
+        call: the episode ends here with no conclusion items, and is scored on what it reached."""
+        if state.state in (DONE, FAILED):
+            raise EngineError(f"episode {state.episode_id} is {state.state}: no limit can end it")
+        events: list[Event] = [LimitReached(step=state.step, limit=limit, threshold=threshold, used=used)]
+        if state.state != CONCLUSION:
+            events.append(Transitioned(step=state.step, from_state=state.state, to_state=CONCLUSION, node=None,
+                                       forced=True, reason=f"limit:{limit}"))
+        events.append(ConclusionSubmitted(items=[]))
+        return events
 
     def resume(self, state: EpisodeState) -> list[Event]:
         if state.state != FAILED:
@@ -390,7 +432,13 @@ class Engine:
     def _result(self, s: _Step, step: int, action: str) -> None:
         decision, found = parse_decision(action)
         s.emit(DecisionParsed(step=step, decision=decision, keywords=found, valid=decision is not None))
-        if decision is None:
+        if decision is None and self.p.max_reasks is not None and s.state.reasks > self.p.max_reasks:
+            # README "Design": after max_reasks re-asks the engine stops the inquiry and asks for
+            # the conclusion; it never takes a research decision (redo, explore) for the agent
+            s.emit(Transitioned(step=step, from_state=RESULT, to_state=CONCLUSION, node=None, forced=True,
+                                reason="reask_limit"))
+            s.show("C.5", self.t.render("C.5"))
+        elif decision is None:
             s.show("C.4.2", self.t.render("C.4.2"))
         elif decision == "redo_study":
             study = self.tree.study[s.state.study]

@@ -40,6 +40,7 @@ from typing import Callable
 
 from inquitree.core.agents import strip_code_fence
 from inquitree.core.calibrate import hint_cosines, is_monotone
+from inquitree.core.models import CallSettings, ChatModel, ModelCallError, json_schema_format
 from inquitree.core.tree import TreeError, parse_tree
 from inquitree.events.errors import InquiTreeError
 
@@ -122,19 +123,45 @@ def _parse_json_object(raw: str) -> dict:
     return obj
 
 
+_STR = {"type": "string"}
+_STRS = {"type": "array", "items": _STR}
+SKELETON_SCHEMA = {
+    "type": "object", "required": ["paper", "topic", "subtopics", "conclusions"],
+    "properties": {
+        "paper": {"type": "object", "required": ["title"],
+                  "properties": {"title": _STR, "journal": {"type": ["string", "null"]},
+                                 "doi": {"type": ["string", "null"]}, "published": {"type": ["string", "null"]}}},
+        "topic": _STR,
+        "subtopics": {"type": "array", "items": {
+            "type": "object", "required": ["id", "text", "depends_on_results", "study", "result", "fakes"],
+            "properties": {"id": _STR, "text": _STR, "depends_on_results": _STRS, "study": _STR, "result": _STR,
+                           "fakes": _STRS}}},
+        "conclusions": {"type": "array", "items": {
+            "type": "object", "required": ["id", "text", "requires_results"],
+            "properties": {"id": _STR, "text": _STR, "requires_results": _STRS}}}}}
+HINTS_SCHEMA = {"type": "object", "required": ["hints"],
+                "properties": {"hints": {"type": "array", "items": _STR, "minItems": 4, "maxItems": 4}}}
+FLAGS_SCHEMA = {"type": "object", "required": ["flags"], "properties": {"flags": {"type": "array", "items": {
+    "type": "object", "required": ["item", "issue"],
+    "properties": {"item": _STR, "issue": _STR, "suggestion": _STR}}}}}
+
+
 class JsonChat:
-    """Ask one chat model for JSON objects; bounded retries; every usable answer cached on disk."""
+    """Ask one chat model for JSON objects; bounded retries; every answer logged on disk.
+
+    Each purpose's JSON schema goes to the endpoint as structured output (``response_format``;
+    dropped where the endpoint refuses it). ``<id>.calls.jsonl`` keeps every usable answer (the
+    cache: a re-run asks nothing twice) with its token usage and latency, and every rejected
+    raw answer with the problems found in it, for debugging a prompt or a model."""
 
     def __init__(self, model: str, base_url: str | None, cache_path: Path, attempts: int = 3,
-                 api_key: str | None = None, timeout: float = 300.0, max_retries: int = 5):
-        from inquitree.core.agents import openai_client
-        from inquitree.core.embed import openai_endpoint
-
+                 settings: CallSettings | None = None):
         self.model, self.attempts, self.cache_path = model, attempts, cache_path
-        self.base_url, key = openai_endpoint(base_url, api_key)
-        if not key:
-            raise ExtractError("extract needs $OPENAI_API_KEY (or --base-url for a local server)")
-        self.client = openai_client(self.base_url, key, max_retries, timeout)
+        try:
+            self.chat = ChatModel(model, base_url, settings=settings or CallSettings(timeout=300.0),
+                                  who="extraction model")
+        except ModelCallError as exc:
+            raise ExtractError(f"extract: {exc}") from None
         self.cache: dict[str, dict] = {}
         self.calls = self.cached = 0
         self.tokens = {"input": 0, "output": 0}
@@ -142,7 +169,8 @@ class JsonChat:
             for line in cache_path.read_text(encoding="utf-8").splitlines():
                 try:
                     rec = json.loads(line)
-                    self.cache[rec["key"]] = rec["json"]
+                    if "json" in rec:
+                        self.cache[rec["key"]] = rec["json"]
                 except (ValueError, KeyError):
                     continue  # a line cut short by a crash: that answer is simply asked again
 
@@ -150,47 +178,48 @@ class JsonChat:
         blob = json.dumps([self.model, PROMPT_VERSION, messages], sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    def ask(self, purpose: str, system: str, user: str,
-            check: Callable[[dict], list[str]] | None = None, extra: list[dict] | None = None) -> dict:
-        import openai
+    def _log(self, record: dict) -> None:
+        with open(self.cache_path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
 
+    def ask(self, purpose: str, system: str, user: str,
+            check: Callable[[dict], list[str]] | None = None, extra: list[dict] | None = None,
+            schema: dict | None = None) -> dict:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}, *(extra or [])]
         key = self._key(messages)
         if key in self.cache:
             self.cached += 1
             return self.cache[key]
+        fmt = json_schema_format(purpose.split()[0].replace("-", "_"), schema) if schema else {"type": "json_object"}
         convo = list(messages)
         problems: list[str] = []
         for _ in range(self.attempts):
             try:
-                resp = self.client.chat.completions.create(model=self.model, messages=convo, temperature=0,
-                                                           response_format={"type": "json_object"})
-            except openai.OpenAIError as exc:
-                raise ExtractError(f"{purpose}: model {self.model} at {self.base_url or 'OpenAI'}: "
-                                   f"{type(exc).__name__}: {exc}") from exc
-            except ValueError as exc:  # a 200 whose body is not JSON
-                problems = [f"malformed response from the endpoint ({exc})"]
-                continue
+                res = self.chat.chat(convo, fmt)
+            except ModelCallError as exc:
+                if exc.kind in ("malformed", "wrong_shape", "empty"):
+                    problems = [str(exc)]
+                    continue
+                raise ExtractError(f"{purpose}: {exc}") from exc
             self.calls += 1
-            if resp.usage:
-                self.tokens["input"] += resp.usage.prompt_tokens or 0
-                self.tokens["output"] += resp.usage.completion_tokens or 0
-            raw = (resp.choices[0].message.content or "") if resp.choices else ""
+            self.tokens["input"] += (res.usage.get("input") or 0) + (res.usage.get("cached_input") or 0)
+            self.tokens["output"] += res.usage.get("output") or 0
             try:
-                obj = _parse_json_object(raw)
+                obj = _parse_json_object(res.text)
                 problems = check(obj) if check else []
             except ValueError as exc:
                 obj, problems = None, [f"not a JSON object ({exc})"]
+            call = {"purpose": purpose, "usage": res.usage, "latency_ms": round(res.latency_ms, 1)}
             if not problems:
                 self.cache[key] = obj
-                with open(self.cache_path, "a", encoding="utf-8") as f:
-                    f.write(json.dumps({"key": key, "purpose": purpose, "json": obj}, ensure_ascii=False) + "\n")
+                self._log({"key": key, **call, "json": obj})
                 return obj
-            convo = [*convo, {"role": "assistant", "content": raw},
+            self._log({"key": key, **call, "rejected": res.text, "problems": problems})
+            convo = [*convo, {"role": "assistant", "content": res.text},
                      {"role": "user", "content": "Your reply has these problems:\n- " + "\n- ".join(problems)
                       + "\nReply again with the corrected JSON object only."}]
         raise ExtractError(f"{purpose}: no usable answer from {self.model} after {self.attempts} attempts: "
-                           + "; ".join(problems[:5]))
+                           + "; ".join(problems[:5]) + f" (rejected answers are in {self.cache_path})")
 
 
 # ---------------------------------------------------------------- the pipeline
@@ -295,7 +324,7 @@ def _hints_check(obj: dict) -> list[str]:
 
 def extract_tree(paper_path: Path, model: str, out_dir: Path, embedder, base_url: str | None = None,
                  tree_id: str | None = None, hint_rounds: int = 2, attempts: int = 3,
-                 progress: Callable[[str], None] = lambda s: None) -> Extraction:
+                 progress: Callable[[str], None] = lambda s: None, settings: CallSettings | None = None) -> Extraction:
     paper_path = Path(paper_path)
     try:
         text = paper_path.read_text(encoding="utf-8")
@@ -308,7 +337,7 @@ def extract_tree(paper_path: Path, model: str, out_dir: Path, embedder, base_url
     digest = hashlib.sha256(text.encode()).hexdigest()
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = tree_id or f"extracted-{paper_path.stem}"
-    chat = JsonChat(model, base_url, out_dir / f"{stem}.calls.jsonl", attempts=attempts)
+    chat = JsonChat(model, base_url, out_dir / f"{stem}.calls.jsonl", attempts=attempts, settings=settings)
     provenance = {
         "kind": "extracted-by-model",
         "note": (f"Extracted by the model {model} from the paper text {paper_path.name} (sha256 {digest[:16]}) with "
@@ -319,7 +348,7 @@ def extract_tree(paper_path: Path, model: str, out_dir: Path, embedder, base_url
 
     progress(f"extraction: asking {model} for the tree skeleton")
     sk = chat.ask("extraction", EXTRACT_SYSTEM, EXTRACT_USER.format(paper=text),
-                  check=lambda obj: _skeleton_problems(obj, stem, provenance))
+                  check=lambda obj: _skeleton_problems(obj, stem, provenance), schema=SKELETON_SCHEMA)
     n = len(sk["subtopics"])
     topic = sk["topic"]
 
@@ -333,7 +362,8 @@ def extract_tree(paper_path: Path, model: str, out_dir: Path, embedder, base_url
         user = HINTS_USER.format(topic=topic, kind=kind, target=target)
         extra: list[dict] = []
         for round_ in range(hint_rounds + 1):
-            h = chat.ask(f"hints for {key}", HINTS_SYSTEM, user, check=_hints_check, extra=extra)["hints"]
+            h = chat.ask(f"hints for {key}", HINTS_SYSTEM, user, check=_hints_check, extra=extra,
+                         schema=HINTS_SCHEMA)["hints"]
             c = [round(x, 4) for x in hint_cosines(embedder, target, h)]
             if is_monotone(c):
                 break
@@ -374,7 +404,7 @@ def extract_tree(paper_path: Path, model: str, out_dir: Path, embedder, base_url
     ]
     for stage, name, system, user, known in checks:
         progress(f"{stage}: {name} check")
-        obj = chat.ask(f"{stage} {name} check", system, user, check=_flags_check(known))
+        obj = chat.ask(f"{stage} {name} check", system, user, check=_flags_check(known), schema=FLAGS_SCHEMA)
         flags += [Flag(stage, name, f["item"], f["issue"], str(f.get("suggestion") or "")) for f in obj["flags"]]
 
     tree_path = out_dir / f"{stem}.json"

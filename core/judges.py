@@ -14,11 +14,13 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Protocol
 
 import numpy as np
 
-from inquitree.core.agents import strip_code_fence
+from inquitree.core.agents import ModelConfig, strip_code_fence
+from inquitree.core.models import ModelCallError, json_schema_format, option_label
 from inquitree.core.tree import Tree
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import JudgeVerdict
@@ -27,7 +29,9 @@ SCORES = (1.0, 0.6, 0.0)
 
 
 class JudgeError(InquiTreeError):
-    pass
+    def __init__(self, message: str, retryable: bool = False, kind: str = "judge"):
+        super().__init__(message)
+        self.retryable, self.kind = retryable, kind
 
 
 class Judge(Protocol):
@@ -81,52 +85,71 @@ The agent's conclusions:
 {conclusions}"""
 
 
+VERDICT_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["score", "rationale"],
+                  "properties": {"score": {"type": "number", "enum": [1.0, 0.6, 0.0]},
+                                 "rationale": {"type": "string", "minLength": 1}}}
+_PLACEHOLDER = re.compile(r"^\W*(<[^>]*>|one or two sentences|rationale|\.\.\.|string|str|text)?\W*$", re.I)
+
+
 class OpenAIJudge:
+    """The LLM judge (#16): one call per ground-truth item, the verdict's JSON schema passed as
+    structured output where the endpoint takes it, bounded re-asks for an unusable verdict."""
+
     prompt_version = JUDGE_PROMPT_VERSION
 
-    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, attempts: int = 3,
-                 max_retries: int = 5, timeout: float = 120.0):
-        import openai
-
-        self.model, self.attempts = model, attempts
-        from inquitree.core.embed import openai_endpoint
-
-        self.base_url, key = openai_endpoint(base_url, api_key)
-        if not key:
-            raise JudgeError("the openai judge needs $OPENAI_API_KEY (or --judge-base-url for a local server)")
-        from inquitree.core.agents import openai_client
-
-        self.client = openai_client(self.base_url, key, max_retries, timeout)
-        self.id = f"openai:{model}:{self.prompt_version}"
-        self.description = {"kind": "openai", "model": model, "base_url": self.base_url, "temperature": 0}
+    def __init__(self, model: str, config: ModelConfig | None = None, attempts: int = 3):
+        config = config or ModelConfig()
+        self.attempts = attempts
+        try:
+            self.chat = config.chat_model(model, "openai judge")
+        except ModelCallError as exc:
+            raise JudgeError(str(exc), exc.retryable, exc.kind) from None
+        self.model = model
+        self.id = f"openai:{config.label or option_label(model, config.settings.options)}:{self.prompt_version}"
+        self.description = {"kind": "openai", **self.chat.describe()}
 
     def judge(self, tree: Tree, items: list[str]) -> list[JudgeVerdict]:
-        import openai
-
-        listing = "\n".join(f"({i}) {t}" for i, t in enumerate(items, 1)) or "(none)"
+        """Raises :class:`JudgeError` when the endpoint fails (the runner records it as the
+        episode's failure, to be resumed); an answer that stays unusable is a judge error verdict."""
+        listing = "\n".join(f"({i}) {t}" for i, t in enumerate(items, 1))
         out = []
         for c in tree.conclusions:
+            if not items:  # nothing to grade: no call
+                out.append(JudgeVerdict(judge_id=self.id, judge=self.description, prompt_version=self.prompt_version,
+                                        item_id=c.id, score=0.0, rationale="the agent submitted no conclusion items",
+                                        raw_output=""))
+                continue
             user = JUDGE_USER.format(topic=tree.topic, item=c.text, conclusions=listing)
-            raw, score, why = "", None, ""
+            messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
+            raw, score, why, model = "", None, "", None
+            usage: dict[str, int | None] = {}
+            latency, hit = 0.0, True
             for _ in range(self.attempts):
                 try:
-                    resp = self.client.chat.completions.create(
-                        model=self.model, temperature=0, response_format={"type": "json_object"},
-                        messages=[{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}])
-                except openai.OpenAIError as exc:
-                    raw, why = "", f"judge call failed: {type(exc).__name__}: {exc}"
-                    continue
-                raw = (resp.choices[0].message.content or "") if resp.choices else ""
+                    res = self.chat.chat(messages, json_schema_format("verdict", VERDICT_SCHEMA))
+                except ModelCallError as exc:
+                    raise JudgeError(f"{exc} (judging item {c.id})", exc.retryable, exc.kind) from None
+                usage = _add_usage(usage, res.usage)
+                latency += res.latency_ms
+                hit = hit and res.cache_hit
+                raw, model = res.text, res.model
                 score, why = parse_verdict(raw)
                 if score is not None:
                     break
             out.append(JudgeVerdict(judge_id=self.id, judge=self.description, prompt_version=self.prompt_version,
-                                    item_id=c.id, score=score, rationale=why, raw_output=raw, error=score is None))
+                                    item_id=c.id, score=score, rationale=why, raw_output=raw, error=score is None,
+                                    model=model, usage=usage, latency_ms=round(latency, 3), cache_hit=hit))
         return out
 
 
+def _add_usage(a: dict[str, int | None], b: dict[str, int | None]) -> dict[str, int | None]:
+    keys = set(a) | set(b)
+    return {k: (None if a.get(k) is None and b.get(k) is None else (a.get(k) or 0) + (b.get(k) or 0)) for k in keys}
+
+
 def parse_verdict(raw: str) -> tuple[float | None, str]:
-    """(score, rationale) from the judge's JSON; (None, reason) when it is not usable."""
+    """(score, rationale) from the judge's JSON; (None, reason) when it is not usable: not JSON,
+    a score outside {1.0, 0.6, 0.0}, or a rationale that is empty or the prompt's placeholder."""
     try:
         obj = json.loads(strip_code_fence(raw))
         score = float(obj["score"])
@@ -134,12 +157,15 @@ def parse_verdict(raw: str) -> tuple[float | None, str]:
         return None, f"unparseable judge output ({type(exc).__name__})"
     if score not in SCORES:
         return None, f"score {score} is not one of 1.0, 0.6, 0.0"
-    return score, str(obj.get("rationale", ""))
+    why = obj.get("rationale")
+    if not isinstance(why, str) or _PLACEHOLDER.match(why.strip()):
+        return None, f"the rationale is empty or the prompt's placeholder ({str(why)[:60]!r})"
+    return score, why
 
 
-def make_judge(spec: str, embedder, base_url: str | None = None) -> Judge:
+def make_judge(spec: str, embedder, config: ModelConfig | None = None) -> Judge:
     if spec == "embedding":
         return EmbeddingJudge(embedder)
     if spec.startswith("openai:"):
-        return OpenAIJudge(spec.split(":", 1)[1], base_url=base_url)
+        return OpenAIJudge(spec.split(":", 1)[1], config)
     raise JudgeError(f"--judge {spec!r}: expected embedding or openai:MODEL")

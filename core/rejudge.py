@@ -15,7 +15,10 @@ from __future__ import annotations
 import hashlib
 import re
 
-from inquitree.core.agents import OpenAIChatAgent
+import json
+
+from inquitree.core.agents import ModelConfig, strip_code_fence
+from inquitree.core.models import ModelCallError, json_schema_format, option_label
 from inquitree.core.engine import Engine, Params, fold, uniform
 from inquitree.core.judges import Judge
 from inquitree.core.runner import STREAM_PREFIX, stream_id
@@ -61,7 +64,7 @@ def finished_episodes(store: EventStore, prefix: str = "") -> list[str]:
                   for s in store.streams_with_event(STREAM_PREFIX + prefix, "ConclusionSubmitted"))
 
 
-CONTROL_PROMPT_VERSION = "control-v1"
+CONTROL_PROMPT_VERSION = "control-v2"
 CONTROL_SYSTEM = "You are an expert scientist reviewing a single reported result."
 CONTROL_USER = """Research topic:
 {topic}
@@ -69,14 +72,25 @@ CONTROL_USER = """Research topic:
 A study on this topic reported the following result:
 {text}
 
-Is this result scientifically valid? Answer with one word: VALID or INVALID."""
-_VALID = re.compile(r"\bVALID\b", re.IGNORECASE)
-_INVALID = re.compile(r"\bINVALID\b", re.IGNORECASE)
+Is this result scientifically valid? Answer with a JSON object and nothing else: {{"answer": "VALID"}} or \
+{{"answer": "INVALID"}}."""
+ANSWER_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["answer"],
+                 "properties": {"answer": {"type": "string", "enum": ["VALID", "INVALID"]}}}
+_WORD = re.compile(r"^[\s*_`\"'.]*(VALID|INVALID)[\s*_`\"'.]*$", re.IGNORECASE)
 
 
 def parse_validity(text: str) -> str | None:
-    v, i = bool(_VALID.search(text)), bool(_INVALID.search(text))
-    return "VALID" if v and not i else "INVALID" if i and not v else None
+    """The answer, strictly: the JSON object {"answer": "VALID" | "INVALID"}, or the reply being
+    that one word alone (give or take quotes, emphasis and a full stop). Anything
+    else, a sentence that mentions either word included, is unparsed (None): nothing is inferred."""
+    body = strip_code_fence(text)
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        m = _WORD.match(body)
+        return m.group(1).upper() if m else None
+    answer = obj.get("answer") if isinstance(obj, dict) else None
+    return answer if answer in ("VALID", "INVALID") else None
 
 
 def control_items(trees: list[Tree], seed: int) -> list[tuple[Tree, str, bool, int | None, str]]:
@@ -100,7 +114,7 @@ class _ControlOracle:
 
 
 def run_control(store: EventStore, agent_spec: str, trees: list[Tree], seed: int = 0,
-                base_url: str | None = None) -> tuple[str, int, int]:
+                config: ModelConfig | None = None) -> tuple[str, int, int]:
     """Record the control for one agent; resumable. Returns (stream id, answered now, total items)."""
     items = control_items(trees, seed)
     key = hashlib.sha256(f"{agent_spec}|{seed}|{','.join(t.id + ':' + t.content_hash for t in trees)}".encode())
@@ -111,8 +125,14 @@ def run_control(store: EventStore, agent_spec: str, trees: list[Tree], seed: int
     elif agent_spec == "random":
         desc = {"kind": "random", "seed": seed}
     elif agent_spec.startswith("openai:"):
-        chat = OpenAIChatAgent(agent_spec.split(":", 1)[1], CONTROL_SYSTEM, base_url=base_url)
-        desc = chat.description
+        config = config or ModelConfig()
+        model = agent_spec.split(":", 1)[1]
+        try:
+            chat = config.chat_model(model, "control model")
+        except ModelCallError as exc:
+            raise RejudgeError(str(exc)) from None
+        desc = {"kind": "openai", "label": config.label or option_label(model, config.settings.options),
+                **chat.describe()}
     else:
         raise RejudgeError(f"--agent {agent_spec!r}: the control takes oracle, random or openai:MODEL")
     version = store.current_version(sid)
@@ -123,16 +143,21 @@ def run_control(store: EventStore, agent_spec: str, trees: list[Tree], seed: int
     answered = 0
     for n, (tree, rid, fake, k, text) in enumerate(items[done:], start=done):
         prompt = CONTROL_USER.format(topic=tree.topic, text=text)
+        call: dict = {}
         if agent_spec == "oracle":
             raw = answerer.answer(text, prompt)
         elif agent_spec == "random":
             raw = "VALID" if uniform(seed, n, "control-answer") < 0.5 else "INVALID"
-        else:
-            chat.history = []  # each item alone: no memory of earlier items
-            raw = chat.reply(prompt, "control", n).text
+        else:  # each item alone: no memory of earlier items
+            try:
+                res = chat.chat([{"role": "system", "content": CONTROL_SYSTEM}, {"role": "user", "content": prompt}],
+                                json_schema_format("validity", ANSWER_SCHEMA))
+                raw, call = res.text, res.record()
+            except ModelCallError as exc:  # stop here: the answers so far are kept, a re-run continues
+                raise RejudgeError(f"control stopped at item {n + 1} of {len(items)}: [{exc.kind}] {exc}") from None
         answer = parse_validity(raw)
         ev = ControlAnswered(agent=desc, tree_id=tree.id, result_id=rid, shown_fake=fake, fake_index=k, answer=answer,
-                             correct=answer == ("INVALID" if fake else "VALID"), raw=raw)
+                             correct=answer == ("INVALID" if fake else "VALID"), raw=raw, **call)
         version = store.append(sid, [ev], version)
         answered += 1
     return sid, answered, len(items)

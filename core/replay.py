@@ -4,7 +4,7 @@ Re-simulation feeds the recorded replies and the recorded cosines (Eq. 2 values
 from ``MatchScored``) into a fresh engine built from the recorded parameters,
 seed, tree and template set, and requires the identical event sequence. Judge
 verdicts and failures are inputs from outside the engine and are taken as
-recorded; every ``EpisodeScored`` is recomputed. No model, no network.
+recorded; a reached run limit is an outside input too, and the engine's ending is re-derived; every ``EpisodeScored`` is recomputed. No model, no network.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from inquitree.core.templates import TemplateError, TemplateSet
 from inquitree.core.tree import Tree, TreeError, resolve_tree
 from inquitree.events.base import Event, canonical_json
 from inquitree.events.types import (AgentReplied, EpisodeFailed, EpisodeResumed, EpisodeScored, EpisodeStarted,
-                                    JudgeVerdict, MatchScored, ObservationEmitted)
+                                    JudgeVerdict, LimitReached, MatchScored, ObservationEmitted)
 
 
 @dataclasses.dataclass
@@ -86,7 +86,7 @@ def resimulate(recorded: list[Event], tree: Tree | None = None, templates: Templ
         ev = recorded[pos]
         try:
             if isinstance(ev, AgentReplied):
-                reply = Reply(ev.raw, ev.model, dict(ev.usage), ev.latency_ms)
+                reply = Reply(ev.raw, ev.model, dict(ev.usage), ev.latency_ms, ev.cache_hit, ev.truncated_from)
                 cos = None
                 if engine.needs_cosines(state):
                     nxt = recorded[pos + 1] if pos + 1 < len(recorded) else None
@@ -94,6 +94,8 @@ def resimulate(recorded: list[Event], tree: Tree | None = None, templates: Templ
                 produced = engine.step(state, reply, cos)
             elif isinstance(ev, (JudgeVerdict, EpisodeFailed)):
                 produced = [ev]
+            elif isinstance(ev, LimitReached):
+                produced = engine.end_by_limit(state, ev.limit, ev.threshold, ev.used)
             elif isinstance(ev, EpisodeResumed):
                 produced = engine.resume(state)
             elif isinstance(ev, EpisodeScored):

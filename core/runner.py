@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+import time
 from typing import Callable
 
 import numpy as np
 
 from inquitree import __version__
-from inquitree.core.agents import Agent, AgentError
+from inquitree.core.agents import Agent
+from inquitree.core.limits import Budget, Limits, PriceTable, tokens_of
+from inquitree.core.models import redact_text
 from inquitree.core.engine import DONE, FAILED, Engine, EngineError, EpisodeState, Params, extract_action, fold
 from inquitree.core.judges import Judge
 from inquitree.core.templates import TemplateSet
 from inquitree.core.tree import Tree
 from inquitree.events.base import Event
 from inquitree.events.store import EventStore
-from inquitree.events.types import EpisodeScored
+from inquitree.events.errors import InquiTreeError
+from inquitree.events.types import AgentReplied, EpisodeScored
 
 STREAM_PREFIX = "episode/"
 
@@ -70,18 +74,60 @@ class EpisodeOutcome:
     appended: int = 0
 
 
+class EpisodeFailure(InquiTreeError):
+    """An episode stopped on an error, which is recorded as its ``EpisodeFailed`` event."""
+
+    def __init__(self, message: str, episode_id: str, retryable: bool, kind: str, error_class: str):
+        super().__init__(message)
+        self.episode_id, self.retryable, self.kind, self.error_class = episode_id, retryable, kind, error_class
+
+
+_KINDS = {"EmbedderError": "embedder", "EngineError": "engine", "JudgeError": "judge", "AgentError": "agent"}
+
+
+def _failure(exc: BaseException, phase: str) -> tuple[str, bool, str, str]:
+    """(message, retryable, kind, error class) of any exception raised while asking a model or
+    embedder: InquiTree's own errors carry their kind; anything else is a bug or an unexpected
+    answer, recorded with its class so it can be found, and retryable (the next attempt resumes)."""
+    cls = type(exc).__name__
+    kind = getattr(exc, "kind", None) or _KINDS.get(cls) or "unexpected"
+    retryable = bool(getattr(exc, "retryable", not isinstance(exc, InquiTreeError)))
+    message = str(exc) if isinstance(exc, InquiTreeError) else f"{phase}: {cls}: {exc}"
+    return redact_text(message)[:2000], retryable, kind, cls
+
+
+def _used(events: list[Event], prices: PriceTable | None) -> tuple[int, float | None]:
+    """Tokens (and cost, with prices) of the episode's agent calls so far."""
+    tokens, cost = 0, 0.0
+    for e in events:
+        if isinstance(e, AgentReplied):
+            tokens += tokens_of(e.usage)
+            c = prices.cost(e.model, e.usage) if prices else None
+            cost = cost + c if c is not None and cost is not None else None
+    return tokens, cost
+
+
 def run_episode(tree: Tree, agent: Agent, judge: Judge | None, embedder, params: Params,
                 templates: TemplateSet, store: EventStore | None = None, episode_id: str | None = None,
-                on_event: Callable[[Event], None] | None = None, resume: bool = False) -> EpisodeOutcome:
+                on_event: Callable[[Event], None] | None = None, resume: bool = False,
+                limits: Limits | None = None, budget: Budget | None = None,
+                prices: PriceTable | None = None) -> EpisodeOutcome:
     """Play one episode to its end (or first failure) and score it.
 
     With ``resume`` and an existing stream, continue it: the state is the fold of its events,
     a recorded failure is followed by ``EpisodeResumed``, the agent rebuilds its memory from
     the transcript, and only what is missing (turns, verdicts, the score) is added.
+
+    Any exception raised by the agent, the embedder, the engine or the judge is recorded as
+    ``EpisodeFailed`` (message, class, kind, retryable) and raised as :class:`EpisodeFailure`;
+    the store's own errors (a concurrent writer) propagate as they are. ``limits`` and the
+    campaign's ``budget`` are checked before every agent call (see ``core/limits.py``).
     """
     episode_id = episode_id or new_episode_id()
     engine = Engine(tree, params, templates)
     rec = Recorder(store, episode_id, on_event)
+    limits = limits or Limits()
+    t0 = time.monotonic()
     existing = [r.event for r in store.read_stream(rec.stream)] if (store is not None and resume) else []
     if existing:
         started = existing[0]
@@ -96,25 +142,48 @@ def run_episode(tree: Tree, agent: Agent, judge: Judge | None, embedder, params:
         agent.resume(existing)
     else:
         judge_desc = judge.description if judge else {"kind": "none"}
-        rec.record(engine.start(episode_id, agent.description, judge_desc, __version__))
+        agent_desc = dict(agent.description)
+        if limits.describe():
+            agent_desc["limits"] = limits.describe()
+        rec.record(engine.start(episode_id, agent_desc, judge_desc, __version__))
         state = fold(rec.events)
+
+    def fail(exc: BaseException, phase: str) -> EpisodeFailure:
+        message, retryable, kind, cls = _failure(exc, phase)
+        rec.record(engine.fail(state, message, retryable, cls, kind))
+        return EpisodeFailure(message, episode_id, retryable, kind, cls)
+
     while state.state != DONE:
+        reached = _limit_reached(limits, budget, rec.events, prices, time.monotonic() - t0)
+        if reached:
+            new = engine.end_by_limit(state, *reached)
+            rec.record(new)
+            state = fold(new, state)
+            break
         try:
             reply = agent.reply(state.last_observation, state.state, state.step + 1)
-        except AgentError as exc:
-            rec.record(engine.fail(state, str(exc), exc.retryable))
-            raise
-        cos = None
-        if engine.needs_cosines(state):
-            action = extract_action(reply.text)
-            cos = cosines(embedder, action, engine.candidates(state)) if action else {}
-        new = engine.step(state, reply, cos)
+            if budget is not None and not reply.cache_hit:
+                budget.add(tokens_of(reply.usage), prices.cost(reply.model, reply.usage) if prices else None)
+            cos = None
+            if engine.needs_cosines(state):
+                action = extract_action(reply.text)
+                cos = cosines(embedder, action, engine.candidates(state)) if action else {}
+            new = engine.step(state, reply, cos)
+        except Exception as exc:  # noqa: BLE001 - every failure is recorded, then raised
+            raise fail(exc, f"step {state.step + 1} ({state.state})") from exc
         rec.record(new)
         state = fold(new, state)
     scored = None
     if judge is not None:
         if judge.id not in state.verdicts:
-            verdicts = judge.judge(tree, state.conclusion_items or [])
+            try:
+                verdicts = judge.judge(tree, state.conclusion_items or [])
+            except Exception as exc:  # noqa: BLE001
+                raise fail(exc, "judging") from exc
+            if budget is not None:
+                for v in verdicts:
+                    if not v.cache_hit and v.usage:
+                        budget.add(tokens_of(v.usage), prices.cost(v.model, v.usage) if prices else None)
             rec.record(verdicts)
             state = fold(verdicts, state)
         if judge.id not in state.scored_judges:
@@ -123,3 +192,16 @@ def run_episode(tree: Tree, agent: Agent, judge: Judge | None, embedder, params:
         else:
             scored = next(e for e in reversed(rec.events) if isinstance(e, EpisodeScored) and e.judge_id == judge.id)
     return EpisodeOutcome(episode_id, state, rec.events, scored, rec.appended)
+
+
+def _limit_reached(limits: Limits, budget: Budget | None, events: list[Event], prices: PriceTable | None,
+                   elapsed: float) -> tuple[str, float, float] | None:
+    if limits.episode_tokens is not None or limits.episode_cost_usd is not None:
+        tokens, cost = _used(events, prices)
+        if limits.episode_tokens is not None and tokens >= limits.episode_tokens:
+            return "episode_tokens", float(limits.episode_tokens), float(tokens)
+        if limits.episode_cost_usd is not None and cost is not None and cost >= limits.episode_cost_usd:
+            return "episode_cost_usd", limits.episode_cost_usd, round(cost, 6)
+    if limits.episode_seconds is not None and elapsed >= limits.episode_seconds:
+        return "episode_seconds", limits.episode_seconds, round(elapsed, 3)
+    return budget.spent() if budget is not None else None

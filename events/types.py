@@ -59,6 +59,8 @@ class AgentReplied(Event):
     model: str | None = None
     usage: dict[str, int | None] = field(default_factory=dict)  # input, cached_input, cache_write, output
     latency_ms: float | None = None
+    cache_hit: bool = False  # served from the call cache: no call was made
+    truncated_from: int | None = None  # the reply's length in characters when it was cut to the size limit
 
 
 @upcaster("AgentReplied", 1)
@@ -172,6 +174,10 @@ class JudgeVerdict(Event):
     rationale: str
     raw_output: str
     error: bool = False
+    model: str | None = None  # the model that answered (as the endpoint reports it)
+    usage: dict[str, int | None] = field(default_factory=dict)  # summed over the attempts for this item
+    latency_ms: float | None = None
+    cache_hit: bool = False
 
 
 @event_type
@@ -199,10 +205,28 @@ class EpisodeScored(Event):
 @event_type
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class EpisodeFailed(Event):
+    """The episode stopped on an error. ``error_class``: the exception's class; ``kind``: what went
+    wrong in words a query can group by (timeout, context_length, wrong_shape, judge, ...)."""
+
     TYPE = "EpisodeFailed"
     step: int
     error: str
     retryable: bool
+    error_class: str = ""
+    kind: str = ""
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LimitReached(Event):
+    """A run limit was reached before the next call: ``limit`` is episode_tokens, episode_cost_usd,
+    episode_seconds or campaign_tokens / campaign_cost_usd; the episode ends and is scored on what it reached."""
+
+    TYPE = "LimitReached"
+    step: int
+    limit: str
+    threshold: float
+    used: float
 
 
 @event_type
@@ -229,9 +253,12 @@ class ControlAnswered(Event):
     result_id: str
     shown_fake: bool
     fake_index: int | None
-    answer: str | None  # "VALID" | "INVALID" | None when the reply names neither
+    answer: str | None  # "VALID" | "INVALID" | None when the reply is not exactly one of them
     correct: bool
     raw: str
+    usage: dict[str, int | None] = field(default_factory=dict)
+    latency_ms: float | None = None
+    cache_hit: bool = False
 
 
 @event_type

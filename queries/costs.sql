@@ -1,21 +1,41 @@
--- Costs: tokens of every agent call (input not cached, cached input, cache writes, output) and their
--- price from the price table (trees/registry/prices.json, USD per million tokens), per episode, per
--- campaign and model, and per model. `level` says which; cost is NULL where the model has no price.
--- Judge calls are not counted (their token usage is not recorded yet).
+-- Costs: tokens of every model call (agent turns, judge verdicts, control answers: `role`), split
+-- into input not cached, cached input, cache writes and output, and their price from the price
+-- table (trees/registry/prices.json, USD per million tokens), per episode, per campaign and model,
+-- and per model. `level` says which; cost is NULL where the model has no price. A call answered
+-- from InquiTree's call cache (cache_hit) cost nothing: it is counted in `cache_hits`, and its
+-- tokens are left out of the paid columns.
 WITH calls AS (
-    SELECT r.episode_id, split_part(r.episode_id, '.', 1) AS campaign, coalesce(r.model, e.agent) AS model,
-           coalesce(r.input_tokens, 0) AS input_tokens, coalesce(r.cached_input_tokens, 0) AS cached_input_tokens,
-           coalesce(r.cache_write_tokens, 0) AS cache_write_tokens, coalesce(r.output_tokens, 0) AS output_tokens
+    SELECT 'agent' AS role, r.episode_id, coalesce(r.model, e.agent) AS model, r.input_tokens, r.cached_input_tokens,
+           r.cache_write_tokens, r.output_tokens, coalesce(r.cache_hit, false) AS cache_hit
     FROM ev_agent_replied r JOIN episodes e USING (episode_id)
+    UNION ALL
+    SELECT 'judge', v.episode_id, coalesce(v.model, v.judge_model), v.input_tokens, v.cached_input_tokens,
+           v.cache_write_tokens, v.output_tokens, coalesce(v.cache_hit, false)
+    FROM ev_judge_verdict v WHERE v.judge_kind <> 'embedding'
+    UNION ALL
+    SELECT 'control', c.episode_id, c.agent_model, c.input_tokens, c.cached_input_tokens, c.cache_write_tokens,
+           c.output_tokens, coalesce(c.cache_hit, false)
+    FROM ev_control_answered c WHERE c.agent_kind = 'openai'
+), paid AS (
+    SELECT role, episode_id, split_part(episode_id, '.', 1) AS campaign, model, cache_hit,
+           CASE WHEN cache_hit THEN 0 ELSE coalesce(input_tokens, 0) END AS input_tokens,
+           CASE WHEN cache_hit THEN 0 ELSE coalesce(cached_input_tokens, 0) END AS cached_input_tokens,
+           CASE WHEN cache_hit THEN 0 ELSE coalesce(cache_write_tokens, 0) END AS cache_write_tokens,
+           CASE WHEN cache_hit THEN 0 ELSE coalesce(output_tokens, 0) END AS output_tokens
+    FROM calls
 ), priced AS (
     SELECT c.*, (c.input_tokens * p.input_per_mtok + c.cached_input_tokens * coalesce(p.cached_input_per_mtok, p.input_per_mtok)
                  + c.cache_write_tokens * coalesce(p.cache_write_per_mtok, p.input_per_mtok)
                  + c.output_tokens * p.output_per_mtok) / 1e6 AS cost_usd,
            p.model IS NOT NULL AS has_price
-    FROM calls c LEFT JOIN prices p ON p.model = lower(c.model)
+    FROM paid c LEFT JOIN prices p ON p.model = lower(c.model)
 )
 SELECT CASE WHEN grouping(episode_id) = 0 THEN 'episode' WHEN grouping(campaign) = 0 THEN 'campaign' ELSE 'model' END AS level,
-       campaign, model, episode_id, count(*) AS calls,
+       campaign, model, episode_id, count(*) FILTER (WHERE NOT cache_hit) AS calls,
+       count(*) FILTER (WHERE cache_hit) AS cache_hits,
+       count(*) FILTER (WHERE role = 'agent' AND NOT cache_hit) AS agent_calls,
+       count(*) FILTER (WHERE role = 'judge' AND NOT cache_hit) AS judge_calls,
+       count(*) FILTER (WHERE role = 'control' AND NOT cache_hit) AS control_calls,
        sum(input_tokens)::BIGINT AS input_tokens, sum(cached_input_tokens)::BIGINT AS cached_input_tokens,
        sum(cache_write_tokens)::BIGINT AS cache_write_tokens, sum(output_tokens)::BIGINT AS output_tokens,
        CASE WHEN bool_and(has_price) THEN sum(cost_usd) END AS cost_usd

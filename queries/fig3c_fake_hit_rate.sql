@@ -11,7 +11,7 @@ WITH in_loop AS (
     FROM result_observations o JOIN episodes e USING (episode_id)
     GROUP BY ALL
 ), control AS (
-    SELECT coalesce(agent_model, agent_kind) AS agent, count(*) AS control_items,
+    SELECT coalesce(agent_label, agent_model, agent_kind) AS agent, count(*) AS control_items,
            avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) AS control_accuracy,
            avg(CASE WHEN answer = 'INVALID' THEN 1.0 ELSE 0.0 END) FILTER (WHERE shown_fake) AS control_fake_detection,
            avg(CASE WHEN answer = 'INVALID' THEN 1.0 ELSE 0.0 END) FILTER (WHERE NOT shown_fake) AS control_false_alarm

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from enginekit import always_miss_script, params  # noqa: E402
 from openai_server import OpenAICompatibleServer  # noqa: E402
 
-from inquitree.core.agents import OpenAIChatAgent, OracleAgent, RandomAgent, ScriptAgent  # noqa: E402
+from inquitree.core.agents import ModelConfig, OpenAIChatAgent, OracleAgent, RandomAgent, ScriptAgent  # noqa: E402
 from inquitree.core.embed import make_embedder  # noqa: E402
 from inquitree.core.golden import dump_jsonl  # noqa: E402
 from inquitree.core.judges import EmbeddingJudge  # noqa: E402
@@ -79,7 +79,7 @@ def main() -> None:
             (out / f"{name}.jsonl").write_text(dump_jsonl(res.events))
             print(f"{name}: {len(res.events)} events, steps {res.scored.steps}, q_norm {res.scored.q_norm}")
     with OpenAICompatibleServer(paraphrasing_model(chain)) as server:
-        agent = OpenAIChatAgent("local-paraphraser", t.system_prompt, base_url=server.base_url)
+        agent = OpenAIChatAgent("local-paraphraser", t.system_prompt, ModelConfig(server.base_url))
         agent.description["base_url"] = "http://127.0.0.1:PORT/v1"
         res = run_episode(chain, agent, judge, emb, params(chain, emb, seed=1, randomness=2), t, None,
                           "golden-openai-chain-a2")

@@ -8,10 +8,11 @@ import pytest
 from click.testing import CliRunner
 
 from enginekit import TEMPLATES, params
-from inquitree.core.agents import OpenAIChatAgent
+from inquitree.core.agents import ModelConfig, OpenAIChatAgent
 from inquitree.core.cli import main
 from inquitree.core.embed import HashEmbedder
 from inquitree.core.judges import EmbeddingJudge, OpenAIJudge, parse_verdict
+from inquitree.core.models import CallSettings
 from inquitree.core.runner import run_episode
 from inquitree.core.tree import resolve_tree
 from openai_server import OpenAICompatibleServer
@@ -37,7 +38,7 @@ def test_openai_agent_retries_500_and_429_then_continues():
     tree = resolve_tree("synthetic-chain-7")
     with OpenAICompatibleServer(lambda m: "ACTION: (1) x" if "numbered" in m[-1]["content"] else "ACTION: hmm") as server:
         server.faults = [500, 429]
-        agent = OpenAIChatAgent("m", TEMPLATES.system_prompt, base_url=server.base_url, max_retries=3)
+        agent = OpenAIChatAgent("m", TEMPLATES.system_prompt, ModelConfig(server.base_url, CallSettings(max_retries=3)))
         emb = HashEmbedder()
         out = run_episode(tree, agent, None, emb, params(tree, emb, max_turns=2), TEMPLATES)
     assert out.state.step == 2 and len(server.requests) == 2 + 2 + 1  # 2 failures retried, 2 turns, conclusion
@@ -49,9 +50,9 @@ def test_openai_agent_drops_temperature_when_the_model_refuses_it():
     with OpenAICompatibleServer(lambda m: "ACTION: hmm") as server:
         server.faults = [400]
         server.fault_body = "temperature is not supported with this model"
-        agent = OpenAIChatAgent("m", TEMPLATES.system_prompt, base_url=server.base_url, max_retries=0)
+        agent = OpenAIChatAgent("m", TEMPLATES.system_prompt, ModelConfig(server.base_url, CallSettings(max_retries=0)))
         reply = agent.reply("obs", "topic", 1)
-    assert reply.text == "ACTION: hmm" and agent.temperature is None
+    assert reply.text == "ACTION: hmm" and agent.chat.temperature is None
     assert "temperature" in server.requests[0]["body"] and "temperature" not in server.requests[1]["body"]
 
 
@@ -70,14 +71,16 @@ def test_openai_judge_parses_retries_and_records_errors():
                     json.dumps({"score": 1.0, "rationale": "yes"}),
                     "```json\n{\"score\": 0.0, \"rationale\": \"no\"}\n```"])
     with OpenAICompatibleServer(lambda m: next(answers)) as server:
-        verdicts = OpenAIJudge("judge-m", base_url=server.base_url).judge(tree, ["a claim"])
+        verdicts = OpenAIJudge("judge-m", ModelConfig(server.base_url)).judge(tree, ["a claim"])
         body = server.requests[0]["body"]
     assert [v.score for v in verdicts] == [0.6, 1.0, 0.0]
     assert verdicts[0].raw_output == json.dumps({"score": 0.6, "rationale": "partly"})
-    assert body["temperature"] == 0 and body["response_format"] == {"type": "json_object"}
+    assert body["temperature"] == 0 and body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["schema"]["properties"]["score"]["enum"] == [1.0, 0.6, 0.0]
+    assert verdicts[0].usage["output"] is not None and verdicts[0].latency_ms > 0 and not verdicts[0].cache_hit
     assert "a claim" in body["messages"][1]["content"] and tree.conclusions[0].text in body["messages"][1]["content"]
     with OpenAICompatibleServer(lambda m: "garbage") as server:
-        bad = OpenAIJudge("judge-m", base_url=server.base_url, attempts=2).judge(tree, ["a claim"])
+        bad = OpenAIJudge("judge-m", ModelConfig(server.base_url), attempts=2).judge(tree, ["a claim"])
         assert len(server.requests) == 2 * len(tree.conclusions)
     assert all(v.score is None and v.error and v.raw_output == "garbage" for v in bad)
 
@@ -96,7 +99,10 @@ def test_judge_errors_leave_q_undefined_not_zero():
     ('{"rationale": "r"}', (None, "unparseable judge output (KeyError)")),
     ('```json\n{"score": 0.6, "rationale": "r"}\n```', (0.6, "r")),
     ('```JSON\n{"score": 0.0, "rationale": "no"}\n```\n', (0.0, "no")),
-    ('```\n{"score": 1.0}\n```', (1.0, "")),
+    ('```\n{"score": 1.0}\n```', (None, "the rationale is empty or the prompt's placeholder ('None')")),
+    ('{"score": 1.0, "rationale": "<one or two sentences>"}',
+     (None, "the rationale is empty or the prompt's placeholder ('<one or two sentences>')")),
+    ('{"score": 0.6, "rationale": "  "}', (None, "the rationale is empty or the prompt's placeholder ('  ')")),
     ('Here is my verdict: {"score": 1.0}', (None, "unparseable judge output (JSONDecodeError)")),
 ])
 def test_parse_verdict(raw, expected):

@@ -138,9 +138,13 @@ def test_a_rerun_reuses_every_answer_and_an_interrupted_run_resumes(paper, tmp_p
     assert broken.exit_code == 2 and "Traceback" not in broken.output
     assert "no usable answer from scripted" in broken.output
     assert not (out / "sleep-test.json").exists()
-    cached = len((out / "sleep-test.calls.jsonl").read_text().splitlines())
-    # five calls, four answers kept: the skeleton (asked twice), s1's hints twice (reordered), s2's hints
-    assert cached == 4
+    log = [json.loads(line) for line in (out / "sleep-test.calls.jsonl").read_text().splitlines()]
+    # five calls, four answers kept: the skeleton (asked twice), s1's hints twice (reordered), s2's hints;
+    # the rejected first skeleton is kept too, with its problems, and every call with its usage and latency
+    assert sum("json" in r for r in log) == 4
+    rejected = [r for r in log if "rejected" in r]
+    assert len(rejected) == 1 and rejected[0]["purpose"] == "extraction" and rejected[0]["problems"]
+    assert all(r["usage"]["output"] is not None and r["latency_ms"] > 0 for r in log)
     with OpenAICompatibleServer(scripted_model) as srv:
         resumed = run(paper, out, srv.base_url)
         asked = [r for r in srv.requests if r["path"].endswith("/chat/completions")]

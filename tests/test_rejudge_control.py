@@ -9,6 +9,7 @@ from enginekit import OracleAgent, RandomAgent, play
 from inquitree.core.cli import main
 from inquitree.core.embed import HashEmbedder
 from inquitree.core.judges import EmbeddingJudge
+from inquitree.core.agents import ModelConfig
 from inquitree.core.rejudge import RejudgeError, control_items, parse_validity, rejudge, run_control
 from inquitree.core.replay import resimulate
 from inquitree.core.runner import stream_id
@@ -71,8 +72,12 @@ def test_control_set_is_balanced_and_seeded():
     assert len(items) == 8 and sum(fake for _, _, fake, _, _ in items) == 4
     assert {rid for _, rid, fake, _, _ in items if fake} == {rid for _, rid, fake, _, _ in items if not fake}
     assert items == control_items(trees, 3) and items != control_items(trees, 4)
-    assert parse_validity("It is INVALID.") == "INVALID" and parse_validity("valid") == "VALID"
-    assert parse_validity("VALID or INVALID?") is None and parse_validity("unsure") is None
+    assert parse_validity("**INVALID**") == "INVALID" and parse_validity("valid") == "VALID"
+    assert parse_validity('{"answer": "INVALID"}') == "INVALID" and parse_validity('```json\n{"answer": "VALID"}\n```') == "VALID"
+    # strict: nothing is inferred from a sentence (a case-insensitive search read the first as VALID)
+    for reply in ["This result is not valid because the effect is reversed.", "It is INVALID.", "VALID or INVALID?",
+                  "unsure", '{"answer": "probably valid"}', '{"verdict": "VALID"}', "VALID. The data support it."]:
+        assert parse_validity(reply) is None, reply
 
 
 def test_control_over_http_resumes_and_feeds_fig3c(sqlite_url, tmp_path):
@@ -83,14 +88,14 @@ def test_control_over_http_resumes_and_feeds_fig3c(sqlite_url, tmp_path):
     def model(messages):
         text = messages[-1]["content"].split("reported the following result:\n")[1].split("\n\nIs this")[0]
         assert len(messages) == 2  # each item alone
-        return "VALID" if text in truth else "Probably INVALID."
+        return "VALID" if text in truth else '{"answer": "INVALID"}'
 
     with OpenAICompatibleServer(model) as server:
         server.fail_after = (3, 400)  # dies after three answers
         with pytest.raises(Exception):
-            run_control(store, "openai:ctl", trees, 0, server.base_url)
+            run_control(store, "openai:ctl", trees, 0, ModelConfig(server.base_url))
         server.fail_after = None
-        sid, answered, total = run_control(store, "openai:ctl", trees, 0, server.base_url)
+        sid, answered, total = run_control(store, "openai:ctl", trees, 0, ModelConfig(server.base_url))
     assert (answered, total) == (5, 8)
     answers = [r.event for r in store.read_stream(sid)[1:]]
     assert len(answers) == 8 and all(a.correct for a in answers)
@@ -109,12 +114,12 @@ def test_costs_per_episode_campaign_and_model(sqlite_url, tmp_path):
     tree = resolve_tree("synthetic-chain-7")
     store = EventStore(sqlite_url)
     with OpenAICompatibleServer(lambda m: "ACTION: (1) x" if "numbered" in m[-1]["content"] else "ACTION: hmm") as server:
-        from inquitree.core.agents import OpenAIChatAgent
+        from inquitree.core.agents import ModelConfig, OpenAIChatAgent
         from enginekit import TEMPLATES, params
         from inquitree.core.runner import run_episode
 
         for i in range(2):
-            agent = OpenAIChatAgent("priced-model", TEMPLATES.system_prompt, base_url=server.base_url)
+            agent = OpenAIChatAgent("priced-model", TEMPLATES.system_prompt, ModelConfig(server.base_url))
             run_episode(tree, agent, None, HashEmbedder(), params(tree, HashEmbedder(), max_turns=3), TEMPLATES, store,
                         f"camp.e{i}")
     prices = tmp_path / "prices.json"

@@ -88,3 +88,14 @@ def test_fold_gives_transcript_and_final_state():
     state = fold(events)
     scored = [e for e in events if isinstance(e, EpisodeScored)][-1]
     assert state.state == "done" and state.step == scored.steps == 31
+
+
+def test_an_episode_recorded_before_the_call_fields_existed_still_replays():
+    """Logs written before AgentReplied/JudgeVerdict gained cache_hit, truncated_from and usage
+    (and before EpisodeStarted's params had max_reasks) decode with the defaults and replay identically."""
+    path = Path(__file__).parent / "golden" / "before-call-fields" / "openai-chain-a2.jsonl"
+    assert '"cache_hit"' not in path.read_text() and '"max_reasks"' not in path.read_text()
+    events = load_jsonl(path)
+    result = resimulate(events)
+    assert result.identical, result.first_difference
+    assert all(not e.cache_hit for e in events if e.TYPE == "AgentReplied")

@@ -22,6 +22,7 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         ("randomness", "INTEGER", "params.randomness"), ("seed", "BIGINT", "params.seed"),
         ("embedder", "VARCHAR", "params.embedder"), ("template_set", "VARCHAR", "params.template_set"),
         ("agent_kind", "VARCHAR", "agent.kind"), ("agent_model", "VARCHAR", "agent.model"),
+        ("agent_label", "VARCHAR", "agent.label"), ("max_reasks", "INTEGER", "params.max_reasks"),
         ("judge_kind", "VARCHAR", "judge.kind"), ("code_version", "VARCHAR", "code_version")]),
     "ObservationEmitted": ("ev_observation_emitted", [
         ("step", "INTEGER", "step"), ("state", "VARCHAR", "state"), ("templates", "VARCHAR[]", "templates"),
@@ -30,7 +31,8 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         ("step", "INTEGER", "step"), ("state", "VARCHAR", "state"), ("model", "VARCHAR", "model"),
         ("input_tokens", "BIGINT", "usage.input"), ("cached_input_tokens", "BIGINT", "usage.cached_input"),
         ("cache_write_tokens", "BIGINT", "usage.cache_write"), ("output_tokens", "BIGINT", "usage.output"),
-        ("latency_ms", "DOUBLE", "latency_ms"), ("raw", "VARCHAR", "raw"), ("action", "VARCHAR", "action")]),
+        ("latency_ms", "DOUBLE", "latency_ms"), ("cache_hit", "BOOLEAN", "cache_hit"),
+        ("truncated_from", "INTEGER", "truncated_from"), ("raw", "VARCHAR", "raw"), ("action", "VARCHAR", "action")]),
     "MatchScored": ("ev_match_scored", [
         ("step", "INTEGER", "step"), ("state", "VARCHAR", "state"), ("best", "VARCHAR", "best"),
         ("best_cosine", "DOUBLE", "best_cosine"), ("tau", "DOUBLE", "tau"), ("accepted", "BOOLEAN", "accepted")]),
@@ -53,7 +55,10 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     "JudgeVerdict": ("ev_judge_verdict", [
         ("judge_id", "VARCHAR", "judge_id"), ("judge_kind", "VARCHAR", "judge.kind"), ("judge_model", "VARCHAR", "judge.model"),
         ("prompt_version", "VARCHAR", "prompt_version"), ("item_id", "VARCHAR", "item_id"), ("score", "DOUBLE", "score"),
-        ("error", "BOOLEAN", "error"), ("rationale", "VARCHAR", "rationale")]),
+        ("error", "BOOLEAN", "error"), ("rationale", "VARCHAR", "rationale"), ("model", "VARCHAR", "model"),
+        ("input_tokens", "BIGINT", "usage.input"), ("cached_input_tokens", "BIGINT", "usage.cached_input"),
+        ("cache_write_tokens", "BIGINT", "usage.cache_write"), ("output_tokens", "BIGINT", "usage.output"),
+        ("latency_ms", "DOUBLE", "latency_ms"), ("cache_hit", "BOOLEAN", "cache_hit")]),
     "EpisodeScored": ("ev_episode_scored", [
         ("judge_id", "VARCHAR", "judge_id"), ("coverage", "DOUBLE", "coverage"), ("q_sum", "DOUBLE", "q_sum"),
         ("q_norm", "DOUBLE", "q_norm"), ("k", "INTEGER", "k"), ("steps", "INTEGER", "steps"),
@@ -61,11 +66,20 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         ("within_bounds", "BOOLEAN", "within_bounds"), ("hints_issued", "INTEGER", "hints_issued"),
         ("forced_transitions", "INTEGER", "forced_transitions")]),
     "ControlAnswered": ("ev_control_answered", [
-        ("agent_kind", "VARCHAR", "agent.kind"), ("agent_model", "VARCHAR", "agent.model"), ("tree_id", "VARCHAR", "tree_id"),
+        ("agent_kind", "VARCHAR", "agent.kind"), ("agent_model", "VARCHAR", "agent.model"),
+        ("agent_label", "VARCHAR", "agent.label"), ("tree_id", "VARCHAR", "tree_id"),
         ("result_id", "VARCHAR", "result_id"), ("shown_fake", "BOOLEAN", "shown_fake"), ("answer", "VARCHAR", "answer"),
-        ("correct", "BOOLEAN", "correct")]),
+        ("correct", "BOOLEAN", "correct"),
+        ("input_tokens", "BIGINT", "usage.input"), ("cached_input_tokens", "BIGINT", "usage.cached_input"),
+        ("cache_write_tokens", "BIGINT", "usage.cache_write"), ("output_tokens", "BIGINT", "usage.output"),
+        ("latency_ms", "DOUBLE", "latency_ms"), ("cache_hit", "BOOLEAN", "cache_hit")]),
     "EpisodeFailed": ("ev_episode_failed", [
-        ("step", "INTEGER", "step"), ("error", "VARCHAR", "error"), ("retryable", "BOOLEAN", "retryable")]),
+        ("step", "INTEGER", "step"), ("error", "VARCHAR", "error"), ("retryable", "BOOLEAN", "retryable"),
+        ("error_class", "VARCHAR", "error_class"), ("kind", "VARCHAR", "kind")]),
+    "LimitReached": ("ev_limit_reached", [
+        ("step", "INTEGER", "step"), ("limit_name", "VARCHAR", "limit"), ("threshold", "DOUBLE", "threshold"),
+        ("used", "DOUBLE", "used")]),
+    "EpisodeResumed": ("ev_episode_resumed", [("step", "INTEGER", "step"), ("after_error", "VARCHAR", "after_error")]),
 }
 
 DIMENSIONS = """

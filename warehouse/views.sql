@@ -18,12 +18,31 @@ WITH steps AS (
     FROM ev_result_drawn GROUP BY ALL
 ), redos AS (
     SELECT episode_id, count(*) AS redo_decisions FROM ev_decision_parsed WHERE decision = 'redo_study' GROUP BY ALL
+), failures AS (           -- the latest failure; a failure followed by EpisodeResumed is history
+    SELECT episode_id, count(*) AS failures, arg_max(kind, global_position) AS last_failure_kind
+    FROM ev_episode_failed GROUP BY ALL
+), resumes AS (
+    SELECT episode_id, count(*) AS resumes FROM ev_episode_resumed GROUP BY ALL
+), endings AS (            -- how the inquiry ended: the agent concluded, or the engine asked it to, or a limit
+    SELECT episode_id, arg_max(reason, global_position) AS reason
+    FROM ev_transitioned WHERE to_state = 'conclusion' GROUP BY ALL
+), limits AS (
+    SELECT episode_id, arg_min(limit_name, global_position) AS limit_name FROM ev_limit_reached GROUP BY ALL
 )
-SELECT s.episode_id, s.tree_id, s.tree_hash, s.n_subtopics, coalesce(s.agent_model, s.agent_kind) AS agent,
+SELECT s.episode_id, s.tree_id, s.tree_hash, s.n_subtopics,
+       coalesce(s.agent_label, s.agent_model, s.agent_kind) AS agent,   -- the label keeps runs of one model with different options apart
        s.agent_kind, s.agent_model, s.judge_kind, s.randomness, s.seed, s.tau, s.max_hints, s.max_turns,
        s.recorded_at AS started_at,
-       CASE WHEN f.episode_id IS NOT NULL THEN 'failed'
-            WHEN c.episode_id IS NOT NULL THEN 'done' ELSE 'running' END AS status,
+       CASE WHEN c.episode_id IS NOT NULL THEN 'done'
+            WHEN coalesce(fl.failures, 0) > coalesce(rs.resumes, 0) THEN 'failed' ELSE 'running' END AS status,
+       -- conclusion (the agent chose draw_conclusion), turn_limit (#3), reask_limit (README "Design"),
+       -- limit:<name> (a run limit, core/limits.py: no conclusion items), failed, running
+       CASE WHEN c.episode_id IS NULL THEN
+                CASE WHEN coalesce(fl.failures, 0) > coalesce(rs.resumes, 0) THEN 'failed' ELSE 'running' END
+            WHEN li.limit_name IS NOT NULL THEN 'limit:' || li.limit_name
+            WHEN en.reason = 'conclude' THEN 'conclusion'
+            ELSE coalesce(en.reason, 'conclusion') END AS ended_by,
+       fl.last_failure_kind,
        coalesce(st.steps, 0) AS steps,
        3 * s.n_subtopics AS lower_bound,                                   -- Eq. 11
        s.n_subtopics * (2 * s.max_hints + 3) AS upper_bound,               -- Eq. 12
@@ -35,7 +54,10 @@ SELECT s.episode_id, s.tree_id, s.tree_hash, s.n_subtopics, coalesce(s.agent_mod
        t.published, t.provenance_kind
 FROM ev_episode_started s
 LEFT JOIN ev_conclusion_submitted c USING (episode_id)
-LEFT JOIN ev_episode_failed f USING (episode_id)
+LEFT JOIN failures fl USING (episode_id)
+LEFT JOIN resumes rs USING (episode_id)
+LEFT JOIN endings en USING (episode_id)
+LEFT JOIN limits li USING (episode_id)
 LEFT JOIN steps st USING (episode_id)
 LEFT JOIN visited v USING (episode_id)
 LEFT JOIN hints h USING (episode_id)

@@ -1,0 +1,108 @@
+"""Run limits: per episode (tokens, cost, wall time) and per campaign (a shared budget).
+
+A limit is checked before every model call of an episode. Reaching one is an event
+(``LimitReached``); the episode then ends with no conclusion items and is scored on what it
+reached, so it is counted like any other episode, never dropped, and the queries can tell it
+apart (``episodes.ended_by``).
+
+- Episode tokens and cost count every agent call of the episode, cache hits included: they
+  measure what the episode consumed, so a cached re-run ends where the first run ended.
+- The campaign budget counts what was paid: calls actually made (agent and judge), cache hits
+  excluded. When it is spent, episodes in flight end at their next call and cells not yet
+  started are left for a later run.
+- Episode wall time counts from the start of this run of the episode (a resumed episode
+  starts a fresh clock).
+- Cost needs a price for the model (``trees/registry/prices.json`` or ``--prices FILE``): a
+  cost limit for a model without one is refused before anything runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from inquitree.events.errors import InquiTreeError
+
+PRICES_PATH = Path(__file__).resolve().parent.parent / "trees" / "registry" / "prices.json"
+PRICES_ENV = "INQUITREE_PRICES"
+
+
+class LimitError(InquiTreeError):
+    pass
+
+
+def tokens_of(usage: dict[str, Any]) -> int:
+    return sum(v for k, v in usage.items() if k != "total" and isinstance(v, int))
+
+
+class PriceTable:
+    """USD per million tokens by model (case-insensitive), from the price file."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path or os.environ.get(PRICES_ENV) or PRICES_PATH)
+        try:
+            rows = json.loads(self.path.read_text(encoding="utf-8"))["prices"]
+            self.prices = {str(r["model"]).lower(): r for r in rows}
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise LimitError(f"{self.path}: not a price table ({type(exc).__name__}: {exc}); "
+                             "see trees/registry/prices.json for the format") from None
+
+    def has(self, model: str) -> bool:
+        return model.lower() in self.prices
+
+    def cost(self, model: str | None, usage: dict[str, Any]) -> float | None:
+        p = self.prices.get((model or "").lower())
+        if p is None:
+            return None
+
+        def n(key: str) -> int:
+            v = usage.get(key)
+            return v if isinstance(v, int) else 0
+
+        inp = p["input_per_mtok"]
+        return (n("input") * inp + n("cached_input") * (p.get("cached_input_per_mtok") or inp)
+                + n("cache_write") * (p.get("cache_write_per_mtok") or inp) + n("output") * p["output_per_mtok"]) / 1e6
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Per-episode limits; None: no limit."""
+
+    episode_tokens: int | None = None
+    episode_cost_usd: float | None = None
+    episode_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        for name, value in dataclasses.asdict(self).items():
+            if value is not None and not value > 0:
+                raise LimitError(f"{name.replace('_', '-')} {value}: a limit must be more than 0")
+
+    def describe(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
+class Budget:
+    """A campaign's budget, shared by every episode in flight (thread-safe)."""
+
+    def __init__(self, tokens: int | None = None, cost_usd: float | None = None):
+        self.tokens, self.cost_usd = tokens, cost_usd
+        self.used_tokens, self.used_cost = 0, 0.0
+        self._lock = threading.Lock()
+
+    def add(self, tokens: int, cost: float | None) -> None:
+        with self._lock:
+            self.used_tokens += tokens
+            self.used_cost += cost or 0.0
+
+    def spent(self) -> tuple[str, float, float] | None:
+        """(limit, threshold, used) of the first exhausted budget, or None."""
+        with self._lock:
+            if self.tokens is not None and self.used_tokens >= self.tokens:
+                return "campaign_tokens", float(self.tokens), float(self.used_tokens)
+            if self.cost_usd is not None and self.used_cost >= self.cost_usd:
+                return "campaign_cost_usd", self.cost_usd, round(self.used_cost, 6)
+        return None

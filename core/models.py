@@ -1,0 +1,472 @@
+"""Calls to OpenAI-compatible chat models: the one place every agent, judge, control and extract
+call goes through.
+
+What a researcher paying for calls needs, in one class (:class:`ChatModel`):
+
+- **Request options** (``reasoning_effort=high``, ``top_p``, ``seed``, ...): the ones the
+  client library knows are passed as arguments, any other reaches the endpoint in the request
+  body (``extra_body``). What the endpoint rejects is a readable :class:`ModelCallError`.
+- **Bounded waiting.** Each attempt waits at most ``timeout`` seconds for the endpoint to say
+  anything; a failed attempt is retried at most ``max_retries`` times, after a pause of
+  ``min(30 s, Retry-After or 2**attempt s)``. So a stuck endpoint holds one call at most
+  ``(max_retries + 1) * timeout + max_retries * 30`` seconds (:meth:`CallSettings.worst_case_seconds`;
+  240 s with the defaults). The client library's own retries are off, so nothing retries twice.
+- **Every failure classified** (``kind``: timeout, connection, rate_limit, server_error,
+  context_length, bad_request, auth, not_found, malformed, wrong_shape, empty), with a readable
+  message and whether a later attempt may succeed. A 200 whose body is HTML, cut short, or
+  JSON of the wrong shape is an error of its own kind, never "an empty reply".
+- **Structured output** where the endpoint supports it: a JSON schema as ``response_format``,
+  falling back to ``json_object`` and then to plain text when the endpoint refuses it.
+- **Sizes.** A reply longer than ``max_reply_chars`` is cut there, and the cut is recorded.
+- **Secrets.** Credentials in a URL (``user:secret@``, ``?key=...``) and the API key never
+  appear in a description, an error message or a cache key (:func:`redact_url`).
+- **A call cache** (:class:`CallCache`, opt-in): keyed by everything that determines the answer
+  (model, endpoint without credentials, every request option, the full message list), so a
+  re-run pays nothing for answers already obtained and never serves one model's answer for
+  another's request.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import inspect
+import json
+import re
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from inquitree.events.errors import InquiTreeError
+
+BACKOFF_CAP_S = 30.0
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MAX_RETRIES = 2
+DEFAULT_MAX_REPLY_CHARS = 20_000
+_SECRET_PARAMS = re.compile(r"^(api[-_]?key|key|token|access[-_]?token|secret|password|sig|signature)$", re.I)
+_URL_USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.I)
+_CONTEXT = re.compile(r"context[ _-]?(length|window|size)|maximum context|too many tokens|exceeds? the (context|max)"
+                      r"|prompt is too long|n_ctx", re.I)
+
+
+class ModelCallError(InquiTreeError):
+    """A model call that produced no usable reply. ``kind`` classifies it; ``retryable``: a later
+    attempt may succeed (the endpoint was busy or broken, not the request)."""
+
+    def __init__(self, message: str, kind: str, retryable: bool, status: int | None = None,
+                 retry_after: float | None = None):
+        super().__init__(message)
+        self.kind, self.retryable, self.status, self.retry_after = kind, retryable, status, retry_after
+
+
+def redact_url(url: str | None) -> str | None:
+    """``url`` with its credentials replaced by ``***``: the user-info part and any query
+    parameter that names a key, token, secret or password."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return _URL_USERINFO.sub(r"\1***@", url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rsplit("@", 1)[1]
+    query = parts.query
+    if query:
+        pairs = [(k, "***" if _SECRET_PARAMS.match(k) else v) for k, v in parse_qsl(query, keep_blank_values=True)]
+        query = urlencode(pairs, safe="*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def redact_text(text: str, secrets: tuple[str | None, ...] = ()) -> str:
+    """``text`` with credentials in any URL, and each of ``secrets``, replaced by ``***``."""
+    text = _URL_USERINFO.sub(r"\1***@", text)
+    for s in secrets:
+        if s and len(s) >= 4:
+            text = text.replace(s, "***")
+    return text
+
+
+def endpoint_key(base_url: str | None) -> str:
+    """The endpoint as a cache key: scheme, host, port and path, no credentials at all."""
+    if not base_url:
+        return "openai-default"
+    p = urlsplit(base_url)
+    return urlunsplit((p.scheme, p.hostname or "", p.path.rstrip("/"), "", "")) + (f":{p.port}" if p.port else "")
+
+
+def parse_options(pairs: tuple[str, ...] | list[str], what: str = "--agent-option") -> dict[str, Any]:
+    """``["reasoning_effort=high", "top_p=0.9"]`` -> ``{"reasoning_effort": "high", "top_p": 0.9}``.
+    A value that reads as JSON (numbers, true/false, null, lists, objects) is taken as JSON."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", key):
+            raise InquiTreeError(f"{what} {pair!r}: expected KEY=VALUE, e.g. reasoning_effort=high")
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def option_label(model: str, options: dict[str, Any]) -> str:
+    """A default label for a model run with options: ``gpt-5@reasoning_effort=high``."""
+    if not options:
+        return model
+    return model + "@" + ",".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in sorted(options.items()))
+
+
+@dataclasses.dataclass(frozen=True)
+class CallSettings:
+    """How one role's calls are made; every field is recorded with the run."""
+
+    timeout: float = DEFAULT_TIMEOUT_S
+    max_retries: int = DEFAULT_MAX_RETRIES
+    max_tokens: int | None = None
+    max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.timeout > 0:
+            raise InquiTreeError(f"--timeout {self.timeout}: must be more than 0 seconds")
+        if self.max_retries < 0:
+            raise InquiTreeError(f"--max-retries {self.max_retries}: must be 0 or more")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise InquiTreeError(f"--max-tokens {self.max_tokens}: must be at least 1")
+        if self.max_reply_chars < 1:
+            raise InquiTreeError(f"--max-reply-chars {self.max_reply_chars}: must be at least 1")
+
+    def worst_case_seconds(self) -> float:
+        """The longest one call can take when the endpoint never answers."""
+        return (self.max_retries + 1) * self.timeout + self.max_retries * BACKOFF_CAP_S
+
+    def describe(self) -> dict[str, Any]:
+        return {"timeout": self.timeout, "max_retries": self.max_retries, "max_tokens": self.max_tokens,
+                "max_reply_chars": self.max_reply_chars, "options": dict(self.options)}
+
+
+@dataclasses.dataclass
+class ChatResult:
+    text: str
+    model: str
+    usage: dict[str, int | None]  # input (not cached), cached_input, cache_write, output
+    latency_ms: float
+    cache_hit: bool = False
+    truncated_from: int | None = None  # the reply's length in characters, when it was cut
+
+    def record(self) -> dict[str, Any]:
+        """What the events keep of a call beside its text."""
+        return {"usage": dict(self.usage), "latency_ms": self.latency_ms, "cache_hit": self.cache_hit}
+
+
+class CallCache:
+    """Answers of earlier calls in a SQLite file, keyed by everything that determines them.
+
+    Opt-in (``--call-cache FILE`` / ``call_cache`` in a suite). Shared by threads and processes:
+    one connection behind a lock, WAL mode, a busy timeout."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._con = sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
+        self._con.execute("PRAGMA journal_mode=WAL")
+        self._con.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, endpoint TEXT, "
+                          "created_at TEXT, answer TEXT)")
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def key(model: str, endpoint: str, request: dict[str, Any]) -> str:
+        blob = json.dumps({"model": model, "endpoint": endpoint, "request": request}, sort_keys=True,
+                          ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._con.execute("SELECT answer FROM calls WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+        return json.loads(row[0])
+
+    def put(self, key: str, model: str, endpoint: str, answer: dict[str, Any]) -> None:
+        with self._lock:
+            self._con.execute("INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?)",
+                              (key, model, endpoint, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                               json.dumps(answer, ensure_ascii=False)))
+
+    def close(self) -> None:
+        with self._lock:
+            self._con.close()
+
+
+_CACHES: dict[str, CallCache] = {}
+_CACHES_LOCK = threading.Lock()
+
+
+def call_cache(path: str | Path | None) -> CallCache | None:
+    """One shared cache object per file in this process (None: no cache)."""
+    if not path:
+        return None
+    key = str(Path(path).resolve())
+    with _CACHES_LOCK:
+        if key not in _CACHES:
+            _CACHES[key] = CallCache(path)
+        return _CACHES[key]
+
+
+_CLIENTS: dict[tuple, Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def openai_client(base_url: str | None, api_key: str, max_retries: int, timeout: float):
+    """One client per endpoint and settings, shared: clients are thread-safe, and building one
+    costs about 26 ms of CPU, which a campaign would otherwise pay for every episode."""
+    import openai
+
+    key = (base_url, api_key, max_retries, timeout)
+    with _CLIENTS_LOCK:
+        if key not in _CLIENTS:
+            _CLIENTS[key] = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
+        return _CLIENTS[key]
+
+
+def openai_endpoint(base_url: str | None, api_key: str | None) -> tuple[str | None, str | None]:
+    """(base URL, key) for an OpenAI-compatible endpoint: the arguments, else $OPENAI_BASE_URL and
+    $OPENAI_API_KEY; a local server (a base URL without a key) takes any key. The key is None when
+    there is neither: the caller says what needs it."""
+    import os
+
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+    return base_url, api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if base_url else None)
+
+
+_SIGNATURE: set[str] | None = None
+
+
+def _client_params() -> set[str]:
+    """The request parameters the installed client library accepts by name."""
+    global _SIGNATURE
+    if _SIGNATURE is None:
+        from openai.resources.chat.completions import Completions
+
+        _SIGNATURE = set(inspect.signature(Completions.create).parameters) - {"self", "extra_body", "timeout"}
+    return _SIGNATURE
+
+
+def json_schema_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+
+
+class ChatModel:
+    """One model behind an OpenAI-compatible endpoint, called with :class:`CallSettings`."""
+
+    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
+                 settings: CallSettings | None = None, cache: CallCache | None = None,
+                 rate_limiter=None, temperature: float | None = 0.0, who: str = "model",
+                 sleep: Callable[[float], None] = time.sleep):
+        self.model, self.who = model, who
+        self.settings = settings or CallSettings()
+        self.base_url, self._key = openai_endpoint(base_url, api_key)
+        if not self._key:
+            raise ModelCallError(f"the {who} needs $OPENAI_API_KEY (or a base URL for a local server)",
+                                 "auth", retryable=False)
+        self.public_url = redact_url(self.base_url)
+        self.endpoint = endpoint_key(self.base_url)
+        self.client = openai_client(self.base_url, self._key, 0, self.settings.timeout)
+        self.cache, self.rate_limiter, self.sleep = cache, rate_limiter, sleep
+        self.temperature = temperature
+        self.calls = 0  # requests sent (cache hits are not calls)
+        self._formats_refused: set[str] = set()
+
+    def describe(self) -> dict[str, Any]:
+        return {"model": self.model, "base_url": self.public_url, "temperature": self.temperature,
+                **self.settings.describe(), "call_cache": self.cache is not None}
+
+    def _where(self) -> str:
+        return f"{self.who} {self.model} at {self.public_url or 'OpenAI'}"
+
+    def _request(self, messages: list[dict[str, str]], response_format: dict | None) -> dict[str, Any]:
+        req: dict[str, Any] = {"messages": messages}
+        if self.temperature is not None:
+            req["temperature"] = self.temperature
+        if self.settings.max_tokens is not None:
+            req["max_tokens"] = self.settings.max_tokens
+        if response_format is not None:
+            req["response_format"] = response_format
+        req.update(self.settings.options)  # an option given explicitly wins over the defaults above
+        return req
+
+    def chat(self, messages: list[dict[str, str]], response_format: dict | None = None) -> ChatResult:
+        """One reply; structured output is asked for, and dropped step by step where refused."""
+        formats = [response_format]
+        if response_format and response_format.get("type") == "json_schema":
+            formats.append({"type": "json_object"})
+        if response_format:
+            formats.append(None)
+        formats = [f for f in formats if (f or {}).get("type") not in self._formats_refused] or [None]
+        for i, fmt in enumerate(formats):
+            try:
+                return self._chat(messages, fmt)
+            except ModelCallError as exc:
+                refused = exc.kind == "bad_request" and fmt is not None and i + 1 < len(formats)
+                if not refused:
+                    raise
+                self._formats_refused.add(fmt["type"])
+        raise AssertionError("unreachable")
+
+    def _chat(self, messages: list[dict[str, str]], response_format: dict | None) -> ChatResult:
+        req = self._request(messages, response_format)
+        key = None
+        if self.cache is not None:
+            key = CallCache.key(self.model, self.endpoint, req)
+            hit = self.cache.get(key)
+            if hit is not None:
+                return ChatResult(hit["text"], hit["model"], hit["usage"], 0.0, cache_hit=True,
+                                  truncated_from=hit.get("truncated_from"))
+        result = self._send(req)
+        if key is not None:
+            self.cache.put(key, self.model, self.endpoint,
+                           {"text": result.text, "model": result.model, "usage": result.usage,
+                            "truncated_from": result.truncated_from, "latency_ms": result.latency_ms})
+        return result
+
+    def _send(self, req: dict[str, Any]) -> ChatResult:
+        known = _client_params()
+        kwargs = {k: v for k, v in req.items() if k in known}
+        extra = {k: v for k, v in req.items() if k not in known}
+        if extra:
+            kwargs["extra_body"] = extra
+        last: ModelCallError | None = None
+        attempt = 0
+        while attempt <= self.settings.max_retries:
+            if attempt and last is not None:
+                wait = last.retry_after if last.retry_after is not None else 2.0 ** (attempt - 1)
+                self.sleep(min(BACKOFF_CAP_S, max(0.0, wait)))
+            if self.rate_limiter:
+                self.rate_limiter.acquire()
+            t0 = time.perf_counter()
+            try:
+                self.calls += 1
+                result = self._attempt(kwargs)
+                result.latency_ms = (time.perf_counter() - t0) * 1000
+                return result
+            except ModelCallError as exc:
+                if exc.kind == "bad_request" and "temperature" in str(exc).lower() and "temperature" in kwargs:
+                    kwargs.pop("temperature")  # the model does not take it (#24: "where the model accepts it");
+                    self.temperature = None  # sent again at once, not counted as a retry
+                    continue
+                if not exc.retryable:
+                    raise
+                last = exc
+                attempt += 1
+        assert last is not None
+        raise ModelCallError(f"{last} (gave up after {self.settings.max_retries + 1} attempts)", last.kind,
+                             retryable=True, status=last.status)
+
+    def _error(self, message: str, kind: str, retryable: bool, status: int | None = None,
+               retry_after: float | None = None) -> ModelCallError:
+        return ModelCallError(redact_text(f"{self._where()}: {message}", (self._key,)), kind, retryable, status,
+                              retry_after)
+
+    def _attempt(self, kwargs: dict[str, Any]) -> ChatResult:
+        import openai
+
+        try:
+            raw = self.client.chat.completions.with_raw_response.create(model=self.model, **kwargs)
+        except openai.APITimeoutError:
+            raise self._error(f"no answer within {self.settings.timeout:g} s", "timeout", True) from None
+        except openai.APIConnectionError as exc:
+            raise self._error(f"connection failed ({_cause(exc)})", "connection", True) from None
+        except openai.APIStatusError as exc:
+            raise self._status_error(exc) from None
+        http = raw.http_response
+        body = http.text
+        ctype = http.headers.get("content-type", "")
+        if not body.strip():
+            raise self._error("HTTP 200 with an empty body", "malformed", True, 200)
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            looks_html = "html" in ctype.lower() or body.lstrip()[:1] == "<"
+            what = "an HTML page" if looks_html else f"a body that is not JSON ({len(body)} bytes, cut short?)"
+            raise self._error(f"HTTP 200 with {what}: {body[:80]!r}", "malformed", True, 200) from None
+        return self._parse(doc)
+
+    def _parse(self, doc: Any) -> ChatResult:
+        choices = doc.get("choices") if isinstance(doc, dict) else None
+        first = choices[0] if isinstance(choices, list) and choices else None
+        message = first.get("message") if isinstance(first, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(doc, dict) or not isinstance(message, dict) or (content is not None and not isinstance(content, str)):
+            shape = json.dumps(doc)[:120] if not isinstance(doc, str) else doc[:120]
+            raise self._error(f"the reply is JSON of the wrong shape (no choices[0].message.content): {shape}",
+                              "wrong_shape", True, 200)
+        if not content or not content.strip():
+            finish = first.get("finish_reason")
+            raise self._error(f"the endpoint returned an empty reply (finish_reason {finish!r})", "empty", True, 200)
+        truncated_from = None
+        if len(content) > self.settings.max_reply_chars:
+            truncated_from, content = len(content), content[: self.settings.max_reply_chars]
+        u = doc.get("usage") if isinstance(doc.get("usage"), dict) else {}
+        details = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), dict) else {}
+        cached = details.get("cached_tokens") if isinstance(details.get("cached_tokens"), int) else None
+        prompt = u.get("prompt_tokens") if isinstance(u.get("prompt_tokens"), int) else None
+        output = u.get("completion_tokens") if isinstance(u.get("completion_tokens"), int) else None
+        usage = {"input": None if prompt is None else prompt - (cached or 0), "cached_input": cached,
+                 "cache_write": None, "output": output}
+        model = doc.get("model") if isinstance(doc.get("model"), str) and doc.get("model") else self.model
+        return ChatResult(content, model, usage, 0.0, truncated_from=truncated_from)
+
+    def _status_error(self, exc) -> ModelCallError:
+        status = exc.status_code
+        message = _error_message(exc)
+        retry_after = _retry_after(exc.response.headers) if exc.response is not None else None
+        if status == 429:
+            return self._error(f"HTTP 429 rate limited: {message}", "rate_limit", True, status, retry_after)
+        if status >= 500 or status in (408, 409):
+            if _CONTEXT.search(message):
+                return self._error(f"HTTP {status}, the request exceeds the model's context: {message}",
+                                   "context_length", False, status)
+            return self._error(f"HTTP {status}: {message}", "server_error", True, status, retry_after)
+        if _CONTEXT.search(message):
+            return self._error(f"HTTP {status}, the request exceeds the model's context: {message} "
+                               "(set --window to keep fewer turns, or --max-tokens)", "context_length", False, status)
+        if status in (401, 403):
+            return self._error(f"HTTP {status}, not authorized: {message}", "auth", False, status)
+        if status == 404:
+            return self._error(f"HTTP 404 (no such model or route): {message}", "not_found", False, status)
+        return self._error(f"HTTP {status}, the endpoint rejected the request: {message}", "bad_request", False, status)
+
+
+def _cause(exc: BaseException) -> str:
+    inner = exc.__cause__ or exc.__context__
+    return f"{type(inner).__name__}: {inner}" if inner else type(exc).__name__
+
+
+def _error_message(exc) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])[:500]
+        if isinstance(err, str):
+            return err[:500]
+    try:
+        return exc.response.text[:500]
+    except Exception:  # noqa: BLE001 - the message is best effort
+        return str(exc)[:500]
+
+
+def _retry_after(headers) -> float | None:
+    value = headers.get("retry-after") if headers is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
