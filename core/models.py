@@ -304,21 +304,25 @@ class ChatModel:
         return req
 
     def chat(self, messages: list[dict[str, str]], response_format: dict | None = None) -> ChatResult:
-        """One reply; structured output is asked for, and dropped step by step where refused."""
-        formats = [response_format]
+        """One reply. Structured output is asked for in the most precise form the endpoint takes:
+        a JSON schema (OpenAI's ``json_schema``), then the schema in ``json_object`` form (llama.cpp's
+        server constrains its output with it), then plain ``json_object``, then none. A form the
+        endpoint refuses is remembered, so later calls start with the next."""
+        formats: list[tuple[str, dict | None]] = []
         if response_format and response_format.get("type") == "json_schema":
-            formats.append({"type": "json_object"})
+            schema = response_format["json_schema"]["schema"]
+            formats += [("json_schema", response_format), ("json_object+schema", {"type": "json_object", "schema": schema})]
         if response_format:
-            formats.append(None)
-        formats = [f for f in formats if (f or {}).get("type") not in self._formats_refused] or [None]
-        for i, fmt in enumerate(formats):
+            formats.append(("json_object", {"type": "json_object"}))
+        formats.append(("none", None))
+        formats = [f for f in formats if f[0] not in self._formats_refused]
+        for i, (name, fmt) in enumerate(formats):
             try:
                 return self._chat(messages, fmt)
             except ModelCallError as exc:
-                refused = exc.kind == "bad_request" and fmt is not None and i + 1 < len(formats)
-                if not refused:
+                if not (exc.kind == "format_refused" and i + 1 < len(formats)):
                     raise
-                self._formats_refused.add(fmt["type"])
+                self._formats_refused.add(name)
         raise AssertionError("unreachable")
 
     def _chat(self, messages: list[dict[str, str]], response_format: dict | None) -> ChatResult:
@@ -385,7 +389,7 @@ class ChatModel:
         except openai.APIConnectionError as exc:
             raise self._error(f"connection failed ({_cause(exc)})", "connection", True) from None
         except openai.APIStatusError as exc:
-            raise self._status_error(exc) from None
+            raise self._status_error(exc, "response_format" in kwargs) from None
         http = raw.http_response
         body = http.text
         ctype = http.headers.get("content-type", "")
@@ -424,10 +428,14 @@ class ChatModel:
         model = doc.get("model") if isinstance(doc.get("model"), str) and doc.get("model") else self.model
         return ChatResult(content, model, usage, 0.0, truncated_from=truncated_from)
 
-    def _status_error(self, exc) -> ModelCallError:
+    def _status_error(self, exc, response_format: bool = False) -> ModelCallError:
         status = exc.status_code
         message = _error_message(exc)
         retry_after = _retry_after(exc.response.headers) if exc.response is not None else None
+        if response_format and status in (400, 422, 500) and re.search(r"response_format|json_schema", message):
+            # llama.cpp's Python server answers an unknown format with a 500 validation error
+            return self._error(f"HTTP {status}, the endpoint refused the output format: {message}",
+                               "format_refused", False, status)
         if status == 429:
             return self._error(f"HTTP 429 rate limited: {message}", "rate_limit", True, status, retry_after)
         if status >= 500 or status in (408, 409):

@@ -5,7 +5,12 @@ they are deterministic and meaningful) and ``POST /v1/chat/completions``
 (replies from a script the test supplies, or from a callable over the
 messages). ``faults`` is a queue of responses to give before normal service:
 an int status (500, 429 ...), ``"timeout"`` (sleep past the client's timeout),
-``"garbage"`` (a 200 with a non-JSON body), ``"empty"`` (a reply with no content).
+``"garbage"`` (a 200 with a non-JSON body), ``"empty"`` (a reply with no content), and the
+fault matrix of the real-model issue: ``"wrong_shape"`` (200, JSON without choices[0].message),
+``"html"`` (200, text/html), ``"empty_body"`` (200, no bytes), ``"truncated"`` (200, half the
+JSON, then the connection closes), ``"retry_after"`` (429 with Retry-After: 1), ``"context"``
+(400 with llama.cpp's context-length message), ``"close"`` (the connection closes with no
+response), ``"hang"`` (accepts, never answers, until the server stops).
 Every request is kept in ``requests`` for the test to inspect.
 """
 
@@ -31,6 +36,8 @@ class OpenAICompatibleServer:
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         self._embedder = HashEmbedder(dim=64)
+        self._stopping = threading.Event()
+        self.reject_format: set[str] = set()  # response_format types answered with llama.cpp's 500 validation error
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -61,6 +68,10 @@ class OpenAICompatibleServer:
                             fault = server.fail_after[1]
                 if server.delay:
                     time.sleep(server.delay)
+                fmt = (req.get("response_format") or {}).get("type")
+                if fmt in server.reject_format:
+                    return self._send(500, json.dumps({"error": {"message": f"1 validation error: body.response_format.type "
+                                                                            f"Input should be 'text' or 'json_object', got {fmt!r}"}}).encode())
                 if fault == "timeout":
                     time.sleep(5)
                     return self._send(500, b'{"error":{"message":"late"}}')
@@ -70,6 +81,41 @@ class OpenAICompatibleServer:
                                                                    "type": "server_error"}}).encode(), headers)
                 if fault == "garbage":
                     return self._send(200, b"<html>this is not json</html>")
+                if fault == "hang":
+                    server._stopping.wait(600)
+                    self.close_connection = True
+                    return None
+                if fault == "close":
+                    self.close_connection = True
+                    return None
+                if fault == "html":
+                    body = b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>"
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    return self.wfile.write(body)
+                if fault == "empty_body":
+                    return self._send(200, b"")
+                if fault == "wrong_shape":
+                    return self._send(200, json.dumps({"id": "x", "object": "chat.completion",
+                                                       "choices": ["just a string"]}).encode())
+                if fault == "truncated":
+                    full = json.dumps({"id": "x", "choices": [{"index": 0, "message": {"role": "assistant",
+                                                                                    "content": "ACTION: hi"}}]}).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(full)))
+                    self.end_headers()
+                    self.wfile.write(full[: len(full) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return None
+                if fault == "retry_after":
+                    return self._send(429, b'{"error":{"message":"slow down"}}', {"Retry-After": "1"})
+                if fault == "context":
+                    return self._send(400, json.dumps({"error": {"message": "Requested tokens (4211) exceed context "
+                                                                            "window of 4096", "type": "invalid_request_error"}}).encode())
                 if self.path.endswith("/embeddings"):
                     texts = req["input"] if isinstance(req["input"], list) else [req["input"]]
                     vecs = server._embedder.embed(texts)
@@ -106,6 +152,7 @@ class OpenAICompatibleServer:
         return self
 
     def __exit__(self, *exc) -> None:
+        self._stopping.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 

@@ -1,0 +1,126 @@
+"""Error containment (the real-model issue): every fault of a faulty endpoint ends the episode with a
+recorded, classified EpisodeFailed; the campaign accounts for every cell and goes on."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from faultkit import FAULTS, run_fault
+from inquitree.core.agents import ModelConfig, OpenAIChatAgent
+from inquitree.core.cli import main
+from inquitree.core.models import CallSettings, ModelCallError, redact_url
+from openai_server import OpenAICompatibleServer
+
+
+@pytest.mark.parametrize("fault", list(FAULTS), ids=[str(f) for f in FAULTS])
+def test_fault_matrix(fault, tmp_path):
+    kind, permanent = FAULTS[fault]
+    out = run_fault(fault, tmp_path)
+    assert out["cells"] == 2 and out["done"] + out["failed"] == 2  # every cell accounted for
+    assert len(out["episodes"]) == 2
+    if not permanent:
+        assert out["done"] == 2 and all(e["outcome"] == "EpisodeScored" for e in out["episodes"].values())
+        return
+    assert out["failed"] == 2 and len(out["errors"]) == 2
+    for ep in out["episodes"].values():
+        assert ep["outcome"] == "failed" and ep["kind"] == kind, ep
+        assert ep["retryable"] == (kind not in ("bad_request", "context_length")), ep
+    assert all(f"[{kind}]" in e for e in out["errors"])
+    status = CliRunner().invoke(main, ["suite", "status", out["suite"], "--db", out["db"]])
+    assert "2 failed" in status.output and status.output.count(f"[{kind}") == 2, status.output
+
+
+def test_suite_run_exits_non_zero_naming_the_failed_cells(tmp_path):
+    with OpenAICompatibleServer(lambda m: "ACTION: x") as server:
+        server.fail_after = (0, "wrong_shape")
+        suite = tmp_path / "s.toml"
+        suite.write_text(f'name = "ws"\ntrees = ["synthetic-diamond-4"]\nagents = ["openai:m", "oracle"]\n'
+                         f'embedder = "hash"\nretries = 0\nmax_retries = 0\nbase_url = "{server.base_url}"\n')
+        out = CliRunner().invoke(main, ["suite", "run", str(suite), "--db", f"sqlite:///{tmp_path / 'e.sqlite'}"])
+    assert out.exit_code == 1, out.output
+    assert "1 done now, 1 failed" in out.output and "failed: ws.synthetic-diamond-4.openai-m" in out.output
+    assert "[wrong_shape]" in out.output and "Traceback" not in out.output
+
+
+def test_a_never_answering_endpoint_holds_a_call_for_at_most_the_stated_bound():
+    settings = CallSettings(timeout=0.4, max_retries=2)
+    slept: list[float] = []
+    with OpenAICompatibleServer(lambda m: "ACTION: x") as server:
+        server.fail_after = (0, "hang")
+        agent = OpenAIChatAgent("m", "sys", ModelConfig(server.base_url, settings))
+        agent.chat.sleep = slept.append  # the backoff pauses, counted instead of slept
+        t0 = time.perf_counter()
+        with pytest.raises(Exception, match="no answer within 0.4 s") as info:
+            agent.reply("obs", "topic", 1)
+        held = time.perf_counter() - t0
+        assert len(server.requests) == 3  # one attempt and two retries
+    assert info.value.retryable and info.value.kind == "timeout"
+    assert slept == [1.0, 2.0]
+    assert 3 * 0.4 <= held + 1e-3 and held + sum(slept) <= settings.worst_case_seconds()
+    assert settings.worst_case_seconds() == 3 * 0.4 + 2 * 30
+    assert CallSettings().worst_case_seconds() == 240.0  # the default, stated in --help
+    assert "240 s with the defaults" in CliRunner().invoke(main, ["play", "--help"]).output.replace("\n", " ").replace("  ", " ")
+
+
+def test_retry_after_is_honoured_and_capped():
+    slept: list[float] = []
+    with OpenAICompatibleServer(lambda m: "ACTION: ok") as server:
+        server.faults = ["retry_after"]
+        agent = OpenAIChatAgent("m", "sys", ModelConfig(server.base_url, CallSettings(max_retries=1)))
+        agent.chat.sleep = slept.append
+        assert agent.reply("obs", "topic", 1).text == "ACTION: ok"
+    assert slept == [1.0]
+
+
+def test_credentials_never_reach_events_messages_or_ids(tmp_path):
+    assert redact_url("http://user:s3cret@host:8/v1?api_key=abc&x=1") == "http://***@host:8/v1?api_key=***&x=1"
+    with OpenAICompatibleServer(lambda m: "ACTION: x") as server:
+        url = server.base_url.replace("http://", "http://alice:s3cret-pw@") + "?key=tok123"
+        server.fail_after = (1, 500)
+        db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+        out = CliRunner().invoke(main, ["play", "--agent", "openai:m", "--base-url", url, "--record", "--db", db,
+                                        "--max-retries", "0", "--judge", "none", "--embedder", "hash"])
+    assert out.exit_code == 2
+    text = (tmp_path / "e.sqlite").read_bytes()
+    for secret in (b"s3cret-pw", b"tok123", b"alice"):
+        assert secret not in text
+    assert "s3cret-pw" not in out.output and "tok123" not in out.output and "***@127.0.0.1" in out.output
+
+
+def test_a_huge_reply_is_cut_and_the_cut_recorded():
+    with OpenAICompatibleServer(lambda m: "ACTION: " + "x" * 50_000) as server:
+        agent = OpenAIChatAgent("m", "sys", ModelConfig(server.base_url, CallSettings(max_reply_chars=1000)))
+        reply = agent.reply("obs", "topic", 1)
+    assert len(reply.text) == 1000 and reply.truncated_from == 50_008
+
+
+def test_structured_output_falls_back_where_the_endpoint_refuses_it():
+    refused = {"json_schema"}
+
+    def model(messages):
+        return '{"score": 1.0, "rationale": "states it"}'
+
+    with OpenAICompatibleServer(model) as server:
+        server.reject_format = refused  # answers 500 with a validation error, as llama.cpp's server does
+        agent = OpenAIChatAgent("m", "sys", ModelConfig(server.base_url, CallSettings(max_retries=0)))
+        fmt = {"type": "json_schema", "json_schema": {"name": "v", "schema": {"type": "object"}}}
+        first = agent.chat.chat([{"role": "user", "content": "a"}], fmt)
+        second = agent.chat.chat([{"role": "user", "content": "b"}], fmt)
+        sent = [r["body"].get("response_format") for r in server.requests]
+    assert first.text == second.text
+    assert sent == [fmt, {"type": "json_object", "schema": {"type": "object"}},
+                    {"type": "json_object", "schema": {"type": "object"}}]  # the refusal is remembered
+
+
+def test_context_length_errors_are_not_retried():
+    with OpenAICompatibleServer(lambda m: "x") as server:
+        server.fail_after = (0, "context")
+        agent = OpenAIChatAgent("m", "sys", ModelConfig(server.base_url, CallSettings(max_retries=3)))
+        with pytest.raises(Exception, match="exceeds the model's context") as info:
+            agent.reply("obs", "topic", 1)
+        assert len(server.requests) == 1
+    assert info.value.kind == "context_length" and not info.value.retryable
+    assert isinstance(info.value.__cause__ or info.value, Exception) and not isinstance(info.value, ModelCallError)
