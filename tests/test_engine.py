@@ -3,6 +3,7 @@ determinism and what the agent may see."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -11,7 +12,8 @@ from hypothesis import strategies as st
 
 from enginekit import MISS, TEMPLATES, OracleAgent, RandomAgent, ScriptAgent, always_miss_script, params, play
 from inquitree.core.embed import HashEmbedder
-from inquitree.core.engine import Engine, EngineError, EpisodeState, Reply, extract_action, fold, parse_decision, split_conclusion
+from inquitree.core.engine import (Engine, EngineError, EpisodeState, Params, Reply, extract_action, fold, parse_decision,
+                                   split_conclusion)
 from inquitree.core.tree import load_tree_file, parse_tree, resolve_tree, shipped_tree_paths
 from inquitree.events.types import (DependencyBlocked, HintIssued, ObservationEmitted, ResultDrawn, Transitioned,
                                     TurnLimitReached)
@@ -247,3 +249,56 @@ def test_state_is_a_fold_of_the_events():
     for f in ("state", "step", "visits", "study_runs", "draws", "true_results", "hints_issued", "conclusion_items"):
         assert getattr(rebuilt, f) == getattr(out.state, f)
     assert isinstance(EpisodeState().copy(), EpisodeState)
+
+
+def _at_result(tree_id: str = "synthetic-independent-7", **kw):
+    tree = resolve_tree(tree_id)
+    engine = Engine(tree, params(tree, HashEmbedder(), **kw), TEMPLATES)
+    state = fold(engine.start("e", {}, {}, "test"))
+    state = fold(engine.step(state, Reply("ACTION: a"), {s.id: (0.9 if s.id == "s2" else 0.1) for s in tree.subtopics}), state)
+    return engine, fold(engine.step(state, Reply("ACTION: b"), {"s2.study": 0.8}), state)
+
+
+def test_a_result_reply_naming_no_decision_is_reasked_at_most_max_reasks_times():
+    engine, state = _at_result()
+    assert engine.p.max_reasks == 3
+    for k in range(3):  # three re-asks (C.4.2) ...
+        ev = engine.step(state, Reply("I think the result is interesting."))
+        assert of(ev, ObservationEmitted)[0].templates == ["C.4.2"], k
+        state = fold(ev, state)
+    ev = engine.step(state, Reply("Still no decision."))  # ... then the engine asks for the conclusion
+    t = of(ev, Transitioned)[0]
+    assert (t.to_state, t.forced, t.reason) == ("conclusion", True, "reask_limit")
+    assert of(ev, ObservationEmitted)[0].templates == ["C.5"]
+    state = fold(ev, state)
+    assert state.state == "conclusion" and state.step == 6
+    # a valid decision in between starts the count again
+    engine, state = _at_result()
+    for reply in ["no", "no", "no", "ACTION: redo_study", "OK", "no", "no", "no"]:
+        state = fold(engine.step(state, Reply(reply)), state)
+    assert state.state == "result"
+    # episodes recorded before the bound existed replay with none
+    assert Params.from_dict({k: v for k, v in dataclasses.asdict(engine.p).items() if k != "max_reasks"}).max_reasks is None
+
+
+def test_conclusion_lines_without_content_are_not_items():
+    tree = resolve_tree("synthetic-chain-7")
+    engine = Engine(tree, params(tree, HashEmbedder(), max_turns=1), TEMPLATES)
+    state = fold(engine.start("e", {}, {}, "test"))
+    state = fold(engine.step(state, Reply("ACTION: a"), {s.id: 0.1 for s in tree.subtopics}), state)
+    echo = ("ACTION:\n1. The final answer (your action part) MUST be structured as a numbered list:\n- (1) ...\n"
+            "- (2) ...\n- (3) ...\n- ...\n(4) Sleep deprivation impairs **spatial** memory.\n(5) --\n(6) ?!")
+    ev = engine.step(state, Reply(echo))
+    assert ev[-1].items == ["Sleep deprivation impairs **spatial** memory."]
+    assert split_conclusion("...") == [] and split_conclusion("  ") == [] and split_conclusion("A claim.") == ["A claim."]
+
+
+def test_a_run_limit_ends_the_episode_with_no_items_and_replays():
+    engine, state = _at_result()
+    ev = engine.end_by_limit(state, "episode_tokens", 100.0, 130.0)
+    assert [e.TYPE for e in ev] == ["LimitReached", "Transitioned", "ConclusionSubmitted"]
+    assert ev[1].reason == "limit:episode_tokens" and ev[1].forced and ev[2].items == []
+    done = fold(ev, state)
+    assert done.state == "done"
+    with pytest.raises(EngineError, match="no limit can end it"):
+        engine.end_by_limit(done, "episode_tokens", 1.0, 2.0)
