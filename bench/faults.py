@@ -1,0 +1,78 @@
+"""The fault matrix of the real-model issue, and the longest a never-answering endpoint holds a step.
+
+1. For each fault, a 2-cell campaign against a loopback server that turns faulty after two calls
+   (tests/faultkit.py, the same runs the tests check): how each episode ended, and whether every
+   cell was accounted for.
+2. A server that accepts the connection and never answers, with the default call settings
+   (timeout 60 s, 2 retries): the wall time one agent step is held, against the stated bound.
+
+    python bench/faults.py [--out bench/results/faults.json] [--skip-hang]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from faultkit import FAULTS, run_fault  # noqa: E402
+from openai_server import OpenAICompatibleServer  # noqa: E402
+
+from inquitree.core.agents import ModelConfig, OpenAIChatAgent  # noqa: E402
+from inquitree.core.models import CallSettings, ModelCallError  # noqa: E402
+
+
+def never_answers() -> dict:
+    settings = CallSettings()
+    with OpenAICompatibleServer(lambda m: "ACTION: x") as server:
+        server.fail_after = (0, "hang")
+        agent = OpenAIChatAgent("m", "sys", ModelConfig(server.base_url, settings))
+        t0 = time.perf_counter()
+        try:
+            agent.reply("obs", "topic", 1)
+            outcome = "answered?"
+        except Exception as exc:  # noqa: BLE001 - the outcome is what is measured
+            outcome = f"{type(exc).__name__} [{getattr(exc, 'kind', '?')}]: {exc}"
+        held = time.perf_counter() - t0
+        attempts = len(server.requests)
+    return {"settings": settings.describe(), "held_s": round(held, 1), "attempts": attempts,
+            "stated_bound_s": settings.worst_case_seconds(), "outcome": outcome}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "faults.json"))
+    ap.add_argument("--skip-hang", action="store_true")
+    args = ap.parse_args()
+    d = Path(tempfile.mkdtemp(prefix="inquitree-faults-"))
+    rows = []
+    for fault in FAULTS:
+        r = run_fault(fault, d / str(fault))
+        eps = list(r["episodes"].values())
+        rows.append({"fault": r["fault"], "cells": r["cells"], "done": r["done"], "failed": r["failed"],
+                     "accounted": r["done"] + r["failed"] == r["cells"],
+                     "ended": sorted({(e.get("kind") or e["outcome"]) + (" (retryable)" if e.get("retryable") else "")
+                                      for e in eps}),
+                     "message": eps[0].get("error", "")[:200] if eps else "", "wall_s": r["wall_s"],
+                     "requests": r["requests"]})
+        print(rows[-1], flush=True)
+    result = {"stamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                       cwd=Path(__file__).parent).stdout.strip(),
+              "matrix_settings": "2 cells, the server fails every call after the 2nd (retry_after: one 429 "
+                                 "with Retry-After: 1 s), timeout 0.5 s, max_retries 1, suite retries 0",
+              "matrix": rows}
+    if not args.skip_hang:
+        result["never_answers_default_settings"] = never_answers()
+        print(result["never_answers_default_settings"], flush=True)
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
