@@ -30,34 +30,50 @@ def model(messages):
 
 def concurrency(d: Path, delay: float, in_flight: int = 64, episodes: int = 128, turns: int = 5) -> dict:
     """The server runs in its own process, as a real endpoint would."""
-    server = subprocess.Popen([sys.executable, str(Path(__file__).resolve().parent.parent / "tests" / "openai_server.py"),
-                               str(delay)], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve().parent.parent / "tests" / "openai_server.py"), str(delay)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         base_url = server.stdout.readline().strip()
         d.mkdir(parents=True, exist_ok=True)
         suite = d / "c.toml"
-        suite.write_text(f'name = "conc"\ntrees = ["synthetic-chain-7"]\nagents = ["openai:m"]\nruns = {episodes}\n'
-                         f'embedder = "hash"\nmax_turns = {turns}\nconcurrency = {in_flight}\n'
-                         f'base_url = "{base_url}"\n')
+        suite.write_text(
+            f'name = "conc"\ntrees = ["synthetic-chain-7"]\nagents = ["openai:m"]\nruns = {episodes}\n'
+            f'embedder = "hash"\nmax_turns = {turns}\nconcurrency = {in_flight}\n'
+            f'base_url = "{base_url}"\n'
+        )
         store = EventStore(f"sqlite:///{d / 'c.sqlite'}")
         t0 = time.perf_counter()
         report = run_suite(Suite.load(suite), store)
         wall = time.perf_counter() - t0
-        calls = sum(1 for s in store.streams() for r in store.read_stream(s.stream_id) if r.event_type == "AgentReplied")
+        calls = sum(
+            1 for s in store.streams() for r in store.read_stream(s.stream_id) if r.event_type == "AgentReplied"
+        )
         store.close()
     finally:
         server.kill()
         server.wait()
     assert report.done == episodes, report
     ideal = calls * delay / in_flight
-    return {"episodes": episodes, "in_flight": in_flight, "calls": calls, "delay_s": delay,
-            "wall_s": round(wall, 2), "ideal_s": round(ideal, 2), "ratio_to_ideal": round(wall / ideal, 3)}
+    return {
+        "episodes": episodes,
+        "in_flight": in_flight,
+        "calls": calls,
+        "delay_s": delay,
+        "wall_s": round(wall, 2),
+        "ideal_s": round(ideal, 2),
+        "ratio_to_ideal": round(wall / ideal, 3),
+    }
 
 
 def resume_cost(d: Path, episodes: int = 1000) -> dict:
     suite = d / "r.toml"
-    suite.write_text(f'name = "res"\ntrees = ["synthetic-diamond-4"]\nagents = ["random"]\nruns = {episodes}\n'
-                     'embedder = "hash"\nconcurrency = 2\n')
+    suite.write_text(
+        f'name = "res"\ntrees = ["synthetic-diamond-4"]\nagents = ["random"]\nruns = {episodes}\n'
+        'embedder = "hash"\nconcurrency = 2\n'
+    )
     url = f"sqlite:///{d / 'r.sqlite'}"
     store = EventStore(url)
     t0 = time.perf_counter()
@@ -78,9 +94,12 @@ def resume_cost(d: Path, episodes: int = 1000) -> dict:
     total = time.perf_counter() - t0
     store.close()
     assert report.skipped == episodes and report.done == 1
-    return {"finished_episodes": episodes, "first_run_s": round(first_run, 1),
-            "restart_to_first_new_event_ms": round((first_new[0] - t0) * 1000, 1),
-            "restart_total_ms": round(total * 1000, 1)}
+    return {
+        "finished_episodes": episodes,
+        "first_run_s": round(first_run, 1),
+        "restart_to_first_new_event_ms": round((first_new[0] - t0) * 1000, 1),
+        "restart_total_ms": round(total * 1000, 1),
+    }
 
 
 def main() -> None:
@@ -89,9 +108,11 @@ def main() -> None:
     ap.add_argument("--out")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        result = {"concurrency": concurrency(Path(d), args.delay),
-                  "concurrency_1s_delay": concurrency(Path(d) / "slow", 1.0) if args.delay != 1.0 else None,
-                  "resume": resume_cost(Path(d))}
+        result = {
+            "concurrency": concurrency(Path(d), args.delay),
+            "concurrency_1s_delay": concurrency(Path(d) / "slow", 1.0) if args.delay != 1.0 else None,
+            "resume": resume_cost(Path(d)),
+        }
     print(json.dumps(result, indent=2))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n")

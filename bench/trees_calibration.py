@@ -32,29 +32,44 @@ def main() -> None:
         cal = calibrate_tree(t, emb)
         cals.append(cal)
         cross = [c for c in cal.cross if not math.isnan(c)]
-        rows.append({"tree": t.id, "it18_id": t.paper.get("it18_id"), "n": t.n,
-                     "paper_n": t.paper.get("paper_subtopics"), "targets": len(cal.targets),
-                     "violations": len(cal.violations),
-                     **{f"h{i}": round(float(np.mean(cal.level(i))), 3) for i in range(1, 5)},
-                     "cross": round(float(np.mean(cross)), 3) if cross else None,
-                     "tau": recommend_tau([cal])})
+        rows.append(
+            {
+                "tree": t.id,
+                "it18_id": t.paper.get("it18_id"),
+                "n": t.n,
+                "paper_n": t.paper.get("paper_subtopics"),
+                "targets": len(cal.targets),
+                "violations": len(cal.violations),
+                **{f"h{i}": round(float(np.mean(cal.level(i))), 3) for i in range(1, 5)},
+                "cross": round(float(np.mean(cross)), 3) if cross else None,
+                "tau": recommend_tau([cal]),
+            }
+        )
     it18 = [r for r in rows if r["it18_id"] is not None]
     papers = it18_registry()
     h1 = [c for cal in cals for c in cal.level(1)]
     h4 = [c for cal in cals for c in cal.level(4)]
-    totals = {"embedder": emb.id, "it18_papers": len(papers), "it18_trees": len(it18),
-              "subtopics_ours": sum(r["n"] for r in it18), "subtopics_paper": sum(p["subtopics"] for p in papers),
-              "mean_ours": round(sum(r["n"] for r in it18) / len(it18), 2),
-              "mean_paper": round(sum(p["subtopics"] for p in papers) / len(papers), 2),
-              "p90_h1_all": round(percentile(h1, 90), 3), "p10_h4_all": round(percentile(h4, 10), 3),
-              "tau_all": recommend_tau(cals),
-              "tau_it18_only": recommend_tau([c for c, r in zip(cals, rows) if r["it18_id"] is not None])}
+    totals = {
+        "embedder": emb.id,
+        "it18_papers": len(papers),
+        "it18_trees": len(it18),
+        "subtopics_ours": sum(r["n"] for r in it18),
+        "subtopics_paper": sum(p["subtopics"] for p in papers),
+        "mean_ours": round(sum(r["n"] for r in it18) / len(it18), 2),
+        "mean_paper": round(sum(p["subtopics"] for p in papers) / len(papers), 2),
+        "p90_h1_all": round(percentile(h1, 90), 3),
+        "p10_h4_all": round(percentile(h4, 10), 3),
+        "tau_all": recommend_tau(cals),
+        "tau_it18_only": recommend_tau([c for c, r in zip(cals, rows) if r["it18_id"] is not None]),
+    }
     OUT.write_text(json.dumps({"totals": totals, "trees": rows}, indent=1) + "\n")
     print("| tree | n / paper | h1 | h2 | h3 | h4 | cross | tau |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['tree']} | {r['n']} / {r['paper_n'] if r['paper_n'] is not None else '-'} | {r['h1']:.2f} | "
-              f"{r['h2']:.2f} | {r['h3']:.2f} | {r['h4']:.2f} | {r['cross']:.2f} | {r['tau']:.2f} |")
+        print(
+            f"| {r['tree']} | {r['n']} / {r['paper_n'] if r['paper_n'] is not None else '-'} | {r['h1']:.2f} | "
+            f"{r['h2']:.2f} | {r['h3']:.2f} | {r['h4']:.2f} | {r['cross']:.2f} | {r['tau']:.2f} |"
+        )
     print()
     print(json.dumps(totals))
 

@@ -29,13 +29,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from enginekit import OracleAgent, RandomAgent, play  # noqa: E402
-
+import inquitree.warehouse.sync as ws  # noqa: E402
 from inquitree.core.runner import stream_id  # noqa: E402
 from inquitree.core.tree import resolve_tree  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
-import inquitree.warehouse.sync as ws  # noqa: E402
 from inquitree.warehouse.sync import Warehouse, _open_source, query_names  # noqa: E402
+
+from enginekit import OracleAgent, RandomAgent, play  # noqa: E402
 
 TREES = ("synthetic-chain-7", "synthetic-diamond-4", "synthetic-independent-7")
 
@@ -130,18 +130,25 @@ def measure(url: str, runs: int = 3) -> dict:
                     times.append(time.perf_counter() - t0)
                 queries[name] = {"median_s": round(statistics.median(times), 3), "rows": df.height}
         sync_s, read_s = statistics.median(fulls), statistics.median(reads)
-        return {"source": url.split("://")[0], "full_sync_events": full.events, "full_sync_runs_s": [round(x, 2) for x in fulls],
-                "full_sync_s": round(sync_s, 2), "full_sync_s_per_1M": round(sync_s / full.events * 1e6, 2),
-                "full_sync_cpu_s": round(statistics.median(cpus), 2),
-                "read_only_s": round(read_s, 2), "sync_over_read_only": round(sync_s / read_s, 2),
-                "row_group_size": ws.ROW_GROUP_SIZE,
-                "full_sync_duckdb_default_row_groups_runs_s": [round(x, 2) for x in default_rg],
-                "full_sync_duckdb_default_row_groups_s": round(statistics.median(default_rg), 2),
-                "incremental_events": inc.events, "incremental_runs_ms": [round(x * 1000, 1) for x in incs],
-                "incremental_sync_ms": round(statistics.median(incs) * 1000, 1),
-                "incremental_with_open_close_runs_ms": [round(x * 1000, 1) for x in inc_open_close],
-                "incremental_with_open_close_ms": round(statistics.median(inc_open_close) * 1000, 1),
-                "queries": queries}
+        return {
+            "source": url.split("://")[0],
+            "full_sync_events": full.events,
+            "full_sync_runs_s": [round(x, 2) for x in fulls],
+            "full_sync_s": round(sync_s, 2),
+            "full_sync_s_per_1M": round(sync_s / full.events * 1e6, 2),
+            "full_sync_cpu_s": round(statistics.median(cpus), 2),
+            "read_only_s": round(read_s, 2),
+            "sync_over_read_only": round(sync_s / read_s, 2),
+            "row_group_size": ws.ROW_GROUP_SIZE,
+            "full_sync_duckdb_default_row_groups_runs_s": [round(x, 2) for x in default_rg],
+            "full_sync_duckdb_default_row_groups_s": round(statistics.median(default_rg), 2),
+            "incremental_events": inc.events,
+            "incremental_runs_ms": [round(x * 1000, 1) for x in incs],
+            "incremental_sync_ms": round(statistics.median(incs) * 1000, 1),
+            "incremental_with_open_close_runs_ms": [round(x * 1000, 1) for x in inc_open_close],
+            "incremental_with_open_close_ms": round(statistics.median(inc_open_close) * 1000, 1),
+            "queries": queries,
+        }
 
 
 def main() -> None:
@@ -171,8 +178,9 @@ def main() -> None:
 def _commit() -> str | None:
     import subprocess
 
-    r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                       cwd=Path(__file__).resolve().parent)
+    r = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).resolve().parent
+    )
     return r.stdout.strip() or None
 
 

@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from inquitree.core.engine import RESULT, STUDY, SUBTOPIC, TOPIC, Reply, uniform
 from inquitree.core.models import CallSettings, ChatModel, ModelCallError, call_cache, option_label
-from inquitree.core.engine import CONCLUSION, RESULT, STUDY, SUBTOPIC, TOPIC, Reply, uniform
 from inquitree.core.tree import Tree
 from inquitree.events.errors import InquiTreeError
 
@@ -110,8 +110,11 @@ class OracleAgent:
         self.i = 0
 
     def resume(self, events: list) -> None:
-        self.i = sum(1 for _, r in recorded_turns(events)
-                     if r.state == RESULT and r.action in ("explore_new_subtopic", "draw_conclusion"))
+        self.i = sum(
+            1
+            for _, r in recorded_turns(events)
+            if r.state == RESULT and r.action in ("explore_new_subtopic", "draw_conclusion")
+        )
 
     def reply(self, observation: str, state: str, turn: int) -> Reply:
         if state == TOPIC:
@@ -243,8 +246,15 @@ class ModelConfig:
             raise AgentError(f"--window {self.window}: must be at least 1 turn")
 
     def chat_model(self, model: str, who: str, rate_limiter=None, temperature: float | None = 0.0) -> ChatModel:
-        return ChatModel(model, self.base_url, settings=self.settings, cache=call_cache(self.call_cache),
-                         rate_limiter=rate_limiter, temperature=temperature, who=who)
+        return ChatModel(
+            model,
+            self.base_url,
+            settings=self.settings,
+            cache=call_cache(self.call_cache),
+            rate_limiter=rate_limiter,
+            temperature=temperature,
+            who=who,
+        )
 
 
 def model_error(exc: ModelCallError) -> AgentError:
@@ -254,8 +264,14 @@ def model_error(exc: ModelCallError) -> AgentError:
 class OpenAIChatAgent:
     """A chat model behind an OpenAI-compatible endpoint, with step-wise memory (#24)."""
 
-    def __init__(self, model: str, system_prompt: str, config: ModelConfig | None = None,
-                 rate_limiter: RateLimiter | None = None, temperature: float | None = 0.0):
+    def __init__(
+        self,
+        model: str,
+        system_prompt: str,
+        config: ModelConfig | None = None,
+        rate_limiter: RateLimiter | None = None,
+        temperature: float | None = 0.0,
+    ):
         config = config or ModelConfig()
         self.model, self.system_prompt, self.window = model, system_prompt, config.window
         try:
@@ -275,7 +291,7 @@ class OpenAIChatAgent:
     def messages(self) -> list[dict[str, str]]:
         hist = self.history
         if self.window:
-            hist = hist[-(2 * self.window - 1):]
+            hist = hist[-(2 * self.window - 1) :]
         return [{"role": "system", "content": self.system_prompt}, *hist]
 
     def reply(self, observation: str, state: str, turn: int) -> Reply:
@@ -286,12 +302,24 @@ class OpenAIChatAgent:
             self.history.pop()
             raise model_error(exc) from None
         self.history.append({"role": "assistant", "content": out.text})
-        return Reply(out.text, model=out.model, usage=out.usage, latency_ms=out.latency_ms, cache_hit=out.cache_hit,
-                     truncated_from=out.truncated_from)
+        return Reply(
+            out.text,
+            model=out.model,
+            usage=out.usage,
+            latency_ms=out.latency_ms,
+            cache_hit=out.cache_hit,
+            truncated_from=out.truncated_from,
+        )
 
 
-def make_agent(spec: str, tree: Tree, seed: int, system_prompt: str, config: ModelConfig | None = None,
-               rate_limiter: RateLimiter | None = None) -> Agent:
+def make_agent(
+    spec: str,
+    tree: Tree,
+    seed: int,
+    system_prompt: str,
+    config: ModelConfig | None = None,
+    rate_limiter: RateLimiter | None = None,
+) -> Agent:
     if spec == "random":
         return RandomAgent(tree, seed)
     if spec == "oracle":

@@ -90,7 +90,8 @@ def calibrate_tree(tree: Tree, embedder) -> TreeCalibration:
             k += 1 + len(t.hints)
         for j, t in enumerate(targets):
             o = vecs[idx[j]]
-            hints = tuple(float(vecs[idx[j] + 1 + i] @ o) for i in range(len(t.hints)))
+            h = [float(vecs[idx[j] + 1 + i] @ o) for i in range(len(t.hints))]
+            hints = (h[0], h[1], h[2], h[3])
             cross = [float(vecs[idx[m]] @ o) for m in range(len(targets)) if m != j]
             out.append(TargetCosines(kind, t.id, hints, max(cross) if cross else float("nan")))
     return TreeCalibration(tree.id, embedder.id, tuple(out))

@@ -55,15 +55,50 @@ from inquitree.core.tree import Tree, resolve_tree
 from inquitree.events.errors import ConcurrencyError, InquiTreeError
 from inquitree.events.store import EventStore
 
-_FIELDS = {"name": str, "trees": list, "agents": list, "judges": list, "randomness": list, "runs": int, "seed": int,
-           "embedder": str, "tau": float, "max_hints": int, "max_turns": int, "concurrency": int, "base_url": str,
-           "judge_base_url": str, "embedder_base_url": str, "templates": str, "retries": int,
-           "requests_per_minute": float, "timeout": float, "max_retries": int, "max_tokens": int, "window": int,
-           "max_reply_chars": int, "judge_options": dict, "judge_max_tokens": int, "call_cache": str,
-           "max_reasks": int, "episode_tokens": int, "episode_cost_usd": float, "episode_seconds": float,
-           "budget_tokens": int, "budget_cost_usd": float, "prices": str}
-_AGENT_FIELDS = {"agent": str, "label": str, "options": dict, "window": int, "max_tokens": int, "timeout": float,
-                 "max_retries": int}
+_FIELDS = {
+    "name": str,
+    "trees": list,
+    "agents": list,
+    "judges": list,
+    "randomness": list,
+    "runs": int,
+    "seed": int,
+    "embedder": str,
+    "tau": float,
+    "max_hints": int,
+    "max_turns": int,
+    "concurrency": int,
+    "base_url": str,
+    "judge_base_url": str,
+    "embedder_base_url": str,
+    "templates": str,
+    "retries": int,
+    "requests_per_minute": float,
+    "timeout": float,
+    "max_retries": int,
+    "max_tokens": int,
+    "window": int,
+    "max_reply_chars": int,
+    "judge_options": dict,
+    "judge_max_tokens": int,
+    "call_cache": str,
+    "max_reasks": int,
+    "episode_tokens": int,
+    "episode_cost_usd": float,
+    "episode_seconds": float,
+    "budget_tokens": int,
+    "budget_cost_usd": float,
+    "prices": str,
+}
+_AGENT_FIELDS = {
+    "agent": str,
+    "label": str,
+    "options": dict,
+    "window": int,
+    "max_tokens": int,
+    "timeout": float,
+    "max_retries": int,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,34 +214,52 @@ class Suite:
         for key, value in a.items():
             want = _AGENT_FIELDS.get(key)
             if want is None:
-                raise SuiteError(f"{path}: agent {a['agent']!r}: unknown key {key!r} (known: {', '.join(_AGENT_FIELDS)})")
+                raise SuiteError(
+                    f"{path}: agent {a['agent']!r}: unknown key {key!r} (known: {', '.join(_AGENT_FIELDS)})"
+                )
             if not isinstance(value, want) and not (want is float and isinstance(value, int)):
                 raise SuiteError(f"{path}: agent {a['agent']!r}: {key} = {value!r}: expected {want.__name__}")
         spec = a["agent"]
         if not spec.startswith("openai:"):
             if set(a) - {"agent", "label"}:
                 raise SuiteError(f"{path}: agent {spec!r}: options and call settings apply to openai:MODEL agents only")
-            return AgentEntry(spec, a.get("label", spec))
-        settings = CallSettings(timeout=a.get("timeout", self.timeout), max_retries=a.get("max_retries", self.max_retries),
-                                max_tokens=a.get("max_tokens", self.max_tokens), max_reply_chars=self.max_reply_chars,
-                                options=a.get("options", {}))
+            return AgentEntry(spec, str(a.get("label", spec)))
+        settings = CallSettings(
+            timeout=a.get("timeout", self.timeout),
+            max_retries=a.get("max_retries", self.max_retries),
+            max_tokens=a.get("max_tokens", self.max_tokens),
+            max_reply_chars=self.max_reply_chars,
+            options=a.get("options", {}),
+        )
         label = a.get("label") or option_label(spec.split(":", 1)[1], settings.options)
         config = ModelConfig(self.base_url, settings, a.get("window", self.window), label, self.call_cache)
         return AgentEntry(spec, "openai:" + label if "label" not in a else label, config)
 
     def judge_config(self) -> ModelConfig:
-        return ModelConfig(self.judge_base_url, CallSettings(timeout=self.timeout, max_retries=self.max_retries,
-                                                             max_tokens=self.judge_max_tokens,
-                                                             max_reply_chars=self.max_reply_chars,
-                                                             options=self.judge_options),
-                           call_cache=self.call_cache)
+        return ModelConfig(
+            self.judge_base_url,
+            CallSettings(
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+                max_tokens=self.judge_max_tokens,
+                max_reply_chars=self.max_reply_chars,
+                options=self.judge_options,
+            ),
+            call_cache=self.call_cache,
+        )
 
     def limits(self) -> Limits:
         return Limits(self.episode_tokens, self.episode_cost_usd, self.episode_seconds)
 
     def cells(self) -> list[Cell]:
-        return [Cell(t, a, j, r, k) for t in self.trees for a in self.agents for j in self.judges
-                for r in self.randomness for k in range(self.runs)]
+        return [
+            Cell(t, a, j, r, k)
+            for t in self.trees
+            for a in self.agents
+            for j in self.judges
+            for r in self.randomness
+            for k in range(self.runs)
+        ]
 
 
 @dataclasses.dataclass
@@ -230,14 +283,20 @@ def parse_shard(text: str | None) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-def run_suite(suite: Suite, store: EventStore, shard: tuple[int, int] = (1, 1),
-              progress: Callable[[CampaignReport, int], None] | None = None,
-              concurrency: int | None = None) -> CampaignReport:
+def run_suite(
+    suite: Suite,
+    store: EventStore,
+    shard: tuple[int, int] = (1, 1),
+    progress: Callable[[CampaignReport, int], None] | None = None,
+    concurrency: int | None = None,
+) -> CampaignReport:
     """Run every cell of ``suite`` in this shard that is not finished yet.
 
     No cell's failure stops the others: whatever an episode raises is recorded in its stream
     (``EpisodeFailed``) and counted in the report with the cell's episode id and the reason."""
-    trees: dict[str, Tree] = {t: resolve_tree(t) for t in suite.trees}  # a malformed tree stops here, before any episode
+    trees: dict[str, Tree] = {
+        t: resolve_tree(t) for t in suite.trees
+    }  # a malformed tree stops here, before any episode
     templates = TemplateSet(suite.templates)
     embedder = make_embedder(suite.embedder, base_url=suite.embedder_base_url)
     tau = suite.tau if suite.tau is not None else default_tau(embedder.id)
@@ -246,14 +305,22 @@ def run_suite(suite: Suite, store: EventStore, shard: tuple[int, int] = (1, 1),
     limiter = RateLimiter(suite.requests_per_minute) if suite.requests_per_minute else None
     limits = suite.limits()
     prices = PriceTable(suite.prices) if (suite.prices or limits.episode_cost_usd or suite.budget_cost_usd) else None
-    budget = Budget(suite.budget_tokens, suite.budget_cost_usd) if (suite.budget_tokens or suite.budget_cost_usd) else None
+    budget = (
+        Budget(suite.budget_tokens, suite.budget_cost_usd) if (suite.budget_tokens or suite.budget_cost_usd) else None
+    )
     first = trees[suite.trees[0]]
     for entry in suite.entries.values():  # a wrong agent spec or a missing key stops here, not inside a worker
         make_agent(entry.spec, first, suite.seed, templates.system_prompt, entry.config)
-        if prices is not None and (limits.episode_cost_usd or suite.budget_cost_usd) and entry.config \
-                and not prices.has(entry.spec.split(":", 1)[1]):
-            raise SuiteError(f"{suite.source}: a cost limit is set but {prices.path} has no price for "
-                             f"{entry.spec.split(':', 1)[1]!r}")
+        if (
+            prices is not None
+            and (limits.episode_cost_usd or suite.budget_cost_usd)
+            and entry.config
+            and not prices.has(entry.spec.split(":", 1)[1])
+        ):
+            raise SuiteError(
+                f"{suite.source}: a cost limit is set but {prices.path} has no price for "
+                f"{entry.spec.split(':', 1)[1]!r}"
+            )
     index, count = shard
     mine = [c for k, c in enumerate(suite.cells()) if k % count == index - 1]
     finished = store.streams_with_event(STREAM_PREFIX + _prefix(suite.name), "EpisodeScored")
@@ -268,34 +335,57 @@ def run_suite(suite: Suite, store: EventStore, shard: tuple[int, int] = (1, 1),
         except ConcurrencyError:
             return "taken", 0  # another worker or process is recording this cell
         except Exception as exc:  # noqa: BLE001 - one cell's failure never ends the campaign
-            return f"failed: {eid}: {type(exc).__name__}: {exc}" if not isinstance(exc, InquiTreeError) \
-                else f"failed: {eid}: {exc}", 0
+            return f"failed: {eid}: {type(exc).__name__}: {exc}" if not isinstance(
+                exc, InquiTreeError
+            ) else f"failed: {eid}: {exc}", 0
 
     def attempt_cell(cell: Cell, eid: str) -> tuple[str, int]:
         if budget is not None and budget.spent() and not store.current_version(stream_id(eid)):
             return "not started", 0
         tree = trees[cell.tree]
         seed = suite.seed + cell.run
-        params = Params(tau=tau, max_hints=suite.max_hints,
-                        max_turns=suite.max_turns or tree.bounds(suite.max_hints)[1], randomness=cell.randomness,
-                        seed=seed, embedder=embedder.id, template_set=templates.name, template_hash=templates.hash,
-                        max_reasks=suite.max_reasks)
+        params = Params(
+            tau=tau,
+            max_hints=suite.max_hints,
+            max_turns=suite.max_turns or tree.bounds(suite.max_hints)[1],
+            randomness=cell.randomness,
+            seed=seed,
+            embedder=embedder.id,
+            template_set=templates.name,
+            template_hash=templates.hash,
+            max_reasks=suite.max_reasks,
+        )
         entry = suite.entries[cell.agent]
         for attempt in range(suite.retries + 1):
             agent = make_agent(entry.spec, tree, seed, templates.system_prompt, entry.config, rate_limiter=limiter)
             try:
-                out = run_episode(tree, agent, judges[cell.judge], embedder, params, templates, store, eid,
-                                  resume=True, limits=limits, budget=budget, prices=prices)
+                out = run_episode(
+                    tree,
+                    agent,
+                    judges[cell.judge],
+                    embedder,
+                    params,
+                    templates,
+                    store,
+                    eid,
+                    resume=True,
+                    limits=limits,
+                    budget=budget,
+                    prices=prices,
+                )
             except EpisodeFailure as exc:
                 if exc.retryable and attempt < suite.retries:
-                    time.sleep(min(30.0, 2.0 ** attempt))
+                    time.sleep(min(30.0, 2.0**attempt))
                     continue
                 return f"failed: {eid}: [{exc.kind}] {exc}", 0
             if out.appended == 0:
                 return "skipped", 0  # another worker finished it after this run listed the grid
-            new_events = out.events[len(out.events) - out.appended:]  # a resumed episode's earlier turns were counted before
-            tokens = sum(sum(v for v in e.usage.values() if isinstance(v, int)) for e in new_events
-                         if e.TYPE == "AgentReplied")
+            new_events = out.events[
+                len(out.events) - out.appended :
+            ]  # a resumed episode's earlier turns were counted before
+            tokens = sum(
+                sum(v for v in e.usage.values() if isinstance(v, int)) for e in new_events if e.TYPE == "AgentReplied"
+            )
             return "done", tokens
         return f"failed: {eid}", 0
 
@@ -316,8 +406,14 @@ def run_suite(suite: Suite, store: EventStore, shard: tuple[int, int] = (1, 1),
                     report.failed += 1
                     report.errors.append(outcome.removeprefix("failed: "))
                 report.tokens += tokens
-                remaining = (len(mine) - report.skipped - report.done - report.failed - report.taken_elsewhere
-                             - report.not_started)
+                remaining = (
+                    len(mine)
+                    - report.skipped
+                    - report.done
+                    - report.failed
+                    - report.taken_elsewhere
+                    - report.not_started
+                )
                 if progress:
                     progress(report, remaining)
     return report

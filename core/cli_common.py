@@ -14,8 +14,14 @@ JUDGE_MAX_TOKENS = 512
 
 
 def db_option(f):
-    return click.option("--db", "db_url", envvar="INQUITREE_DB", default=None, metavar="URL",
-                        help="Event store URL (default: $INQUITREE_DB or sqlite:///inquitree.sqlite).")(f)
+    return click.option(
+        "--db",
+        "db_url",
+        envvar="INQUITREE_DB",
+        default=None,
+        metavar="URL",
+        help="Event store URL (default: $INQUITREE_DB or sqlite:///inquitree.sqlite).",
+    )(f)
 
 
 def _stack(*decorators: Callable) -> Callable:
@@ -33,18 +39,37 @@ _WORST = (DEFAULT_MAX_RETRIES + 1) * DEFAULT_TIMEOUT_S + DEFAULT_MAX_RETRIES * B
 def call_options(f):
     """How model calls are made (agent and judge alike): waiting, retries, reply size, cache."""
     return _stack(
-        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIMEOUT_S,
-                     show_default=True,
-                     help=f"Seconds one attempt waits for the endpoint to answer. A stuck endpoint holds one call at "
-                          f"most (max-retries + 1) x timeout + max-retries x {BACKOFF_CAP_S:g} s: {_WORST:g} s with the "
-                          f"defaults."),
-        click.option("--max-retries", type=click.IntRange(min=0), default=DEFAULT_MAX_RETRIES, show_default=True,
-                     help="Retries of a call that failed for a reason that may pass (timeout, 429, 5xx, bad body)."),
-        click.option("--max-reply-chars", type=click.IntRange(min=1), default=DEFAULT_MAX_REPLY_CHARS,
-                     show_default=True, help="A longer reply is cut here; the cut is recorded."),
-        click.option("--call-cache", default=None, metavar="FILE", envvar="INQUITREE_CALL_CACHE",
-                     help="Reuse earlier answers to identical calls (same model, endpoint, options and messages) "
-                          "from this SQLite file, and keep new ones there. Off by default."),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            default=DEFAULT_TIMEOUT_S,
+            show_default=True,
+            help=f"Seconds one attempt waits for the endpoint to answer. A stuck endpoint holds one call at "
+            f"most (max-retries + 1) x timeout + max-retries x {BACKOFF_CAP_S:g} s: {_WORST:g} s with the "
+            f"defaults.",
+        ),
+        click.option(
+            "--max-retries",
+            type=click.IntRange(min=0),
+            default=DEFAULT_MAX_RETRIES,
+            show_default=True,
+            help="Retries of a call that failed for a reason that may pass (timeout, 429, 5xx, bad body).",
+        ),
+        click.option(
+            "--max-reply-chars",
+            type=click.IntRange(min=1),
+            default=DEFAULT_MAX_REPLY_CHARS,
+            show_default=True,
+            help="A longer reply is cut here; the cut is recorded.",
+        ),
+        click.option(
+            "--call-cache",
+            default=None,
+            metavar="FILE",
+            envvar="INQUITREE_CALL_CACHE",
+            help="Reuse earlier answers to identical calls (same model, endpoint, options and messages) "
+            "from this SQLite file, and keep new ones there. Off by default.",
+        ),
     )(f)
 
 
@@ -52,60 +77,117 @@ def agent_options(f):
     """The model agent's endpoint, request options, label, memory window and length."""
     return _stack(
         click.option("--base-url", default=None, help="OpenAI-compatible base URL for the agent."),
-        click.option("--agent-option", "agent_options", multiple=True, metavar="KEY=VALUE",
-                     help="A request option for the agent's calls, e.g. reasoning_effort=high or top_p=0.9 "
-                          "(repeatable; unknown ones go in the request body)."),
-        click.option("--agent-label", default=None,
-                     help="The agent's name in every query (default: the model, with its options: gpt-5@reasoning_effort=high)."),
-        click.option("--window", type=click.IntRange(min=1), default=None,
-                     help="Turns of history the agent keeps beside the system prompt (default: all, DECISIONS #24)."),
-        click.option("--max-tokens", type=click.IntRange(min=1), default=AGENT_MAX_TOKENS, show_default=True,
-                     help="Longest agent reply, in tokens (max_tokens of each call)."),
+        click.option(
+            "--agent-option",
+            "agent_options",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="A request option for the agent's calls, e.g. reasoning_effort=high or top_p=0.9 "
+            "(repeatable; unknown ones go in the request body).",
+        ),
+        click.option(
+            "--agent-label",
+            default=None,
+            help="The agent's name in every query (default: the model, with its options: gpt-5@reasoning_effort=high).",
+        ),
+        click.option(
+            "--window",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Turns of history the agent keeps beside the system prompt (default: all, DECISIONS #24).",
+        ),
+        click.option(
+            "--max-tokens",
+            type=click.IntRange(min=1),
+            default=AGENT_MAX_TOKENS,
+            show_default=True,
+            help="Longest agent reply, in tokens (max_tokens of each call).",
+        ),
     )(f)
 
 
 def judge_options(f):
     return _stack(
         click.option("--judge-base-url", default=None, help="OpenAI-compatible base URL for the judge."),
-        click.option("--judge-option", "judge_options", multiple=True, metavar="KEY=VALUE",
-                     help="A request option for the judge's calls (repeatable)."),
-        click.option("--judge-max-tokens", type=click.IntRange(min=1), default=JUDGE_MAX_TOKENS, show_default=True,
-                     help="Longest judge reply, in tokens."),
+        click.option(
+            "--judge-option",
+            "judge_options",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="A request option for the judge's calls (repeatable).",
+        ),
+        click.option(
+            "--judge-max-tokens",
+            type=click.IntRange(min=1),
+            default=JUDGE_MAX_TOKENS,
+            show_default=True,
+            help="Longest judge reply, in tokens.",
+        ),
     )(f)
 
 
 def limit_options(f):
     return _stack(
-        click.option("--max-episode-tokens", type=click.IntRange(min=1), default=None,
-                     help="End the episode before the call after its agent calls used this many tokens."),
-        click.option("--max-episode-cost", type=click.FloatRange(min=0, min_open=True), default=None, metavar="USD",
-                     help="End the episode once its agent calls cost this much (needs the model's price)."),
-        click.option("--max-episode-seconds", type=click.FloatRange(min=0, min_open=True), default=None,
-                     help="End the episode after this much wall time."),
-        click.option("--prices", default=None, metavar="FILE", help="Price table for cost limits "
-                                                                    "(default: $INQUITREE_PRICES or the shipped one)."),
+        click.option(
+            "--max-episode-tokens",
+            type=click.IntRange(min=1),
+            default=None,
+            help="End the episode before the call after its agent calls used this many tokens.",
+        ),
+        click.option(
+            "--max-episode-cost",
+            type=click.FloatRange(min=0, min_open=True),
+            default=None,
+            metavar="USD",
+            help="End the episode once its agent calls cost this much (needs the model's price).",
+        ),
+        click.option(
+            "--max-episode-seconds",
+            type=click.FloatRange(min=0, min_open=True),
+            default=None,
+            help="End the episode after this much wall time.",
+        ),
+        click.option(
+            "--prices",
+            default=None,
+            metavar="FILE",
+            help="Price table for cost limits (default: $INQUITREE_PRICES or the shipped one).",
+        ),
     )(f)
 
 
 def _settings(kw: dict[str, Any], max_tokens: int | None, options: tuple[str, ...], what: str):
     from inquitree.core.models import CallSettings, parse_options
 
-    return CallSettings(timeout=kw["timeout"], max_retries=kw["max_retries"], max_tokens=max_tokens,
-                        max_reply_chars=kw["max_reply_chars"], options=parse_options(options, what))
+    return CallSettings(
+        timeout=kw["timeout"],
+        max_retries=kw["max_retries"],
+        max_tokens=max_tokens,
+        max_reply_chars=kw["max_reply_chars"],
+        options=parse_options(options, what),
+    )
 
 
 def agent_config(kw: dict[str, Any]):
     from inquitree.core.agents import ModelConfig
 
-    return ModelConfig(kw["base_url"], _settings(kw, kw["max_tokens"], kw["agent_options"], "--agent-option"),
-                       kw["window"], kw["agent_label"], kw["call_cache"])
+    return ModelConfig(
+        kw["base_url"],
+        _settings(kw, kw["max_tokens"], kw["agent_options"], "--agent-option"),
+        kw["window"],
+        kw["agent_label"],
+        kw["call_cache"],
+    )
 
 
 def judge_config(kw: dict[str, Any]):
     from inquitree.core.agents import ModelConfig
 
-    return ModelConfig(kw["judge_base_url"], _settings(kw, kw["judge_max_tokens"], kw["judge_options"],
-                                                       "--judge-option"), call_cache=kw["call_cache"])
+    return ModelConfig(
+        kw["judge_base_url"],
+        _settings(kw, kw["judge_max_tokens"], kw["judge_options"], "--judge-option"),
+        call_cache=kw["call_cache"],
+    )
 
 
 def limits_of(kw: dict[str, Any]):

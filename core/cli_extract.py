@@ -13,17 +13,38 @@ from inquitree.core.cli_common import call_options
 @click.argument("paper", type=click.Path(path_type=Path))
 @click.option("--model", required=True, help="Chat model that extracts the tree and runs the checks.")
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI).")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=Path("."), show_default=True,
-              help="Directory for <id>.json, <id>.review.md and the call cache <id>.calls.jsonl.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Directory for <id>.json, <id>.review.md and the call cache <id>.calls.jsonl.",
+)
 @click.option("--id", "tree_id", default=None, help="Tree id (default: extracted-<paper file stem>).")
 @click.option("--embedder", default="local", show_default=True, help="Embedder for the hint check (Eq. 6).")
 @click.option("--hint-rounds", default=2, show_default=True, help="Regenerations for hints that are not monotone.")
 @click.option("--attempts", default=3, show_default=True, help="Tries per model call when its JSON is unusable.")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=8192, show_default=True,
-              help="Longest answer per call, in tokens.")
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    default=8192,
+    show_default=True,
+    help="Longest answer per call, in tokens.",
+)
 @call_options
-def extract(paper: Path, model: str, base_url: str | None, out_dir: Path, tree_id: str | None, embedder: str,
-            hint_rounds: int, attempts: int, max_tokens: int, **call_kw) -> None:
+def extract(
+    paper: Path,
+    model: str,
+    base_url: str | None,
+    out_dir: Path,
+    tree_id: str | None,
+    embedder: str,
+    hint_rounds: int,
+    attempts: int,
+    max_tokens: int,
+    **call_kw,
+) -> None:
     """Extract a research tree from PAPER (plain text) and write it with a review report.
 
     Steps: the tree skeleton from the paper (checked against the schema, problems sent
@@ -38,15 +59,31 @@ def extract(paper: Path, model: str, base_url: str | None, out_dir: Path, tree_i
     emb = make_embedder(embedder, base_url=base_url)
     from inquitree.core.models import CallSettings
 
-    settings = CallSettings(timeout=call_kw["timeout"], max_retries=call_kw["max_retries"], max_tokens=max_tokens,
-                            max_reply_chars=max(call_kw["max_reply_chars"], 200_000))
-    res = extract_tree(paper, model, out_dir, emb, base_url=base_url, tree_id=tree_id, hint_rounds=hint_rounds,
-                       attempts=attempts, progress=lambda line: click.echo(line, err=True), settings=settings)
+    settings = CallSettings(
+        timeout=call_kw["timeout"],
+        max_retries=call_kw["max_retries"],
+        max_tokens=max_tokens,
+        max_reply_chars=max(call_kw["max_reply_chars"], 200_000),
+    )
+    res = extract_tree(
+        paper,
+        model,
+        out_dir,
+        emb,
+        base_url=base_url,
+        tree_id=tree_id,
+        hint_rounds=hint_rounds,
+        attempts=attempts,
+        progress=lambda line: click.echo(line, err=True),
+        settings=settings,
+    )
     counts: dict[str, int] = {}
     for f in res.flags:
         counts[f.check] = counts.get(f.check, 0) + 1
     summary = ", ".join(f"{v} {k}" for k, v in counts.items()) or "none"
     click.echo(f"tree:   {res.tree_path} ({len(res.doc['subtopics'])} subtopics)")
     click.echo(f"review: {res.review_path} ({len(res.flags)} flags: {summary})")
-    click.echo(f"model calls: {res.calls} (+{res.cached} reused from the cache); tokens in {res.tokens['input']}, "
-               f"out {res.tokens['output']}")
+    click.echo(
+        f"model calls: {res.calls} (+{res.cached} reused from the cache); tokens in {res.tokens['input']}, "
+        f"out {res.tokens['output']}"
+    )

@@ -58,7 +58,9 @@ def control(agent_spec, tree_refs, seed, db_url, **model_kw) -> None:
     unparsed = sum(a.answer is None for a in answers)
     fakes = [a for a in answers if a.shown_fake]
     trues = [a for a in answers if not a.shown_fake]
-    click.echo(f"{sid}: {answered} answered now, {len(answers)}/{total} in all; accuracy {right / max(1, len(answers)):.3f}, "
-               f"fake detection {sum(a.answer == 'INVALID' for a in fakes) / max(1, len(fakes)):.3f}, "
-               f"false alarms {sum(a.answer == 'INVALID' for a in trues) / max(1, len(trues)):.3f}, "
-               f"unparsed {unparsed}")
+    click.echo(
+        f"{sid}: {answered} answered now, {len(answers)}/{total} in all; accuracy {right / max(1, len(answers)):.3f}, "
+        f"fake detection {sum(a.answer == 'INVALID' for a in fakes) / max(1, len(fakes)):.3f}, "
+        f"false alarms {sum(a.answer == 'INVALID' for a in trues) / max(1, len(trues)):.3f}, "
+        f"unparsed {unparsed}"
+    )

@@ -7,16 +7,37 @@ import textwrap
 
 import click
 
-from inquitree.core.cli_common import (agent_config, agent_options, call_options, db_option, judge_config,
-                                       judge_options, limit_options, limits_of)
+from inquitree.core.cli_common import (
+    agent_config,
+    agent_options,
+    call_options,
+    db_option,
+    judge_config,
+    judge_options,
+    limit_options,
+    limits_of,
+)
 from inquitree.events.base import Event
-from inquitree.events.types import (AgentReplied, DependencyBlocked, EpisodeFailed, EpisodeScored, EpisodeStarted,
-                                    HintIssued, LimitReached, MatchScored, ObservationEmitted, ResultDrawn, TurnLimitReached)
+from inquitree.events.types import (
+    AgentReplied,
+    DependencyBlocked,
+    EpisodeFailed,
+    EpisodeScored,
+    EpisodeStarted,
+    HintIssued,
+    LimitReached,
+    MatchScored,
+    ObservationEmitted,
+    ResultDrawn,
+    TurnLimitReached,
+)
 
 
 def _wrap(text: str, indent: str = "    ") -> str:
-    return "\n".join(textwrap.fill(line, 100, initial_indent=indent, subsequent_indent=indent) if line else ""
-                     for line in text.splitlines())
+    return "\n".join(
+        textwrap.fill(line, 100, initial_indent=indent, subsequent_indent=indent) if line else ""
+        for line in text.splitlines()
+    )
 
 
 def show_event(ev: Event, engine_notes: bool = True) -> None:
@@ -30,22 +51,31 @@ def show_event(ev: Event, engine_notes: bool = True) -> None:
     elif not engine_notes:
         return
     elif isinstance(ev, MatchScored) and ev.best is not None:
-        click.secho(f"    engine: best match {ev.best} cos={ev.best_cosine:.3f} tau={ev.tau} "
-                    f"{'accepted' if ev.accepted else 'below tau'}", fg="yellow")
+        click.secho(
+            f"    engine: best match {ev.best} cos={ev.best_cosine:.3f} tau={ev.tau} "
+            f"{'accepted' if ev.accepted else 'below tau'}",
+            fg="yellow",
+        )
     elif isinstance(ev, DependencyBlocked):
         click.secho(f"    engine: {ev.subtopic_id} is locked (needs {', '.join(ev.missing)})", fg="yellow")
     elif isinstance(ev, HintIssued):
-        click.secho(f"    engine: hint level {ev.level}{' (final)' if ev.final else ''} towards {ev.target}", fg="yellow")
+        click.secho(
+            f"    engine: hint level {ev.level}{' (final)' if ev.final else ''} towards {ev.target}", fg="yellow"
+        )
     elif isinstance(ev, ResultDrawn):
-        click.secho(f"    engine: result {ev.result_id}: draw {ev.draw:.3f} vs p={ev.probability:.1f} -> "
-                    f"{'FAKE #' + str(ev.fake_index) if ev.fake else 'true'}", fg="yellow")
+        click.secho(
+            f"    engine: result {ev.result_id}: draw {ev.draw:.3f} vs p={ev.probability:.1f} -> "
+            f"{'FAKE #' + str(ev.fake_index) if ev.fake else 'true'}",
+            fg="yellow",
+        )
     elif isinstance(ev, TurnLimitReached):
         click.secho(f"    engine: turn limit {ev.max_turns} reached", fg="red")
     elif isinstance(ev, EpisodeFailed):
         click.secho(f"    engine: episode failed [{ev.kind or ev.error_class or '?'}]: {ev.error}", fg="red")
     elif isinstance(ev, LimitReached):
-        click.secho(f"    engine: limit {ev.limit} reached ({ev.used:g} of {ev.threshold:g}): the episode ends here",
-                    fg="red")
+        click.secho(
+            f"    engine: limit {ev.limit} reached ({ev.used:g} of {ev.threshold:g}): the episode ends here", fg="red"
+        )
 
 
 def print_scores(episode_id: str, scored: EpisodeScored | None) -> None:
@@ -53,16 +83,27 @@ def print_scores(episode_id: str, scored: EpisodeScored | None) -> None:
     if scored is None:
         click.echo("  not scored (no judge)")
         return
-    q = "n/a (judge error)" if scored.q_sum is None else f"{scored.q_sum:.3f} (q_norm {scored.q_norm:.3f}, k={scored.k})"
+    q = (
+        "n/a (judge error)"
+        if scored.q_sum is None
+        else f"{scored.q_sum:.3f} (q_norm {scored.q_norm:.3f}, k={scored.k})"
+    )
     click.echo(f"  coverage {scored.coverage:.3f}   Q {q}   judge {scored.judge_id}")
-    click.echo(f"  steps {scored.steps} within [3n, n(2H+3)] = [{scored.lower_bound}, {scored.upper_bound}]: "
-               f"{'yes' if scored.within_bounds else 'no'}   hints {scored.hints_issued}   forced {scored.forced_transitions}")
+    click.echo(
+        f"  steps {scored.steps} within [3n, n(2H+3)] = [{scored.lower_bound}, {scored.upper_bound}]: "
+        f"{'yes' if scored.within_bounds else 'no'}   hints {scored.hints_issued}   forced {scored.forced_transitions}"
+    )
 
 
 @click.command()
 @click.option("--tree", "tree_ref", default="synthetic-chain-7", show_default=True, metavar="ID|PATH")
-@click.option("--agent", "agent_spec", default="oracle", show_default=True,
-              help="random | oracle | human | script:FILE | openai:MODEL")
+@click.option(
+    "--agent",
+    "agent_spec",
+    default="oracle",
+    show_default=True,
+    help="random | oracle | human | script:FILE | openai:MODEL",
+)
 @click.option("--judge", "judge_spec", default="embedding", show_default=True, help="embedding | openai:MODEL | none")
 @click.option("--embedder", "embedder_name", default="local", show_default=True, help="local | hash | openai[:MODEL]")
 @click.option("--seed", default=0, show_default=True, type=int)
@@ -70,11 +111,20 @@ def print_scores(episode_id: str, scored: EpisodeScored | None) -> None:
 @click.option("--tau", type=float, default=None, help="Match threshold (default: the embedder's, see README).")
 @click.option("--max-hints", "-H", default=4, show_default=True, type=int)
 @click.option("--max-turns", type=click.IntRange(min=1), default=None, help="Default: n(2H+3).")
-@click.option("--max-reasks", type=click.IntRange(min=0), default=3, show_default=True,
-              help="C.4.2 re-asks in one Result visit; the next reply that names no decision ends the inquiry "
-                   "(the conclusion is asked for).")
-@click.option("--templates", "template_set", default="inquitree", show_default=True, help="Template set name or directory.")
-@click.option("--record/--no-record", default=False, help="Append every event to the store (default: nothing is written).")
+@click.option(
+    "--max-reasks",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="C.4.2 re-asks in one Result visit; the next reply that names no decision ends the inquiry "
+    "(the conclusion is asked for).",
+)
+@click.option(
+    "--templates", "template_set", default="inquitree", show_default=True, help="Template set name or directory."
+)
+@click.option(
+    "--record/--no-record", default=False, help="Append every event to the store (default: nothing is written)."
+)
 @db_option
 @agent_options
 @judge_options
@@ -82,11 +132,32 @@ def print_scores(episode_id: str, scored: EpisodeScored | None) -> None:
 @limit_options
 @click.option("--embedder-base-url", default=None, help="OpenAI-compatible base URL for the embedder.")
 @click.option("--episode-id", default=None, help="Default: a new random id.")
-@click.option("--engine-notes/--no-engine-notes", default=None,
-              help="Show matches, hints and fake draws (default: on, off for --agent human).")
+@click.option(
+    "--engine-notes/--no-engine-notes",
+    default=None,
+    help="Show matches, hints and fake draws (default: on, off for --agent human).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Only the final scores.")
-def play(tree_ref, agent_spec, judge_spec, embedder_name, seed, randomness, tau, max_hints, max_turns, max_reasks,
-         template_set, record, db_url, embedder_base_url, episode_id, engine_notes, quiet, **model_kw) -> None:
+def play(
+    tree_ref,
+    agent_spec,
+    judge_spec,
+    embedder_name,
+    seed,
+    randomness,
+    tau,
+    max_hints,
+    max_turns,
+    max_reasks,
+    template_set,
+    record,
+    db_url,
+    embedder_base_url,
+    episode_id,
+    engine_notes,
+    quiet,
+    **model_kw,
+) -> None:
     """Play one episode, showing the dialogue live; end with the episode id and its scores.
 
     A failure of the agent, judge or embedder ends the episode with a recorded EpisodeFailed
@@ -103,15 +174,26 @@ def play(tree_ref, agent_spec, judge_spec, embedder_name, seed, randomness, tau,
     tree = resolve_tree(tree_ref)
     templates = TemplateSet(template_set)
     embedder = make_embedder(embedder_name, base_url=embedder_base_url)
-    params = Params(tau=default_tau(embedder.id) if tau is None else tau, max_hints=max_hints,
-                    max_turns=max_turns or tree.bounds(max_hints)[1], randomness=randomness, seed=seed,
-                    embedder=embedder.id, template_set=templates.name, template_hash=templates.hash,
-                    max_reasks=max_reasks)
+    params = Params(
+        tau=default_tau(embedder.id) if tau is None else tau,
+        max_hints=max_hints,
+        max_turns=max_turns or tree.bounds(max_hints)[1],
+        randomness=randomness,
+        seed=seed,
+        embedder=embedder.id,
+        template_set=templates.name,
+        template_hash=templates.hash,
+        max_reasks=max_reasks,
+    )
     params.validate()
     limits, prices = limits_of(model_kw)
     agent = make_agent(agent_spec, tree, seed, templates.system_prompt, agent_config(model_kw))
-    if prices is not None and limits.episode_cost_usd and agent_spec.startswith("openai:") \
-            and not prices.has(agent_spec.split(":", 1)[1]):
+    if (
+        prices is not None
+        and limits.episode_cost_usd
+        and agent_spec.startswith("openai:")
+        and not prices.has(agent_spec.split(":", 1)[1])
+    ):
         raise click.UsageError(f"--max-episode-cost: {prices.path} has no price for {agent_spec.split(':', 1)[1]!r}")
     judge = None if judge_spec == "none" else make_judge(judge_spec, embedder, judge_config(model_kw))
     store = EventStore(db_url) if record else None
@@ -119,15 +201,30 @@ def play(tree_ref, agent_spec, judge_spec, embedder_name, seed, randomness, tau,
     episode_id = episode_id or new_episode_id()
     hook = None if quiet else (lambda ev: show_event(ev, notes))
     try:
-        outcome = run_episode(tree, agent, judge, embedder, params, templates, store, episode_id, on_event=hook,
-                              limits=limits, prices=prices)
+        outcome = run_episode(
+            tree,
+            agent,
+            judge,
+            embedder,
+            params,
+            templates,
+            store,
+            episode_id,
+            on_event=hook,
+            limits=limits,
+            prices=prices,
+        )
     except EpisodeFailure as exc:
         where = f"; what was played is recorded in {store!r}" if store else ""
-        raise EpisodeFailure(f"{exc} (episode {episode_id} failed{where})", exc.episode_id, exc.retryable, exc.kind,
-                             exc.error_class) from exc
+        raise EpisodeFailure(
+            f"{exc} (episode {episode_id} failed{where})", exc.episode_id, exc.retryable, exc.kind, exc.error_class
+        ) from exc
     print_scores(outcome.episode_id, outcome.scored)
-    click.echo(f"  recorded in {store.url} as stream episode/{outcome.episode_id}" if store else
-               "  not recorded (use --record to keep the events)")
+    click.echo(
+        f"  recorded in {store.url} as stream episode/{outcome.episode_id}"
+        if store
+        else "  not recorded (use --record to keep the events)"
+    )
 
 
 def _episode_ids(store, ref: str) -> str:
@@ -216,9 +313,11 @@ def episodes_list(db_url: str | None) -> None:
             cov = f"{scored[-1].coverage:.3f}" if scored else "-"
             qn = f"{scored[-1].q_norm:.3f}" if scored and scored[-1].q_norm is not None else "-"
             agent = (start.agent.get("model") or start.agent.get("kind")) if start else "?"
-            click.echo(f"{s.stream_id.removeprefix(STREAM_PREFIX)}\t{start.tree_id if start else '?'}\t{agent}\t"
-                       f"{start.params['seed'] if start else '?'}\t{start.params['randomness'] if start else '?'}\t"
-                       f"{st.state}\t{st.step}\t{cov}\t{qn}\t{s.last_recorded_at}")
+            click.echo(
+                f"{s.stream_id.removeprefix(STREAM_PREFIX)}\t{start.tree_id if start else '?'}\t{agent}\t"
+                f"{start.params['seed'] if start else '?'}\t{start.params['randomness'] if start else '?'}\t"
+                f"{st.state}\t{st.step}\t{cov}\t{qn}\t{s.last_recorded_at}"
+            )
 
 
 @episodes.command("show")

@@ -33,20 +33,28 @@ def run(suite_file, db_url, shard, concurrency) -> None:
         now = time.monotonic()
         if now - last[0] >= 1.0 or remaining == 0:
             last[0] = now
-            click.echo(f"\r  done {report.done}  failed {report.failed}  remaining {remaining}  "
-                       f"skipped {report.skipped}  tokens {report.tokens:,}", err=True, nl=remaining == 0)
+            click.echo(
+                f"\r  done {report.done}  failed {report.failed}  remaining {remaining}  "
+                f"skipped {report.skipped}  tokens {report.tokens:,}",
+                err=True,
+                nl=remaining == 0,
+            )
 
     t0 = time.perf_counter()
     with EventStore(db_url) as store:
         report = run_suite(s, store, (index, count), progress=progress, concurrency=concurrency)
     budget = f", {report.not_started} not started (the campaign budget is spent)" if report.not_started else ""
-    click.echo(f"suite {s.name} shard {index}/{count}: {report.cells} cells, {report.skipped} already finished, "
-               f"{report.done} done now, {report.failed} failed, {report.taken_elsewhere} taken by another worker"
-               f"{budget} ({time.perf_counter() - t0:.1f} s)")
+    click.echo(
+        f"suite {s.name} shard {index}/{count}: {report.cells} cells, {report.skipped} already finished, "
+        f"{report.done} done now, {report.failed} failed, {report.taken_elsewhere} taken by another worker"
+        f"{budget} ({time.perf_counter() - t0:.1f} s)"
+    )
     for err in report.errors[:50]:
         click.echo(f"  failed: {err}", err=True)
     if len(report.errors) > 50:
-        click.echo(f"  ... and {len(report.errors) - 50} more: `inquitree suite status {suite_file}` lists them", err=True)
+        click.echo(
+            f"  ... and {len(report.errors) - 50} more: `inquitree suite status {suite_file}` lists them", err=True
+        )
     sys.exit(1 if report.failed else 0)
 
 
@@ -68,13 +76,22 @@ def status(suite_file, db_url) -> None:
         reasons = []
         for c in s.cells():
             sid = stream_id(c.episode_id(s.name))
-            key = ("finished" if sid in finished else "failed" if sid in failed else
-                   "interrupted" if sid in started else "not started")
+            key = (
+                "finished"
+                if sid in finished
+                else "failed"
+                if sid in failed
+                else "interrupted"
+                if sid in started
+                else "not started"
+            )
             counts[key] += 1
             if key == "failed":
                 last = next(r.event for r in reversed(store.read_stream(sid)) if r.event_type == "EpisodeFailed")
-                reasons.append(f"  failed: {sid.removeprefix(STREAM_PREFIX)} at step {last.step}: "
-                               f"[{last.kind or '?'}{', retryable' if last.retryable else ''}] {last.error}")
+                reasons.append(
+                    f"  failed: {sid.removeprefix(STREAM_PREFIX)} at step {last.step}: "
+                    f"[{last.kind or '?'}{', retryable' if last.retryable else ''}] {last.error}"
+                )
     click.echo(f"suite {s.name}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     for line in reasons:
         click.echo(line)

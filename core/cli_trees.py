@@ -37,8 +37,18 @@ def list_(max_hints: int) -> None:
         paper_n, it18 = t.paper.get("paper_subtopics"), t.paper.get("it18_id")
         if it18 is not None:
             covered[it18] = t
-        rows.append((t.id, "-" if it18 is None else str(it18), str(t.n), "-" if paper_n is None else str(paper_n),
-                     str(lo), str(hi), t.provenance["kind"], t.title))
+        rows.append(
+            (
+                t.id,
+                "-" if it18 is None else str(it18),
+                str(t.n),
+                "-" if paper_n is None else str(paper_n),
+                str(lo),
+                str(hi),
+                t.provenance["kind"],
+                t.title,
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
         click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
@@ -46,8 +56,10 @@ def list_(max_hints: int) -> None:
     ours = sum(covered[p["it18_id"]].n for p in papers if p["it18_id"] in covered)
     theirs = sum(p["subtopics"] for p in papers)
     have = [p for p in papers if p["it18_id"] in covered]
-    click.echo(f"\nIT-18 (paper's Table 4): {len(have)} of {len(papers)} papers have a tree; subtopics {ours} here "
-               f"vs {theirs} in the paper; mean per paper {ours / max(len(have), 1):.1f} vs {theirs / len(papers):.1f}")
+    click.echo(
+        f"\nIT-18 (paper's Table 4): {len(have)} of {len(papers)} papers have a tree; subtopics {ours} here "
+        f"vs {theirs} in the paper; mean per paper {ours / max(len(have), 1):.1f} vs {theirs / len(papers):.1f}"
+    )
     for p in papers:
         if p["it18_id"] not in covered:
             click.echo(f"  no tree yet: IT-18 #{p['it18_id']} ({p['subtopics']} subtopics) {p['title']}")
@@ -61,7 +73,9 @@ def show(tree_ref: str) -> None:
     lo, hi = t.bounds()
     p = t.paper
     click.echo(f"{t.id}: {t.title}")
-    click.echo(f"  journal: {p.get('journal') or '-'}   published: {p.get('published') or '-'}   doi: {p.get('doi') or '-'}")
+    click.echo(
+        f"  journal: {p.get('journal') or '-'}   published: {p.get('published') or '-'}   doi: {p.get('doi') or '-'}"
+    )
     click.echo(f"  provenance: {t.provenance['kind']}: {t.provenance['note']}")
     for src in t.provenance.get("sources", []):
         click.echo(f"    source: {src}")
@@ -97,7 +111,7 @@ def graph(tree_ref: str, fmt: str) -> None:
             click.echo(f'  {s.id.replace(".", "_")}["{label(s)}"]')
         for s in t.subtopics:
             for d in s.depends_on:
-                click.echo(f'  {d.replace(".", "_")} --> {s.id.replace(".", "_")}')
+                click.echo(f"  {d.replace('.', '_')} --> {s.id.replace('.', '_')}")
     else:
         click.echo(f'digraph "{t.id}" {{\n  rankdir=TB; node [shape=box];')
         for s in t.subtopics:
@@ -110,8 +124,14 @@ def graph(tree_ref: str, fmt: str) -> None:
 
 @trees.command()
 @click.argument("paths", nargs=-1)
-@click.option("--embedder", default=None, help="Also check hint monotonicity (Eq. 6) with this embedder: local | hash | openai[:MODEL].")
-@click.option("--tau", type=float, default=None, help="Warn where a level-4 hint falls below tau (default: the embedder's).")
+@click.option(
+    "--embedder",
+    default=None,
+    help="Also check hint monotonicity (Eq. 6) with this embedder: local | hash | openai[:MODEL].",
+)
+@click.option(
+    "--tau", type=float, default=None, help="Warn where a level-4 hint falls below tau (default: the embedder's)."
+)
 @click.option("--base-url", default=None, help="Base URL of an OpenAI-compatible embeddings endpoint.")
 def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, base_url: str | None) -> None:
     """Validate tree files (default: every shipped tree). Exit 1 on any error."""
@@ -141,8 +161,10 @@ def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, ba
                 errors += 1
             for tc in cal.targets:
                 if tc.hint_cosines[3] < tau:
-                    click.echo(f"WARN  {t.source}: {tc.kind} {tc.id}: level-4 hint cosine "
-                               f"{tc.hint_cosines[3]:.3f} is below tau={tau}")
+                    click.echo(
+                        f"WARN  {t.source}: {tc.kind} {tc.id}: level-4 hint cosine "
+                        f"{tc.hint_cosines[3]:.3f} is below tau={tau}"
+                    )
                     warnings += 1
             line += f"; hints monotone under {emb.id}" if not cal.violations else ""
         click.echo(line)
@@ -171,7 +193,9 @@ def calibrate(refs: tuple[str, ...], embedder: str, base_url: str | None) -> Non
     h1 = [c for cal in cals for c in cal.level(1)]
     h4 = [c for cal in cals for c in cal.level(4)]
     tau = recommend_tau(cals)
-    click.echo(f"\nall trees: P90(h1) = {percentile(h1, 90):.3f}, P10(h4) = {percentile(h4, 10):.3f} "
-               f"-> recommended tau = {tau}")
+    click.echo(
+        f"\nall trees: P90(h1) = {percentile(h1, 90):.3f}, P10(h4) = {percentile(h4, 10):.3f} "
+        f"-> recommended tau = {tau}"
+    )
     if emb.id in DEFAULT_TAU:
         click.echo(f"current default for {emb.id}: {DEFAULT_TAU[emb.id][0]}")

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from inquitree.core.cli_common import db_option
 
 
 def warehouse_option(f):
-    return click.option("--warehouse", "warehouse_path", envvar="INQUITREE_WAREHOUSE", default=None, metavar="PATH",
-                        help="DuckDB file (default: $INQUITREE_WAREHOUSE or ./inquitree.duckdb).")(f)
+    return click.option(
+        "--warehouse",
+        "warehouse_path",
+        envvar="INQUITREE_WAREHOUSE",
+        default=None,
+        metavar="PATH",
+        help="DuckDB file (default: $INQUITREE_WAREHOUSE or ./inquitree.duckdb).",
+    )(f)
 
 
 def output_options(f):
     """--format and --out, for the commands that print a table (see _emit)."""
     f = click.option("--out", default=None, type=click.Path(dir_okay=False))(f)
-    return click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]), default="table",
-                        show_default=True)(f)
+    return click.option(
+        "--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]), default="table", show_default=True
+    )(f)
 
 
 @click.group()
@@ -33,10 +38,19 @@ def _progress(n: int, pos: int) -> None:
 @warehouse.command()
 @db_option
 @warehouse_option
-@click.option("--trees", "trees_dirs", multiple=True, type=click.Path(file_okay=False),
-              help="Extra directory of tree files (for episodes on trees that are not shipped).")
-@click.option("--prices", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="Price table (default: $INQUITREE_PRICES or trees/registry/prices.json).")
+@click.option(
+    "--trees",
+    "trees_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="Extra directory of tree files (for episodes on trees that are not shipped).",
+)
+@click.option(
+    "--prices",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="Price table (default: $INQUITREE_PRICES or trees/registry/prices.json).",
+)
 def sync(db_url, warehouse_path, trees_dirs, prices) -> None:
     """Load the events recorded since the last sync."""
     from pathlib import Path
@@ -45,7 +59,9 @@ def sync(db_url, warehouse_path, trees_dirs, prices) -> None:
 
     with Warehouse(warehouse_path) as wh:
         r = wh.sync(db_url, progress=_progress, trees_dirs=list(trees_dirs), prices=Path(prices) if prices else None)
-        click.echo(f"{wh.path}: {r.events:,} new events in {r.seconds:.2f} s; checkpoint at position {r.last_position:,}")
+        click.echo(
+            f"{wh.path}: {r.events:,} new events in {r.seconds:.2f} s; checkpoint at position {r.last_position:,}"
+        )
 
 
 @warehouse.command()
@@ -54,7 +70,8 @@ def sync(db_url, warehouse_path, trees_dirs, prices) -> None:
 @click.option("--trees", "trees_dirs", multiple=True, type=click.Path(file_okay=False))
 def rebuild(db_url, warehouse_path, trees_dirs) -> None:
     """Delete the warehouse and load every event again."""
-    from inquitree.warehouse.sync import default_warehouse_path, rebuild as do_rebuild
+    from inquitree.warehouse.sync import default_warehouse_path
+    from inquitree.warehouse.sync import rebuild as do_rebuild
 
     path = warehouse_path or default_warehouse_path()
     r = do_rebuild(path, db_url, progress=_progress, trees_dirs=list(trees_dirs))

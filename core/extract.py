@@ -95,26 +95,39 @@ Write all four again."""
 CHECK_FORMAT = """Reply with one JSON object and nothing else: {"flags": [{"item": id, "issue": str, \
 "suggestion": str}, ...]}, where item is one of the ids given. Reply {"flags": []} when nothing needs changing."""
 
-LEAKAGE_SYSTEM = """Stage 1 check, information leakage. The Topic of a research tree must be open-ended: it \
+LEAKAGE_SYSTEM = (
+    """Stage 1 check, information leakage. The Topic of a research tree must be open-ended: it \
 must not state or imply the final conclusions, so that an agent starts from a neutral prior. Flag the Topic if \
-it does. """ + CHECK_FORMAT
+it does. """
+    + CHECK_FORMAT
+)
 
-PURITY_SYSTEM = """Stage 1 check, observational purity. Subtopic and study texts may only state the set-up, the \
+PURITY_SYSTEM = (
+    """Stage 1 check, observational purity. Subtopic and study texts may only state the set-up, the \
 phenomenon examined or the measurement. Flag every text that contains a finding, an interpretation or an \
-expected outcome, which belong in results and conclusions. """ + CHECK_FORMAT
+expected outcome, which belong in results and conclusions. """
+    + CHECK_FORMAT
+)
 
-FAKES_SYSTEM = """Stage 1 check, fake result plausibility. For every result, each fake must (i) contradict the \
+FAKES_SYSTEM = (
+    """Stage 1 check, fake result plausibility. For every result, each fake must (i) contradict the \
 true result, (ii) be subtle and specific enough to deceive, not an obvious error, and (iii) be unable to support \
-the true conclusions. Flag each fake that fails one of these, naming which. """ + CHECK_FORMAT
+the true conclusions. Flag each fake that fails one of these, naming which. """
+    + CHECK_FORMAT
+)
 
-AUDIT_SYSTEM = """Stage 2 check, dependency audit. A subtopic may only be unlocked once the results it depends \
+AUDIT_SYSTEM = (
+    """Stage 2 check, dependency audit. A subtopic may only be unlocked once the results it depends \
 on are known, and those results must be a necessary scientific basis for it (for example, a phenomenon is \
 established before its mechanism). Flag: logical progression problems, redundant dependencies (a listed result \
 is not needed) and insufficient dependencies (a needed result is missing). Start each issue with one of \
-"logical progression:", "redundant:", "insufficient:". """ + CHECK_FORMAT
+"logical progression:", "redundant:", "insufficient:". """
+    + CHECK_FORMAT
+)
 
 
 # ---------------------------------------------------------------- model calls with a cache
+
 
 def _parse_json_object(raw: str) -> dict:
     obj = json.loads(strip_code_fence(raw))
@@ -126,24 +139,64 @@ def _parse_json_object(raw: str) -> dict:
 _STR = {"type": "string"}
 _STRS = {"type": "array", "items": _STR}
 SKELETON_SCHEMA = {
-    "type": "object", "required": ["paper", "topic", "subtopics", "conclusions"],
+    "type": "object",
+    "required": ["paper", "topic", "subtopics", "conclusions"],
     "properties": {
-        "paper": {"type": "object", "required": ["title"],
-                  "properties": {"title": _STR, "journal": {"type": ["string", "null"]},
-                                 "doi": {"type": ["string", "null"]}, "published": {"type": ["string", "null"]}}},
+        "paper": {
+            "type": "object",
+            "required": ["title"],
+            "properties": {
+                "title": _STR,
+                "journal": {"type": ["string", "null"]},
+                "doi": {"type": ["string", "null"]},
+                "published": {"type": ["string", "null"]},
+            },
+        },
         "topic": _STR,
-        "subtopics": {"type": "array", "items": {
-            "type": "object", "required": ["id", "text", "depends_on_results", "study", "result", "fakes"],
-            "properties": {"id": _STR, "text": _STR, "depends_on_results": _STRS, "study": _STR, "result": _STR,
-                           "fakes": _STRS}}},
-        "conclusions": {"type": "array", "items": {
-            "type": "object", "required": ["id", "text", "requires_results"],
-            "properties": {"id": _STR, "text": _STR, "requires_results": _STRS}}}}}
-HINTS_SCHEMA = {"type": "object", "required": ["hints"],
-                "properties": {"hints": {"type": "array", "items": _STR, "minItems": 4, "maxItems": 4}}}
-FLAGS_SCHEMA = {"type": "object", "required": ["flags"], "properties": {"flags": {"type": "array", "items": {
-    "type": "object", "required": ["item", "issue"],
-    "properties": {"item": _STR, "issue": _STR, "suggestion": _STR}}}}}
+        "subtopics": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["id", "text", "depends_on_results", "study", "result", "fakes"],
+                "properties": {
+                    "id": _STR,
+                    "text": _STR,
+                    "depends_on_results": _STRS,
+                    "study": _STR,
+                    "result": _STR,
+                    "fakes": _STRS,
+                },
+            },
+        },
+        "conclusions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["id", "text", "requires_results"],
+                "properties": {"id": _STR, "text": _STR, "requires_results": _STRS},
+            },
+        },
+    },
+}
+HINTS_SCHEMA = {
+    "type": "object",
+    "required": ["hints"],
+    "properties": {"hints": {"type": "array", "items": _STR, "minItems": 4, "maxItems": 4}},
+}
+FLAGS_SCHEMA = {
+    "type": "object",
+    "required": ["flags"],
+    "properties": {
+        "flags": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["item", "issue"],
+                "properties": {"item": _STR, "issue": _STR, "suggestion": _STR},
+            },
+        }
+    },
+}
 
 
 class JsonChat:
@@ -154,12 +207,19 @@ class JsonChat:
     cache: a re-run asks nothing twice) with its token usage and latency, and every rejected
     raw answer with the problems found in it, for debugging a prompt or a model."""
 
-    def __init__(self, model: str, base_url: str | None, cache_path: Path, attempts: int = 3,
-                 settings: CallSettings | None = None):
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None,
+        cache_path: Path,
+        attempts: int = 3,
+        settings: CallSettings | None = None,
+    ):
         self.model, self.attempts, self.cache_path = model, attempts, cache_path
         try:
-            self.chat = ChatModel(model, base_url, settings=settings or CallSettings(timeout=300.0),
-                                  who="extraction model")
+            self.chat = ChatModel(
+                model, base_url, settings=settings or CallSettings(timeout=300.0), who="extraction model"
+            )
         except ModelCallError as exc:
             raise ExtractError(f"extract: {exc}") from None
         self.cache: dict[str, dict] = {}
@@ -182,9 +242,15 @@ class JsonChat:
         with open(self.cache_path, "a", encoding="utf-8") as f:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
 
-    def ask(self, purpose: str, system: str, user: str,
-            check: Callable[[dict], list[str]] | None = None, extra: list[dict] | None = None,
-            schema: dict | None = None) -> dict:
+    def ask(
+        self,
+        purpose: str,
+        system: str,
+        user: str,
+        check: Callable[[dict], list[str]] | None = None,
+        extra: list[dict] | None = None,
+        schema: dict | None = None,
+    ) -> dict:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}, *(extra or [])]
         key = self._key(messages)
         if key in self.cache:
@@ -210,19 +276,30 @@ class JsonChat:
             except ValueError as exc:
                 obj, problems = None, [f"not a JSON object ({exc})"]
             call = {"purpose": purpose, "usage": res.usage, "latency_ms": round(res.latency_ms, 1)}
-            if not problems:
+            if not problems and obj is not None:
                 self.cache[key] = obj
                 self._log({"key": key, **call, "json": obj})
                 return obj
             self._log({"key": key, **call, "rejected": res.text, "problems": problems})
-            convo = [*convo, {"role": "assistant", "content": res.text},
-                     {"role": "user", "content": "Your reply has these problems:\n- " + "\n- ".join(problems)
-                      + "\nReply again with the corrected JSON object only."}]
-        raise ExtractError(f"{purpose}: no usable answer from {self.model} after {self.attempts} attempts: "
-                           + "; ".join(problems[:5]) + f" (rejected answers are in {self.cache_path})")
+            convo = [
+                *convo,
+                {"role": "assistant", "content": res.text},
+                {
+                    "role": "user",
+                    "content": "Your reply has these problems:\n- "
+                    + "\n- ".join(problems)
+                    + "\nReply again with the corrected JSON object only.",
+                },
+            ]
+        raise ExtractError(
+            f"{purpose}: no usable answer from {self.model} after {self.attempts} attempts: "
+            + "; ".join(problems[:5])
+            + f" (rejected answers are in {self.cache_path})"
+        )
 
 
 # ---------------------------------------------------------------- the pipeline
+
 
 @dataclasses.dataclass
 class Flag:
@@ -252,6 +329,7 @@ def slugify(title: str) -> str:
 
 def _skeleton_to_doc(sk: dict, tree_id: str, provenance: dict, hints: dict[str, list[str]] | None = None) -> dict:
     """The tree document for a skeleton; targets without hints get placeholders (structure checks only)."""
+
     def hints_of(key: str) -> list[str]:
         return (hints or {}).get(key) or [f"(hint {i} of {key} not written yet)" for i in range(1, 5)]
 
@@ -259,26 +337,48 @@ def _skeleton_to_doc(sk: dict, tree_id: str, provenance: dict, hints: dict[str, 
     subtopics = []
     for k, s in enumerate(sk.get("subtopics") or [], start=1):
         sid = f"s{k}"
-        subtopics.append({
-            "id": sid, "text": s.get("text"), "depends_on_results": list(s.get("depends_on_results") or []),
-            "hints": hints_of(sid),
-            "studies": [{"id": f"{sid}.study", "text": s.get("study"), "hints": hints_of(f"{sid}.study"),
-                         "result": {"id": f"r{k}", "text": s.get("result"), "fakes": list(s.get("fakes") or [])}}],
-        })
+        subtopics.append(
+            {
+                "id": sid,
+                "text": s.get("text"),
+                "depends_on_results": list(s.get("depends_on_results") or []),
+                "hints": hints_of(sid),
+                "studies": [
+                    {
+                        "id": f"{sid}.study",
+                        "text": s.get("study"),
+                        "hints": hints_of(f"{sid}.study"),
+                        "result": {"id": f"r{k}", "text": s.get("result"), "fakes": list(s.get("fakes") or [])},
+                    }
+                ],
+            }
+        )
     published = paper.get("published")
     if not (isinstance(published, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", published)):
         published = None
     return {
-        "schema": "inquitree/research-tree@1", "id": tree_id,
-        "paper": {"title": paper.get("title") or "(untitled)", "journal": paper.get("journal"),
-                  "doi": paper.get("doi"), "published": published, "open_access": None,
-                  "it18_id": None, "paper_subtopics": None},
+        "schema": "inquitree/research-tree@1",
+        "id": tree_id,
+        "paper": {
+            "title": paper.get("title") or "(untitled)",
+            "journal": paper.get("journal"),
+            "doi": paper.get("doi"),
+            "published": published,
+            "open_access": None,
+            "it18_id": None,
+            "paper_subtopics": None,
+        },
         "provenance": provenance,
         "topic": {"text": sk.get("topic")},
         "subtopics": subtopics,
-        "conclusions": [{"id": c.get("id") or f"c{j}", "text": c.get("text"),
-                         "requires_results": list(c.get("requires_results") or [])}
-                        for j, c in enumerate(sk.get("conclusions") or [], start=1)],
+        "conclusions": [
+            {
+                "id": c.get("id") or f"c{j}",
+                "text": c.get("text"),
+                "requires_results": list(c.get("requires_results") or []),
+            }
+            for j, c in enumerate(sk.get("conclusions") or [], start=1)
+        ],
     }
 
 
@@ -291,12 +391,17 @@ def _tree_problems(doc: dict) -> list[str]:
 
 
 def _skeleton_problems(obj: dict, tree_id: str, provenance: dict) -> list[str]:
-    if not isinstance(obj.get("subtopics"), list) or not all(isinstance(s, dict) for s in obj["subtopics"]) \
-            or not isinstance(obj.get("conclusions", []), list) \
-            or not all(isinstance(c, dict) for c in obj.get("conclusions", [])) \
-            or not isinstance(obj.get("paper", {}), dict):
-        return ["the JSON does not have the requested form: subtopics and conclusions must be lists of objects "
-                "and paper an object"]
+    if (
+        not isinstance(obj.get("subtopics"), list)
+        or not all(isinstance(s, dict) for s in obj["subtopics"])
+        or not isinstance(obj.get("conclusions", []), list)
+        or not all(isinstance(c, dict) for c in obj.get("conclusions", []))
+        or not isinstance(obj.get("paper", {}), dict)
+    ):
+        return [
+            "the JSON does not have the requested form: subtopics and conclusions must be lists of objects "
+            "and paper an object"
+        ]
     return _tree_problems(_skeleton_to_doc(obj, tree_id, provenance))
 
 
@@ -312,6 +417,7 @@ def _flags_check(known: set[str]) -> Callable[[dict], list[str]]:
             elif f.get("item") not in known:
                 bad.append(f"flags[{i}].item {f.get('item')!r} is not one of the ids given")
         return bad
+
     return check
 
 
@@ -322,9 +428,18 @@ def _hints_check(obj: dict) -> list[str]:
     return []
 
 
-def extract_tree(paper_path: Path, model: str, out_dir: Path, embedder, base_url: str | None = None,
-                 tree_id: str | None = None, hint_rounds: int = 2, attempts: int = 3,
-                 progress: Callable[[str], None] = lambda s: None, settings: CallSettings | None = None) -> Extraction:
+def extract_tree(
+    paper_path: Path,
+    model: str,
+    out_dir: Path,
+    embedder,
+    base_url: str | None = None,
+    tree_id: str | None = None,
+    hint_rounds: int = 2,
+    attempts: int = 3,
+    progress: Callable[[str], None] = lambda s: None,
+    settings: CallSettings | None = None,
+) -> Extraction:
     paper_path = Path(paper_path)
     try:
         text = paper_path.read_text(encoding="utf-8")
@@ -340,15 +455,22 @@ def extract_tree(paper_path: Path, model: str, out_dir: Path, embedder, base_url
     chat = JsonChat(model, base_url, out_dir / f"{stem}.calls.jsonl", attempts=attempts, settings=settings)
     provenance = {
         "kind": "extracted-by-model",
-        "note": (f"Extracted by the model {model} from the paper text {paper_path.name} (sha256 {digest[:16]}) with "
-                 f"InquiTree's extraction prompts {PROMPT_VERSION} on {_dt.date.today().isoformat()}. Not reviewed "
-                 f"by a person until the flags in {stem}.review.md are resolved."),
+        "note": (
+            f"Extracted by the model {model} from the paper text {paper_path.name} (sha256 {digest[:16]}) with "
+            f"InquiTree's extraction prompts {PROMPT_VERSION} on {_dt.date.today().isoformat()}. Not reviewed "
+            f"by a person until the flags in {stem}.review.md are resolved."
+        ),
         "sources": [f"file:{paper_path.name}#sha256={digest}"],
     }
 
     progress(f"extraction: asking {model} for the tree skeleton")
-    sk = chat.ask("extraction", EXTRACT_SYSTEM, EXTRACT_USER.format(paper=text),
-                  check=lambda obj: _skeleton_problems(obj, stem, provenance), schema=SKELETON_SCHEMA)
+    sk = chat.ask(
+        "extraction",
+        EXTRACT_SYSTEM,
+        EXTRACT_USER.format(paper=text),
+        check=lambda obj: _skeleton_problems(obj, stem, provenance),
+        schema=SKELETON_SCHEMA,
+    )
     n = len(sk["subtopics"])
     topic = sk["topic"]
 
@@ -362,19 +484,29 @@ def extract_tree(paper_path: Path, model: str, out_dir: Path, embedder, base_url
         user = HINTS_USER.format(topic=topic, kind=kind, target=target)
         extra: list[dict] = []
         for round_ in range(hint_rounds + 1):
-            h = chat.ask(f"hints for {key}", HINTS_SYSTEM, user, check=_hints_check, extra=extra,
-                         schema=HINTS_SCHEMA)["hints"]
+            h = chat.ask(f"hints for {key}", HINTS_SYSTEM, user, check=_hints_check, extra=extra, schema=HINTS_SCHEMA)[
+                "hints"
+            ]
             c = [round(x, 4) for x in hint_cosines(embedder, target, h)]
             if is_monotone(c):
                 break
-            extra = [*extra, {"role": "assistant", "content": json.dumps({"hints": h}, ensure_ascii=False)},
-                     {"role": "user", "content": HINTS_RETRY.format(c=c)}]
+            extra = [
+                *extra,
+                {"role": "assistant", "content": json.dumps({"hints": h}, ensure_ascii=False)},
+                {"role": "user", "content": HINTS_RETRY.format(c=c)},
+            ]
         hints[key], cosines[key] = h, c
         if not is_monotone(c):
-            flags.append(Flag("hints", "monotonicity", key,
-                              f"hints are not monotone under {embedder.id} after {hint_rounds} regenerations: "
-                              + ", ".join(f"h{j}={x:.3f}" for j, x in enumerate(c, 1)),
-                              "rewrite the hints so that each is closer to the target than the one before"))
+            flags.append(
+                Flag(
+                    "hints",
+                    "monotonicity",
+                    key,
+                    f"hints are not monotone under {embedder.id} after {hint_rounds} regenerations: "
+                    + ", ".join(f"h{j}={x:.3f}" for j, x in enumerate(c, 1)),
+                    "rewrite the hints so that each is closer to the target than the one before",
+                )
+            )
 
     doc = _skeleton_to_doc(sk, stem, provenance, hints)
     problems = _tree_problems(doc)
@@ -384,23 +516,38 @@ def extract_tree(paper_path: Path, model: str, out_dir: Path, embedder, base_url
     ids = {"topic"} | {s["id"] for s in doc["subtopics"]} | {f"{s['id']}.study" for s in doc["subtopics"]}
     results = {s["studies"][0]["result"]["id"] for s in doc["subtopics"]}
     conclusions = "\n".join(f"- {c['id']}: {c['text']}" for c in doc["conclusions"])
-    texts = "\n".join(f"- {s['id']}: {s['text']}\n- {s['id']}.study: {s['studies'][0]['text']}"
-                      for s in doc["subtopics"])
-    fakes = "\n".join(f"- {s['studies'][0]['result']['id']}: true: {s['studies'][0]['result']['text']}\n"
-                      + "".join(f"  fake: {f}\n" for f in s["studies"][0]["result"]["fakes"])
-                      for s in doc["subtopics"])
-    structure = "\n".join(f"- {s['id']}: {s['text']} (result {s['studies'][0]['result']['id']}: "
-                          f"{s['studies'][0]['result']['text']}); depends on results: "
-                          f"{', '.join(s['depends_on_results']) or 'none'}" for s in doc["subtopics"])
+    texts = "\n".join(
+        f"- {s['id']}: {s['text']}\n- {s['id']}.study: {s['studies'][0]['text']}" for s in doc["subtopics"]
+    )
+    fakes = "\n".join(
+        f"- {s['studies'][0]['result']['id']}: true: {s['studies'][0]['result']['text']}\n"
+        + "".join(f"  fake: {f}\n" for f in s["studies"][0]["result"]["fakes"])
+        for s in doc["subtopics"]
+    )
+    structure = "\n".join(
+        f"- {s['id']}: {s['text']} (result {s['studies'][0]['result']['id']}: "
+        f"{s['studies'][0]['result']['text']}); depends on results: "
+        f"{', '.join(s['depends_on_results']) or 'none'}"
+        for s in doc["subtopics"]
+    )
     checks = [
-        ("stage 1", "leakage", LEAKAGE_SYSTEM, f"Ids: topic\nTopic: {doc['topic']['text']}\n\nThe paper's "
-                                               f"conclusions (which the Topic must not reveal):\n{conclusions}",
-         {"topic"}),
+        (
+            "stage 1",
+            "leakage",
+            LEAKAGE_SYSTEM,
+            f"Ids: topic\nTopic: {doc['topic']['text']}\n\nThe paper's "
+            f"conclusions (which the Topic must not reveal):\n{conclusions}",
+            {"topic"},
+        ),
         ("stage 1", "purity", PURITY_SYSTEM, f"Ids and texts:\n{texts}", ids - {"topic"}),
-        ("stage 1", "fakes", FAKES_SYSTEM, f"Ids are result ids.\n{fakes}\nTrue conclusions:\n{conclusions}",
-         results),
-        ("stage 2", "dependencies", AUDIT_SYSTEM, f"Ids are subtopic ids.\nTopic: {doc['topic']['text']}\n"
-                                                  f"{structure}", {s["id"] for s in doc["subtopics"]}),
+        ("stage 1", "fakes", FAKES_SYSTEM, f"Ids are result ids.\n{fakes}\nTrue conclusions:\n{conclusions}", results),
+        (
+            "stage 2",
+            "dependencies",
+            AUDIT_SYSTEM,
+            f"Ids are subtopic ids.\nTopic: {doc['topic']['text']}\n{structure}",
+            {s["id"] for s in doc["subtopics"]},
+        ),
     ]
     for stage, name, system, user, known in checks:
         progress(f"{stage}: {name} check")
@@ -417,14 +564,21 @@ def extract_tree(paper_path: Path, model: str, out_dir: Path, embedder, base_url
     return Extraction(tree_path, review_path, doc, flags, cosines, chat.calls, chat.cached, dict(chat.tokens))
 
 
-def render_review(doc: dict, flags: list[Flag], cosines: dict[str, list[float]], model: str, embedder_id: str,
-                  chat: JsonChat) -> str:
-    lines = [f"# Review: {doc['id']}", "",
-             f"Paper: {doc['paper']['title']}", f"Extracted by {model} (prompts {PROMPT_VERSION}); "
-             f"{chat.calls} model calls this run, {chat.cached} answers reused from the cache; "
-             f"tokens in {chat.tokens['input']}, out {chat.tokens['output']}.", "",
-             "Nothing below has been applied to the tree. Decide each flag, edit the tree by hand, then run "
-             f"`inquitree trees validate {doc['id']}.json --embedder local`.", ""]
+def render_review(
+    doc: dict, flags: list[Flag], cosines: dict[str, list[float]], model: str, embedder_id: str, chat: JsonChat
+) -> str:
+    lines = [
+        f"# Review: {doc['id']}",
+        "",
+        f"Paper: {doc['paper']['title']}",
+        f"Extracted by {model} (prompts {PROMPT_VERSION}); "
+        f"{chat.calls} model calls this run, {chat.cached} answers reused from the cache; "
+        f"tokens in {chat.tokens['input']}, out {chat.tokens['output']}.",
+        "",
+        "Nothing below has been applied to the tree. Decide each flag, edit the tree by hand, then run "
+        f"`inquitree trees validate {doc['id']}.json --embedder local`.",
+        "",
+    ]
     by_check: dict[str, list[Flag]] = {}
     for f in flags:
         by_check.setdefault(f"{f.stage}: {f.check}", []).append(f)
@@ -433,10 +587,17 @@ def render_review(doc: dict, flags: list[Flag], cosines: dict[str, list[float]],
     for name in order:
         group = by_check.get(name, [])
         lines += ["", f"### {name} ({len(group)})"]
-        lines += [f"- [ ] **{f.item}**: {f.issue}" + (f"  \n  suggestion: {f.suggestion}" if f.suggestion else "")
-                  for f in group] or ["- none"]
-    lines += ["", f"## Hint cosines under {embedder_id} (Eq. 6 needs h1 < h2 < h3 < h4)", "",
-              "| target | h1 | h2 | h3 | h4 | monotone |", "|---|---|---|---|---|---|"]
+        lines += [
+            f"- [ ] **{f.item}**: {f.issue}" + (f"  \n  suggestion: {f.suggestion}" if f.suggestion else "")
+            for f in group
+        ] or ["- none"]
+    lines += [
+        "",
+        f"## Hint cosines under {embedder_id} (Eq. 6 needs h1 < h2 < h3 < h4)",
+        "",
+        "| target | h1 | h2 | h3 | h4 | monotone |",
+        "|---|---|---|---|---|---|",
+    ]
     for key, c in cosines.items():
         lines.append(f"| {key} | " + " | ".join(f"{x:.3f}" for x in c) + f" | {'yes' if is_monotone(c) else 'NO'} |")
     return "\n".join(lines) + "\n"

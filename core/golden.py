@@ -13,8 +13,9 @@ from inquitree.events.errors import InquiTreeError
 
 
 def dump_jsonl(events: list[Event]) -> str:
-    return "".join(canonical_json({"type": e.TYPE, "version": e.VERSION, "payload": e.to_payload()}) + "\n"
-                   for e in events)
+    return "".join(
+        canonical_json({"type": e.TYPE, "version": e.VERSION, "payload": e.to_payload()}) + "\n" for e in events
+    )
 
 
 def load_jsonl(path: str | Path) -> list[Event]:

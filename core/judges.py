@@ -53,7 +53,7 @@ class EmbeddingJudge:
         truths = [c.text for c in tree.conclusions]
         if items:
             v = self.embedder.embed(truths + items)
-            sims = v[: len(truths)] @ v[len(truths):].T
+            sims = v[: len(truths)] @ v[len(truths) :].T
         else:
             sims = np.zeros((len(truths), 0))
         out = []
@@ -62,11 +62,22 @@ class EmbeddingJudge:
                 j = int(np.argmax(sims[i]))
                 best = round(float(sims[i, j]), 6)
                 score = 1.0 if best >= self.full else 0.6 if best >= self.partial else 0.0
-                why = f"best agent item ({j + 1}) has cosine {best:.3f} (full >= {self.full}, partial >= {self.partial})"
+                why = (
+                    f"best agent item ({j + 1}) has cosine {best:.3f} (full >= {self.full}, partial >= {self.partial})"
+                )
             else:
                 score, why = 0.0, "the agent submitted no conclusion items"
-            out.append(JudgeVerdict(judge_id=self.id, judge=self.description, prompt_version=self.prompt_version,
-                                    item_id=c.id, score=score, rationale=why, raw_output=""))
+            out.append(
+                JudgeVerdict(
+                    judge_id=self.id,
+                    judge=self.description,
+                    prompt_version=self.prompt_version,
+                    item_id=c.id,
+                    score=score,
+                    rationale=why,
+                    raw_output="",
+                )
+            )
         return out
 
 
@@ -74,7 +85,7 @@ JUDGE_PROMPT_VERSION = "llm-judge-v1"
 JUDGE_SYSTEM = """You grade the conclusions of a research agent against one ground-truth conclusion of a scientific paper.
 Score 1.0 if the agent's conclusions state the ground-truth item correctly, 0.6 if they state it partially
 (the right direction but missing an essential part, or hedged), and 0.0 if they do not state it or contradict it.
-Answer with a JSON object only: {"score": 1.0 | 0.6 | 0.0, "rationale": "<one or two sentences>"}"""
+Answer with a JSON object only: {"score": 1.0 | 0.6 | 0.0, "rationale": "<one or two sentences>"}"""  # noqa: E501 - the prompt as versioned
 JUDGE_USER = """Research topic:
 {topic}
 
@@ -85,9 +96,15 @@ The agent's conclusions:
 {conclusions}"""
 
 
-VERDICT_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["score", "rationale"],
-                  "properties": {"score": {"type": "number", "enum": [1.0, 0.6, 0.0]},
-                                 "rationale": {"type": "string", "minLength": 1}}}
+VERDICT_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["score", "rationale"],
+    "properties": {
+        "score": {"type": "number", "enum": [1.0, 0.6, 0.0]},
+        "rationale": {"type": "string", "minLength": 1},
+    },
+}
 _PLACEHOLDER = re.compile(r"^\W*(<[^>]*>|one or two sentences|rationale|\.\.\.|string|str|text)?\W*$", re.I)
 
 
@@ -115,9 +132,17 @@ class OpenAIJudge:
         out = []
         for c in tree.conclusions:
             if not items:  # nothing to grade: no call
-                out.append(JudgeVerdict(judge_id=self.id, judge=self.description, prompt_version=self.prompt_version,
-                                        item_id=c.id, score=0.0, rationale="the agent submitted no conclusion items",
-                                        raw_output=""))
+                out.append(
+                    JudgeVerdict(
+                        judge_id=self.id,
+                        judge=self.description,
+                        prompt_version=self.prompt_version,
+                        item_id=c.id,
+                        score=0.0,
+                        rationale="the agent submitted no conclusion items",
+                        raw_output="",
+                    )
+                )
                 continue
             user = JUDGE_USER.format(topic=tree.topic, item=c.text, conclusions=listing)
             messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
@@ -136,9 +161,22 @@ class OpenAIJudge:
                 score, why = parse_verdict(raw)
                 if score is not None:
                     break
-            out.append(JudgeVerdict(judge_id=self.id, judge=self.description, prompt_version=self.prompt_version,
-                                    item_id=c.id, score=score, rationale=why, raw_output=raw, error=score is None,
-                                    model=model, usage=usage, latency_ms=round(latency, 3), cache_hit=hit))
+            out.append(
+                JudgeVerdict(
+                    judge_id=self.id,
+                    judge=self.description,
+                    prompt_version=self.prompt_version,
+                    item_id=c.id,
+                    score=score,
+                    rationale=why,
+                    raw_output=raw,
+                    error=score is None,
+                    model=model,
+                    usage=usage,
+                    latency_ms=round(latency, 3),
+                    cache_hit=hit,
+                )
+            )
         return out
 
 

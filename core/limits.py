@@ -48,8 +48,10 @@ class PriceTable:
             rows = json.loads(self.path.read_text(encoding="utf-8"))["prices"]
             self.prices = {str(r["model"]).lower(): r for r in rows}
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise LimitError(f"{self.path}: not a price table ({type(exc).__name__}: {exc}); "
-                             "see trees/registry/prices.json for the format") from None
+            raise LimitError(
+                f"{self.path}: not a price table ({type(exc).__name__}: {exc}); "
+                "see trees/registry/prices.json for the format"
+            ) from None
 
     def has(self, model: str) -> bool:
         return model.lower() in self.prices
@@ -64,8 +66,12 @@ class PriceTable:
             return v if isinstance(v, int) else 0
 
         inp = p["input_per_mtok"]
-        return (n("input") * inp + n("cached_input") * (p.get("cached_input_per_mtok") or inp)
-                + n("cache_write") * (p.get("cache_write_per_mtok") or inp) + n("output") * p["output_per_mtok"]) / 1e6
+        return (
+            n("input") * inp
+            + n("cached_input") * (p.get("cached_input_per_mtok") or inp)
+            + n("cache_write") * (p.get("cache_write_per_mtok") or inp)
+            + n("output") * p["output_per_mtok"]
+        ) / 1e6
 
 
 @dataclasses.dataclass(frozen=True)

@@ -48,16 +48,20 @@ DEFAULT_MAX_RETRIES = 2
 DEFAULT_MAX_REPLY_CHARS = 20_000
 _SECRET_PARAMS = re.compile(r"^(api[-_]?key|key|token|access[-_]?token|secret|password|sig|signature)$", re.I)
 _URL_USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.I)
-_CONTEXT = re.compile(r"context[ _-]?(length|window|size)|maximum context|too many tokens|exceeds? the (context|max)"
-                      r"|prompt is too long|n_ctx", re.I)
+_CONTEXT = re.compile(
+    r"context[ _-]?(length|window|size)|maximum context|too many tokens|exceeds? the (context|max)"
+    r"|prompt is too long|n_ctx",
+    re.I,
+)
 
 
 class ModelCallError(InquiTreeError):
     """A model call that produced no usable reply. ``kind`` classifies it; ``retryable``: a later
     attempt may succeed (the endpoint was busy or broken, not the request)."""
 
-    def __init__(self, message: str, kind: str, retryable: bool, status: int | None = None,
-                 retry_after: float | None = None):
+    def __init__(
+        self, message: str, kind: str, retryable: bool, status: int | None = None, retry_after: float | None = None
+    ):
         super().__init__(message)
         self.kind, self.retryable, self.status, self.retry_after = kind, retryable, status, retry_after
 
@@ -118,7 +122,9 @@ def option_label(model: str, options: dict[str, Any]) -> str:
     """A default label for a model run with options: ``gpt-5@reasoning_effort=high``."""
     if not options:
         return model
-    return model + "@" + ",".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in sorted(options.items()))
+    return (
+        model + "@" + ",".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in sorted(options.items()))
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,8 +152,13 @@ class CallSettings:
         return (self.max_retries + 1) * self.timeout + self.max_retries * BACKOFF_CAP_S
 
     def describe(self) -> dict[str, Any]:
-        return {"timeout": self.timeout, "max_retries": self.max_retries, "max_tokens": self.max_tokens,
-                "max_reply_chars": self.max_reply_chars, "options": dict(self.options)}
+        return {
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "max_tokens": self.max_tokens,
+            "max_reply_chars": self.max_reply_chars,
+            "options": dict(self.options),
+        }
 
 
 @dataclasses.dataclass
@@ -175,15 +186,21 @@ class CallCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._con = sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
         self._con.execute("PRAGMA journal_mode=WAL")
-        self._con.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, endpoint TEXT, "
-                          "created_at TEXT, answer TEXT)")
+        self._con.execute(
+            "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, endpoint TEXT, "
+            "created_at TEXT, answer TEXT)"
+        )
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
     @staticmethod
     def key(model: str, endpoint: str, request: dict[str, Any]) -> str:
-        blob = json.dumps({"model": model, "endpoint": endpoint, "request": request}, sort_keys=True,
-                          ensure_ascii=False, separators=(",", ":"))
+        blob = json.dumps(
+            {"model": model, "endpoint": endpoint, "request": request},
+            sort_keys=True,
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -197,9 +214,16 @@ class CallCache:
 
     def put(self, key: str, model: str, endpoint: str, answer: dict[str, Any]) -> None:
         with self._lock:
-            self._con.execute("INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?)",
-                              (key, model, endpoint, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                               json.dumps(answer, ensure_ascii=False)))
+            self._con.execute(
+                "INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?)",
+                (
+                    key,
+                    model,
+                    endpoint,
+                    time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    json.dumps(answer, ensure_ascii=False),
+                ),
+            )
 
     def close(self) -> None:
         with self._lock:
@@ -267,16 +291,25 @@ def json_schema_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
 class ChatModel:
     """One model behind an OpenAI-compatible endpoint, called with :class:`CallSettings`."""
 
-    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
-                 settings: CallSettings | None = None, cache: CallCache | None = None,
-                 rate_limiter=None, temperature: float | None = 0.0, who: str = "model",
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        settings: CallSettings | None = None,
+        cache: CallCache | None = None,
+        rate_limiter=None,
+        temperature: float | None = 0.0,
+        who: str = "model",
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.model, self.who = model, who
         self.settings = settings or CallSettings()
         self.base_url, self._key = openai_endpoint(base_url, api_key)
         if not self._key:
-            raise ModelCallError(f"the {who} needs $OPENAI_API_KEY (or a base URL for a local server)",
-                                 "auth", retryable=False)
+            raise ModelCallError(
+                f"the {who} needs $OPENAI_API_KEY (or a base URL for a local server)", "auth", retryable=False
+            )
         self.public_url = redact_url(self.base_url)
         self.endpoint = endpoint_key(self.base_url)
         self.client = openai_client(self.base_url, self._key, 0, self.settings.timeout)
@@ -286,8 +319,13 @@ class ChatModel:
         self._formats_refused: set[str] = set()
 
     def describe(self) -> dict[str, Any]:
-        return {"model": self.model, "base_url": self.public_url, "temperature": self.temperature,
-                **self.settings.describe(), "call_cache": self.cache is not None}
+        return {
+            "model": self.model,
+            "base_url": self.public_url,
+            "temperature": self.temperature,
+            **self.settings.describe(),
+            "call_cache": self.cache is not None,
+        }
 
     def _where(self) -> str:
         return f"{self.who} {self.model} at {self.public_url or 'OpenAI'}"
@@ -311,7 +349,10 @@ class ChatModel:
         formats: list[tuple[str, dict | None]] = []
         if response_format and response_format.get("type") == "json_schema":
             schema = response_format["json_schema"]["schema"]
-            formats += [("json_schema", response_format), ("json_object+schema", {"type": "json_object", "schema": schema})]
+            formats += [
+                ("json_schema", response_format),
+                ("json_object+schema", {"type": "json_object", "schema": schema}),
+            ]
         if response_format:
             formats.append(("json_object", {"type": "json_object"}))
         formats.append(("none", None))
@@ -332,13 +373,28 @@ class ChatModel:
             key = CallCache.key(self.model, self.endpoint, req)
             hit = self.cache.get(key)
             if hit is not None:
-                return ChatResult(hit["text"], hit["model"], hit["usage"], 0.0, cache_hit=True,
-                                  truncated_from=hit.get("truncated_from"))
+                return ChatResult(
+                    hit["text"],
+                    hit["model"],
+                    hit["usage"],
+                    0.0,
+                    cache_hit=True,
+                    truncated_from=hit.get("truncated_from"),
+                )
         result = self._send(req)
-        if key is not None:
-            self.cache.put(key, self.model, self.endpoint,
-                           {"text": result.text, "model": result.model, "usage": result.usage,
-                            "truncated_from": result.truncated_from, "latency_ms": result.latency_ms})
+        if self.cache is not None and key is not None:
+            self.cache.put(
+                key,
+                self.model,
+                self.endpoint,
+                {
+                    "text": result.text,
+                    "model": result.model,
+                    "usage": result.usage,
+                    "truncated_from": result.truncated_from,
+                    "latency_ms": result.latency_ms,
+                },
+            )
         return result
 
     def _send(self, req: dict[str, Any]) -> ChatResult:
@@ -371,13 +427,19 @@ class ChatModel:
                 last = exc
                 attempt += 1
         assert last is not None
-        raise ModelCallError(f"{last} (gave up after {self.settings.max_retries + 1} attempts)", last.kind,
-                             retryable=True, status=last.status)
+        raise ModelCallError(
+            f"{last} (gave up after {self.settings.max_retries + 1} attempts)",
+            last.kind,
+            retryable=True,
+            status=last.status,
+        )
 
-    def _error(self, message: str, kind: str, retryable: bool, status: int | None = None,
-               retry_after: float | None = None) -> ModelCallError:
-        return ModelCallError(redact_text(f"{self._where()}: {message}", (self._key,)), kind, retryable, status,
-                              retry_after)
+    def _error(
+        self, message: str, kind: str, retryable: bool, status: int | None = None, retry_after: float | None = None
+    ) -> ModelCallError:
+        return ModelCallError(
+            redact_text(f"{self._where()}: {message}", (self._key,)), kind, retryable, status, retry_after
+        )
 
     def _attempt(self, kwargs: dict[str, Any]) -> ChatResult:
         import openai
@@ -408,24 +470,36 @@ class ChatModel:
         first = choices[0] if isinstance(choices, list) and choices else None
         message = first.get("message") if isinstance(first, dict) else None
         content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(doc, dict) or not isinstance(message, dict) or (content is not None and not isinstance(content, str)):
+        if (
+            not isinstance(doc, dict)
+            or not isinstance(message, dict)
+            or (content is not None and not isinstance(content, str))
+        ):
             shape = json.dumps(doc)[:120] if not isinstance(doc, str) else doc[:120]
-            raise self._error(f"the reply is JSON of the wrong shape (no choices[0].message.content): {shape}",
-                              "wrong_shape", True, 200)
+            raise self._error(
+                f"the reply is JSON of the wrong shape (no choices[0].message.content): {shape}",
+                "wrong_shape",
+                True,
+                200,
+            )
         if not content or not content.strip():
-            finish = first.get("finish_reason")
+            finish = first.get("finish_reason") if isinstance(first, dict) else None
             raise self._error(f"the endpoint returned an empty reply (finish_reason {finish!r})", "empty", True, 200)
         truncated_from = None
         if len(content) > self.settings.max_reply_chars:
             truncated_from, content = len(content), content[: self.settings.max_reply_chars]
-        u = doc.get("usage") if isinstance(doc.get("usage"), dict) else {}
-        details = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), dict) else {}
+        u: dict[str, Any] = doc["usage"] if isinstance(doc.get("usage"), dict) else {}
+        details: dict[str, Any] = u["prompt_tokens_details"] if isinstance(u.get("prompt_tokens_details"), dict) else {}
         cached = details.get("cached_tokens") if isinstance(details.get("cached_tokens"), int) else None
         prompt = u.get("prompt_tokens") if isinstance(u.get("prompt_tokens"), int) else None
         output = u.get("completion_tokens") if isinstance(u.get("completion_tokens"), int) else None
-        usage = {"input": None if prompt is None else prompt - (cached or 0), "cached_input": cached,
-                 "cache_write": None, "output": output}
-        model = doc.get("model") if isinstance(doc.get("model"), str) and doc.get("model") else self.model
+        usage = {
+            "input": None if prompt is None else prompt - (cached or 0),
+            "cached_input": cached,
+            "cache_write": None,
+            "output": output,
+        }
+        model = doc["model"] if isinstance(doc.get("model"), str) and doc["model"] else self.model
         return ChatResult(content, model, usage, 0.0, truncated_from=truncated_from)
 
     def _status_error(self, exc, response_format: bool = False) -> ModelCallError:
@@ -434,18 +508,28 @@ class ChatModel:
         retry_after = _retry_after(exc.response.headers) if exc.response is not None else None
         if response_format and status in (400, 422, 500) and re.search(r"response_format|json_schema", message):
             # llama.cpp's Python server answers an unknown format with a 500 validation error
-            return self._error(f"HTTP {status}, the endpoint refused the output format: {message}",
-                               "format_refused", False, status)
+            return self._error(
+                f"HTTP {status}, the endpoint refused the output format: {message}", "format_refused", False, status
+            )
         if status == 429:
             return self._error(f"HTTP 429 rate limited: {message}", "rate_limit", True, status, retry_after)
         if status >= 500 or status in (408, 409):
             if _CONTEXT.search(message):
-                return self._error(f"HTTP {status}, the request exceeds the model's context: {message}",
-                                   "context_length", False, status)
+                return self._error(
+                    f"HTTP {status}, the request exceeds the model's context: {message}",
+                    "context_length",
+                    False,
+                    status,
+                )
             return self._error(f"HTTP {status}: {message}", "server_error", True, status, retry_after)
         if _CONTEXT.search(message):
-            return self._error(f"HTTP {status}, the request exceeds the model's context: {message} "
-                               "(set --window to keep fewer turns, or --max-tokens)", "context_length", False, status)
+            return self._error(
+                f"HTTP {status}, the request exceeds the model's context: {message} "
+                "(set --window to keep fewer turns, or --max-tokens)",
+                "context_length",
+                False,
+                status,
+            )
         if status in (401, 403):
             return self._error(f"HTTP {status}, not authorized: {message}", "auth", False, status)
         if status == 404:

@@ -39,7 +39,7 @@ def extract(paper_text: str, name: str) -> str:
     lines = paper_text.splitlines()
     i = lines.index(start)
     j = lines.index(end, i + 1)
-    body = [ln.rstrip() for ln in lines[i + 1:j] if ln.strip() != "```"]
+    body = [ln.rstrip() for ln in lines[i + 1 : j] if ln.strip() != "```"]
     body = [re.sub(r"^#### (## )", r"\1", ln) for ln in body]
     while body and not body[0]:
         body.pop(0)

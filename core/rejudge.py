@@ -13,14 +13,14 @@ one of its fakes (chosen with the seed), in a seeded order.
 from __future__ import annotations
 
 import hashlib
-import re
-
 import json
+import re
+from typing import Any
 
 from inquitree.core.agents import ModelConfig, strip_code_fence
-from inquitree.core.models import ModelCallError, json_schema_format, option_label
 from inquitree.core.engine import Engine, Params, fold, uniform
 from inquitree.core.judges import Judge
+from inquitree.core.models import ModelCallError, json_schema_format, option_label
 from inquitree.core.runner import STREAM_PREFIX, stream_id
 from inquitree.core.templates import TemplateSet
 from inquitree.core.tree import Tree, resolve_tree
@@ -60,8 +60,9 @@ def rejudge(store: EventStore, episode_id: str, judge: Judge, again: bool = Fals
 
 
 def finished_episodes(store: EventStore, prefix: str = "") -> list[str]:
-    return sorted(s.removeprefix(STREAM_PREFIX)
-                  for s in store.streams_with_event(STREAM_PREFIX + prefix, "ConclusionSubmitted"))
+    return sorted(
+        s.removeprefix(STREAM_PREFIX) for s in store.streams_with_event(STREAM_PREFIX + prefix, "ConclusionSubmitted")
+    )
 
 
 CONTROL_PROMPT_VERSION = "control-v2"
@@ -74,8 +75,12 @@ A study on this topic reported the following result:
 
 Is this result scientifically valid? Answer with a JSON object and nothing else: {{"answer": "VALID"}} or \
 {{"answer": "INVALID"}}."""
-ANSWER_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["answer"],
-                 "properties": {"answer": {"type": "string", "enum": ["VALID", "INVALID"]}}}
+ANSWER_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["answer"],
+    "properties": {"answer": {"type": "string", "enum": ["VALID", "INVALID"]}},
+}
 _WORD = re.compile(r"^[\s*_`\"'.]*(VALID|INVALID)[\s*_`\"'.]*$", re.IGNORECASE)
 
 
@@ -95,7 +100,7 @@ def parse_validity(text: str) -> str | None:
 
 def control_items(trees: list[Tree], seed: int) -> list[tuple[Tree, str, bool, int | None, str]]:
     """(tree, result id, shown_fake, fake_index, text): each result true once and fake once, seeded order."""
-    items = []
+    items: list[tuple[Tree, str, bool, int | None, str]] = []
     for t in trees:
         for rid, r in t.result.items():
             k = int(uniform(seed, len(items), "control-fake") * len(r.fakes))
@@ -113,15 +118,16 @@ class _ControlOracle:
         return "VALID" if text in self.truth else "INVALID"
 
 
-def run_control(store: EventStore, agent_spec: str, trees: list[Tree], seed: int = 0,
-                config: ModelConfig | None = None) -> tuple[str, int, int]:
+def run_control(
+    store: EventStore, agent_spec: str, trees: list[Tree], seed: int = 0, config: ModelConfig | None = None
+) -> tuple[str, int, int]:
     """Record the control for one agent; resumable. Returns (stream id, answered now, total items)."""
     items = control_items(trees, seed)
     key = hashlib.sha256(f"{agent_spec}|{seed}|{','.join(t.id + ':' + t.content_hash for t in trees)}".encode())
     sid = f"control/{re.sub(r'[^A-Za-z0-9_.-]+', '-', agent_spec)}-{key.hexdigest()[:12]}"
     if agent_spec == "oracle":
         answerer = _ControlOracle(trees)
-        desc = answerer.description
+        desc: dict[str, Any] = answerer.description
     elif agent_spec == "random":
         desc = {"kind": "random", "seed": seed}
     elif agent_spec.startswith("openai:"):
@@ -131,14 +137,28 @@ def run_control(store: EventStore, agent_spec: str, trees: list[Tree], seed: int
             chat = config.chat_model(model, "control model")
         except ModelCallError as exc:
             raise RejudgeError(str(exc)) from None
-        desc = {"kind": "openai", "label": config.label or option_label(model, config.settings.options),
-                **chat.describe()}
+        desc = {
+            "kind": "openai",
+            "label": config.label or option_label(model, config.settings.options),
+            **chat.describe(),
+        }
     else:
         raise RejudgeError(f"--agent {agent_spec!r}: the control takes oracle, random or openai:MODEL")
     version = store.current_version(sid)
     if version == 0:
-        version = store.append(sid, [ControlStarted(agent=desc, trees=[t.id for t in trees], seed=seed,
-                                                    prompt_version=CONTROL_PROMPT_VERSION, items=len(items))], 0)
+        version = store.append(
+            sid,
+            [
+                ControlStarted(
+                    agent=desc,
+                    trees=[t.id for t in trees],
+                    seed=seed,
+                    prompt_version=CONTROL_PROMPT_VERSION,
+                    items=len(items),
+                )
+            ],
+            0,
+        )
     done = version - 1
     answered = 0
     for n, (tree, rid, fake, k, text) in enumerate(items[done:], start=done):
@@ -150,15 +170,25 @@ def run_control(store: EventStore, agent_spec: str, trees: list[Tree], seed: int
             raw = "VALID" if uniform(seed, n, "control-answer") < 0.5 else "INVALID"
         else:  # each item alone: no memory of earlier items
             try:
-                res = chat.chat([{"role": "system", "content": CONTROL_SYSTEM}, {"role": "user", "content": prompt}],
-                                json_schema_format("validity", ANSWER_SCHEMA))
+                res = chat.chat(
+                    [{"role": "system", "content": CONTROL_SYSTEM}, {"role": "user", "content": prompt}],
+                    json_schema_format("validity", ANSWER_SCHEMA),
+                )
                 raw, call = res.text, res.record()
             except ModelCallError as exc:  # stop here: the answers so far are kept, a re-run continues
                 raise RejudgeError(f"control stopped at item {n + 1} of {len(items)}: [{exc.kind}] {exc}") from None
         answer = parse_validity(raw)
-        ev = ControlAnswered(agent=desc, tree_id=tree.id, result_id=rid, shown_fake=fake, fake_index=k, answer=answer,
-                             correct=answer == ("INVALID" if fake else "VALID"), raw=raw, **call)
+        ev = ControlAnswered(
+            agent=desc,
+            tree_id=tree.id,
+            result_id=rid,
+            shown_fake=fake,
+            fake_index=k,
+            answer=answer,
+            correct=answer == ("INVALID" if fake else "VALID"),
+            raw=raw,
+            **call,
+        )
         version = store.append(sid, [ev], version)
         answered += 1
     return sid, answered, len(items)
-

@@ -4,7 +4,8 @@ Re-simulation feeds the recorded replies and the recorded cosines (Eq. 2 values
 from ``MatchScored``) into a fresh engine built from the recorded parameters,
 seed, tree and template set, and requires the identical event sequence. Judge
 verdicts and failures are inputs from outside the engine and are taken as
-recorded; a reached run limit is an outside input too, and the engine's ending is re-derived; every ``EpisodeScored`` is recomputed. No model, no network.
+recorded; a reached run limit is an outside input too, and the engine's ending is re-derived;
+every ``EpisodeScored`` is recomputed. No model, no network.
 """
 
 from __future__ import annotations
@@ -15,8 +16,17 @@ from inquitree.core.engine import Engine, EngineError, EpisodeState, Params, Rep
 from inquitree.core.templates import TemplateError, TemplateSet
 from inquitree.core.tree import Tree, TreeError, resolve_tree
 from inquitree.events.base import Event, canonical_json
-from inquitree.events.types import (AgentReplied, EpisodeFailed, EpisodeResumed, EpisodeScored, EpisodeStarted,
-                                    JudgeVerdict, LimitReached, MatchScored, ObservationEmitted)
+from inquitree.events.types import (
+    AgentReplied,
+    EpisodeFailed,
+    EpisodeResumed,
+    EpisodeScored,
+    EpisodeStarted,
+    JudgeVerdict,
+    LimitReached,
+    MatchScored,
+    ObservationEmitted,
+)
 
 
 @dataclasses.dataclass
@@ -43,15 +53,16 @@ def _same(a: Event, b: Event) -> bool:
 
 def _describe(i: int, recorded: Event | None, produced: Event | None) -> str:
     if recorded is None:
-        return f"event #{i}: the log ends, but re-simulation produced {produced.TYPE}"
+        return f"event #{i}: the log ends, but re-simulation produced {produced.TYPE if produced else 'nothing'}"
     if produced is None:
         return f"event #{i}: re-simulation produced nothing, the log has {recorded.TYPE}"
     if recorded.TYPE != produced.TYPE:
         return f"event #{i}: the log has {recorded.TYPE}, re-simulation produced {produced.TYPE}"
     rp, pp = recorded.to_payload(), produced.to_payload()
     keys = [k for k in sorted(set(rp) | set(pp)) if canonical_json(rp.get(k)) != canonical_json(pp.get(k))]
-    parts = [f"{k}: log {canonical_json(rp.get(k))[:120]} vs re-simulated {canonical_json(pp.get(k))[:120]}"
-             for k in keys]
+    parts = [
+        f"{k}: log {canonical_json(rp.get(k))[:120]} vs re-simulated {canonical_json(pp.get(k))[:120]}" for k in keys
+    ]
     return f"event #{i} ({recorded.TYPE}): " + "; ".join(parts)
 
 
@@ -66,10 +77,16 @@ def resimulate(recorded: list[Event], tree: Tree | None = None, templates: Templ
     except (TreeError, TemplateError) as exc:
         return ReplayResult(False, len(recorded), f"cannot rebuild the episode's inputs: {exc}")
     if tree.content_hash != started.tree_hash:
-        return ReplayResult(False, len(recorded), f"tree {tree.id} ({tree.source}) has changed since the episode was "
-                                                  f"recorded (content hash {tree.content_hash[:12]} vs {started.tree_hash[:12]})")
+        return ReplayResult(
+            False,
+            len(recorded),
+            f"tree {tree.id} ({tree.source}) has changed since the episode was "
+            f"recorded (content hash {tree.content_hash[:12]} vs {started.tree_hash[:12]})",
+        )
     if templates.hash != params.template_hash:
-        return ReplayResult(False, len(recorded), f"template set {templates.name} has changed since the episode was recorded")
+        return ReplayResult(
+            False, len(recorded), f"template set {templates.name} has changed since the episode was recorded"
+        )
     engine = Engine(tree, params, templates)
     produced = engine.start(started.episode_id, started.agent, started.judge, started.code_version)
     produced[0] = started  # the recorded start is the input (its code version is history)
@@ -101,6 +118,8 @@ def resimulate(recorded: list[Event], tree: Tree | None = None, templates: Templ
             elif isinstance(ev, EpisodeScored):
                 produced = [engine.score(state, ev.judge_id)]
             else:
-                return ReplayResult(False, len(recorded), f"event #{pos}: unexpected {ev.TYPE} where a reply, verdict or score belongs")
+                return ReplayResult(
+                    False, len(recorded), f"event #{pos}: unexpected {ev.TYPE} where a reply, verdict or score belongs"
+                )
         except EngineError as exc:
             return ReplayResult(False, len(recorded), f"event #{pos}: the engine refused the recorded input: {exc}")

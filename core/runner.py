@@ -16,15 +16,15 @@ import numpy as np
 
 from inquitree import __version__
 from inquitree.core.agents import Agent
-from inquitree.core.limits import Budget, Limits, PriceTable, tokens_of
-from inquitree.core.models import redact_text
 from inquitree.core.engine import DONE, FAILED, Engine, EngineError, EpisodeState, Params, extract_action, fold
 from inquitree.core.judges import Judge
+from inquitree.core.limits import Budget, Limits, PriceTable, tokens_of
+from inquitree.core.models import redact_text
 from inquitree.core.templates import TemplateSet
 from inquitree.core.tree import Tree
 from inquitree.events.base import Event
-from inquitree.events.store import EventStore
 from inquitree.events.errors import InquiTreeError
+from inquitree.events.store import EventStore
 from inquitree.events.types import AgentReplied, EpisodeScored
 
 STREAM_PREFIX = "episode/"
@@ -98,7 +98,8 @@ def _failure(exc: BaseException, phase: str) -> tuple[str, bool, str, str]:
 
 def _used(events: list[Event], prices: PriceTable | None) -> tuple[int, float | None]:
     """Tokens (and cost, with prices) of the episode's agent calls so far."""
-    tokens, cost = 0, 0.0
+    tokens = 0
+    cost: float | None = 0.0  # None once a call has no price
     for e in events:
         if isinstance(e, AgentReplied):
             tokens += tokens_of(e.usage)
@@ -107,11 +108,21 @@ def _used(events: list[Event], prices: PriceTable | None) -> tuple[int, float | 
     return tokens, cost
 
 
-def run_episode(tree: Tree, agent: Agent, judge: Judge | None, embedder, params: Params,
-                templates: TemplateSet, store: EventStore | None = None, episode_id: str | None = None,
-                on_event: Callable[[Event], None] | None = None, resume: bool = False,
-                limits: Limits | None = None, budget: Budget | None = None,
-                prices: PriceTable | None = None) -> EpisodeOutcome:
+def run_episode(
+    tree: Tree,
+    agent: Agent,
+    judge: Judge | None,
+    embedder,
+    params: Params,
+    templates: TemplateSet,
+    store: EventStore | None = None,
+    episode_id: str | None = None,
+    on_event: Callable[[Event], None] | None = None,
+    resume: bool = False,
+    limits: Limits | None = None,
+    budget: Budget | None = None,
+    prices: PriceTable | None = None,
+) -> EpisodeOutcome:
     """Play one episode to its end (or first failure) and score it.
 
     With ``resume`` and an existing stream, continue it: the state is the fold of its events,
@@ -132,8 +143,10 @@ def run_episode(tree: Tree, agent: Agent, judge: Judge | None, embedder, params:
     if existing:
         started = existing[0]
         if started.params != dataclasses.asdict(params) or started.tree_hash != tree.content_hash:
-            raise EngineError(f"episode {episode_id} was recorded with other parameters or another tree; "
-                              "it cannot be continued with these")
+            raise EngineError(
+                f"episode {episode_id} was recorded with other parameters or another tree; "
+                "it cannot be continued with these"
+            )
         rec.events = list(existing)
         state = fold(existing)
         if state.state == FAILED:
@@ -194,8 +207,9 @@ def run_episode(tree: Tree, agent: Agent, judge: Judge | None, embedder, params:
     return EpisodeOutcome(episode_id, state, rec.events, scored, rec.appended)
 
 
-def _limit_reached(limits: Limits, budget: Budget | None, events: list[Event], prices: PriceTable | None,
-                   elapsed: float) -> tuple[str, float, float] | None:
+def _limit_reached(
+    limits: Limits, budget: Budget | None, events: list[Event], prices: PriceTable | None, elapsed: float
+) -> tuple[str, float, float] | None:
     if limits.episode_tokens is not None or limits.episode_cost_usd is not None:
         tokens, cost = _used(events, prices)
         if limits.episode_tokens is not None and tokens >= limits.episode_tokens:

@@ -18,11 +18,17 @@ from inquitree.events.errors import InquiTreeError
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 FILES = {
     "system": "system.txt",
-    "C.1.1": "C.1.1.j2", "C.1.2": "C.1.2.j2", "C.1.3": "C.1.3.j2",
-    "C.2.1": "C.2.1.j2", "C.2.2": "C.2.2.j2",
-    "C.3.1": "C.3.1.j2", "C.3.2": "C.3.2.j2",
-    "C.4.1": "C.4.1.j2", "C.4.2": "C.4.2.j2",
-    "C.5": "C.5.j2", "C.6": "C.6.j2",
+    "C.1.1": "C.1.1.j2",
+    "C.1.2": "C.1.2.j2",
+    "C.1.3": "C.1.3.j2",
+    "C.2.1": "C.2.1.j2",
+    "C.2.2": "C.2.2.j2",
+    "C.3.1": "C.3.1.j2",
+    "C.3.2": "C.3.2.j2",
+    "C.4.1": "C.4.1.j2",
+    "C.4.2": "C.4.2.j2",
+    "C.5": "C.5.j2",
+    "C.6": "C.6.j2",
 }
 
 
@@ -43,9 +49,14 @@ class TemplateSet:
             raise TemplateError(f"template set {path}: missing {', '.join(missing)}")
         self.name = name_or_dir if (TEMPLATES_DIR / name_or_dir) == path else str(path.resolve())
         self.path = path
-        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(path)), trim_blocks=True,
-                                      lstrip_blocks=True, keep_trailing_newline=False,
-                                      undefined=jinja2.StrictUndefined, autoescape=False)
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(str(path)),
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=False,
+            undefined=jinja2.StrictUndefined,
+            autoescape=False,
+        )
         digest = hashlib.sha256()
         for key in sorted(FILES):
             digest.update(FILES[key].encode() + b"\0" + (path / FILES[key]).read_bytes() + b"\0")

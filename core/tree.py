@@ -129,8 +129,10 @@ def _schema_validator():
 
 def parse_tree(doc: Any, source: str) -> Tree:
     """Validate a parsed tree document and build the :class:`Tree` (raises :class:`TreeError`)."""
-    problems = [f"{_json_path(e.absolute_path)}: {e.message}"
-                for e in sorted(_schema_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))]
+    problems = [
+        f"{_json_path(e.absolute_path)}: {e.message}"
+        for e in sorted(_schema_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+    ]
     if problems:
         raise TreeError(source, problems)
     problems = structural_problems(doc)
@@ -202,7 +204,7 @@ def find_cycle(deps: dict[str, list[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in deps.get(node, []):
             if color.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if color.get(nxt) is None:
                 found = visit(nxt)
                 if found:
@@ -224,16 +226,35 @@ def _build(doc: dict, source: str) -> Tree:
     subtopics = []
     for s in doc["subtopics"]:
         deps = list(s.get("depends_on", [])) + [result_owner[r] for r in s.get("depends_on_results", [])]
-        studies = tuple(Study(st["id"], st["text"], tuple(st["hints"]),
-                              Result(st["result"]["id"], st["result"]["text"], tuple(st["result"]["fakes"])), s["id"])
-                        for st in s["studies"])
+        studies = tuple(
+            Study(
+                st["id"],
+                st["text"],
+                tuple(st["hints"]),
+                Result(st["result"]["id"], st["result"]["text"], tuple(st["result"]["fakes"])),
+                s["id"],
+            )
+            for st in s["studies"]
+        )
         subtopics.append(Subtopic(s["id"], s["text"], tuple(s["hints"]), tuple(dict.fromkeys(deps)), studies))
-    conclusions = tuple(Conclusion(c["id"], c["text"],
-                                   tuple(dict.fromkeys(c.get("requires_results", []) + c.get("depends_on_results", []))))
-                        for c in doc["conclusions"])
+    conclusions = tuple(
+        Conclusion(
+            c["id"], c["text"], tuple(dict.fromkeys(c.get("requires_results", []) + c.get("depends_on_results", [])))
+        )
+        for c in doc["conclusions"]
+    )
     digest = hashlib.sha256(canonical_json(doc).encode()).hexdigest()
-    return Tree(doc["id"], doc["paper"]["title"], doc["paper"], doc["provenance"], doc["topic"]["text"],
-                tuple(subtopics), conclusions, digest, source)
+    return Tree(
+        doc["id"],
+        doc["paper"]["title"],
+        doc["paper"],
+        doc["provenance"],
+        doc["topic"]["text"],
+        tuple(subtopics),
+        conclusions,
+        digest,
+        source,
+    )
 
 
 def load_tree_file(path: Path | str) -> Tree:

@@ -9,9 +9,9 @@ code only ever sees the current shape.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, Callable, ClassVar
 
 import orjson
-from typing import Any, Callable, ClassVar
 
 from inquitree.events.errors import UnknownEventType, UnknownEventVersion
 

@@ -32,6 +32,8 @@ class UnknownEventVersion(StoreError):
         if missing_upcaster:
             msg = f"event {type_name} v{version}: no upcaster to v{current}"
         else:
-            msg = (f"event {type_name} v{version} is newer than this InquiTree knows "
-                   f"(it reads up to v{current}); upgrade InquiTree")
+            msg = (
+                f"event {type_name} v{version} is newer than this InquiTree knows "
+                f"(it reads up to v{current}); upgrade InquiTree"
+            )
         super().__init__(msg)

@@ -21,7 +21,10 @@ def alembic_config() -> Config:
 
 
 def head_revision() -> str:
-    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if head is None:
+        raise RuntimeError("the migrations have no head revision")
+    return head
 
 
 def known_revisions() -> set[str]:
@@ -67,7 +70,10 @@ def ensure_schema(engine: sa.Engine, url: str, *, auto_upgrade: bool = True) -> 
         upgrade(engine)
         return
     if rev not in known_revisions():
-        raise StoreError(f"{where} is at schema revision {rev!r}, which this InquiTree version does not know "
-                         f"(it knows up to {head!r}): the database was made by a newer InquiTree; upgrade InquiTree")
-    raise StoreError(f"{where} is at schema revision {rev!r}, older than {head!r}: "
-                     f"run `inquitree db upgrade --db {where}`")
+        raise StoreError(
+            f"{where} is at schema revision {rev!r}, which this InquiTree version does not know "
+            f"(it knows up to {head!r}): the database was made by a newer InquiTree; upgrade InquiTree"
+        )
+    raise StoreError(
+        f"{where} is at schema revision {rev!r}, older than {head!r}: run `inquitree db upgrade --db {where}`"
+    )

@@ -26,8 +26,9 @@ metadata = sa.MetaData(
 events = sa.Table(
     "events",
     metadata,
-    sa.Column("global_position", sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
-              primary_key=True, autoincrement=True),
+    sa.Column(
+        "global_position", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True
+    ),
     sa.Column("stream_id", sa.String(200), nullable=False),
     sa.Column("stream_version", sa.Integer(), nullable=False),
     sa.Column("event_type", sa.String(100), nullable=False),

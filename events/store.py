@@ -22,8 +22,8 @@ import contextlib
 import dataclasses
 import hashlib
 import os
-import threading
 import re
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -41,8 +41,16 @@ DEFAULT_URL = "sqlite:///inquitree.sqlite"
 GENESIS_HASH = "0" * 64
 _PG_APPEND_LOCK = 0x1A7E_7EE  # the advisory-lock key that serializes appends on PostgreSQL
 
-_INSERT_COLUMNS = ("stream_id", "stream_version", "event_type", "schema_version",
-                   "recorded_at", "payload", "prev_hash", "hash")
+_INSERT_COLUMNS = (
+    "stream_id",
+    "stream_version",
+    "event_type",
+    "schema_version",
+    "recorded_at",
+    "payload",
+    "prev_hash",
+    "hash",
+)
 
 
 def default_url() -> str:
@@ -62,8 +70,15 @@ def redact(url: str) -> str:
         return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
 
 
-def chain_hash(prev_hash: str, stream_id: str, stream_version: int, event_type: str,
-               schema_version: int, recorded_at: str, payload_json: str) -> str:
+def chain_hash(
+    prev_hash: str,
+    stream_id: str,
+    stream_version: int,
+    event_type: str,
+    schema_version: int,
+    recorded_at: str,
+    payload_json: str,
+) -> str:
     """sha256 over the previous hash and this event's stored content."""
     text = f"{prev_hash}\n{stream_id}\n{stream_version}\n{event_type}\n{schema_version}\n{recorded_at}\n{payload_json}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -91,7 +106,8 @@ class RecordedEvent:
         except (UnknownEventType, UnknownEventVersion) as exc:
             raise StoreError(
                 f"{exc} (stream {self.stream_id!r}, version {self.stream_version}, "
-                f"global position {self.global_position})") from exc
+                f"global position {self.global_position})"
+            ) from exc
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,8 +159,10 @@ def make_engine(url: str) -> sa.Engine:
     try:
         parsed = make_url(url)
     except Exception as exc:  # noqa: BLE001
-        raise StoreError(f"not a database URL: {url!r} (expected e.g. sqlite:///runs.sqlite or "
-                         f"postgresql+psycopg://user@host:5432/db)") from exc
+        raise StoreError(
+            f"not a database URL: {url!r} (expected e.g. sqlite:///runs.sqlite or "
+            f"postgresql+psycopg://user@host:5432/db)"
+        ) from exc
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed)
     if parsed.get_backend_name() == "postgresql":
@@ -154,15 +172,16 @@ def make_engine(url: str) -> sa.Engine:
             return sa.create_engine(parsed, pool_pre_ping=True)
         except ModuleNotFoundError as exc:
             raise StoreError(f"{redact(url)}: PostgreSQL needs psycopg: pip install 'inquitree[postgres]'") from exc
-    raise StoreError(f"{redact(url)}: unsupported database {parsed.get_backend_name()!r} "
-                     "(InquiTree stores events in SQLite or PostgreSQL)")
+    raise StoreError(
+        f"{redact(url)}: unsupported database {parsed.get_backend_name()!r} "
+        "(InquiTree stores events in SQLite or PostgreSQL)"
+    )
 
 
 class EventStore:
     """The append-only event log. See the module docstring for the guarantees."""
 
-    def __init__(self, url: str | None = None, *, clock: Callable[[], str] = utc_now,
-                 auto_upgrade: bool = True):
+    def __init__(self, url: str | None = None, *, clock: Callable[[], str] = utc_now, auto_upgrade: bool = True):
         from inquitree.events import migrate
 
         self.url = url or default_url()
@@ -176,8 +195,9 @@ class EventStore:
         mark = "?" if self.engine.dialect.paramstyle == "qmark" else "%s"
         # Rows go to the driver's executemany as tuples: SQLAlchemy's per-row dict handling
         # cost more than the insert itself (bench/store_append.py).
-        self._insert_sql = (f"INSERT INTO events ({', '.join(_INSERT_COLUMNS)}) "
-                            f"VALUES ({', '.join([mark] * len(_INSERT_COLUMNS))})")
+        self._insert_sql = (
+            f"INSERT INTO events ({', '.join(_INSERT_COLUMNS)}) VALUES ({', '.join([mark] * len(_INSERT_COLUMNS))})"
+        )
         try:
             with self.engine.connect() as conn:
                 conn.exec_driver_sql("SELECT 1")
@@ -232,12 +252,17 @@ class EventStore:
         if version == 0:
             return GENESIS_HASH
         found = conn.execute(
-            sa.select(events_table.c.hash).where(events_table.c.stream_id == stream_id,
-                                                 events_table.c.stream_version == version)
+            sa.select(events_table.c.hash).where(
+                events_table.c.stream_id == stream_id, events_table.c.stream_version == version
+            )
         ).scalar_one_or_none()
         if found is None:
-            actual = conn.execute(sa.select(sa.func.max(events_table.c.stream_version))
-                                  .where(events_table.c.stream_id == stream_id)).scalar_one_or_none() or 0
+            actual = (
+                conn.execute(
+                    sa.select(sa.func.max(events_table.c.stream_version)).where(events_table.c.stream_id == stream_id)
+                ).scalar_one_or_none()
+                or 0
+            )
             raise ConcurrencyError(stream_id, version, actual)
         return found
 
@@ -258,21 +283,31 @@ class EventStore:
     # -- reading ---------------------------------------------------------------------------
     def current_version(self, stream_id: str) -> int:
         with self.engine.connect() as conn:
-            return conn.execute(sa.select(sa.func.max(events_table.c.stream_version))
-                                .where(events_table.c.stream_id == stream_id)).scalar_one_or_none() or 0
+            return (
+                conn.execute(
+                    sa.select(sa.func.max(events_table.c.stream_version)).where(events_table.c.stream_id == stream_id)
+                ).scalar_one_or_none()
+                or 0
+            )
 
     def read_stream(self, stream_id: str, from_version: int = 1) -> list[RecordedEvent]:
         """Every event of ``stream_id`` from ``from_version`` on, in version order."""
-        q = (sa.select(events_table).where(events_table.c.stream_id == stream_id,
-                                           events_table.c.stream_version >= from_version)
-             .order_by(events_table.c.stream_version))
+        q = (
+            sa.select(events_table)
+            .where(events_table.c.stream_id == stream_id, events_table.c.stream_version >= from_version)
+            .order_by(events_table.c.stream_version)
+        )
         with self.engine.connect() as conn:
             return [_recorded(r) for r in conn.execute(q)]
 
     def read_all(self, after_position: int = 0, limit: int = 10_000) -> list[RecordedEvent]:
         """Up to ``limit`` events of every stream with global position > ``after_position``."""
-        q = (sa.select(events_table).where(events_table.c.global_position > after_position)
-             .order_by(events_table.c.global_position).limit(limit))
+        q = (
+            sa.select(events_table)
+            .where(events_table.c.global_position > after_position)
+            .order_by(events_table.c.global_position)
+            .limit(limit)
+        )
         with self.engine.connect() as conn:
             return [_recorded(r) for r in conn.execute(q)]
 
@@ -291,8 +326,13 @@ class EventStore:
     def streams(self, prefix: str | None = None) -> list[StreamInfo]:
         """Every stream with its version and first/last timestamps, in stream id order."""
         c = events_table.c
-        q = sa.select(c.stream_id, sa.func.max(c.stream_version), sa.func.min(c.recorded_at),
-                      sa.func.max(c.recorded_at)).group_by(c.stream_id).order_by(c.stream_id)
+        q = (
+            sa.select(
+                c.stream_id, sa.func.max(c.stream_version), sa.func.min(c.recorded_at), sa.func.max(c.recorded_at)
+            )
+            .group_by(c.stream_id)
+            .order_by(c.stream_id)
+        )
         if prefix:
             q = q.where(c.stream_id.startswith(prefix, autoescape=True))
         with self.engine.connect() as conn:
@@ -301,8 +341,11 @@ class EventStore:
     def streams_with_event(self, prefix: str, event_type: str) -> set[str]:
         """The ids of streams starting with ``prefix`` that hold at least one ``event_type`` event."""
         c = events_table.c
-        q = (sa.select(c.stream_id).distinct()
-             .where(c.stream_id.startswith(prefix, autoescape=True), c.event_type == event_type))
+        q = (
+            sa.select(c.stream_id)
+            .distinct()
+            .where(c.stream_id.startswith(prefix, autoescape=True), c.event_type == event_type)
+        )
         with self.engine.connect() as conn:
             return {row[0] for row in conn.execute(q)}
 
@@ -310,15 +353,17 @@ class EventStore:
     def verify(self, progress: Callable[[int], None] | None = None, stream_id: str | None = None) -> VerifyReport:
         """Walk every stream's hash chain (or one stream's); report the first event whose content no longer matches."""
         c = events_table.c
-        q = sa.select(c.stream_id, c.stream_version, c.event_type, c.schema_version, c.recorded_at,
-                      c.payload, c.prev_hash, c.hash).order_by(c.stream_id, c.stream_version)
+        q = sa.select(
+            c.stream_id, c.stream_version, c.event_type, c.schema_version, c.recorded_at, c.payload, c.prev_hash, c.hash
+        ).order_by(c.stream_id, c.stream_version)
         if stream_id is not None:
             q = q.where(c.stream_id == stream_id)
         checked = streams = 0
         current, prev, expect_version = None, GENESIS_HASH, 1
         with self.engine.connect() as conn:
             for sid, version, etype, sver, at, payload, prev_hash, digest in conn.execution_options(
-                    yield_per=20_000).execute(q):
+                yield_per=20_000
+            ).execute(q):
                 if sid != current:
                     current, prev, expect_version, streams = sid, GENESIS_HASH, 1, streams + 1
                 problem = None
@@ -339,9 +384,17 @@ class EventStore:
 
 def _recorded(row) -> RecordedEvent:
     m = row._mapping
-    return RecordedEvent(m["global_position"], m["stream_id"], m["stream_version"], m["event_type"],
-                         m["schema_version"], m["recorded_at"], parse_json(m["payload"]),
-                         m["prev_hash"], m["hash"])
+    return RecordedEvent(
+        m["global_position"],
+        m["stream_id"],
+        m["stream_version"],
+        m["event_type"],
+        m["schema_version"],
+        m["recorded_at"],
+        parse_json(m["payload"]),
+        m["prev_hash"],
+        m["hash"],
+    )
 
 
 def _short(exc: BaseException) -> str:

@@ -13,8 +13,9 @@ config = context.config
 
 
 def _run(connection) -> None:
-    context.configure(connection=connection, target_metadata=metadata,
-                      render_as_batch=connection.dialect.name == "sqlite")
+    context.configure(
+        connection=connection, target_metadata=metadata, render_as_batch=connection.dialect.name == "sqlite"
+    )
     with context.begin_transaction():
         context.run_migrations()
 

@@ -65,19 +65,26 @@ def expand(src: dict, source_name: str) -> dict:
     for i, s in enumerate(src["subtopics"], start=1):
         sid = s.get("id", f"s{i}")
         where = f"{source_name}: subtopics[{i - 1}]"
-        subtopics.append({
-            "id": sid,
-            "text": s["text"],
-            "depends_on": list(s.get("depends_on", [])),
-            "hints": _hints(s["hints"], "Investigate " + _lower_first(s["text"]), where + ".hints"),
-            "studies": [{
-                "id": f"{sid}.study",
-                "text": s["study"],
-                "hints": _hints(s["study_hints"], "Carry out this study: " + _lower_first(s["study"]),
-                                where + ".study_hints"),
-                "result": {"id": "r" + sid[1:], "text": s["result"], "fakes": list(s["fakes"])},
-            }],
-        })
+        subtopics.append(
+            {
+                "id": sid,
+                "text": s["text"],
+                "depends_on": list(s.get("depends_on", [])),
+                "hints": _hints(s["hints"], "Investigate " + _lower_first(s["text"]), where + ".hints"),
+                "studies": [
+                    {
+                        "id": f"{sid}.study",
+                        "text": s["study"],
+                        "hints": _hints(
+                            s["study_hints"],
+                            "Carry out this study: " + _lower_first(s["study"]),
+                            where + ".study_hints",
+                        ),
+                        "result": {"id": "r" + sid[1:], "text": s["result"], "fakes": list(s["fakes"])},
+                    }
+                ],
+            }
+        )
     n, m = len(subtopics), paper["paper_subtopics"]
     count = f"Subtopics: {n} here, {m} in the paper's Table 4."
     if n != m:
@@ -101,8 +108,10 @@ def expand(src: dict, source_name: str) -> dict:
         },
         "topic": {"text": src["topic"]},
         "subtopics": subtopics,
-        "conclusions": [{"id": c.get("id", f"c{j}"), "text": c["text"], "requires_results": list(c["requires"])}
-                        for j, c in enumerate(src["conclusions"], start=1)],
+        "conclusions": [
+            {"id": c.get("id", f"c{j}"), "text": c["text"], "requires_results": list(c["requires"])}
+            for j, c in enumerate(src["conclusions"], start=1)
+        ],
     }
     return doc
 
@@ -165,7 +174,10 @@ def build(check: bool) -> int:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="only check that trees/it18-*.json are up to date")
-    ap.add_argument("--order-hints", action="store_true",
-                    help="rewrite the sources so h1..h3 rise in cosine to their target (local embedder)")
+    ap.add_argument(
+        "--order-hints",
+        action="store_true",
+        help="rewrite the sources so h1..h3 rise in cosine to their target (local embedder)",
+    )
     args = ap.parse_args()
     sys.exit(order_hints() if args.order_hints else build(args.check))

@@ -1,6 +1,6 @@
 """Write core/templates/inquitree/* from the InquiTree paper's Appendix A and C.
 
-    python scripts/extract_templates.py [PATH/TO/inquitree-paper.md]
+python scripts/extract_templates.py [PATH/TO/inquitree-paper.md]
 """
 
 import sys

@@ -18,9 +18,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from enginekit import always_miss_script, params  # noqa: E402
-from openai_server import OpenAICompatibleServer  # noqa: E402
-
 from inquitree.core.agents import ModelConfig, OpenAIChatAgent, OracleAgent, RandomAgent, ScriptAgent  # noqa: E402
 from inquitree.core.embed import make_embedder  # noqa: E402
 from inquitree.core.golden import dump_jsonl  # noqa: E402
@@ -28,6 +25,9 @@ from inquitree.core.judges import EmbeddingJudge  # noqa: E402
 from inquitree.core.runner import run_episode  # noqa: E402
 from inquitree.core.templates import TemplateSet  # noqa: E402
 from inquitree.core.tree import resolve_tree  # noqa: E402
+
+from enginekit import always_miss_script, params  # noqa: E402
+from openai_server import OpenAICompatibleServer  # noqa: E402
 
 
 def paraphrasing_model(tree):
@@ -47,7 +47,7 @@ def paraphrasing_model(tree):
             state["i"] += 1
             done = state["i"] >= len(plan)
             return "THOUGHT: Clear result.\nACTION: " + ("draw_conclusion" if done else "explore_new_subtopic")
-        if "output \"OK\"" in obs:
+        if 'output "OK"' in obs:
             return "OK"
         sub = tree.subtopic[plan[min(state["i"], len(plan) - 1)]]
         if "propose one study" in obs or "another study" in obs or "alternative study plan" in obs:
@@ -65,7 +65,9 @@ def main() -> None:
     emb = make_embedder("local", cache=Path(tempfile.mkdtemp()) / "cache.sqlite")
     judge = EmbeddingJudge(emb)
     t = TemplateSet()
-    chain, diamond, indep = (resolve_tree(x) for x in ("synthetic-chain-7", "synthetic-diamond-4", "synthetic-independent-7"))
+    chain, diamond, indep = (
+        resolve_tree(x) for x in ("synthetic-chain-7", "synthetic-diamond-4", "synthetic-independent-7")
+    )
     runs = {
         "random-diamond-a5": (diamond, RandomAgent(diamond, 7), params(diamond, emb, seed=7, randomness=5)),
         "oracle-independent-a3": (indep, OracleAgent(indep), params(indep, emb, seed=3, randomness=3)),
@@ -81,11 +83,14 @@ def main() -> None:
     with OpenAICompatibleServer(paraphrasing_model(chain)) as server:
         agent = OpenAIChatAgent("local-paraphraser", t.system_prompt, ModelConfig(server.base_url))
         agent.description["base_url"] = "http://127.0.0.1:PORT/v1"
-        res = run_episode(chain, agent, judge, emb, params(chain, emb, seed=1, randomness=2), t, None,
-                          "golden-openai-chain-a2")
+        res = run_episode(
+            chain, agent, judge, emb, params(chain, emb, seed=1, randomness=2), t, None, "golden-openai-chain-a2"
+        )
         (out / "openai-chain-a2.jsonl").write_text(dump_jsonl(res.events))
-        print(f"openai-chain-a2: {len(res.events)} events, steps {res.scored.steps}, q_norm {res.scored.q_norm}, "
-              f"{len(server.requests)} HTTP requests")
+        print(
+            f"openai-chain-a2: {len(res.events)} events, steps {res.scored.steps}, q_norm {res.scored.q_norm}, "
+            f"{len(server.requests)} HTTP requests"
+        )
 
 
 if __name__ == "__main__":

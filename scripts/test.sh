@@ -2,6 +2,7 @@
 # The whole test suite, on SQLite and on a throwaway PostgreSQL cluster.
 # Creates .venv (Python 3.11+) and installs the project with its test extras if needed,
 # starts PostgreSQL on loopback, runs pytest, and stops the cluster whatever happens.
+# Lint (ruff), format check (ruff format) and types (mypy) run first; their settings are in pyproject.toml.
 # Extra arguments go to pytest (e.g. scripts/test.sh -k store).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,5 +28,9 @@ trap 'scripts/pg-throwaway.sh stop "$pgdir"' EXIT
 echo "== starting a throwaway PostgreSQL on 127.0.0.1:$port"
 export INQUITREE_TEST_PG=$(scripts/pg-throwaway.sh start "$pgdir" "$port")
 export INQUITREE_REQUIRE_PG=1
+echo "== ruff (lint and format check) and mypy"
+"$VENV/bin/ruff" check .
+"$VENV/bin/ruff" format --check .
+"$VENV/bin/mypy"
 echo "== pytest"
 "$VENV/bin/python" -m pytest "$@"

@@ -16,11 +16,26 @@ TEMPLATES = TemplateSet("inquitree")
 MISS = "THOUGHT: I am not sure.\nACTION: Let us order lunch from the new noodle place downtown."
 
 
-def params(tree: Tree, embedder, *, seed: int = 0, randomness: int = 0, max_hints: int = 4,
-           max_turns: int | None = None, tau: float | None = None) -> Params:
-    return Params(tau=tau if tau is not None else default_tau(embedder.id), max_hints=max_hints,
-                  max_turns=max_turns or tree.bounds(max_hints)[1], randomness=randomness, seed=seed,
-                  embedder=embedder.id, template_set=TEMPLATES.name, template_hash=TEMPLATES.hash)
+def params(
+    tree: Tree,
+    embedder,
+    *,
+    seed: int = 0,
+    randomness: int = 0,
+    max_hints: int = 4,
+    max_turns: int | None = None,
+    tau: float | None = None,
+) -> Params:
+    return Params(
+        tau=tau if tau is not None else default_tau(embedder.id),
+        max_hints=max_hints,
+        max_turns=max_turns or tree.bounds(max_hints)[1],
+        randomness=randomness,
+        seed=seed,
+        embedder=embedder.id,
+        template_set=TEMPLATES.name,
+        template_hash=TEMPLATES.hash,
+    )
 
 
 def always_miss_script(tree: Tree, max_hints: int, path: Path) -> Path:

@@ -9,6 +9,7 @@ from pathlib import Path
 from inquitree.core.campaign import Suite, run_suite
 from inquitree.core.runner import STREAM_PREFIX
 from inquitree.events.store import EventStore
+
 from openai_server import OpenAICompatibleServer
 
 # fault -> (the kind of the recorded failure, or None when the episode finishes; permanent?)
@@ -30,12 +31,18 @@ FAULTS: dict[object, tuple[str | None, bool]] = {
 
 def model(messages: list[dict]) -> str:
     obs = messages[-1]["content"]
-    return "ACTION: (1) x" if "numbered" in obs else "ACTION: draw_conclusion" if "results are as follows" in obs \
+    return (
+        "ACTION: (1) x"
+        if "numbered" in obs
+        else "ACTION: draw_conclusion"
+        if "results are as follows" in obs
         else "THOUGHT: t\nACTION: something"
+    )
 
 
-def run_fault(fault, workdir: Path, cells: int = 2, good_calls: int = 2, timeout: float = 0.5,
-              max_retries: int = 1) -> dict:
+def run_fault(
+    fault, workdir: Path, cells: int = 2, good_calls: int = 2, timeout: float = 0.5, max_retries: int = 1
+) -> dict:
     """Run a ``cells``-cell campaign whose server fails every chat call after ``good_calls`` (or,
     for a transient fault, fails once). Returns what happened to every cell."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -46,7 +53,8 @@ def run_fault(fault, workdir: Path, cells: int = 2, good_calls: int = 2, timeout
         suite_path.write_text(
             f'name = "{name}"\ntrees = ["synthetic-diamond-4"]\nagents = ["openai:m"]\nruns = {cells}\n'
             f'embedder = "hash"\nmax_turns = 3\nretries = 0\nconcurrency = {cells}\ntimeout = {timeout}\n'
-            f'max_retries = {max_retries}\nbase_url = "{server.base_url}"\n')
+            f'max_retries = {max_retries}\nbase_url = "{server.base_url}"\n'
+        )
         if FAULTS[fault][1]:
             server.fail_after = (good_calls, fault)
         else:
@@ -59,8 +67,20 @@ def run_fault(fault, workdir: Path, cells: int = 2, good_calls: int = 2, timeout
     with EventStore(url) as store:
         for s in store.streams(prefix=STREAM_PREFIX):
             last = store.read_stream(s.stream_id)[-1].event
-            ended[s.stream_id] = ({"outcome": "failed", "kind": last.kind, "retryable": last.retryable,
-                                   "error": last.error} if last.TYPE == "EpisodeFailed" else {"outcome": last.TYPE})
-    return {"fault": str(fault), "cells": report.cells, "done": report.done, "failed": report.failed,
-            "errors": report.errors, "episodes": ended, "wall_s": round(wall, 2), "requests": requests,
-            "suite": str(suite_path), "db": url}
+            ended[s.stream_id] = (
+                {"outcome": "failed", "kind": last.kind, "retryable": last.retryable, "error": last.error}
+                if last.TYPE == "EpisodeFailed"
+                else {"outcome": last.TYPE}
+            )
+    return {
+        "fault": str(fault),
+        "cells": report.cells,
+        "done": report.done,
+        "failed": report.failed,
+        "errors": report.errors,
+        "episodes": ended,
+        "wall_s": round(wall, 2),
+        "requests": requests,
+        "suite": str(suite_path),
+        "db": url,
+    }

@@ -70,15 +70,29 @@ class OpenAICompatibleServer:
                     time.sleep(server.delay)
                 fmt = (req.get("response_format") or {}).get("type")
                 if fmt in server.reject_format:
-                    return self._send(500, json.dumps({"error": {"message": f"1 validation error: body.response_format.type "
-                                                                            f"Input should be 'text' or 'json_object', got {fmt!r}"}}).encode())
+                    return self._send(
+                        500,
+                        json.dumps(
+                            {
+                                "error": {
+                                    "message": f"1 validation error: body.response_format.type "
+                                    f"Input should be 'text' or 'json_object', got {fmt!r}"
+                                }
+                            }
+                        ).encode(),
+                    )
                 if fault == "timeout":
                     time.sleep(5)
                     return self._send(500, b'{"error":{"message":"late"}}')
                 if isinstance(fault, int):
                     headers = {"Retry-After": "0"} if fault == 429 else {}
-                    return self._send(fault, json.dumps({"error": {"message": server.fault_body or f"injected {fault}",
-                                                                   "type": "server_error"}}).encode(), headers)
+                    return self._send(
+                        fault,
+                        json.dumps(
+                            {"error": {"message": server.fault_body or f"injected {fault}", "type": "server_error"}}
+                        ).encode(),
+                        headers,
+                    )
                 if fault == "garbage":
                     return self._send(200, b"<html>this is not json</html>")
                 if fault == "hang":
@@ -98,11 +112,16 @@ class OpenAICompatibleServer:
                 if fault == "empty_body":
                     return self._send(200, b"")
                 if fault == "wrong_shape":
-                    return self._send(200, json.dumps({"id": "x", "object": "chat.completion",
-                                                       "choices": ["just a string"]}).encode())
+                    return self._send(
+                        200, json.dumps({"id": "x", "object": "chat.completion", "choices": ["just a string"]}).encode()
+                    )
                 if fault == "truncated":
-                    full = json.dumps({"id": "x", "choices": [{"index": 0, "message": {"role": "assistant",
-                                                                                    "content": "ACTION: hi"}}]}).encode()
+                    full = json.dumps(
+                        {
+                            "id": "x",
+                            "choices": [{"index": 0, "message": {"role": "assistant", "content": "ACTION: hi"}}],
+                        }
+                    ).encode()
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(full)))
@@ -114,25 +133,48 @@ class OpenAICompatibleServer:
                 if fault == "retry_after":
                     return self._send(429, b'{"error":{"message":"slow down"}}', {"Retry-After": "1"})
                 if fault == "context":
-                    return self._send(400, json.dumps({"error": {"message": "Requested tokens (4211) exceed context "
-                                                                            "window of 4096", "type": "invalid_request_error"}}).encode())
+                    return self._send(
+                        400,
+                        json.dumps(
+                            {
+                                "error": {
+                                    "message": "Requested tokens (4211) exceed context window of 4096",
+                                    "type": "invalid_request_error",
+                                }
+                            }
+                        ).encode(),
+                    )
                 if self.path.endswith("/embeddings"):
                     texts = req["input"] if isinstance(req["input"], list) else [req["input"]]
                     vecs = server._embedder.embed(texts)
-                    data = [{"object": "embedding", "index": i, "embedding": [float(x) for x in v]}
-                            for i, v in enumerate(vecs)]
-                    body = {"object": "list", "data": data, "model": req.get("model"),
-                            "usage": {"prompt_tokens": 0, "total_tokens": 0}}
+                    data = [
+                        {"object": "embedding", "index": i, "embedding": [float(x) for x in v]}
+                        for i, v in enumerate(vecs)
+                    ]
+                    body = {
+                        "object": "list",
+                        "data": data,
+                        "model": req.get("model"),
+                        "usage": {"prompt_tokens": 0, "total_tokens": 0},
+                    }
                     return self._send(200, json.dumps(body).encode())
                 if self.path.endswith("/chat/completions"):
                     content = "" if fault == "empty" else server._next_reply(req["messages"])
-                    body = {"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": req.get("model"),
-                            "choices": [{"index": 0, "finish_reason": "stop",
-                                         "message": {"role": "assistant", "content": content}}],
-                            "usage": {"prompt_tokens": sum(len(m.get("content") or "") for m in req["messages"]) // 4,
-                                      "completion_tokens": len(content) // 4,
-                                      "total_tokens": 0,
-                                      "prompt_tokens_details": {"cached_tokens": 0}}}
+                    body = {
+                        "id": "chatcmpl-test",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": req.get("model"),
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                        ],
+                        "usage": {
+                            "prompt_tokens": sum(len(m.get("content") or "") for m in req["messages"]) // 4,
+                            "completion_tokens": len(content) // 4,
+                            "total_tokens": 0,
+                            "prompt_tokens_details": {"cached_tokens": 0},
+                        },
+                    }
                     return self._send(200, json.dumps(body).encode())
                 return self._send(404, b'{"error":{"message":"no such route"}}')
 

@@ -7,7 +7,6 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from enginekit import TEMPLATES, params
 from inquitree.core.agents import ModelConfig, OpenAIChatAgent
 from inquitree.core.cli import main
 from inquitree.core.embed import HashEmbedder
@@ -15,6 +14,8 @@ from inquitree.core.judges import EmbeddingJudge, OpenAIJudge, parse_verdict
 from inquitree.core.models import CallSettings
 from inquitree.core.runner import run_episode
 from inquitree.core.tree import resolve_tree
+
+from enginekit import TEMPLATES, params
 from openai_server import OpenAICompatibleServer
 
 
@@ -23,11 +24,18 @@ def test_human_plays_in_the_terminal_without_seeing_engine_notes():
     lines = []
     for sid in tree.topological_order():
         sub = tree.subtopic[sid]
-        lines += [f"ACTION: {sub.text}", "", f"ACTION: {sub.studies[0].text}", "",
-                  "ACTION: explore_new_subtopic" if sid != "s4" else "ACTION: draw_conclusion", ""]
+        lines += [
+            f"ACTION: {sub.text}",
+            "",
+            f"ACTION: {sub.studies[0].text}",
+            "",
+            "ACTION: explore_new_subtopic" if sid != "s4" else "ACTION: draw_conclusion",
+            "",
+        ]
     lines += ["ACTION:", *[f"({i}) {c.text}" for i, c in enumerate(tree.conclusions, 1)], ""]
-    out = CliRunner().invoke(main, ["play", "--tree", "synthetic-diamond-4", "--agent", "human"],
-                             input="\n".join(lines) + "\n")
+    out = CliRunner().invoke(
+        main, ["play", "--tree", "synthetic-diamond-4", "--agent", "human"], input="\n".join(lines) + "\n"
+    )
     assert out.exit_code == 0, out.output
     assert "steps 12 within [3n, n(2H+3)] = [12, 44]: yes" in out.output
     assert "coverage 1.000   Q 3.000 (q_norm 1.000, k=3)" in out.output
@@ -36,7 +44,9 @@ def test_human_plays_in_the_terminal_without_seeing_engine_notes():
 
 def test_openai_agent_retries_500_and_429_then_continues():
     tree = resolve_tree("synthetic-chain-7")
-    with OpenAICompatibleServer(lambda m: "ACTION: (1) x" if "numbered" in m[-1]["content"] else "ACTION: hmm") as server:
+    with OpenAICompatibleServer(
+        lambda m: "ACTION: (1) x" if "numbered" in m[-1]["content"] else "ACTION: hmm"
+    ) as server:
         server.faults = [500, 429]
         agent = OpenAIChatAgent("m", TEMPLATES.system_prompt, ModelConfig(server.base_url, CallSettings(max_retries=3)))
         emb = HashEmbedder()
@@ -46,7 +56,6 @@ def test_openai_agent_retries_500_and_429_then_continues():
 
 
 def test_openai_agent_drops_temperature_when_the_model_refuses_it():
-    tree = resolve_tree("synthetic-chain-7")
     with OpenAICompatibleServer(lambda m: "ACTION: hmm") as server:
         server.faults = [400]
         server.fault_body = "temperature is not supported with this model"
@@ -67,9 +76,14 @@ def test_embedding_judge_scores_by_best_cosine():
 
 def test_openai_judge_parses_retries_and_records_errors():
     tree = resolve_tree("synthetic-diamond-4")
-    answers = iter(["not json", json.dumps({"score": 0.6, "rationale": "partly"}),
-                    json.dumps({"score": 1.0, "rationale": "yes"}),
-                    "```json\n{\"score\": 0.0, \"rationale\": \"no\"}\n```"])
+    answers = iter(
+        [
+            "not json",
+            json.dumps({"score": 0.6, "rationale": "partly"}),
+            json.dumps({"score": 1.0, "rationale": "yes"}),
+            '```json\n{"score": 0.0, "rationale": "no"}\n```',
+        ]
+    )
     with OpenAICompatibleServer(lambda m: next(answers)) as server:
         verdicts = OpenAIJudge("judge-m", ModelConfig(server.base_url)).judge(tree, ["a claim"])
         body = server.requests[0]["body"]
@@ -86,24 +100,31 @@ def test_openai_judge_parses_retries_and_records_errors():
 
 
 def test_judge_errors_leave_q_undefined_not_zero():
-    tree = resolve_tree("synthetic-diamond-4")
+    resolve_tree("synthetic-diamond-4")
     with OpenAICompatibleServer(lambda m: "garbage") as server:
-        out = CliRunner().invoke(main, ["play", "--tree", "synthetic-diamond-4", "--judge", "openai:j",
-                                        "--judge-base-url", server.base_url, "-q"])
+        out = CliRunner().invoke(
+            main,
+            ["play", "--tree", "synthetic-diamond-4", "--judge", "openai:j", "--judge-base-url", server.base_url, "-q"],
+        )
     assert out.exit_code == 0 and "Q n/a (judge error)" in out.output
 
 
-@pytest.mark.parametrize("raw,expected", [
-    ('{"score": 1, "rationale": "r"}', (1.0, "r")),
-    ('{"score": 0.5}', (None, "score 0.5 is not one of 1.0, 0.6, 0.0")),
-    ('{"rationale": "r"}', (None, "unparseable judge output (KeyError)")),
-    ('```json\n{"score": 0.6, "rationale": "r"}\n```', (0.6, "r")),
-    ('```JSON\n{"score": 0.0, "rationale": "no"}\n```\n', (0.0, "no")),
-    ('```\n{"score": 1.0}\n```', (None, "the rationale is empty or the prompt's placeholder ('None')")),
-    ('{"score": 1.0, "rationale": "<one or two sentences>"}',
-     (None, "the rationale is empty or the prompt's placeholder ('<one or two sentences>')")),
-    ('{"score": 0.6, "rationale": "  "}', (None, "the rationale is empty or the prompt's placeholder ('  ')")),
-    ('Here is my verdict: {"score": 1.0}', (None, "unparseable judge output (JSONDecodeError)")),
-])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        ('{"score": 1, "rationale": "r"}', (1.0, "r")),
+        ('{"score": 0.5}', (None, "score 0.5 is not one of 1.0, 0.6, 0.0")),
+        ('{"rationale": "r"}', (None, "unparseable judge output (KeyError)")),
+        ('```json\n{"score": 0.6, "rationale": "r"}\n```', (0.6, "r")),
+        ('```JSON\n{"score": 0.0, "rationale": "no"}\n```\n', (0.0, "no")),
+        ('```\n{"score": 1.0}\n```', (None, "the rationale is empty or the prompt's placeholder ('None')")),
+        (
+            '{"score": 1.0, "rationale": "<one or two sentences>"}',
+            (None, "the rationale is empty or the prompt's placeholder ('<one or two sentences>')"),
+        ),
+        ('{"score": 0.6, "rationale": "  "}', (None, "the rationale is empty or the prompt's placeholder ('  ')")),
+        ('Here is my verdict: {"score": 1.0}', (None, "unparseable judge output (JSONDecodeError)")),
+    ],
+)
 def test_parse_verdict(raw, expected):
     assert parse_verdict(raw) == expected

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import subprocess
@@ -12,12 +11,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import fresh_pg_database
+
 from inquitree.core.campaign import Suite, SuiteError, parse_shard, run_suite
 from inquitree.core.cli import main
 from inquitree.core.runner import STREAM_PREFIX
 from inquitree.events.store import EventStore
+
 from openai_server import OpenAICompatibleServer
 
 GRID = """
@@ -40,13 +40,16 @@ def write_suite(tmp_path: Path, name: str = "grid", body: str = GRID) -> Path:
 def logs(url: str) -> dict[str, list[tuple[str, str]]]:
     """Every stream as its (type, payload) sequence: timestamps and hashes aside."""
     with EventStore(url) as store:
-        return {s.stream_id: [(r.event_type, r.event.to_json().decode()) for r in store.read_stream(s.stream_id)]
-                for s in store.streams(prefix=STREAM_PREFIX)}
+        return {
+            s.stream_id: [(r.event_type, r.event.to_json().decode()) for r in store.read_stream(s.stream_id)]
+            for s in store.streams(prefix=STREAM_PREFIX)
+        }
 
 
 def cli(*args: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "inquitree", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "inquitree", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw
+    )
 
 
 def test_kill_9_mid_campaign_then_resume_equals_an_uninterrupted_run(tmp_path):
@@ -99,7 +102,13 @@ base_url = "BASE"
 
     def model(messages):
         obs = messages[-1]["content"]
-        return "ACTION: draw_conclusion" if "results are as follows" in obs else "ACTION: (1) x" if "numbered" in obs else "ACTION: hm"
+        return (
+            "ACTION: draw_conclusion"
+            if "results are as follows" in obs
+            else "ACTION: (1) x"
+            if "numbered" in obs
+            else "ACTION: hm"
+        )
 
     with OpenAICompatibleServer(model) as server:
         suite = write_suite(tmp_path, "dead", body.replace("BASE", server.base_url))
@@ -130,8 +139,9 @@ def test_shards_and_duplicate_workers_on_postgres_record_every_cell_once(tmp_pat
     assert all(p.returncode == 0 for p in procs), [o[1][-500:] for o in outs]
     streams = logs(url)
     assert len(streams) == 54
-    assert all(evs[-1][0] == "EpisodeScored" and [t for t, _ in evs].count("EpisodeStarted") == 1
-               for evs in streams.values())
+    assert all(
+        evs[-1][0] == "EpisodeScored" and [t for t, _ in evs].count("EpisodeStarted") == 1 for evs in streams.values()
+    )
     with EventStore(url) as store:
         assert store.verify().ok
     # Only one process can append a cell's final event: the others saw it finished or lost a race.
@@ -166,9 +176,15 @@ def test_a_malformed_tree_stops_the_suite_before_any_episode(tmp_path):
 
 
 def test_a_wrong_agent_spec_stops_the_suite_with_one_line(tmp_path):
-    suite = write_suite(tmp_path, "a", 'name = "a"\ntrees = ["synthetic-diamond-4"]\nagents = ["gpt-7"]\nembedder = "hash"\n')
+    suite = write_suite(
+        tmp_path, "a", 'name = "a"\ntrees = ["synthetic-diamond-4"]\nagents = ["gpt-7"]\nembedder = "hash"\n'
+    )
     out = CliRunner().invoke(main, ["suite", "run", str(suite), "--db", f"sqlite:///{tmp_path / 'e.sqlite'}"])
-    assert out.exit_code == 2 and "--agent 'gpt-7': expected random, oracle" in out.output and "Traceback" not in out.output
+    assert (
+        out.exit_code == 2
+        and "--agent 'gpt-7': expected random, oracle" in out.output
+        and "Traceback" not in out.output
+    )
 
 
 def test_agent_timeout_is_a_retryable_failure():
@@ -189,13 +205,19 @@ def test_a_server_that_is_down_then_up_resumes_every_cell(tmp_path):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
-    body = ('name = "down"\ntrees = ["synthetic-diamond-4"]\nagents = ["openai:m"]\nruns = 2\nembedder = "hash"\n'
-            'retries = 0\nmax_turns = 2\nbase_url = "URL"\n')
+    body = (
+        'name = "down"\ntrees = ["synthetic-diamond-4"]\nagents = ["openai:m"]\nruns = 2\nembedder = "hash"\n'
+        'retries = 0\nmax_turns = 2\nbase_url = "URL"\n'
+    )
     url = f"sqlite:///{tmp_path / 'e.sqlite'}"
     first = run_suite(Suite.load(write_suite(tmp_path, "down", body.replace("URL", dead))), EventStore(url))
     assert first.failed == 2 and all("[connection]" in e and "connection failed" in e for e in first.errors)
-    with OpenAICompatibleServer(lambda m: "ACTION: (1) x" if "numbered" in m[-1]["content"] else "ACTION: hm") as server:
-        again = run_suite(Suite.load(write_suite(tmp_path, "down", body.replace("URL", server.base_url))), EventStore(url))
+    with OpenAICompatibleServer(
+        lambda m: "ACTION: (1) x" if "numbered" in m[-1]["content"] else "ACTION: hm"
+    ) as server:
+        again = run_suite(
+            Suite.load(write_suite(tmp_path, "down", body.replace("URL", server.base_url))), EventStore(url)
+        )
     assert (again.done, again.failed) == (2, 0)
 
 
@@ -206,12 +228,16 @@ def test_a_locked_sqlite_store_is_a_clear_failure_not_a_crash(tmp_path, monkeypa
     holder = sqlite3.connect(tmp_path / "e.sqlite", isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
     try:
-        suite = write_suite(tmp_path, "lk", 'name = "lk"\ntrees = ["synthetic-diamond-4"]\nagents = ["oracle"]\nembedder = "hash"\n')
+        suite = write_suite(
+            tmp_path, "lk", 'name = "lk"\ntrees = ["synthetic-diamond-4"]\nagents = ["oracle"]\nembedder = "hash"\n'
+        )
         report = run_suite(Suite.load(suite), EventStore(url))
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    assert report.failed == 1 and "database is locked (another process holds a write lock on the file)" in report.errors[0]
+    assert (
+        report.failed == 1 and "database is locked (another process holds a write lock on the file)" in report.errors[0]
+    )
     assert run_suite(Suite.load(suite), EventStore(url)).done == 1  # and the next run records it
 
 
@@ -232,11 +258,17 @@ def test_rate_limiter_spaces_calls_across_threads():
 
 
 def test_suite_requests_per_minute_is_honoured(tmp_path):
-    with OpenAICompatibleServer(lambda m: "ACTION: (1) x" if "numbered" in m[-1]["content"] else "ACTION: hm") as server:
-        body = ('name = "rl"\ntrees = ["synthetic-diamond-4"]\nagents = ["openai:m"]\nruns = 2\nembedder = "hash"\n'
-                f'max_turns = 2\nconcurrency = 2\nrequests_per_minute = 300\nbase_url = "{server.base_url}"\n')
+    with OpenAICompatibleServer(
+        lambda m: "ACTION: (1) x" if "numbered" in m[-1]["content"] else "ACTION: hm"
+    ) as server:
+        body = (
+            'name = "rl"\ntrees = ["synthetic-diamond-4"]\nagents = ["openai:m"]\nruns = 2\nembedder = "hash"\n'
+            f'max_turns = 2\nconcurrency = 2\nrequests_per_minute = 300\nbase_url = "{server.base_url}"\n'
+        )
         t0 = time.perf_counter()
-        report = run_suite(Suite.load(write_suite(tmp_path, "rl", body)), EventStore(f"sqlite:///{tmp_path / 'e.sqlite'}"))
+        report = run_suite(
+            Suite.load(write_suite(tmp_path, "rl", body)), EventStore(f"sqlite:///{tmp_path / 'e.sqlite'}")
+        )
         elapsed = time.perf_counter() - t0
     assert report.done == 2 and len(server.requests) == 6
     assert elapsed >= (6 - 5) / 5  # 5 a second with a burst of 5: the 6th call waits about 0.2 s

@@ -6,10 +6,13 @@ import numpy as np
 import pytest
 
 from inquitree.core.embed import CachedEmbedder, EmbedderError, HashEmbedder, OpenAIEmbedder, make_embedder
+
 from openai_server import OpenAICompatibleServer
 
-PARAPHRASE = ("Record place cells in the hippocampus while mice explore a new arena.",
-              "Measure hippocampal place-cell activity as the animals explore an unfamiliar environment.")
+PARAPHRASE = (
+    "Record place cells in the hippocampus while mice explore a new arena.",
+    "Measure hippocampal place-cell activity as the animals explore an unfamiliar environment.",
+)
 UNRELATED = "The bakery raised the price of sourdough bread this morning."
 
 

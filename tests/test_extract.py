@@ -26,37 +26,58 @@ during sharp-wave ripples in the following sleep. Silencing ripples during sleep
 """
 
 SKELETON = {
-    "paper": {"title": "Sleep after learning and spatial memory in mice", "journal": None, "doi": None,
-              "published": None},
+    "paper": {
+        "title": "Sleep after learning and spatial memory in mice",
+        "journal": None,
+        "doi": None,
+        "published": None,
+    },
     "topic": "How sleep after learning relates to the retention of spatial memories in mice.",
     "subtopics": [
-        {"text": "Whether sleep after training changes how well mice remember a hidden platform location.",
-         "depends_on_results": [], "study": "Train mice in a water maze, let half sleep and keep half awake, "
-         "then test platform recall a day later.", "result": "Sleeping mice recalled the platform better.",
-         "fakes": ["Sleeping and sleep-deprived mice recalled the platform equally well."]},
-        {"text": "Whether hippocampal place-cell sequences from training reappear during the sleep that follows.",
-         "depends_on_results": ["r1"], "study": "Record CA1 place cells during training and subsequent sleep and "
-         "detect sequence replay in sharp-wave ripples.", "result": "Training sequences were replayed in ripples.",
-         "fakes": ["Training sequences were not replayed more than chance during ripples."]},
-        {"text": "Whether disrupting sharp-wave ripples during post-training sleep changes later memory.",
-         "depends_on_results": ["r1", "r2"], "study": "Silence ripples with closed-loop stimulation during sleep "
-         "after training and test platform recall.", "result": "Ripple disruption abolished the sleep benefit.",
-         "fakes": ["Ripple disruption left the sleep benefit intact."]},
+        {
+            "text": "Whether sleep after training changes how well mice remember a hidden platform location.",
+            "depends_on_results": [],
+            "study": "Train mice in a water maze, let half sleep and keep half awake, "
+            "then test platform recall a day later.",
+            "result": "Sleeping mice recalled the platform better.",
+            "fakes": ["Sleeping and sleep-deprived mice recalled the platform equally well."],
+        },
+        {
+            "text": "Whether hippocampal place-cell sequences from training reappear during the sleep that follows.",
+            "depends_on_results": ["r1"],
+            "study": "Record CA1 place cells during training and subsequent sleep and "
+            "detect sequence replay in sharp-wave ripples.",
+            "result": "Training sequences were replayed in ripples.",
+            "fakes": ["Training sequences were not replayed more than chance during ripples."],
+        },
+        {
+            "text": "Whether disrupting sharp-wave ripples during post-training sleep changes later memory.",
+            "depends_on_results": ["r1", "r2"],
+            "study": "Silence ripples with closed-loop stimulation during sleep "
+            "after training and test platform recall.",
+            "result": "Ripple disruption abolished the sleep benefit.",
+            "fakes": ["Ripple disruption left the sleep benefit intact."],
+        },
     ],
     "conclusions": [
         {"id": "c1", "text": "Sleep after learning improves spatial memory in mice.", "requires_results": ["r1"]},
-        {"id": "c2", "text": "Replay in sleep ripples is needed for the memory benefit.",
-         "requires_results": ["r2", "r3"]},
+        {
+            "id": "c2",
+            "text": "Replay in sleep ripples is needed for the memory benefit.",
+            "requires_results": ["r2", "r3"],
+        },
     ],
 }
 
 
 def good_hints(target: str) -> list[str]:
     words = target.rstrip(".").split()
-    return ["Consider the broader research area first.",
-            "Look at " + " ".join(words[-4:]) + ".",
-            " ".join(words[: max(3, 2 * len(words) // 3)]) + ".",
-            "Investigate this: " + target]
+    return [
+        "Consider the broader research area first.",
+        "Look at " + " ".join(words[-4:]) + ".",
+        " ".join(words[: max(3, 2 * len(words) // 3)]) + ".",
+        "Investigate this: " + target,
+    ]
 
 
 def scripted_model(messages: list[dict]) -> str:
@@ -74,8 +95,17 @@ def scripted_model(messages: list[dict]) -> str:
             hints = hints[::-1]  # the wrong order: the pipeline must ask again
         return json.dumps({"hints": hints})
     if system == ex.LEAKAGE_SYSTEM:
-        return json.dumps({"flags": [{"item": "topic", "issue": "implies that sleep matters for retention",
-                                      "suggestion": "The relation between post-learning states and memory."}]})
+        return json.dumps(
+            {
+                "flags": [
+                    {
+                        "item": "topic",
+                        "issue": "implies that sleep matters for retention",
+                        "suggestion": "The relation between post-learning states and memory.",
+                    }
+                ]
+            }
+        )
     if system == ex.PURITY_SYSTEM:
         return json.dumps({"flags": []})
     if system == ex.FAKES_SYSTEM:
@@ -93,8 +123,10 @@ def paper(tmp_path):
 
 
 def run(paper, out, base_url):
-    return CliRunner().invoke(main, ["extract", str(paper), "--model", "scripted", "--base-url", base_url,
-                                     "--out", str(out), "--id", "sleep-test"])
+    return CliRunner().invoke(
+        main,
+        ["extract", str(paper), "--model", "scripted", "--base-url", base_url, "--out", str(out), "--id", "sleep-test"],
+    )
 
 
 def test_extract_end_to_end_writes_a_valid_tree_and_a_review(paper, tmp_path, local_embedder):
@@ -158,11 +190,23 @@ def test_a_rerun_reuses_every_answer_and_an_interrupted_run_resumes(paper, tmp_p
 
 
 def test_bad_inputs_are_one_line_errors(tmp_path):
-    r = CliRunner().invoke(main, ["extract", str(tmp_path / "missing.txt"), "--model", "m", "--base-url",
-                                  "http://127.0.0.1:9/v1", "--embedder", "hash"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "extract",
+            str(tmp_path / "missing.txt"),
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--embedder",
+            "hash",
+        ],
+    )
     assert r.exit_code == 2 and "missing.txt: no such file" in r.output
     empty = tmp_path / "empty.txt"
     empty.write_text("  \n")
-    r = CliRunner().invoke(main, ["extract", str(empty), "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-                                  "--embedder", "hash"])
+    r = CliRunner().invoke(
+        main, ["extract", str(empty), "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--embedder", "hash"]
+    )
     assert r.exit_code == 2 and "empty.txt: the file is empty" in r.output

@@ -8,10 +8,11 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from faultkit import FAULTS, run_fault
 from inquitree.core.agents import ModelConfig, OpenAIChatAgent
 from inquitree.core.cli import main
 from inquitree.core.models import CallSettings, ModelCallError, redact_url
+
+from faultkit import FAULTS, run_fault
 from openai_server import OpenAICompatibleServer
 
 
@@ -37,8 +38,10 @@ def test_suite_run_exits_non_zero_naming_the_failed_cells(tmp_path):
     with OpenAICompatibleServer(lambda m: "ACTION: x") as server:
         server.fail_after = (0, "wrong_shape")
         suite = tmp_path / "s.toml"
-        suite.write_text(f'name = "ws"\ntrees = ["synthetic-diamond-4"]\nagents = ["openai:m", "oracle"]\n'
-                         f'embedder = "hash"\nretries = 0\nmax_retries = 0\nbase_url = "{server.base_url}"\n')
+        suite.write_text(
+            f'name = "ws"\ntrees = ["synthetic-diamond-4"]\nagents = ["openai:m", "oracle"]\n'
+            f'embedder = "hash"\nretries = 0\nmax_retries = 0\nbase_url = "{server.base_url}"\n'
+        )
         out = CliRunner().invoke(main, ["suite", "run", str(suite), "--db", f"sqlite:///{tmp_path / 'e.sqlite'}"])
     assert out.exit_code == 1, out.output
     assert "1 done now, 1 failed" in out.output and "failed: ws.synthetic-diamond-4.openai-m" in out.output
@@ -62,7 +65,9 @@ def test_a_never_answering_endpoint_holds_a_call_for_at_most_the_stated_bound():
     assert 3 * 0.4 <= held + 1e-3 and held + sum(slept) <= settings.worst_case_seconds()
     assert settings.worst_case_seconds() == 3 * 0.4 + 2 * 30
     assert CallSettings().worst_case_seconds() == 240.0  # the default, stated in --help
-    assert "240 s with the defaults" in CliRunner().invoke(main, ["play", "--help"]).output.replace("\n", " ").replace("  ", " ")
+    assert "240 s with the defaults" in CliRunner().invoke(main, ["play", "--help"]).output.replace("\n", " ").replace(
+        "  ", " "
+    )
 
 
 def test_retry_after_is_honoured_and_capped():
@@ -81,8 +86,25 @@ def test_credentials_never_reach_events_messages_or_ids(tmp_path):
         url = server.base_url.replace("http://", "http://alice:s3cret-pw@") + "?key=tok123"
         server.fail_after = (1, 500)
         db = f"sqlite:///{tmp_path / 'e.sqlite'}"
-        out = CliRunner().invoke(main, ["play", "--agent", "openai:m", "--base-url", url, "--record", "--db", db,
-                                        "--max-retries", "0", "--judge", "none", "--embedder", "hash"])
+        out = CliRunner().invoke(
+            main,
+            [
+                "play",
+                "--agent",
+                "openai:m",
+                "--base-url",
+                url,
+                "--record",
+                "--db",
+                db,
+                "--max-retries",
+                "0",
+                "--judge",
+                "none",
+                "--embedder",
+                "hash",
+            ],
+        )
     assert out.exit_code == 2
     text = (tmp_path / "e.sqlite").read_bytes()
     for secret in (b"s3cret-pw", b"tok123", b"alice"):
@@ -111,8 +133,11 @@ def test_structured_output_falls_back_where_the_endpoint_refuses_it():
         second = agent.chat.chat([{"role": "user", "content": "b"}], fmt)
         sent = [r["body"].get("response_format") for r in server.requests]
     assert first.text == second.text
-    assert sent == [fmt, {"type": "json_object", "schema": {"type": "object"}},
-                    {"type": "json_object", "schema": {"type": "object"}}]  # the refusal is remembered
+    assert sent == [
+        fmt,
+        {"type": "json_object", "schema": {"type": "object"}},
+        {"type": "json_object", "schema": {"type": "object"}},
+    ]  # the refusal is remembered
 
 
 def test_context_length_errors_are_not_retried():

@@ -37,9 +37,10 @@ def test_registry_is_the_papers_table_4():
     if not PAPER.exists():
         pytest.skip(f"{PAPER} not beside the checkout")
     text = PAPER.read_text(encoding="utf-8")
-    table = text[text.index("Table 4."):text.index("Table 5.")]
-    rows = [(int(m[1]), m[2], m[3], int(m[4]))
-            for m in re.finditer(r"^(\d+)\t<i>(.*)</i>\t(.*)\t(\d+)$", table, flags=re.M)]
+    table = text[text.index("Table 4.") : text.index("Table 5.")]
+    rows = [
+        (int(m[1]), m[2], m[3], int(m[4])) for m in re.finditer(r"^(\d+)\t<i>(.*)</i>\t(.*)\t(\d+)$", table, flags=re.M)
+    ]
     assert rows == [(p["it18_id"], p["title"], p["journal"], p["subtopics"]) for p in papers]
 
 
@@ -75,6 +76,7 @@ def test_each_result_needed_by_some_conclusion_and_fakes_differ_from_truth():
 
 
 def test_json_is_what_the_toml_sources_build():
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_it18_trees.py"), "--check"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "build_it18_trees.py"), "--check"], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr

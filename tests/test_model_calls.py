@@ -13,18 +13,29 @@ from inquitree.core.models import CallCache, CallSettings, option_label, parse_o
 from inquitree.core.runner import STREAM_PREFIX, stream_id
 from inquitree.events.store import EventStore
 from inquitree.warehouse.sync import Warehouse
+
 from openai_server import OpenAICompatibleServer
 
 
 def model(messages):
     obs = messages[-1]["content"]
-    return "ACTION: (1) x" if "numbered" in obs else "ACTION: draw_conclusion" if "results are as follows" in obs \
+    return (
+        "ACTION: (1) x"
+        if "numbered" in obs
+        else "ACTION: draw_conclusion"
+        if "results are as follows" in obs
         else "THOUGHT: t\nACTION: something"
+    )
 
 
 def test_options_reach_the_endpoint_known_ones_as_fields_unknown_ones_in_the_body():
-    assert parse_options(["reasoning_effort=high", "top_p=0.9", "seed=7", "stop=[\"x\"]", "flag=true"]) == {
-        "reasoning_effort": "high", "top_p": 0.9, "seed": 7, "stop": ["x"], "flag": True}
+    assert parse_options(["reasoning_effort=high", "top_p=0.9", "seed=7", 'stop=["x"]', "flag=true"]) == {
+        "reasoning_effort": "high",
+        "top_p": 0.9,
+        "seed": 7,
+        "stop": ["x"],
+        "flag": True,
+    }
     with pytest.raises(Exception, match="expected KEY=VALUE"):
         parse_options(["nonsense"])
     assert option_label("gpt-5", {"reasoning_effort": "high"}) == "gpt-5@reasoning_effort=high"
@@ -44,9 +55,25 @@ def test_a_rejected_option_is_a_recorded_readable_failure(tmp_path):
     with OpenAICompatibleServer(model) as server:
         server.faults = [400]
         server.fault_body = "Unrecognized request argument supplied: frobnicate"
-        out = CliRunner().invoke(main, ["play", "--agent", "openai:m", "--base-url", server.base_url,
-                                        "--agent-option", "frobnicate=1", "--record", "--db", db, "--episode-id", "x",
-                                        "--embedder", "hash"])
+        out = CliRunner().invoke(
+            main,
+            [
+                "play",
+                "--agent",
+                "openai:m",
+                "--base-url",
+                server.base_url,
+                "--agent-option",
+                "frobnicate=1",
+                "--record",
+                "--db",
+                db,
+                "--episode-id",
+                "x",
+                "--embedder",
+                "hash",
+            ],
+        )
     assert out.exit_code == 2 and "inquitree: error:" in out.output and "frobnicate" in out.output
     with EventStore(db) as store:
         last = store.read_stream(stream_id("x"))[-1].event
@@ -61,14 +88,17 @@ def test_one_model_with_two_option_sets_is_two_agents_everywhere(tmp_path):
             'name = "opt"\ntrees = ["synthetic-diamond-4"]\nembedder = "hash"\nmax_turns = 3\n'
             f'base_url = "{server.base_url}"\n'
             'agents = [{agent = "openai:m", options = {reasoning_effort = "high"}},\n'
-            '          {agent = "openai:m", options = {reasoning_effort = "low"}, label = "m-low"}]\n')
+            '          {agent = "openai:m", options = {reasoning_effort = "low"}, label = "m-low"}]\n'
+        )
         report = run_suite(Suite.load(suite), EventStore(db))
         efforts = sorted(r["body"]["reasoning_effort"] for r in server.requests)
     assert report.done == 2 and efforts[0] == "high" and efforts[-1] == "low"
     with EventStore(db) as store:
         ids = sorted(s.stream_id.removeprefix(STREAM_PREFIX) for s in store.streams(prefix=STREAM_PREFIX))
-    assert ids == ["opt.synthetic-diamond-4.m-low.embedding.a0.r0",
-                   "opt.synthetic-diamond-4.openai-m-reasoning_effort-high.embedding.a0.r0"]
+    assert ids == [
+        "opt.synthetic-diamond-4.m-low.embedding.a0.r0",
+        "opt.synthetic-diamond-4.openai-m-reasoning_effort-high.embedding.a0.r0",
+    ]
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
         wh.sync(db)
         agents = sorted(r["agent"] for r in wh.query("table2_leaderboard").to_dicts())
@@ -84,20 +114,51 @@ def test_one_model_with_two_option_sets_is_two_agents_everywhere(tmp_path):
 
 def test_the_call_cache_serves_identical_calls_and_never_another_models(tmp_path):
     cache = tmp_path / "calls.sqlite"
-    base = ["play", "--tree", "synthetic-diamond-4", "--embedder", "hash", "--max-turns", "3", "--judge", "openai:j",
-            "--call-cache", str(cache), "--record", "-q"]
-    with OpenAICompatibleServer(lambda m: '{"score": 1.0, "rationale": "it says so"}' if "ground-truth" in m[0]["content"]
-                                else model(m)) as server:
+    base = [
+        "play",
+        "--tree",
+        "synthetic-diamond-4",
+        "--embedder",
+        "hash",
+        "--max-turns",
+        "3",
+        "--judge",
+        "openai:j",
+        "--call-cache",
+        str(cache),
+        "--record",
+        "-q",
+    ]
+    with OpenAICompatibleServer(
+        lambda m: '{"score": 1.0, "rationale": "it says so"}' if "ground-truth" in m[0]["content"] else model(m)
+    ) as server:
         urls = ["--base-url", server.base_url, "--judge-base-url", server.base_url]
-        first = CliRunner().invoke(main, [*base, *urls, "--agent", "openai:m", "--db", f"sqlite:///{tmp_path / 'a.sqlite'}"])
+        first = CliRunner().invoke(
+            main, [*base, *urls, "--agent", "openai:m", "--db", f"sqlite:///{tmp_path / 'a.sqlite'}"]
+        )
         calls = len(server.requests)
-        again = CliRunner().invoke(main, [*base, *urls, "--agent", "openai:m", "--db", f"sqlite:///{tmp_path / 'b.sqlite'}"])
+        again = CliRunner().invoke(
+            main, [*base, *urls, "--agent", "openai:m", "--db", f"sqlite:///{tmp_path / 'b.sqlite'}"]
+        )
         assert first.exit_code == 0 and again.exit_code == 0, first.output + again.output
         assert len(server.requests) == calls  # the re-run made no call
-        other = CliRunner().invoke(main, [*base, *urls, "--agent", "openai:other", "--db", f"sqlite:///{tmp_path / 'c.sqlite'}"])
+        other = CliRunner().invoke(
+            main, [*base, *urls, "--agent", "openai:other", "--db", f"sqlite:///{tmp_path / 'c.sqlite'}"]
+        )
         assert other.exit_code == 0 and len(server.requests) == calls + 4  # another model: asked, not served
-        opts = CliRunner().invoke(main, [*base, *urls, "--agent", "openai:m", "--agent-option", "top_p=0.5",
-                                         "--db", f"sqlite:///{tmp_path / 'd.sqlite'}"])
+        opts = CliRunner().invoke(
+            main,
+            [
+                *base,
+                *urls,
+                "--agent",
+                "openai:m",
+                "--agent-option",
+                "top_p=0.5",
+                "--db",
+                f"sqlite:///{tmp_path / 'd.sqlite'}",
+            ],
+        )
         assert opts.exit_code == 0 and len(server.requests) == calls + 8  # other options: asked again
     with EventStore(f"sqlite:///{tmp_path / 'b.sqlite'}") as store:
         events = [r.event for s in store.streams() for r in store.read_stream(s.stream_id)]
@@ -108,15 +169,35 @@ def test_the_call_cache_serves_identical_calls_and_never_another_models(tmp_path
     assert [e.raw for e in firsts if e.TYPE == "AgentReplied"] == [e.raw for e in events if e.TYPE == "AgentReplied"]
     # the key holds no credentials and differs by endpoint path, model and request
     k1 = CallCache.key("m", "http://h/v1", {"messages": []})
-    assert k1 != CallCache.key("m2", "http://h/v1", {"messages": []}) != CallCache.key("m", "http://h/v2", {"messages": []})
+    assert (
+        k1
+        != CallCache.key("m2", "http://h/v1", {"messages": []})
+        != CallCache.key("m", "http://h/v2", {"messages": []})
+    )
 
 
 def test_an_episode_token_limit_ends_it_and_it_is_scored_and_counted(tmp_path):
     db = f"sqlite:///{tmp_path / 'e.sqlite'}"
     with OpenAICompatibleServer(lambda m: "THOUGHT: t\nACTION: something") as server:
-        out = CliRunner().invoke(main, ["play", "--agent", "openai:m", "--base-url", server.base_url, "--record",
-                                        "--db", db, "--episode-id", "lim", "--embedder", "hash",
-                                        "--max-episode-tokens", "1000"])
+        out = CliRunner().invoke(
+            main,
+            [
+                "play",
+                "--agent",
+                "openai:m",
+                "--base-url",
+                server.base_url,
+                "--record",
+                "--db",
+                db,
+                "--episode-id",
+                "lim",
+                "--embedder",
+                "hash",
+                "--max-episode-tokens",
+                "1000",
+            ],
+        )
     assert out.exit_code == 0, out.output
     assert "limit episode_tokens reached" in out.output and "coverage" in out.output
     with EventStore(db) as store:
@@ -134,14 +215,20 @@ def test_a_campaign_budget_stops_new_cells_and_ends_those_in_flight(tmp_path):
     db = f"sqlite:///{tmp_path / 'e.sqlite'}"
     with OpenAICompatibleServer(lambda m: "THOUGHT: t\nACTION: something") as server:
         suite = tmp_path / "b.toml"
-        suite.write_text(f'name = "bud"\ntrees = ["synthetic-diamond-4"]\nagents = ["openai:m"]\nruns = 4\n'
-                         f'embedder = "hash"\nconcurrency = 1\nbudget_tokens = 1500\nbase_url = "{server.base_url}"\n')
+        suite.write_text(
+            f'name = "bud"\ntrees = ["synthetic-diamond-4"]\nagents = ["openai:m"]\nruns = 4\n'
+            f'embedder = "hash"\nconcurrency = 1\nbudget_tokens = 1500\nbase_url = "{server.base_url}"\n'
+        )
         report = run_suite(Suite.load(suite), EventStore(db))
     assert report.done >= 1 and report.not_started >= 1 and report.done + report.not_started == 4
     with EventStore(db) as store:
         ended = [store.read_stream(s.stream_id)[-2].event for s in store.streams(prefix=STREAM_PREFIX)]
-        limits = [r.event for s in store.streams(prefix=STREAM_PREFIX) for r in store.read_stream(s.stream_id)
-                  if r.event_type == "LimitReached"]
+        limits = [
+            r.event
+            for s in store.streams(prefix=STREAM_PREFIX)
+            for r in store.read_stream(s.stream_id)
+            if r.event_type == "LimitReached"
+        ]
     assert limits and all(lim.limit == "campaign_tokens" for lim in limits) and len(ended) == report.done
 
 

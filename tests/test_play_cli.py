@@ -9,6 +9,7 @@ from inquitree.core.cli import main
 from inquitree.core.runner import stream_id
 from inquitree.events.store import EventStore
 from inquitree.events.types import EpisodeFailed
+
 from openai_server import OpenAICompatibleServer
 
 
@@ -17,8 +18,18 @@ def run(*args):
 
 
 def test_play_record_then_replay_offline(sqlite_url):
-    played = run("play", "--tree", "synthetic-diamond-4", "--agent", "oracle", "--record", "--db", sqlite_url,
-                 "--episode-id", "ep-test")
+    played = run(
+        "play",
+        "--tree",
+        "synthetic-diamond-4",
+        "--agent",
+        "oracle",
+        "--record",
+        "--db",
+        sqlite_url,
+        "--episode-id",
+        "ep-test",
+    )
     assert played.exit_code == 0, played.output
     assert "[1] AGENT (topic)" in played.output and "ENVIRONMENT (C.1.1)" in played.output
     assert "coverage 1.000   Q 3.000 (q_norm 1.000, k=3)" in played.output
@@ -36,14 +47,17 @@ def test_without_record_nothing_is_written(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--tree", "nope"], "unknown tree id 'nope'"),
-    (["--randomness", "11"], "--randomness 11: the randomness level a must be an integer 0..10"),
-    (["--tau", "0"], "--tau 0.0: tau must be in (0, 1]"),
-    (["--tau", "1.2"], "--tau 1.2: tau must be in (0, 1]"),
-    (["--agent", "gpt"], "--agent 'gpt': expected random, oracle, human, script:FILE or openai:MODEL"),
-    (["--embedder", "bert"], "unknown embedder 'bert'"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--tree", "nope"], "unknown tree id 'nope'"),
+        (["--randomness", "11"], "--randomness 11: the randomness level a must be an integer 0..10"),
+        (["--tau", "0"], "--tau 0.0: tau must be in (0, 1]"),
+        (["--tau", "1.2"], "--tau 1.2: tau must be in (0, 1]"),
+        (["--agent", "gpt"], "--agent 'gpt': expected random, oracle, human, script:FILE or openai:MODEL"),
+        (["--embedder", "bert"], "unknown embedder 'bert'"),
+    ],
+)
 def test_bad_input_is_one_clear_line(args, message):
     out = run("play", "-q", *args)
     assert out.exit_code == 2
@@ -53,8 +67,21 @@ def test_bad_input_is_one_clear_line(args, message):
 
 def test_openai_agent_plays_through_a_real_http_server(sqlite_url):
     with OpenAICompatibleServer(["THOUGHT: t\nACTION: nothing useful"] * 3 + ["ACTION: (1) done"]) as server:
-        out = run("play", "--tree", "synthetic-chain-7", "--agent", "openai:test-model", "--base-url", server.base_url,
-                  "--max-turns", "3", "--record", "--db", sqlite_url, "-q")
+        out = run(
+            "play",
+            "--tree",
+            "synthetic-chain-7",
+            "--agent",
+            "openai:test-model",
+            "--base-url",
+            server.base_url,
+            "--max-turns",
+            "3",
+            "--record",
+            "--db",
+            sqlite_url,
+            "-q",
+        )
         assert out.exit_code == 0, out.output
         first = server.requests[0]["body"]
         assert first["temperature"] == 0 and first["messages"][0]["role"] == "system"
@@ -65,16 +92,34 @@ def test_openai_agent_plays_through_a_real_http_server(sqlite_url):
     assert "steps 3 within" in out.output
 
 
-@pytest.mark.parametrize("fault,expect", [
-    ("garbage", "HTTP 200 with an HTML page"),
-    ("empty", "returned an empty reply"),
-    (500, "HTTP 500: injected 500"),
-])
+@pytest.mark.parametrize(
+    "fault,expect",
+    [
+        ("garbage", "HTTP 200 with an HTML page"),
+        ("empty", "returned an empty reply"),
+        (500, "HTTP 500: injected 500"),
+    ],
+)
 def test_failing_agent_endpoint_records_episode_failed_and_keeps_the_rest(fault, expect, sqlite_url):
     with OpenAICompatibleServer(lambda messages: "THOUGHT: t\nACTION: nothing useful") as server:
         server.fail_after = (2, fault)  # two good turns, then every call fails
-        out = run("play", "--tree", "synthetic-chain-7", "--agent", "openai:test-model", "--base-url", server.base_url,
-                  "--record", "--db", sqlite_url, "--episode-id", "ep-fail", "-q", "--max-retries", "1")
+        out = run(
+            "play",
+            "--tree",
+            "synthetic-chain-7",
+            "--agent",
+            "openai:test-model",
+            "--base-url",
+            server.base_url,
+            "--record",
+            "--db",
+            sqlite_url,
+            "--episode-id",
+            "ep-fail",
+            "-q",
+            "--max-retries",
+            "1",
+        )
     assert out.exit_code == 2, out.output
     assert expect in out.output and "episode ep-fail failed" in out.output and "Traceback" not in out.output
     with EventStore(sqlite_url) as store:

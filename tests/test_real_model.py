@@ -20,8 +20,9 @@ MODEL = os.environ.get("INQUITREE_LOCAL_MODEL", "smollm2-135m")
 try:
     urllib.request.urlopen(URL.rstrip("/") + "/models", timeout=3).read()
 except OSError:
-    pytest.skip(f"no local model server at {URL} (start one with scripts/local-model.sh start)",
-                allow_module_level=True)
+    pytest.skip(
+        f"no local model server at {URL} (start one with scripts/local-model.sh start)", allow_module_level=True
+    )
 
 from inquitree.core.cli import main  # noqa: E402
 from inquitree.core.runner import stream_id  # noqa: E402
@@ -32,10 +33,37 @@ from inquitree.warehouse.sync import Warehouse  # noqa: E402
 def test_play_judge_replay_sync_and_report_with_a_real_model(tmp_path):
     db = f"sqlite:///{tmp_path / 'e.sqlite'}"
     cache = tmp_path / "calls.sqlite"
-    args = ["play", "--tree", "it18-24-concept-neurons-relations", "--agent", f"openai:{MODEL}", "--base-url", URL,
-            "--judge", f"openai:{MODEL}", "--judge-base-url", URL, "--max-turns", "6", "--window", "3",
-            "--max-tokens", "96", "--judge-max-tokens", "96", "--timeout", "120", "--record", "--db", db,
-            "--episode-id", "real-1", "--call-cache", str(cache), "-q"]
+    args = [
+        "play",
+        "--tree",
+        "it18-24-concept-neurons-relations",
+        "--agent",
+        f"openai:{MODEL}",
+        "--base-url",
+        URL,
+        "--judge",
+        f"openai:{MODEL}",
+        "--judge-base-url",
+        URL,
+        "--max-turns",
+        "6",
+        "--window",
+        "3",
+        "--max-tokens",
+        "96",
+        "--judge-max-tokens",
+        "96",
+        "--timeout",
+        "120",
+        "--record",
+        "--db",
+        db,
+        "--episode-id",
+        "real-1",
+        "--call-cache",
+        str(cache),
+        "-q",
+    ]
     out = CliRunner().invoke(main, args)
     assert out.exit_code == 0, out.output
     with EventStore(db) as store:
@@ -61,7 +89,8 @@ def test_play_judge_replay_sync_and_report_with_a_real_model(tmp_path):
         model_row = [r for r in costs.to_dicts() if r["level"] == "model" and r["model"]]
         assert sum(r["agent_calls"] for r in model_row) == len(replies)  # the cached episode paid nothing
         assert sum(r["cache_hits"] for r in model_row) >= len(replies)
-    report = CliRunner().invoke(main, ["report", "--out", str(tmp_path / "report"), "--warehouse",
-                                       str(tmp_path / "w.duckdb"), "--db", db])
+    report = CliRunner().invoke(
+        main, ["report", "--out", str(tmp_path / "report"), "--warehouse", str(tmp_path / "w.duckdb"), "--db", db]
+    )
     assert report.exit_code == 0, report.output
     assert (tmp_path / "report" / "index.html").exists()

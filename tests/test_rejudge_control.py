@@ -5,17 +5,18 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from enginekit import OracleAgent, RandomAgent, play
+from inquitree.core.agents import ModelConfig
 from inquitree.core.cli import main
 from inquitree.core.embed import HashEmbedder
 from inquitree.core.judges import EmbeddingJudge
-from inquitree.core.agents import ModelConfig
 from inquitree.core.rejudge import RejudgeError, control_items, parse_validity, rejudge, run_control
 from inquitree.core.replay import resimulate
 from inquitree.core.runner import stream_id
 from inquitree.core.tree import resolve_tree
 from inquitree.events.store import EventStore
 from inquitree.warehouse.sync import Warehouse
+
+from enginekit import OracleAgent, RandomAgent, play
 from openai_server import OpenAICompatibleServer
 
 
@@ -41,6 +42,7 @@ def test_rejudging_an_unfinished_episode_is_refused(sqlite_url):
     tree = resolve_tree("synthetic-chain-7")
     store = EventStore(sqlite_url)
     from inquitree.core.engine import Engine
+
     from enginekit import TEMPLATES, params
 
     engine = Engine(tree, params(tree, HashEmbedder()), TEMPLATES)
@@ -56,13 +58,19 @@ def test_llm_rejudge_over_http_and_the_agreement_query(sqlite_url, tmp_path):
     for seed in range(3):
         play(tree, OracleAgent(tree), store=store, seed=seed)
     with OpenAICompatibleServer(lambda m: '{"score": 0.6, "rationale": "partly"}') as server:
-        out = CliRunner().invoke(main, ["judge", "--all", "--judge", "openai:j", "--judge-base-url", server.base_url,
-                                        "--db", sqlite_url])
+        out = CliRunner().invoke(
+            main, ["judge", "--all", "--judge", "openai:j", "--judge-base-url", server.base_url, "--db", sqlite_url]
+        )
     assert out.exit_code == 0 and "3 episodes judged" in out.output
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
         wh.sync(sqlite_url)
         ja = wh.query("judge_agreement").to_dicts()
-    assert len(ja) == 1 and ja[0]["items"] == 9 and ja[0]["agreement"] == 0.0 and abs(ja[0]["mean_abs_difference"] - 0.4) < 1e-9
+    assert (
+        len(ja) == 1
+        and ja[0]["items"] == 9
+        and ja[0]["agreement"] == 0.0
+        and abs(ja[0]["mean_abs_difference"] - 0.4) < 1e-9
+    )
     store.close()
 
 
@@ -73,10 +81,20 @@ def test_control_set_is_balanced_and_seeded():
     assert {rid for _, rid, fake, _, _ in items if fake} == {rid for _, rid, fake, _, _ in items if not fake}
     assert items == control_items(trees, 3) and items != control_items(trees, 4)
     assert parse_validity("**INVALID**") == "INVALID" and parse_validity("valid") == "VALID"
-    assert parse_validity('{"answer": "INVALID"}') == "INVALID" and parse_validity('```json\n{"answer": "VALID"}\n```') == "VALID"
+    assert (
+        parse_validity('{"answer": "INVALID"}') == "INVALID"
+        and parse_validity('```json\n{"answer": "VALID"}\n```') == "VALID"
+    )
     # strict: nothing is inferred from a sentence (a case-insensitive search read the first as VALID)
-    for reply in ["This result is not valid because the effect is reversed.", "It is INVALID.", "VALID or INVALID?",
-                  "unsure", '{"answer": "probably valid"}', '{"verdict": "VALID"}', "VALID. The data support it."]:
+    for reply in [
+        "This result is not valid because the effect is reversed.",
+        "It is INVALID.",
+        "VALID or INVALID?",
+        "unsure",
+        '{"answer": "probably valid"}',
+        '{"verdict": "VALID"}',
+        "VALID. The data support it.",
+    ]:
         assert parse_validity(reply) is None, reply
 
 
@@ -103,8 +121,16 @@ def test_control_over_http_resumes_and_feeds_fig3c(sqlite_url, tmp_path):
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
         wh.sync(sqlite_url)
         rates = wh.query("control_accuracy").to_dicts()
-    assert rates == [{"agent": "ctl", "items": 8, "accuracy": 1.0, "fake_detection_rate": 1.0,
-                      "false_alarm_rate": 0.0, "unparsed_share": 0.0}]
+    assert rates == [
+        {
+            "agent": "ctl",
+            "items": 8,
+            "accuracy": 1.0,
+            "fake_detection_rate": 1.0,
+            "false_alarm_rate": 0.0,
+            "unparsed_share": 0.0,
+        }
+    ]
     store.close()
 
 
@@ -113,21 +139,36 @@ def test_costs_per_episode_campaign_and_model(sqlite_url, tmp_path):
 
     tree = resolve_tree("synthetic-chain-7")
     store = EventStore(sqlite_url)
-    with OpenAICompatibleServer(lambda m: "ACTION: (1) x" if "numbered" in m[-1]["content"] else "ACTION: hmm") as server:
+    with OpenAICompatibleServer(
+        lambda m: "ACTION: (1) x" if "numbered" in m[-1]["content"] else "ACTION: hmm"
+    ) as server:
         from inquitree.core.agents import ModelConfig, OpenAIChatAgent
-        from enginekit import TEMPLATES, params
         from inquitree.core.runner import run_episode
+
+        from enginekit import TEMPLATES, params
 
         for i in range(2):
             agent = OpenAIChatAgent("priced-model", TEMPLATES.system_prompt, ModelConfig(server.base_url))
-            run_episode(tree, agent, None, HashEmbedder(), params(tree, HashEmbedder(), max_turns=3), TEMPLATES, store,
-                        f"camp.e{i}")
+            run_episode(
+                tree,
+                agent,
+                None,
+                HashEmbedder(),
+                params(tree, HashEmbedder(), max_turns=3),
+                TEMPLATES,
+                store,
+                f"camp.e{i}",
+            )
     prices = tmp_path / "prices.json"
-    prices.write_text(json.dumps({"prices": [{"model": "Priced-Model", "input_per_mtok": 2.0, "output_per_mtok": 10.0}]}))
+    prices.write_text(
+        json.dumps({"prices": [{"model": "Priced-Model", "input_per_mtok": 2.0, "output_per_mtok": 10.0}]})
+    )
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
         wh.sync(sqlite_url, prices=prices)
         costs = wh.query("costs")
-        tokens = wh.sql("SELECT sum(input_tokens)::BIGINT AS i, sum(output_tokens)::BIGINT AS o FROM ev_agent_replied").to_dicts()[0]
+        tokens = wh.sql(
+            "SELECT sum(input_tokens)::BIGINT AS i, sum(output_tokens)::BIGINT AS o FROM ev_agent_replied"
+        ).to_dicts()[0]
     model_row = costs.filter(costs["level"] == "model").to_dicts()[0]
     assert model_row["calls"] == 8 and model_row["input_tokens"] == tokens["i"] and tokens["i"] > 0
     assert abs(model_row["cost_usd"] - (tokens["i"] * 2.0 + tokens["o"] * 10.0) / 1e6) < 1e-12

@@ -10,11 +10,12 @@ import tempfile
 
 import pytest
 
-from enginekit import OracleAgent, RandomAgent, play
 from inquitree.core.tree import resolve_tree
 from inquitree.events.store import EventStore
 from inquitree.warehouse.report import write_report
 from inquitree.warehouse.sync import Warehouse
+
+from enginekit import OracleAgent, RandomAgent, play
 
 
 def chromium() -> str:
@@ -28,10 +29,26 @@ def chromium() -> str:
 
 def dump_dom(url: str) -> str:
     with tempfile.TemporaryDirectory() as profile:
-        out = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                              "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                              "--disable-sync", f"--user-data-dir={profile}", "--virtual-time-budget=5000",
-                              "--dump-dom", url], capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [
+                chromium(),
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={profile}",
+                "--virtual-time-budget=5000",
+                "--dump-dom",
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout
 

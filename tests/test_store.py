@@ -7,9 +7,9 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from inquitree.events import ConcurrencyError, StoreError
-from inquitree.events import migrate
+from inquitree.events import ConcurrencyError, StoreError, migrate
 from inquitree.events.store import GENESIS_HASH, EventStore, chain_hash
+
 from tests_support import Noted
 
 
@@ -31,7 +31,9 @@ def test_append_then_read_stream_in_version_order(store):
     assert [e.stream_version for e in got] == [1, 2, 3, 4]
     assert [e.event.n for e in got] == [1, 2, 3, 4]
     assert [e.payload for e in store.read_stream("ep-1", from_version=3)] == [
-        {"n": 3, "text": "note 3"}, {"n": 4, "text": "note 4"}]
+        {"n": 3, "text": "note 3"},
+        {"n": 4, "text": "note 4"},
+    ]
     assert all(e.recorded_at.endswith("Z") and e.event_type == "TestNoted" for e in got)
     assert got[0].prev_hash == GENESIS_HASH and got[1].prev_hash == got[0].hash
 
@@ -54,8 +56,7 @@ def test_streams_lists_versions_and_filters_by_prefix(store):
     store.append("episode/x", notes(1, 2), 0)
     store.append("episode/y", notes(1), 0)
     store.append("control/z", notes(1), 0)
-    assert [(s.stream_id, s.version) for s in store.streams()] == [
-        ("control/z", 1), ("episode/x", 2), ("episode/y", 1)]
+    assert [(s.stream_id, s.version) for s in store.streams()] == [("control/z", 1), ("episode/x", 2), ("episode/y", 1)]
     assert [s.stream_id for s in store.streams(prefix="episode/")] == ["episode/x", "episode/y"]
     assert store.current_version("episode/x") == 2 and store.current_version("nope") == 0
 
@@ -121,8 +122,10 @@ def test_verify_catches_a_rehashed_event_at_the_next_version(store):
     forged = chain_hash(row.prev_hash, "a", 2, row.event_type, 1, row.recorded_at, forged_payload)
     _drop_immutability(store)
     with store.engine.begin() as conn:
-        conn.execute(sa.text("UPDATE events SET payload = :p, hash = :h WHERE stream_id = 'a' AND stream_version = 2"),
-                     {"p": forged_payload, "h": forged})
+        conn.execute(
+            sa.text("UPDATE events SET payload = :p, hash = :h WHERE stream_id = 'a' AND stream_version = 2"),
+            {"p": forged_payload, "h": forged},
+        )
     assert store.verify().first_problem == ("a", 3, "prev_hash does not match the previous event's hash")
 
 
@@ -164,6 +167,7 @@ def test_parallel_writers_on_many_streams_lose_and_duplicate_nothing(store_url):
     writers, per_writer = 4, 25
     stores = [EventStore(store_url) for _ in range(writers)]
     try:
+
         def write(i: int) -> None:
             for k in range(per_writer):
                 stores[i].append(f"w{i}", notes(k), expected_version=k)
@@ -203,10 +207,14 @@ def test_unknown_event_type_on_read_names_stream_and_version(store):
     prev = store.read_stream("s")[0].hash
     at = "2026-01-01T00:00:00.000000Z"
     with store.engine.begin() as conn:
-        conn.execute(sa.text(
-            "INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, prev_hash, hash)"
-            " VALUES ('s', 2, 'NoSuchEvent', 1, :at, '{}', :prev, :h)"),
-            {"at": at, "prev": prev, "h": chain_hash(prev, "s", 2, "NoSuchEvent", 1, at, "{}")})
+        conn.execute(
+            sa.text(
+                "INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, "
+                "prev_hash, hash)"
+                " VALUES ('s', 2, 'NoSuchEvent', 1, :at, '{}', :prev, :h)"
+            ),
+            {"at": at, "prev": prev, "h": chain_hash(prev, "s", 2, "NoSuchEvent", 1, at, "{}")},
+        )
     bad = store.read_stream("s")[1]
     with pytest.raises(StoreError, match=r"unknown event type 'NoSuchEvent'.*stream 's', version 2"):
         bad.event
@@ -218,11 +226,19 @@ def test_stored_v1_agent_reply_is_upcast_to_v2_on_read(store):
     v1 = '{"action":"x","latency_ms":1.0,"model":"m","raw":"ACTION: x","state":"topic","step":1,"tokens":321}'
     at = "2026-01-01T00:00:00.000000Z"
     with store.engine.begin() as conn:
-        conn.execute(sa.text(
-            "INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, prev_hash, hash)"
-            " VALUES ('old', 1, 'AgentReplied', 1, :at, :p, :prev, :h)"),
-            {"at": at, "p": v1, "prev": GENESIS_HASH,
-             "h": chain_hash(GENESIS_HASH, "old", 1, "AgentReplied", 1, at, v1)})
+        conn.execute(
+            sa.text(
+                "INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, "
+                "prev_hash, hash)"
+                " VALUES ('old', 1, 'AgentReplied', 1, :at, :p, :prev, :h)"
+            ),
+            {
+                "at": at,
+                "p": v1,
+                "prev": GENESIS_HASH,
+                "h": chain_hash(GENESIS_HASH, "old", 1, "AgentReplied", 1, at, v1),
+            },
+        )
     ev = store.read_stream("old")[0].event
     assert type(ev).__name__ == "AgentReplied" and ev.VERSION == 2
     assert ev.usage == {"input": None, "cached_input": None, "cache_write": None, "output": None, "total": 321}
@@ -232,8 +248,13 @@ def test_stored_v1_agent_reply_is_upcast_to_v2_on_read(store):
 def test_event_newer_than_this_code_is_a_clear_error(store):
     at = "2026-01-01T00:00:00.000000Z"
     with store.engine.begin() as conn:
-        conn.execute(sa.text(
-            "INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, prev_hash, hash)"
-            " VALUES ('new', 1, 'AgentReplied', 7, :at, '{}', :prev, 'x')"), {"at": at, "prev": GENESIS_HASH})
+        conn.execute(
+            sa.text(
+                "INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, "
+                "prev_hash, hash)"
+                " VALUES ('new', 1, 'AgentReplied', 7, :at, '{}', :prev, 'x')"
+            ),
+            {"at": at, "prev": GENESIS_HASH},
+        )
     with pytest.raises(StoreError, match="AgentReplied v7 is newer than this InquiTree knows"):
         store.read_stream("new")[0].event

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from inquitree.core.cli import main
 from inquitree.events import StoreError, migrate
 from inquitree.events.store import EventStore
+
 from tests_support import Noted  # noqa: F401  (registers the test event type)
 
 
@@ -38,6 +39,7 @@ def test_older_schema_asks_for_db_upgrade(tmp_path):
     engine.dispose()
     # 0001 is head today: fake an older known revision by asking for a store that expects more.
     import inquitree.events.migrate as m
+
     real = m.head_revision
     m.head_revision = lambda: "0002_future"
     try:
@@ -72,5 +74,7 @@ def test_cli_verify_reports_tampering_with_exit_1(tmp_path):
 def test_cli_unreachable_database_is_one_line_exit_2():
     result = CliRunner().invoke(main, ["db", "verify", "--db", "postgresql+psycopg://u@127.0.0.1:9/none"])
     assert result.exit_code == 2
-    assert result.output.startswith("inquitree: error: cannot open the event store postgresql+psycopg://u@127.0.0.1:9/none")
+    assert result.output.startswith(
+        "inquitree: error: cannot open the event store postgresql+psycopg://u@127.0.0.1:9/none"
+    )
     assert "Traceback" not in result.output and result.output.count("\n") == 1

@@ -37,18 +37,21 @@ def test_rendering_for_a_fixed_input_is_byte_exact():
         "Your suggestion has offered a useful line of thought.\n"
         "Taking it into account, after careful consideration, we formulated a research direction that aligns most "
         "closely with your idea while remaining actionable at this stage:\n<S>\n"
-        "Please propose one study or experiment that could effectively investigate this direction.")
+        "Please propose one study or experiment that could effectively investigate this direction."
+    )
     assert t.render("C.1.2", hints="<H>", final_hint=False) == (
         "Sorry, but due to several limitations, we cannot explore the topic you proposed at this\nstage.\n"
         "This is likely because either the subtopic you proposed is not satisfactory, or some\n"
         "preliminary results required for its discussion are still missing.\n"
         "Do not ask for the reasons behind this decision.\n"
         "Instead, propose **one new subtopic only** for exploration. Here is a **tentative\n"
-        "hint** you may consider:\n<H>")
+        "hint** you may consider:\n<H>"
+    )
     assert t.render("C.2.2", hints="<H>", finalhint=True) == (
         "Sorry, but due to several limitations, we will **not proceed with the study or experiment you proposed**.\n"
         "Regarding the current **subtopic**, we have decided to carry out the following **alternative study plan**:\n"
-        "<H>\nPlease **repeat** it so we can proceed to the next step.")
+        "<H>\nPlease **repeat** it so we can proceed to the next step."
+    )
     assert t.render("C.3.2", content="<S>").endswith('You just need to output "OK" for this turn.')
     assert t.system_prompt.endswith("Only the ACTION line will be used. Keep it concise and specific.")
     assert "draw your conclusino." in t.system_prompt  # the paper's own typo, kept as printed

@@ -38,7 +38,9 @@ def test_every_shipped_tree_loads_and_states_its_provenance():
 
 
 def test_synthetic_structures_and_bounds():
-    chain, indep, diamond = (resolve_tree(i) for i in ("synthetic-chain-7", "synthetic-independent-7", "synthetic-diamond-4"))
+    chain, indep, diamond = (
+        resolve_tree(i) for i in ("synthetic-chain-7", "synthetic-independent-7", "synthetic-diamond-4")
+    )
     assert [s.depends_on for s in chain.subtopics] == [(), ("s1",), ("s2",), ("s3",), ("s4",), ("s5",), ("s6",)]
     assert all(s.depends_on == () for s in indep.subtopics)
     assert [s.depends_on for s in diamond.subtopics] == [(), ("s1",), ("s1",), ("s2", "s3")]
@@ -150,7 +152,10 @@ def test_cli_list_show_graph():
     listing = runner.invoke(main, ["trees", "list"]).output
     assert any(line.split()[:6] == ["synthetic-chain-7", "-", "7", "-", "21", "77"] for line in listing.splitlines())
     assert any(line.split()[:4] == ["it18-02-spatio-predictive-maps", "2", "4", "4"] for line in listing.splitlines())
-    assert "IT-18 (paper's Table 4): 18 of 18 papers have a tree; subtopics" in listing and "vs 120 in the paper" in listing
+    assert (
+        "IT-18 (paper's Table 4): 18 of 18 papers have a tree; subtopics" in listing
+        and "vs 120 in the paper" in listing
+    )
     shown = runner.invoke(main, ["trees", "show", "synthetic-diamond-4"]).output
     assert "SUBTOPIC s4  (after s2, s3)" in shown and "steps between 3n = 12 and n(2H+3) = 44" in shown
     dot = runner.invoke(main, ["trees", "graph", "synthetic-diamond-4", "--format", "dot"]).output

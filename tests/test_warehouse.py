@@ -11,22 +11,39 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from enginekit import OracleAgent, RandomAgent, ScriptAgent, always_miss_script, play
 from inquitree.core.cli import main
 from inquitree.core.embed import HashEmbedder
 from inquitree.core.judges import EmbeddingJudge
 from inquitree.core.runner import stream_id
 from inquitree.core.tree import resolve_tree
 from inquitree.events.store import EventStore
-from inquitree.events.types import (AgentReplied, ConclusionSubmitted, DecisionParsed, EpisodeStarted, JudgeVerdict,
-                                    ResultDrawn, Transitioned)
+from inquitree.events.types import (
+    AgentReplied,
+    ConclusionSubmitted,
+    DecisionParsed,
+    EpisodeStarted,
+    JudgeVerdict,
+    ResultDrawn,
+    Transitioned,
+)
 from inquitree.warehouse.schema import TYPED
 from inquitree.warehouse.sync import Warehouse, WarehouseError, rebuild
 
+from enginekit import OracleAgent, RandomAgent, ScriptAgent, always_miss_script, play
+
 # Loose thresholds so that simulated conclusions earn 1.0, 0.6 and 0.0 alike (a varied Q to compare).
 LENIENT = EmbeddingJudge(HashEmbedder(), full=0.6, partial=0.35)
-TABLES = ["raw_events", "ev_episode_started", "ev_agent_replied", "ev_match_scored", "ev_result_drawn",
-          "ev_judge_verdict", "ev_episode_scored", "ev_transitioned", "ev_hint_issued"]
+TABLES = [
+    "raw_events",
+    "ev_episode_started",
+    "ev_agent_replied",
+    "ev_match_scored",
+    "ev_result_drawn",
+    "ev_judge_verdict",
+    "ev_episode_scored",
+    "ev_transitioned",
+    "ev_hint_issued",
+]
 
 
 def snapshot(wh: Warehouse) -> dict[str, list]:
@@ -163,7 +180,9 @@ def test_staging_on_one_thread_gives_the_threads_back(sqlite_url, tmp_path, monk
 
 def test_an_unreachable_store_is_named_without_its_password(tmp_path):
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
-        with pytest.raises(WarehouseError, match=r"cannot read the event store postgresql\+psycopg://u:\*\*\*@127.0.0.1:1/x"):
+        with pytest.raises(
+            WarehouseError, match=r"cannot read the event store postgresql\+psycopg://u:\*\*\*@127.0.0.1:1/x"
+        ):
             wh.sync("postgresql+psycopg://u:secret@127.0.0.1:1/x")
         with pytest.raises(WarehouseError, match="no event store at sqlite:///.*missing.sqlite"):
             wh.sync(f"sqlite:///{tmp_path / 'missing.sqlite'}")
@@ -185,7 +204,7 @@ def test_sql_metrics_equal_the_engines_recorded_scores(sqlite_url, tmp_path):
         wh.sync(sqlite_url)
         summary = (Path(__file__).resolve().parent.parent / "queries" / "episode_summary.sql").read_text()
         df = wh.sql(f"""
-            WITH s AS ({summary.strip().rstrip(';')})
+            WITH s AS ({summary.strip().rstrip(";")})
             SELECT s.episode_id, s.coverage AS sql_coverage, s.q_sum AS sql_q_sum, s.q_norm AS sql_q_norm,
                    s.steps AS sql_steps, s.lower_bound AS sql_lo, s.upper_bound AS sql_hi,
                    s.within_bounds AS sql_within, s.hints_issued AS sql_hints, s.forced_transitions AS sql_forced,
@@ -196,14 +215,27 @@ def test_sql_metrics_equal_the_engines_recorded_scores(sqlite_url, tmp_path):
     for row in df.iter_rows(named=True):
         for f in ("coverage", "q_sum", "q_norm"):
             assert math.isclose(row[f"sql_{f}"], row[f], abs_tol=1e-12), (row["episode_id"], f)
-        assert (row["sql_steps"], row["sql_lo"], row["sql_hi"], row["sql_within"], row["sql_hints"], row["sql_forced"]) == (
-            row["steps"], row["lower_bound"], row["upper_bound"], row["within_bounds"], row["hints_issued"],
-            row["forced_transitions"])
+        assert (
+            row["sql_steps"],
+            row["sql_lo"],
+            row["sql_hi"],
+            row["sql_within"],
+            row["sql_hints"],
+            row["sql_forced"],
+        ) == (
+            row["steps"],
+            row["lower_bound"],
+            row["upper_bound"],
+            row["within_bounds"],
+            row["hints_issued"],
+            row["forced_transitions"],
+        )
     assert df["q_norm"].n_unique() > 3 and df["steps"].n_unique() > 5  # the episodes are not all alike
     store.close()
 
 
 # --- a hand-built log: every number below is worked out by hand ------------------------------------
+
 
 def _dated_trees(tmp_path: Path) -> Path:
     d = tmp_path / "trees"
@@ -217,23 +249,71 @@ def _dated_trees(tmp_path: Path) -> Path:
 
 def _episode(store, tree_id, tree_hash, episode, model, a, visits, draws, decisions, verdicts):
     """draws: [(step, result, fake)]; decisions: [(step, decision)]; verdicts: {judge: {item: score}}."""
-    ev = [EpisodeStarted(episode_id=episode, tree_id=tree_id, tree_hash=tree_hash, tree_title="t", n_subtopics=4,
-                         params={"tau": 0.65, "max_hints": 4, "max_turns": 44, "randomness": a, "seed": 0,
-                                 "embedder": "e", "template_set": "inquitree", "template_hash": "h"},
-                         agent={"kind": "openai", "model": model}, judge={"kind": "openai"}, code_version="test")]
+    ev = [
+        EpisodeStarted(
+            episode_id=episode,
+            tree_id=tree_id,
+            tree_hash=tree_hash,
+            tree_title="t",
+            n_subtopics=4,
+            params={
+                "tau": 0.65,
+                "max_hints": 4,
+                "max_turns": 44,
+                "randomness": a,
+                "seed": 0,
+                "embedder": "e",
+                "template_set": "inquitree",
+                "template_hash": "h",
+            },
+            agent={"kind": "openai", "model": model},
+            judge={"kind": "openai"},
+            code_version="test",
+        )
+    ]
     last = max([s for s, _, _ in draws] + [s for s, _ in decisions])
     for step in range(1, last + 1):
-        ev.append(AgentReplied(step=step, state="x", raw="r", action="a", model=model,
-                               usage={"input": 100, "cached_input": 0, "cache_write": None, "output": 10}))
+        ev.append(
+            AgentReplied(
+                step=step,
+                state="x",
+                raw="r",
+                action="a",
+                model=model,
+                usage={"input": 100, "cached_input": 0, "cache_write": None, "output": 10},
+            )
+        )
         ev += [Transitioned(step=step, from_state="topic", to_state="subtopic", node=n) for s, n in visits if s == step]
-        ev += [ResultDrawn(step=step, study_id=r.replace("r", "s") + ".study", result_id=r, probability=a / 10,
-                           draw=0.5, fake=f, fake_index=0 if f else None, redo=False) for s, r, f in draws if s == step]
+        ev += [
+            ResultDrawn(
+                step=step,
+                study_id=r.replace("r", "s") + ".study",
+                result_id=r,
+                probability=a / 10,
+                draw=0.5,
+                fake=f,
+                fake_index=0 if f else None,
+                redo=False,
+            )
+            for s, r, f in draws
+            if s == step
+        ]
         ev += [DecisionParsed(step=step, decision=d, keywords=[d], valid=True) for s, d in decisions if s == step]
     ev.append(AgentReplied(step=last, state="conclusion", raw="(1) x", action="(1) x", model=model))
     ev.append(ConclusionSubmitted(items=["x"]))
     for judge, scores in verdicts.items():
-        ev += [JudgeVerdict(judge_id=judge, judge={"kind": "openai"}, prompt_version="v", item_id=i, score=s,
-                            rationale="", raw_output="") for i, s in scores.items()]
+        ev += [
+            JudgeVerdict(
+                judge_id=judge,
+                judge={"kind": "openai"},
+                prompt_version="v",
+                item_id=i,
+                score=s,
+                rationale="",
+                raw_output="",
+            )
+            for i, s in scores.items()
+        ]
     store.append(stream_id(episode), ev, 0)
 
 
@@ -248,19 +328,49 @@ def hand_warehouse(sqlite_url, tmp_path):
     assert [c["requires_results"] for c in early["conclusions"]] == [["r1"], ["r2"], ["r3", "r4"]]
     store = EventStore(sqlite_url)
     # A: level 0; visits s1, s2; r1 true; r2 fake -> redo -> r2 true; conclude at step 8.
-    _episode(store, "hand-early", h_early, "A", "gpt-5", 0, visits=[(1, "s1"), (4, "s2")],
-             draws=[(2, "r1", False), (5, "r2", True), (7, "r2", False)],
-             decisions=[(3, "explore_new_subtopic"), (6, "redo_study"), (8, "draw_conclusion")],
-             verdicts={"j1": {"c1": 1.0, "c2": 0.6, "c3": 1.0}, "j2": {"c1": 1.0, "c2": 1.0, "c3": 1.0}})
+    _episode(
+        store,
+        "hand-early",
+        h_early,
+        "A",
+        "gpt-5",
+        0,
+        visits=[(1, "s1"), (4, "s2")],
+        draws=[(2, "r1", False), (5, "r2", True), (7, "r2", False)],
+        decisions=[(3, "explore_new_subtopic"), (6, "redo_study"), (8, "draw_conclusion")],
+        verdicts={"j1": {"c1": 1.0, "c2": 0.6, "c3": 1.0}, "j2": {"c1": 1.0, "c2": 1.0, "c3": 1.0}},
+    )
     # B: level 3; visits s1; r1 fake, not spotted (concludes at once).
-    _episode(store, "hand-early", h_early, "B", "gpt-5", 3, visits=[(1, "s1")], draws=[(2, "r1", True)],
-             decisions=[(3, "draw_conclusion")], verdicts={"j1": {"c1": 1.0, "c2": 0.0, "c3": 0.0}})
+    _episode(
+        store,
+        "hand-early",
+        h_early,
+        "B",
+        "gpt-5",
+        3,
+        visits=[(1, "s1")],
+        draws=[(2, "r1", True)],
+        decisions=[(3, "draw_conclusion")],
+        verdicts={"j1": {"c1": 1.0, "c2": 0.0, "c3": 0.0}},
+    )
     # C: level 0 on the late paper; visits s1..s3; all true; a redo after a true result (a false alarm).
-    _episode(store, "hand-late", h_late, "C", "gpt-5", 0, visits=[(1, "s1"), (4, "s2"), (9, "s3")],
-             draws=[(2, "r1", False), (5, "r2", False), (7, "r2", False), (10, "r3", False)],
-             decisions=[(3, "explore_new_subtopic"), (6, "redo_study"), (8, "explore_new_subtopic"),
-                        (11, "draw_conclusion")],
-             verdicts={"j1": {"c1": 1.0, "c2": 1.0, "c3": 0.6}})
+    _episode(
+        store,
+        "hand-late",
+        h_late,
+        "C",
+        "gpt-5",
+        0,
+        visits=[(1, "s1"), (4, "s2"), (9, "s3")],
+        draws=[(2, "r1", False), (5, "r2", False), (7, "r2", False), (10, "r3", False)],
+        decisions=[
+            (3, "explore_new_subtopic"),
+            (6, "redo_study"),
+            (8, "explore_new_subtopic"),
+            (11, "draw_conclusion"),
+        ],
+        verdicts={"j1": {"c1": 1.0, "c2": 1.0, "c3": 0.6}},
+    )
     wh = Warehouse(str(tmp_path / "hand.duckdb"))
     wh.sync(sqlite_url, trees_dirs=[trees_dir])
     yield wh
@@ -277,7 +387,12 @@ def test_hand_built_episode_summary(hand_warehouse):
     got = {r["episode_id"]: r for r in rows(df)}
     # A: coverage 2/4; p = (1, 1, 0) -> Q = 1*1 + 1*0.6 + 0*1 = 1.6, q_norm = 1.6/3
     assert (got["A"]["coverage"], got["A"]["q_sum"], got["A"]["q_norm"], got["A"]["k"]) == (0.5, 1.6, 0.533333, 3)
-    assert (got["A"]["steps"], got["A"]["lower_bound"], got["A"]["upper_bound"], got["A"]["within_bounds"]) == (8, 12, 44, False)
+    assert (got["A"]["steps"], got["A"]["lower_bound"], got["A"]["upper_bound"], got["A"]["within_bounds"]) == (
+        8,
+        12,
+        44,
+        False,
+    )
     assert (got["A"]["result_observations"], got["A"]["fake_observations"], got["A"]["redo_decisions"]) == (3, 1, 1)
     # B: r1 was only seen as a fake -> p1 = 0 -> Q = 0
     assert (got["B"]["coverage"], got["B"]["q_sum"], got["B"]["q_norm"]) == (0.25, 0.0, 0.0)
@@ -288,8 +403,9 @@ def test_hand_built_episode_summary(hand_warehouse):
 def test_hand_built_leaderboard_and_fig3(hand_warehouse):
     t2 = rows(hand_warehouse.query("table2_leaderboard").filter(pl.col("judge_id") == "j1"))
     # level 0: A (hand-early, 0.5333) and C (hand-late, 0.7667): mean over the two papers
-    assert t2 == [{"agent": "gpt-5", "judge_id": "j1", "coverage": 0.625, "conclusion_score": 0.65, "papers": 2,
-                   "episodes": 2}]
+    assert t2 == [
+        {"agent": "gpt-5", "judge_id": "j1", "coverage": 0.625, "conclusion_score": 0.65, "papers": 2, "episodes": 2}
+    ]
     f3b = {r["randomness"]: r for r in rows(hand_warehouse.query("fig3b_redo_frequency"))}
     # level 0: A 1/3, C 1/4 -> papers hand-early 1/3, hand-late 1/4 -> 0.291667; level 3: B 0/1
     assert f3b[0]["redo_frequency"] == 0.291667 and f3b[3]["redo_frequency"] == 0.0
@@ -297,8 +413,17 @@ def test_hand_built_leaderboard_and_fig3(hand_warehouse):
     f3c = {r["randomness"]: r for r in rows(hand_warehouse.query("fig3c_fake_hit_rate"))}
     # level 0: one fake (A, spotted), true seen 2 (A) + 4 (C), one redo after a true result (C)
     assert (f3c[0]["fakes_seen"], f3c[0]["fakes_spotted"], f3c[0]["hit_rate"], f3c[0]["false_alarm_rate"]) == (
-        1, 1, 1.0, 0.166667)
-    assert (f3c[3]["fakes_seen"], f3c[3]["fakes_spotted"], f3c[3]["hit_rate"], f3c[3]["false_alarm_rate"]) == (1, 0, 0.0, None)
+        1,
+        1,
+        1.0,
+        0.166667,
+    )
+    assert (f3c[3]["fakes_seen"], f3c[3]["fakes_spotted"], f3c[3]["hit_rate"], f3c[3]["false_alarm_rate"]) == (
+        1,
+        0,
+        0.0,
+        None,
+    )
     assert f3c[0]["control_accuracy"] is None  # no control run recorded
 
 
@@ -309,8 +434,16 @@ def test_hand_built_fig4_and_judge_agreement(hand_warehouse):
     assert f4["pre-cutoff"]["registry_model"] == "gpt-5" and str(f4["pre-cutoff"]["cutoff"]) == "2024-09-30"
     ja = rows(hand_warehouse.query("judge_agreement"))
     # episode A: j1 (1, 0.6, 1) vs j2 (1, 1, 1): agreement 2/3, |diff| 0.4/3, p_e = 2/3 -> kappa 0
-    assert ja == [{"judge_a": "j1", "judge_b": "j2", "items": 3, "agreement": 0.666667,
-                   "mean_abs_difference": 0.133333, "cohen_kappa": 0.0}]
+    assert ja == [
+        {
+            "judge_a": "j1",
+            "judge_b": "j2",
+            "items": 3,
+            "agreement": 0.666667,
+            "mean_abs_difference": 0.133333,
+            "cohen_kappa": 0.0,
+        }
+    ]
 
 
 def test_steps_bounds_query_on_the_extremes(sqlite_url, tmp_path):
@@ -322,7 +455,11 @@ def test_steps_bounds_query_on_the_extremes(sqlite_url, tmp_path):
         wh.sync(sqlite_url)
         got = {r["agent"]: r for r in rows(wh.query("steps_bounds"))}
     assert (got["oracle"]["min_steps"], got["oracle"]["share_at_lower_bound"]) == (21, 1.0)
-    assert (got["script"]["max_steps"], got["script"]["share_at_upper_bound"], got["script"]["upper_bound"]) == (77, 1.0, 77)
+    assert (got["script"]["max_steps"], got["script"]["share_at_upper_bound"], got["script"]["upper_bound"]) == (
+        77,
+        1.0,
+        77,
+    )
     store.close()
 
 
@@ -343,8 +480,9 @@ def test_cli_query_sql_and_export(sqlite_url, tmp_path):
     pq = tmp_path / "t2.parquet"
     runner.invoke(main, ["query", "table2_leaderboard", "--warehouse", w, "--format", "parquet", "--out", str(pq)])
     assert pl.read_parquet(pq)["conclusion_score"].to_list() == [1.0]
-    assert runner.invoke(main, ["sql", "SELECT count(*) AS n FROM ev_result_drawn", "--warehouse", w,
-                                "--format", "csv"]).output.splitlines() == ["n", "4"]
+    assert runner.invoke(
+        main, ["sql", "SELECT count(*) AS n FROM ev_result_drawn", "--warehouse", w, "--format", "csv"]
+    ).output.splitlines() == ["n", "4"]
     listing = runner.invoke(main, ["query", "--list"]).output
     assert "fig3c_fake_hit_rate" in listing and "Figure 3c" in listing
     bad = runner.invoke(main, ["query", "nope", "--warehouse", w])
@@ -358,8 +496,9 @@ def test_every_query_names_what_it_computes():
     qdir = Path(__file__).resolve().parent.parent / "queries"
     for p in qdir.glob("*.sql"):
         first = p.read_text().splitlines()[0]
-        assert first.startswith("-- ") and any(w in first for w in ("Table", "Figure", "Eq.", "Sec.", "Steps", "Judge",
-                                                                    "Episode", "Costs")), p.name
+        assert first.startswith("-- ") and any(
+            w in first for w in ("Table", "Figure", "Eq.", "Sec.", "Steps", "Judge", "Episode", "Costs")
+        ), p.name
 
 
 def test_the_large_backlog_readers_give_identical_tables(store_url, tmp_path, monkeypatch):
@@ -375,22 +514,32 @@ def test_the_large_backlog_readers_give_identical_tables(store_url, tmp_path, mo
         import sqlalchemy as sa
 
         with sa.create_engine(store_url).begin() as conn:
-            conn.execute(sa.text("SELECT setval(pg_get_serial_sequence('events', 'global_position'), "
-                                 "(SELECT max(global_position) FROM events) + 250)"))
+            conn.execute(
+                sa.text(
+                    "SELECT setval(pg_get_serial_sequence('events', 'global_position'), "
+                    "(SELECT max(global_position) FROM events) + 250)"
+                )
+            )
     simulate(store, 2, tmp_path)
     store.close()
     rebuild(str(tmp_path / "small.duckdb"), store_url)
     monkeypatch.setattr(ws, "LARGE_BACKLOG", 0)
     started = []
     for cls in (ws._ChildSource, ws._AdbcPostgresSource):
-        monkeypatch.setattr(cls, "__init__", lambda self, *a, _real=cls.__init__, _cls=cls:
-                            (started.append(_cls.__name__), _real(self, *a))[1])
+        monkeypatch.setattr(
+            cls,
+            "__init__",
+            lambda self, *a, _real=cls.__init__, _cls=cls: (started.append(_cls.__name__), _real(self, *a))[1],
+        )
     rebuild(str(tmp_path / "large.duckdb"), store_url, batch_size=100)
     assert started == ["_ChildSource" if store_url.startswith("sqlite") else "_AdbcPostgresSource"]
     with Warehouse(str(tmp_path / "small.duckdb")) as a, Warehouse(str(tmp_path / "large.duckdb")) as b:
         assert snapshot(a) == snapshot(b)
         if not store_url.startswith("sqlite"):
-            gaps = "SELECT count(*) FROM (SELECT global_position - lag(global_position) OVER (ORDER BY global_position) AS d FROM raw_events) WHERE d > 100"
+            gaps = (
+                "SELECT count(*) FROM (SELECT global_position - lag(global_position) OVER (ORDER BY global_position)"
+                " AS d FROM raw_events) WHERE d > 100"
+            )
             assert b.sql(gaps).item() == 1
 
 
@@ -410,11 +559,14 @@ def test_a_batch_larger_than_a_row_group_is_loaded_whole(sqlite_url, tmp_path, m
     db = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
     base = db.execute("SELECT count(*) FROM events").fetchone()[0]
     copies = -(-130_000 // base)
-    db.execute("""INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload,
+    db.execute(
+        """INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload,
                                       prev_hash, hash)
                   WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ?)
                   SELECT stream_id || '-copy' || i, stream_version, event_type, schema_version, recorded_at, payload,
-                         prev_hash, hash FROM events, k ORDER BY i, global_position""", [copies])
+                         prev_hash, hash FROM events, k ORDER BY i, global_position""",
+        [copies],
+    )
     db.commit()
     by_type = dict(db.execute("SELECT event_type, count(*) FROM events GROUP BY event_type").fetchall())
     total = db.execute("SELECT count(*) FROM events").fetchone()[0]
@@ -441,8 +593,11 @@ def test_the_sqlite_reader_child_is_stopped_and_its_spool_removed(sqlite_url, tm
     store.close()
     monkeypatch.setattr(ws, "LARGE_BACKLOG", 0)
     children = []
-    monkeypatch.setattr(ws._ChildSource, "__init__", lambda self, *a, _real=ws._ChildSource.__init__:
-                        (_real(self, *a), children.append(self))[0])
+    monkeypatch.setattr(
+        ws._ChildSource,
+        "__init__",
+        lambda self, *a, _real=ws._ChildSource.__init__: (_real(self, *a), children.append(self))[0],
+    )
     spooled = []
 
     def stop_at_the_third_chunk(n: int, pos: int) -> None:
@@ -526,8 +681,11 @@ def test_events_stored_at_an_older_schema_version_are_upcast_at_load(sqlite_url,
     store.close()
     v1 = '{"action":"x","latency_ms":1.0,"model":"m","raw":"ACTION: x","state":"topic","step":1,"tokens":321}'
     db = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
-    db.execute("INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, "
-               "prev_hash, hash) VALUES ('old', 1, 'AgentReplied', 1, '2026-01-01T00:00:00.000000Z', ?, '', '')", [v1])
+    db.execute(
+        "INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, "
+        "prev_hash, hash) VALUES ('old', 1, 'AgentReplied', 1, '2026-01-01T00:00:00.000000Z', ?, '', '')",
+        [v1],
+    )
     db.commit()
     position = db.execute("SELECT global_position FROM events WHERE stream_id = 'old'").fetchone()[0]
     db.close()
@@ -536,8 +694,10 @@ def test_events_stored_at_an_older_schema_version_are_upcast_at_load(sqlite_url,
     rebuild(str(tmp_path / "w.duckdb"), sqlite_url)
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
         assert wh.sql(f"SELECT schema_version FROM raw_events WHERE global_position = {position}").item() == 2
-        row = wh.sql(f"SELECT raw, model, step, input_tokens, output_tokens FROM ev_agent_replied "
-                     f"WHERE global_position = {position}").row(0)
+        row = wh.sql(
+            f"SELECT raw, model, step, input_tokens, output_tokens FROM ev_agent_replied "
+            f"WHERE global_position = {position}"
+        ).row(0)
         assert row == ("ACTION: x", "m", 1, None, None)
         assert wh.sql("SELECT count(*) FROM ev_agent_replied").item() > 1
 
@@ -569,8 +729,11 @@ def test_a_warehouse_of_another_schema_asks_for_a_rebuild(sqlite_url, tmp_path):
     path = str(tmp_path / "w.duckdb")
     with Warehouse(path) as wh:
         wh.sql("UPDATE warehouse_schema SET schema_hash = 'f00dfeedcafe0123'")
-    with pytest.raises(WarehouseError, match=r"w\.duckdb was built by another InquiTree version \(schema "
-                                             r"f00dfeedcafe, this one [0-9a-f]{12}\): run `inquitree warehouse rebuild`"):
+    with pytest.raises(
+        WarehouseError,
+        match=r"w\.duckdb was built by another InquiTree version \(schema "
+        r"f00dfeedcafe, this one [0-9a-f]{12}\): run `inquitree warehouse rebuild`",
+    ):
         Warehouse(path)
     rebuild(path, sqlite_url)
     with Warehouse(path) as wh:

@@ -53,11 +53,19 @@ class _Ranges:
 
 
 def main() -> None:
-    path, after, last, batch_rows, spool = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    path, after, last, batch_rows, spool = (
+        sys.argv[1],
+        int(sys.argv[2]),
+        int(sys.argv[3]),
+        int(sys.argv[4]),
+        sys.argv[5],
+    )
     span = 2 * batch_rows
     ranges = _Ranges([(lo, min(lo + span, last)) for lo in range(after, last, span)])
-    threads = [threading.Thread(target=_read_ranges, args=(path, batch_rows, spool, ranges), daemon=True)
-               for _ in range(min(READERS, len(ranges.bounds)))]
+    threads = [
+        threading.Thread(target=_read_ranges, args=(path, batch_rows, spool, ranges), daemon=True)
+        for _ in range(min(READERS, len(ranges.bounds)))
+    ]
     for t in threads:
         t.start()
     announced = 0
@@ -120,8 +128,7 @@ def _read_ranges(path: str, batch_rows: int, spool: str, ranges: _Ranges) -> Non
                 stmt.set_options(**{"adbc.sqlite.query.batch_rows": str(chunk_rows)})
                 stmt.set_sql_query(_SQL)
                 lo, hi = ranges.bounds[i]
-                stmt.bind(pa.record_batch([pa.array([lo], pa.int64()), pa.array([hi], pa.int64())],
-                                          names=["lo", "hi"]))
+                stmt.bind(pa.record_batch([pa.array([lo], pa.int64()), pa.array([hi], pa.int64())], names=["lo", "hi"]))
                 handle, _ = stmt.execute_query()
                 with pa.RecordBatchReader._import_from_c(handle.address) as reader:
                     pending, rows, target, n = [], 0, chunk_rows if i == 0 else batch_rows, 0

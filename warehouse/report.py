@@ -58,15 +58,27 @@ def figures(wh: Warehouse, out: Path) -> dict[str, dict]:
 
     df = wh.query("fig3a_score_by_randomness")
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    _lines(df.with_columns(label=pl.col("agent") + " / " + pl.col("judge_id").str.slice(0, 24)), "randomness",
-           "conclusion_score", "label", ax, "no scored episodes")
+    _lines(
+        df.with_columns(label=pl.col("agent") + " / " + pl.col("judge_id").str.slice(0, 24)),
+        "randomness",
+        "conclusion_score",
+        "label",
+        ax,
+        "no scored episodes",
+    )
     ax.set(xlabel="randomness level a (fake with p = 10a%)", ylabel="conclusion score (q_norm)")
     save("fig3a", "Figure 3a: conclusion score by randomness level", df, fig)
 
     df = wh.query("fig3b_redo_frequency")
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    _lines(df.filter(pl.col("randomness") > 0), "randomness", "relative_change_pct", "agent", ax,
-           "needs episodes at level 0 and above 0 with redo_study at level 0")
+    _lines(
+        df.filter(pl.col("randomness") > 0),
+        "randomness",
+        "relative_change_pct",
+        "agent",
+        ax,
+        "needs episodes at level 0 and above 0 with redo_study at level 0",
+    )
     ax.set(xlabel="randomness level a", ylabel="redo_study frequency, % change vs a = 0")
     save("fig3b", "Figure 3b: relative change in redo_study frequency", df, fig)
 
@@ -77,13 +89,19 @@ def figures(wh: Warehouse, out: Path) -> dict[str, dict]:
     if hit.height:
         for row in hit.unique("agent").iter_rows(named=True):
             if row["control_fake_detection"] is not None:
-                ax.axhline(row["control_fake_detection"], linestyle="--", linewidth=1,
-                           label=f"{row['agent']} decontextualized")
+                ax.axhline(
+                    row["control_fake_detection"], linestyle="--", linewidth=1, label=f"{row['agent']} decontextualized"
+                )
         far = hit.drop_nulls("false_alarm_rate")
         for key in sorted(far["agent"].unique().to_list()):
             part = far.filter(pl.col("agent") == key).sort("randomness")
-            ax.plot(part["randomness"].to_list(), part["false_alarm_rate"].to_list(), linestyle=":", marker="x",
-                    label=f"{key} false alarms")
+            ax.plot(
+                part["randomness"].to_list(),
+                part["false_alarm_rate"].to_list(),
+                linestyle=":",
+                marker="x",
+                label=f"{key} false alarms",
+            )
         ax.legend(fontsize=7)
     ax.set(xlabel="randomness level a", ylabel="rate", ylim=(-0.02, 1.02))
     save("fig3c", "Figure 3c: fake-result hit rate, false-alarm rate, decontextualized baseline", df, fig)
@@ -93,8 +111,10 @@ def figures(wh: Warehouse, out: Path) -> dict[str, dict]:
     if df.height:
         agents = sorted(df["agent"].unique().to_list())
         for i, split in enumerate(["pre-cutoff", "post-cutoff"]):
-            vals = [df.filter((pl.col("agent") == a) & (pl.col("split") == split))["conclusion_score"].mean() or 0
-                    for a in agents]
+            vals = [
+                df.filter((pl.col("agent") == a) & (pl.col("split") == split))["conclusion_score"].mean() or 0
+                for a in agents
+            ]
             ax.bar([k + 0.4 * i for k in range(len(agents))], vals, width=0.4, label=split)
         ax.set_xticks([k + 0.2 for k in range(len(agents))], agents, rotation=20, fontsize=8)
         ax.legend(fontsize=7)
@@ -139,15 +159,19 @@ def table_html(df: pl.DataFrame, limit: int = 200) -> str:
 
 def episode_items(wh: Warehouse, episode_id: str) -> list[dict]:
     """The episode's dialogue and the engine's notes, in order, from the typed tables."""
-    rows = wh.con.execute("""
-        SELECT global_position, 'env' AS kind, format('[{}] environment ({})', step, array_to_string(templates, ' + ')), text
+    rows = wh.con.execute(
+        """
+        SELECT global_position, 'env' AS kind,
+               format('[{}] environment ({})', step, array_to_string(templates, ' + ')), text
             FROM ev_observation_emitted WHERE episode_id = $1
         UNION ALL SELECT global_position, 'agent', format('[{}] agent ({})', step, state), raw
             FROM ev_agent_replied WHERE episode_id = $1
-        UNION ALL SELECT global_position, 'note', NULL, format('best match {} cos {:.3f} vs tau {}: {}', best, best_cosine,
-            tau, CASE WHEN accepted THEN 'accepted' ELSE 'below tau' END)
+        UNION ALL SELECT global_position, 'note', NULL,
+            format('best match {} cos {:.3f} vs tau {}: {}', best, best_cosine, tau,
+                   CASE WHEN accepted THEN 'accepted' ELSE 'below tau' END)
             FROM ev_match_scored WHERE episode_id = $1 AND best IS NOT NULL
-        UNION ALL SELECT global_position, 'note', NULL, format('{} is locked: needs {}', subtopic_id, array_to_string(missing, ', '))
+        UNION ALL SELECT global_position, 'note', NULL,
+            format('{} is locked: needs {}', subtopic_id, array_to_string(missing, ', '))
             FROM ev_dependency_blocked WHERE episode_id = $1
         UNION ALL SELECT global_position, 'note', NULL, format('hint level {}{} towards {}', level,
             CASE WHEN final THEN ' (final)' ELSE '' END, target)
@@ -158,11 +182,17 @@ def episode_items(wh: Warehouse, episode_id: str) -> list[dict]:
             FROM ev_result_drawn WHERE episode_id = $1
         UNION ALL SELECT global_position, 'fake', NULL, format('turn limit {} reached', max_turns)
             FROM ev_turn_limit_reached WHERE episode_id = $1
-        UNION ALL SELECT global_position, 'verdict', NULL, format('{}: {} = {} ({})', judge_id, item_id, score, rationale)
+        UNION ALL SELECT global_position, 'verdict', NULL,
+            format('{}: {} = {} ({})', judge_id, item_id, score, rationale)
             FROM ev_judge_verdict WHERE episode_id = $1
-        UNION ALL SELECT global_position, 'fake', NULL, format('episode failed: {}', error)
+        UNION ALL SELECT global_position, 'fake', NULL, format('episode failed [{}]: {}', kind, error)
             FROM ev_episode_failed WHERE episode_id = $1
-        ORDER BY 1""", [episode_id]).fetchall()
+        UNION ALL SELECT global_position, 'fake', NULL,
+            format('limit {} reached ({} of {}): the episode ends here', limit_name, used, threshold)
+            FROM ev_limit_reached WHERE episode_id = $1
+        ORDER BY 1""",
+        [episode_id],
+    ).fetchall()
     return [{"kind": kind, "head": head, "text": text} for _, kind, head, text in rows]
 
 
@@ -175,17 +205,22 @@ def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200) ->
     episodes = summary.unique("episode_id", keep="last", maintain_order=True).tail(max_episodes)
     for row in episodes.iter_rows(named=True):
         scores = summary.filter(pl.col("episode_id") == row["episode_id"])
-        page = env.get_template("episode.html.j2").render(ep=row, items=episode_items(wh, row["episode_id"]),
-                                                          scores=table_html(scores))
+        page = env.get_template("episode.html.j2").render(
+            ep=row, items=episode_items(wh, row["episode_id"]), scores=table_html(scores)
+        )
         (out / "episodes" / f"{row['episode_id']}.html").write_text(page, encoding="utf-8")
     total = wh.sql("SELECT count(*) AS n FROM episodes").item()
     index = env.get_template("index.html.j2").render(
-        leaderboard=table_html(wh.query("table2_leaderboard")), figures=figs,
-        episodes=episodes.select("episode_id", "tree_id", "agent", "randomness", "status", "steps", "coverage",
-                                 "q_norm").iter_rows(named=True),
-        shown=episodes.height, total=total,
+        leaderboard=table_html(wh.query("table2_leaderboard")),
+        figures=figs,
+        episodes=episodes.select(
+            "episode_id", "tree_id", "agent", "randomness", "status", "steps", "coverage", "q_norm"
+        ).iter_rows(named=True),
+        shown=episodes.height,
+        total=total,
         agreement=table_html(wh.query("judge_agreement")),
         control=table_html(wh.query("control_accuracy")),
-        costs=table_html(wh.query("costs").filter(pl.col("level") != "episode")))
+        costs=table_html(wh.query("costs").filter(pl.col("level") != "episode")),
+    )
     (out / "index.html").write_text(index, encoding="utf-8")
     return out / "index.html"

@@ -10,75 +10,192 @@ analyses in ``queries/*.sql`` read only these.
 
 from __future__ import annotations
 
-COMMON = [("global_position", "BIGINT"), ("stream_id", "VARCHAR"), ("episode_id", "VARCHAR"),
-          ("stream_version", "INTEGER"), ("recorded_at", "TIMESTAMP")]
+COMMON = [
+    ("global_position", "BIGINT"),
+    ("stream_id", "VARCHAR"),
+    ("episode_id", "VARCHAR"),
+    ("stream_version", "INTEGER"),
+    ("recorded_at", "TIMESTAMP"),
+]
 
 # event type -> (table, [(column, SQL type, JSON path under the payload)])
 TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
-    "EpisodeStarted": ("ev_episode_started", [
-        ("tree_id", "VARCHAR", "tree_id"), ("tree_hash", "VARCHAR", "tree_hash"),
-        ("n_subtopics", "INTEGER", "n_subtopics"), ("tau", "DOUBLE", "params.tau"),
-        ("max_hints", "INTEGER", "params.max_hints"), ("max_turns", "INTEGER", "params.max_turns"),
-        ("randomness", "INTEGER", "params.randomness"), ("seed", "BIGINT", "params.seed"),
-        ("embedder", "VARCHAR", "params.embedder"), ("template_set", "VARCHAR", "params.template_set"),
-        ("agent_kind", "VARCHAR", "agent.kind"), ("agent_model", "VARCHAR", "agent.model"),
-        ("agent_label", "VARCHAR", "agent.label"), ("max_reasks", "INTEGER", "params.max_reasks"),
-        ("judge_kind", "VARCHAR", "judge.kind"), ("code_version", "VARCHAR", "code_version")]),
-    "ObservationEmitted": ("ev_observation_emitted", [
-        ("step", "INTEGER", "step"), ("state", "VARCHAR", "state"), ("templates", "VARCHAR[]", "templates"),
-        ("text", "VARCHAR", "text")]),
-    "AgentReplied": ("ev_agent_replied", [
-        ("step", "INTEGER", "step"), ("state", "VARCHAR", "state"), ("model", "VARCHAR", "model"),
-        ("input_tokens", "BIGINT", "usage.input"), ("cached_input_tokens", "BIGINT", "usage.cached_input"),
-        ("cache_write_tokens", "BIGINT", "usage.cache_write"), ("output_tokens", "BIGINT", "usage.output"),
-        ("latency_ms", "DOUBLE", "latency_ms"), ("cache_hit", "BOOLEAN", "cache_hit"),
-        ("truncated_from", "INTEGER", "truncated_from"), ("raw", "VARCHAR", "raw"), ("action", "VARCHAR", "action")]),
-    "MatchScored": ("ev_match_scored", [
-        ("step", "INTEGER", "step"), ("state", "VARCHAR", "state"), ("best", "VARCHAR", "best"),
-        ("best_cosine", "DOUBLE", "best_cosine"), ("tau", "DOUBLE", "tau"), ("accepted", "BOOLEAN", "accepted")]),
-    "DependencyBlocked": ("ev_dependency_blocked", [
-        ("step", "INTEGER", "step"), ("subtopic_id", "VARCHAR", "subtopic_id"), ("missing", "VARCHAR[]", "missing")]),
-    "HintIssued": ("ev_hint_issued", [
-        ("step", "INTEGER", "step"), ("state", "VARCHAR", "state"), ("target", "VARCHAR", "target"),
-        ("level", "INTEGER", "level"), ("final", "BOOLEAN", "final")]),
-    "Transitioned": ("ev_transitioned", [
-        ("step", "INTEGER", "step"), ("from_state", "VARCHAR", "from_state"), ("to_state", "VARCHAR", "to_state"),
-        ("node", "VARCHAR", "node"), ("forced", "BOOLEAN", "forced"), ("reason", "VARCHAR", "reason")]),
-    "ResultDrawn": ("ev_result_drawn", [
-        ("step", "INTEGER", "step"), ("study_id", "VARCHAR", "study_id"), ("result_id", "VARCHAR", "result_id"),
-        ("probability", "DOUBLE", "probability"), ("draw", "DOUBLE", "draw"), ("fake", "BOOLEAN", "fake"),
-        ("fake_index", "INTEGER", "fake_index"), ("redo", "BOOLEAN", "redo")]),
-    "DecisionParsed": ("ev_decision_parsed", [
-        ("step", "INTEGER", "step"), ("decision", "VARCHAR", "decision"), ("valid", "BOOLEAN", "valid")]),
+    "EpisodeStarted": (
+        "ev_episode_started",
+        [
+            ("tree_id", "VARCHAR", "tree_id"),
+            ("tree_hash", "VARCHAR", "tree_hash"),
+            ("n_subtopics", "INTEGER", "n_subtopics"),
+            ("tau", "DOUBLE", "params.tau"),
+            ("max_hints", "INTEGER", "params.max_hints"),
+            ("max_turns", "INTEGER", "params.max_turns"),
+            ("randomness", "INTEGER", "params.randomness"),
+            ("seed", "BIGINT", "params.seed"),
+            ("embedder", "VARCHAR", "params.embedder"),
+            ("template_set", "VARCHAR", "params.template_set"),
+            ("agent_kind", "VARCHAR", "agent.kind"),
+            ("agent_model", "VARCHAR", "agent.model"),
+            ("agent_label", "VARCHAR", "agent.label"),
+            ("max_reasks", "INTEGER", "params.max_reasks"),
+            ("judge_kind", "VARCHAR", "judge.kind"),
+            ("code_version", "VARCHAR", "code_version"),
+        ],
+    ),
+    "ObservationEmitted": (
+        "ev_observation_emitted",
+        [
+            ("step", "INTEGER", "step"),
+            ("state", "VARCHAR", "state"),
+            ("templates", "VARCHAR[]", "templates"),
+            ("text", "VARCHAR", "text"),
+        ],
+    ),
+    "AgentReplied": (
+        "ev_agent_replied",
+        [
+            ("step", "INTEGER", "step"),
+            ("state", "VARCHAR", "state"),
+            ("model", "VARCHAR", "model"),
+            ("input_tokens", "BIGINT", "usage.input"),
+            ("cached_input_tokens", "BIGINT", "usage.cached_input"),
+            ("cache_write_tokens", "BIGINT", "usage.cache_write"),
+            ("output_tokens", "BIGINT", "usage.output"),
+            ("latency_ms", "DOUBLE", "latency_ms"),
+            ("cache_hit", "BOOLEAN", "cache_hit"),
+            ("truncated_from", "INTEGER", "truncated_from"),
+            ("raw", "VARCHAR", "raw"),
+            ("action", "VARCHAR", "action"),
+        ],
+    ),
+    "MatchScored": (
+        "ev_match_scored",
+        [
+            ("step", "INTEGER", "step"),
+            ("state", "VARCHAR", "state"),
+            ("best", "VARCHAR", "best"),
+            ("best_cosine", "DOUBLE", "best_cosine"),
+            ("tau", "DOUBLE", "tau"),
+            ("accepted", "BOOLEAN", "accepted"),
+        ],
+    ),
+    "DependencyBlocked": (
+        "ev_dependency_blocked",
+        [("step", "INTEGER", "step"), ("subtopic_id", "VARCHAR", "subtopic_id"), ("missing", "VARCHAR[]", "missing")],
+    ),
+    "HintIssued": (
+        "ev_hint_issued",
+        [
+            ("step", "INTEGER", "step"),
+            ("state", "VARCHAR", "state"),
+            ("target", "VARCHAR", "target"),
+            ("level", "INTEGER", "level"),
+            ("final", "BOOLEAN", "final"),
+        ],
+    ),
+    "Transitioned": (
+        "ev_transitioned",
+        [
+            ("step", "INTEGER", "step"),
+            ("from_state", "VARCHAR", "from_state"),
+            ("to_state", "VARCHAR", "to_state"),
+            ("node", "VARCHAR", "node"),
+            ("forced", "BOOLEAN", "forced"),
+            ("reason", "VARCHAR", "reason"),
+        ],
+    ),
+    "ResultDrawn": (
+        "ev_result_drawn",
+        [
+            ("step", "INTEGER", "step"),
+            ("study_id", "VARCHAR", "study_id"),
+            ("result_id", "VARCHAR", "result_id"),
+            ("probability", "DOUBLE", "probability"),
+            ("draw", "DOUBLE", "draw"),
+            ("fake", "BOOLEAN", "fake"),
+            ("fake_index", "INTEGER", "fake_index"),
+            ("redo", "BOOLEAN", "redo"),
+        ],
+    ),
+    "DecisionParsed": (
+        "ev_decision_parsed",
+        [("step", "INTEGER", "step"), ("decision", "VARCHAR", "decision"), ("valid", "BOOLEAN", "valid")],
+    ),
     "TurnLimitReached": ("ev_turn_limit_reached", [("step", "INTEGER", "step"), ("max_turns", "INTEGER", "max_turns")]),
     "ConclusionSubmitted": ("ev_conclusion_submitted", [("items", "VARCHAR[]", "items")]),
-    "JudgeVerdict": ("ev_judge_verdict", [
-        ("judge_id", "VARCHAR", "judge_id"), ("judge_kind", "VARCHAR", "judge.kind"), ("judge_model", "VARCHAR", "judge.model"),
-        ("prompt_version", "VARCHAR", "prompt_version"), ("item_id", "VARCHAR", "item_id"), ("score", "DOUBLE", "score"),
-        ("error", "BOOLEAN", "error"), ("rationale", "VARCHAR", "rationale"), ("model", "VARCHAR", "model"),
-        ("input_tokens", "BIGINT", "usage.input"), ("cached_input_tokens", "BIGINT", "usage.cached_input"),
-        ("cache_write_tokens", "BIGINT", "usage.cache_write"), ("output_tokens", "BIGINT", "usage.output"),
-        ("latency_ms", "DOUBLE", "latency_ms"), ("cache_hit", "BOOLEAN", "cache_hit")]),
-    "EpisodeScored": ("ev_episode_scored", [
-        ("judge_id", "VARCHAR", "judge_id"), ("coverage", "DOUBLE", "coverage"), ("q_sum", "DOUBLE", "q_sum"),
-        ("q_norm", "DOUBLE", "q_norm"), ("k", "INTEGER", "k"), ("steps", "INTEGER", "steps"),
-        ("lower_bound", "INTEGER", "lower_bound"), ("upper_bound", "INTEGER", "upper_bound"),
-        ("within_bounds", "BOOLEAN", "within_bounds"), ("hints_issued", "INTEGER", "hints_issued"),
-        ("forced_transitions", "INTEGER", "forced_transitions")]),
-    "ControlAnswered": ("ev_control_answered", [
-        ("agent_kind", "VARCHAR", "agent.kind"), ("agent_model", "VARCHAR", "agent.model"),
-        ("agent_label", "VARCHAR", "agent.label"), ("tree_id", "VARCHAR", "tree_id"),
-        ("result_id", "VARCHAR", "result_id"), ("shown_fake", "BOOLEAN", "shown_fake"), ("answer", "VARCHAR", "answer"),
-        ("correct", "BOOLEAN", "correct"),
-        ("input_tokens", "BIGINT", "usage.input"), ("cached_input_tokens", "BIGINT", "usage.cached_input"),
-        ("cache_write_tokens", "BIGINT", "usage.cache_write"), ("output_tokens", "BIGINT", "usage.output"),
-        ("latency_ms", "DOUBLE", "latency_ms"), ("cache_hit", "BOOLEAN", "cache_hit")]),
-    "EpisodeFailed": ("ev_episode_failed", [
-        ("step", "INTEGER", "step"), ("error", "VARCHAR", "error"), ("retryable", "BOOLEAN", "retryable"),
-        ("error_class", "VARCHAR", "error_class"), ("kind", "VARCHAR", "kind")]),
-    "LimitReached": ("ev_limit_reached", [
-        ("step", "INTEGER", "step"), ("limit_name", "VARCHAR", "limit"), ("threshold", "DOUBLE", "threshold"),
-        ("used", "DOUBLE", "used")]),
+    "JudgeVerdict": (
+        "ev_judge_verdict",
+        [
+            ("judge_id", "VARCHAR", "judge_id"),
+            ("judge_kind", "VARCHAR", "judge.kind"),
+            ("judge_model", "VARCHAR", "judge.model"),
+            ("prompt_version", "VARCHAR", "prompt_version"),
+            ("item_id", "VARCHAR", "item_id"),
+            ("score", "DOUBLE", "score"),
+            ("error", "BOOLEAN", "error"),
+            ("rationale", "VARCHAR", "rationale"),
+            ("model", "VARCHAR", "model"),
+            ("input_tokens", "BIGINT", "usage.input"),
+            ("cached_input_tokens", "BIGINT", "usage.cached_input"),
+            ("cache_write_tokens", "BIGINT", "usage.cache_write"),
+            ("output_tokens", "BIGINT", "usage.output"),
+            ("latency_ms", "DOUBLE", "latency_ms"),
+            ("cache_hit", "BOOLEAN", "cache_hit"),
+        ],
+    ),
+    "EpisodeScored": (
+        "ev_episode_scored",
+        [
+            ("judge_id", "VARCHAR", "judge_id"),
+            ("coverage", "DOUBLE", "coverage"),
+            ("q_sum", "DOUBLE", "q_sum"),
+            ("q_norm", "DOUBLE", "q_norm"),
+            ("k", "INTEGER", "k"),
+            ("steps", "INTEGER", "steps"),
+            ("lower_bound", "INTEGER", "lower_bound"),
+            ("upper_bound", "INTEGER", "upper_bound"),
+            ("within_bounds", "BOOLEAN", "within_bounds"),
+            ("hints_issued", "INTEGER", "hints_issued"),
+            ("forced_transitions", "INTEGER", "forced_transitions"),
+        ],
+    ),
+    "ControlAnswered": (
+        "ev_control_answered",
+        [
+            ("agent_kind", "VARCHAR", "agent.kind"),
+            ("agent_model", "VARCHAR", "agent.model"),
+            ("agent_label", "VARCHAR", "agent.label"),
+            ("tree_id", "VARCHAR", "tree_id"),
+            ("result_id", "VARCHAR", "result_id"),
+            ("shown_fake", "BOOLEAN", "shown_fake"),
+            ("answer", "VARCHAR", "answer"),
+            ("correct", "BOOLEAN", "correct"),
+            ("input_tokens", "BIGINT", "usage.input"),
+            ("cached_input_tokens", "BIGINT", "usage.cached_input"),
+            ("cache_write_tokens", "BIGINT", "usage.cache_write"),
+            ("output_tokens", "BIGINT", "usage.output"),
+            ("latency_ms", "DOUBLE", "latency_ms"),
+            ("cache_hit", "BOOLEAN", "cache_hit"),
+        ],
+    ),
+    "EpisodeFailed": (
+        "ev_episode_failed",
+        [
+            ("step", "INTEGER", "step"),
+            ("error", "VARCHAR", "error"),
+            ("retryable", "BOOLEAN", "retryable"),
+            ("error_class", "VARCHAR", "error_class"),
+            ("kind", "VARCHAR", "kind"),
+        ],
+    ),
+    "LimitReached": (
+        "ev_limit_reached",
+        [
+            ("step", "INTEGER", "step"),
+            ("limit_name", "VARCHAR", "limit"),
+            ("threshold", "DOUBLE", "threshold"),
+            ("used", "DOUBLE", "used"),
+        ],
+    ),
     "EpisodeResumed": ("ev_episode_resumed", [("step", "INTEGER", "step"), ("after_error", "VARCHAR", "after_error")]),
 }
 
@@ -93,8 +210,14 @@ CREATE TABLE IF NOT EXISTS prices (model VARCHAR, input_per_mtok DOUBLE, cached_
 CREATE TABLE IF NOT EXISTS dimension_state (fingerprint VARCHAR);
 """
 
-RAW_COLUMNS = [("global_position", "BIGINT"), ("stream_id", "VARCHAR"), ("stream_version", "INTEGER"),
-               ("event_type", "VARCHAR"), ("schema_version", "INTEGER"), ("recorded_at", "TIMESTAMP")]
+RAW_COLUMNS = [
+    ("global_position", "BIGINT"),
+    ("stream_id", "VARCHAR"),
+    ("stream_version", "INTEGER"),
+    ("event_type", "VARCHAR"),
+    ("schema_version", "INTEGER"),
+    ("recorded_at", "TIMESTAMP"),
+]
 
 
 # The store's columns a sync reads, in this order: raw_events' columns, then the payload.
@@ -132,8 +255,10 @@ def create_typed(table: str, cols: list[tuple[str, str, str]]) -> str:
 def insert_typed(event_type: str, table: str, cols: list[tuple[str, str, str]], source: str) -> str:
     """INSERT ... SELECT parsing each payload once with json_transform."""
     fields = ", ".join("j." + ".".join(f'"{p}"' for p in path.split(".")) + f" AS {c}" for c, _, path in cols)
-    return (f"INSERT INTO {table} SELECT global_position, stream_id, "
-            f"CASE WHEN starts_with(stream_id, 'episode/') THEN stream_id[9:] ELSE stream_id END AS episode_id, "
-            f"stream_version, recorded_at, {fields} "
-            f"FROM (SELECT *, json_transform(payload, '{_structure(cols)}') AS j FROM {source} "
-            f"WHERE event_type = '{event_type}')")
+    return (
+        f"INSERT INTO {table} SELECT global_position, stream_id, "
+        f"CASE WHEN starts_with(stream_id, 'episode/') THEN stream_id[9:] ELSE stream_id END AS episode_id, "
+        f"stream_version, recorded_at, {fields} "
+        f"FROM (SELECT *, json_transform(payload, '{_structure(cols)}') AS j FROM {source} "
+        f"WHERE event_type = '{event_type}')"
+    )

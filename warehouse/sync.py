@@ -24,7 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import duckdb
 import polars as pl
@@ -35,8 +35,16 @@ from inquitree.core.tree import TreeError, load_tree_file, shipped_tree_paths
 from inquitree.events.base import canonical_json, registered_types, upcast
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.store import default_url, make_engine, redact
-from inquitree.warehouse.schema import (BASE, DIMENSIONS, RAW_COLUMNS, STORE_COLUMNS, TYPED, column_list, create_typed,
-                                        insert_typed)
+from inquitree.warehouse.schema import (
+    BASE,
+    DIMENSIONS,
+    RAW_COLUMNS,
+    STORE_COLUMNS,
+    TYPED,
+    column_list,
+    create_typed,
+    insert_typed,
+)
 
 WAREHOUSE_ENV = "INQUITREE_WAREHOUSE"
 QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
@@ -44,7 +52,9 @@ REGISTRY_PATH = Path(__file__).resolve().parent.parent / "trees" / "registry" / 
 VIEWS_PATH = Path(__file__).resolve().parent / "views.sql"
 PRICES_PATH = Path(__file__).resolve().parent.parent / "trees" / "registry" / "prices.json"
 PRICES_ENV = "INQUITREE_PRICES"
-SCHEMA_HASH = hashlib.sha256((json.dumps(TYPED, sort_keys=True) + BASE + DIMENSIONS + VIEWS_PATH.read_text()).encode()).hexdigest()
+SCHEMA_HASH = hashlib.sha256(
+    (json.dumps(TYPED, sort_keys=True) + BASE + DIMENSIONS + VIEWS_PATH.read_text()).encode()
+).hexdigest()
 
 
 class WarehouseError(InquiTreeError):
@@ -62,9 +72,17 @@ class SyncReport:
     seconds: float
 
 
-_ARROW_SCHEMA = pa.schema([("global_position", pa.int64()), ("stream_id", pa.string()), ("stream_version", pa.int64()),
-                           ("event_type", pa.string()), ("schema_version", pa.int64()), ("recorded_at", pa.string()),
-                           ("payload", pa.string())])
+_ARROW_SCHEMA = pa.schema(
+    [
+        ("global_position", pa.int64()),
+        ("stream_id", pa.string()),
+        ("stream_version", pa.int64()),
+        ("event_type", pa.string()),
+        ("schema_version", pa.int64()),
+        ("recorded_at", pa.string()),
+        ("payload", pa.string()),
+    ]
+)
 
 
 class _Source:
@@ -88,7 +106,7 @@ class _Source:
             path = parsed.database
             if not path or not Path(path).exists():
                 raise WarehouseError(f"no event store at {url}")
-            self.conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=30)
+            self.conn: Any = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=30)
             self.sql = f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?"
         else:
             import psycopg
@@ -97,7 +115,9 @@ class _Source:
                 self.conn = psycopg.connect(_libpq_uri(url), autocommit=True)
             except psycopg.Error as exc:
                 raise WarehouseError(f"cannot read the event store {redact(url)}: {exc}") from exc
-            self.sql = f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > %s ORDER BY global_position LIMIT %s"
+            self.sql = (
+                f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > %s ORDER BY global_position LIMIT %s"
+            )
 
     def last_position(self) -> int:
         return self.conn.execute("SELECT max(global_position) FROM events").fetchone()[0] or 0
@@ -145,8 +165,10 @@ class _AdbcPostgresSource:
         # pool's threads each put theirs back and are joined before it returns.
         self._idle: queue.SimpleQueue = queue.SimpleQueue()
         self._idle.put(self._connect())  # here: a bad URL or a server that is down is reported at once
-        self.sql = (f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > $1 AND global_position <= $2 "
-                    "ORDER BY global_position")
+        self.sql = (
+            f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > $1 AND global_position <= $2 "
+            "ORDER BY global_position"
+        )
 
     def _connect(self):
         try:
@@ -210,30 +232,45 @@ class _ChildSource:
         where = shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
         _remove_stale_spools(where)
         self.spool = tempfile.mkdtemp(prefix=f"inquitree-sync-{os.getpid()}-", dir=where)
-        self.proc = subprocess.Popen([sys.executable, "-m", "inquitree.warehouse.reader", path, str(after), str(last),
-                                      str(batch_rows), self.spool], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "inquitree.warehouse.reader",
+                path,
+                str(after),
+                str(last),
+                str(batch_rows),
+                self.spool,
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
 
     def batches(self, after: int, limit: int) -> Iterator[pa.Table]:
         """The child's chunks in order (``after`` and ``limit`` were fixed when it started)."""
-        for line in self.proc.stdout:
+        stdout, stdin = self.proc.stdout, self.proc.stdin
+        assert stdout is not None and stdin is not None  # both are pipes (Popen above)
+        for line in stdout:
             chunk = line.decode().rstrip("\n")
             with pa.memory_map(chunk) as source:
                 table = pa.ipc.open_file(source).read_all()
             os.unlink(chunk)  # the mapping keeps the pages until the table is dropped
             try:  # one acknowledgement: the child may write one more (unbuffered, so nothing is left to flush)
-                os.write(self.proc.stdin.fileno(), b".")
+                os.write(stdin.fileno(), b".")
             except BrokenPipeError:
                 pass  # the child has written its last chunk and exited
             yield table
         if self.proc.wait() != 0:
-            err = self.proc.stderr.read().decode(errors="replace").strip().splitlines()
+            err = (self.proc.stderr.read() if self.proc.stderr else b"").decode(errors="replace").strip().splitlines()
             raise WarehouseError(f"the store reader failed: {err[-1] if err else f'exit {self.proc.returncode}'}")
 
     def close(self) -> None:
         import shutil
 
-        self.proc.stdin.close()  # a child waiting for an acknowledgement stops
+        if self.proc.stdin:
+            self.proc.stdin.close()  # a child waiting for an acknowledgement stops
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
@@ -283,7 +320,7 @@ def _open_source(url: str, after: int, batch_size: int) -> "_Source | _AdbcPostg
     src.close()
     if src.backend != "sqlite":
         return _AdbcPostgresSource(url, after, last)
-    return _ChildSource(str(Path(sa.make_url(url).database).resolve()), after, last, batch_size)
+    return _ChildSource(str(Path(sa.make_url(url).database or "").resolve()), after, last, batch_size)
 
 
 def _upcast_old(batch: pa.Table) -> pa.Table:
@@ -301,8 +338,9 @@ def _upcast_old(batch: pa.Table) -> pa.Table:
         payloads[i] = canonical_json(upcast(types[i], versions[i], json.loads(payloads[i])))
         versions[i] = current[types[i]]
     batch = batch.set_column(batch.schema.get_field_index("payload"), "payload", pa.array(payloads, pa.string()))
-    return batch.set_column(batch.schema.get_field_index("schema_version"), "schema_version",
-                            pa.array(versions, pa.int64()))
+    return batch.set_column(
+        batch.schema.get_field_index("schema_version"), "schema_version", pa.array(versions, pa.int64())
+    )
 
 
 # Rows per row group of the warehouse's tables (DuckDB's default: 122,880). A sync's inserts
@@ -319,8 +357,9 @@ class DimensionRows:
     tables: dict[str, list[tuple]]
 
 
-def dimension_rows(known_fingerprint: str | None, trees_dirs: list[Path] | None = None,
-                   prices: Path | None = None) -> DimensionRows | None:
+def dimension_rows(
+    known_fingerprint: str | None, trees_dirs: list[Path] | None = None, prices: Path | None = None
+) -> DimensionRows | None:
     """The rows of the dimension tables, read from the tree files, the model registry and the
     price table; None when none of those files changed since ``known_fingerprint``. Pure
     Python and no DuckDB, so that a sync runs it beside its loading."""
@@ -329,8 +368,9 @@ def dimension_rows(known_fingerprint: str | None, trees_dirs: list[Path] | None 
         paths += sorted(Path(d).glob("*.json"))
     prices_path = Path(prices or os.environ.get(PRICES_ENV) or PRICES_PATH)
     # Skip the work (validating every tree) when no tree file and not the registry changed.
-    fingerprint = hashlib.sha256(repr([(str(p), p.stat().st_mtime_ns, p.stat().st_size)
-                                       for p in [*paths, REGISTRY_PATH, prices_path]]).encode()).hexdigest()
+    fingerprint = hashlib.sha256(
+        repr([(str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in [*paths, REGISTRY_PATH, prices_path]]).encode()
+    ).hexdigest()
     if fingerprint == known_fingerprint:
         return None
     trees, items, item_results = [], [], []
@@ -339,23 +379,56 @@ def dimension_rows(known_fingerprint: str | None, trees_dirs: list[Path] | None 
             t = load_tree_file(p)
         except TreeError:
             continue  # `inquitree trees validate` reports it; analyses of its episodes show NULLs
-        trees.append((t.id, t.content_hash, t.title, t.n, t.paper.get("published"), t.provenance["kind"],
-                      t.paper.get("it18_id"), t.paper.get("paper_subtopics"), str(p)))
+        trees.append(
+            (
+                t.id,
+                t.content_hash,
+                t.title,
+                t.n,
+                t.paper.get("published"),
+                t.provenance["kind"],
+                t.paper.get("it18_id"),
+                t.paper.get("paper_subtopics"),
+                str(p),
+            )
+        )
         for c in t.conclusions:
             items.append((t.id, t.content_hash, c.id, len(c.requires_results)))
             item_results += [(t.id, t.content_hash, c.id, r) for r in c.requires_results]
     reg = json.loads(REGISTRY_PATH.read_text())
     try:
-        price_rows = [(p["model"].lower(), p["input_per_mtok"], p.get("cached_input_per_mtok"),
-                       p.get("cache_write_per_mtok"), p["output_per_mtok"], p.get("as_of"), p.get("source"))
-                      for p in json.loads(prices_path.read_text())["prices"]]
+        price_rows = [
+            (
+                p["model"].lower(),
+                p["input_per_mtok"],
+                p.get("cached_input_per_mtok"),
+                p.get("cache_write_per_mtok"),
+                p["output_per_mtok"],
+                p.get("as_of"),
+                p.get("source"),
+            )
+            for p in json.loads(prices_path.read_text())["prices"]
+        ]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise WarehouseError(f"{prices_path}: not a price table ({type(exc).__name__}: {exc}); "
-                             "see trees/registry/prices.json for the format") from exc
-    models = [(m["model"], alias.lower(), m.get("release"), m["cutoff"], m.get("source"))
-              for m in reg["models"] for alias in [m["model"], *m.get("aliases", [])]]
-    return DimensionRows(fingerprint, {"trees": trees, "tree_items": items, "tree_item_results": item_results,
-                                       "model_registry": models, "prices": price_rows})
+        raise WarehouseError(
+            f"{prices_path}: not a price table ({type(exc).__name__}: {exc}); "
+            "see trees/registry/prices.json for the format"
+        ) from exc
+    models = [
+        (m["model"], alias.lower(), m.get("release"), m["cutoff"], m.get("source"))
+        for m in reg["models"]
+        for alias in [m["model"], *m.get("aliases", [])]
+    ]
+    return DimensionRows(
+        fingerprint,
+        {
+            "trees": trees,
+            "tree_items": items,
+            "tree_item_results": item_results,
+            "model_registry": models,
+            "prices": price_rows,
+        },
+    )
 
 
 class Warehouse:
@@ -388,8 +461,10 @@ class Warehouse:
         self.con.execute("CREATE TABLE IF NOT EXISTS warehouse_schema (schema_hash VARCHAR)")
         rows = self.con.execute("SELECT schema_hash FROM warehouse_schema").fetchall()
         if rows and rows[0][0] != SCHEMA_HASH:
-            raise WarehouseError(f"the warehouse {self.path} was built by another InquiTree version (schema "
-                                 f"{rows[0][0][:12]}, this one {SCHEMA_HASH[:12]}): run `inquitree warehouse rebuild`")
+            raise WarehouseError(
+                f"the warehouse {self.path} was built by another InquiTree version (schema "
+                f"{rows[0][0][:12]}, this one {SCHEMA_HASH[:12]}): run `inquitree warehouse rebuild`"
+            )
         return bool(rows)
 
     def close(self) -> None:
@@ -406,9 +481,16 @@ class Warehouse:
         rows = self.con.execute("SELECT source, last_position FROM sync_state").fetchall()
         return (rows[0][0], rows[0][1]) if rows else (None, 0)
 
-    def sync(self, store_url: str | None = None, batch_size: int = 100_000, flush_rows: int = FLUSH_ROWS,
-             commit_rows: int = COMMIT_ROWS, progress: Callable[[int, int], None] | None = None,
-             trees_dirs: list[Path] | None = None, prices: Path | None = None) -> SyncReport:
+    def sync(
+        self,
+        store_url: str | None = None,
+        batch_size: int = 100_000,
+        flush_rows: int = FLUSH_ROWS,
+        commit_rows: int = COMMIT_ROWS,
+        progress: Callable[[int, int], None] | None = None,
+        trees_dirs: list[Path] | None = None,
+        prices: Path | None = None,
+    ) -> SyncReport:
         """Load every event after the checkpoint; refresh the dimensions.
 
         Batches of ``batch_size`` events arrive from a reader (a thread, or for a large SQLite
@@ -426,8 +508,10 @@ class Warehouse:
         source_id = redact(url)
         recorded_source, position = self.checkpoint()
         if recorded_source is not None and recorded_source != source_id:
-            raise WarehouseError(f"the warehouse {self.path} holds events of {recorded_source}, not {source_id}: "
-                                 "use another --warehouse, or `inquitree warehouse rebuild`")
+            raise WarehouseError(
+                f"the warehouse {self.path} holds events of {recorded_source}, not {source_id}: "
+                "use another --warehouse, or `inquitree warehouse rebuild`"
+            )
         t0 = time.perf_counter()
         threads = int(self.con.execute("SELECT current_setting('threads')").fetchall()[0][0])  # see _stage
         loaded = 0
@@ -524,8 +608,10 @@ class Warehouse:
             # threshold), which closing the warehouse would otherwise checkpoint (~0.35 s).
             con.execute("CHECKPOINT")
         if recorded_source is None and loaded == 0:  # bind an empty warehouse to its store too
-            con.execute("INSERT INTO sync_state VALUES (?, 0, 0, ?)",
-                        [source_id, datetime.now(timezone.utc).replace(tzinfo=None)])
+            con.execute(
+                "INSERT INTO sync_state VALUES (?, 0, 0, ?)",
+                [source_id, datetime.now(timezone.utc).replace(tzinfo=None)],
+            )
         return SyncReport(loaded, position, time.perf_counter() - t0)
 
     def _stage(self, batch: pa.Table, threads: int) -> None:
@@ -561,8 +647,10 @@ class Warehouse:
             self._write_dimensions(rows)
         if source_id is not None:
             con.execute("DELETE FROM sync_state")
-            con.execute("INSERT INTO sync_state VALUES (?, ?, (SELECT count(*) FROM raw_events), ?)",
-                        [source_id, position, datetime.now(timezone.utc).replace(tzinfo=None)])
+            con.execute(
+                "INSERT INTO sync_state VALUES (?, ?, (SELECT count(*) FROM raw_events), ?)",
+                [source_id, position, datetime.now(timezone.utc).replace(tzinfo=None)],
+            )
         con.execute("COMMIT")
 
     def _dimension_fingerprint(self) -> str | None:
@@ -602,12 +690,16 @@ class Warehouse:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         written = []
-        tables = [r[0] for r in self.con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY table_name").fetchall()]
+        tables = [
+            r[0]
+            for r in self.con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY table_name"
+            ).fetchall()
+        ]
         for t in tables:
             path = out / f"{t}.parquet"
             quoted = str(path).replace("'", "''")  # COPY takes no parameter for its target
-            self.con.execute(f'COPY "{t}" TO \'{quoted}\' (FORMAT parquet)')
+            self.con.execute(f"COPY \"{t}\" TO '{quoted}' (FORMAT parquet)")
             written.append(path)
         return written
 

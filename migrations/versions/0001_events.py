@@ -4,8 +4,9 @@ Revision ID: 0001_events
 Revises:
 Create Date: 2026-11-22
 """
-from alembic import op
+
 import sqlalchemy as sa
+from alembic import op
 
 revision = "0001_events"
 down_revision = None
@@ -32,8 +33,12 @@ POSTGRES_TRIGGERS = [
 def upgrade() -> None:
     op.create_table(
         "events",
-        sa.Column("global_position", sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
-                  primary_key=True, autoincrement=True),
+        sa.Column(
+            "global_position",
+            sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+            primary_key=True,
+            autoincrement=True,
+        ),
         sa.Column("stream_id", sa.String(200), nullable=False),
         sa.Column("stream_version", sa.Integer(), nullable=False),
         sa.Column("event_type", sa.String(100), nullable=False),
