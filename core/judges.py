@@ -37,8 +37,25 @@ class JudgeError(InquiTreeError):
 class Judge(Protocol):
     id: str
     description: dict[str, Any]
+    prompt_version: str
 
     def judge(self, tree: Tree, items: list[str]) -> list[JudgeVerdict]: ...
+
+
+def verdict(
+    judge: Judge, item_id: str, score: float | None, rationale: str, raw_output: str = "", **call: Any
+) -> JudgeVerdict:
+    """One verdict of ``judge`` (its id, description and prompt version) on one ground-truth item."""
+    return JudgeVerdict(
+        judge_id=judge.id,
+        judge=judge.description,
+        prompt_version=judge.prompt_version,
+        item_id=item_id,
+        score=score,
+        rationale=rationale,
+        raw_output=raw_output,
+        **call,
+    )
 
 
 class EmbeddingJudge:
@@ -67,17 +84,7 @@ class EmbeddingJudge:
                 )
             else:
                 score, why = 0.0, "the agent submitted no conclusion items"
-            out.append(
-                JudgeVerdict(
-                    judge_id=self.id,
-                    judge=self.description,
-                    prompt_version=self.prompt_version,
-                    item_id=c.id,
-                    score=score,
-                    rationale=why,
-                    raw_output="",
-                )
-            )
+            out.append(verdict(self, c.id, score, why))
         return out
 
 
@@ -132,17 +139,7 @@ class OpenAIJudge:
         out = []
         for c in tree.conclusions:
             if not items:  # nothing to grade: no call
-                out.append(
-                    JudgeVerdict(
-                        judge_id=self.id,
-                        judge=self.description,
-                        prompt_version=self.prompt_version,
-                        item_id=c.id,
-                        score=0.0,
-                        rationale="the agent submitted no conclusion items",
-                        raw_output="",
-                    )
-                )
+                out.append(verdict(self, c.id, 0.0, "the agent submitted no conclusion items"))
                 continue
             user = JUDGE_USER.format(topic=tree.topic, item=c.text, conclusions=listing)
             messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
@@ -162,14 +159,12 @@ class OpenAIJudge:
                 if score is not None:
                     break
             out.append(
-                JudgeVerdict(
-                    judge_id=self.id,
-                    judge=self.description,
-                    prompt_version=self.prompt_version,
-                    item_id=c.id,
-                    score=score,
-                    rationale=why,
-                    raw_output=raw,
+                verdict(
+                    self,
+                    c.id,
+                    score,
+                    why,
+                    raw,
                     error=score is None,
                     model=model,
                     usage=usage,

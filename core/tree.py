@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -257,8 +258,25 @@ def _build(doc: dict, source: str) -> Tree:
     )
 
 
+MAX_TREE_BYTES_ENV = "INQUITREE_MAX_TREE_BYTES"
+MAX_TREE_BYTES = 5_000_000  # the largest shipped tree is about 15 kB
+
+
 def load_tree_file(path: Path | str) -> Tree:
+    """A tree from its JSON file. A file over ``$INQUITREE_MAX_TREE_BYTES`` (5 MB) is refused before
+    it is read: every text of a tree is embedded and sent to the agent, so a huge one is a mistake."""
     path = Path(path)
+    limit = int(os.environ.get(MAX_TREE_BYTES_ENV) or MAX_TREE_BYTES)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise TreeError(str(path), ["no such file"]) from None
+    except OSError as exc:
+        raise TreeError(str(path), [f"cannot read: {exc}"]) from None
+    if size > limit:
+        raise TreeError(
+            str(path), [f"the file is {size:,} bytes, over the limit of {limit:,} (${MAX_TREE_BYTES_ENV} raises it)"]
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -14,18 +14,8 @@ from inquitree.core.runner import STREAM_PREFIX, stream_id
 from inquitree.events.store import EventStore
 from inquitree.warehouse.sync import Warehouse
 
+from faultkit import model
 from openai_server import OpenAICompatibleServer
-
-
-def model(messages):
-    obs = messages[-1]["content"]
-    return (
-        "ACTION: (1) x"
-        if "numbered" in obs
-        else "ACTION: draw_conclusion"
-        if "results are as follows" in obs
-        else "THOUGHT: t\nACTION: something"
-    )
 
 
 def test_options_reach_the_endpoint_known_ones_as_fields_unknown_ones_in_the_body():

@@ -162,3 +162,13 @@ def test_cli_list_show_graph():
     assert dot.count(" -> ") == 4 and '"s2" -> "s4";' in dot
     mermaid = runner.invoke(main, ["trees", "graph", "synthetic-chain-7"]).output
     assert mermaid.startswith("graph TD") and "s6 --> s7" in mermaid
+
+
+def test_a_tree_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    from inquitree.core.tree import TreeError, load_tree_file
+
+    big = tmp_path / "big.json"
+    big.write_text('{"id": "x", "topic": "' + "a" * 2_000 + '"}')
+    monkeypatch.setenv("INQUITREE_MAX_TREE_BYTES", "1000")
+    with pytest.raises(TreeError, match=r"big.json.*2,0\d\d bytes, over the limit of 1,000"):
+        load_tree_file(big)

@@ -18,6 +18,16 @@ COMMON = [
     ("recorded_at", "TIMESTAMP"),
 ]
 
+# a model call's token usage and latency, as AgentReplied, JudgeVerdict and ControlAnswered record them
+CALL_COLUMNS = [
+    ("input_tokens", "BIGINT", "usage.input"),
+    ("cached_input_tokens", "BIGINT", "usage.cached_input"),
+    ("cache_write_tokens", "BIGINT", "usage.cache_write"),
+    ("output_tokens", "BIGINT", "usage.output"),
+    ("latency_ms", "DOUBLE", "latency_ms"),
+    ("cache_hit", "BOOLEAN", "cache_hit"),
+]
+
 # event type -> (table, [(column, SQL type, JSON path under the payload)])
 TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     "EpisodeStarted": (
@@ -56,12 +66,7 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
             ("step", "INTEGER", "step"),
             ("state", "VARCHAR", "state"),
             ("model", "VARCHAR", "model"),
-            ("input_tokens", "BIGINT", "usage.input"),
-            ("cached_input_tokens", "BIGINT", "usage.cached_input"),
-            ("cache_write_tokens", "BIGINT", "usage.cache_write"),
-            ("output_tokens", "BIGINT", "usage.output"),
-            ("latency_ms", "DOUBLE", "latency_ms"),
-            ("cache_hit", "BOOLEAN", "cache_hit"),
+            *CALL_COLUMNS,
             ("truncated_from", "INTEGER", "truncated_from"),
             ("raw", "VARCHAR", "raw"),
             ("action", "VARCHAR", "action"),
@@ -134,12 +139,7 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
             ("error", "BOOLEAN", "error"),
             ("rationale", "VARCHAR", "rationale"),
             ("model", "VARCHAR", "model"),
-            ("input_tokens", "BIGINT", "usage.input"),
-            ("cached_input_tokens", "BIGINT", "usage.cached_input"),
-            ("cache_write_tokens", "BIGINT", "usage.cache_write"),
-            ("output_tokens", "BIGINT", "usage.output"),
-            ("latency_ms", "DOUBLE", "latency_ms"),
-            ("cache_hit", "BOOLEAN", "cache_hit"),
+            *CALL_COLUMNS,
         ],
     ),
     "EpisodeScored": (
@@ -169,12 +169,7 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
             ("shown_fake", "BOOLEAN", "shown_fake"),
             ("answer", "VARCHAR", "answer"),
             ("correct", "BOOLEAN", "correct"),
-            ("input_tokens", "BIGINT", "usage.input"),
-            ("cached_input_tokens", "BIGINT", "usage.cached_input"),
-            ("cache_write_tokens", "BIGINT", "usage.cache_write"),
-            ("output_tokens", "BIGINT", "usage.output"),
-            ("latency_ms", "DOUBLE", "latency_ms"),
-            ("cache_hit", "BOOLEAN", "cache_hit"),
+            *CALL_COLUMNS,
         ],
     ),
     "EpisodeFailed": (
