@@ -171,7 +171,9 @@ class Suite:
     entries: dict[str, AgentEntry] = dataclasses.field(default_factory=dict)  # label -> entry
 
     @classmethod
-    def load(cls, path: str | Path) -> "Suite":
+    def load(cls, path: str | Path, agents: list[str] | tuple[str, ...] = ()) -> "Suite":
+        """The suite in ``path``; ``agents`` (``suite run --agent``), when given, replace its agents
+        (a suite such as suites/fig3-protocol.toml leaves them to the user)."""
         path = Path(path)
         try:
             doc = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -185,10 +187,14 @@ class Suite:
             want = _FIELDS[key]
             if not isinstance(value, want) and not (want is float and isinstance(value, int)):
                 raise SuiteError(f"{path}: {key} = {value!r}: expected {want.__name__}")
+        if agents:
+            doc["agents"] = list(agents)
         for key in ("name", "trees", "agents"):
             if key not in doc:
                 raise SuiteError(f"{path}: missing {key!r}")
         raw_agents = doc.pop("agents")
+        if not raw_agents:
+            raise SuiteError(f"{path}: no agents: list them in the file, or name them with --agent")
         suite = cls(**doc, agents=[], source=str(path))
         try:
             for a in raw_agents:

@@ -19,6 +19,13 @@ class _Group(click.Group):
         except InquiTreeError as exc:
             click.echo(f"inquitree: error: {exc}", err=True)
             sys.exit(2)
+        except click.UsageError as exc:  # a bad option or argument: the same one line, exit 2
+            hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+            click.echo(f"inquitree: error: {exc.format_message()}{hint}", err=True)
+            sys.exit(2)
+        except click.ClickException as exc:
+            click.echo(f"inquitree: error: {exc.format_message()}", err=True)
+            sys.exit(2)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -24,6 +24,15 @@ def db_option(f):
     )(f)
 
 
+def progress(message: str, done: bool = False) -> None:
+    """A progress line on a terminal (rewritten in place), nothing when stderr is piped or a file."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return
+    click.echo(f"\r\033[K{message}", err=True, nl=done)
+
+
 def _stack(*decorators: Callable) -> Callable:
     def apply(f):
         for d in reversed(decorators):

@@ -31,7 +31,7 @@ def upgrade(db_url: str | None) -> None:
 @db_option
 def verify(db_url: str | None) -> None:
     """Walk every stream's hash chain; exit 1 at the first event that no longer matches."""
-    with EventStore(db_url) as store:
+    with EventStore(db_url, create=False) as store:
         report = store.verify(progress=lambda n: click.echo(f"  ... {n:,} events checked", err=True))
     if report.ok:
         click.echo(f"ok: {report.events_checked:,} events in {report.streams_checked:,} streams, every hash matches")
@@ -46,6 +46,6 @@ def verify(db_url: str | None) -> None:
 @click.option("--prefix", default=None, help="Only streams whose id starts with this.")
 def streams(db_url: str | None, prefix: str | None) -> None:
     """List the streams with their versions."""
-    with EventStore(db_url) as store:
+    with EventStore(db_url, create=False) as store:
         for s in store.streams(prefix):
             click.echo(f"{s.stream_id}\t{s.version}\t{s.first_recorded_at}\t{s.last_recorded_at}")

@@ -25,7 +25,7 @@ def judge(episodes, all_, prefix, judge_spec, embedder_name, again, db_url, **mo
     from inquitree.events.store import EventStore
 
     j = make_judge(judge_spec, make_embedder(embedder_name), judge_config(model_kw))
-    with EventStore(db_url) as store:
+    with EventStore(db_url, create=False) as store:
         ids = list(episodes) + (finished_episodes(store, prefix) if all_ else [])
         if not ids:
             raise click.UsageError("name episodes, or use --all")

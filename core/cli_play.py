@@ -18,8 +18,11 @@ from inquitree.core.cli_common import (
     limits_of,
 )
 from inquitree.events.base import Event
+from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import (
     AgentReplied,
+    ConclusionSubmitted,
+    DecisionParsed,
     DependencyBlocked,
     EpisodeFailed,
     EpisodeScored,
@@ -29,6 +32,7 @@ from inquitree.events.types import (
     MatchScored,
     ObservationEmitted,
     ResultDrawn,
+    Transitioned,
     TurnLimitReached,
 )
 
@@ -76,6 +80,64 @@ def show_event(ev: Event, engine_notes: bool = True) -> None:
         click.secho(
             f"    engine: limit {ev.limit} reached ({ev.used:g} of {ev.threshold:g}): the episode ends here", fg="red"
         )
+
+
+class StepLine:
+    """One line per step, printed when the step's observation is emitted: the turn, the state,
+    what the engine made of the reply (match, lock, hint level, fake draw, decision) and the turns
+    left. For the human player (``for_human``) it says only what the player may know: the turn,
+    the turns left and the hint level, never the hint's target or a fake draw."""
+
+    def __init__(self, for_human: bool):
+        self.for_human = for_human
+        self.max_turns = 0
+        self.parts: list[str] = []
+        self.asked = "topic"  # the state of the observation the reply answers
+
+    def add(self, ev: Event) -> None:
+        if isinstance(ev, EpisodeStarted):
+            self.max_turns = ev.params["max_turns"]
+            click.echo(
+                f"episode {ev.episode_id}: {ev.tree_id}, {ev.n_subtopics} subtopics, at most {self.max_turns} turns"
+            )
+        elif isinstance(ev, MatchScored):
+            if ev.best is None:
+                self.parts.append("empty action")
+            elif not self.for_human:
+                verdict = "matched" if ev.accepted else "no match, best"
+                self.parts.append(f"{verdict} {ev.best} ({ev.best_cosine:.2f} vs tau {ev.tau})")
+        elif isinstance(ev, DependencyBlocked) and not self.for_human:
+            self.parts.append(f"{ev.subtopic_id} locked")
+        elif isinstance(ev, HintIssued):
+            self.parts.append(f"hint level {ev.level}" + ("" if self.for_human else f" towards {ev.target}"))
+        elif isinstance(ev, Transitioned):
+            if ev.forced and not self.for_human:
+                self.parts.append(f"forced to {ev.node or ev.to_state} ({ev.reason})")
+        elif isinstance(ev, ResultDrawn) and not self.for_human:
+            self.parts.append(f"result {ev.result_id}" + (f" FAKE #{ev.fake_index}" if ev.fake else ""))
+        elif isinstance(ev, DecisionParsed):
+            self.parts.append(ev.decision or "no decision: asked again")
+        elif isinstance(ev, TurnLimitReached):
+            self.parts.append("turn limit: conclusion asked for")
+        elif isinstance(ev, LimitReached):
+            click.echo(f"  limit {ev.limit} reached ({ev.used:g} of {ev.threshold:g}): the episode ends here")
+        elif isinstance(ev, EpisodeFailed):
+            click.echo(f"  episode failed [{ev.kind or ev.error_class or '?'}]: {ev.error}")
+        elif isinstance(ev, ObservationEmitted) and ev.step > 0:
+            left = max(0, self.max_turns - ev.step)
+            what = "; ".join(self.parts) or ev.state
+            if self.for_human:
+                level = ev.hidden.get("hint_level", 0)  # the level of the hint in this observation
+                click.secho(
+                    f"  [turn {ev.step} of {self.max_turns}, {left} left, hint level {level}] {what}", fg="blue"
+                )
+            else:
+                click.echo(f"{ev.step:>4}/{self.max_turns} {self.asked:<10} {what}")
+            self.parts = []
+        if isinstance(ev, ObservationEmitted):
+            self.asked = ev.state
+        elif isinstance(ev, ConclusionSubmitted):
+            click.echo(f"conclusion: {len(ev.items)} items")
 
 
 def print_scores(episode_id: str, scored: EpisodeScored | None) -> None:
@@ -133,9 +195,14 @@ def print_scores(episode_id: str, scored: EpisodeScored | None) -> None:
 @click.option("--embedder-base-url", default=None, help="OpenAI-compatible base URL for the embedder.")
 @click.option("--episode-id", default=None, help="Default: a new random id.")
 @click.option(
+    "--transcript",
+    is_flag=True,
+    help="Print the whole dialogue as it happens (default: one line per step; the human player always sees it).",
+)
+@click.option(
     "--engine-notes/--no-engine-notes",
     default=None,
-    help="Show matches, hints and fake draws (default: on, off for --agent human).",
+    help="With --transcript: show matches, hints and fake draws (default: on, off for --agent human).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="Only the final scores.")
 def play(
@@ -154,6 +221,7 @@ def play(
     db_url,
     embedder_base_url,
     episode_id,
+    transcript,
     engine_notes,
     quiet,
     **model_kw,
@@ -199,7 +267,18 @@ def play(
     store = EventStore(db_url) if record else None
     notes = engine_notes if engine_notes is not None else agent_spec != "human"
     episode_id = episode_id or new_episode_id()
-    hook = None if quiet else (lambda ev: show_event(ev, notes))
+    human = agent_spec == "human"
+    if quiet:
+        hook = None
+    elif transcript or human:
+        status = StepLine(for_human=human)
+
+        def hook(ev: Event) -> None:
+            show_event(ev, notes)
+            if human:
+                status.add(ev)
+    else:
+        hook = StepLine(for_human=False).add
     try:
         outcome = run_episode(
             tree,
@@ -233,7 +312,7 @@ def _episode_ids(store, ref: str) -> str:
     if ref == "last":
         streams = store.streams(prefix=STREAM_PREFIX)
         if not streams:
-            raise click.ClickException(f"no episodes in {store!r}")
+            raise InquiTreeError(f"no episodes in {store!r}")
         return max(streams, key=lambda s: s.last_recorded_at).stream_id.removeprefix(STREAM_PREFIX)
     return ref.removeprefix(STREAM_PREFIX)
 
@@ -243,7 +322,7 @@ def _load(store, episode_id: str) -> list[Event]:
 
     recorded = store.read_stream(stream_id(episode_id))
     if not recorded:
-        raise click.ClickException(f"no episode {episode_id!r} in {store!r} (see `inquitree episodes list`)")
+        raise InquiTreeError(f"no episode {episode_id!r} in {store!r} (see `inquitree episodes list`)")
     return [r.event for r in recorded]
 
 
@@ -265,7 +344,7 @@ def replay(episode: str, db_url: str | None, quiet: bool, tree_ref: str | None) 
     from inquitree.events.store import EventStore
 
     t0 = time.perf_counter()
-    with EventStore(db_url) as store:
+    with EventStore(db_url, create=False) as store:
         episode_id = _episode_ids(store, episode)
         events = _load(store, episode_id)
         chain = store.verify(stream_id=stream_id(episode_id))
@@ -298,25 +377,28 @@ def episodes() -> None:
 @episodes.command("list")
 @db_option
 def episodes_list(db_url: str | None) -> None:
-    """One line per recorded episode: id, tree, agent, state, steps, coverage, q_norm."""
+    """One line per recorded episode, newest first: id, start time, tree, agent, seed, randomness,
+    state, steps, coverage, q_norm (of its latest score)."""
     from inquitree.core.engine import fold
     from inquitree.core.runner import STREAM_PREFIX
     from inquitree.events.store import EventStore
 
-    with EventStore(db_url) as store:
-        click.echo("episode\ttree\tagent\tseed\ta\tstate\tsteps\tcoverage\tq_norm\tlast event")
-        for s in store.streams(prefix=STREAM_PREFIX):
+    with EventStore(db_url, create=False) as store:
+        click.echo("episode\tstarted\ttree\tagent\tseed\ta\tstate\tsteps\tcoverage\tq_norm")
+        newest_first = sorted(store.streams(prefix=STREAM_PREFIX), key=lambda s: s.first_recorded_at, reverse=True)
+        for s in newest_first:
             events = [r.event for r in store.read_stream(s.stream_id)]
             start = events[0] if events and isinstance(events[0], EpisodeStarted) else None
             st = fold(events)
             scored = [e for e in events if isinstance(e, EpisodeScored)]
             cov = f"{scored[-1].coverage:.3f}" if scored else "-"
             qn = f"{scored[-1].q_norm:.3f}" if scored and scored[-1].q_norm is not None else "-"
-            agent = (start.agent.get("model") or start.agent.get("kind")) if start else "?"
+            agent = (start.agent.get("label") or start.agent.get("model") or start.agent.get("kind")) if start else "?"
             click.echo(
-                f"{s.stream_id.removeprefix(STREAM_PREFIX)}\t{start.tree_id if start else '?'}\t{agent}\t"
+                f"{s.stream_id.removeprefix(STREAM_PREFIX)}\t{s.first_recorded_at[:19]}\t"
+                f"{start.tree_id if start else '?'}\t{agent}\t"
                 f"{start.params['seed'] if start else '?'}\t{start.params['randomness'] if start else '?'}\t"
-                f"{st.state}\t{st.step}\t{cov}\t{qn}\t{s.last_recorded_at}"
+                f"{st.state}\t{st.step}\t{cov}\t{qn}"
             )
 
 
@@ -327,7 +409,7 @@ def episodes_show(episode: str, db_url: str | None) -> None:
     """The transcript of one episode with the engine's notes and its scores."""
     from inquitree.events.store import EventStore
 
-    with EventStore(db_url) as store:
+    with EventStore(db_url, create=False) as store:
         episode_id = _episode_ids(store, episode)
         events = _load(store, episode_id)
     for ev in events:
@@ -345,7 +427,7 @@ def episodes_export(episode: str, db_url: str | None, out: str) -> None:
     from inquitree.core.golden import dump_jsonl
     from inquitree.events.store import EventStore
 
-    with EventStore(db_url) as store:
+    with EventStore(db_url, create=False) as store:
         episode_id = _episode_ids(store, episode)
         events = _load(store, episode_id)
     text = dump_jsonl(events)
@@ -361,13 +443,25 @@ def episodes_export(episode: str, db_url: str | None, out: str) -> None:
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @db_option
 def episodes_import(path: str, db_url: str | None) -> None:
-    """Append an exported episode (JSON lines) to the store as a new stream."""
-    from inquitree.core.golden import load_jsonl
+    """Append an exported episode (JSON lines) to the store as a new stream.
+
+    An episode already in the store is left alone: importing the same events again does nothing,
+    and a file that differs from the stored episode is refused."""
+    from inquitree.core.golden import dump_jsonl, load_jsonl
     from inquitree.core.runner import stream_id
     from inquitree.events.store import EventStore
 
     events = load_jsonl(path)
     with EventStore(db_url) as store:
         sid = stream_id(events[0].episode_id)
+        stored = [r.event for r in store.read_stream(sid)]
+        if stored:
+            if dump_jsonl(stored) == dump_jsonl(events):
+                click.echo(f"{sid} is already in the store with the same {len(events)} events: nothing to do")
+                return
+            raise InquiTreeError(
+                f"{path}: episode {events[0].episode_id} is already in {store!r} with other content "
+                f"({len(stored)} events stored, {len(events)} in the file); import it into another store"
+            )
         store.append(sid, events, 0)
     click.echo(f"imported {len(events)} events as {sid}")

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from inquitree.core.cli_common import db_option
+from inquitree.core.cli_common import db_option, progress
 
 
 @click.group()
@@ -20,29 +20,35 @@ def suite() -> None:
 @db_option
 @click.option("--shard", default=None, metavar="I/N", help="Run only every N-th cell, starting at the I-th.")
 @click.option("--concurrency", "-j", type=int, default=None, help="Episodes in flight (default: the suite's).")
-def run(suite_file, db_url, shard, concurrency) -> None:
+@click.option(
+    "--agent",
+    "agents",
+    multiple=True,
+    metavar="SPEC",
+    help="Run these agents instead of the suite's (repeatable), e.g. --agent openai:gpt-5.",
+)
+def run(suite_file, db_url, shard, concurrency, agents) -> None:
     """Run every unfinished cell: skip finished episodes, continue interrupted ones."""
     from inquitree.core.campaign import Suite, parse_shard, run_suite
     from inquitree.events.store import EventStore
 
-    s = Suite.load(suite_file)
+    s = Suite.load(suite_file, agents)
     index, count = parse_shard(shard)
     last = [0.0]
 
-    def progress(report, remaining: int) -> None:
+    def on_cell(report, remaining: int) -> None:
         now = time.monotonic()
         if now - last[0] >= 1.0 or remaining == 0:
             last[0] = now
-            click.echo(
-                f"\r  done {report.done}  failed {report.failed}  remaining {remaining}  "
+            progress(
+                f"  done {report.done}  failed {report.failed}  remaining {remaining}  "
                 f"skipped {report.skipped}  tokens {report.tokens:,}",
-                err=True,
-                nl=remaining == 0,
+                done=remaining == 0,
             )
 
     t0 = time.perf_counter()
     with EventStore(db_url) as store:
-        report = run_suite(s, store, (index, count), progress=progress, concurrency=concurrency)
+        report = run_suite(s, store, (index, count), progress=on_cell, concurrency=concurrency)
     budget = f", {report.not_started} not started (the campaign budget is spent)" if report.not_started else ""
     click.echo(
         f"suite {s.name} shard {index}/{count}: {report.cells} cells, {report.skipped} already finished, "
@@ -61,14 +67,15 @@ def run(suite_file, db_url, shard, concurrency) -> None:
 @suite.command("status")
 @click.argument("suite_file", type=click.Path(dir_okay=False))
 @db_option
-def status(suite_file, db_url) -> None:
+@click.option("--agent", "agents", multiple=True, metavar="SPEC", help="As given to `suite run --agent`.")
+def status(suite_file, db_url, agents) -> None:
     """How many cells are finished, failed, interrupted or not started; each failed cell with its reason."""
     from inquitree.core.campaign import Suite
     from inquitree.core.runner import STREAM_PREFIX, stream_id
     from inquitree.events.store import EventStore
 
-    s = Suite.load(suite_file)
-    with EventStore(db_url) as store:
+    s = Suite.load(suite_file, agents)
+    with EventStore(db_url, create=False) as store:
         started = {x.stream_id for x in store.streams(prefix=STREAM_PREFIX)}
         finished = store.streams_with_event(STREAM_PREFIX, "EpisodeScored")
         failed = store.streams_with_event(STREAM_PREFIX, "EpisodeFailed")

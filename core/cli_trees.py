@@ -7,6 +7,7 @@ import time
 
 import click
 
+from inquitree.core.cli_common import progress
 from inquitree.core.tree import Tree, TreeError, load_tree_file, resolve_tree, shipped_tree_paths
 
 
@@ -144,7 +145,8 @@ def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, ba
         tau = default_tau(emb.id)
     errors = warnings = 0
     t0 = time.perf_counter()
-    for ref in refs:
+    for k, ref in enumerate(refs, 1):
+        progress(f"  validating {k}/{len(refs)}: {ref}" + (f" (embedding its hints with {emb.id})" if emb else ""))
         try:
             t = resolve_tree(ref)
         except TreeError as exc:
@@ -167,6 +169,7 @@ def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, ba
                     )
                     warnings += 1
             line += f"; hints monotone under {emb.id}" if not cal.violations else ""
+        progress("")
         click.echo(line)
     click.echo(f"{len(refs)} trees, {errors} errors, {warnings} warnings ({time.perf_counter() - t0:.2f} s)")
     sys.exit(1 if errors else 0)
@@ -182,7 +185,12 @@ def calibrate(refs: tuple[str, ...], embedder: str, base_url: str | None) -> Non
     from inquitree.core.embed import DEFAULT_TAU, make_embedder
 
     emb = make_embedder(embedder, base_url=base_url)
-    cals = [calibrate_tree(t, emb) for t in _load_all(refs)]
+    trees_ = _load_all(refs)
+    cals = []
+    for k, t in enumerate(trees_, 1):
+        progress(f"  calibrating {k}/{len(trees_)}: {t.id}")
+        cals.append(calibrate_tree(t, emb))
+    progress("")
     click.echo(f"embedder {emb.id}: cos(hint, target) by level, and each target's highest cosine to another candidate")
     for cal in cals:
         click.echo(f"\n{cal.tree_id} ({len(cal.targets)} targets, {len(cal.violations)} monotonicity violations)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from inquitree.core.cli_common import db_option
+from inquitree.core.cli_common import db_option, progress
 
 
 def warehouse_option(f):
@@ -32,7 +32,7 @@ def warehouse() -> None:
 
 
 def _progress(n: int, pos: int) -> None:
-    click.echo(f"  ... {n:,} events loaded (position {pos:,})", err=True)
+    progress(f"  ... {n:,} events loaded (position {pos:,})")
 
 
 @warehouse.command()
@@ -120,14 +120,14 @@ def _emit(df, fmt: str, out: str | None) -> None:
 @click.option("--list", "list_", is_flag=True, help="List the queries with their first comment line.")
 def query(name, warehouse_path, fmt, out, list_) -> None:
     """Run queries/NAME.sql against the warehouse (sync first)."""
-    from inquitree.warehouse.sync import QUERIES_DIR, Warehouse, query_names
+    from inquitree.warehouse.sync import QUERIES_DIR, query_names
 
     if list_ or not name:
         for q in query_names():
             first = (QUERIES_DIR / f"{q}.sql").read_text().splitlines()[0].removeprefix("-- ")
             click.echo(f"{q:28} {first}")
         return
-    with Warehouse(warehouse_path) as wh:
+    with _existing(warehouse_path) as wh:
         _emit(wh.query(name), fmt, out)
 
 
@@ -136,11 +136,25 @@ def query(name, warehouse_path, fmt, out, list_) -> None:
 @warehouse_option
 @output_options
 def sql(text, warehouse_path, fmt, out) -> None:
-    """Run one SQL statement against the warehouse."""
-    from inquitree.warehouse.sync import Warehouse
-
-    with Warehouse(warehouse_path) as wh:
+    """Run one SQL statement against the warehouse, on a read-only connection (it cannot change it)."""
+    with _existing(warehouse_path, read_only=True) as wh:
         _emit(wh.sql(text), fmt, out)
+
+
+def _existing(warehouse_path: str | None, read_only: bool = False):
+    """The warehouse, which must exist and hold a sync: a query on an empty one says what to do."""
+    from pathlib import Path
+
+    from inquitree.warehouse.sync import Warehouse, WarehouseError, default_warehouse_path
+
+    path = warehouse_path or default_warehouse_path()
+    if not Path(path).exists():
+        raise WarehouseError(f"no warehouse at {path}: run `inquitree warehouse sync` first (it reads the store)")
+    wh = Warehouse(path, read_only=read_only)
+    if not wh.con.execute("SELECT count(*) FROM sync_state").fetchall()[0][0]:
+        wh.close()
+        raise WarehouseError(f"the warehouse {path} holds nothing yet: run `inquitree warehouse sync` first")
+    return wh
 
 
 @click.command()

@@ -7,7 +7,7 @@ the store, the clock and the agent live outside. Randomness is counter-based
 (a hash of the seed and the draw index), so the state needs no generator
 object and a fold of the events restores it exactly.
 
-Defaults where the paper is silent follow ../shared/spec/DECISIONS.md; the
+Defaults where the paper is silent follow docs/DECISIONS.md; the
 numbers (#4, #5, ...) below refer to it.
 """
 

@@ -49,15 +49,13 @@ def drift(engine: sa.Engine) -> list:
         return compare_metadata(MigrationContext.configure(conn), metadata)
 
 
-def ensure_schema(engine: sa.Engine, url: str, *, auto_upgrade: bool = True) -> None:
+def ensure_schema(engine: sa.Engine, where: str, *, auto_upgrade: bool = True) -> None:
     """Check the database's schema revision; bring an empty database to head.
 
-    A database at an unknown (newer) revision, or at an older one, is an error
-    that names the revision and what to do.
+    ``where`` names the database in messages (its URL without a password). A database at an
+    unknown (newer) revision, or at an older one, is an error that names the revision and what
+    to do.
     """
-    from inquitree.events.store import redact
-
-    where = redact(url)
     rev = current_revision(engine)
     head = head_revision()
     if rev == head:

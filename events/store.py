@@ -32,6 +32,7 @@ import sqlalchemy as sa
 from sqlalchemy import event as sa_event
 from sqlalchemy.engine import make_url
 
+from inquitree.events import migrate
 from inquitree.events.base import Event, decode, parse_json
 from inquitree.events.errors import ConcurrencyError, StoreError, UnknownEventType, UnknownEventVersion
 from inquitree.events.schema import events as events_table
@@ -181,10 +182,27 @@ def make_engine(url: str) -> sa.Engine:
 class EventStore:
     """The append-only event log. See the module docstring for the guarantees."""
 
-    def __init__(self, url: str | None = None, *, clock: Callable[[], str] = utc_now, auto_upgrade: bool = True):
-        from inquitree.events import migrate
-
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        clock: Callable[[], str] = utc_now,
+        auto_upgrade: bool = True,
+        create: bool = True,
+    ):
+        """Open the store at ``url``. With ``create=False`` (commands that only read) a SQLite file
+        that does not exist, or a database without InquiTree's schema, is an error instead of
+        becoming a new, empty store."""
         self.url = url or default_url()
+        if not create:
+            auto_upgrade = False
+            parsed = make_url(self.url) if "://" in self.url else None
+            path = parsed.database if parsed is not None and parsed.get_backend_name() == "sqlite" else None
+            if path and path != ":memory:" and not Path(path).expanduser().exists():
+                raise StoreError(
+                    f"no event store at {redact(self.url)} (no such file: {Path(path).expanduser().resolve()}); "
+                    "`inquitree play --record`, `suite run` or `episodes import` create one"
+                )
         self.clock = clock
         self.engine = make_engine(self.url)
         self.dialect = self.engine.dialect.name
@@ -204,7 +222,7 @@ class EventStore:
         except sa.exc.SQLAlchemyError as exc:
             self.engine.dispose()
             raise StoreError(f"cannot open the event store {redact(self.url)}: {_short(exc)}") from exc
-        migrate.ensure_schema(self.engine, self.url, auto_upgrade=auto_upgrade)
+        migrate.ensure_schema(self.engine, redact(self.url), auto_upgrade=auto_upgrade)
 
     def __repr__(self) -> str:
         return f"EventStore({redact(self.url)!r})"

@@ -1,6 +1,6 @@
 -- Staging views over the typed tables: one place per derived quantity. The analyses in
 -- queries/*.sql read these. Equation numbers refer to the InquiTree paper; #N to
--- ../shared/spec/DECISIONS.md.
+-- docs/DECISIONS.md.
 
 -- One row per episode: its parameters, its state, and the per-episode quantities.
 CREATE OR REPLACE VIEW episodes AS

