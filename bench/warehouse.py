@@ -33,7 +33,8 @@ import inquitree.warehouse.sync as ws  # noqa: E402
 from inquitree.core.runner import stream_id  # noqa: E402
 from inquitree.core.tree import resolve_tree  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
-from inquitree.warehouse.sync import Warehouse, _open_source, query_names  # noqa: E402
+from inquitree.warehouse.sources import _open_source  # noqa: E402
+from inquitree.warehouse.sync import Warehouse, query_names  # noqa: E402
 
 from enginekit import OracleAgent, RandomAgent, play  # noqa: E402
 

@@ -504,7 +504,7 @@ def test_every_query_names_what_it_computes():
 def test_the_large_backlog_readers_give_identical_tables(store_url, tmp_path, monkeypatch):
     """Large backlogs are read Arrow-natively (SQLite: ADBC in a child process; PostgreSQL: ADBC);
     small ones row by row in-process (sqlite3, psycopg)."""
-    import inquitree.warehouse.sync as ws
+    import inquitree.warehouse.sources as wsrc
 
     store = EventStore(store_url)
     simulate(store, 2, tmp_path)
@@ -523,9 +523,9 @@ def test_the_large_backlog_readers_give_identical_tables(store_url, tmp_path, mo
     simulate(store, 2, tmp_path)
     store.close()
     rebuild(str(tmp_path / "small.duckdb"), store_url)
-    monkeypatch.setattr(ws, "LARGE_BACKLOG", 0)
+    monkeypatch.setattr(wsrc, "LARGE_BACKLOG", 0)
     started = []
-    for cls in (ws._ChildSource, ws._AdbcPostgresSource):
+    for cls in (wsrc._ChildSource, wsrc._AdbcPostgresSource):
         monkeypatch.setattr(
             cls,
             "__init__",
@@ -551,7 +551,7 @@ def test_a_batch_larger_than_a_row_group_is_loaded_whole(sqlite_url, tmp_path, m
     their source's hashes: the sync does not verify the chain, and nothing else reads this store)."""
     import sqlite3
 
-    import inquitree.warehouse.sync as ws
+    import inquitree.warehouse.sources as wsrc
 
     store = EventStore(sqlite_url)
     simulate(store, 3, tmp_path)
@@ -572,7 +572,7 @@ def test_a_batch_larger_than_a_row_group_is_loaded_whole(sqlite_url, tmp_path, m
     total = db.execute("SELECT count(*) FROM events").fetchone()[0]
     db.close()
     assert total > 130_000
-    monkeypatch.setattr(ws, "LARGE_BACKLOG", total + 1)  # the in-process reader: all of it in one batch
+    monkeypatch.setattr(wsrc, "LARGE_BACKLOG", total + 1)  # the in-process reader: all of it in one batch
     report = rebuild(str(tmp_path / "w.duckdb"), sqlite_url, batch_size=total, flush_rows=total)
     assert report.events == total
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
@@ -586,17 +586,17 @@ def test_the_sqlite_reader_child_is_stopped_and_its_spool_removed(sqlite_url, tm
     early, or finishes, the child is gone and so is the spool with its Arrow files. A spool left
     by a process that no longer exists is removed by the next sync."""
     import inquitree.warehouse.reader as wr
-    import inquitree.warehouse.sync as ws
+    import inquitree.warehouse.sources as wsrc
 
     store = EventStore(sqlite_url)
     simulate(store, 4, tmp_path)
     store.close()
-    monkeypatch.setattr(ws, "LARGE_BACKLOG", 0)
+    monkeypatch.setattr(wsrc, "LARGE_BACKLOG", 0)
     children = []
     monkeypatch.setattr(
-        ws._ChildSource,
+        wsrc._ChildSource,
         "__init__",
-        lambda self, *a, _real=ws._ChildSource.__init__: (_real(self, *a), children.append(self))[0],
+        lambda self, *a, _real=wsrc._ChildSource.__init__: (_real(self, *a), children.append(self))[0],
     )
     spooled = []
 
@@ -630,10 +630,10 @@ def test_the_sqlite_reader_child_is_stopped_and_its_spool_removed(sqlite_url, tm
 def test_a_failing_reader_child_is_reported_with_its_error(tmp_path):
     import sqlite3
 
-    import inquitree.warehouse.sync as ws
+    import inquitree.warehouse.sources as wsrc
 
     sqlite3.connect(tmp_path / "not-a-store.sqlite").execute("CREATE TABLE other (x)").connection.close()
-    src = ws._ChildSource(str(tmp_path / "not-a-store.sqlite"), 0, 100, 100)
+    src = wsrc._ChildSource(str(tmp_path / "not-a-store.sqlite"), 0, 100, 100)
     try:
         with pytest.raises(WarehouseError, match="the store reader failed: .*no such table: events"):
             list(src.batches(0, 100))
@@ -649,12 +649,12 @@ def test_a_reader_child_that_finishes_first_does_not_stall_the_sync(sqlite_url, 
     import threading
     import time
 
-    import inquitree.warehouse.sync as ws
+    import inquitree.warehouse.sources as wsrc
 
     store = EventStore(sqlite_url)
     simulate(store, 2, tmp_path)
     store.close()
-    monkeypatch.setattr(ws, "LARGE_BACKLOG", 0)
+    monkeypatch.setattr(wsrc, "LARGE_BACKLOG", 0)
     result = []
 
     def sync() -> None:
@@ -674,7 +674,7 @@ def test_events_stored_at_an_older_schema_version_are_upcast_at_load(sqlite_url,
     table in its v2 shape, and raw_events records the version it was loaded at."""
     import sqlite3
 
-    import inquitree.warehouse.sync as ws
+    import inquitree.warehouse.sources as wsrc
 
     store = EventStore(sqlite_url)
     simulate(store, 1, tmp_path)
@@ -690,7 +690,7 @@ def test_events_stored_at_an_older_schema_version_are_upcast_at_load(sqlite_url,
     position = db.execute("SELECT global_position FROM events WHERE stream_id = 'old'").fetchone()[0]
     db.close()
     if reader == "child":
-        monkeypatch.setattr(ws, "LARGE_BACKLOG", 0)
+        monkeypatch.setattr(wsrc, "LARGE_BACKLOG", 0)
     rebuild(str(tmp_path / "w.duckdb"), sqlite_url)
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
         assert wh.sql(f"SELECT schema_version FROM raw_events WHERE global_position = {position}").item() == 2

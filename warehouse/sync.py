@@ -1,9 +1,11 @@
 """The warehouse: a DuckDB file kept in step with the event store, and the analyses over it.
 
-``sync`` is a checkpointed projection: it reads the events after the stored
-global position as Arrow (ADBC drivers for SQLite and PostgreSQL), stages them,
-parses them into ``raw_events`` and the typed ``ev_*`` tables, and moves the
-checkpoint in the same DuckDB transaction (one per ``COMMIT_ROWS`` events).
+``sync`` is a checkpointed projection, in stages, one module each: it reads the events
+after the stored global position as Arrow (``sources.py``: sqlite3 or psycopg for small
+backlogs, ADBC drivers for large ones), reads the dimension rows beside it
+(``dimensions.py``), then here stages the events, parses them into ``raw_events`` and the
+typed ``ev_*`` tables (``schema.py``), and moves the checkpoint in the same DuckDB
+transaction (one per ``COMMIT_ROWS`` events).
 Re-running loads only new events; ``rebuild`` starts from an empty file and
 gives identical tables.
 
@@ -19,46 +21,36 @@ import os
 import queue
 import threading
 import time
-from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable
 
 import duckdb
 import polars as pl
 import pyarrow as pa
-import sqlalchemy as sa
 
-from inquitree.core.tree import TreeError, load_tree_file, shipped_tree_paths
-from inquitree.events.base import canonical_json, registered_types, upcast
-from inquitree.events.errors import InquiTreeError
-from inquitree.events.store import default_url, make_engine, redact
+from inquitree.events.store import default_url, redact
+from inquitree.warehouse.dimensions import DimensionRows, dimension_rows
+from inquitree.warehouse.errors import WarehouseError
 from inquitree.warehouse.schema import (
     BASE,
     DIMENSIONS,
     RAW_COLUMNS,
-    STORE_COLUMNS,
     TYPED,
     column_list,
     create_typed,
     insert_typed,
 )
+from inquitree.warehouse.sources import LARGE_BACKLOG, _open_source, _upcast_old
 
 WAREHOUSE_ENV = "INQUITREE_WAREHOUSE"
 QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
-REGISTRY_PATH = Path(__file__).resolve().parent.parent / "trees" / "registry" / "models.json"
 VIEWS_PATH = Path(__file__).resolve().parent / "views.sql"
-PRICES_PATH = Path(__file__).resolve().parent.parent / "trees" / "registry" / "prices.json"
-PRICES_ENV = "INQUITREE_PRICES"
 SCHEMA_HASH = hashlib.sha256(
     (json.dumps(TYPED, sort_keys=True) + BASE + DIMENSIONS + VIEWS_PATH.read_text()).encode()
 ).hexdigest()
-
-
-class WarehouseError(InquiTreeError):
-    pass
 
 
 def default_warehouse_path() -> str:
@@ -72,228 +64,6 @@ class SyncReport:
     seconds: float
 
 
-_ARROW_SCHEMA = pa.schema(
-    [
-        ("global_position", pa.int64()),
-        ("stream_id", pa.string()),
-        ("stream_version", pa.int64()),
-        ("event_type", pa.string()),
-        ("schema_version", pa.int64()),
-        ("recorded_at", pa.string()),
-        ("payload", pa.string()),
-    ]
-)
-
-
-class _Source:
-    """Reads events after a position as Arrow tables, row by row: for small backlogs.
-
-    SQLite is read with the standard library's sqlite3, the same SQLite the store writes with
-    (the ADBC SQLite driver links a second copy of SQLite, and two copies holding one WAL-mode
-    file open in a process do not share its locks: one saw a stale snapshot here). PostgreSQL is
-    read with psycopg, which connects in ~3 ms where the ADBC driver takes ~50 ms (it loads the
-    server's type catalogue); large backlogs go to ``_AdbcPostgresSource`` or ``_ChildSource``.
-    """
-
-    def __init__(self, url: str):
-        self.url = url
-        parsed = sa.make_url(url)
-        self.backend = parsed.get_backend_name()
-        make_engine(url).dispose()  # validates the URL with the store's own messages
-        if self.backend == "sqlite":
-            import sqlite3
-
-            path = parsed.database
-            if not path or not Path(path).exists():
-                raise WarehouseError(f"no event store at {url}")
-            self.conn: Any = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=30)
-            self.sql = f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?"
-        else:
-            import psycopg
-
-            try:
-                self.conn = psycopg.connect(_libpq_uri(url), autocommit=True)
-            except psycopg.Error as exc:
-                raise WarehouseError(f"cannot read the event store {redact(url)}: {exc}") from exc
-            self.sql = (
-                f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > %s ORDER BY global_position LIMIT %s"
-            )
-
-    def last_position(self) -> int:
-        return self.conn.execute("SELECT max(global_position) FROM events").fetchone()[0] or 0
-
-    def batches(self, after: int, limit: int) -> Iterator[pa.Table]:
-        """Tables of at most ``limit`` events each, in position order, until the store's end."""
-        while True:
-            batch = self._batch(after, limit)
-            if batch.num_rows:
-                yield batch
-            if batch.num_rows < limit:
-                return
-            after = batch.column("global_position")[-1].as_py()
-
-    def _batch(self, after: int, limit: int) -> pa.Table:
-        rows = self.conn.execute(self.sql, (after, limit)).fetchall()
-        columns = list(zip(*rows)) if rows else [()] * len(_ARROW_SCHEMA)
-        return pa.table([pa.array(c, f.type) for c, f in zip(columns, _ARROW_SCHEMA)], schema=_ARROW_SCHEMA)
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-def _libpq_uri(url: str) -> str:
-    return sa.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
-class _AdbcPostgresSource:
-    """A large PostgreSQL backlog, read by the ADBC driver straight into Arrow: ``READERS``
-    connections, each in a thread of its own, read ranges of positions side by side, and the
-    tables are handed over in position order. The driver releases the GIL while it reads, and
-    one connection left a core idle: for 1.0M events, streaming alone took 1.24-1.38 s with two
-    connections against 2.14-2.51 s with one, and a full sync 2.99-3.23 s against 3.72-4.41 s
-    (4 runs each, alternated in one process, on 2 cores; three connections were no faster)."""
-
-    READERS = 2
-    AHEAD = 1  # ranges read past the one being handed over, beyond one per reader
-
-    def __init__(self, url: str, after: int, last: int):
-        import adbc_driver_postgresql.dbapi as adbc
-
-        self.url, self.last = url, last
-        self._adbc = adbc
-        # The connections not reading now: all of them once batches() has ended, since its
-        # pool's threads each put theirs back and are joined before it returns.
-        self._idle: queue.SimpleQueue = queue.SimpleQueue()
-        self._idle.put(self._connect())  # here: a bad URL or a server that is down is reported at once
-        self.sql = (
-            f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > $1 AND global_position <= $2 "
-            "ORDER BY global_position"
-        )
-
-    def _connect(self):
-        try:
-            conn = self._adbc.connect(_libpq_uri(self.url))
-        except Exception as exc:  # noqa: BLE001 - the driver's own error types
-            raise WarehouseError(f"cannot read the event store {redact(self.url)}: {exc}") from exc
-        return conn
-
-    def _range(self, lo: int, hi: int) -> pa.Table:
-        """The events with ``lo < position <= hi``, on a connection no other thread is using."""
-        try:
-            conn = self._idle.get_nowait()
-        except queue.Empty:
-            conn = self._connect()
-        try:
-            cur = conn.cursor()
-            try:
-                cur.execute(self.sql, parameters=(lo, hi))
-                return cur.fetch_arrow_table()
-            finally:
-                cur.close()
-        finally:
-            self._idle.put(conn)
-
-    def batches(self, after: int, limit: int) -> Iterator[pa.Table]:
-        """Tables of the events in ranges of ``limit`` positions up to the last one there was
-        when the sync began, in position order (a range may hold fewer events: positions can
-        have gaps)."""
-        bounds = deque((lo, min(lo + limit, self.last)) for lo in range(after, self.last, limit))
-        with ThreadPoolExecutor(self.READERS, thread_name_prefix="warehouse-pg") as pool:
-            reading: deque[Future] = deque()
-            try:
-                while bounds or reading:
-                    while bounds and len(reading) < self.READERS + self.AHEAD:
-                        reading.append(pool.submit(self._range, *bounds.popleft()))
-                    table = reading.popleft().result()
-                    if table.num_rows:
-                        yield table
-            finally:
-                for f in reading:  # stopped early: the ranges not started are not read
-                    f.cancel()
-
-    def close(self) -> None:
-        while True:
-            try:
-                self._idle.get_nowait().close()
-            except queue.Empty:
-                return
-
-
-class _ChildSource:
-    """A SQLite backlog read by ``python -m inquitree.warehouse.reader`` (see that module) into
-    Arrow IPC files in a spool directory, which this memory-maps without copying."""
-
-    def __init__(self, path: str, after: int, last: int, batch_rows: int):
-        import subprocess
-        import sys
-        import tempfile
-
-        shm = Path("/dev/shm")
-        where = shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
-        _remove_stale_spools(where)
-        self.spool = tempfile.mkdtemp(prefix=f"inquitree-sync-{os.getpid()}-", dir=where)
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "inquitree.warehouse.reader",
-                path,
-                str(after),
-                str(last),
-                str(batch_rows),
-                self.spool,
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-
-    def batches(self, after: int, limit: int) -> Iterator[pa.Table]:
-        """The child's chunks in order (``after`` and ``limit`` were fixed when it started)."""
-        stdout, stdin = self.proc.stdout, self.proc.stdin
-        assert stdout is not None and stdin is not None  # both are pipes (Popen above)
-        for line in stdout:
-            chunk = line.decode().rstrip("\n")
-            with pa.memory_map(chunk) as source:
-                table = pa.ipc.open_file(source).read_all()
-            os.unlink(chunk)  # the mapping keeps the pages until the table is dropped
-            try:  # one acknowledgement: the child may write one more (unbuffered, so nothing is left to flush)
-                os.write(stdin.fileno(), b".")
-            except BrokenPipeError:
-                pass  # the child has written its last chunk and exited
-            yield table
-        if self.proc.wait() != 0:
-            err = (self.proc.stderr.read() if self.proc.stderr else b"").decode(errors="replace").strip().splitlines()
-            raise WarehouseError(f"the store reader failed: {err[-1] if err else f'exit {self.proc.returncode}'}")
-
-    def close(self) -> None:
-        import shutil
-
-        if self.proc.stdin:
-            self.proc.stdin.close()  # a child waiting for an acknowledgement stops
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        shutil.rmtree(self.spool, ignore_errors=True)
-
-
-def _remove_stale_spools(where: Path) -> None:
-    """Spool directories left by a sync whose process was killed (shared memory is RAM)."""
-    import shutil
-
-    for d in where.glob("inquitree-sync-*-*"):
-        pid = d.name.split("-")[2]
-        if not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)  # signal 0: is there such a process?
-        except ProcessLookupError:
-            shutil.rmtree(d, ignore_errors=True)
-        except OSError:
-            pass  # it exists (another user's): leave its spool alone
-
-
-LARGE_BACKLOG = 100_000  # events; below this, a sync reads row by row in-process
 FLUSH_ROWS = 1_000_000  # staged events parsed into the typed tables at a time (~0.5 GB staged)
 COMMIT_ROWS = 2_000_000  # events per warehouse commit in a long sync (about 5 s of work here)
 _STAGE_SELECT = """SELECT global_position, stream_id, CAST(stream_version AS INTEGER) AS stream_version, event_type,
@@ -310,125 +80,12 @@ def _insert_arrow(con: duckdb.DuckDBPyConnection, rows: pa.Table, sql: str) -> N
     con.unregister("incoming")
 
 
-def _open_source(url: str, after: int, batch_size: int) -> "_Source | _AdbcPostgresSource | _ChildSource":
-    """Row by row in-process for small backlogs (no start-up cost); Arrow-native for large ones:
-    the ADBC driver for PostgreSQL, a child process running the ADBC driver for SQLite."""
-    src = _Source(url)
-    last = src.last_position()
-    if last - after < LARGE_BACKLOG:
-        return src
-    src.close()
-    if src.backend != "sqlite":
-        return _AdbcPostgresSource(url, after, last)
-    return _ChildSource(str(Path(sa.make_url(url).database or "").resolve()), after, last, batch_size)
-
-
-def _upcast_old(batch: pa.Table) -> pa.Table:
-    """Bring payloads stored at an older schema version to the current one (rare, so in Python)."""
-    current = {name: cls.VERSION for name, cls in registered_types().items()}
-    # The distinct (type, version) pairs first: listing a million rows in Python took 0.3 s.
-    pairs = batch.select(["event_type", "schema_version"]).group_by(["event_type", "schema_version"]).aggregate([])
-    if all(current.get(t, v) == v for t, v in zip(*(pairs.column(c).to_pylist() for c in pairs.column_names))):
-        return batch
-    types = batch.column("event_type").to_pylist()
-    versions = batch.column("schema_version").to_pylist()
-    stale = [i for i, (t, v) in enumerate(zip(types, versions)) if t in current and v != current[t]]
-    payloads = batch.column("payload").to_pylist()
-    for i in stale:
-        payloads[i] = canonical_json(upcast(types[i], versions[i], json.loads(payloads[i])))
-        versions[i] = current[types[i]]
-    batch = batch.set_column(batch.schema.get_field_index("payload"), "payload", pa.array(payloads, pa.string()))
-    return batch.set_column(
-        batch.schema.get_field_index("schema_version"), "schema_version", pa.array(versions, pa.int64())
-    )
-
-
 # Rows per row group of the warehouse's tables (DuckDB's default: 122,880). A sync's inserts
 # then fill whole row groups, which DuckDB writes out during the insert rather than at commit:
 # a 1M-event full sync, opening to closing, took 2.91 s against 3.40 s with the default from
 # SQLite and 3.02 against 3.50 s from PostgreSQL (medians of 5, alternated in one process;
 # bench/results/warehouse_*.json).
 ROW_GROUP_SIZE = 16_384
-
-
-@dataclass
-class DimensionRows:
-    fingerprint: str
-    tables: dict[str, list[tuple]]
-
-
-def dimension_rows(
-    known_fingerprint: str | None, trees_dirs: list[Path] | None = None, prices: Path | None = None
-) -> DimensionRows | None:
-    """The rows of the dimension tables, read from the tree files, the model registry and the
-    price table; None when none of those files changed since ``known_fingerprint``. Pure
-    Python and no DuckDB, so that a sync runs it beside its loading."""
-    paths = list(shipped_tree_paths())
-    for d in trees_dirs or []:
-        paths += sorted(Path(d).glob("*.json"))
-    prices_path = Path(prices or os.environ.get(PRICES_ENV) or PRICES_PATH)
-    # Skip the work (validating every tree) when no tree file and not the registry changed.
-    fingerprint = hashlib.sha256(
-        repr([(str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in [*paths, REGISTRY_PATH, prices_path]]).encode()
-    ).hexdigest()
-    if fingerprint == known_fingerprint:
-        return None
-    trees, items, item_results = [], [], []
-    for p in paths:
-        try:
-            t = load_tree_file(p)
-        except TreeError:
-            continue  # `inquitree trees validate` reports it; analyses of its episodes show NULLs
-        trees.append(
-            (
-                t.id,
-                t.content_hash,
-                t.title,
-                t.n,
-                t.paper.get("published"),
-                t.provenance["kind"],
-                t.paper.get("it18_id"),
-                t.paper.get("paper_subtopics"),
-                str(p),
-            )
-        )
-        for c in t.conclusions:
-            items.append((t.id, t.content_hash, c.id, len(c.requires_results)))
-            item_results += [(t.id, t.content_hash, c.id, r) for r in c.requires_results]
-    reg = json.loads(REGISTRY_PATH.read_text())
-    try:
-        price_rows = [
-            (
-                p["model"].lower(),
-                p["input_per_mtok"],
-                p.get("cached_input_per_mtok"),
-                p.get("cache_write_per_mtok"),
-                p["output_per_mtok"],
-                p.get("as_of"),
-                p.get("source"),
-            )
-            for p in json.loads(prices_path.read_text())["prices"]
-        ]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise WarehouseError(
-            f"{prices_path}: not a price table ({type(exc).__name__}: {exc}); "
-            "see trees/registry/prices.json for the format"
-        ) from exc
-    models = [
-        (m["model"], alias.lower(), m.get("release"), m["cutoff"], m.get("source"))
-        for m in reg["models"]
-        for alias in [m["model"], *m.get("aliases", [])]
-    ]
-    return DimensionRows(
-        fingerprint,
-        {
-            "trees": trees,
-            "tree_items": items,
-            "tree_item_results": item_results,
-            "model_registry": models,
-            "prices": price_rows,
-        },
-    )
 
 
 class Warehouse:
