@@ -229,3 +229,22 @@ def test_the_window_keeps_the_last_turns_beside_the_system_prompt():
             agent.reply(f"obs {i}", "topic", i + 1)
         sent = server.requests[-1]["body"]["messages"]
     assert [m["content"] for m in sent] == ["sys", "obs 2", "ACTION: x", "obs 3"]
+
+
+def test_a_cost_limit_needs_a_price_and_ends_the_episode_when_spent(tmp_path):
+    import json
+
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"prices": [{"model": "m", "input_per_mtok": 1000.0, "output_per_mtok": 1000.0}]}))
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    with OpenAICompatibleServer(lambda m: "THOUGHT: t\nACTION: something") as server:
+        base = ["play", "--agent", "openai:m", "--base-url", server.base_url, "--embedder", "hash", "-q"]
+        no_price = CliRunner().invoke(main, [*base, "--max-episode-cost", "0.5"])
+        assert no_price.exit_code == 2 and "has no price for 'm'" in no_price.output
+        out = CliRunner().invoke(main, [*base, "--max-episode-cost", "0.5", "--prices", str(prices), "--record",
+                                        "--db", db, "--episode-id", "c"])
+    assert out.exit_code == 0, out.output
+    with EventStore(db) as store:
+        events = [r.event for r in store.read_stream(stream_id("c"))]
+    lim = next(e for e in events if e.TYPE == "LimitReached")
+    assert lim.limit == "episode_cost_usd" and lim.used >= 0.5 and events[-1].TYPE == "EpisodeScored"
