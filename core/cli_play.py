@@ -329,10 +329,11 @@ def _load(store, episode_id: str) -> list[Event]:
 @click.command()
 @click.argument("episode", default="last")
 @db_option
-@click.option("--quiet", "-q", is_flag=True, help="Do not print the transcript.")
+@click.option("--quiet", "-q", is_flag=True, help="Print no step lines, only the scores and the checks.")
+@click.option("--transcript", is_flag=True, help="Print the whole dialogue instead of one line per step.")
 @click.option("--tree", "tree_ref", default=None, help="Use this tree file instead of the shipped tree of the same id.")
-def replay(episode: str, db_url: str | None, quiet: bool, tree_ref: str | None) -> None:
-    """Fold EPISODE (an id, or `last`) into its transcript, check its hash chain, and re-simulate it.
+def replay(episode: str, db_url: str | None, quiet: bool, transcript: bool, tree_ref: str | None) -> None:
+    """Fold EPISODE (an id, or `last`) into its steps, check its hash chain, and re-simulate it.
 
     Exit 0 when the re-simulation is identical, 1 at the first differing event."""
     import time
@@ -348,9 +349,13 @@ def replay(episode: str, db_url: str | None, quiet: bool, tree_ref: str | None) 
         episode_id = _episode_ids(store, episode)
         events = _load(store, episode_id)
         chain = store.verify(stream_id=stream_id(episode_id))
-    if not quiet:
+    if transcript:
         for ev in events:
             show_event(ev, engine_notes=True)
+    elif not quiet:
+        lines = StepLine(for_human=False)
+        for ev in events:
+            lines.add(ev)
     state = fold(events)
     scored = [e for e in events if isinstance(e, EpisodeScored)]
     print_scores(episode_id, scored[-1] if scored else None)

@@ -181,3 +181,14 @@ def test_the_project_stands_on_its_own():
     ]:
         assert "../shared" not in path.read_text(), path
     assert os.path.exists(ROOT / "suites" / "quickstart.toml")
+
+
+def test_replay_prints_a_line_per_step_unless_asked_for_the_transcript(tmp_path):
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    assert run("episodes", "import", str(GOLDEN), "--db", db).exit_code == 0
+    steps = next(e for e in load_jsonl(GOLDEN) if e.TYPE == "EpisodeScored").steps
+    compact = run("replay", "last", "--db", db)
+    assert compact.exit_code == 0 and "replay: identical" in compact.output
+    assert len(compact.output.splitlines()) <= steps + 12
+    full = run("replay", "last", "--db", db, "--transcript")
+    assert "ENVIRONMENT" in full.output and len(full.output.splitlines()) > 5 * steps
