@@ -241,8 +241,10 @@ def test_a_cost_limit_needs_a_price_and_ends_the_episode_when_spent(tmp_path):
         base = ["play", "--agent", "openai:m", "--base-url", server.base_url, "--embedder", "hash", "-q"]
         no_price = CliRunner().invoke(main, [*base, "--max-episode-cost", "0.5"])
         assert no_price.exit_code == 2 and "has no price for 'm'" in no_price.output
-        out = CliRunner().invoke(main, [*base, "--max-episode-cost", "0.5", "--prices", str(prices), "--record",
-                                        "--db", db, "--episode-id", "c"])
+        out = CliRunner().invoke(
+            main,
+            [*base, "--max-episode-cost", "0.5", "--prices", str(prices), "--record", "--db", db, "--episode-id", "c"],
+        )
     assert out.exit_code == 0, out.output
     with EventStore(db) as store:
         events = [r.event for r in store.read_stream(stream_id("c"))]
