@@ -77,7 +77,7 @@ def test_play_judge_replay_sync_and_report_with_a_real_model(tmp_path):
     replay = CliRunner().invoke(main, ["replay", "real-1", "--db", db, "-q"])
     assert replay.exit_code == 0 and "replay: identical" in replay.output, replay.output
     # the same episode again from the cache: no call reaches the server, the log is the same game
-    again = CliRunner().invoke(main, [*args[:-4], "--episode-id", "real-2", "--call-cache", str(cache), "-q"])
+    again = CliRunner().invoke(main, [*args[:-5], "--episode-id", "real-2", "--call-cache", str(cache), "-q"])
     assert again.exit_code == 0, again.output
     with EventStore(db) as store:
         second = [r.event for r in store.read_stream(stream_id("real-2"))]
