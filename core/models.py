@@ -99,7 +99,8 @@ def endpoint_key(base_url: str | None) -> str:
     if not base_url:
         return "openai-default"
     p = urlsplit(base_url)
-    return urlunsplit((p.scheme, p.hostname or "", p.path.rstrip("/"), "", "")) + (f":{p.port}" if p.port else "")
+    host = (p.hostname or "") + (f":{p.port}" if p.port else "")
+    return urlunsplit((p.scheme, host, p.path.rstrip("/"), "", ""))
 
 
 def parse_options(pairs: tuple[str, ...] | list[str], what: str = "--agent-option") -> dict[str, Any]:
@@ -191,7 +192,6 @@ class CallCache:
             "created_at TEXT, answer TEXT)"
         )
         self._lock = threading.Lock()
-        self.hits = self.misses = 0
 
     @staticmethod
     def key(model: str, endpoint: str, request: dict[str, Any]) -> str:
@@ -206,11 +206,7 @@ class CallCache:
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
             row = self._con.execute("SELECT answer FROM calls WHERE key = ?", (key,)).fetchone()
-            if row is None:
-                self.misses += 1
-                return None
-            self.hits += 1
-        return json.loads(row[0])
+        return None if row is None else json.loads(row[0])
 
     def put(self, key: str, model: str, endpoint: str, answer: dict[str, Any]) -> None:
         with self._lock:
@@ -315,7 +311,6 @@ class ChatModel:
         self.client = openai_client(self.base_url, self._key, 0, self.settings.timeout)
         self.cache, self.rate_limiter, self.sleep = cache, rate_limiter, sleep
         self.temperature = temperature
-        self.calls = 0  # requests sent (cache hits are not calls)
         self._formats_refused: set[str] = set()
 
     def describe(self) -> dict[str, Any]:
@@ -413,7 +408,6 @@ class ChatModel:
                 self.rate_limiter.acquire()
             t0 = time.perf_counter()
             try:
-                self.calls += 1
                 result = self._attempt(kwargs)
                 result.latency_ms = (time.perf_counter() - t0) * 1000
                 return result
