@@ -7,8 +7,6 @@ import sys
 import click
 
 from inquitree.core.cli_common import db_option
-from inquitree.events import migrate
-from inquitree.events.store import EventStore, default_url, make_engine, redact
 
 
 @click.group()
@@ -20,6 +18,9 @@ def db() -> None:
 @db_option
 def upgrade(db_url: str | None) -> None:
     """Bring the store's schema to the newest migration."""
+    from inquitree.events import migrate
+    from inquitree.events.store import default_url, make_engine, redact
+
     url = db_url or default_url()
     engine = make_engine(url)
     before = migrate.current_revision(engine)
@@ -31,6 +32,8 @@ def upgrade(db_url: str | None) -> None:
 @db_option
 def verify(db_url: str | None) -> None:
     """Walk every stream's hash chain; exit 1 at the first event that no longer matches."""
+    from inquitree.events.store import EventStore
+
     with EventStore(db_url, create=False) as store:
         report = store.verify(progress=lambda n: click.echo(f"  ... {n:,} events checked", err=True))
     if report.ok:
@@ -46,6 +49,8 @@ def verify(db_url: str | None) -> None:
 @click.option("--prefix", default=None, help="Only streams whose id starts with this.")
 def streams(db_url: str | None, prefix: str | None) -> None:
     """List the streams with their versions."""
+    from inquitree.events.store import EventStore
+
     with EventStore(db_url, create=False) as store:
         for s in store.streams(prefix):
             click.echo(f"{s.stream_id}\t{s.version}\t{s.first_recorded_at}\t{s.last_recorded_at}")

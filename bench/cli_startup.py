@@ -1,0 +1,41 @@
+"""CLI start-up: wall time of `inquitree --version` and `inquitree play --help`, against a bare
+`python -c pass` of the same interpreter, alternated in one run (the machine is shared).
+
+    python bench/cli_startup.py [--runs 15] [--out bench/results/cli_startup.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CLI = [sys.executable, "-m", "inquitree"]
+CASES = {"python -c pass": [sys.executable, "-c", "pass"], "inquitree --version": [*CLI, "--version"],
+         "inquitree play --help": [*CLI, "play", "--help"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "cli_startup.json"))
+    args = ap.parse_args()
+    times: dict[str, list[float]] = {k: [] for k in CASES}
+    for _ in range(args.runs):
+        for name, cmd in CASES.items():
+            t0 = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True)
+            times[name].append(time.perf_counter() - t0)
+    result = {"stamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": args.runs,
+              "median_s": {k: round(statistics.median(v), 3) for k, v in times.items()},
+              "min_s": {k: round(min(v), 3) for k, v in times.items()}}
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
