@@ -15,8 +15,11 @@ import time
 from pathlib import Path
 
 CLI = [sys.executable, "-m", "inquitree"]
-CASES = {"python -c pass": [sys.executable, "-c", "pass"], "inquitree --version": [*CLI, "--version"],
-         "inquitree play --help": [*CLI, "play", "--help"]}
+CASES = {
+    "python -c pass": [sys.executable, "-c", "pass"],
+    "inquitree --version": [*CLI, "--version"],
+    "inquitree play --help": [*CLI, "play", "--help"],
+}
 
 
 def main() -> None:
@@ -30,9 +33,12 @@ def main() -> None:
             t0 = time.perf_counter()
             subprocess.run(cmd, check=True, capture_output=True)
             times[name].append(time.perf_counter() - t0)
-    result = {"stamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": args.runs,
-              "median_s": {k: round(statistics.median(v), 3) for k, v in times.items()},
-              "min_s": {k: round(min(v), 3) for k, v in times.items()}}
+    result = {
+        "stamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "runs": args.runs,
+        "median_s": {k: round(statistics.median(v), 3) for k, v in times.items()},
+        "min_s": {k: round(min(v), 3) for k, v in times.items()},
+    }
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
 
