@@ -16,7 +16,7 @@ import numpy as np
 
 from inquitree import __version__
 from inquitree.core.agents import Agent
-from inquitree.core.engine import DONE, FAILED, Engine, EngineError, EpisodeState, Params, extract_action, fold
+from inquitree.core.engine import DONE, FAILED, Engine, EngineError, EpisodeState, Params, Reply, extract_action, fold
 from inquitree.core.judges import Judge
 from inquitree.core.limits import Budget, Limits, PriceTable, tokens_of
 from inquitree.core.models import redact_text
@@ -108,6 +108,112 @@ def _used(events: list[Event], prices: PriceTable | None) -> tuple[int, float | 
     return tokens, cost
 
 
+class Episode:
+    """One episode being played: the engine, its recorder and state, and the steps around a
+    model call. :func:`run_episode` drives it with a synchronous agent; the inspect_ai solver
+    (``core/inspect_task.py``) drives the same object from its own event loop, so both record
+    the same events.
+
+    A new episode starts with ``EpisodeStarted``; with ``resume`` and an existing stream it
+    continues: the state is the fold of its events, and a recorded failure is followed by
+    ``EpisodeResumed`` (``self.existing`` holds what was there, for the agent's memory)."""
+
+    def __init__(
+        self,
+        tree: Tree,
+        params: Params,
+        templates: TemplateSet,
+        agent_description: dict,
+        judge_description: dict,
+        store: EventStore | None = None,
+        episode_id: str | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        resume: bool = False,
+        limits: Limits | None = None,
+        budget: Budget | None = None,
+        prices: PriceTable | None = None,
+    ):
+        self.tree, self.episode_id = tree, episode_id or new_episode_id()
+        self.engine = Engine(tree, params, templates)
+        self.rec = Recorder(store, self.episode_id, on_event)
+        self.limits, self.budget, self.prices = limits or Limits(), budget, prices
+        self.t0 = time.monotonic()
+        self.existing = [r.event for r in store.read_stream(self.rec.stream)] if (store is not None and resume) else []
+        if self.existing:
+            started = self.existing[0]
+            if started.params != dataclasses.asdict(params) or started.tree_hash != tree.content_hash:
+                raise EngineError(
+                    f"episode {self.episode_id} was recorded with other parameters or another tree; "
+                    "it cannot be continued with these"
+                )
+            self.rec.events = list(self.existing)
+            self.state = fold(self.existing)
+            if self.state.state == FAILED:
+                self.record(self.engine.resume(self.state))
+        else:
+            agent_desc = dict(agent_description)
+            if self.limits.describe():
+                agent_desc["limits"] = self.limits.describe()
+            self.record(self.engine.start(self.episode_id, agent_desc, judge_description, __version__))
+
+    def record(self, events: list[Event]) -> None:
+        self.rec.record(events)
+        self.state = fold(events, getattr(self, "state", None))
+
+    @property
+    def playing(self) -> bool:
+        """True while the agent has a turn to take (no limit reached); a reached limit ends it here."""
+        if self.state.state == DONE:
+            return False
+        reached = _limit_reached(self.limits, self.budget, self.rec.events, self.prices, time.monotonic() - self.t0)
+        if reached:
+            self.record(self.engine.end_by_limit(self.state, *reached))
+            return False
+        return True
+
+    def take(self, reply: Reply, embedder) -> None:
+        """The agent's reply to the current observation: cosines where the state matches, the
+        engine's step, recorded as one append."""
+        if self.budget is not None and not reply.cache_hit:
+            self.budget.add(tokens_of(reply.usage), self._cost(reply.model, reply.usage))
+        cos = None
+        if self.engine.needs_cosines(self.state):
+            action = extract_action(reply.text)
+            cos = cosines(embedder, action, self.engine.candidates(self.state)) if action else {}
+        self.record(self.engine.step(self.state, reply, cos))
+
+    def fail(self, exc: BaseException, phase: str) -> EpisodeFailure:
+        """Record ``exc`` as the episode's failure; the error to raise."""
+        message, retryable, kind, cls = _failure(exc, phase)
+        self.rec.record(self.engine.fail(self.state, message, retryable, cls, kind))
+        self.state = fold(self.rec.events[-1:], self.state)
+        return EpisodeFailure(message, self.episode_id, retryable, kind, cls)
+
+    def needs_verdicts(self, judge_id: str) -> bool:
+        return judge_id not in self.state.verdicts
+
+    def judged(self, verdicts: list) -> None:
+        if self.budget is not None:
+            for v in verdicts:
+                if not v.cache_hit and v.usage:
+                    self.budget.add(tokens_of(v.usage), self._cost(v.model, v.usage))
+        self.record(verdicts)
+
+    def score(self, judge_id: str) -> EpisodeScored:
+        """The engine's score under ``judge_id`` (recorded once; an existing one is returned)."""
+        if judge_id not in self.state.scored_judges:
+            scored = self.engine.score(self.state, judge_id)
+            self.record([scored])
+            return scored
+        return next(e for e in reversed(self.rec.events) if isinstance(e, EpisodeScored) and e.judge_id == judge_id)
+
+    def outcome(self, scored: EpisodeScored | None) -> EpisodeOutcome:
+        return EpisodeOutcome(self.episode_id, self.state, self.rec.events, scored, self.rec.appended)
+
+    def _cost(self, model: str | None, usage: dict) -> float | None:
+        return self.prices.cost(model, usage) if self.prices else None
+
+
 def run_episode(
     tree: Tree,
     agent: Agent,
@@ -125,86 +231,47 @@ def run_episode(
 ) -> EpisodeOutcome:
     """Play one episode to its end (or first failure) and score it.
 
-    With ``resume`` and an existing stream, continue it: the state is the fold of its events,
-    a recorded failure is followed by ``EpisodeResumed``, the agent rebuilds its memory from
-    the transcript, and only what is missing (turns, verdicts, the score) is added.
+    With ``resume`` and an existing stream, continue it (see :class:`Episode`); the agent
+    rebuilds its memory from the transcript, and only what is missing (turns, verdicts, the
+    score) is added.
 
     Any exception raised by the agent, the embedder, the engine or the judge is recorded as
     ``EpisodeFailed`` (message, class, kind, retryable) and raised as :class:`EpisodeFailure`;
     the store's own errors (a concurrent writer) propagate as they are. ``limits`` and the
     campaign's ``budget`` are checked before every agent call (see ``core/limits.py``).
     """
-    episode_id = episode_id or new_episode_id()
-    engine = Engine(tree, params, templates)
-    rec = Recorder(store, episode_id, on_event)
-    limits = limits or Limits()
-    t0 = time.monotonic()
-    existing = [r.event for r in store.read_stream(rec.stream)] if (store is not None and resume) else []
-    if existing:
-        started = existing[0]
-        if started.params != dataclasses.asdict(params) or started.tree_hash != tree.content_hash:
-            raise EngineError(
-                f"episode {episode_id} was recorded with other parameters or another tree; "
-                "it cannot be continued with these"
-            )
-        rec.events = list(existing)
-        state = fold(existing)
-        if state.state == FAILED:
-            rec.record(engine.resume(state))
-            state = fold(rec.events[-1:], state)
-        agent.resume(existing)
-    else:
-        judge_desc = judge.description if judge else {"kind": "none"}
-        agent_desc = dict(agent.description)
-        if limits.describe():
-            agent_desc["limits"] = limits.describe()
-        rec.record(engine.start(episode_id, agent_desc, judge_desc, __version__))
-        state = fold(rec.events)
-
-    def fail(exc: BaseException, phase: str) -> EpisodeFailure:
-        message, retryable, kind, cls = _failure(exc, phase)
-        rec.record(engine.fail(state, message, retryable, cls, kind))
-        return EpisodeFailure(message, episode_id, retryable, kind, cls)
-
-    while state.state != DONE:
-        reached = _limit_reached(limits, budget, rec.events, prices, time.monotonic() - t0)
-        if reached:
-            new = engine.end_by_limit(state, *reached)
-            rec.record(new)
-            state = fold(new, state)
-            break
+    ep = Episode(
+        tree,
+        params,
+        templates,
+        agent.description,
+        judge.description if judge else {"kind": "none"},
+        store,
+        episode_id,
+        on_event,
+        resume,
+        limits,
+        budget,
+        prices,
+    )
+    if ep.existing:
+        agent.resume(ep.existing)
+    while ep.playing:
         try:
-            reply = agent.reply(state.last_observation, state.state, state.step + 1)
-            if budget is not None and not reply.cache_hit:
-                budget.add(tokens_of(reply.usage), prices.cost(reply.model, reply.usage) if prices else None)
-            cos = None
-            if engine.needs_cosines(state):
-                action = extract_action(reply.text)
-                cos = cosines(embedder, action, engine.candidates(state)) if action else {}
-            new = engine.step(state, reply, cos)
+            reply = agent.reply(ep.state.last_observation, ep.state.state, ep.state.step + 1)
+            ep.take(reply, embedder)
         except Exception as exc:  # noqa: BLE001 - every failure is recorded, then raised
-            raise fail(exc, f"step {state.step + 1} ({state.state})") from exc
-        rec.record(new)
-        state = fold(new, state)
+            raise ep.fail(exc, f"step {ep.state.step + 1} ({ep.state.state})") from exc
     scored = None
     if judge is not None:
-        if judge.id not in state.verdicts:
+        if ep.needs_verdicts(judge.id):
             try:
-                verdicts = judge.judge(tree, state.conclusion_items or [])
+                verdicts = judge.judge(tree, ep.state.conclusion_items or [])
             except Exception as exc:  # noqa: BLE001
-                raise fail(exc, "judging") from exc
-            if budget is not None:
-                for v in verdicts:
-                    if not v.cache_hit and v.usage:
-                        budget.add(tokens_of(v.usage), prices.cost(v.model, v.usage) if prices else None)
-            rec.record(verdicts)
-            state = fold(verdicts, state)
-        if judge.id not in state.scored_judges:
-            scored = engine.score(state, judge.id)
-            rec.record([scored])
-        else:
-            scored = next(e for e in reversed(rec.events) if isinstance(e, EpisodeScored) and e.judge_id == judge.id)
-    return EpisodeOutcome(episode_id, state, rec.events, scored, rec.appended)
+                raise ep.fail(exc, "judging") from exc
+            ep.judged(verdicts)
+        scored = ep.score(judge.id)
+    return ep.outcome(scored)
 
 
 def _limit_reached(
