@@ -1,0 +1,297 @@
+"""InquiTree as an inspect_ai task: ``inspect eval inquitree/research_tree --model PROVIDER/MODEL``.
+
+Install with ``pip install 'inquitree[inspect]'``; the task registers through inspect's entry
+point, so ``inspect eval``, ``inspect eval-set`` (with its retries), ``--epochs``, model roles and
+inspect's token, time and cost limits work as for any task.
+
+- **Dataset**: one sample per tree and randomness level (``-T trees=it18|synthetic|all|ID,ID``,
+  ``-T randomness=0`` or ``0,3,6``); epochs are the runs (run e uses seed ``seed + e - 1``).
+- **Solver**: the same :class:`~inquitree.core.runner.Episode` that ``inquitree play`` drives:
+  the paper's system prompt and templates, the same observations, matching, hints, fake draws
+  and events. The model is inspect's model for the task (``state.messages`` is the agent's
+  step-wise memory, as ``openai:MODEL`` keeps it; ``-T window=N`` keeps the last N turns).
+- **Judge**: ``-T judge=embedding`` (offline, the default) or ``-T judge=grader``: the model in
+  the ``grader`` role (``--model-role grader=PROVIDER/MODEL``) with InquiTree's judge prompt.
+- **Scorer**: coverage (Eq. 7), q_norm = Q/k (Eq. 9), steps and within-bounds (Eq. 11-12),
+  each with inspect's mean and stderr.
+- **Recording**: ``-T db=URL`` appends every event to an InquiTree store, as
+  ``inquitree play --record`` does, with episode ids ``inspect.<sample id>.e<epoch>``; then
+  ``inquitree replay``, the warehouse, every query and the report work on the run. Token usage
+  maps from inspect's (input excludes cached reads, as InquiTree's ``input`` does).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    GenerateConfig,
+    get_model,
+)
+from inspect_ai.scorer import Score, Target, mean, scorer, stderr
+from inspect_ai.solver import Generate, TaskState, solver
+
+from inquitree.core.embed import default_tau, make_embedder
+from inquitree.core.engine import Params, Reply
+from inquitree.core.judges import JUDGE_SYSTEM, JUDGE_USER, VERDICT_SCHEMA, EmbeddingJudge, parse_verdict, verdict
+from inquitree.core.runner import Episode
+from inquitree.core.templates import TemplateSet
+from inquitree.core.tree import Tree, resolve_tree, shipped_tree_paths
+from inquitree.events.errors import InquiTreeError
+from inquitree.events.types import JudgeVerdict
+
+GRADER_PROMPT_VERSION = "llm-judge-v1"  # the same prompt as the openai judge (core/judges.py)
+
+
+def tree_set(trees: str) -> list[Tree]:
+    """``it18``, ``synthetic``, ``all``, or comma-separated tree ids or paths."""
+    shipped = [p.stem for p in shipped_tree_paths()]
+    named = {
+        "it18": [t for t in shipped if t.startswith("it18-")],
+        "synthetic": [t for t in shipped if t.startswith("synthetic-")],
+        "all": shipped,
+    }
+    refs = named.get(trees) or [r.strip() for r in str(trees).split(",") if r.strip()]
+    if not refs:
+        raise InquiTreeError(f"-T trees={trees!r}: name it18, synthetic, all or tree ids")
+    return [resolve_tree(r) for r in refs]
+
+
+def levels(randomness: int | str | list) -> list[int]:
+    raw = randomness if isinstance(randomness, list) else str(randomness).split(",")
+    try:
+        out = [int(x) for x in raw]
+    except ValueError:
+        raise InquiTreeError(f"-T randomness={randomness!r}: integers 0..10, e.g. 0 or 0,3,6") from None
+    if any(not 0 <= a <= 10 for a in out):
+        raise InquiTreeError(f"-T randomness={randomness!r}: levels are integers 0..10")
+    return out
+
+
+def episode_id(sample_id: str | int, epoch: int) -> str:
+    return "inspect." + re.sub(r"[^A-Za-z0-9_.-]+", "-", str(sample_id)) + f".e{epoch}"
+
+
+@task
+def research_tree(
+    trees: str = "it18",
+    randomness: int | str = 0,
+    tau: float | None = None,
+    max_hints: int = 4,
+    max_turns: int | None = None,
+    max_reasks: int = 3,
+    embedder: str = "local",
+    seed: int = 0,
+    judge: str = "embedding",
+    db: str | None = None,
+    window: int | None = None,
+    templates: str = "inquitree",
+) -> Task:
+    """InquiTree's inquiry loop over paper-derived research trees (one sample per tree and level)."""
+    if judge not in ("embedding", "grader"):
+        raise InquiTreeError(f"-T judge={judge!r}: embedding or grader")
+    chosen = tree_set(trees)
+    template_set = TemplateSet(templates)
+    samples = [
+        Sample(
+            id=f"{t.id}.a{a}",
+            input=template_set.render("C.1.1", content=t.topic),
+            target="\n".join(f"({i}) {c.text}" for i, c in enumerate(t.conclusions, 1)),
+            metadata={"tree": t.id, "randomness": a, "n_subtopics": t.n},
+        )
+        for t in chosen
+        for a in levels(randomness)
+    ]
+    solver_ = inquiry(
+        tau=tau,
+        max_hints=max_hints,
+        max_turns=max_turns,
+        max_reasks=max_reasks,
+        embedder=embedder,
+        seed=seed,
+        judge=judge,
+        db=db,
+        window=window,
+        templates=templates,
+    )
+    return Task(dataset=samples, solver=solver_, scorer=inquitree_scores(), config=GenerateConfig(temperature=0.0))
+
+
+def _usage(out: Any) -> dict[str, int | None]:
+    u = out.usage
+    if u is None:
+        return {}
+    return {
+        "input": u.input_tokens,
+        "cached_input": u.input_tokens_cache_read,
+        "cache_write": u.input_tokens_cache_write,
+        "output": u.output_tokens,
+    }
+
+
+@solver
+def inquiry(
+    tau: float | None = None,
+    max_hints: int = 4,
+    max_turns: int | None = None,
+    max_reasks: int = 3,
+    embedder: str = "local",
+    seed: int = 0,
+    judge: str = "embedding",
+    db: str | None = None,
+    window: int | None = None,
+    templates: str = "inquitree",
+):
+    """Play one InquiTree episode with the task's model: the Episode of ``inquitree play``."""
+    template_set = TemplateSet(templates)
+    emb = make_embedder(embedder)
+    tau_ = tau if tau is not None else default_tau(emb.id)
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        from inquitree.events.store import EventStore
+
+        tree = resolve_tree(state.metadata["tree"])
+        params = Params(
+            tau=tau_,
+            max_hints=max_hints,
+            max_turns=max_turns or tree.bounds(max_hints)[1],
+            randomness=state.metadata["randomness"],
+            seed=seed + state.epoch - 1,
+            embedder=emb.id,
+            template_set=template_set.name,
+            template_hash=template_set.hash,
+            max_reasks=max_reasks,
+        )
+        model = get_model()
+        agent = {"kind": "inspect", "model": model.name, "label": str(model), "window": window}
+        judge_desc = (
+            {"kind": "inspect-grader", "model": str(get_model(role="grader", default=model))}
+            if judge == "grader"
+            else EmbeddingJudge(emb).description
+        )
+        store = EventStore(db) if db else None
+        try:
+            ep = Episode(tree, params, template_set, agent, judge_desc, store, episode_id(state.sample_id, state.epoch))
+            memory: list[ChatMessage] = [
+                ChatMessageSystem(content=template_set.system_prompt),
+                ChatMessageUser(content=ep.state.last_observation),
+            ]
+            while ep.playing:
+                sent = memory if not window else [memory[0], *memory[1:][-(2 * window - 1) :]]
+                t0 = time.perf_counter()
+                try:
+                    out = await model.generate(sent)
+                    reply = Reply(
+                        out.completion, model=out.model, usage=_usage(out), latency_ms=(time.perf_counter() - t0) * 1000
+                    )
+                    ep.take(reply, emb)
+                except Exception as exc:  # noqa: BLE001 - recorded in the store, then raised to inspect
+                    raise ep.fail(exc, f"step {ep.state.step + 1} ({ep.state.state})") from exc
+                memory.append(ChatMessageAssistant(content=reply.text))
+                if ep.state.state != "done":  # the conclusion reply is the last message
+                    memory.append(ChatMessageUser(content=ep.state.last_observation))
+            items = ep.state.conclusion_items or []
+            try:
+                verdicts = (
+                    await _grade(tree, items, judge_desc)
+                    if judge == "grader"
+                    else EmbeddingJudge(emb).judge(tree, items)
+                )
+            except Exception as exc:  # noqa: BLE001
+                raise ep.fail(exc, "judging") from exc
+            ep.judged(verdicts)
+            scored = ep.score(verdicts[0].judge_id)
+        finally:
+            if store is not None:
+                store.close()
+        state.messages = memory
+        state.output.completion = "\n".join(f"({i}) {x}" for i, x in enumerate(items, 1))
+        state.metadata["inquitree"] = {"episode_id": ep.episode_id, **scored.to_payload()}
+        return state
+
+    return solve
+
+
+class _Grader:
+    """The judge's identity for verdicts made by inspect's ``grader`` model role."""
+
+    prompt_version = GRADER_PROMPT_VERSION
+
+    def __init__(self, description: dict):
+        self.description = description
+        self.id = f"inspect-grader:{description['model']}:{self.prompt_version}"
+
+
+async def _grade(tree: Tree, items: list[str], description: dict, attempts: int = 3) -> list[JudgeVerdict]:
+    """InquiTree's judge prompt (#16) with the model in the ``grader`` role: one verdict per item."""
+    from inspect_ai.model import ResponseSchema
+
+    grader = get_model(role="grader", default=get_model())
+    who = _Grader(description)
+    listing = "\n".join(f"({i}) {t}" for i, t in enumerate(items, 1))
+    out = []
+    for c in tree.conclusions:
+        if not items:
+            out.append(verdict(who, c.id, 0.0, "the agent submitted no conclusion items"))
+            continue
+        messages: list[ChatMessage] = [
+            ChatMessageSystem(content=JUDGE_SYSTEM),
+            ChatMessageUser(content=JUDGE_USER.format(topic=tree.topic, item=c.text, conclusions=listing)),
+        ]
+        config = GenerateConfig(
+            temperature=0.0, response_schema=ResponseSchema(name="verdict", json_schema=VERDICT_SCHEMA)
+        )
+        raw, score, why = "", None, ""
+        for _ in range(attempts):
+            res = await grader.generate(messages, config=config)
+            raw = res.completion
+            score, why = parse_verdict(raw)
+            if score is not None:
+                break
+        out.append(verdict(who, c.id, score, why, raw, error=score is None, model=grader.name))
+    return out
+
+
+@scorer(
+    metrics={
+        "coverage": [mean(), stderr()],
+        "q_norm": [mean(), stderr()],
+        "steps": [mean(), stderr()],
+        "within_bounds": [mean(), stderr()],
+    }
+)
+def inquitree_scores():
+    """The engine's scores of the episode (EpisodeScored): coverage, Q/k, steps, within bounds."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        s = state.metadata.get("inquitree")
+        if s is None:
+            raise InquiTreeError(f"sample {state.sample_id}: the episode has no score (it failed before the end)")
+        q = s["q_norm"]
+        return Score(
+            value={
+                "coverage": s["coverage"],
+                "q_norm": float("nan") if q is None else q,
+                "steps": s["steps"],
+                "within_bounds": 1.0 if s["within_bounds"] else 0.0,
+            },
+            answer=state.output.completion,
+            explanation=(
+                f"episode {s['episode_id']}: {s['steps']} steps in [{s['lower_bound']}, {s['upper_bound']}], "
+                f"coverage {s['coverage']:.3f}, q_norm {q if q is None else round(q, 3)}"
+            ),
+            metadata={"episode_id": s["episode_id"], "judge_id": s["judge_id"], "q_sum": s["q_sum"]},
+        )
+
+    return score
+
+
+__all__ = ["research_tree", "inquiry", "inquitree_scores"]
