@@ -13,7 +13,6 @@ from click.testing import CliRunner  # noqa: E402
 from inspect_ai import eval as inspect_eval  # noqa: E402
 from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 
-from enginekit import TEMPLATES, OracleAgent, ScriptAgent, always_miss_script, params  # noqa: E402
 from inquitree.core.cli import main  # noqa: E402
 from inquitree.core.embed import make_embedder  # noqa: E402
 from inquitree.core.inspect_task import research_tree  # noqa: E402
@@ -22,6 +21,8 @@ from inquitree.core.runner import run_episode  # noqa: E402
 from inquitree.core.tree import resolve_tree  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
 from inquitree.warehouse.sync import Warehouse  # noqa: E402
+
+from enginekit import TEMPLATES, OracleAgent, ScriptAgent, always_miss_script, params  # noqa: E402
 
 EMB = make_embedder("hash")
 
