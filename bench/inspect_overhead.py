@@ -17,7 +17,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from enginekit import TEMPLATES, ScriptAgent, always_miss_script, params  # noqa: E402
 from inspect_ai import eval as inspect_eval  # noqa: E402
 from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 
@@ -26,6 +25,8 @@ from inquitree.core.inspect_task import research_tree  # noqa: E402
 from inquitree.core.judges import EmbeddingJudge  # noqa: E402
 from inquitree.core.runner import run_episode  # noqa: E402
 from inquitree.core.tree import resolve_tree  # noqa: E402
+
+from enginekit import TEMPLATES, ScriptAgent, always_miss_script, params  # noqa: E402
 
 
 def main() -> None:
