@@ -39,6 +39,7 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Score, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, solver
 
+from inquitree.core.agents import recorded_turns
 from inquitree.core.embed import default_tau, make_embedder
 from inquitree.core.engine import Params, Reply
 from inquitree.core.judges import JUDGE_SYSTEM, JUDGE_USER, VERDICT_SCHEMA, EmbeddingJudge, parse_verdict, verdict
@@ -179,11 +180,23 @@ def inquiry(
         )
         store = EventStore(db) if db else None
         try:
-            ep = Episode(tree, params, template_set, agent, judge_desc, store, episode_id(state.sample_id, state.epoch))
-            memory: list[ChatMessage] = [
-                ChatMessageSystem(content=template_set.system_prompt),
-                ChatMessageUser(content=ep.state.last_observation),
-            ]
+            # resume: a sample that inspect retries (eval-set, --retry-on-error) or runs again into the same
+            # store continues its recorded episode (a finished one only reports its score)
+            ep = Episode(
+                tree,
+                params,
+                template_set,
+                agent,
+                judge_desc,
+                store,
+                episode_id(state.sample_id, state.epoch),
+                resume=True,
+            )
+            memory: list[ChatMessage] = [ChatMessageSystem(content=template_set.system_prompt)]
+            for obs, r in recorded_turns(ep.existing):
+                memory += [ChatMessageUser(content=obs), ChatMessageAssistant(content=r.raw)]
+            if ep.state.state != "done":
+                memory.append(ChatMessageUser(content=ep.state.last_observation))
             while ep.playing:
                 sent = memory if not window else [memory[0], *memory[1:][-(2 * window - 1) :]]
                 t0 = time.perf_counter()
@@ -199,16 +212,18 @@ def inquiry(
                 if ep.state.state != "done":  # the conclusion reply is the last message
                     memory.append(ChatMessageUser(content=ep.state.last_observation))
             items = ep.state.conclusion_items or []
-            try:
-                verdicts = (
-                    await _grade(tree, items, judge_desc)
-                    if judge == "grader"
-                    else EmbeddingJudge(emb).judge(tree, items)
-                )
-            except Exception as exc:  # noqa: BLE001
-                raise ep.fail(exc, "judging") from exc
-            ep.judged(verdicts)
-            scored = ep.score(verdicts[0].judge_id)
+            judge_id = _Grader(judge_desc).id if judge == "grader" else EmbeddingJudge(emb).id
+            if ep.needs_verdicts(judge_id):
+                try:
+                    verdicts = (
+                        await _grade(tree, items, judge_desc)
+                        if judge == "grader"
+                        else EmbeddingJudge(emb).judge(tree, items)
+                    )
+                except Exception as exc:  # noqa: BLE001
+                    raise ep.fail(exc, "judging") from exc
+                ep.judged(verdicts)
+            scored = ep.score(judge_id)
         finally:
             if store is not None:
                 store.close()

@@ -173,3 +173,43 @@ print(json.dumps([log.status, log.samples[0].scores["inquitree_scores"].value["s
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == ["success", 12]
+
+
+def test_a_retried_sample_resumes_its_episode_and_a_rerun_records_nothing_new(tmp_path):
+    tree = resolve_tree("synthetic-diamond-4")
+    texts, _ = replies_of(OracleAgent(tree), tree)
+
+    def failing_after(n: int):
+        def outputs():
+            for t in texts[:n]:
+                out = ModelOutput.from_content("mockllm", t)
+                out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+                yield out
+            raise ConnectionError("the provider went away")
+
+        return get_model("mockllm/model", custom_outputs=outputs(), memoize=False)
+
+    db = f"sqlite:///{tmp_path / 'r.sqlite'}"
+    task_args = dict(trees="synthetic-diamond-4", embedder="hash", db=db)
+    broken = inspect_eval(
+        research_tree(**task_args), model=failing_after(5), log_dir=str(tmp_path / "l1"), display="none"
+    )[0]
+    assert broken.status == "error"
+    eid = "inspect.synthetic-diamond-4.a0.e1"
+    with EventStore(db) as store:
+        assert store.read_stream(f"episode/{eid}")[-1].event_type == "EpisodeFailed"
+    again = inspect_eval(
+        research_tree(**task_args), model=scripted(texts[5:]), log_dir=str(tmp_path / "l2"), display="none"
+    )[0]
+    assert again.status == "success", again.error
+    assert again.samples[0].scores["inquitree_scores"].value["steps"] == 3 * tree.n
+    with EventStore(db) as store:
+        types = [r.event_type for r in store.read_stream(f"episode/{eid}")]
+    assert types.count("EpisodeFailed") == 1 and types[types.index("EpisodeFailed") + 1] == "EpisodeResumed"
+    assert CliRunner().invoke(main, ["replay", eid, "--db", db, "-q"]).output.count("replay: identical") == 1
+    third = inspect_eval(research_tree(**task_args), model=scripted([]), log_dir=str(tmp_path / "l3"), display="none")[
+        0
+    ]
+    assert third.status == "success" and third.samples[0].scores["inquitree_scores"].value["steps"] == 3 * tree.n
+    with EventStore(db) as store:
+        assert [r.event_type for r in store.read_stream(f"episode/{eid}")] == types  # nothing new
