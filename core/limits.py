@@ -47,6 +47,8 @@ class PriceTable:
         try:
             rows = json.loads(self.path.read_text(encoding="utf-8"))["prices"]
             self.prices = {str(r["model"]).lower(): r for r in rows}
+            for r in rows:  # the two prices every entry needs
+                float(r["input_per_mtok"]), float(r["output_per_mtok"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise LimitError(
                 f"{self.path}: not a price table ({type(exc).__name__}: {exc}); "

@@ -10,12 +10,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from inquitree.core.limits import PRICES_ENV, PRICES_PATH, LimitError, PriceTable
 from inquitree.core.tree import TreeError, load_tree_file, shipped_tree_paths
 from inquitree.warehouse.errors import WarehouseError
 
 REGISTRY_PATH = Path(__file__).resolve().parent.parent / "trees" / "registry" / "models.json"
-PRICES_PATH = Path(__file__).resolve().parent.parent / "trees" / "registry" / "prices.json"
-PRICES_ENV = "INQUITREE_PRICES"
 
 
 @dataclass
@@ -64,23 +63,21 @@ def dimension_rows(
             item_results += [(t.id, t.content_hash, c.id, r) for r in c.requires_results]
     reg = json.loads(REGISTRY_PATH.read_text())
     try:
-        price_rows = [
-            (
-                p["model"].lower(),
-                p["input_per_mtok"],
-                p.get("cached_input_per_mtok"),
-                p.get("cache_write_per_mtok"),
-                p["output_per_mtok"],
-                p.get("as_of"),
-                p.get("source"),
-            )
-            for p in json.loads(prices_path.read_text())["prices"]
-        ]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise WarehouseError(
-            f"{prices_path}: not a price table ({type(exc).__name__}: {exc}); "
-            "see trees/registry/prices.json for the format"
-        ) from exc
+        table = PriceTable(prices_path)
+    except LimitError as exc:
+        raise WarehouseError(str(exc)) from exc
+    price_rows = [
+        (
+            model,
+            p["input_per_mtok"],
+            p.get("cached_input_per_mtok"),
+            p.get("cache_write_per_mtok"),
+            p["output_per_mtok"],
+            p.get("as_of"),
+            p.get("source"),
+        )
+        for model, p in table.prices.items()
+    ]
     models = [
         (m["model"], alias.lower(), m.get("release"), m["cutoff"], m.get("source"))
         for m in reg["models"]
