@@ -99,16 +99,44 @@ def endings(episodes: list[list]) -> dict:
     return out
 
 
+def turns_only(url: str, d: Path, out: Path) -> None:
+    """One episode on the first tree, no cache, nothing else of this project running."""
+    suite = d / "one.toml"
+    suite.write_text(
+        suite_text(url, d / "unused.sqlite")
+        .replace("runs = 5", "runs = 1")
+        .replace(f"trees = {json.dumps(TREES)}", f"trees = {json.dumps(TREES[:1])}")
+        .replace(f'call_cache = "{d / "unused.sqlite"}"\n', "")
+    )
+    first, episodes = run(suite, f"sqlite:///{d / 'one.sqlite'}")
+    result = {
+        "what": "SmolLM2-135M, one episode, no call cache; a 135M model proves the plumbing, not science",
+        "stamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "run": first,
+        "per_turn": per_turn(episodes),
+        "endings": endings(episodes),
+    }
+    out.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    print(json.dumps(result, indent=1, default=str))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--url", default="http://127.0.0.1:8011/v1")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "real_model.json"))
+    ap.add_argument(
+        "--turns-only",
+        action="store_true",
+        help="One episode, no cache: per-turn wall time and tokens alone (real_model_turns.json)",
+    )
     args = ap.parse_args()
     try:
         urllib.request.urlopen(args.url.rstrip("/") + "/models", timeout=5).read()
     except OSError as exc:
         sys.exit(f"real_model: no server at {args.url} ({exc}); start one with scripts/local-model.sh start")
     d = Path(tempfile.mkdtemp(prefix="inquitree-real-"))
+    if args.turns_only:
+        return turns_only(args.url, d, Path(args.out).with_name("real_model_turns.json"))
     cache = d / "calls.sqlite"
     suite = d / "real.toml"
     suite.write_text(suite_text(args.url, cache))
