@@ -36,9 +36,25 @@ def current_revision(engine: sa.Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
-def upgrade(engine: sa.Engine, target: str = "head") -> None:
+_PG_MIGRATION_LOCK = 0x1D7E_0002  # an advisory lock key of InquiTree's own (appends use another)
+
+
+def upgrade(engine: sa.Engine, target: str = "head", where: str = "the database") -> None:
+    """Bring the database to ``target``, one process at a time.
+
+    Processes opening a new store together all reach this point: on SQLite the upgrade runs in a
+    ``BEGIN IMMEDIATE`` transaction (the others wait in SQLite's busy handler), on PostgreSQL under
+    a transaction-scoped advisory lock; each checks the revision again once it holds the lock, so
+    only the first migrates and the others find the schema in place."""
     cfg = alembic_config()
-    with engine.begin() as conn:
+    with engine.connect().execution_options(writer=True) as conn, conn.begin():
+        if engine.dialect.name == "postgresql":
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
+        rev = MigrationContext.configure(conn).get_current_revision()
+        if target == "head" and rev == head_revision():
+            return
+        if rev is None and sa.inspect(conn).has_table("events"):
+            raise StoreError(f"{where} has an events table but no alembic_version: it was not made by InquiTree")
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, target)
 
@@ -61,11 +77,11 @@ def ensure_schema(engine: sa.Engine, where: str, *, auto_upgrade: bool = True) -
     if rev == head:
         return
     if rev is None:
-        if sa.inspect(engine).has_table("events"):
-            raise StoreError(f"{where} has an events table but no alembic_version: it was not made by InquiTree")
         if not auto_upgrade:
+            if sa.inspect(engine).has_table("events"):
+                raise StoreError(f"{where} has an events table but no alembic_version: it was not made by InquiTree")
             raise StoreError(f"{where} has no InquiTree schema: run `inquitree db upgrade --db {where}`")
-        upgrade(engine)
+        upgrade(engine, where=where)  # checks again, and for a foreign events table, under its lock
         return
     if rev not in known_revisions():
         raise StoreError(

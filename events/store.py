@@ -23,7 +23,9 @@ import dataclasses
 import hashlib
 import os
 import re
+import sqlite3
 import threading
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -143,9 +145,19 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
     def _on_connect(dbapi_conn, _record) -> None:
         dbapi_conn.isolation_level = None  # SQLAlchemy emits BEGIN itself (below)
         cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute(f"PRAGMA busy_timeout={busy_ms}")
+        # Switching a new file to WAL needs it alone for a moment; processes opening a new store
+        # together can find it busy without SQLite waiting for them, so the switch is tried again.
+        deadline = time.monotonic() + busy_ms / 1000
+        while True:
+            try:
+                cur.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+        cur.execute("PRAGMA synchronous=NORMAL")
         cur.close()
 
     @sa_event.listens_for(engine, "begin")
