@@ -11,7 +11,7 @@ from alembic.script import ScriptDirectory
 
 from inquitree.events.errors import StoreError
 from inquitree.events.schema import metadata
-from inquitree.migrations import MIGRATIONS_DIR
+from inquitree.migrations import MIGRATIONS_DIR, revision_problem
 
 
 def alembic_config() -> Config:
@@ -70,24 +70,15 @@ def ensure_schema(engine: sa.Engine, where: str, *, auto_upgrade: bool = True) -
 
     ``where`` names the database in messages (its URL without a password). A database at an
     unknown (newer) revision, or at an older one, is an error that names the revision and what
-    to do.
+    to do (``migrations.revision_problem``: the warehouse says the same).
     """
     rev = current_revision(engine)
     head = head_revision()
     if rev == head:
         return
-    if rev is None:
-        if not auto_upgrade:
-            if sa.inspect(engine).has_table("events"):
-                raise StoreError(f"{where} has an events table but no alembic_version: it was not made by InquiTree")
-            raise StoreError(f"{where} has no InquiTree schema: run `inquitree db upgrade --db {where}`")
+    if rev is None and auto_upgrade:
         upgrade(engine, where=where)  # checks again, and for a foreign events table, under its lock
         return
-    if rev not in known_revisions():
-        raise StoreError(
-            f"{where} is at schema revision {rev!r}, which this InquiTree version does not know "
-            f"(it knows up to {head!r}): the database was made by a newer InquiTree; upgrade InquiTree"
-        )
-    raise StoreError(
-        f"{where} is at schema revision {rev!r}, older than {head!r}: run `inquitree db upgrade --db {where}`"
-    )
+    if rev is None and sa.inspect(engine).has_table("events"):
+        raise StoreError(f"{where} has an events table but no alembic_version: it was not made by InquiTree")
+    raise StoreError(revision_problem(where, rev, head, known_revisions()) or f"{where}: schema revision {rev!r}")

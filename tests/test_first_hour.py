@@ -192,3 +192,24 @@ def test_replay_prints_a_line_per_step_unless_asked_for_the_transcript(tmp_path)
     assert len(compact.output.splitlines()) <= steps + 12
     full = run("replay", "last", "--db", db, "--transcript")
     assert "ENVIRONMENT" in full.output and len(full.output.splitlines()) > 5 * steps
+
+
+def test_the_warehouse_refuses_a_store_at_an_unknown_revision_as_db_verify_does(tmp_path):
+    import sqlalchemy as sa
+
+    from inquitree.events import migrate
+    from inquitree.migrations import head, revisions
+
+    assert set(revisions()) == migrate.known_revisions() and head() == migrate.head_revision()  # one reading
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    assert run("episodes", "import", str(GOLDEN), "--db", db).exit_code == 0
+    engine = sa.create_engine(db)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0099_from_the_future'")
+    engine.dispose()
+    verify = run("db", "verify", "--db", db)
+    sync = run("warehouse", "sync", "--db", db, "--warehouse", str(tmp_path / "w.duckdb"))
+    assert verify.exit_code == sync.exit_code == 2
+    says = "is at schema revision '0099_from_the_future', which this InquiTree version does not know"
+    assert says in verify.output and says in sync.output
+    assert verify.output == sync.output

@@ -23,6 +23,7 @@ import sqlalchemy as sa
 
 from inquitree.events.base import canonical_json, registered_types, upcast
 from inquitree.events.store import make_engine, redact
+from inquitree.migrations import revision_problem
 from inquitree.warehouse.errors import WarehouseError
 from inquitree.warehouse.schema import STORE_COLUMNS
 
@@ -74,6 +75,18 @@ class _Source:
             self.sql = (
                 f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > %s ORDER BY global_position LIMIT %s"
             )
+        self._check_revision()
+
+    def _check_revision(self) -> None:
+        """Refuse a store whose schema this code does not know, as every command does."""
+        try:
+            rows = self.conn.execute("SELECT version_num FROM alembic_version").fetchall()
+        except Exception:  # noqa: BLE001 - no such table: a database without InquiTree's schema
+            rows = []
+        problem = revision_problem(redact(self.url), rows[0][0] if rows else None)
+        if problem:
+            self.close()
+            raise WarehouseError(problem)
 
     def last_position(self) -> int:
         return self.conn.execute("SELECT max(global_position) FROM events").fetchone()[0] or 0
