@@ -257,6 +257,13 @@ class ModelConfig:
         )
 
 
+def last_turns(history: list, window: int | None) -> list:
+    """The memory sent with a call (#24): the whole history, or with a window of N turns the
+    last N observations and the N - 1 replies between them (the history ends with the
+    observation being answered)."""
+    return history[-(2 * window - 1) :] if window else history
+
+
 def model_error(exc: ModelCallError) -> AgentError:
     return AgentError(str(exc), retryable=exc.retryable, kind=exc.kind)
 
@@ -289,10 +296,7 @@ class OpenAIChatAgent:
             self.history += [{"role": "user", "content": obs}, {"role": "assistant", "content": r.raw}]
 
     def messages(self) -> list[dict[str, str]]:
-        hist = self.history
-        if self.window:
-            hist = hist[-(2 * self.window - 1) :]
-        return [{"role": "system", "content": self.system_prompt}, *hist]
+        return [{"role": "system", "content": self.system_prompt}, *last_turns(self.history, self.window)]
 
     def reply(self, observation: str, state: str, turn: int) -> Reply:
         self.history.append({"role": "user", "content": observation})

@@ -47,7 +47,7 @@ from inquitree.core.agents import ModelConfig, RateLimiter, make_agent
 from inquitree.core.embed import default_tau, make_embedder
 from inquitree.core.engine import Params
 from inquitree.core.judges import make_judge
-from inquitree.core.limits import Budget, Limits, PriceTable
+from inquitree.core.limits import Budget, Limits, PriceTable, tokens_of
 from inquitree.core.models import CallSettings, option_label
 from inquitree.core.runner import STREAM_PREFIX, EpisodeFailure, run_episode, stream_id
 from inquitree.core.templates import TemplateSet
@@ -389,9 +389,7 @@ def run_suite(
             new_events = out.events[
                 len(out.events) - out.appended :
             ]  # a resumed episode's earlier turns were counted before
-            tokens = sum(
-                sum(v for v in e.usage.values() if isinstance(v, int)) for e in new_events if e.TYPE == "AgentReplied"
-            )
+            tokens = sum(tokens_of(e.usage) for e in new_events if e.TYPE == "AgentReplied")
             return "done", tokens
         return f"failed: {eid}", 0
 

@@ -39,7 +39,7 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Score, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, solver
 
-from inquitree.core.agents import recorded_turns
+from inquitree.core.agents import last_turns, recorded_turns
 from inquitree.core.embed import default_tau, make_embedder
 from inquitree.core.engine import Params, Reply
 from inquitree.core.judges import JUDGE_SYSTEM, JUDGE_USER, VERDICT_SCHEMA, EmbeddingJudge, parse_verdict, verdict
@@ -198,7 +198,7 @@ def inquiry(
             if ep.state.state != "done":
                 memory.append(ChatMessageUser(content=ep.state.last_observation))
             while ep.playing:
-                sent = memory if not window else [memory[0], *memory[1:][-(2 * window - 1) :]]
+                sent = [memory[0], *last_turns(memory[1:], window)]
                 t0 = time.perf_counter()
                 try:
                     out = await model.generate(sent)

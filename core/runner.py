@@ -96,18 +96,6 @@ def _failure(exc: BaseException, phase: str) -> tuple[str, bool, str, str]:
     return redact_text(message)[:2000], retryable, kind, cls
 
 
-def _used(events: list[Event], prices: PriceTable | None) -> tuple[int, float | None]:
-    """Tokens (and cost, with prices) of the episode's agent calls so far."""
-    tokens = 0
-    cost: float | None = 0.0  # None once a call has no price
-    for e in events:
-        if isinstance(e, AgentReplied):
-            tokens += tokens_of(e.usage)
-            c = prices.cost(e.model, e.usage) if prices else None
-            cost = cost + c if c is not None and cost is not None else None
-    return tokens, cost
-
-
 class Episode:
     """One episode being played: the engine, its recorder and state, and the steps around a
     model call. :func:`run_episode` drives it with a synchronous agent; the inspect_ai solver
@@ -138,6 +126,9 @@ class Episode:
         self.rec = Recorder(store, self.episode_id, on_event)
         self.limits, self.budget, self.prices = limits or Limits(), budget, prices
         self.t0 = time.monotonic()
+        self.state = EpisodeState()
+        self.tokens = 0  # of the episode's agent calls so far, for its limits
+        self.cost: float | None = 0.0  # likewise, in USD; None once a call has no price
         self.existing = [r.event for r in store.read_stream(self.rec.stream)] if (store is not None and resume) else []
         if self.existing:
             started = self.existing[0]
@@ -148,6 +139,7 @@ class Episode:
                 )
             self.rec.events = list(self.existing)
             self.state = fold(self.existing)
+            self._count(self.existing)
             if self.state.state == FAILED:
                 self.record(self.engine.resume(self.state))
         else:
@@ -158,14 +150,22 @@ class Episode:
 
     def record(self, events: list[Event]) -> None:
         self.rec.record(events)
-        self.state = fold(events, getattr(self, "state", None))
+        self.state = fold(events, self.state)
+        self._count(events)
+
+    def _count(self, events: list[Event]) -> None:
+        for e in events:
+            if isinstance(e, AgentReplied):
+                self.tokens += tokens_of(e.usage)
+                c = self._cost(e.model, e.usage)
+                self.cost = self.cost + c if c is not None and self.cost is not None else None
 
     @property
     def playing(self) -> bool:
         """True while the agent has a turn to take (no limit reached); a reached limit ends it here."""
         if self.state.state == DONE:
             return False
-        reached = _limit_reached(self.limits, self.budget, self.rec.events, self.prices, time.monotonic() - self.t0)
+        reached = _limit_reached(self.limits, self.budget, self.tokens, self.cost, time.monotonic() - self.t0)
         if reached:
             self.record(self.engine.end_by_limit(self.state, *reached))
             return False
@@ -185,8 +185,7 @@ class Episode:
     def fail(self, exc: BaseException, phase: str) -> EpisodeFailure:
         """Record ``exc`` as the episode's failure; the error to raise."""
         message, retryable, kind, cls = _failure(exc, phase)
-        self.rec.record(self.engine.fail(self.state, message, retryable, cls, kind))
-        self.state = fold(self.rec.events[-1:], self.state)
+        self.record(self.engine.fail(self.state, message, retryable, cls, kind))
         return EpisodeFailure(message, self.episode_id, retryable, kind, cls)
 
     def needs_verdicts(self, judge_id: str) -> bool:
@@ -275,14 +274,13 @@ def run_episode(
 
 
 def _limit_reached(
-    limits: Limits, budget: Budget | None, events: list[Event], prices: PriceTable | None, elapsed: float
+    limits: Limits, budget: Budget | None, tokens: int, cost: float | None, elapsed: float
 ) -> tuple[str, float, float] | None:
-    if limits.episode_tokens is not None or limits.episode_cost_usd is not None:
-        tokens, cost = _used(events, prices)
-        if limits.episode_tokens is not None and tokens >= limits.episode_tokens:
-            return "episode_tokens", float(limits.episode_tokens), float(tokens)
-        if limits.episode_cost_usd is not None and cost is not None and cost >= limits.episode_cost_usd:
-            return "episode_cost_usd", limits.episode_cost_usd, round(cost, 6)
+    """(limit, threshold, used) of the first limit reached before the next call, or None."""
+    if limits.episode_tokens is not None and tokens >= limits.episode_tokens:
+        return "episode_tokens", float(limits.episode_tokens), float(tokens)
+    if limits.episode_cost_usd is not None and cost is not None and cost >= limits.episode_cost_usd:
+        return "episode_cost_usd", limits.episode_cost_usd, round(cost, 6)
     if limits.episode_seconds is not None and elapsed >= limits.episode_seconds:
         return "episode_seconds", limits.episode_seconds, round(elapsed, 3)
     return budget.spent() if budget is not None else None
