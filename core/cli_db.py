@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import click
@@ -28,20 +29,143 @@ def upgrade(db_url: str | None) -> None:
     click.echo(f"{redact(url)}: schema {before or '(empty)'} -> {migrate.current_revision(engine)}")
 
 
+_CANNOT = (
+    "cannot prove: that no events were cut from the end of the log, nor that the whole log was not "
+    "rewritten and re-hashed; keep an anchor (`inquitree db anchor`) or sign checkpoints "
+    "($INQUITREE_SIGNING_KEY), then check with --anchor FILE or --key PUBLIC_KEY"
+)
+
+
 @db.command()
 @db_option
-def verify(db_url: str | None) -> None:
-    """Walk every stream's hash chain; exit 1 at the first event that no longer matches."""
-    from inquitree.events.store import EventStore
+@click.option(
+    "--anchor",
+    "anchor_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="An anchor file (`inquitree db anchor`): the log up to its head must be the one anchored.",
+)
+@click.option(
+    "--key",
+    "key_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A public key (`inquitree db keygen`): every checkpoint it signed must match the log, and every "
+    "event must be covered by one.",
+)
+def verify(db_url: str | None, anchor_path: str | None, key_path: str | None) -> None:
+    """Check the log's two hash chains, and its head against an anchor or signed checkpoints.
 
+    Exit 0 when everything checked holds; 1 when something does not (TAMPERED), or when an anchor
+    or key was given and events after its head are covered by nothing (NOT PROVEN). The output
+    says what was proved and what was not."""
+    from inquitree.events.signing import load_verifier
+    from inquitree.events.store import Anchor, EventStore
+
+    anchor = Anchor.load(anchor_path) if anchor_path else None
+    verifier = load_verifier(key_path) if key_path else None
     with EventStore(db_url, create=False) as store:
-        report = store.verify(progress=lambda n: click.echo(f"  ... {n:,} events checked", err=True))
-    if report.ok:
-        click.echo(f"ok: {report.events_checked:,} events in {report.streams_checked:,} streams, every hash matches")
+        report = store.verify(
+            progress=lambda n: click.echo(f"  ... {n:,} events checked", err=True), anchor=anchor, verifier=verifier
+        )
+    if report.first_problem is not None:
+        stream, version, what = report.first_problem
+        where = f"stream {stream!r} version {version}: " if stream is not None else ""
+        click.echo(f"TAMPERED: {where}{what}")
+        sys.exit(1)
+    click.echo(
+        f"chains ok: {report.events_checked:,} events in {report.streams_checked:,} streams; no event inside the log "
+        f"was changed, removed, inserted or moved (head: position {report.head_position}, "
+        f"log hash {report.head_hash[:16]}...)"
+    )
+    for note in report.notes:
+        click.echo(f"note: {note}")
+    if not report.proof:
+        click.echo(_CANNOT)
         return
-    stream, version, what = report.first_problem
-    click.echo(f"TAMPERED: stream {stream!r} version {version}: {what}")
-    sys.exit(1)
+    by = []
+    if "anchor" in report.proof:
+        by.append("the anchor")
+    if verifier is not None:
+        by.append(f"checkpoints signed by key {verifier.key_id}")
+    proved_by = " and ".join(by)
+    if report.covered_to:
+        click.echo(f"proved by {proved_by}: the log up to global position {report.covered_to} is the one recorded")
+    if report.uncovered:
+        sign = " (if they are yours, sign the head: inquitree db anchor --key PRIVATE_KEY)" if verifier else ""
+        what = (
+            f"none of the {report.uncovered:,} events is covered by {proved_by}"
+            if not report.covered_to
+            else f"{report.uncovered:,} events after global position {report.covered_to} (the last covered by "
+            f"{proved_by}) are covered by nothing"
+        )
+        click.echo(f"NOT PROVEN: {what}{sign}")
+        sys.exit(1)
+
+
+@db.command()
+@click.argument("prefix", type=click.Path(dir_okay=False))
+def keygen(prefix: str) -> None:
+    """Make an Ed25519 key pair for signed checkpoints: PREFIX.key (private) and PREFIX.pub (public).
+
+    Keep the private key away from the database (set $INQUITREE_SIGNING_KEY to its path where
+    episodes are recorded); publish the public key with your results."""
+    from inquitree.events.signing import KEY_ENV, generate, load_verifier
+
+    private, public = generate(prefix)
+    click.echo(f"wrote {private} (private, mode 600) and {public} (public); key id {load_verifier(public).key_id}")
+    click.echo(f"sign while recording: export {KEY_ENV}={private.resolve()}")
+
+
+@db.command()
+@db_option
+@click.option(
+    "--out", type=click.Path(dir_okay=False), default="-", show_default=True, help="Where to write the anchor."
+)
+@click.option(
+    "--key",
+    "key_path",
+    type=click.Path(dir_okay=False),
+    envvar="INQUITREE_SIGNING_KEY",
+    default=None,
+    help="A private key: sign the anchor and store the same signed checkpoint in the log "
+    "(default: $INQUITREE_SIGNING_KEY).",
+)
+def anchor(db_url: str | None, out: str, key_path: str | None) -> None:
+    """Write the log's head (position and log hash) to a file to keep outside the database.
+
+    The chains are checked first: a log that is already broken is not anchored. Keep the file
+    elsewhere or publish it with a paper; `inquitree db verify --anchor FILE` then proves the log up
+    to that head, whoever could write to the database since."""
+    from inquitree.events.signing import load_signer
+    from inquitree.events.store import Anchor, EventStore, redact, utc_now
+
+    signer = load_signer(key_path) if key_path else None
+    with EventStore(db_url, create=False, signer=False) as store:
+        report = store.verify()
+        if report.first_problem is not None:
+            stream, version, what = report.first_problem
+            raise click.ClickException(f"not anchored: stream {stream!r} version {version}: {what}")
+        if report.head_position == 0:
+            raise click.ClickException(f"{redact(store.url)} holds no events: nothing to anchor")
+        made = Anchor(
+            report.head_position,
+            report.head_hash,
+            report.events_checked,
+            report.streams_checked,
+            utc_now(),
+            store=redact(store.url),
+        )
+        if signer is not None:
+            made = dataclasses.replace(made, key_id=signer.key_id, signature=signer.sign(made.message()))
+            store.checkpoint(signer, note="inquitree db anchor")
+    if out == "-":
+        click.echo(made.to_json(), nl=False)
+    else:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(made.to_json())
+        signed = f", signed by key {signer.key_id}" if signer else ""
+        click.echo(f"anchored position {made.position} ({made.events:,} events){signed} in {out}", err=True)
 
 
 @db.command()
@@ -54,3 +178,24 @@ def streams(db_url: str | None, prefix: str | None) -> None:
     with EventStore(db_url, create=False) as store:
         for s in store.streams(prefix):
             click.echo(f"{s.stream_id}\t{s.version}\t{s.first_recorded_at}\t{s.last_recorded_at}")
+
+
+@db.command("grant")
+@db_option
+@click.option("--owner", default="inquitree_owner", show_default=True, help="Role that owns the tables and migrates.")
+@click.option("--writer", default="inquitree_writer", show_default=True, help="Role that records (SELECT, INSERT).")
+@click.option("--reader", default="inquitree_reader", show_default=True, help="Role that reads (SELECT).")
+def grant_roles(db_url: str | None, owner: str, writer: str, reader: str) -> None:
+    """PostgreSQL: set up an owner, a writer and a reader role for the store (run it as a superuser).
+
+    The owner gets the tables and runs `db upgrade`; the writer may only SELECT and INSERT (it cannot
+    UPDATE, DELETE, TRUNCATE, ALTER, disable a trigger or set session_replication_role); the reader
+    may only SELECT. Record and run campaigns as the writer, sync the warehouse as the reader.
+    Passwords come from $INQUITREE_PG_OWNER_PASSWORD, $INQUITREE_PG_WRITER_PASSWORD and
+    $INQUITREE_PG_READER_PASSWORD when set. Safe to run again."""
+    from inquitree.events.roles import grant
+    from inquitree.events.store import default_url
+
+    urls = grant(db_url or default_url(), {"owner": owner, "writer": writer, "reader": reader})
+    for kind, url in urls.items():
+        click.echo(f"{kind}\t{url}")

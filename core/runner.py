@@ -25,7 +25,7 @@ from inquitree.core.tree import Tree
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.store import EventStore
-from inquitree.events.types import AgentReplied, EpisodeScored
+from inquitree.events.types import AgentReplied, EpisodeFailed, EpisodeScored
 
 STREAM_PREFIX = "episode/"
 
@@ -51,6 +51,8 @@ class Recorder:
     def record(self, events: list[Event]) -> None:
         if self.store is not None and events:
             self.version = self.store.append(self.stream, events, self.version)
+            if self.store.signer is not None and isinstance(events[-1], (EpisodeScored, EpisodeFailed)):
+                self.store.checkpoint()  # a finished episode is covered by a signed head at once
         self.events.extend(events)
         self.appended += len(events)
         if self.on_event:

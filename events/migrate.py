@@ -56,7 +56,10 @@ def upgrade(engine: sa.Engine, target: str = "head", where: str = "the database"
         if rev is None and sa.inspect(conn).has_table("events"):
             raise StoreError(f"{where} has an events table but no alembic_version: it was not made by InquiTree")
         cfg.attributes["connection"] = conn
-        command.upgrade(cfg, target)
+        try:
+            command.upgrade(cfg, target)
+        except RuntimeError as exc:  # a migration that refuses the data it found (it says why)
+            raise StoreError(f"{where}: {exc}") from exc
 
 
 def drift(engine: sa.Engine) -> list:

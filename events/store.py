@@ -6,14 +6,20 @@
 - Reads: one stream from a version, every stream after a global position (for
   projections), the list of streams.
 - Immutability is the database's job (triggers from the first migration).
-- Each event's ``hash`` covers the previous event's hash in its stream and the
-  event's own content; :meth:`EventStore.verify` walks the chains.
+- Two hash chains (``events/chain.py``): each event's ``hash`` covers its stream's previous
+  hash and its content; its ``log_hash`` covers the previous event's log hash and its global
+  position. Signed checkpoints of the log head (``events/signing.py``) and anchors kept outside
+  the database prove the log up to their head; :meth:`EventStore.verify` checks all of it.
 
-Global positions are handed out in commit order: SQLite has one writer at a
-time (appends run in ``BEGIN IMMEDIATE``), and on PostgreSQL every append takes
-one transaction-level advisory lock before it inserts, so a projection reading
-"after position P" never skips an event that commits later with a smaller
-position.
+Global positions are given by the store, densely, in commit order: SQLite has one writer at a
+time (appends run in ``BEGIN IMMEDIATE``), and on PostgreSQL every append takes one
+transaction-level advisory lock before it inserts, so a projection reading "after position P"
+never skips an event that commits later with a smaller position.
+
+The store remembers the head of the log and of each stream it appended to, so an append reads
+nothing back. A head that another process has moved on shows up in the database as a unique-key
+conflict: on the global position (the append re-reads the log head and tries again) or on the
+stream version (another writer won: :class:`ConcurrencyError`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import json
 import os
 import re
 import sqlite3
@@ -34,17 +41,20 @@ import sqlalchemy as sa
 from sqlalchemy import event as sa_event
 from sqlalchemy.engine import make_url
 
-from inquitree.events import migrate
+from inquitree.events import migrate, signing
 from inquitree.events.base import Event, decode, parse_json
-from inquitree.events.errors import ConcurrencyError, StoreError, UnknownEventType, UnknownEventVersion
+from inquitree.events.chain import GENESIS_HASH, chain_hash, log_hash
+from inquitree.events.errors import ConcurrencyError, InquiTreeError, StoreError, UnknownEventType, UnknownEventVersion
+from inquitree.events.schema import checkpoints as checkpoints_table
 from inquitree.events.schema import events as events_table
 
 DB_ENV = "INQUITREE_DB"
 DEFAULT_URL = "sqlite:///inquitree.sqlite"
-GENESIS_HASH = "0" * 64
+__all__ = ["GENESIS_HASH", "chain_hash", "log_hash", "EventStore", "RecordedEvent", "VerifyReport", "Anchor"]
 _PG_APPEND_LOCK = 0x1A7E_7EE  # the advisory-lock key that serializes appends on PostgreSQL
 
 _INSERT_COLUMNS = (
+    "global_position",
     "stream_id",
     "stream_version",
     "event_type",
@@ -53,6 +63,7 @@ _INSERT_COLUMNS = (
     "payload",
     "prev_hash",
     "hash",
+    "log_hash",
 )
 
 
@@ -73,20 +84,6 @@ def redact(url: str) -> str:
         return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
 
 
-def chain_hash(
-    prev_hash: str,
-    stream_id: str,
-    stream_version: int,
-    event_type: str,
-    schema_version: int,
-    recorded_at: str,
-    payload_json: str,
-) -> str:
-    """sha256 over the previous hash and this event's stored content."""
-    text = f"{prev_hash}\n{stream_id}\n{stream_version}\n{event_type}\n{schema_version}\n{recorded_at}\n{payload_json}"
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 @dataclasses.dataclass(frozen=True)
 class RecordedEvent:
     """An event as stored: position, stream version, metadata and payload."""
@@ -100,6 +97,7 @@ class RecordedEvent:
     payload: dict[str, Any]
     prev_hash: str
     hash: str
+    log_hash: str | None = None
 
     @property
     def event(self) -> Event:
@@ -122,14 +120,71 @@ class StreamInfo:
 
 
 @dataclasses.dataclass(frozen=True)
+class Anchor:
+    """A head of the log kept outside the database: the event at ``position`` has ``log_hash``.
+
+    Written by ``inquitree db anchor`` as JSON; signed when a key is given (``key_id``, ``signature``
+    over the same line a log checkpoint signs)."""
+
+    position: int
+    log_hash: str
+    events: int
+    streams: int
+    made_at: str
+    store: str = ""
+    key_id: str | None = None
+    signature: str | None = None
+
+    FORMAT = "inquitree-anchor/1"
+
+    def to_json(self) -> str:
+        return json.dumps({"format": self.FORMAT, **dataclasses.asdict(self)}, indent=2) + "\n"
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Anchor":
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InquiTreeError(f"{path}: cannot read the anchor ({exc})") from exc
+        if not isinstance(data, dict) or data.get("format") != cls.FORMAT:
+            raise InquiTreeError(f"{path}: not an InquiTree anchor (field 'format' is not {cls.FORMAT!r})")
+        fields = {f.name for f in dataclasses.fields(cls)}
+        try:
+            anchor = cls(**{k: v for k, v in data.items() if k in fields})
+        except TypeError as exc:
+            raise InquiTreeError(f"{path}: {exc}") from exc
+        if not isinstance(anchor.position, int) or not re.fullmatch(r"[0-9a-f]{64}", str(anchor.log_hash)):
+            raise InquiTreeError(f"{path}: field 'position' must be an integer and 'log_hash' 64 hex digits")
+        return anchor
+
+    def message(self) -> bytes:
+        return signing.checkpoint_message("log", "log", self.position, self.log_hash, self.made_at)
+
+
+@dataclasses.dataclass
 class VerifyReport:
+    """What ``verify`` checked and proved.
+
+    ``first_problem`` is (stream id, stream version, what) for a problem at an event, or
+    (None, None, what) for one of the log as a whole (a missing head, a bad signature).
+    ``covered_to`` is the highest global position proved by the anchor or by a checkpoint signed
+    with the given key; ``uncovered`` counts the events after it, which nothing proves: with an
+    anchor or a key, they make the report not ok."""
+
     events_checked: int
     streams_checked: int
-    first_problem: tuple[str, int, str] | None  # (stream_id, stream_version, what)
+    first_problem: tuple[str | None, int | None, str] | None
+    head_position: int = 0
+    head_hash: str = GENESIS_HASH
+    proof: tuple[str, ...] = ()  # "anchor", "key"
+    covered_to: int = 0
+    uncovered: int = 0
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.first_problem is None
+        """No problem found and, when an anchor or a key was given, every event covered by it."""
+        return self.first_problem is None and not (self.proof and self.uncovered)
 
 
 def _sqlite_engine(url: sa.URL) -> sa.Engine:
@@ -201,11 +256,18 @@ class EventStore:
         clock: Callable[[], str] = utc_now,
         auto_upgrade: bool = True,
         create: bool = True,
+        signer: signing.Signer | None | bool = None,
     ):
         """Open the store at ``url``. With ``create=False`` (commands that only read) a SQLite file
         that does not exist, or a database without InquiTree's schema, is an error instead of
-        becoming a new, empty store."""
+        becoming a new, empty store.
+
+        ``signer`` signs checkpoints of the log head (:meth:`checkpoint`); by default a store that
+        may create (a writer) takes it from ``$INQUITREE_SIGNING_KEY``, and ``False`` means none."""
         self.url = url or default_url()
+        if signer is None:
+            signer = signing.signer_from_env() if create else False
+        self.signer: signing.Signer | None = signer or None
         if not create:
             auto_upgrade = False
             parsed = make_url(self.url) if "://" in self.url else None
@@ -218,15 +280,18 @@ class EventStore:
         self.clock = clock
         self.engine = make_engine(self.url)
         self.dialect = self.engine.dialect.name
-        # SQLite has one writer at a time, and a writer that finds the file locked waits in SQLite's
-        # busy handler, which sleeps in growing steps (up to 100 ms). Threads of this process queue
-        # on a lock instead and start the moment the previous append commits.
-        self._write_lock = threading.Lock() if self.dialect == "sqlite" else contextlib.nullcontext()
-        mark = "?" if self.engine.dialect.paramstyle == "qmark" else "%s"
-        # Rows go to the driver's executemany as tuples: SQLAlchemy's per-row dict handling
-        # cost more than the insert itself (bench/store_append.py).
-        self._insert_sql = (
-            f"INSERT INTO events ({', '.join(_INSERT_COLUMNS)}) VALUES ({', '.join([mark] * len(_INSERT_COLUMNS))})"
+        # Appends of one process queue on a lock: on SQLite a writer that finds the file locked waits
+        # in SQLite's busy handler, which sleeps in growing steps (up to 100 ms), and the heads this
+        # store remembers are updated by one append at a time.
+        self._write_lock = threading.Lock()
+        self._mark = "?" if self.engine.dialect.paramstyle == "qmark" else "%s"
+        self._log_head: tuple[int, str] | None = None  # (global position, log hash) after our last append
+        self._heads: dict[str, tuple[int, str]] = {}  # stream id -> (version, hash) after our last append to it
+        self._unsigned = False  # appended since the last checkpoint
+        self._raw: Any = None  # the DBAPI connection appends use (see _append)
+        self._insert_one = (
+            f"INSERT INTO events ({', '.join(_INSERT_COLUMNS)}) "
+            f"VALUES ({', '.join([self._mark] * len(_INSERT_COLUMNS))})"
         )
         try:
             with self.engine.connect() as conn:
@@ -240,7 +305,16 @@ class EventStore:
         return f"EventStore({redact(self.url)!r})"
 
     def close(self) -> None:
-        self.engine.dispose()
+        """Sign the head if this store appended since its last checkpoint (with a signer), and close."""
+        try:
+            if self.signer is not None and self._unsigned:
+                self.checkpoint()
+        finally:
+            if self._raw is not None:
+                with contextlib.suppress(Exception):
+                    self._raw.close()
+                self._raw = None
+            self.engine.dispose()
 
     def __enter__(self) -> "EventStore":
         return self
@@ -250,8 +324,7 @@ class EventStore:
 
     # -- writing ---------------------------------------------------------------------------
     def _writer(self):
-        conn = self.engine.connect().execution_options(writer=True)
-        return conn
+        return self.engine.connect().execution_options(writer=True)
 
     def append(self, stream_id: str, events: Sequence[Event], expected_version: int) -> int:
         """Append ``events`` to ``stream_id`` if it is at ``expected_version`` (0: new stream).
@@ -263,62 +336,177 @@ class EventStore:
             return expected_version
         if expected_version < 0:
             raise ValueError("expected_version must be >= 0")
-        with self._write_lock, self._writer() as conn:
-            try:
-                with conn.begin():
-                    if self.dialect == "postgresql":
-                        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_APPEND_LOCK})
-                    prev = self._hash_at(conn, stream_id, expected_version)
-                    rows = self._rows(stream_id, events, expected_version, prev)
-                    conn.exec_driver_sql(self._insert_sql, rows)
-            except sa.exc.IntegrityError as exc:
-                raise ConcurrencyError(stream_id, expected_version, self.current_version(stream_id)) from exc
-            except sa.exc.OperationalError as exc:
-                hint = " (another process holds a write lock on the file)" if "locked" in str(exc) else ""
-                raise StoreError(f"append to {stream_id!r} in {redact(self.url)} failed: {_short(exc)}{hint}") from exc
-        return expected_version + len(events)
+        now = self.clock()
+        content = [(ev.TYPE, ev.VERSION, now, ev.to_json()) for ev in events]
+        return self._append(stream_id, content, expected_version)
 
-    def _hash_at(self, conn: sa.Connection, stream_id: str, version: int) -> str:
+    def _append(self, stream_id: str, content: list[tuple[str, int, str, bytes]], expected_version: int) -> int:
+        """Append (type, schema version, recorded_at, payload bytes) rows; see :meth:`append`.
+
+        Appends go through this store's own DBAPI connection (under the write lock): SQLAlchemy's
+        connection checkout, events and reset-on-return cost more than the insert (bench/integrity.py)."""
+        dbapi: Any = self.engine.dialect.dbapi
+        with self._write_lock:
+            for _attempt in range(3):
+                raw = self._dbapi_writer()
+                cur = raw.cursor()
+                try:
+                    if self.dialect == "postgresql":
+                        cur.execute(f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK})")
+                    else:
+                        cur.execute("BEGIN IMMEDIATE")
+                    stream_head = self._heads.get(stream_id)
+                    if stream_head is None or stream_head[0] != expected_version:
+                        stream_head = (expected_version, self._dbapi_hash_at(cur, stream_id, expected_version))
+                    if self._log_head is None:
+                        cur.execute(
+                            "SELECT global_position, log_hash FROM events ORDER BY global_position DESC LIMIT 1"
+                        )
+                        self._log_head = tuple(cur.fetchone() or (0, GENESIS_HASH))
+                    rows = _rows(stream_id, content, stream_head, self._log_head)
+                    self._insert(cur, rows)
+                    raw.commit()
+                except dbapi.IntegrityError as exc:
+                    # Another writer moved a head on: the stream's (it won) or only the log's (read it again).
+                    _rollback(raw)
+                    self._log_head = None
+                    self._heads.pop(stream_id, None)
+                    actual = self.current_version(stream_id)
+                    if actual != expected_version:
+                        raise ConcurrencyError(stream_id, expected_version, actual) from exc
+                    continue
+                except dbapi.Error as exc:  # locked, unreachable, not allowed (a reader role)
+                    self._drop_dbapi_writer()
+                    hint = " (another process holds a write lock on the file)" if "locked" in str(exc) else ""
+                    raise StoreError(
+                        f"append to {stream_id!r} in {redact(self.url)} failed: {_short(exc)}{hint}"
+                    ) from exc
+                except BaseException:
+                    _rollback(raw)
+                    self._log_head = None
+                    raise
+                finally:
+                    cur.close()
+                last = rows[-1]
+                self._log_head = (last[0], last[-1])
+                self._heads[stream_id] = (last[2], last[-2])
+                self._unsigned = True
+                return last[2]
+        raise StoreError(f"append to {stream_id!r} in {redact(self.url)}: the log head kept moving (3 attempts)")
+
+    def _dbapi_writer(self):
+        if self._raw is None:
+            self._raw = self.engine.raw_connection()
+        return self._raw
+
+    def _drop_dbapi_writer(self) -> None:
+        raw, self._raw, self._log_head = self._raw, None, None
+        if raw is not None:
+            with contextlib.suppress(Exception):
+                raw.invalidate()  # closes it: a connection that failed is not reused
+
+    def _insert(self, cur, rows: list[tuple]) -> None:
+        if self.dialect == "sqlite":
+            cur.executemany(self._insert_one, rows)
+            return
+        # One multi-row INSERT on PostgreSQL: psycopg runs executemany in pipeline mode, and a
+        # pipeline that a unique-key conflict aborts prints "error ignored terminating
+        # <psycopg.Pipeline [INERROR]>" on stderr when it is collected.
+        one = f"({', '.join([self._mark] * len(_INSERT_COLUMNS))})"
+        sql = f"INSERT INTO events ({', '.join(_INSERT_COLUMNS)}) VALUES {', '.join([one] * len(rows))}"
+        cur.execute(sql, tuple(v for row in rows for v in row))
+
+    def _dbapi_hash_at(self, cur, stream_id: str, version: int) -> str:
         if version == 0:
             return GENESIS_HASH
-        found = conn.execute(
-            sa.select(events_table.c.hash).where(
-                events_table.c.stream_id == stream_id, events_table.c.stream_version == version
-            )
-        ).scalar_one_or_none()
+        m = self._mark
+        cur.execute(f"SELECT hash FROM events WHERE stream_id = {m} AND stream_version = {m}", (stream_id, version))
+        found = cur.fetchone()
         if found is None:
-            actual = (
-                conn.execute(
-                    sa.select(sa.func.max(events_table.c.stream_version)).where(events_table.c.stream_id == stream_id)
-                ).scalar_one_or_none()
-                or 0
-            )
-            raise ConcurrencyError(stream_id, version, actual)
-        return found
+            cur.execute(f"SELECT max(stream_version) FROM events WHERE stream_id = {m}", (stream_id,))
+            raise ConcurrencyError(stream_id, version, (cur.fetchone() or (0,))[0] or 0)
+        return found[0]
 
-    def _rows(self, stream_id: str, events: Sequence[Event], expected: int, prev: str) -> list[tuple]:
-        """Rows in ``_INSERT_COLUMNS`` order, serialized and chained."""
-        now = self.clock()
-        rows = []
-        for i, ev in enumerate(events, start=1):
-            payload = ev.to_json()
-            version = expected + i
-            # chain_hash(), inlined over the payload's bytes (this loop is the append hot path).
-            head = f"{prev}\n{stream_id}\n{version}\n{ev.TYPE}\n{ev.VERSION}\n{now}\n".encode()
-            digest = hashlib.sha256(head + payload).hexdigest()
-            rows.append((stream_id, version, ev.TYPE, ev.VERSION, now, payload.decode(), prev, digest))
+    def _version_in(self, conn: sa.Connection, stream_id: str) -> int:
+        c = events_table.c
+        q = sa.select(sa.func.max(c.stream_version)).where(c.stream_id == stream_id)
+        return conn.execute(q).scalar_one_or_none() or 0
+
+    @staticmethod
+    def _read_log_head(conn: sa.Connection) -> tuple[int, str]:
+        row = conn.exec_driver_sql(
+            "SELECT global_position, log_hash FROM events ORDER BY global_position DESC LIMIT 1"
+        ).first()
+        return (row[0], row[1]) if row is not None else (0, GENESIS_HASH)
+
+    def append_exported(self, stream_id: str, rows: Sequence[dict[str, Any]]) -> int:
+        """Append a new stream from exported rows, keeping each event's timestamp, schema version and
+        stored payload, so the stream's hashes are the exporter's. Each row's ``hash`` (when given)
+        must be the one this store computes: the first that is not is named, and nothing is written."""
+        content, prev = [], GENESIS_HASH
+        for i, row in enumerate(rows, start=1):
+            payload = row["payload_json"]
+            digest = chain_hash(prev, stream_id, i, row["type"], row["version"], row["recorded_at"], payload)
+            if row.get("hash") is not None and (row.get("prev_hash") != prev or row["hash"] != digest):
+                raise StoreError(
+                    f"event {i} ({row['type']}) of {stream_id!r} does not match its hash: the file was edited "
+                    "after it was exported (or its events were reordered)"
+                )
+            content.append((row["type"], row["version"], row["recorded_at"], payload.encode()))
             prev = digest
-        return rows
+        return self._append(stream_id, content, 0)
+
+    def head(self) -> tuple[int, str]:
+        """The log's head: the last event's global position and log hash ((0, zeros) when empty)."""
+        with self.engine.connect() as conn:
+            return self._read_log_head(conn)
+
+    def checkpoint(self, signer: signing.Signer | None = None, note: str | None = None) -> int | None:
+        """Sign the log's current head and store the checkpoint; returns its position.
+
+        Uses ``signer`` or the store's own; without either (or with nothing new since this
+        store's last checkpoint) it does nothing and returns None."""
+        signer = signer or self.signer
+        if signer is None or (signer is self.signer and not self._unsigned):
+            return None
+        with self._write_lock, self._writer() as conn, conn.begin():
+            position, digest = self._read_log_head(conn)
+            if position == 0:
+                return None
+            self._sign(conn, signer, "log", "log", position, digest, note)
+        self._unsigned = False
+        return position
+
+    def add_signature(self, signature: dict[str, Any], note: str | None = None) -> None:
+        """Keep a stream signature made elsewhere (an imported episode's provenance)."""
+        row = {k: signature[k] for k in ("kind", "subject", "position", "hash", "signed_at", "key_id", "signature")}
+        with self._write_lock, self._writer() as conn, conn.begin():
+            conn.execute(checkpoints_table.insert().values(**row, note=note))
+
+    def _sign(
+        self, conn: sa.Connection, signer: signing.Signer, kind: str, subject: str, position: int, digest: str, note
+    ) -> dict[str, Any]:
+        at = self.clock()
+        row = {
+            "kind": kind,
+            "subject": subject,
+            "position": position,
+            "hash": digest,
+            "signed_at": at,
+            "key_id": signer.key_id,
+            "signature": signer.sign(signing.checkpoint_message(kind, subject, position, digest, at)),
+        }
+        conn.execute(checkpoints_table.insert().values(**row, note=note))
+        return row
+
+    def checkpoints(self) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(sa.select(checkpoints_table).order_by("seq"))]
 
     # -- reading ---------------------------------------------------------------------------
     def current_version(self, stream_id: str) -> int:
         with self.engine.connect() as conn:
-            return (
-                conn.execute(
-                    sa.select(sa.func.max(events_table.c.stream_version)).where(events_table.c.stream_id == stream_id)
-                ).scalar_one_or_none()
-                or 0
-            )
+            return self._version_in(conn, stream_id)
 
     def read_stream(self, stream_id: str, from_version: int = 1) -> list[RecordedEvent]:
         """Every event of ``stream_id`` from ``from_version`` on, in version order."""
@@ -380,36 +568,204 @@ class EventStore:
             return {row[0] for row in conn.execute(q)}
 
     # -- integrity -------------------------------------------------------------------------
-    def verify(self, progress: Callable[[int], None] | None = None, stream_id: str | None = None) -> VerifyReport:
-        """Walk every stream's hash chain (or one stream's); report the first event whose content no longer matches."""
-        c = events_table.c
-        q = sa.select(
-            c.stream_id, c.stream_version, c.event_type, c.schema_version, c.recorded_at, c.payload, c.prev_hash, c.hash
-        ).order_by(c.stream_id, c.stream_version)
+    def verify(
+        self,
+        progress: Callable[[int], None] | None = None,
+        stream_id: str | None = None,
+        *,
+        anchor: Anchor | None = None,
+        verifier: signing.Verifier | None = None,
+    ) -> VerifyReport:
+        """Walk the log in global position order and check both chains, then what proves its head.
+
+        Without ``anchor`` or ``verifier`` this finds any event changed, removed, moved or added
+        inside the log, but cannot tell a log cut short at its end, or rewritten and re-hashed as a
+        whole, from an honest one. An ``anchor`` proves the log up to its position; a ``verifier``
+        checks the signed checkpoints in the store and proves the log up to the last one. With
+        ``stream_id``, only that stream's chain is checked."""
         if stream_id is not None:
-            q = q.where(c.stream_id == stream_id)
-        checked = streams = 0
-        current, prev, expect_version = None, GENESIS_HASH, 1
+            return self._verify_stream(stream_id)
+        report = VerifyReport(0, 0, None)
+        expect: dict[int, list[tuple[str, str]]] = {}  # global position -> [(who says so, log hash)]
+        expect_stream: dict[tuple[str, int], list[tuple[str, str]]] = {}
+        if anchor is not None:
+            report.proof += ("anchor",)
+            if anchor.signature and verifier is not None:
+                if anchor.key_id != verifier.key_id or not verifier.verify(anchor.message(), anchor.signature):
+                    report.first_problem = (None, None, "the anchor's signature does not match the given key")
+                    return report
+                report.notes.append(f"the anchor is signed by key {verifier.key_id}")
+            expect.setdefault(anchor.position, []).append(("the anchor", anchor.log_hash))
+        if verifier is not None:
+            report.proof += ("key",)
+            problem = self._load_checkpoints(verifier, expect, expect_stream, report.notes)
+            if problem:
+                report.first_problem = (None, None, problem)
+                return report
+        covered_to = max(expect, default=0)
+        heads: dict[str, tuple[int, str]] = {}
+        prev_log, last_pos = GENESIS_HASH, 0
+        with self._scan(
+            "SELECT global_position, stream_id, stream_version, event_type, schema_version, recorded_at, payload, "
+            "prev_hash, hash, log_hash FROM events ORDER BY global_position"
+        ) as rows:
+            for pos, sid, version, etype, sver, at, payload, prev_hash, digest, lhash in rows:
+                last_version, last_hash = heads.get(sid, (0, GENESIS_HASH))
+                problem = None
+                if version != last_version + 1:
+                    problem = f"version gap: expected version {last_version + 1} next in the stream"
+                elif prev_hash != last_hash:
+                    problem = "prev_hash does not match the previous event's hash"
+                elif chain_hash(prev_hash, sid, version, etype, sver, at, payload) != digest:
+                    problem = "content does not match its hash (the event was changed)"
+                elif log_hash(prev_log, pos, digest) != lhash:
+                    problem = (
+                        f"log hash does not match at global position {pos} (an event before it was removed, "
+                        "inserted or moved, or this one was)"
+                    )
+                else:
+                    if pos in expect:
+                        problem = _against(expect.pop(pos), lhash, f"global position {pos}")
+                    if expect_stream and (sid, version) in expect_stream:
+                        claims = expect_stream.pop((sid, version))
+                        problem = problem or _against(claims, digest, f"stream {sid!r} version {version}")
+                report.events_checked += 1
+                if sid not in heads:
+                    report.streams_checked += 1
+                if problem:
+                    report.first_problem = (sid, version, problem)
+                    return report
+                heads[sid] = (version, digest)
+                prev_log, last_pos = lhash, pos
+                if report.proof and pos > covered_to:
+                    report.uncovered += 1
+                if progress and report.events_checked % 100_000 == 0:
+                    progress(report.events_checked)
+        report.head_position, report.head_hash = last_pos, prev_log
+        for pos, claims in sorted(expect.items()):
+            who = " and ".join(w for w, _ in claims)
+            report.first_problem = (
+                None,
+                None,
+                f"{who} covers global position {pos}, but the log ends at position {last_pos}: "
+                "events were removed from the end of the log",
+            )
+            return report
+        for (sid, version), claims in expect_stream.items():
+            who = " and ".join(w for w, _ in claims)
+            report.first_problem = (sid, version, f"{who} covers this event, but the stream no longer has it")
+            return report
+        report.covered_to = covered_to
+        return report
+
+    @contextlib.contextmanager
+    def _scan(self, sql: str) -> Iterator[Iterator[tuple]]:
+        """The rows of ``sql`` straight from the driver, fetched in batches (a server-side cursor on
+        PostgreSQL), for walks over the whole log: SQLAlchemy's row objects cost more than the hashing."""
+        raw = self.engine.raw_connection()
+        try:
+            driver: Any = raw.driver_connection
+            cur = driver.cursor(name="inquitree_scan") if self.dialect == "postgresql" else raw.cursor()
+            cur.execute(sql)
+
+            def rows() -> Iterator[tuple]:
+                while batch := cur.fetchmany(20_000):
+                    yield from batch
+
+            yield rows()
+            cur.close()
+        finally:
+            _rollback(raw)
+            raw.close()
+
+    def _load_checkpoints(self, verifier, expect, expect_stream, notes: list[str]) -> str | None:
+        """Check every checkpoint's signature; those by ``verifier``'s key become claims to check
+        against the log. A checkpoint that claims that key and does not verify is a problem."""
+        others: dict[str, int] = {}
+        for cp in self.checkpoints():
+            if cp["key_id"] != verifier.key_id:
+                others[cp["key_id"]] = others.get(cp["key_id"], 0) + 1
+                continue
+            message = signing.checkpoint_message(cp["kind"], cp["subject"], cp["position"], cp["hash"], cp["signed_at"])
+            if not verifier.verify(message, cp["signature"]):
+                return (
+                    f"checkpoint #{cp['seq']} ({cp['kind']} at {cp['position']}): "
+                    "the signature does not match (forged or altered)"
+                )
+            claim = (f"checkpoint #{cp['seq']} signed {cp['signed_at']}", cp["hash"])
+            if cp["kind"] == "log":
+                expect.setdefault(cp["position"], []).append(claim)
+            else:
+                expect_stream.setdefault((cp["subject"], cp["position"]), []).append(claim)
+        streams = sum(1 for claims in expect_stream.values() for _ in claims)
+        if streams:
+            notes.append(f"{streams} signed stream head(s) (exported or imported episodes) are checked too")
+        for key_id, n in sorted(others.items()):
+            notes.append(f"{n} checkpoint(s) signed by another key ({key_id}) were not checked")
+        return None
+
+    def _verify_stream(self, stream_id: str) -> VerifyReport:
+        """One stream's chain (its content and order); the log chain needs the whole log."""
+        report = VerifyReport(0, 0, None)
+        prev, expect_version = GENESIS_HASH, 1
+        c = events_table.c
+        q = (
+            sa.select(c.stream_version, c.event_type, c.schema_version, c.recorded_at, c.payload, c.prev_hash, c.hash)
+            .where(c.stream_id == stream_id)
+            .order_by(c.stream_version)
+        )
         with self.engine.connect() as conn:
-            for sid, version, etype, sver, at, payload, prev_hash, digest in conn.execution_options(
-                yield_per=20_000
-            ).execute(q):
-                if sid != current:
-                    current, prev, expect_version, streams = sid, GENESIS_HASH, 1, streams + 1
+            for version, etype, sver, at, payload, prev_hash, digest in conn.execute(q):
+                report.events_checked += 1
+                report.streams_checked = 1
                 problem = None
                 if version != expect_version:
                     problem = f"version gap: expected version {expect_version}"
                 elif prev_hash != prev:
                     problem = "prev_hash does not match the previous event's hash"
-                elif chain_hash(prev, sid, version, etype, sver, at, payload) != digest:
+                elif chain_hash(prev, stream_id, version, etype, sver, at, payload) != digest:
                     problem = "content does not match its hash (the event was changed)"
-                checked += 1
                 if problem:
-                    return VerifyReport(checked, streams, (sid, version, problem))
+                    report.first_problem = (stream_id, version, problem)
+                    return report
                 prev, expect_version = digest, version + 1
-                if progress and checked % 100_000 == 0:
-                    progress(checked)
-        return VerifyReport(checked, streams, None)
+        return report
+
+
+def _against(claims, actual: str, where: str) -> str | None:
+    """The first claim (who, hash) about ``where`` that ``actual`` contradicts, as a problem."""
+    for who, claimed in claims:
+        if claimed != actual:
+            return (
+                f"{who} says the hash at {where} is {claimed[:16]}..., the log has {actual[:16]}...: "
+                "the log was rewritten"
+            )
+    return None
+
+
+def _rows(
+    stream_id: str, content: list[tuple[str, int, str, bytes]], stream_head: tuple[int, str], log_head: tuple[int, str]
+) -> list[tuple]:
+    """Rows in ``_INSERT_COLUMNS`` order, numbered after the heads and chained to them
+    (``chain_hash`` and ``log_hash`` inlined over bytes: this loop is the append hot path)."""
+    version, prev = stream_head
+    position, prev_log = log_head
+    rows = []
+    for etype, sver, at, payload in content:
+        version += 1
+        position += 1
+        digest = hashlib.sha256(
+            f"{prev}\n{stream_id}\n{version}\n{etype}\n{sver}\n{at}\n".encode() + payload
+        ).hexdigest()
+        prev_log = hashlib.sha256(f"{prev_log}\n{position}\n{digest}".encode()).hexdigest()
+        rows.append((position, stream_id, version, etype, sver, at, payload.decode(), prev, digest, prev_log))
+        prev = digest
+    return rows
+
+
+def _rollback(raw) -> None:
+    with contextlib.suppress(Exception):
+        raw.rollback()
 
 
 def _recorded(row) -> RecordedEvent:
@@ -424,6 +780,7 @@ def _recorded(row) -> RecordedEvent:
         parse_json(m["payload"]),
         m["prev_hash"],
         m["hash"],
+        m.get("log_hash"),
     )
 
 

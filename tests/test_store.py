@@ -6,6 +6,7 @@ import threading
 
 import pytest
 import sqlalchemy as sa
+from conftest import as_admin
 
 from inquitree.events import ConcurrencyError, StoreError, migrate
 from inquitree.events.store import GENESIS_HASH, EventStore, chain_hash
@@ -83,20 +84,28 @@ def test_empty_append_is_a_no_op(store):
     assert store.streams() == []
 
 
+def _admin_engine(store):
+    """An engine with the database's own keys: the SQLite file itself, PostgreSQL's administrator."""
+    return store.engine if store.dialect == "sqlite" else sa.create_engine(as_admin(store.url))
+
+
 def test_update_delete_truncate_are_refused_by_the_database(store):
     store.append("s", notes(1, 2), 0)
     statements = ["UPDATE events SET payload = '{}'", "DELETE FROM events WHERE stream_version = 1"]
     if store.dialect == "postgresql":
         statements.append("TRUNCATE events")
-    for sql in statements:
-        with pytest.raises(sa.exc.DatabaseError, match="immutable"):
-            with store.engine.begin() as conn:
-                conn.exec_driver_sql(sql)
+    # The triggers refuse even the administrator; on PostgreSQL the writer is refused before that.
+    engines = [_admin_engine(store)] + ([store.engine] if store.dialect == "postgresql" else [])
+    for engine in engines:
+        for sql in statements:
+            with pytest.raises(sa.exc.DatabaseError, match="immutable|permission denied"):
+                with engine.begin() as conn:
+                    conn.exec_driver_sql(sql)
     assert [e.event.n for e in store.read_stream("s")] == [1, 2]
 
 
 def _drop_immutability(store):
-    with store.engine.begin() as conn:
+    with _admin_engine(store).begin() as conn:
         if store.dialect == "sqlite":
             conn.exec_driver_sql("DROP TRIGGER events_no_update")
         else:
@@ -108,7 +117,7 @@ def test_verify_finds_the_first_tampered_event(store):
     store.append("b", notes(1, 2, 3, 4), 0)
     assert store.verify().ok and store.verify().events_checked == 7
     _drop_immutability(store)
-    with store.engine.begin() as conn:
+    with _admin_engine(store).begin() as conn:
         conn.exec_driver_sql("""UPDATE events SET payload = '{"n":30,"text":"note 3"}'
                                 WHERE stream_id = 'b' AND stream_version = 3""")
     report = store.verify()
@@ -121,12 +130,16 @@ def test_verify_catches_a_rehashed_event_at_the_next_version(store):
     forged_payload = '{"n":20,"text":"note 2"}'
     forged = chain_hash(row.prev_hash, "a", 2, row.event_type, 1, row.recorded_at, forged_payload)
     _drop_immutability(store)
-    with store.engine.begin() as conn:
+    with _admin_engine(store).begin() as conn:
         conn.execute(
             sa.text("UPDATE events SET payload = :p, hash = :h WHERE stream_id = 'a' AND stream_version = 2"),
             {"p": forged_payload, "h": forged},
         )
-    assert store.verify().first_problem == ("a", 3, "prev_hash does not match the previous event's hash")
+    # The stream chain only notices at the next version; the log chain, which covers the stream
+    # hash, notices at the rewritten event itself.
+    sid, version, what = store.verify().first_problem
+    assert (sid, version) == ("a", 2) and what.startswith("log hash does not match at global position 2")
+    assert store.verify(stream_id="a").first_problem == ("a", 3, "prev_hash does not match the previous event's hash")
 
 
 def test_two_writers_same_expected_version_exactly_one_wins(store_url):
@@ -194,7 +207,7 @@ def test_models_and_migrations_do_not_drift(store):
 
 def test_database_from_a_newer_schema_is_refused_with_the_revision(store_url):
     EventStore(store_url).close()
-    engine = sa.create_engine(store_url.replace("postgresql://", "postgresql+psycopg://"))
+    engine = sa.create_engine(store_url if store_url.startswith("sqlite") else as_admin(store_url))
     with engine.begin() as conn:
         conn.exec_driver_sql("UPDATE alembic_version SET version_num = '9999_from_the_future'")
     engine.dispose()
@@ -202,43 +215,24 @@ def test_database_from_a_newer_schema_is_refused_with_the_revision(store_url):
         EventStore(store_url)
 
 
+def _store_as_written_elsewhere(store, stream, expected, event_type, schema_version, payload):
+    """An event as another InquiTree version would have stored it: raw content, both chains intact."""
+    store._append(stream, [(event_type, schema_version, "2026-01-01T00:00:00.000000Z", payload.encode())], expected)
+
+
 def test_unknown_event_type_on_read_names_stream_and_version(store):
     store.append("s", notes(1), 0)
-    prev = store.read_stream("s")[0].hash
-    at = "2026-01-01T00:00:00.000000Z"
-    with store.engine.begin() as conn:
-        conn.execute(
-            sa.text(
-                "INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, "
-                "prev_hash, hash)"
-                " VALUES ('s', 2, 'NoSuchEvent', 1, :at, '{}', :prev, :h)"
-            ),
-            {"at": at, "prev": prev, "h": chain_hash(prev, "s", 2, "NoSuchEvent", 1, at, "{}")},
-        )
+    _store_as_written_elsewhere(store, "s", 1, "NoSuchEvent", 1, "{}")
     bad = store.read_stream("s")[1]
     with pytest.raises(StoreError, match=r"unknown event type 'NoSuchEvent'.*stream 's', version 2"):
         bad.event
-    assert store.verify().ok  # the chain is intact; only this code cannot read the type
+    assert store.verify().ok  # the chains are intact; only this code cannot read the type
 
 
 def test_stored_v1_agent_reply_is_upcast_to_v2_on_read(store):
     """AgentReplied v1 kept one token total; v2 splits usage for cost accounting."""
     v1 = '{"action":"x","latency_ms":1.0,"model":"m","raw":"ACTION: x","state":"topic","step":1,"tokens":321}'
-    at = "2026-01-01T00:00:00.000000Z"
-    with store.engine.begin() as conn:
-        conn.execute(
-            sa.text(
-                "INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, "
-                "prev_hash, hash)"
-                " VALUES ('old', 1, 'AgentReplied', 1, :at, :p, :prev, :h)"
-            ),
-            {
-                "at": at,
-                "p": v1,
-                "prev": GENESIS_HASH,
-                "h": chain_hash(GENESIS_HASH, "old", 1, "AgentReplied", 1, at, v1),
-            },
-        )
+    _store_as_written_elsewhere(store, "old", 0, "AgentReplied", 1, v1)
     ev = store.read_stream("old")[0].event
     assert type(ev).__name__ == "AgentReplied" and ev.VERSION == 2
     assert ev.usage == {"input": None, "cached_input": None, "cache_write": None, "output": None, "total": 321}
@@ -246,15 +240,6 @@ def test_stored_v1_agent_reply_is_upcast_to_v2_on_read(store):
 
 
 def test_event_newer_than_this_code_is_a_clear_error(store):
-    at = "2026-01-01T00:00:00.000000Z"
-    with store.engine.begin() as conn:
-        conn.execute(
-            sa.text(
-                "INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, "
-                "prev_hash, hash)"
-                " VALUES ('new', 1, 'AgentReplied', 7, :at, '{}', :prev, 'x')"
-            ),
-            {"at": at, "prev": GENESIS_HASH},
-        )
+    _store_as_written_elsewhere(store, "new", 0, "AgentReplied", 7, "{}")
     with pytest.raises(StoreError, match="AgentReplied v7 is newer than this InquiTree knows"):
         store.read_stream("new")[0].event

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
 from inquitree.core.cli import main
 from inquitree.events import StoreError, migrate
+from inquitree.events.chain import GENESIS_HASH, chain_hash
 from inquitree.events.store import EventStore
 
-from tests_support import Noted  # noqa: F401  (registers the test event type)
+from tests_support import Noted
 
 
 def test_new_sqlite_file_is_brought_to_head_and_uses_wal(tmp_path):
@@ -30,26 +32,56 @@ def test_default_url_comes_from_the_environment(tmp_path, monkeypatch):
         assert store.url.endswith("env.sqlite")
 
 
-def test_older_schema_asks_for_db_upgrade(tmp_path):
-    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+def _store_at_0001(path, tamper: bool = False) -> str:
+    """A store as schema 0001 left it: stream chains only, three streams interleaved."""
+    url = f"sqlite:///{path}"
     engine = sa.create_engine(url)
+    migrate.upgrade(engine, target="0001_events")
+    heads: dict[str, str] = {}
+    at = "2026-11-01T00:00:00.000000Z"
     with engine.begin() as conn:
-        conn.exec_driver_sql("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
-        conn.exec_driver_sql("INSERT INTO alembic_version VALUES ('0001_events')")
+        for i in range(12):
+            sid, version = f"s{i % 3}", i // 3 + 1
+            payload = f'{{"n":{i},"text":""}}'
+            prev = heads.get(sid, GENESIS_HASH)
+            digest = chain_hash(prev, sid, version, "TestNoted", 1, at, payload)
+            conn.exec_driver_sql(
+                "INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, "
+                "prev_hash, hash) VALUES (?, ?, 'TestNoted', 1, ?, ?, ?, ?)",
+                (sid, version, at, payload, prev, digest),
+            )
+            heads[sid] = digest
+        if tamper:
+            conn.exec_driver_sql("DROP TRIGGER events_no_update")
+            conn.exec_driver_sql("""UPDATE events SET payload = '{"n":99,"text":""}' WHERE global_position = 5""")
     engine.dispose()
-    # 0001 is head today: fake an older known revision by asking for a store that expects more.
-    import inquitree.events.migrate as m
+    return url
 
-    real = m.head_revision
-    m.head_revision = lambda: "0002_future"
+
+def test_a_store_at_0001_asks_for_db_upgrade_which_adds_the_log_chain(tmp_path):
+    url = _store_at_0001(tmp_path / "old.sqlite")
     try:
-        try:
-            EventStore(url)
-            raise AssertionError("expected StoreError")
-        except StoreError as exc:
-            assert "older than '0002_future'" in str(exc) and "inquitree db upgrade" in str(exc)
-    finally:
-        m.head_revision = real
+        EventStore(url)
+        raise AssertionError("expected StoreError")
+    except StoreError as exc:
+        assert "older than '0002_log_chain'" in str(exc) and "inquitree db upgrade" in str(exc)
+    out = CliRunner().invoke(main, ["db", "upgrade", "--db", url])
+    assert out.exit_code == 0 and "0001_events -> 0002_log_chain" in out.output, out.output
+    with EventStore(url) as store:
+        report = store.verify()
+        assert report.ok and report.events_checked == 12 and report.head_position == 12
+        store.append("s0", [Noted(n=12)], 4)  # recording goes on, chained to the upgraded log
+        assert store.verify().ok and [e.event.n for e in store.read_stream("s0")][-2:] == [9, 12]
+        with pytest.raises(sa.exc.DatabaseError, match="immutable"):  # the trigger is back
+            with store.engine.begin() as conn:
+                conn.exec_driver_sql("UPDATE events SET payload = '{}'")
+
+
+def test_the_upgrade_refuses_a_log_changed_before_it(tmp_path):
+    url = _store_at_0001(tmp_path / "old.sqlite", tamper=True)
+    out = CliRunner().invoke(main, ["db", "upgrade", "--db", url])
+    assert out.exit_code == 2 and "stream 's1' version 2 (global position 5) does not match" in out.output
+    assert migrate.current_revision(sa.create_engine(url)) == "0001_events"
 
 
 def test_cli_verify_reports_tampering_with_exit_1(tmp_path):

@@ -509,17 +509,11 @@ def test_the_large_backlog_readers_give_identical_tables(store_url, tmp_path, mo
     store = EventStore(store_url)
     simulate(store, 2, tmp_path)
     if not store_url.startswith("sqlite"):
-        # A gap in the positions wider than a range (as appends that roll back leave), so that
+        # A gap in the positions wider than a range, as stores recorded before positions were
+        # dense (schema 0001: appends that rolled back left gaps in the sequence) still have, so that
         # the PostgreSQL readers meet an empty range between full ones.
-        import sqlalchemy as sa
-
-        with sa.create_engine(store_url).begin() as conn:
-            conn.execute(
-                sa.text(
-                    "SELECT setval(pg_get_serial_sequence('events', 'global_position'), "
-                    "(SELECT max(global_position) FROM events) + 250)"
-                )
-            )
+        position, digest = store.head()
+        store._log_head = (position + 250, digest)
     simulate(store, 2, tmp_path)
     store.close()
     rebuild(str(tmp_path / "small.duckdb"), store_url)
