@@ -427,38 +427,69 @@ def episodes_show(episode: str, db_url: str | None) -> None:
 @click.argument("episode", default="last")
 @db_option
 @click.option("--out", type=click.Path(dir_okay=False), default="-", help="File to write (default: stdout).")
-def episodes_export(episode: str, db_url: str | None, out: str) -> None:
-    """Write one episode's events as JSON lines: {"type", "version", "payload"} (the golden-log format)."""
-    from inquitree.core.golden import dump_jsonl
-    from inquitree.events.store import EventStore
+@click.option(
+    "--key",
+    "key_path",
+    type=click.Path(dir_okay=False),
+    envvar="INQUITREE_SIGNING_KEY",
+    default=None,
+    help="A private key (`inquitree db keygen`) to sign the episode's head (default: $INQUITREE_SIGNING_KEY).",
+)
+def episodes_export(episode: str, db_url: str | None, out: str, key_path: str | None) -> None:
+    """Write one episode's events as JSON lines, with their proof.
 
+    Each line holds {"type", "version", "payload"} (the golden-log format) and the event's stored
+    timestamp and hashes; with a key, a last line signs the episode's head, so that `episodes
+    import --key PUBLIC_KEY` can show the file is the one recorded."""
+    from inquitree.core.golden import dump_export
+    from inquitree.core.runner import stream_id
+    from inquitree.events.signing import load_signer
+    from inquitree.events.store import EventStore, utc_now
+
+    signer = load_signer(key_path) if key_path else None
     with EventStore(db_url, create=False) as store:
         episode_id = _episode_ids(store, episode)
-        events = _load(store, episode_id)
-    text = dump_jsonl(events)
+        records = store.read_stream(stream_id(episode_id))
+    text = dump_export(records, signer, utc_now())
     if out == "-":
         click.echo(text, nl=False)
     else:
         with open(out, "w", encoding="utf-8") as f:
             f.write(text)
-        click.echo(f"wrote {len(events)} events of {episode_id} to {out}", err=True)
+        signed = f", signed by key {signer.key_id}" if signer else ""
+        click.echo(f"wrote {len(records)} events of {episode_id} to {out}{signed}", err=True)
 
 
 @episodes.command("import")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @db_option
-def episodes_import(path: str, db_url: str | None) -> None:
+@click.option(
+    "--key",
+    "key_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The public key of whoever exported the file: its signature must verify with it.",
+)
+def episodes_import(path: str, db_url: str | None, key_path: str | None) -> None:
     """Append an exported episode (JSON lines) to the store as a new stream.
 
+    A file that carries hashes is checked first: an edited file is refused, naming the first event
+    that does not match; with --key its signature must verify. The episode keeps its timestamps
+    and hashes, and its signature is kept in the store, so it stays provable where it is imported.
     An episode already in the store is left alone: importing the same events again does nothing,
     and a file that differs from the stored episode is refused."""
-    from inquitree.core.golden import dump_jsonl, load_jsonl
+    from pathlib import Path
+
+    from inquitree.core.golden import dump_jsonl, load_export
     from inquitree.core.runner import stream_id
+    from inquitree.events.signing import load_verifier
     from inquitree.events.store import EventStore
 
-    events = load_jsonl(path)
+    exported = load_export(path)
+    events = exported.events
+    sid = stream_id(events[0].episode_id)
+    established = exported.check(sid, load_verifier(key_path) if key_path else None)
     with EventStore(db_url) as store:
-        sid = stream_id(events[0].episode_id)
         stored = [r.event for r in store.read_stream(sid)]
         if stored:
             if dump_jsonl(stored) == dump_jsonl(events):
@@ -468,5 +499,12 @@ def episodes_import(path: str, db_url: str | None) -> None:
                 f"{path}: episode {events[0].episode_id} is already in {store!r} with other content "
                 f"({len(stored)} events stored, {len(events)} in the file); import it into another store"
             )
-        store.append(sid, events, 0)
+        if exported.rows is None:
+            store.append(sid, events, 0)
+        else:
+            store.append_exported(sid, exported.rows)
+        if exported.signature is not None:
+            store.add_signature(exported.signature, note=f"imported from {Path(path).name}")
+    for sentence in established:
+        click.echo(f"{path}: {sentence}")
     click.echo(f"imported {len(events)} events as {sid}")

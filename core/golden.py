@@ -1,15 +1,34 @@
-"""Episodes as JSON lines, one event a line: {"type", "version", "payload"}.
+"""Episodes as JSON lines, one event a line.
 
-The format of ``inquitree episodes export`` and of the golden logs under
-``tests/golden/`` that every CI run replays.
+The format of ``inquitree episodes export`` and of the golden logs under ``tests/golden/`` that
+every CI run replays. Each line holds ``type``, ``version`` (the schema version) and ``payload``.
+An export also carries its proof: each event's ``stream_version``, ``recorded_at``,
+``prev_hash`` and ``hash`` (the stream chain, ``events/chain.py``) as stored, and, when a key
+signed it, a last line ``{"signature": {...}}`` over the stream's head. An import recomputes the
+chain, names the first event that does not match, and checks the signature against a public key.
+Golden logs carry no proof (they are test inputs) and load the same way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from inquitree.events.base import Event, canonical_json, decode, parse_json
+from inquitree.events.chain import GENESIS_HASH, chain_hash
 from inquitree.events.errors import InquiTreeError
+from inquitree.events.signing import Signer, Verifier, checkpoint_message
+
+PROOF_FIELDS = ("stream_version", "recorded_at", "prev_hash", "hash")
+
+
+def as_stored(payload: dict[str, Any]) -> str:
+    """A payload read from the store, written back byte for byte: the store keeps an event's fields
+    in their declared order (nested keys sorted), and parsing keeps that order."""
+    return orjson.dumps(payload).decode()
 
 
 def dump_jsonl(events: list[Event]) -> str:
@@ -18,16 +37,123 @@ def dump_jsonl(events: list[Event]) -> str:
     )
 
 
-def load_jsonl(path: str | Path) -> list[Event]:
-    events = []
+def dump_export(records: list, signer: Signer | None, signed_at: str) -> str:
+    """Stored events (``RecordedEvent``) with their hashes, and a signature over the stream's head."""
+    lines = [
+        canonical_json(
+            {
+                "type": r.event_type,
+                "version": r.schema_version,
+                "stream_version": r.stream_version,
+                "recorded_at": r.recorded_at,
+                "prev_hash": r.prev_hash,
+                "hash": r.hash,
+            }
+        )[:-1]
+        + f',"payload":{as_stored(r.payload)}}}'
+        for r in records
+    ]
+    if signer is not None and records:
+        last = records[-1]
+        message = checkpoint_message("stream", last.stream_id, last.stream_version, last.hash, signed_at)
+        signature = {
+            "kind": "stream",
+            "subject": last.stream_id,
+            "position": last.stream_version,
+            "hash": last.hash,
+            "signed_at": signed_at,
+            "key_id": signer.key_id,
+            "signature": signer.sign(message),
+        }
+        lines.append(canonical_json({"signature": signature}))
+    return "".join(line + "\n" for line in lines)
+
+
+@dataclasses.dataclass
+class Export:
+    """A file read back: its events, the stored rows when it carries hashes, and its signature."""
+
+    path: str
+    events: list[Event]
+    rows: list[dict[str, Any]] | None  # None: no proof in the file (a golden log, an old export)
+    signature: dict[str, Any] | None
+
+    def check(self, stream_id: str, verifier: Verifier | None = None) -> list[str]:
+        """Recompute the stream chain and check the signature; raise at the first thing that does not
+        hold (naming the line and event), else return what was established, one sentence each."""
+        if self.rows is None:
+            return ["the file carries no hashes: nothing shows whether it was edited"]
+        prev = GENESIS_HASH
+        for i, row in enumerate(self.rows, start=1):
+            digest = chain_hash(
+                prev, stream_id, i, row["type"], row["version"], row["recorded_at"], row["payload_json"]
+            )
+            if row["stream_version"] != i or row["prev_hash"] != prev or row["hash"] != digest:
+                raise InquiTreeError(
+                    f"{self.path}: line {i} ({row['type']}, version {row['stream_version']}) does not match its "
+                    "hash: the file was edited after it was exported, or its lines were reordered or removed"
+                )
+            prev = digest
+        said = [f"all {len(self.rows)} events match their hashes"]
+        sig = self.signature
+        if sig is None and verifier is not None:
+            raise InquiTreeError(f"{self.path}: the file is not signed, so key {verifier.key_id} cannot check it")
+        if sig is None:
+            return said + ["the file is not signed: an edit that recomputed every hash could not be told apart"]
+        if (sig.get("subject"), sig.get("position"), sig.get("hash")) != (stream_id, len(self.rows), prev):
+            raise InquiTreeError(
+                f"{self.path}: the signature covers {sig.get('subject')!r} version {sig.get('position')}, not this "
+                f"file's head ({stream_id!r} version {len(self.rows)}): events were added or removed"
+            )
+        if verifier is None:
+            return said + [f"signed by key {sig.get('key_id')} (not checked: pass --key PUBLIC_KEY to check it)"]
+        message = checkpoint_message("stream", stream_id, len(self.rows), prev, str(sig.get("signed_at")))
+        if sig.get("key_id") != verifier.key_id or not verifier.verify(message, str(sig.get("signature"))):
+            raise InquiTreeError(
+                f"{self.path}: the signature does not verify with key {verifier.key_id} (signed by "
+                f"{sig.get('key_id')}): the file was re-hashed after it was signed, or another key signed it"
+            )
+        return said + [f"the signature by key {verifier.key_id} verifies"]
+
+
+def load_export(path: str | Path) -> Export:
+    events: list[Event] = []
+    rows: list[dict[str, Any]] = []
+    signature = None
+    proof_lines = 0
     for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
         try:
             row = parse_json(line)
+            if signature is not None:
+                raise ValueError("a line after the signature")
+            if "signature" in row:
+                signature = row["signature"]
+                if not isinstance(signature, dict):
+                    raise TypeError("the signature is not an object")
+                continue
             events.append(decode(row["type"], row["version"], row["payload"]))
+            if all(k in row for k in PROOF_FIELDS):
+                proof_lines += 1
+                rows.append(
+                    {
+                        **{k: row[k] for k in ("type", "version", *PROOF_FIELDS)},
+                        "payload_json": as_stored(row["payload"]),
+                    }
+                )
         except (ValueError, KeyError, TypeError) as exc:
             raise InquiTreeError(f"{path}: line {n}: not an exported event ({type(exc).__name__}: {exc})") from exc
     if not events:
         raise InquiTreeError(f"{path}: no events")
-    return events
+    if proof_lines not in (0, len(events)):
+        raise InquiTreeError(
+            f"{path}: {len(events) - proof_lines} of {len(events)} lines carry no hash: the file was edited"
+        )
+    if signature is not None and not proof_lines:
+        raise InquiTreeError(f"{path}: a signature but no hashes: the file was edited")
+    return Export(str(path), events, rows if proof_lines else None, signature)
+
+
+def load_jsonl(path: str | Path) -> list[Event]:
+    return load_export(path).events

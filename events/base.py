@@ -33,7 +33,8 @@ class Event:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     def to_json(self) -> bytes:
-        """The canonical JSON of the payload, UTF-8 (the text of ``canonical_json(self.to_payload())``)."""
+        """The payload as stored, UTF-8: the fields in their declared order, keys of nested objects
+        sorted, no whitespace (orjson; ``core/golden.as_stored`` writes a parsed payload back the same)."""
         return orjson.dumps(self, option=orjson.OPT_SORT_KEYS)
 
     @classmethod
