@@ -26,7 +26,9 @@ pgdir=$(mktemp -d /tmp/inquitree-pg.XXXXXX)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 trap 'scripts/pg-throwaway.sh stop "$pgdir"' EXIT
 echo "== starting a throwaway PostgreSQL on 127.0.0.1:$port"
-export INQUITREE_TEST_PG=$(scripts/pg-throwaway.sh start "$pgdir" "$port")
+INQUITREE_PYTHON="$VENV/bin/python" scripts/pg-throwaway.sh start "$pgdir" "$port" >/dev/null
+# The tests make a database per test as the administrator and connect to it as its writer role.
+export INQUITREE_TEST_PG=$(cat "$pgdir/admin-url")
 export INQUITREE_REQUIRE_PG=1
 echo "== ruff (lint and format check) and mypy"
 "$VENV/bin/ruff" check .

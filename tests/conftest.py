@@ -2,9 +2,11 @@
 
 - SQLite: a file in a temporary directory.
 - PostgreSQL: a fresh database per test on the server named by
-  ``$INQUITREE_TEST_PG`` (a SQLAlchemy URL of any database there; .ci/run
-  starts a throwaway cluster and sets it). Without it the PostgreSQL cases skip,
-  unless ``$INQUITREE_REQUIRE_PG=1`` (as in CI), where they fail instead.
+  ``$INQUITREE_TEST_PG`` (an administrator's SQLAlchemy URL of any database there;
+  .ci/run starts a throwaway cluster and sets it). Each database is set up with
+  ``inquitree db grant`` and the tests connect as its writer role. Without the
+  variable the PostgreSQL cases skip, unless ``$INQUITREE_REQUIRE_PG=1`` (as in
+  CI), where they fail instead.
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ def _pg_admin_url() -> str | None:
     return url
 
 
-def fresh_pg_database() -> str:
+def fresh_pg_database(role: str | None = "writer") -> str:
+    """A new database on the test server. By default it is set up as `inquitree db grant` sets a
+    store up (schema at head, owned by the owner role) and the URL connects as the writer, like
+    the README; ``role=None`` gives the administrator's URL of an empty database."""
     admin = _pg_admin_url()
     if not admin:
         pytest.skip(f"PostgreSQL tests need ${PG_ENV}")
@@ -34,7 +39,19 @@ def fresh_pg_database() -> str:
     with engine.connect() as conn:
         conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
     engine.dispose()
-    return sa.make_url(admin).set(database=name).render_as_string(hide_password=False)
+    url = sa.make_url(admin).set(database=name).render_as_string(hide_password=False)
+    if role is None:
+        return url
+    from inquitree.events.roles import grant
+
+    return grant(url)[role]
+
+
+def as_admin(url: str) -> str:
+    """The same database as the test server's administrator (who can drop triggers: an attacker
+    with the database's keys, or the test that plays one)."""
+    admin = sa.make_url(_pg_admin_url() or "")
+    return sa.make_url(url).set(username=admin.username, password=admin.password).render_as_string(hide_password=False)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

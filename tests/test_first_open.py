@@ -28,7 +28,7 @@ def test_ten_processes_opening_a_new_store_at_once_all_succeed(backend, tmp_path
     ctx = multiprocessing.get_context("fork")  # no re-import per child: the processes start together
     failures = []
     for k in range(ROUNDS):
-        url = f"sqlite:///{tmp_path / f'new{k}.sqlite'}" if backend == "sqlite" else fresh_pg_database()
+        url = f"sqlite:///{tmp_path / f'new{k}.sqlite'}" if backend == "sqlite" else fresh_pg_database(role=None)
         barrier, results = ctx.Barrier(PROCESSES), ctx.Queue()
         procs = [ctx.Process(target=_open, args=(url, barrier, results)) for _ in range(PROCESSES)]
         for p in procs:
