@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from inquitree.core.cli import main
 from inquitree.core.engine import fold
-from inquitree.core.golden import load_jsonl
+from inquitree.core.golden import dump_jsonl, load_export, load_jsonl
 from inquitree.core.replay import resimulate, transcript
 from inquitree.core.tree import parse_tree, resolve_tree
 from inquitree.events.types import AgentReplied, EpisodeScored, MatchScored, ResultDrawn
@@ -32,7 +32,7 @@ def test_golden_log_replays_identically(path):
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
-def test_golden_log_through_the_store_and_cli(path, sqlite_url):
+def test_golden_log_through_the_store_and_cli(path, sqlite_url, tmp_path):
     runner = CliRunner()
     imported = runner.invoke(main, ["episodes", "import", str(path), "--db", sqlite_url])
     assert imported.exit_code == 0, imported.output
@@ -40,8 +40,11 @@ def test_golden_log_through_the_store_and_cli(path, sqlite_url):
     out = runner.invoke(main, ["replay", episode, "--db", sqlite_url, "-q"])
     assert out.exit_code == 0, out.output
     assert "integrity: ok" in out.output and f"replay: identical ({len(load_jsonl(path))} events" in out.output
-    exported = runner.invoke(main, ["episodes", "export", episode, "--db", sqlite_url])
-    assert exported.output == path.read_text()
+    exported = runner.invoke(main, ["episodes", "export", episode, "--db", sqlite_url, "--out", str(tmp_path / "e")])
+    assert exported.exit_code == 0, exported.output
+    # The export adds each event's hashes to the golden format; its events are the golden ones.
+    assert dump_jsonl(load_export(tmp_path / "e").events) == path.read_text()
+    assert load_export(tmp_path / "e").rows is not None
 
 
 def test_golden_openai_episode_exercised_matching_blocks_hints_and_usage():
