@@ -6,6 +6,7 @@
    restart (run_suite called) to the first new event appended, and to the end.
 
     python bench/campaign.py [--delay 0.2]
+    python bench/campaign.py --workers-only --out bench/results/campaign_workers.json
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ def model(messages):
     return "ACTION: (1) nothing" if "numbered" in messages[-1]["content"] else "THOUGHT: hm\nACTION: not sure yet"
 
 
-def concurrency(d: Path, delay: float, in_flight: int = 64, episodes: int = 128, turns: int = 5) -> dict:
-    """The server runs in its own process, as a real endpoint would."""
+def concurrency(
+    d: Path, delay: float, in_flight: int = 64, episodes: int = 128, turns: int = 5, workers: int = 1
+) -> dict:
+    """The server runs in its own process, as a real endpoint would. With ``workers`` > 1 the
+    campaign runs as `inquitree suite run --workers W -j in_flight/W` (start-up included)."""
     server = subprocess.Popen(
         [sys.executable, str(Path(__file__).resolve().parent.parent / "tests" / "openai_server.py"), str(delay)],
         stdout=subprocess.PIPE,
@@ -46,7 +50,13 @@ def concurrency(d: Path, delay: float, in_flight: int = 64, episodes: int = 128,
         )
         store = EventStore(f"sqlite:///{d / 'c.sqlite'}")
         t0 = time.perf_counter()
-        report = run_suite(Suite.load(suite), store)
+        if workers == 1:
+            report_done = run_suite(Suite.load(suite), store).done
+        else:
+            cmd = [sys.executable, "-m", "inquitree", "suite", "run", str(suite), "--db", store.url]
+            cmd += ["--workers", str(workers), "-j", str(in_flight // workers)]
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            report_done = sum(int(ln.split(" done now")[0].rsplit(", ", 1)[1]) for ln in out.splitlines())
         wall = time.perf_counter() - t0
         calls = sum(
             1 for s in store.streams() for r in store.read_stream(s.stream_id) if r.event_type == "AgentReplied"
@@ -55,11 +65,12 @@ def concurrency(d: Path, delay: float, in_flight: int = 64, episodes: int = 128,
     finally:
         server.kill()
         server.wait()
-    assert report.done == episodes, report
+    assert report_done == episodes, report_done
     ideal = calls * delay / in_flight
     return {
         "episodes": episodes,
         "in_flight": in_flight,
+        "workers": workers,
         "calls": calls,
         "delay_s": delay,
         "wall_s": round(wall, 2),
@@ -106,8 +117,23 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--delay", type=float, default=0.2)
     ap.add_argument("--out")
+    ap.add_argument(
+        "--workers-only",
+        action="store_true",
+        help="only one process against --workers 2 at 0.2 s and 0.05 s (512 episodes each)",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
+        if args.workers_only:
+            result = {
+                f"delay_{delay}_workers_{w}": concurrency(Path(d) / f"w{w}-{delay}", delay, episodes=512, workers=w)
+                for delay in (0.2, 0.05)
+                for w in (1, 2)
+            }
+            print(json.dumps(result, indent=2))
+            if args.out:
+                Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+            return
         result = {
             "concurrency": concurrency(Path(d), args.delay),
             "concurrency_1s_delay": concurrency(Path(d) / "slow", 1.0) if args.delay != 1.0 else None,

@@ -27,13 +27,22 @@ def suite() -> None:
     metavar="SPEC",
     help="Run these agents instead of the suite's (repeatable), e.g. --agent openai:gpt-5.",
 )
-def run(suite_file, db_url, shard, concurrency, agents) -> None:
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Processes: each runs its share of the cells (a sub-shard) with its own -j episodes in flight.",
+)
+def run(suite_file, db_url, shard, concurrency, agents, workers) -> None:
     """Run every unfinished cell: skip finished episodes, continue interrupted ones."""
     from inquitree.core.campaign import Suite, parse_shard, run_suite
     from inquitree.events.store import EventStore
 
     s = Suite.load(suite_file, agents)
     index, count = parse_shard(shard)
+    if workers > 1:
+        sys.exit(_run_workers(suite_file, db_url, (index, count), concurrency, agents, workers))
     last = [0.0]
 
     def on_cell(report, remaining: int) -> None:
@@ -62,6 +71,52 @@ def run(suite_file, db_url, shard, concurrency, agents) -> None:
             f"  ... and {len(report.errors) - 50} more: `inquitree suite status {suite_file}` lists them", err=True
         )
     sys.exit(1 if report.failed else 0)
+
+
+def worker_shards(shard: tuple[int, int], workers: int) -> list[str]:
+    """Split shard I/M between ``workers`` processes: worker k runs shard (I + M(k-1))/(M*workers),
+    whose cells are exactly shard I/M's, every ``workers``-th of them."""
+    index, count = shard
+    return [f"{index + count * k}/{count * workers}" for k in range(workers)]
+
+
+def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int) -> int:
+    """Run the campaign in ``workers`` child processes (each `suite run --shard`, so each keeps the
+    guarantees of a shard: cells run once, a finished cell is skipped, an interrupted one resumed),
+    and relay what each says. The store URL goes to them in the environment, not in their
+    command lines (which other users of the machine can read)."""
+    import os
+    import subprocess
+
+    env = dict(os.environ)
+    if db_url:
+        env["INQUITREE_DB"] = db_url
+    procs = []
+    for k, sub in enumerate(worker_shards(shard, workers), start=1):
+        cmd = [sys.executable, "-m", "inquitree", "suite", "run", suite_file, "--shard", sub]
+        if concurrency:
+            cmd += ["-j", str(concurrency)]
+        for spec in agents:
+            cmd += ["--agent", spec]
+        procs.append((k, subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+    t0 = time.monotonic()
+    outputs = {}
+    try:
+        while any(p.poll() is None for _, p in procs):
+            running = sum(p.poll() is None for _, p in procs)
+            progress(f"  {running} of {workers} workers running ({time.monotonic() - t0:.0f} s)")
+            time.sleep(0.5)
+        progress(f"  {workers} workers finished ({time.monotonic() - t0:.0f} s)", done=True)
+    finally:
+        for k, p in procs:
+            if p.poll() is None:
+                p.terminate()
+            outputs[k] = (p.communicate()[0] or "").rstrip()
+    for k, _ in procs:
+        for line in outputs[k].splitlines():
+            click.echo(f"worker {k}/{workers}: {line}")
+    codes = [p.returncode for _, p in procs]
+    return max(codes) if all(c >= 0 for c in codes) else 2
 
 
 @suite.command("status")

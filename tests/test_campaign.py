@@ -275,3 +275,35 @@ def test_suite_requests_per_minute_is_honoured(tmp_path):
         elapsed = time.perf_counter() - t0
     assert report.done == 2 and len(server.requests) == 6
     assert elapsed >= (6 - 5) / 5  # 5 a second with a burst of 5: the 6th call waits about 0.2 s
+
+
+def test_worker_shards_split_a_shard_into_exactly_its_cells():
+    from inquitree.core.cli_suite import worker_shards
+
+    for shard in [(1, 1), (2, 4), (3, 3)]:
+        for workers in (1, 2, 3, 5):
+            subs = [parse_shard(s) for s in worker_shards(shard, workers)]
+            for cell in range(200):
+                owners = [s for s in subs if cell % s[1] == s[0] - 1]
+                assert len(owners) == (1 if cell % shard[1] == shard[0] - 1 else 0), (shard, workers, cell)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_workers_run_every_cell_once_and_a_rerun_does_nothing(tmp_path, backend):
+    url = f"sqlite:///{tmp_path / 'w.sqlite'}" if backend == "sqlite" else fresh_pg_database()
+    suite = write_suite(tmp_path, "workers")
+    first = cli("suite", "run", str(suite), "--db", url, "--workers", "3")
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, out + err
+    assert [line.split(":")[0] for line in out.splitlines() if " done now" in line] == [
+        "worker 1/3",
+        "worker 2/3",
+        "worker 3/3",
+    ]
+    assert sum(int(line.split(" done now")[0].rsplit(", ", 1)[1]) for line in out.splitlines()) == 54
+    streams = logs(url)
+    assert len(streams) == 54 and all([t for t, _ in evs].count("EpisodeScored") == 1 for evs in streams.values())
+    again = cli("suite", "run", str(suite), "--db", url, "--workers", "2")
+    out, err = again.communicate(timeout=300)
+    assert again.returncode == 0 and out.count(" 0 done now") == 2, out + err
+    assert logs(url) == streams
