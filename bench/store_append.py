@@ -25,7 +25,19 @@ import sqlalchemy as sa
 from inquitree.events.store import EventStore
 from inquitree.events.types import MatchScored
 
-COLUMNS = ("stream_id", "stream_version", "event_type", "schema_version", "recorded_at", "payload", "prev_hash", "hash")
+# Every column the store writes, so the baseline inserts the same bytes (the log chain's too).
+COLUMNS = (
+    "global_position",
+    "stream_id",
+    "stream_version",
+    "event_type",
+    "schema_version",
+    "recorded_at",
+    "payload",
+    "prev_hash",
+    "hash",
+    "log_hash",
+)
 
 
 def make_event(i: int) -> MatchScored:
