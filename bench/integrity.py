@@ -28,31 +28,14 @@ import time
 from pathlib import Path
 
 import sqlalchemy as sa
+from store_append import make_event
 
 from inquitree.events.chain import GENESIS_HASH
 from inquitree.events.schema import events as events_table
 from inquitree.events.signing import generate, load_signer
-from inquitree.events.store import EventStore
-from inquitree.events.types import MatchScored
+from inquitree.events.store import INSERT_COLUMNS, EventStore
 
-OLD_COLUMNS = (
-    "stream_id",
-    "stream_version",
-    "event_type",
-    "schema_version",
-    "recorded_at",
-    "payload",
-    "prev_hash",
-    "hash",
-)
-
-
-def make_event(i: int) -> MatchScored:
-    """A realistic payload: a Topic-state match over seven subtopics."""
-    cands = [{"id": f"s{j}", "cosine": round(((i * 7 + j * 13) % 100) / 100, 6)} for j in range(1, 8)]
-    return MatchScored(
-        step=i % 77, state="topic", candidates=cands, best="s3", best_cosine=0.71, tau=0.5, accepted=True
-    )
+OLD_COLUMNS = INSERT_COLUMNS[1:-1]  # before the log chain: no position given, no log hash
 
 
 class Before:

@@ -22,22 +22,11 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from inquitree.events.store import EventStore
+from inquitree.events.store import INSERT_COLUMNS, EventStore
 from inquitree.events.types import MatchScored
 
 # Every column the store writes, so the baseline inserts the same bytes (the log chain's too).
-COLUMNS = (
-    "global_position",
-    "stream_id",
-    "stream_version",
-    "event_type",
-    "schema_version",
-    "recorded_at",
-    "payload",
-    "prev_hash",
-    "hash",
-    "log_hash",
-)
+COLUMNS = INSERT_COLUMNS
 
 
 def make_event(i: int) -> MatchScored:

@@ -8,6 +8,7 @@ from typing import Any, Callable
 import click
 
 from inquitree.core.models import BACKOFF_CAP_S, DEFAULT_MAX_REPLY_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
+from inquitree.events.signing import KEY_ENV
 
 AGENT_MAX_TOKENS = 1024
 JUDGE_MAX_TOKENS = 512
@@ -22,6 +23,19 @@ def db_option(f):
         metavar="URL",
         help="Event store URL (default: $INQUITREE_DB or sqlite:///inquitree.sqlite).",
     )(f)
+
+
+def key_option(help: str, *, private: bool = False):
+    """``--key FILE`` (as ``key_path``): a key made by `inquitree db keygen`. A private key (for
+    signing) defaults to ``$INQUITREE_SIGNING_KEY``; a public one (for checking) has no default."""
+    return click.option(
+        "--key",
+        "key_path",
+        type=click.Path(dir_okay=False),
+        envvar=KEY_ENV if private else None,
+        default=None,
+        help=help,
+    )
 
 
 def progress(message: str, done: bool = False) -> None:

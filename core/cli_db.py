@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from inquitree.core.cli_common import db_option
+from inquitree.core.cli_common import db_option, key_option
 
 
 @click.group()
@@ -45,13 +45,9 @@ _CANNOT = (
     default=None,
     help="An anchor file (`inquitree db anchor`): the log up to its head must be the one anchored.",
 )
-@click.option(
-    "--key",
-    "key_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="A public key (`inquitree db keygen`): every checkpoint it signed must match the log, and every "
-    "event must be covered by one.",
+@key_option(
+    "A public key (`inquitree db keygen`): every checkpoint it signed must match the log, and every "
+    "event must be covered by one."
 )
 def verify(db_url: str | None, anchor_path: str | None, key_path: str | None) -> None:
     """Check the log's two hash chains, and its head against an anchor or signed checkpoints.
@@ -122,14 +118,9 @@ def keygen(prefix: str) -> None:
 @click.option(
     "--out", type=click.Path(dir_okay=False), default="-", show_default=True, help="Where to write the anchor."
 )
-@click.option(
-    "--key",
-    "key_path",
-    type=click.Path(dir_okay=False),
-    envvar="INQUITREE_SIGNING_KEY",
-    default=None,
-    help="A private key: sign the anchor and store the same signed checkpoint in the log "
-    "(default: $INQUITREE_SIGNING_KEY).",
+@key_option(
+    "A private key: sign the anchor and store the same signed checkpoint in the log (default: $INQUITREE_SIGNING_KEY).",
+    private=True,
 )
 def anchor(db_url: str | None, out: str, key_path: str | None) -> None:
     """Write the log's head (position and log hash) to a file to keep outside the database.

@@ -14,6 +14,7 @@ from inquitree.core.cli_common import (
     db_option,
     judge_config,
     judge_options,
+    key_option,
     limit_options,
     limits_of,
 )
@@ -427,13 +428,9 @@ def episodes_show(episode: str, db_url: str | None) -> None:
 @click.argument("episode", default="last")
 @db_option
 @click.option("--out", type=click.Path(dir_okay=False), default="-", help="File to write (default: stdout).")
-@click.option(
-    "--key",
-    "key_path",
-    type=click.Path(dir_okay=False),
-    envvar="INQUITREE_SIGNING_KEY",
-    default=None,
-    help="A private key (`inquitree db keygen`) to sign the episode's head (default: $INQUITREE_SIGNING_KEY).",
+@key_option(
+    "A private key (`inquitree db keygen`) to sign the episode's head (default: $INQUITREE_SIGNING_KEY).",
+    private=True,
 )
 def episodes_export(episode: str, db_url: str | None, out: str, key_path: str | None) -> None:
     """Write one episode's events as JSON lines, with their proof.
@@ -463,13 +460,7 @@ def episodes_export(episode: str, db_url: str | None, out: str, key_path: str | 
 @episodes.command("import")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @db_option
-@click.option(
-    "--key",
-    "key_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="The public key of whoever exported the file: its signature must verify with it.",
-)
+@key_option("The public key of whoever exported the file: its signature must verify with it.")
 def episodes_import(path: str, db_url: str | None, key_path: str | None) -> None:
     """Append an exported episode (JSON lines) to the store as a new stream.
 

@@ -53,7 +53,7 @@ DEFAULT_URL = "sqlite:///inquitree.sqlite"
 __all__ = ["GENESIS_HASH", "chain_hash", "log_hash", "EventStore", "RecordedEvent", "VerifyReport", "Anchor"]
 _PG_APPEND_LOCK = 0x1A7E_7EE  # the advisory-lock key that serializes appends on PostgreSQL
 
-_INSERT_COLUMNS = (
+INSERT_COLUMNS = (
     "global_position",
     "stream_id",
     "stream_version",
@@ -291,8 +291,7 @@ class EventStore:
         self._unsigned = False  # appended since the last checkpoint
         self._raw: Any = None  # the DBAPI connection appends use (see _append)
         self._insert_one = (
-            f"INSERT INTO events ({', '.join(_INSERT_COLUMNS)}) "
-            f"VALUES ({', '.join([self._mark] * len(_INSERT_COLUMNS))})"
+            f"INSERT INTO events ({', '.join(INSERT_COLUMNS)}) VALUES ({', '.join([self._mark] * len(INSERT_COLUMNS))})"
         )
         try:
             with self.engine.connect() as conn:
@@ -414,8 +413,8 @@ class EventStore:
         # One multi-row INSERT on PostgreSQL: psycopg runs executemany in pipeline mode, and a
         # pipeline that a unique-key conflict aborts prints "error ignored terminating
         # <psycopg.Pipeline [INERROR]>" on stderr when it is collected.
-        one = f"({', '.join([self._mark] * len(_INSERT_COLUMNS))})"
-        sql = f"INSERT INTO events ({', '.join(_INSERT_COLUMNS)}) VALUES {', '.join([one] * len(rows))}"
+        one = f"({', '.join([self._mark] * len(INSERT_COLUMNS))})"
+        sql = f"INSERT INTO events ({', '.join(INSERT_COLUMNS)}) VALUES {', '.join([one] * len(rows))}"
         cur.execute(sql, tuple(v for row in rows for v in row))
 
     def _dbapi_hash_at(self, cur, stream_id: str, version: int) -> str:
@@ -748,7 +747,7 @@ def _against(claims, actual: str, where: str) -> str | None:
 def _rows(
     stream_id: str, content: list[tuple[str, int, str, bytes]], stream_head: tuple[int, str], log_head: tuple[int, str]
 ) -> list[tuple]:
-    """Rows in ``_INSERT_COLUMNS`` order, numbered after the heads and chained to them
+    """Rows in ``INSERT_COLUMNS`` order, numbered after the heads and chained to them
     (``chain_hash`` and ``log_hash`` inlined over bytes: this loop is the append hot path)."""
     version, prev = stream_head
     position, prev_log = log_head
