@@ -60,6 +60,12 @@ def upgrade(engine: sa.Engine, target: str = "head", where: str = "the database"
             command.upgrade(cfg, target)
         except RuntimeError as exc:  # a migration that refuses the data it found (it says why)
             raise StoreError(f"{where}: {exc}") from exc
+        except sa.exc.ProgrammingError as exc:  # e.g. the writer role, which may not change the schema
+            reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+            raise StoreError(
+                f"{where}: cannot change the schema ({reason}); run `inquitree db upgrade` as the store's owner "
+                "(on PostgreSQL the owner role of `inquitree db grant`)"
+            ) from exc
 
 
 def drift(engine: sa.Engine) -> list:

@@ -79,3 +79,24 @@ def test_grant_is_idempotent_and_the_cli_prints_urls_without_passwords(urls, mon
     assert "writer\tpostgresql+psycopg://inquitree_writer@" in out.output and "s3cret" not in out.output
     with EventStore(urls["writer"]) as store:  # trust auth on the throwaway cluster: no password asked
         store.append("t", [Noted(n=1)], 0)
+
+
+def test_the_writer_cannot_migrate_and_is_told_who_can(urls):
+    """A store left at revision 0001 (as an older InquiTree made it): the writer may read its
+    revision but not upgrade it, and the message names who can."""
+    from inquitree.events import migrate
+    from inquitree.events.store import make_engine
+
+    old = fresh_pg_database(role=None)
+    admin = make_engine(old)
+    migrate.upgrade(admin, target="0001_events")
+    with admin.begin() as conn:
+        conn.exec_driver_sql("GRANT SELECT ON alembic_version, events TO inquitree_writer")
+    admin.dispose()
+    writer_url = sa.make_url(old).set(username="inquitree_writer").render_as_string(hide_password=False)
+    with pytest.raises(StoreError, match="older than '0002_log_chain'"):
+        EventStore(writer_url)
+    engine = make_engine(writer_url)
+    with pytest.raises(StoreError, match="run `inquitree db upgrade` as the store's owner"):
+        migrate.upgrade(engine)
+    engine.dispose()
