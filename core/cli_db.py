@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 
 import click
@@ -129,7 +128,7 @@ def anchor(db_url: str | None, out: str, key_path: str | None) -> None:
     elsewhere or publish it with a paper; `inquitree db verify --anchor FILE` then proves the log up
     to that head, whoever could write to the database since."""
     from inquitree.events.signing import load_signer
-    from inquitree.events.store import Anchor, EventStore, redact, utc_now
+    from inquitree.events.store import Anchor, EventStore, redact
 
     signer = load_signer(key_path) if key_path else None
     with EventStore(db_url, create=False, signer=False) as store:
@@ -139,16 +138,8 @@ def anchor(db_url: str | None, out: str, key_path: str | None) -> None:
             raise click.ClickException(f"not anchored: stream {stream!r} version {version}: {what}")
         if report.head_position == 0:
             raise click.ClickException(f"{redact(store.url)} holds no events: nothing to anchor")
-        made = Anchor(
-            report.head_position,
-            report.head_hash,
-            report.events_checked,
-            report.streams_checked,
-            utc_now(),
-            store=redact(store.url),
-        )
+        made = Anchor.of(report, redact(store.url), signer)
         if signer is not None:
-            made = dataclasses.replace(made, key_id=signer.key_id, signature=signer.sign(made.message()))
             store.checkpoint(signer, note="inquitree db anchor")
     if out == "-":
         click.echo(made.to_json(), nl=False)

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from inquitree.events.base import Event, canonical_json, decode, parse_json
-from inquitree.events.chain import GENESIS_HASH, chain_hash
+from inquitree.events.chain import GENESIS_HASH, link_problem
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.signing import Signer, Verifier, checkpoint_message
 
@@ -85,15 +85,22 @@ class Export:
             return ["the file carries no hashes: nothing shows whether it was edited"]
         prev = GENESIS_HASH
         for i, row in enumerate(self.rows, start=1):
-            digest = chain_hash(
-                prev, stream_id, i, row["type"], row["version"], row["recorded_at"], row["payload_json"]
-            )
-            if row["stream_version"] != i or row["prev_hash"] != prev or row["hash"] != digest:
+            if link_problem(
+                (i - 1, prev),
+                stream_id,
+                row["stream_version"],
+                row["type"],
+                row["version"],
+                row["recorded_at"],
+                row["payload_json"],
+                row["prev_hash"],
+                row["hash"],
+            ):
                 raise InquiTreeError(
                     f"{self.path}: line {i} ({row['type']}, version {row['stream_version']}) does not match its "
                     "hash: the file was edited after it was exported, or its lines were reordered or removed"
                 )
-            prev = digest
+            prev = row["hash"]
         said = [f"all {len(self.rows)} events match their hashes"]
         sig = self.signature
         if sig is None and verifier is not None:

@@ -35,3 +35,29 @@ def chain_hash(
 def log_hash(prev_log_hash: str, global_position: int, stream_hash: str) -> str:
     """The log chain: sha256 over the previous log hash, this event's global position and its stream hash."""
     return hashlib.sha256(f"{prev_log_hash}\n{global_position}\n{stream_hash}".encode("ascii")).hexdigest()
+
+
+def link_problem(
+    last: tuple[int, str],
+    stream_id: str,
+    stream_version: int,
+    event_type: str,
+    schema_version: int,
+    recorded_at: str,
+    payload_json: str,
+    prev_hash: str,
+    digest: str,
+) -> str | None:
+    """What breaks the stream chain at this event, given the stream's ``last`` (version, hash)
+    before it ((0, GENESIS_HASH) for a first event); None when it holds."""
+    last_version, last_hash = last
+    if stream_version != last_version + 1:
+        return f"version gap: expected version {last_version + 1} next in the stream"
+    if prev_hash != last_hash:
+        return "prev_hash does not match the previous event's hash"
+    if (
+        chain_hash(prev_hash, stream_id, stream_version, event_type, schema_version, recorded_at, payload_json)
+        != digest
+    ):
+        return "content does not match its hash (the event was changed)"
+    return None

@@ -43,7 +43,7 @@ from sqlalchemy.engine import make_url
 
 from inquitree.events import migrate, signing
 from inquitree.events.base import Event, decode, parse_json
-from inquitree.events.chain import GENESIS_HASH, chain_hash, log_hash
+from inquitree.events.chain import GENESIS_HASH, chain_hash, link_problem, log_hash
 from inquitree.events.errors import ConcurrencyError, InquiTreeError, StoreError, UnknownEventType, UnknownEventVersion
 from inquitree.events.schema import checkpoints as checkpoints_table
 from inquitree.events.schema import events as events_table
@@ -137,6 +137,16 @@ class Anchor:
     signature: str | None = None
 
     FORMAT = "inquitree-anchor/1"
+
+    @classmethod
+    def of(cls, report: "VerifyReport", store: str = "", signer: signing.Signer | None = None) -> "Anchor":
+        """The head a clean ``verify()`` report found, made now, signed when ``signer`` is given."""
+        anchor = cls(
+            report.head_position, report.head_hash, report.events_checked, report.streams_checked, utc_now(), store
+        )
+        if signer is None:
+            return anchor
+        return dataclasses.replace(anchor, key_id=signer.key_id, signature=signer.sign(anchor.message()))
 
     def to_json(self) -> str:
         return json.dumps({"format": self.FORMAT, **dataclasses.asdict(self)}, indent=2) + "\n"
@@ -611,20 +621,15 @@ class EventStore:
             "prev_hash, hash, log_hash FROM events ORDER BY global_position"
         ) as rows:
             for pos, sid, version, etype, sver, at, payload, prev_hash, digest, lhash in rows:
-                last_version, last_hash = heads.get(sid, (0, GENESIS_HASH))
-                problem = None
-                if version != last_version + 1:
-                    problem = f"version gap: expected version {last_version + 1} next in the stream"
-                elif prev_hash != last_hash:
-                    problem = "prev_hash does not match the previous event's hash"
-                elif chain_hash(prev_hash, sid, version, etype, sver, at, payload) != digest:
-                    problem = "content does not match its hash (the event was changed)"
-                elif log_hash(prev_log, pos, digest) != lhash:
+                problem = link_problem(
+                    heads.get(sid, (0, GENESIS_HASH)), sid, version, etype, sver, at, payload, prev_hash, digest
+                )
+                if problem is None and log_hash(prev_log, pos, digest) != lhash:
                     problem = (
                         f"log hash does not match at global position {pos} (an event before it was removed, "
                         "inserted or moved, or this one was)"
                     )
-                else:
+                if problem is None:
                     if pos in expect:
                         problem = _against(expect.pop(pos), lhash, f"global position {pos}")
                     if expect_stream and (sid, version) in expect_stream:
@@ -708,7 +713,7 @@ class EventStore:
     def _verify_stream(self, stream_id: str) -> VerifyReport:
         """One stream's chain (its content and order); the log chain needs the whole log."""
         report = VerifyReport(0, 0, None)
-        prev, expect_version = GENESIS_HASH, 1
+        last = (0, GENESIS_HASH)
         c = events_table.c
         q = (
             sa.select(c.stream_version, c.event_type, c.schema_version, c.recorded_at, c.payload, c.prev_hash, c.hash)
@@ -719,17 +724,11 @@ class EventStore:
             for version, etype, sver, at, payload, prev_hash, digest in conn.execute(q):
                 report.events_checked += 1
                 report.streams_checked = 1
-                problem = None
-                if version != expect_version:
-                    problem = f"version gap: expected version {expect_version}"
-                elif prev_hash != prev:
-                    problem = "prev_hash does not match the previous event's hash"
-                elif chain_hash(prev, stream_id, version, etype, sver, at, payload) != digest:
-                    problem = "content does not match its hash (the event was changed)"
+                problem = link_problem(last, stream_id, version, etype, sver, at, payload, prev_hash, digest)
                 if problem:
                     report.first_problem = (stream_id, version, problem)
                     return report
-                prev, expect_version = digest, version + 1
+                last = (version, digest)
         return report
 
 

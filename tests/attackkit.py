@@ -50,10 +50,7 @@ def record_lab(directory: Path) -> Lab:
             agent = RandomAgent(tree, seed=i) if i % 2 == 0 else OracleAgent(tree)
             play(tree, agent, store=store, seed=i, randomness=3)
         report = store.verify()
-        anchor = Anchor(
-            report.head_position, report.head_hash, report.events_checked, report.streams_checked, utc_now()
-        )
-        anchor = dataclasses.replace(anchor, key_id=signer.key_id, signature=signer.sign(anchor.message()))
+        anchor = Anchor.of(report, signer=signer)
     anchor_path = directory / "lab.anchor.json"
     anchor_path.write_text(anchor.to_json())
     return Lab(db, anchor_path, private, public)
@@ -79,21 +76,20 @@ def _streams(conn: sqlite3.Connection) -> list[str]:
     return [r[0] for r in conn.execute("SELECT stream_id FROM events GROUP BY stream_id ORDER BY min(global_position)")]
 
 
+def _stream_hash(prev: str, r: dict) -> str:
+    """The stream hash of row ``r`` after ``prev``, as InquiTree computes it."""
+    return chain_hash(
+        prev, r["stream_id"], r["stream_version"], r["event_type"], r["schema_version"], r["recorded_at"], r["payload"]
+    )
+
+
 def rechain(conn: sqlite3.Connection) -> None:
     """Recompute every stream hash and log hash over the log as it now is, as InquiTree would."""
     heads: dict[str, tuple[int, str]] = {}
     prev_log = GENESIS_HASH
     for r in _rows(conn):
         _, prev = heads.get(r["stream_id"], (0, GENESIS_HASH))
-        digest = chain_hash(
-            prev,
-            r["stream_id"],
-            r["stream_version"],
-            r["event_type"],
-            r["schema_version"],
-            r["recorded_at"],
-            r["payload"],
-        )
+        digest = _stream_hash(prev, r)
         prev_log = log_hash(prev_log, r["global_position"], digest)
         conn.execute(
             "UPDATE events SET prev_hash = ?, hash = ?, log_hash = ? WHERE global_position = ?",
@@ -135,15 +131,7 @@ def edit_payload(conn):
 def edit_payload_rehash_event(conn):
     edit_payload(conn)
     r = next(r for r in _rows(conn) if r["global_position"] == 12)
-    digest = chain_hash(
-        r["prev_hash"],
-        r["stream_id"],
-        r["stream_version"],
-        r["event_type"],
-        r["schema_version"],
-        r["recorded_at"],
-        r["payload"],
-    )
+    digest = _stream_hash(r["prev_hash"], r)
     conn.execute("UPDATE events SET hash = ? WHERE global_position = 12", (digest,))
 
 

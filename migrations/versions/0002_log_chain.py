@@ -14,7 +14,7 @@ Create Date: 2026-11-23
 import sqlalchemy as sa
 from alembic import op
 
-from inquitree.events.chain import GENESIS_HASH, chain_hash, log_hash
+from inquitree.events.chain import GENESIS_HASH, link_problem, log_hash
 
 revision = "0002_log_chain"
 down_revision = "0001_events"
@@ -48,12 +48,7 @@ def _fill_log_hashes(conn: sa.Connection) -> None:
     heads: dict[str, tuple[int, str]] = {}
     prev_log, updates = GENESIS_HASH, []
     for pos, sid, version, etype, sver, at, payload, prev_hash, digest in rows:
-        last_version, last_hash = heads.get(sid, (0, GENESIS_HASH))
-        if (
-            version != last_version + 1
-            or prev_hash != last_hash
-            or chain_hash(prev_hash, sid, version, etype, sver, at, payload) != digest
-        ):
+        if link_problem(heads.get(sid, (0, GENESIS_HASH)), sid, version, etype, sver, at, payload, prev_hash, digest):
             raise RuntimeError(
                 f"cannot add the log chain: stream {sid!r} version {version} (global position {pos}) does not match "
                 "its stream chain, so the log was changed before this upgrade (`inquitree db verify` names it)"
