@@ -18,6 +18,17 @@ def warehouse_option(f):
     )(f)
 
 
+def registry_option(f):
+    return click.option(
+        "--registry",
+        type=click.Path(dir_okay=False, exists=True),
+        default=None,
+        envvar="INQUITREE_REGISTRY",
+        help="Model registry file (cutoffs for Fig. 4) that extends the shipped one, or replaces it "
+        'with "replace": true; an entry for a listed model replaces it (default: $INQUITREE_REGISTRY).',
+    )(f)
+
+
 def output_options(f):
     """--format and --out, for the commands that print a table (see _emit)."""
     f = click.option("--out", default=None, type=click.Path(dir_okay=False))(f)
@@ -51,14 +62,21 @@ def _progress(n: int, pos: int) -> None:
     default=None,
     help="Price table (default: $INQUITREE_PRICES or trees/registry/prices.json).",
 )
-def sync(db_url, warehouse_path, trees_dirs, prices) -> None:
+@registry_option
+def sync(db_url, warehouse_path, trees_dirs, prices, registry) -> None:
     """Load the events recorded since the last sync."""
     from pathlib import Path
 
     from inquitree.warehouse.sync import Warehouse
 
     with Warehouse(warehouse_path) as wh:
-        r = wh.sync(db_url, progress=_progress, trees_dirs=list(trees_dirs), prices=Path(prices) if prices else None)
+        r = wh.sync(
+            db_url,
+            progress=_progress,
+            trees_dirs=list(trees_dirs),
+            prices=Path(prices) if prices else None,
+            registry=Path(registry) if registry else None,
+        )
         click.echo(
             f"{wh.path}: {r.events:,} new events in {r.seconds:.2f} s; checkpoint at position {r.last_position:,}"
         )
@@ -68,13 +86,18 @@ def sync(db_url, warehouse_path, trees_dirs, prices) -> None:
 @db_option
 @warehouse_option
 @click.option("--trees", "trees_dirs", multiple=True, type=click.Path(file_okay=False))
-def rebuild(db_url, warehouse_path, trees_dirs) -> None:
+@registry_option
+def rebuild(db_url, warehouse_path, trees_dirs, registry) -> None:
     """Delete the warehouse and load every event again."""
+    from pathlib import Path
+
     from inquitree.warehouse.sync import default_warehouse_path
     from inquitree.warehouse.sync import rebuild as do_rebuild
 
     path = warehouse_path or default_warehouse_path()
-    r = do_rebuild(path, db_url, progress=_progress, trees_dirs=list(trees_dirs))
+    r = do_rebuild(
+        path, db_url, progress=_progress, trees_dirs=list(trees_dirs), registry=Path(registry) if registry else None
+    )
     click.echo(f"{path}: rebuilt from {r.events:,} events in {r.seconds:.2f} s")
 
 
@@ -163,14 +186,17 @@ def _existing(warehouse_path: str | None, read_only: bool = False):
 @db_option
 @click.option("--sync/--no-sync", default=True, show_default=True, help="Sync the warehouse from the store first.")
 @click.option("--max-episodes", default=200, show_default=True, help="Episode pages to write (the most recent).")
-def report(out_dir, warehouse_path, db_url, sync, max_episodes) -> None:
+@registry_option
+def report(out_dir, warehouse_path, db_url, sync, max_episodes, registry) -> None:
     """Write an HTML report: leaderboard, the paper's figures, and an episode viewer."""
+    from pathlib import Path
+
     from inquitree.warehouse.report import write_report
     from inquitree.warehouse.sync import Warehouse
 
     with Warehouse(warehouse_path) as wh:
         if sync:
-            r = wh.sync(db_url, progress=_progress)
+            r = wh.sync(db_url, progress=_progress, registry=Path(registry) if registry else None)
             click.echo(f"synced {r.events:,} new events", err=True)
         index = write_report(wh, out_dir, max_episodes=max_episodes)
     click.echo(f"wrote {index}")

@@ -311,3 +311,21 @@ def resolve_tree(ref: str) -> Tree:
             return load_tree_file(path)
     known = ", ".join(p.stem for p in shipped_tree_paths()) or "(none)"
     raise TreeError(ref, [f"unknown tree id {ref!r}; shipped trees: {known}"])
+
+
+def publication_window(paper: dict) -> tuple[str | None, str | None]:
+    """The first and last day a paper may have been published on, as ISO dates, from its
+    ``published`` field (a day, a month or a year) or its ``published_not_before``; None for
+    an end that no record bounds. Fig. 4 splits papers by these against each model's cutoff."""
+    import calendar
+
+    published = paper.get("published")
+    if published:
+        parts = [int(x) for x in published.split("-")]
+        if len(parts) == 3:
+            return published, published
+        if len(parts) == 2:
+            last = calendar.monthrange(parts[0], parts[1])[1]
+            return f"{published}-01", f"{published}-{last:02d}"
+        return f"{published}-01-01", f"{published}-12-31"
+    return paper.get("published_not_before"), None

@@ -1,11 +1,32 @@
 -- Decontextualized control (Sec. 4.3, #21): per agent, accuracy on result texts shown alone, the
 -- fake-detection rate (fakes called INVALID), the false-alarm rate (true results called INVALID),
 -- and the share of replies that were not exactly VALID or INVALID (parsed strictly; unparsed_share).
-SELECT coalesce(agent_label, agent_model, agent_kind) AS agent, count(*) AS items,
-       avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) AS accuracy,
-       avg(CASE WHEN answer = 'INVALID' THEN 1.0 ELSE 0.0 END) FILTER (WHERE shown_fake) AS fake_detection_rate,
-       avg(CASE WHEN answer = 'INVALID' THEN 1.0 ELSE 0.0 END) FILTER (WHERE NOT shown_fake) AS false_alarm_rate,
-       avg(CASE WHEN answer IS NULL THEN 1.0 ELSE 0.0 END) AS unparsed_share
-FROM ev_control_answered
-GROUP BY ALL
+-- Intervals: boot_ratio, the cluster bootstrap of warehouse/bootstrap.py (#25), trees then the
+-- items (result texts) within each tree.
+WITH items AS (
+    SELECT coalesce(agent_label, agent_model, agent_kind) AS agent, tree_id, result_id, shown_fake, global_position,
+           CASE WHEN correct THEN 1.0 ELSE 0.0 END AS correct,
+           CASE WHEN answer = 'INVALID' THEN 1.0 ELSE 0.0 END AS invalid,
+           CASE WHEN answer IS NULL THEN 1.0 ELSE 0.0 END AS unparsed
+    FROM ev_control_answered
+), boot AS (
+    SELECT agent, count(*) AS items, count(DISTINCT tree_id) AS papers,
+           boot_ratio(list(tree_id ORDER BY global_position), list(correct ORDER BY global_position),
+                      list(1.0 ORDER BY global_position)) AS acc,
+           boot_ratio(list(tree_id ORDER BY global_position) FILTER (WHERE shown_fake),
+                      list(invalid ORDER BY global_position) FILTER (WHERE shown_fake),
+                      list(1.0 ORDER BY global_position) FILTER (WHERE shown_fake)) AS det,
+           boot_ratio(list(tree_id ORDER BY global_position) FILTER (WHERE NOT shown_fake),
+                      list(invalid ORDER BY global_position) FILTER (WHERE NOT shown_fake),
+                      list(1.0 ORDER BY global_position) FILTER (WHERE NOT shown_fake)) AS fa,
+           avg(unparsed) AS unparsed_share
+    FROM items GROUP BY ALL
+)
+SELECT agent, items, acc.estimate AS accuracy, acc.se AS accuracy_se, acc.ci_low AS accuracy_ci_low,
+       acc.ci_high AS accuracy_ci_high,
+       det.estimate AS fake_detection_rate, det.ci_low AS fake_detection_rate_ci_low,
+       det.ci_high AS fake_detection_rate_ci_high,
+       fa.estimate AS false_alarm_rate, fa.ci_low AS false_alarm_rate_ci_low, fa.ci_high AS false_alarm_rate_ci_high,
+       unparsed_share, papers, acc.method AS interval_method
+FROM boot
 ORDER BY agent;

@@ -1,18 +1,34 @@
 -- Figure 3b: redo_study frequency and its relative change to the same agent's level-0 baseline (#18).
 -- Per episode f = redo decisions / Result observations; per agent and level, the mean over papers
 -- of per-paper means; relative change = 100 (f_a - f_0) / f_0, NULL where f_0 = 0 (the absolute
--- values are beside it).
+-- values are beside it), 0 at level 0 itself.
+-- Intervals: the cluster bootstrap of warehouse/bootstrap.py (#25): boot_mean for the frequency;
+-- boot_change for the relative change, which resamples the agent's trees once for both levels,
+-- so that f_a and f_0 move together as they would in a re-run campaign.
 WITH per_episode AS (
-    SELECT agent, randomness, tree_id, redo_decisions / result_observations AS f
+    SELECT agent, randomness, tree_id, episode_id, redo_decisions / result_observations AS f
     FROM episodes WHERE status = 'done' AND result_observations > 0
-), per_level AS (
-    SELECT agent, randomness, avg(f) AS redo_frequency, count(*) AS papers, sum(runs) AS episodes
-    FROM (SELECT agent, randomness, tree_id, avg(f) AS f, count(*) AS runs FROM per_episode GROUP BY ALL)
+), levels AS (
+    SELECT agent, randomness, boot_mean(list(tree_id ORDER BY episode_id), list(f ORDER BY episode_id)) AS r
+    FROM per_episode GROUP BY ALL
+), changes AS (
+    SELECT l.agent, l.randomness,
+           boot_change(list(p.tree_id ORDER BY p.randomness, p.episode_id), list(p.f ORDER BY p.randomness, p.episode_id),
+                       list(p.randomness = 0 ORDER BY p.randomness, p.episode_id)) AS c
+    FROM levels l JOIN per_episode p ON p.agent = l.agent AND p.randomness IN (0, l.randomness)
+    WHERE l.randomness > 0
     GROUP BY ALL
 )
-SELECT l.agent, l.randomness, l.redo_frequency, b.redo_frequency AS redo_frequency_level0,
-       CASE WHEN b.redo_frequency > 0 THEN 100 * (l.redo_frequency - b.redo_frequency) / b.redo_frequency END
+SELECT l.agent, l.randomness,
+       l.r.estimate AS redo_frequency, l.r.se AS redo_frequency_se,
+       l.r.ci_low AS redo_frequency_ci_low, l.r.ci_high AS redo_frequency_ci_high,
+       b.r.estimate AS redo_frequency_level0,
+       CASE WHEN l.randomness = 0 THEN (CASE WHEN b.r.estimate > 0 THEN 0.0 END) ELSE c.c.estimate END
            AS relative_change_pct,
-       l.papers, l.episodes
-FROM per_level l LEFT JOIN per_level b ON b.agent = l.agent AND b.randomness = 0
+       c.c.se AS relative_change_pct_se, c.c.ci_low AS relative_change_pct_ci_low,
+       c.c.ci_high AS relative_change_pct_ci_high,
+       l.r.papers AS papers, l.r.episodes AS episodes, l.r.method AS interval_method
+FROM levels l
+LEFT JOIN levels b ON b.agent = l.agent AND b.randomness = 0
+LEFT JOIN changes c ON c.agent = l.agent AND c.randomness = l.randomness
 ORDER BY l.agent, l.randomness;

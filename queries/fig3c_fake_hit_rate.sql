@@ -2,14 +2,25 @@
 -- Result state, #19) beside the false-alarm rate (redo after true observations / true observations,
 -- #20) and the decontextualized baseline (Sec. 4.3, #21: the same agent judging result texts in
 -- isolation; NULL until `inquitree control` has been run for that model). Pooled per agent and level.
-WITH in_loop AS (
-    SELECT e.agent, e.randomness,
+-- Intervals: boot_ratio, the cluster bootstrap of warehouse/bootstrap.py (#25) on the pooled rate
+-- (trees, then episodes within each tree, each episode bringing its counts).
+WITH per_episode AS (
+    SELECT e.agent, e.randomness, e.tree_id, e.episode_id,
            count(*) FILTER (WHERE o.fake) AS fakes_seen,
            count(*) FILTER (WHERE o.fake AND o.next_decision = 'redo_study') AS fakes_spotted,
            count(*) FILTER (WHERE NOT o.fake) AS true_seen,
            count(*) FILTER (WHERE NOT o.fake AND o.next_decision = 'redo_study') AS false_alarms
     FROM result_observations o JOIN episodes e USING (episode_id)
     GROUP BY ALL
+), in_loop AS (
+    SELECT agent, randomness, sum(fakes_seen) AS fakes_seen, sum(fakes_spotted) AS fakes_spotted,
+           sum(true_seen) AS true_seen, sum(false_alarms) AS false_alarms,
+           boot_ratio(list(tree_id ORDER BY episode_id), list(fakes_spotted ORDER BY episode_id),
+                      list(fakes_seen ORDER BY episode_id)) AS hit,
+           boot_ratio(list(tree_id ORDER BY episode_id), list(false_alarms ORDER BY episode_id),
+                      list(true_seen ORDER BY episode_id)) AS fa,
+           count(DISTINCT tree_id) AS papers, count(*) AS episodes
+    FROM per_episode GROUP BY ALL
 ), control AS (
     SELECT coalesce(agent_label, agent_model, agent_kind) AS agent, count(*) AS control_items,
            avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) AS control_accuracy,
@@ -19,7 +30,10 @@ WITH in_loop AS (
 )
 SELECT l.agent, l.randomness, l.fakes_seen, l.fakes_spotted,
        l.fakes_spotted / nullif(l.fakes_seen, 0) AS hit_rate,
+       l.hit.se AS hit_rate_se, l.hit.ci_low AS hit_rate_ci_low, l.hit.ci_high AS hit_rate_ci_high,
        l.false_alarms / nullif(l.true_seen, 0) AS false_alarm_rate,
-       c.control_fake_detection, c.control_false_alarm, c.control_accuracy, c.control_items
+       l.fa.se AS false_alarm_rate_se, l.fa.ci_low AS false_alarm_rate_ci_low, l.fa.ci_high AS false_alarm_rate_ci_high,
+       c.control_fake_detection, c.control_false_alarm, c.control_accuracy, c.control_items,
+       l.papers, l.episodes, l.hit.method AS interval_method
 FROM in_loop l LEFT JOIN control c USING (agent)
 ORDER BY l.agent, l.randomness;

@@ -1,19 +1,34 @@
 -- Figure 4: conclusion score on papers published before vs after each model's training cutoff
 -- (Sec. 4.4, #22). Cutoffs come from the model registry (trees/registry/models.json, seeded with
--- the paper's Table 3); a paper is post-cutoff when published after the cutoff. Level 0 only;
--- mean over papers of per-paper means. Trees without a publication date are left out.
+-- the paper's Table 3, extended with --registry FILE); level 0 only; mean over papers of
+-- per-paper means. A paper is post-cutoff when the first day it may have been published (its
+-- date may be known only to the month or year) is after the cutoff, pre-cutoff when the last
+-- day is on or before it, and "date undetermined" otherwise (no date, or a window across the
+-- cutoff). An agent with no registry entry, or one whose cutoff is null, is "cutoff unknown".
+-- Nothing is dropped: every scored episode at level 0 is in exactly one row.
+-- Intervals: boot_mean, the cluster bootstrap of warehouse/bootstrap.py (#25).
 WITH scored AS (
-    SELECT e.agent, s.judge_id, e.tree_id, e.published, m.model AS registry_model, m.cutoff, s.q_norm
+    SELECT e.agent, s.judge_id, e.tree_id, e.episode_id, e.published_from, e.published_to,
+           m.model AS registry_model, m.cutoff, s.q_norm
     FROM episodes e
     JOIN episode_scores s USING (episode_id)
-    JOIN model_registry m ON m.alias = lower(e.agent)
-    WHERE e.randomness = 0 AND e.status = 'done' AND e.published IS NOT NULL
-), per_paper AS (
-    SELECT agent, registry_model, cutoff, judge_id, tree_id,
-           CASE WHEN published > cutoff THEN 'post-cutoff' ELSE 'pre-cutoff' END AS split, avg(q_norm) AS q_norm
-    FROM scored GROUP BY ALL
+    LEFT JOIN model_registry m ON m.alias = lower(e.agent)
+    WHERE e.randomness = 0 AND e.status = 'done'
+), split AS (
+    SELECT *, CASE WHEN cutoff IS NULL THEN 'cutoff unknown'
+                   WHEN published_to IS NOT NULL AND published_to <= cutoff THEN 'pre-cutoff'
+                   WHEN published_from > cutoff THEN 'post-cutoff'
+                   ELSE 'date undetermined' END AS split
+    FROM scored
+), boot AS (
+    SELECT agent, registry_model, cutoff, judge_id, split,
+           boot_mean(list(tree_id ORDER BY episode_id), list(q_norm ORDER BY episode_id)) AS q,
+           string_agg(DISTINCT tree_id, ', ' ORDER BY tree_id) AS trees
+    FROM split GROUP BY ALL
 )
-SELECT agent, registry_model, cutoff, judge_id, split, avg(q_norm) AS conclusion_score, count(*) AS papers
-FROM per_paper
-GROUP BY ALL
-ORDER BY agent, judge_id, split DESC;
+SELECT agent, registry_model, cutoff, judge_id, split,
+       q.estimate AS conclusion_score, q.se AS conclusion_score_se,
+       q.ci_low AS conclusion_score_ci_low, q.ci_high AS conclusion_score_ci_high,
+       q.papers AS papers, q.episodes AS episodes, trees, q.method AS interval_method
+FROM boot
+ORDER BY agent, judge_id, CASE split WHEN 'pre-cutoff' THEN 0 WHEN 'post-cutoff' THEN 1 ELSE 2 END;

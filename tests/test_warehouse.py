@@ -403,9 +403,16 @@ def test_hand_built_episode_summary(hand_warehouse):
 def test_hand_built_leaderboard_and_fig3(hand_warehouse):
     t2 = rows(hand_warehouse.query("table2_leaderboard").filter(pl.col("judge_id") == "j1"))
     # level 0: A (hand-early, 0.5333) and C (hand-late, 0.7667): mean over the two papers
-    assert t2 == [
+    point = ["agent", "judge_id", "coverage", "conclusion_score", "papers", "episodes"]
+    assert [{k: r[k] for k in point} for r in t2] == [
         {"agent": "gpt-5", "judge_id": "j1", "coverage": 0.625, "conclusion_score": 0.65, "papers": 2, "episodes": 2}
     ]
+    # Its interval by hand: two papers with one episode each, so a resample is two draws of the
+    # papers' scores: 0.5333 (1/4), 0.65 (1/2) or 0.7667 (1/4). The 2.5% and 97.5% points are the
+    # two ends, and the standard error is |0.7667 - 0.5333| / sqrt(8) = 0.0825.
+    assert (t2[0]["conclusion_score_ci_low"], t2[0]["conclusion_score_ci_high"]) == (0.533333, 0.766667)
+    assert abs(t2[0]["conclusion_score_se"] - 0.233333 / 8**0.5) < 0.005
+    assert t2[0]["interval_method"].startswith("cluster bootstrap, trees then their units, 2000 resamples")
     f3b = {r["randomness"]: r for r in rows(hand_warehouse.query("fig3b_redo_frequency"))}
     # level 0: A 1/3, C 1/4 -> papers hand-early 1/3, hand-late 1/4 -> 0.291667; level 3: B 0/1
     assert f3b[0]["redo_frequency"] == 0.291667 and f3b[3]["redo_frequency"] == 0.0
@@ -474,7 +481,7 @@ def test_cli_query_sql_and_export(sqlite_url, tmp_path):
     synced = runner.invoke(main, ["warehouse", "sync", "--db", sqlite_url, "--warehouse", w])
     assert synced.exit_code == 0 and "new events" in synced.output
     csv = runner.invoke(main, ["query", "steps_bounds", "--warehouse", w, "--format", "csv"])
-    assert csv.output.splitlines()[1].startswith("synthetic-diamond-4,oracle,4,4,12,44,1,12,12.0,12,")
+    assert csv.output.splitlines()[1].startswith("synthetic-diamond-4,oracle,4,4,12,44,1,12,12.0,,,,12,1.0,1.0,0.0,0,")
     js = runner.invoke(main, ["query", "episode_summary", "--warehouse", w, "--format", "json"])
     assert json.loads(js.output)[0]["q_norm"] == 1.0
     pq = tmp_path / "t2.parquet"

@@ -7,14 +7,56 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from inquitree.core.limits import PRICES_ENV, PRICES_PATH, LimitError, PriceTable
-from inquitree.core.tree import TreeError, load_tree_file, shipped_tree_paths
+from inquitree.core.tree import TreeError, load_tree_file, publication_window, shipped_tree_paths
 from inquitree.warehouse.errors import WarehouseError
 
 REGISTRY_PATH = Path(__file__).resolve().parent.parent / "trees" / "registry" / "models.json"
+REGISTRY_ENV = "INQUITREE_REGISTRY"
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def registry_models(extra: Path | None = None) -> list[dict]:
+    """The model registry (Fig. 4's cutoffs): the shipped one (the paper's Table 3), extended by
+    the file ``extra`` (``--registry``, or ``$INQUITREE_REGISTRY``). An entry of that file whose
+    model is already listed replaces it; with ``"replace": true`` at its top the file replaces
+    the shipped registry. A cutoff may be null: the model is then listed as of unknown cutoff."""
+    shipped = _read_registry(REGISTRY_PATH)
+    path = extra or (Path(os.environ[REGISTRY_ENV]) if os.environ.get(REGISTRY_ENV) else None)
+    if path is None:
+        return shipped["models"]
+    doc = _read_registry(path)
+    models = {} if doc.get("replace") else {m["model"].lower(): m for m in shipped["models"]}
+    for m in doc["models"]:
+        models[m["model"].lower()] = m
+    return list(models.values())
+
+
+def _read_registry(path: Path) -> dict:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise WarehouseError(f"model registry {path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise WarehouseError(f"model registry {path}: cannot read it as JSON: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("models"), list):
+        raise WarehouseError(f'model registry {path}: expected an object with a "models" list')
+    for i, m in enumerate(doc["models"]):
+        where = f"model registry {path}: models[{i}]"
+        if not isinstance(m, dict) or not isinstance(m.get("model"), str) or not m["model"].strip():
+            raise WarehouseError(f'{where}: expected an object with a "model" name')
+        cutoff = m.get("cutoff")
+        if cutoff is not None and not (isinstance(cutoff, str) and _DATE.fullmatch(cutoff)):
+            raise WarehouseError(f"{where} ({m['model']}): cutoff {cutoff!r} is not YYYY-MM-DD or null (unknown)")
+        aliases = m.get("aliases", [])
+        if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+            raise WarehouseError(f"{where} ({m['model']}): aliases must be a list of names")
+        m.setdefault("registry", str(path))
+    return doc
 
 
 @dataclass
@@ -24,7 +66,10 @@ class DimensionRows:
 
 
 def dimension_rows(
-    known_fingerprint: str | None, trees_dirs: list[Path] | None = None, prices: Path | None = None
+    known_fingerprint: str | None,
+    trees_dirs: list[Path] | None = None,
+    prices: Path | None = None,
+    registry: Path | None = None,
 ) -> DimensionRows | None:
     """The rows of the dimension tables, read from the tree files, the model registry and the
     price table; None when none of those files changed since ``known_fingerprint``. Pure
@@ -33,10 +78,15 @@ def dimension_rows(
     for d in trees_dirs or []:
         paths += sorted(Path(d).glob("*.json"))
     prices_path = Path(prices or os.environ.get(PRICES_ENV) or PRICES_PATH)
+    registry_path = registry or (Path(os.environ[REGISTRY_ENV]) if os.environ.get(REGISTRY_ENV) else None)
+    watched = [*paths, REGISTRY_PATH, prices_path, *([registry_path] if registry_path else [])]
     # Skip the work (validating every tree) when no tree file and not the registry changed.
-    fingerprint = hashlib.sha256(
-        repr([(str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in [*paths, REGISTRY_PATH, prices_path]]).encode()
-    ).hexdigest()
+    try:
+        fingerprint = hashlib.sha256(
+            repr([(str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in watched]).encode()
+        ).hexdigest()
+    except FileNotFoundError as exc:
+        raise WarehouseError(f"{exc.filename}: no such file") from None
     if fingerprint == known_fingerprint:
         return None
     trees, items, item_results = [], [], []
@@ -45,6 +95,7 @@ def dimension_rows(
             t = load_tree_file(p)
         except TreeError:
             continue  # `inquitree trees validate` reports it; analyses of its episodes show NULLs
+        first, last = publication_window(t.paper)
         trees.append(
             (
                 t.id,
@@ -52,6 +103,8 @@ def dimension_rows(
                 t.title,
                 t.n,
                 t.paper.get("published"),
+                first,
+                last,
                 t.provenance["kind"],
                 t.paper.get("it18_id"),
                 t.paper.get("paper_subtopics"),
@@ -61,7 +114,6 @@ def dimension_rows(
         for c in t.conclusions:
             items.append((t.id, t.content_hash, c.id, len(c.requires_results)))
             item_results += [(t.id, t.content_hash, c.id, r) for r in c.requires_results]
-    reg = json.loads(REGISTRY_PATH.read_text())
     try:
         table = PriceTable(prices_path)
     except LimitError as exc:
@@ -79,8 +131,8 @@ def dimension_rows(
         for model, p in table.prices.items()
     ]
     models = [
-        (m["model"], alias.lower(), m.get("release"), m["cutoff"], m.get("source"))
-        for m in reg["models"]
+        (m["model"], alias.lower(), m.get("release"), m.get("cutoff"), m.get("source"), m.get("registry", "shipped"))
+        for m in registry_models(registry_path)
         for alias in [m["model"], *m.get("aliases", [])]
     ]
     return DimensionRows(

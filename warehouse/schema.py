@@ -196,10 +196,11 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
 
 DIMENSIONS = """
 CREATE TABLE IF NOT EXISTS trees (tree_id VARCHAR, tree_hash VARCHAR, title VARCHAR, n_subtopics INTEGER,
-    published DATE, provenance_kind VARCHAR, it18_id INTEGER, paper_subtopics INTEGER, source VARCHAR);
+    published VARCHAR, published_from DATE, published_to DATE, provenance_kind VARCHAR, it18_id INTEGER, paper_subtopics INTEGER, source VARCHAR);
 CREATE TABLE IF NOT EXISTS tree_items (tree_id VARCHAR, tree_hash VARCHAR, item_id VARCHAR, n_required INTEGER);
 CREATE TABLE IF NOT EXISTS tree_item_results (tree_id VARCHAR, tree_hash VARCHAR, item_id VARCHAR, result_id VARCHAR);
-CREATE TABLE IF NOT EXISTS model_registry (model VARCHAR, alias VARCHAR, release VARCHAR, cutoff DATE, source VARCHAR);
+CREATE TABLE IF NOT EXISTS model_registry (model VARCHAR, alias VARCHAR, release VARCHAR, cutoff DATE, source VARCHAR,
+    registry VARCHAR);
 CREATE TABLE IF NOT EXISTS prices (model VARCHAR, input_per_mtok DOUBLE, cached_input_per_mtok DOUBLE,
     cache_write_per_mtok DOUBLE, output_per_mtok DOUBLE, as_of VARCHAR, source VARCHAR);
 CREATE TABLE IF NOT EXISTS dimension_state (fingerprint VARCHAR);

@@ -32,6 +32,8 @@ import polars as pl
 import pyarrow as pa
 
 from inquitree.events.store import default_url, redact
+from inquitree.warehouse.bootstrap import Bootstrap
+from inquitree.warehouse.bootstrap import register as register_bootstrap
 from inquitree.warehouse.dimensions import DimensionRows, dimension_rows
 from inquitree.warehouse.errors import WarehouseError
 from inquitree.warehouse.schema import (
@@ -89,7 +91,7 @@ ROW_GROUP_SIZE = 16_384
 
 
 class Warehouse:
-    def __init__(self, path: str | None = None, read_only: bool = False):
+    def __init__(self, path: str | None = None, read_only: bool = False, bootstrap: Bootstrap | None = None):
         self.path = path or default_warehouse_path()
         quoted = self.path.replace("'", "''")  # ATTACH takes no parameter for its path
         options = "READ_ONLY" if read_only else f"ROW_GROUP_SIZE {ROW_GROUP_SIZE}"
@@ -100,6 +102,12 @@ class Warehouse:
         except duckdb.Error as exc:
             self.con.close()
             raise WarehouseError(f"cannot open the warehouse {self.path}: {exc}") from exc
+        try:
+            self.bootstrap = bootstrap or Bootstrap.from_env()
+        except ValueError as exc:
+            self.con.close()
+            raise WarehouseError(str(exc)) from None
+        register_bootstrap(self.con, self.bootstrap)  # the interval functions queries/*.sql call
         if not read_only and not self._schema_is_current():
             con = self.con
             con.execute("BEGIN TRANSACTION")  # the tables, the views and the stamp, all or nothing
@@ -147,6 +155,7 @@ class Warehouse:
         progress: Callable[[int, int], None] | None = None,
         trees_dirs: list[Path] | None = None,
         prices: Path | None = None,
+        registry: Path | None = None,
     ) -> SyncReport:
         """Load every event after the checkpoint; refresh the dimensions.
 
@@ -202,7 +211,7 @@ class Warehouse:
         # loading, and written in the first commit: a bad price table still stops the sync
         # before it commits any event, and the first batch is staged without waiting for them.
         dims_pool = ThreadPoolExecutor(1, thread_name_prefix="warehouse-dimensions")
-        dims = dims_pool.submit(dimension_rows, self._dimension_fingerprint(), trees_dirs, prices)
+        dims = dims_pool.submit(dimension_rows, self._dimension_fingerprint(), trees_dirs, prices, registry)
         con = self.con
         pending = staged = 0  # events loaded since the last commit; of those, not yet parsed
         try:

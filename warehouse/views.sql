@@ -51,7 +51,7 @@ SELECT s.episode_id, s.tree_id, s.tree_hash, s.n_subtopics,
        coalesce(h.hints_issued, 0) AS hints_issued, coalesce(fo.forced_transitions, 0) AS forced_transitions,
        coalesce(d.result_observations, 0) AS result_observations, coalesce(d.fake_observations, 0) AS fake_observations,
        coalesce(d.true_observations, 0) AS true_observations, coalesce(r.redo_decisions, 0) AS redo_decisions,
-       t.published, t.provenance_kind
+       t.published, t.published_from, t.published_to, t.provenance_kind
 FROM ev_episode_started s
 LEFT JOIN ev_conclusion_submitted c USING (episode_id)
 LEFT JOIN failures fl USING (episode_id)

@@ -1,0 +1,245 @@
+"""Intervals for the warehouse's aggregates: a seeded two-level (cluster) bootstrap.
+
+The paper's unit is the paper (tree): its designs run each paper a few times per setting, and
+a mean over 10-18 papers is what it reports. So an interval resamples **trees with
+replacement, then episodes with replacement within each chosen tree**, and recomputes the
+query's own estimator on every resample (``docs/DECISIONS.md`` #25): 2,000 resamples by
+default, percentile intervals, the standard error as the standard deviation of the resampled
+estimates. With one tree there is nothing to resample at the first level: episodes alone are
+resampled, and ``method`` says so.
+
+Each copy of a tree drawn at the first level gets its own resample of episodes. The
+estimators here are sums over copies, so only the total count of each episode over the copies
+matters, and that total is one multinomial draw: ``c`` copies of a tree with ``m`` episodes put
+``Multinomial(c*m, 1/m)`` counts on its episodes. Nothing of size resamples x episodes is kept.
+
+Three estimators, each a DuckDB function that the SQL in ``queries/`` calls on lists gathered
+per group (``warehouse/sync.py`` registers them on every connection):
+
+- ``boot_mean(trees, values)``: the mean over trees of the per-tree mean (Table 2, Fig. 3a,
+  Fig. 3b's frequency, Fig. 4, steps, control accuracy);
+- ``boot_ratio(trees, numerators, denominators)``: a pooled rate, sum over sum (Fig. 3c);
+- ``boot_change(trees, values, is_baseline)``: 100 (f - f0) / f0 between two per-tree means of
+  the same trees (Fig. 3b's relative change), resampling the trees once for both.
+
+Each returns a struct: ``estimate`` (the query's number, computed here so that the estimate and
+its interval cannot disagree), ``se``, ``ci_low``, ``ci_high``, ``papers``, ``episodes``,
+``method``. The same data, seed and resample count always give the same interval.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+RESAMPLES_ENV = "INQUITREE_BOOTSTRAP_RESAMPLES"
+SEED_ENV = "INQUITREE_BOOTSTRAP_SEED"
+LEVEL = 0.95
+
+RESULT_TYPE = (
+    "STRUCT(estimate DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, papers INTEGER, episodes INTEGER,"
+    " method VARCHAR)"
+)
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    resamples: int = 2000
+    seed: int = 0
+
+    @classmethod
+    def from_env(cls) -> "Bootstrap":
+        def read(name: str, default: int, least: int) -> int:
+            text = os.environ.get(name)
+            if not text:
+                return default
+            try:
+                value = int(text)
+            except ValueError:
+                value = least - 1
+            if value < least:
+                raise ValueError(f"${name}={text!r}: expected a whole number >= {least}")
+            return value
+
+        return cls(read(RESAMPLES_ENV, cls.resamples, 100), read(SEED_ENV, cls.seed, 0))
+
+    # -- the three estimators ------------------------------------------------------------------
+    def mean(self, trees: Sequence, values: Sequence) -> dict | None:
+        units = _units(trees, values)
+        if units is None:
+            return None
+        codes, n_trees, (v,) = units
+        return self._run(codes, n_trees, np.zeros(len(v), np.int8), [v], _cluster_means, len(v))
+
+    def ratio(self, trees: Sequence, numerators: Sequence, denominators: Sequence) -> dict | None:
+        units = _units(trees, numerators, denominators)
+        if units is None:
+            return None
+        codes, n_trees, (num, den) = units
+        return self._run(codes, n_trees, np.zeros(len(num), np.int8), [num, den], _pooled_ratio, len(num))
+
+    def change(self, trees: Sequence, values: Sequence, is_baseline: Sequence) -> dict | None:
+        units = _units(trees, values, is_baseline)
+        if units is None:
+            return None
+        codes, n_trees, (v, base) = units
+        subsets = np.where(base > 0, 0, 1).astype(np.int8)  # subset 0: the baseline
+        if not (subsets == 0).any() or not (subsets == 1).any():
+            return None
+        return self._run(codes, n_trees, subsets, [v], _relative_change, len(v))
+
+    # -- the resampling ------------------------------------------------------------------------
+    def _run(self, codes, n_trees, subsets, columns, estimator, episodes) -> dict:
+        point = estimator(_Sums.exact(codes, n_trees, subsets, columns))
+        if episodes < 2:
+            return _result(point, None, n_trees, episodes, "one episode: no interval")
+        rng = np.random.default_rng(self.seed)
+        sums = _Sums.resampled(codes, n_trees, subsets, columns, self.resamples, rng)
+        stats = estimator(sums)
+        finite = stats[np.isfinite(stats)]
+        method = (
+            f"cluster bootstrap, trees then their units, {self.resamples} resamples, seed {self.seed}"
+            if n_trees > 1
+            else f"one paper: its units only, {self.resamples} resamples, seed {self.seed}"
+        )
+        if len(finite) < len(stats):
+            method += f"; {len(stats) - len(finite)} resamples undefined (a zero denominator) left out"
+        return _result(point, finite if len(finite) > 1 else None, n_trees, episodes, method)
+
+
+def _units(trees: Sequence, *columns: Sequence) -> tuple[np.ndarray, int, list[np.ndarray]] | None:
+    """Tree codes (0..T-1 in first-seen order of the sorted ids) and float columns, with the
+    units where any value is NULL left out; None when nothing is left."""
+    keep = [i for i in range(len(trees)) if trees[i] is not None and all(c[i] is not None for c in columns)]
+    if not keep:
+        return None
+    ids = [str(trees[i]) for i in keep]
+    names = sorted(set(ids))
+    index = {name: k for k, name in enumerate(names)}
+    codes = np.array([index[t] for t in ids], np.int64)
+    return codes, len(names), [np.array([float(c[i]) for i in keep], np.float64) for c in columns]
+
+
+@dataclass
+class _Sums:
+    """Per subset (0/1) and resample: the weighted sums of each column over episodes, the sum of
+    each episode's value divided by its cell size (for per-tree means), and the number of tree
+    copies that have a cell in the subset. Arrays of shape (resamples,) or (1,) for the data."""
+
+    total: dict[int, list[np.ndarray]]  # subset -> [sum of w * column] per column
+    per_tree_mean: dict[int, np.ndarray]  # subset -> sum of w * column0 / cell size
+    copies: dict[int, np.ndarray]  # subset -> tree copies with a cell in the subset
+
+    @classmethod
+    def exact(cls, codes, n_trees, subsets, columns) -> "_Sums":
+        ones = np.ones((1, n_trees), np.int64)
+        return cls._accumulate(codes, n_trees, subsets, columns, ones, lambda copies, counts: counts[None, :])
+
+    @classmethod
+    def resampled(cls, codes, n_trees, subsets, columns, resamples, rng) -> "_Sums":
+        if n_trees > 1:
+            copies = rng.multinomial(n_trees, np.full(n_trees, 1.0 / n_trees), size=resamples)
+        else:
+            copies = np.ones((resamples, 1), np.int64)
+        return cls._accumulate(codes, n_trees, subsets, columns, copies, lambda c, counts: _draw(rng, c, counts))
+
+    @classmethod
+    def _accumulate(cls, codes, n_trees, subsets, columns, copies, draw) -> "_Sums":
+        b = copies.shape[0]
+        total = {s: [np.zeros(b) for _ in columns] for s in (0, 1)}
+        per_tree_mean = {s: np.zeros(b) for s in (0, 1)}
+        n_copies = {s: np.zeros(b) for s in (0, 1)}
+        order = np.lexsort((subsets, codes))
+        bounds = np.flatnonzero(np.diff(codes[order] * 2 + subsets[order])) + 1
+        table = np.column_stack(columns)
+        for cell in np.split(order, bounds):
+            t, s, m = int(codes[cell[0]]), int(subsets[cell[0]]), len(cell)
+            # Episodes with the same values are interchangeable: draw counts per distinct row.
+            distinct, counts = np.unique(table[cell], axis=0, return_counts=True)
+            weights = draw(copies[:, t], counts).astype(np.float64)  # (b, k): uses of each distinct row
+            sums = weights @ distinct
+            for k in range(len(columns)):
+                total[s][k] += sums[:, k]
+            per_tree_mean[s] += sums[:, 0] / m
+            n_copies[s] += copies[:, t]
+        return cls(total, per_tree_mean, n_copies)
+
+
+def _draw(rng: np.random.Generator, copies: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """For each resample, ``copies`` x m draws with replacement from a cell of m episodes whose
+    distinct rows occur ``counts`` times; returns how often each distinct row was drawn."""
+    m, k, b = int(counts.sum()), len(counts), len(copies)
+    if k <= 32:  # few distinct values (coverage, steps, scores): one multinomial per resample
+        return rng.multinomial(copies * m, counts / m)
+    row_of = np.repeat(np.arange(k), counts)  # episode -> its distinct row
+    picks = row_of[rng.integers(0, m, size=int(copies.sum()) * m)]
+    resample = np.repeat(np.arange(b), copies * m)
+    return np.bincount(resample * k + picks, minlength=b * k).reshape(b, k)
+
+
+def _cluster_means(s: _Sums) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return s.per_tree_mean[0] / s.copies[0]
+
+
+def _pooled_ratio(s: _Sums) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return s.total[0][0] / s.total[0][1]
+
+
+def _relative_change(s: _Sums) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        base = s.per_tree_mean[0] / s.copies[0]
+        other = s.per_tree_mean[1] / s.copies[1]
+        return np.where(base > 0, 100 * (other - base) / base, np.nan)
+
+
+def _result(point: np.ndarray, stats: np.ndarray | None, papers: int, episodes: int, method: str) -> dict:
+    estimate = float(point[0]) if np.isfinite(point[0]) else None
+    if stats is None or estimate is None:
+        return {
+            "estimate": estimate,
+            "se": None,
+            "ci_low": None,
+            "ci_high": None,
+            "papers": papers,
+            "episodes": episodes,
+            "method": method,
+        }
+    tail = 100 * (1 - LEVEL) / 2
+    low, high = np.percentile(stats, [tail, 100 - tail])
+    return {
+        "estimate": estimate,
+        "se": float(np.std(stats, ddof=1)),
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "papers": papers,
+        "episodes": episodes,
+        "method": method,
+    }
+
+
+def register(con, bootstrap: Bootstrap) -> None:
+    """Make ``boot_mean``, ``boot_ratio`` and ``boot_change`` callable on a DuckDB connection."""
+    con.create_function(
+        "boot_mean", bootstrap.mean, ["VARCHAR[]", "DOUBLE[]"], RESULT_TYPE, null_handling="special", side_effects=False
+    )
+    con.create_function(
+        "boot_ratio",
+        bootstrap.ratio,
+        ["VARCHAR[]", "DOUBLE[]", "DOUBLE[]"],
+        RESULT_TYPE,
+        null_handling="special",
+        side_effects=False,
+    )
+    con.create_function(
+        "boot_change",
+        bootstrap.change,
+        ["VARCHAR[]", "DOUBLE[]", "BOOLEAN[]"],
+        RESULT_TYPE,
+        null_handling="special",
+        side_effects=False,
+    )
