@@ -196,7 +196,8 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
 
 DIMENSIONS = """
 CREATE TABLE IF NOT EXISTS trees (tree_id VARCHAR, tree_hash VARCHAR, title VARCHAR, n_subtopics INTEGER,
-    published VARCHAR, published_from DATE, published_to DATE, provenance_kind VARCHAR, it18_id INTEGER, paper_subtopics INTEGER, source VARCHAR);
+    published VARCHAR, published_from DATE, published_to DATE,
+    provenance_kind VARCHAR, it18_id INTEGER, paper_subtopics INTEGER, source VARCHAR);
 CREATE TABLE IF NOT EXISTS tree_items (tree_id VARCHAR, tree_hash VARCHAR, item_id VARCHAR, n_required INTEGER);
 CREATE TABLE IF NOT EXISTS tree_item_results (tree_id VARCHAR, tree_hash VARCHAR, item_id VARCHAR, result_id VARCHAR);
 CREATE TABLE IF NOT EXISTS model_registry (model VARCHAR, alias VARCHAR, release VARCHAR, cutoff DATE, source VARCHAR,
