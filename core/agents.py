@@ -65,25 +65,57 @@ class Agent(Protocol):
 
 
 class RandomAgent:
-    def __init__(self, tree: Tree, seed: int):
-        self.tree, self.seed = tree, seed
-        self.description = {"kind": "random", "seed": seed}
+    """Appendix B's random agent: at each state it picks uniformly among the options that state
+    offers, the engine's candidates C(s_t) (#8): at Topic every subtopic of the tree (visited,
+    locked or not), at Subtopic the studies of the subtopic it is in, at a Result one of the
+    three decisions. It answers the Study state's confirmation with OK and, having no
+    knowledge, concludes by restating the results it was shown.
+
+    ``visit_all`` (agent ``random-all``) never draws a conclusion before it has entered every
+    subtopic: at a Result it then picks between redo_study and explore_new_subtopic. Appendix
+    B's interval [3n, n(2H+3)] assumes every subtopic is visited; plain ``random`` concludes
+    whenever it draws that decision, so its episodes can end below 3n.
+
+    The agent reads which subtopic it is in from the Subtopic observation, which shows the
+    subtopic's text (template C.2.1), as a human player would.
+    """
+
+    def __init__(self, tree: Tree, seed: int, visit_all: bool = False):
+        self.tree, self.seed, self.visit_all = tree, seed, visit_all
+        self.description = {"kind": "random", "seed": seed, **({"label": "random-all"} if visit_all else {})}
         self.observed: list[str] = []
+        self.current: str | None = None  # the subtopic it is in
+        self.visited: set[str] = set()
 
     def resume(self, events: list) -> None:
-        self.observed = [_result_text(obs) for obs, r in recorded_turns(events) if r.state == RESULT]
+        self.observed, self.current, self.visited = [], None, set()
+        for obs, r in recorded_turns(events):
+            self._see(obs, r.state)
+
+    def _see(self, observation: str, state: str) -> None:
+        if state == SUBTOPIC:
+            shown = [s.id for s in self.tree.subtopics if s.text in observation]
+            if shown:
+                self.current = max(shown, key=lambda sid: len(self.tree.subtopic[sid].text))
+                self.visited.add(self.current)
+        elif state == RESULT:
+            self.observed.append(_result_text(observation))
 
     def _pick(self, options: list[str], turn: int) -> str:
         return options[int(uniform(self.seed, turn, "agent") * len(options))]
 
     def reply(self, observation: str, state: str, turn: int) -> Reply:
+        self._see(observation, state)
         if state == TOPIC:
             action = self._pick([s.text for s in self.tree.subtopics], turn)
         elif state == SUBTOPIC:
-            action = self._pick([st.text for st in self.tree.study.values()], turn)
+            studies = self.tree.subtopic[self.current].studies if self.current else self.tree.study.values()
+            action = self._pick([st.text for st in studies], turn)
         elif state == RESULT:
-            self.observed.append(_result_text(observation))
-            action = self._pick(["redo_study", "explore_new_subtopic", "draw_conclusion"], turn)
+            decisions = ["redo_study", "explore_new_subtopic", "draw_conclusion"]
+            if self.visit_all and len(self.visited) < self.tree.n:
+                decisions = decisions[:2]
+            action = self._pick(decisions, turn)
         elif state == STUDY:
             action = "OK"
         else:  # conclusion: it has no knowledge, so it restates what it was shown
@@ -324,8 +356,8 @@ def make_agent(
     config: ModelConfig | None = None,
     rate_limiter: RateLimiter | None = None,
 ) -> Agent:
-    if spec == "random":
-        return RandomAgent(tree, seed)
+    if spec in ("random", "random-all"):
+        return RandomAgent(tree, seed, visit_all=spec == "random-all")
     if spec == "oracle":
         return OracleAgent(tree)
     if spec == "human":
@@ -334,4 +366,4 @@ def make_agent(
         return ScriptAgent(spec.split(":", 1)[1])
     if spec.startswith("openai:"):
         return OpenAIChatAgent(spec.split(":", 1)[1], system_prompt, config, rate_limiter=rate_limiter)
-    raise AgentError(f"--agent {spec!r}: expected random, oracle, human, script:FILE or openai:MODEL")
+    raise AgentError(f"--agent {spec!r}: expected random, random-all, oracle, human, script:FILE or openai:MODEL")

@@ -185,7 +185,7 @@ def test_a_wrong_agent_spec_stops_the_suite_with_one_line(tmp_path):
     out = CliRunner().invoke(main, ["suite", "run", str(suite), "--db", f"sqlite:///{tmp_path / 'e.sqlite'}"])
     assert (
         out.exit_code == 2
-        and "--agent 'gpt-7': expected random, oracle" in out.output
+        and "--agent 'gpt-7': expected random, random-all, oracle" in out.output
         and "Traceback" not in out.output
     )
 

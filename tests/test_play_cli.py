@@ -56,7 +56,7 @@ def test_without_record_nothing_is_written(tmp_path, monkeypatch):
         (["--randomness", "11"], "--randomness 11: the randomness level a must be an integer 0..10"),
         (["--tau", "0"], "--tau 0.0: tau must be in (0, 1]"),
         (["--tau", "1.2"], "--tau 1.2: tau must be in (0, 1]"),
-        (["--agent", "gpt"], "--agent 'gpt': expected random, oracle, human, script:FILE or openai:MODEL"),
+        (["--agent", "gpt"], "--agent 'gpt': expected random, random-all, oracle, human, script:FILE or openai:MODEL"),
         (["--embedder", "bert"], "unknown embedder 'bert'"),
     ],
 )

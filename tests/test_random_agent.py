@@ -1,0 +1,72 @@
+"""Appendix B's random agent: uniform over the options each state offers, and the variant that
+visits every subtopic before it may conclude, measured against [3n, n(2H+3)]."""
+
+from __future__ import annotations
+
+from inquitree.core.engine import RESULT, SUBTOPIC, TOPIC
+from inquitree.core.tree import resolve_tree
+from inquitree.events.types import AgentReplied, Transitioned
+
+from enginekit import RandomAgent, play
+
+DECISIONS = {"redo_study", "explore_new_subtopic", "draw_conclusion"}
+
+
+def _actions(out):
+    """(state, action, subtopic the episode is in) for each reply."""
+    current, seen = None, []
+    for ev in out.events:
+        if isinstance(ev, Transitioned) and ev.to_state == SUBTOPIC:
+            current = ev.node
+        elif isinstance(ev, AgentReplied):
+            seen.append((ev.state, ev.action, current))
+    return seen
+
+
+def test_each_choice_is_one_of_the_states_options():
+    tree = resolve_tree("synthetic-diamond-4")
+    subtopic_texts = {s.text for s in tree.subtopics}
+    counts: dict[str, int] = {}
+    for seed in range(6):
+        for state, action, current in _actions(play(tree, RandomAgent(tree, seed), seed=seed, max_turns=400)):
+            if state == TOPIC:
+                assert action in subtopic_texts
+            elif state == SUBTOPIC:  # only the studies of the subtopic it is in
+                assert action in {st.text for st in tree.subtopic[current].studies}
+            elif state == RESULT:
+                assert action in DECISIONS
+                counts[action] = counts.get(action, 0) + 1
+    assert set(counts) == DECISIONS  # all three decisions occur
+
+
+def test_visit_all_variant_covers_every_subtopic_and_stays_at_or_above_3n():
+    for tree_id in ("synthetic-chain-7", "synthetic-diamond-4", "synthetic-independent-7"):
+        tree = resolve_tree(tree_id)
+        lower, _ = tree.bounds(4)
+        for seed in range(8):
+            out = play(tree, RandomAgent(tree, seed, visit_all=True), seed=seed, max_turns=5000)
+            assert set(out.state.visits) == {s.id for s in tree.subtopics}, (tree_id, seed)
+            assert out.state.step >= lower
+            decisions = [a for st, a, _ in _actions(out) if st == RESULT]
+            assert decisions[-1] == "draw_conclusion" and "draw_conclusion" not in decisions[:-1]
+
+
+def test_plain_random_can_conclude_early_and_the_warehouse_says_why(sqlite_url, tmp_path):
+    from inquitree.events.store import EventStore
+    from inquitree.warehouse.sync import Warehouse
+
+    tree = resolve_tree("synthetic-chain-7")
+    store = EventStore(sqlite_url)
+    early = []
+    for seed in range(6):
+        out = play(tree, RandomAgent(tree, seed), store=store, seed=seed, max_turns=400)
+        if out.state.step < 3 * tree.n:
+            early.append((len(out.state.visits), out.state.step))
+    store.close()
+    assert early, "some plain random episodes end below 3n"
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        wh.sync(sqlite_url)
+        row = wh.query("steps_bounds").to_dicts()[0]
+    assert row["below_lower_bound"] == len(early)
+    for visited, _ in early:
+        assert f"concluded after visiting {visited} of 7 subtopics" in row["below_lower_bound_why"]
