@@ -165,7 +165,8 @@ def print_scores(episode_id: str, scored: EpisodeScored | None) -> None:
     "agent_spec",
     default="oracle",
     show_default=True,
-    help="random | random-all (never concludes before visiting every subtopic) | oracle | human | script:FILE | openai:MODEL",
+    help="random | random-all (concludes only after visiting every subtopic) | oracle | human | script:FILE"
+    " | openai:MODEL",
 )
 @click.option("--judge", "judge_spec", default="embedding", show_default=True, help="embedding | openai:MODEL | none")
 @click.option("--embedder", "embedder_name", default="local", show_default=True, help="local | hash | openai[:MODEL]")
