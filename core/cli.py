@@ -48,6 +48,7 @@ def _register() -> None:
     main.add_command(cli_play.episodes)
     main.add_command(cli_warehouse.warehouse)
     main.add_command(cli_warehouse.query)
+    main.add_command(cli_warehouse.compare)
     main.add_command(cli_warehouse.sql)
     main.add_command(cli_warehouse.report)
     main.add_command(cli_suite.suite)

@@ -30,8 +30,14 @@ def registry_option(f):
 
 
 def output_options(f):
-    """--format and --out, for the commands that print a table (see _emit)."""
+    """--format, --out and --columns, for the commands that print a table (see _emit)."""
     f = click.option("--out", default=None, type=click.Path(dir_okay=False))(f)
+    f = click.option(
+        "--columns",
+        default=None,
+        metavar="A,B,...",
+        help="Only these columns (the table format otherwise shows the columns that fit the terminal).",
+    )(f)
     return click.option(
         "--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]), default="table", show_default=True
     )(f)
@@ -113,27 +119,85 @@ def export(warehouse_path, out_dir) -> None:
             click.echo(str(p))
 
 
-def _emit(df, fmt: str, out: str | None) -> None:
+TEXT_CELL = 28  # characters of a text cell in the terminal table
+
+
+def _emit(df, fmt: str, out: str | None, columns: str | None = None) -> None:
     import polars as pl
 
+    if columns:
+        wanted = [c.strip() for c in columns.split(",") if c.strip()]
+        unknown = [c for c in wanted if c not in df.columns]
+        if unknown:
+            raise click.UsageError(f"--columns: no column {', '.join(unknown)}; the columns: {', '.join(df.columns)}")
+        df = df.select(wanted)
     if fmt == "parquet":
         if not out:
             raise click.UsageError("--format parquet needs --out FILE")
         df.write_parquet(out)
         click.echo(f"wrote {df.height} rows to {out}", err=True)
         return
+    note = ""
     if fmt == "csv":
         text = df.write_csv()
     elif fmt == "json":
         text = df.write_json()
     else:
-        with pl.Config(tbl_rows=200, tbl_cols=40, fmt_str_lengths=60, tbl_width_chars=200):
-            text = str(df)
+        shown = df if out or columns else _fitting(df)
+        if shown.width < df.width:
+            rest = [c for c in df.columns if c not in shown.columns]
+            note = (
+                f"{len(rest)} more column(s) do not fit: {', '.join(rest)}\n"
+                "(--columns A,B,... picks columns; --format csv or json shows them all)"
+            )
+        with pl.Config(
+            tbl_rows=200,
+            tbl_cols=-1,
+            fmt_str_lengths=1_000,
+            tbl_width_chars=10_000,
+            tbl_hide_dataframe_shape=True,
+            tbl_hide_column_data_types=True,
+            float_precision=4,
+        ):
+            text = str(shown)
     if out:
         with open(out, "w", encoding="utf-8") as f:
             f.write(text)
     else:
         click.echo(text, nl=not text.endswith("\n"))
+        if note:
+            click.echo(note, err=True)
+
+
+def _fitting(df):
+    """The leading columns of ``df`` that fit the terminal's width as polars draws them."""
+    import shutil
+
+    import polars as pl
+
+    width = shutil.get_terminal_size((120, 24)).columns
+    used, keep = 1, []
+    for name in df.columns:
+        col = df[name].head(200)
+        if col.dtype == pl.Utf8:
+            cap = 200 if name.endswith("episode_id") else TEXT_CELL + 1  # an id is only useful whole
+            cells = [min(len(v), cap) for v in col.drop_nulls().to_list()]
+        elif col.dtype.is_float():
+            cells = [len(f"{v:.4f}") for v in col.drop_nulls().to_list()]
+        else:
+            cells = [len(str(v)) for v in col.drop_nulls().to_list()]
+        need = max([len(name), 4, *cells]) + 3  # a cell's padding and its border
+        if keep and used + need > width:
+            break
+        keep.append(name)
+        used += need
+    shortened = [
+        pl.col(c).str.slice(0, TEXT_CELL - 1)
+        + pl.when(pl.col(c).str.len_chars() >= TEXT_CELL).then(pl.lit("…")).otherwise(pl.lit(""))
+        for c in keep
+        if df[c].dtype == pl.Utf8 and not c.endswith("episode_id")
+    ]
+    return df.select(keep).with_columns(shortened)
 
 
 @click.command()
@@ -141,7 +205,7 @@ def _emit(df, fmt: str, out: str | None) -> None:
 @warehouse_option
 @output_options
 @click.option("--list", "list_", is_flag=True, help="List the queries with their first comment line.")
-def query(name, warehouse_path, fmt, out, list_) -> None:
+def query(name, warehouse_path, fmt, out, columns, list_) -> None:
     """Run queries/NAME.sql against the warehouse (sync first)."""
     from inquitree.warehouse.sync import QUERIES_DIR, query_names
 
@@ -151,17 +215,41 @@ def query(name, warehouse_path, fmt, out, list_) -> None:
             click.echo(f"{q:28} {first}")
         return
     with _existing(warehouse_path) as wh:
-        _emit(wh.query(name), fmt, out)
+        _emit(wh.query(name), fmt, out, columns)
+
+
+@click.command()
+@click.argument("agent_a")
+@click.argument("agent_b")
+@warehouse_option
+@output_options
+def compare(agent_a, agent_b, warehouse_path, fmt, out, columns) -> None:
+    """Paired comparison of two agents (B - A) over the cells both ran: tree, level, run, judge.
+
+    Per headline metric: both means, the difference with a cluster-bootstrap 95% interval, a
+    sign-flip permutation p-value, and how many cells were paired or lacked a partner
+    (queries/compare.sql; docs/DECISIONS.md #26). Agents are named as in the warehouse's
+    `agent` column (see `inquitree query table2_leaderboard`).
+    """
+    from inquitree.warehouse.errors import WarehouseError
+
+    with _existing(warehouse_path, read_only=True) as wh:
+        known = {r[0] for r in wh.con.execute("SELECT DISTINCT agent FROM episodes").fetchall()}
+        for name in (agent_a, agent_b):
+            if name not in known:
+                raise WarehouseError(f"no episodes of agent {name!r}; agents: {', '.join(sorted(known)) or '(none)'}")
+        df = wh.query("compare", {"agent_a": agent_a, "agent_b": agent_b})
+    _emit(df, fmt, out, columns)
 
 
 @click.command()
 @click.argument("text")
 @warehouse_option
 @output_options
-def sql(text, warehouse_path, fmt, out) -> None:
+def sql(text, warehouse_path, fmt, out, columns) -> None:
     """Run one SQL statement against the warehouse, on a read-only connection (it cannot change it)."""
     with _existing(warehouse_path, read_only=True) as wh:
-        _emit(wh.sql(text), fmt, out)
+        _emit(wh.sql(text), fmt, out, columns)
 
 
 def _existing(warehouse_path: str | None, read_only: bool = False):

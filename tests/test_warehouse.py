@@ -504,8 +504,14 @@ def test_every_query_names_what_it_computes():
     for p in qdir.glob("*.sql"):
         first = p.read_text().splitlines()[0]
         assert first.startswith("-- ") and any(
-            w in first for w in ("Table", "Figure", "Eq.", "Sec.", "Steps", "Judge", "Episode", "Costs")
+            w in first for w in ("Table", "Figure", "Eq.", "Sec.", "Steps", "Judge", "Episode", "Costs", "Paired")
         ), p.name
+    # Each query that reports a mean names its interval method in its header (#25).
+    means = {"table2_leaderboard", "fig3a_score_by_randomness", "fig3b_redo_frequency", "fig3c_fake_hit_rate"}
+    means |= {"fig4_cutoff", "steps_bounds", "control_accuracy", "compare"}
+    for name in means:
+        header = "".join(ln for ln in (qdir / f"{name}.sql").read_text().splitlines() if ln.startswith("--"))
+        assert "warehouse/bootstrap.py" in header and "boot_" in header, name
 
 
 def test_the_large_backlog_readers_give_identical_tables(store_url, tmp_path, monkeypatch):

@@ -49,6 +49,7 @@ RESULT_TYPE = (
 class Bootstrap:
     resamples: int = 2000
     seed: int = 0
+    permutations: int = 10_000  # sign flips of the paired test (#26)
 
     @classmethod
     def from_env(cls) -> "Bootstrap":
@@ -65,6 +66,34 @@ class Bootstrap:
             return value
 
         return cls(read(RESAMPLES_ENV, cls.resamples, 100), read(SEED_ENV, cls.seed, 0))
+
+    def sign_flip_p(self, trees: Sequence, differences: Sequence) -> float | None:
+        """Two-sided p-value of a paired difference (#26): under the null each pair's difference
+        is as likely to have either sign, so flip the signs at random (``permutations`` times,
+        seeded; every pattern once when there are at most that many) and count how often the
+        statistic, the mean over trees of per-tree mean differences, is at least as far from 0
+        as observed. The count includes the observed pattern: p >= 1 / (flips + 1)."""
+        units = _units(trees, differences)
+        if units is None:
+            return None
+        codes, n_trees, (d,) = units
+        sizes = np.bincount(codes, minlength=n_trees)
+        w = d / (sizes[codes] * n_trees)  # the statistic is sum(sign * w)
+        observed = abs(w.sum())
+        tolerance = 1e-12 * max(1.0, float(np.abs(w).sum()))
+        n = len(w)
+        if 2**n <= self.permutations:  # exact: every sign pattern
+            patterns = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1) * 2 - 1
+            stats = np.abs(patterns @ w)
+            return float((stats >= observed - tolerance).mean())
+        rng = np.random.default_rng(self.seed)
+        hits, done = 0, 0
+        while done < self.permutations:  # in chunks: flips x pairs stays small
+            k = min(1000, self.permutations - done)
+            signs = rng.integers(0, 2, size=(k, n), dtype=np.int8) * 2 - 1
+            hits += int((np.abs(signs @ w) >= observed - tolerance).sum())
+            done += k
+        return (hits + 1) / (self.permutations + 1)
 
     # -- the three estimators ------------------------------------------------------------------
     def mean(self, trees: Sequence, values: Sequence) -> dict | None:
@@ -223,7 +252,16 @@ def _result(point: np.ndarray, stats: np.ndarray | None, papers: int, episodes: 
 
 
 def register(con, bootstrap: Bootstrap) -> None:
-    """Make ``boot_mean``, ``boot_ratio`` and ``boot_change`` callable on a DuckDB connection."""
+    """Make ``boot_mean``, ``boot_ratio``, ``boot_change`` and ``sign_flip_p`` callable on a
+    DuckDB connection."""
+    con.create_function(
+        "sign_flip_p",
+        bootstrap.sign_flip_p,
+        ["VARCHAR[]", "DOUBLE[]"],
+        "DOUBLE",
+        null_handling="special",
+        side_effects=False,
+    )
     con.create_function(
         "boot_mean", bootstrap.mean, ["VARCHAR[]", "DOUBLE[]"], RESULT_TYPE, null_handling="special", side_effects=False
     )

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import queue
+import re
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -342,13 +343,23 @@ class Warehouse:
             raise WarehouseError(f"SQL error: {exc}") from exc
         return rel.pl() if rel is not None else pl.DataFrame()
 
-    def query(self, name: str) -> pl.DataFrame:
-        """Run ``queries/NAME.sql``."""
+    def query(self, name: str, variables: dict[str, str] | None = None) -> pl.DataFrame:
+        """Run ``queries/NAME.sql``, with ``variables`` for the ones it reads by ``getvariable``."""
         path = QUERIES_DIR / f"{name}.sql"
         if not path.exists():
             raise WarehouseError(f"no query {name!r}; available: {', '.join(query_names())}")
+        text = path.read_text()
+        needed = sorted(set(re.findall(r"getvariable\('([a-z_]+)'\)", text)))
+        missing = [v for v in needed if v not in (variables or {})]
+        if missing:
+            raise WarehouseError(
+                f"{path.name} needs {', '.join(missing)}"
+                + (": run `inquitree compare AGENT_A AGENT_B`" if name == "compare" else "")
+            )
         try:
-            return self.con.sql(path.read_text()).pl()
+            for key in needed:
+                self.con.execute(f"SET VARIABLE {key} = ?", [(variables or {})[key]])
+            return self.con.sql(text).pl()
         except duckdb.Error as exc:
             raise WarehouseError(f"{path.name}: {exc}") from exc
 
