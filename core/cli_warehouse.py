@@ -282,6 +282,8 @@ def report(out_dir, warehouse_path, db_url, sync, max_episodes, registry) -> Non
     from inquitree.warehouse.report import write_report
     from inquitree.warehouse.sync import Warehouse
 
+    if registry and not sync:
+        raise click.UsageError("--registry is read by the sync: it needs --sync")
     with Warehouse(warehouse_path) as wh:
         if sync:
             r = wh.sync(db_url, progress=_progress, registry=Path(registry) if registry else None)

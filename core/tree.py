@@ -315,8 +315,9 @@ def resolve_tree(ref: str) -> Tree:
 
 def publication_window(paper: dict) -> tuple[str | None, str | None]:
     """The first and last day a paper may have been published on, as ISO dates, from its
-    ``published`` field (a day, a month or a year) or its ``published_not_before``; None for
-    an end that no record bounds. Fig. 4 splits papers by these against each model's cutoff."""
+    ``published`` field (a day, a month or a year) or else its ``published_not_before`` and
+    ``published_not_after``; None for an end that no record bounds. Fig. 4 splits papers by
+    these against each model's cutoff."""
     import calendar
 
     published = paper.get("published")
@@ -328,4 +329,4 @@ def publication_window(paper: dict) -> tuple[str | None, str | None]:
             last = calendar.monthrange(parts[0], parts[1])[1]
             return f"{published}-01", f"{published}-{last:02d}"
         return f"{published}-01-01", f"{published}-12-31"
-    return paper.get("published_not_before"), None
+    return paper.get("published_not_before"), paper.get("published_not_after")

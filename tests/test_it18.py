@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from inquitree.core.tree import it18_registry, load_tree_file, shipped_tree_paths
+from inquitree.core.tree import it18_registry, load_tree_file, publication_window, shipped_tree_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT.parent / "shared" / "papers" / "inquitree-paper.md"
@@ -60,9 +60,19 @@ def test_every_it18_paper_has_one_tree_that_states_its_sources():
             assert "could not be identified" in prov["note"], t.id
         assert prov["sources"] and all(s.startswith(("http://", "https://")) for s in prov["sources"])
         assert t.n <= p["subtopics"], f"{t.id}: more subtopics than the paper lists"
-        published = t.paper.get("published")
-        if published is None:
-            assert "publication date" in prov["note"], f"{t.id}: an empty date must be explained"
+        # Every tree says where its journal, DOI and date come from (public records found with
+        # the search tool), and what Fig. 4 may conclude from them.
+        pub = prov["publication"]
+        assert pub["sources"] and all(s.startswith(("http://", "https://")) for s in pub["sources"]), t.id
+        assert pub["checked"] and len(pub["note"]) > 40, t.id
+        first, last = publication_window(t.paper)
+        assert first or last, f"{t.id}: no date and no bound"
+        if t.paper.get("published") is None:
+            assert "date undetermined" in pub["note"], f"{t.id}: a missing date must say what Fig. 4 does with it"
+        if t.paper.get("doi") is None:
+            assert "DOI" in pub["note"], f"{t.id}: a missing DOI must be explained"
+        if t.paper["journal"] != p["journal"]:  # the tree keeps the truth and says so
+            assert "Table 4" in pub["note"] and t.paper["journal"] in pub["note"], t.id
 
 
 def test_each_result_needed_by_some_conclusion_and_fakes_differ_from_truth():

@@ -746,3 +746,56 @@ def test_a_warehouse_of_another_schema_asks_for_a_rebuild(sqlite_url, tmp_path):
     with Warehouse(path) as wh:
         assert wh.sql("SELECT count(*) FROM warehouse_schema").item() == 1
         assert wh.sql("SELECT count(*) FROM episodes").item() == 0  # the views exist
+
+
+def test_fig4_keeps_every_episode_and_takes_a_registry_file(sqlite_url, tmp_path):
+    """A year-only date across the cutoff is 'date undetermined'; an agent with no registry entry
+    is 'cutoff unknown'; --registry adds a cutoff for it, and an entry replaces a shipped one."""
+    from inquitree.core.tree import load_tree_file, publication_window
+
+    assert publication_window({"published": "2024"}) == ("2024-01-01", "2024-12-31")
+    assert publication_window({"published": "2024-02"}) == ("2024-02-01", "2024-02-29")
+    assert publication_window({"published": None, "published_not_before": "2023-01-01"}) == ("2023-01-01", None)
+    d = tmp_path / "trees"
+    d.mkdir()
+    src = json.loads(Path(resolve_tree("synthetic-diamond-4").source).read_text())
+    for tid, date in (("y-early", "2023-05-01"), ("y-2024", "2024")):
+        (d / f"{tid}.json").write_text(json.dumps(dict(src, id=tid, paper=dict(src["paper"], published=date))))
+    store = EventStore(sqlite_url)
+    one = {"visits": [(1, "s1")], "draws": [(2, "r1", False)], "decisions": [(3, "draw_conclusion")]}
+    for i, (tid, model) in enumerate([("y-early", "gpt-5"), ("y-2024", "gpt-5"), ("y-early", "mystery-model")]):
+        h = load_tree_file(d / f"{tid}.json").content_hash
+        _episode(store, tid, h, f"E{i}", model, 0, verdicts={"j1": {"c1": 1.0, "c2": 0.0, "c3": 0.0}}, **one)
+    store.close()
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        wh.sync(sqlite_url, trees_dirs=[d])
+        got = {(r["agent"], r["split"]): r for r in wh.query("fig4_cutoff").to_dicts()}
+    # gpt-5's cutoff is 2024-09-30: 2023-05-01 is before it; the year 2024 straddles it.
+    assert set(got) == {("gpt-5", "pre-cutoff"), ("gpt-5", "date undetermined"), ("mystery-model", "cutoff unknown")}
+    assert got[("gpt-5", "date undetermined")]["trees"] == "y-2024"
+    assert sum(r["episodes"] for r in got.values()) == 3  # nothing dropped
+    registry = tmp_path / "models.json"
+    registry.write_text(
+        json.dumps(
+            {
+                "models": [
+                    {"model": "mystery-model", "cutoff": "2023-01-01", "source": "test"},
+                    {"model": "gpt-5", "cutoff": "2025-01-01", "source": "test: replaces the shipped entry"},
+                ]
+            }
+        )
+    )
+    with Warehouse(str(tmp_path / "w2.duckdb")) as wh:
+        wh.sync(sqlite_url, trees_dirs=[d], registry=registry)
+        got = {(r["agent"], r["split"]): r for r in wh.query("fig4_cutoff").to_dicts()}
+        models = wh.sql("SELECT count(*) FROM model_registry WHERE model = 'o3'").item()
+    assert set(got) == {("gpt-5", "pre-cutoff"), ("mystery-model", "post-cutoff")}
+    assert got[("gpt-5", "pre-cutoff")]["papers"] == 2 and str(got[("gpt-5", "pre-cutoff")]["cutoff"]) == "2025-01-01"
+    assert models == 1  # the shipped registry is extended, not replaced
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"models": [{"model": "x", "cutoff": "June 2024"}]}))
+    with (
+        Warehouse(str(tmp_path / "w3.duckdb")) as wh,
+        pytest.raises(WarehouseError, match=r"models\[0\] \(x\): cutoff 'June 2024'"),
+    ):
+        wh.sync(sqlite_url, trees_dirs=[d], registry=bad)
