@@ -15,7 +15,12 @@ from inquitree.events.store import EventStore
 from inquitree.warehouse.report import write_report
 from inquitree.warehouse.sync import Warehouse
 
-from enginekit import OracleAgent, RandomAgent, play
+from enginekit import OracleAgent, RandomAgent, ScriptAgent, play
+
+MARKDOWN_MISS = (
+    "THOUGHT: **Plan:** I will try `lunch` first.\n- one *idea*\n- <script>window.reportErrors += 100</script>\n"
+    "ACTION: Let us order lunch from the new noodle place downtown."
+)
 
 
 def chromium() -> str:
@@ -27,7 +32,7 @@ def chromium() -> str:
     return path
 
 
-def dump_dom(url: str) -> str:
+def dump_dom(url: str, width: int = 900) -> str:
     with tempfile.TemporaryDirectory() as profile:
         out = subprocess.run(
             [
@@ -42,6 +47,7 @@ def dump_dom(url: str) -> str:
                 "--disable-sync",
                 f"--user-data-dir={profile}",
                 "--virtual-time-budget=5000",
+                f"--window-size={width},800",
                 "--dump-dom",
                 url,
             ],
@@ -61,6 +67,17 @@ def report_dir(sqlite_url, tmp_path):
         for a in (0, 4):
             play(tree, RandomAgent(tree, seed), store=store, seed=seed, randomness=a)
     play(tree, OracleAgent(tree), store=store, randomness=4, seed=5)
+    play(tree, OracleAgent(tree), store=store, randomness=0, seed=5)
+    # A model that answers in Markdown, with markup that must not run or render as HTML.
+    rounds = []
+    for i in range(tree.n):
+        rounds += [MARKDOWN_MISS] * 10 + [
+            "ACTION: " + ("explore_new_subtopic" if i < tree.n - 1 else "draw_conclusion")
+        ]
+    rounds.append("ACTION:\n(1) Sleep matters.")
+    script = tmp_path / "markdown.txt"
+    script.write_text("\n---\n".join(rounds))
+    play(tree, ScriptAgent(script), store=store, seed=9)
     store.close()
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
         wh.sync(sqlite_url)
@@ -68,14 +85,52 @@ def report_dir(sqlite_url, tmp_path):
     return tmp_path / "report"
 
 
+def _checks(dom: str) -> dict[str, int]:
+    return {k: int(v) for k, v in re.findall(r'data-([a-z-]+)="(\d+)"', dom.split("<body", 1)[1].split(">", 1)[0])}
+
+
 def test_report_figures_and_an_episode_page_render_in_chromium(report_dir):
     index = dump_dom(f"file://{report_dir / 'index.html'}")
-    assert re.search(r'data-figures="5"', index) and re.search(r'data-figures-loaded="5"', index), index[:500]
-    assert "Leaderboard (Table 2" in index and "Figure 3c" in index
+    checks = _checks(index)
+    # Every figure loads and has a caption; no script error; nothing wider than a 900-pixel window.
+    assert checks["figures"] == 5 and checks["figures-loaded"] == 5, checks
+    assert checks["figures-uncaptioned"] == 0 and checks["script-errors"] == 0, checks
+    assert checks["page-overflow"] == 0, checks
+    assert "Leaderboard (Table 2" in index and "Figure 3c" in index and "The paper's Figure 3b" in index
+    # The oracle never redoes at level 0 here, so Fig. 3b says why its line is missing.
+    assert "oracle is not drawn: its level-0 redo rate is 0" in index
     links = re.findall(r'href="(episodes/[^"]+\.html)"', index)
-    assert len(links) == 7
-    page = dump_dom(f"file://{report_dir / links[-1]}")
-    assert page.count('class="turn env"') >= 4 and page.count('class="turn agent"') >= 4
-    assert "hint level" in page or "best match" in page
-    assert "FAKE #0" in page  # the oracle at a=4 meets fakes and redoes them; the viewer shows the draws
-    assert "embedding:hash" in page  # its verdicts and scores
+    assert len(links) == 9
+    pages = [dump_dom(f"file://{report_dir / link}") for link in links]
+    oracle = next(p for p in pages if "agent <b>oracle</b>, randomness 4" in p)
+    assert oracle.count('class="turn env') >= 4 and oracle.count('class="turn agent') >= 4
+    assert "FAKE #0" in oracle  # the oracle at a=4 meets fakes and redoes them; the viewer shows the draws
+    assert "embedding:hash" in oracle  # its verdicts and scores
+    md = next(p for p in pages if "agent <b>script</b>" in p)
+    assert "<strong>Plan:</strong>" in md and "<code>lunch</code>" in md and "<em>idea</em>" in md
+    assert "**" not in md.split('id="dialogue"')[1] and "&lt;script&gt;" in md  # shown as text, never run
+    for page in pages:
+        c = _checks(page)
+        assert c["script-errors"] == 0 and c["page-overflow"] == 0, c
+
+
+def test_registry_and_tree_pages(report_dir):
+    registry = dump_dom(f"file://{report_dir / 'registry.html'}")
+    assert _checks(registry)["page-overflow"] == 0 and "gpt-5" in registry and "2024-09-30" in registry
+    # The agents of the episodes have no registry entry: listed as of unknown cutoff, not dropped.
+    assert re.search(r"<td>oracle</td>.*?<td>unknown</td>", registry, flags=re.S)
+    trees = dump_dom(f"file://{report_dir / 'trees.html'}", width=800)
+    assert _checks(trees)["page-overflow"] == 0
+    assert trees.count("<tr><td>") == 18 and "NC Biology" in trees and "Communications Biology" in trees
+    assert "between 2023-01-01 and ?" in trees  # a date known only by its lower bound
+
+
+def test_markdown_is_escaped_before_it_is_rendered():
+    from inquitree.warehouse.report import markdown_html
+
+    assert markdown_html("**a** and *b* and `c`") == "<strong>a</strong> and <em>b</em> and <code>c</code>"
+    assert markdown_html("1. x\n2. **y**") == "<ol><li value='1'>x</li><li value='2'><strong>y</strong></li></ol>"
+    assert markdown_html("<img src=x onerror=alert(1)> **<b>**") == (
+        "&lt;img src=x onerror=alert(1)&gt; <strong>&lt;b&gt;</strong>"
+    )
+    assert markdown_html("2 * 3 * 4") == "2 * 3 * 4"  # arithmetic is not emphasis

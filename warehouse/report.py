@@ -10,6 +10,7 @@ DataFrames.
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 import jinja2
@@ -35,113 +36,269 @@ def _empty(ax, what: str) -> None:
     ax.set_yticks([])
 
 
-def _lines(df: pl.DataFrame, x: str, y: str, by: str, ax, what: str) -> None:
+def _yerr(part: pl.DataFrame, y: str, low: str, high: str) -> list[list[float]]:
+    """Error bar lengths below and above each point; 0 where a point has no interval."""
+    ys, lo, hi = part[y].to_list(), part[low].to_list(), part[high].to_list()
+    return [
+        [max(0.0, v - (a if a is not None else v)) for v, a in zip(ys, lo)],
+        [max(0.0, (b if b is not None else v) - v) for v, b in zip(ys, hi)],
+    ]
+
+
+DODGE = 0.05  # horizontal offset between lines at the same level, so that their bars stay apart
+
+
+def _lines(
+    df: pl.DataFrame, x: str, y: str, by: str, ax, what: str, ci: str | None = None, offset: int = 0, **style
+) -> list[str]:
+    """One line per value of ``by``, with the interval columns ``{ci}_ci_low``/``_ci_high`` as
+    error bars, each line shifted sideways a little (``offset`` lines already drawn on these
+    axes); returns the keys drawn."""
     data = df.drop_nulls(y) if df.height else df
     if not data.height:
-        return _empty(ax, what)
-    for key in sorted(data[by].unique().to_list(), key=str):
+        _empty(ax, what)
+        return []
+    keys = sorted(data[by].unique().to_list(), key=str)
+    for k, key in enumerate(keys):
         part = data.filter(pl.col(by) == key).sort(x)
-        ax.plot(part[x].to_list(), part[y].to_list(), marker="o", label=str(key))
-    ax.legend(fontsize=7)
+        yerr = _yerr(part, y, f"{ci}_ci_low", f"{ci}_ci_high") if ci else None
+        xs = [v + DODGE * (k + offset) for v in part[x].to_list()]
+        ax.errorbar(xs, part[y].to_list(), yerr=yerr, marker="o", capsize=3, label=str(key), **style)
+    return keys
+
+
+def _level_axis(ax, df: pl.DataFrame) -> None:
+    """Randomness levels are whole numbers: one tick per level present, a half-level margin."""
+    if df.height and "randomness" in df.columns:
+        levels = sorted(set(df["randomness"].drop_nulls().to_list()))
+        if levels:
+            ax.set_xticks(levels)
+            ax.set_xlim(levels[0] - 0.5, levels[-1] + 0.5)
+
+
+def _legend(ax) -> None:
+    """Outside the axes on the right, so that it covers no data; savefig keeps it in the image."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
+
+
+def _notes_interval(df: pl.DataFrame, method_col: str = "interval_method") -> list[str]:
+    if method_col not in df.columns or not df.height:
+        return []
+    methods = sorted({m for m in df[method_col].drop_nulls().to_list() if m})
+    single = [m for m in methods if m.startswith("one")]
+    notes = []
+    if single:
+        notes.append("Some points rest on one paper or one episode: their bars resample within it only, or are absent.")
+    return notes
+
+
+CAPTIONS = {
+    "fig3a": (
+        "The paper's Figure 3a. For each agent and judge, the conclusion score (q_norm: the evidence-weighted "
+        "score Q divided by the number of ground-truth items) at each randomness level a, where each result is "
+        "replaced by a fake with probability 10a%. A point is the mean over papers of each paper's mean over its "
+        "runs; its bar is the 95% interval of a cluster bootstrap that resamples papers, then runs within them."
+    ),
+    "fig3b": (
+        "The paper's Figure 3b. How much more or less often each agent asks to redo a study at level a than at "
+        "level 0, in percent: 100 (f_a - f_0) / f_0, where f is the share of result observations followed by a "
+        "redo_study decision, averaged per paper and then over papers. Bars: 95% intervals from resampling the "
+        "agent's papers once for both levels, then episodes within them."
+    ),
+    "fig3c": (
+        "The paper's Figure 3c. Solid: the share of fake results an agent answered with redo_study (hit rate). "
+        "Dotted: the share of true results it redid anyway (false alarms). Dashed: how often the same model calls "
+        "a fake INVALID when result texts are shown to it alone (the decontextualized control). Rates are pooled "
+        "over an agent's episodes at each level; bars are 95% cluster-bootstrap intervals."
+    ),
+    "fig4": (
+        "The paper's Figure 4. Each agent's conclusion score at level 0 on papers published on or before its "
+        "model's training cutoff and on papers published after it (cutoffs from the model registry, Table 3; "
+        "publication dates from the trees, Table 4). Bars: 95% cluster-bootstrap intervals."
+    ),
+    "steps_bounds": (
+        "Appendix B. Steps of each finished episode per tree and agent: the mean with its 95% interval (resampling "
+        "episodes) and the range, beside the interval [3n, n(2H+3)] that Appendix B derives for an agent that "
+        "visits every subtopic once (n subtopics, H hints). An episode below 3n ended before it had visited every "
+        "subtopic; the table's last columns say how."
+    ),
+}
 
 
 def figures(wh: Warehouse, out: Path) -> dict[str, dict]:
-    """Draw each figure; return {name: {"file", "title", "table"}}."""
+    """Draw each figure; return {name: {"file", "title", "caption", "notes", "table"}}."""
     plt = _plt()
     made: dict[str, dict] = {}
 
-    def save(name: str, title: str, df: pl.DataFrame, fig) -> None:
-        fig.tight_layout()
-        fig.savefig(out / f"{name}.png", dpi=110)
+    def save(name: str, title: str, df: pl.DataFrame, fig, notes: list[str]) -> None:
+        fig.savefig(out / f"{name}.png", dpi=110, bbox_inches="tight")
         plt.close(fig)
-        made[name] = {"file": f"{name}.png", "title": title, "table": table_html(df)}
+        made[name] = {
+            "file": f"{name}.png",
+            "title": title,
+            "caption": CAPTIONS[name],
+            "notes": notes,
+            "table": table_html(df),
+        }
 
     df = wh.query("fig3a_score_by_randomness")
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    _lines(
-        df.with_columns(label=pl.col("agent") + " / " + pl.col("judge_id").str.slice(0, 24)),
-        "randomness",
-        "conclusion_score",
-        "label",
-        ax,
-        "no scored episodes",
-    )
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    labelled = df.with_columns(label=pl.col("agent") + " / " + pl.col("judge_id").str.slice(0, 24)) if df.height else df
+    drawn = _lines(labelled, "randomness", "conclusion_score", "label", ax, "no scored episodes", ci="conclusion_score")
     ax.set(xlabel="randomness level a (fake with p = 10a%)", ylabel="conclusion score (q_norm)")
-    save("fig3a", "Figure 3a: conclusion score by randomness level", df, fig)
+    _level_axis(ax, df)
+    _legend(ax)
+    notes = _notes_interval(df)
+    if drawn and df["randomness"].n_unique() == 1:
+        notes.append(f"Only level {df['randomness'][0]} has scored episodes: the figure has one point per line.")
+    save("fig3a", "Figure 3a: conclusion score by randomness level", df, fig, notes)
 
     df = wh.query("fig3b_redo_frequency")
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    _lines(
-        df.filter(pl.col("randomness") > 0),
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    drawn = _lines(
+        df.filter(pl.col("randomness") > 0) if df.height else df,
         "randomness",
         "relative_change_pct",
         "agent",
         ax,
-        "needs episodes at level 0 and above 0 with redo_study at level 0",
+        "needs episodes at level 0 and above 0, with redo_study at level 0",
+        ci="relative_change_pct",
     )
+    ax.axhline(0, color="#999", linewidth=0.8)
     ax.set(xlabel="randomness level a", ylabel="redo_study frequency, % change vs a = 0")
-    save("fig3b", "Figure 3b: relative change in redo_study frequency", df, fig)
+    _level_axis(ax, df.filter(pl.col("randomness") > 0) if df.height else df)
+    _legend(ax)
+    notes = []
+    if df.height:
+        for agent in sorted(set(df["agent"].to_list()) - set(drawn)):
+            part = df.filter(pl.col("agent") == agent)
+            f0 = part.filter(pl.col("randomness") == 0)["redo_frequency"].to_list()
+            if not f0:
+                why = "it has no episodes at level 0 to compare with"
+            elif not f0[0]:
+                why = "its level-0 redo rate is 0, so a relative change is undefined (its absolute rates are in the table)"
+            else:
+                why = "it has no episodes above level 0"
+            notes.append(f"{agent} is not drawn: {why}.")
+    save("fig3b", "Figure 3b: relative change in redo_study frequency", df, fig, notes + _notes_interval(df))
 
     df = wh.query("fig3c_fake_hit_rate")
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    hit = df.filter(pl.col("randomness") > 0)
-    _lines(hit, "randomness", "hit_rate", "agent", ax, "no fake results observed")
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    hit = df.filter(pl.col("randomness") > 0) if df.height else df
+    drawn = _lines(hit, "randomness", "hit_rate", "agent", ax, "no fake results observed", ci="hit_rate")
+    notes = []
     if hit.height:
-        for row in hit.unique("agent").iter_rows(named=True):
+        for row in hit.unique("agent", maintain_order=True).sort("agent").iter_rows(named=True):
             if row["control_fake_detection"] is not None:
                 ax.axhline(
                     row["control_fake_detection"], linestyle="--", linewidth=1, label=f"{row['agent']} decontextualized"
                 )
+            else:
+                notes.append(
+                    f"{row['agent']}: no decontextualized control recorded (`inquitree control`), no dashed line."
+                )
         far = hit.drop_nulls("false_alarm_rate")
-        for key in sorted(far["agent"].unique().to_list()):
+        for k, key in enumerate(sorted(far["agent"].unique().to_list())):
             part = far.filter(pl.col("agent") == key).sort("randomness")
-            ax.plot(
-                part["randomness"].to_list(),
+            ax.errorbar(
+                [v + DODGE * (k + len(drawn)) for v in part["randomness"].to_list()],
                 part["false_alarm_rate"].to_list(),
+                yerr=_yerr(part, "false_alarm_rate", "false_alarm_rate_ci_low", "false_alarm_rate_ci_high"),
                 linestyle=":",
                 marker="x",
+                capsize=3,
                 label=f"{key} false alarms",
             )
-        ax.legend(fontsize=7)
+        missing = hit.filter(pl.col("hit_rate").is_null())
+        for row in missing.iter_rows(named=True):
+            notes.append(f"{row['agent']} at level {row['randomness']}: no fake result was shown, so no hit rate.")
     ax.set(xlabel="randomness level a", ylabel="rate", ylim=(-0.02, 1.02))
-    save("fig3c", "Figure 3c: fake-result hit rate, false-alarm rate, decontextualized baseline", df, fig)
+    _level_axis(ax, hit)
+    _legend(ax)
+    save("fig3c", "Figure 3c: fake-result hit rate, false-alarm rate, decontextualized baseline", df, fig, notes)
 
     df = wh.query("fig4_cutoff")
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    if df.height:
-        agents = sorted(df["agent"].unique().to_list())
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    notes = []
+    split_df = df.filter(pl.col("split").is_in(["pre-cutoff", "post-cutoff"])) if df.height else df
+    if split_df.height:
+        agents = sorted(split_df["agent"].unique().to_list())
         for i, split in enumerate(["pre-cutoff", "post-cutoff"]):
-            vals = [
-                df.filter((pl.col("agent") == a) & (pl.col("split") == split))["conclusion_score"].mean() or 0
-                for a in agents
-            ]
-            ax.bar([k + 0.4 * i for k in range(len(agents))], vals, width=0.4, label=split)
-        ax.set_xticks([k + 0.2 for k in range(len(agents))], agents, rotation=20, fontsize=8)
-        ax.legend(fontsize=7)
+            xs, vals, errs = [], [], [[], []]
+            for k, a in enumerate(agents):
+                part = split_df.filter((pl.col("agent") == a) & (pl.col("split") == split))
+                if not part.height:
+                    continue
+                row = part.row(0, named=True)  # one judge per bar: the first, as the table lists them
+                xs.append(k + 0.4 * i)
+                vals.append(row["conclusion_score"] or 0.0)
+                (lo,), (hi,) = _yerr(
+                    part.head(1), "conclusion_score", "conclusion_score_ci_low", "conclusion_score_ci_high"
+                )
+                errs[0].append(lo)
+                errs[1].append(hi)
+            if xs:
+                ax.bar(xs, vals, width=0.4, yerr=errs, capsize=3, label=split)
+        ax.set_xticks([k + 0.2 for k in range(len(agents))], agents, rotation=20, ha="right", fontsize=8)
+        if split_df["judge_id"].n_unique() > 1:
+            notes.append("More than one judge: the bars show each agent's first judge in the table; the table has all.")
     else:
         _empty(ax, "needs dated trees and agents in the model registry")
+    if df.height:
+        for row in df.filter(pl.col("split") == "cutoff unknown").iter_rows(named=True):
+            notes.append(
+                f"{row['agent']}: its model's training cutoff is unknown (not in the model registry, or listed "
+                f"without one): {row['papers']} paper(s) not split; add it with --registry FILE."
+            )
+        for row in df.filter(pl.col("split") == "date undetermined").iter_rows(named=True):
+            notes.append(
+                f"{row['agent']}: {row['papers']} paper(s) whose publication date is unknown or too coarse to place "
+                f"against the cutoff {row['cutoff']}: {row['trees']}."
+            )
+        for a in sorted(set(split_df["agent"].to_list()) if split_df.height else []):
+            have = set(split_df.filter(pl.col("agent") == a)["split"].to_list())
+            for missing_split in {"pre-cutoff", "post-cutoff"} - have:
+                notes.append(f"{a}: no {missing_split} papers among its episodes, so that bar is absent.")
     ax.set(ylabel="conclusion score (q_norm)")
-    save("fig4", "Figure 4: papers published before vs after each model's training cutoff", df, fig)
+    _legend(ax)
+    save("fig4", "Figure 4: papers published before vs after each model's training cutoff", df, fig, notes)
 
     df = wh.query("steps_bounds")
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    if df.height:
-        labels = [f"{r['tree_id']}\n{r['agent']}" for r in df.iter_rows(named=True)]
-        xs = list(range(df.height))
-        ax.vlines(xs, df["min_steps"].to_list(), df["max_steps"].to_list(), linewidth=3, label="min-max steps")
-        ax.scatter(xs, df["mean_steps"].to_list(), zorder=3, label="mean steps")
-        ax.scatter(xs, df["lower_bound"].to_list(), marker="_", s=300, color="green", label="3n")
-        ax.scatter(xs, df["upper_bound"].to_list(), marker="_", s=300, color="red", label="n(2H+3)")
-        ax.set_xticks(xs, labels, fontsize=6)
-        ax.legend(fontsize=7)
+    rows = df.height
+    fig, ax = plt.subplots(figsize=(6.4, max(2.4, 0.32 * rows + 1.2)))
+    notes = []
+    if rows:
+        ys = list(range(rows))[::-1]  # first row at the top
+        labels = [f"{r['tree_id']} · {r['agent']}" for r in df.iter_rows(named=True)]
+        ax.hlines(ys, df["min_steps"].to_list(), df["max_steps"].to_list(), linewidth=3, color="#9ab", label="range")
+        ax.errorbar(
+            df["mean_steps"].to_list(),
+            ys,
+            xerr=_yerr(df, "mean_steps", "mean_steps_ci_low", "mean_steps_ci_high"),
+            fmt="o",
+            color="#1f4e79",
+            capsize=3,
+            label="mean (95% interval)",
+        )
+        ax.scatter(df["lower_bound"].to_list(), ys, marker="|", s=200, color="green", label="3n")
+        ax.scatter(df["upper_bound"].to_list(), ys, marker="|", s=200, color="red", label="n(2H+3)")
+        ax.set_yticks(ys, labels, fontsize=7)
+        for row in df.filter(pl.col("below_lower_bound") > 0).iter_rows(named=True):
+            notes.append(
+                f"{row['tree_id']} · {row['agent']}: {row['below_lower_bound']} of {row['episodes']} episode(s) "
+                f"below 3n ({row['below_lower_bound_why']})."
+            )
     else:
         _empty(ax, "no finished episodes")
-    ax.set(ylabel="steps")
-    save("steps_bounds", "Steps against the bounds [3n, n(2H+3)] (Appendix B)", df, fig)
+    ax.set(xlabel="steps")
+    _legend(ax)
+    save("steps_bounds", "Steps against the bounds [3n, n(2H+3)] (Appendix B)", df, fig, notes)
     return made
 
 
 def table_html(df: pl.DataFrame, limit: int = 200) -> str:
+    """A table in a box of its own that scrolls sideways when it is wider than the page."""
     if not df.height:
         return "<p class='empty'>no rows</p>"
     head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
@@ -154,7 +311,61 @@ def table_html(df: pl.DataFrame, limit: int = 200) -> str:
             cells.append(f"<td>{html.escape('' if v is None else str(v))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     more = f"<p class='empty'>{df.height - limit} more rows</p>" if df.height > limit else ""
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
+    return (
+        f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{more}"
+    )
+
+
+_INLINE = [
+    (re.compile(r"`([^`\n]+)`"), r"<code>\1</code>"),
+    (re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])"), r"<em>\1</em>"),
+]
+# Bold may run over a line break (within a paragraph): applied to the whole text first.
+_BOLD = [
+    re.compile(r"\*\*(?=\S)((?:(?!\n\n).)+?)(?<=\S)\*\*", re.S),
+    re.compile(r"(?<!\w)__(?=\S)((?:(?!\n\n).)+?)(?<=\S)__(?!\w)", re.S),
+]
+
+
+def markdown_html(text: str) -> str:
+    """A model's reply, which is often Markdown, as HTML: the text is escaped first, so nothing
+    it contains can become markup or script, and then a small safe subset is rendered:
+    headings, bullet and numbered lists, bold, italics and inline code. Anything else stays as
+    written."""
+    out: list[str] = []
+    open_list: str | None = None
+    escaped = html.escape(text or "")
+    for bold in _BOLD:
+        escaped = bold.sub(r"<strong>\1</strong>", escaped)
+    for line in escaped.split("\n"):
+        stripped = line.strip()
+        bullet = re.match(r"^[-*+]\s+(.*)$", stripped)
+        numbered = re.match(r"^(\d+)[.)]\s+(.*)$", stripped)
+        kind = "ul" if bullet else "ol" if numbered else None
+        if open_list and kind != open_list:
+            out.append(f"</{open_list}>")
+            open_list = None
+        if kind and not open_list:
+            out.append(f"<{kind}>")
+            open_list = kind
+        heading = re.match(r"^(#{1,6})\s+(.*)$", stripped)
+        if bullet:
+            out.append(f"<li>{_inline(bullet.group(1))}</li>")
+        elif numbered:
+            out.append(f"<li value='{int(numbered.group(1))}'>{_inline(numbered.group(2))}</li>")
+        elif heading:
+            out.append(f"<div class='md-h'>{_inline(heading.group(2))}</div>")
+        else:
+            out.append(_inline(line) + "<br>")
+    if open_list:
+        out.append(f"</{open_list}>")
+    return "".join(out).removesuffix("<br>")
+
+
+def _inline(text: str) -> str:
+    for pattern, repl in _INLINE:
+        text = pattern.sub(repl, text)
+    return text
 
 
 def episode_items(wh: Warehouse, episode_id: str) -> list[dict]:
@@ -193,7 +404,65 @@ def episode_items(wh: Warehouse, episode_id: str) -> list[dict]:
         ORDER BY 1""",
         [episode_id],
     ).fetchall()
-    return [{"kind": kind, "head": head, "text": text} for _, kind, head, text in rows]
+    return [
+        {"kind": kind, "head": head, "text": text, "html": markdown_html(text) if kind in ("agent", "env") else None}
+        for _, kind, head, text in rows
+    ]
+
+
+def registry_table(wh: Warehouse) -> pl.DataFrame:
+    """Table 3 as the warehouse holds it (shipped and --registry entries), with every agent of
+    the episodes that has no entry listed as of unknown cutoff."""
+    return wh.sql(
+        """
+        WITH models AS (
+            SELECT model, string_agg(alias, ', ' ORDER BY alias) FILTER (WHERE alias <> lower(model)) AS aliases,
+                   any_value(release) AS release, any_value(cutoff) AS cutoff, any_value(source) AS source,
+                   any_value(registry) AS registry
+            FROM model_registry GROUP BY model
+        ), unknown AS (
+            SELECT DISTINCT e.agent AS model FROM episodes e
+            WHERE NOT EXISTS (SELECT 1 FROM model_registry m WHERE m.alias = lower(e.agent))
+        )
+        SELECT model, aliases, release, CAST(cutoff AS VARCHAR) AS cutoff, source, registry FROM models
+        UNION ALL
+        SELECT model, NULL, NULL, 'unknown', 'an agent of the episodes with no registry entry', NULL FROM unknown
+        ORDER BY cutoff = 'unknown', model
+        """
+    )
+
+
+def trees_table() -> pl.DataFrame:
+    """Table 4: the IT-18 papers as the paper lists them beside the shipped trees: journal,
+    subtopic counts (ours and the paper's), publication date or window, and DOI."""
+    from inquitree.core.tree import it18_registry, load_tree_file, publication_window, shipped_tree_paths
+
+    trees = {}
+    for path in shipped_tree_paths():
+        t = load_tree_file(path)
+        if t.paper.get("it18_id"):
+            trees[t.paper["it18_id"]] = t
+    rows = []
+    for p in it18_registry():
+        t = trees.get(p["it18_id"])
+        first, last = publication_window(t.paper) if t else (None, None)
+        published = t.paper.get("published") if t else None
+        if t and not published:
+            published = f"between {first or '?'} and {last or '?'}"
+        rows.append(
+            {
+                "it18_id": p["it18_id"],
+                "title": p["title"],
+                "tree": t.id if t else None,
+                "subtopics_ours": t.n if t else None,
+                "subtopics_paper": p["subtopics"],
+                "journal": t.paper.get("journal") if t else None,
+                "journal_in_table_4": p["journal"],
+                "published": published,
+                "doi": t.paper.get("doi") if t else None,
+            }
+        )
+    return pl.DataFrame(rows)
 
 
 def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200) -> Path:
@@ -223,4 +492,27 @@ def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200) ->
         costs=table_html(wh.query("costs").filter(pl.col("level") != "episode")),
     )
     (out / "index.html").write_text(index, encoding="utf-8")
+    page = env.get_template("page.html.j2")
+    (out / "registry.html").write_text(
+        page.render(
+            title="Model registry (Table 3)",
+            intro="Training cutoffs that Figure 4 splits papers by: the paper's Table 3 as shipped "
+            "(trees/registry/models.json) and the entries of any --registry file, with the file each came from. "
+            "Agents of the episodes that match no entry are listed as of unknown cutoff; Figure 4 does not split "
+            "their papers.",
+            table=table_html(registry_table(wh)),
+        ),
+        encoding="utf-8",
+    )
+    (out / "trees.html").write_text(
+        page.render(
+            title="IT-18 papers and their trees (Table 4)",
+            intro="The paper's Table 4 beside the shipped trees: our subtopic count next to the paper's, the "
+            "journal as the article appeared (and as Table 4 prints it), and the publication date as public "
+            "records give it, to the day, month or year, or as a window where only that is known. Each tree's "
+            "provenance lists the records.",
+            table=table_html(trees_table()),
+        ),
+        encoding="utf-8",
+    )
     return out / "index.html"
