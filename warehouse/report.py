@@ -177,7 +177,10 @@ def figures(wh: Warehouse, out: Path) -> dict[str, dict]:
             if not f0:
                 why = "it has no episodes at level 0 to compare with"
             elif not f0[0]:
-                why = "its level-0 redo rate is 0, so a relative change is undefined (its absolute rates are in the table)"
+                why = (
+                    "its level-0 redo rate is 0, so a relative change is undefined "
+                    "(its absolute rates are in the table)"
+                )
             else:
                 why = "it has no episodes above level 0"
             notes.append(f"{agent} is not drawn: {why}.")
