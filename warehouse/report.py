@@ -228,7 +228,9 @@ def figures(wh: Warehouse, out: Path) -> dict[str, dict]:
     if split_df.height:
         agents = sorted(split_df["agent"].unique().to_list())
         for i, split in enumerate(["pre-cutoff", "post-cutoff"]):
-            xs, vals, errs = [], [], [[], []]
+            xs: list[float] = []
+            vals: list[float] = []
+            errs: list[list[float]] = [[], []]
             for k, a in enumerate(agents):
                 part = split_df.filter((pl.col("agent") == a) & (pl.col("split") == split))
                 if not part.height:
@@ -495,9 +497,9 @@ def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200) ->
         costs=table_html(wh.query("costs").filter(pl.col("level") != "episode")),
     )
     (out / "index.html").write_text(index, encoding="utf-8")
-    page = env.get_template("page.html.j2")
+    table_page = env.get_template("page.html.j2")
     (out / "registry.html").write_text(
-        page.render(
+        table_page.render(
             title="Model registry (Table 3)",
             intro="Training cutoffs that Figure 4 splits papers by: the paper's Table 3 as shipped "
             "(trees/registry/models.json) and the entries of any --registry file, with the file each came from. "
@@ -508,7 +510,7 @@ def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200) ->
         encoding="utf-8",
     )
     (out / "trees.html").write_text(
-        page.render(
+        table_page.render(
             title="IT-18 papers and their trees (Table 4)",
             intro="The paper's Table 4 beside the shipped trees: our subtopic count next to the paper's, the "
             "journal as the article appeared (and as Table 4 prints it), and the publication date as public "
