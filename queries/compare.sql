@@ -3,8 +3,8 @@
 -- a suite cell's run number, else the order of the episodes of that agent in that cell). Per
 -- headline metric, judge and level: each agent's mean over the paired cells (mean over papers of
 -- per-paper means), the difference B - A with its interval by boot_mean, the cluster bootstrap
--- of warehouse/bootstrap.py over the pairs' differences (trees, then pairs within each tree;
--- #25), the two-sided sign-flip permutation p-value (sign_flip_p: flips within pairs, seeded),
+-- of warehouse/bootstrap.py over the pairs' differences (trees drawn with replacement, each with
+-- its pairs; #25), the two-sided sign-flip permutation p-value (sign_flip_p: flips within pairs, seeded),
 -- and how many cells were paired and how many had no partner on the other side.
 WITH cells AS (
     SELECT e.agent, e.tree_id, e.randomness, s.judge_id, e.episode_id, e.coverage, s.q_norm, e.steps::DOUBLE AS steps,

@@ -1,8 +1,8 @@
 -- Decontextualized control (Sec. 4.3, #21): per agent, accuracy on result texts shown alone, the
 -- fake-detection rate (fakes called INVALID), the false-alarm rate (true results called INVALID),
 -- and the share of replies that were not exactly VALID or INVALID (parsed strictly; unparsed_share).
--- Intervals: boot_ratio, the cluster bootstrap of warehouse/bootstrap.py (#25), trees then the
--- items (result texts) within each tree.
+-- Intervals: boot_ratio, the cluster bootstrap of warehouse/bootstrap.py (#25): trees drawn with
+-- replacement, each with its items (result texts).
 WITH items AS (
     SELECT coalesce(agent_label, agent_model, agent_kind) AS agent, tree_id, result_id, shown_fake, global_position,
            CASE WHEN correct THEN 1.0 ELSE 0.0 END AS correct,

@@ -4,7 +4,7 @@
 -- values are beside it), 0 at level 0 itself.
 -- Intervals: the cluster bootstrap of warehouse/bootstrap.py (#25): boot_mean for the frequency;
 -- boot_change for the relative change, which resamples the agent's trees once for both levels,
--- so that f_a and f_0 move together as they would in a re-run campaign.
+-- so that f_a and f_0 come from the same papers, as they would in a re-run campaign.
 WITH per_episode AS (
     SELECT agent, randomness, tree_id, episode_id, redo_decisions / result_observations AS f
     FROM episodes WHERE status = 'done' AND result_observations > 0

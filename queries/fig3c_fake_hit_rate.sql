@@ -3,7 +3,7 @@
 -- #20) and the decontextualized baseline (Sec. 4.3, #21: the same agent judging result texts in
 -- isolation; NULL until `inquitree control` has been run for that model). Pooled per agent and level.
 -- Intervals: boot_ratio, the cluster bootstrap of warehouse/bootstrap.py (#25) on the pooled rate
--- (trees, then episodes within each tree, each episode bringing its counts).
+-- (trees drawn with replacement, each with its episodes and their counts).
 WITH per_episode AS (
     SELECT e.agent, e.randomness, e.tree_id, e.episode_id,
            count(*) FILTER (WHERE o.fake) AS fakes_seen,

@@ -23,10 +23,14 @@ def test_within_paper_resampling_by_hand():
     r = Bootstrap(resamples=40_000, seed=3).mean(["a", "a"], [0.0, 1.0])
     assert r["method"].startswith("one paper: its units only")
     assert abs(r["se"] - 8**-0.5) < 0.005
-    # Two papers, each with episodes {0, 1}: trees then episodes. Each tree copy's mean is 0,
-    # 0.5 or 1 with 1/4, 1/2, 1/4 (variance 1/8); the mean of two independent copies has
-    # variance 1/16 whichever trees were drawn (they are alike): SE 0.25.
-    r = Bootstrap(resamples=40_000, seed=3).mean(["a", "a", "b", "b"], [0.0, 1.0, 0.0, 1.0])
+    # Two papers, each with episodes {0, 1}. Trees only (the default): both papers' means are
+    # 0.5, so every resample's mean is 0.5 and the SE is 0.
+    two = (["a", "a", "b", "b"], [0.0, 1.0, 0.0, 1.0])
+    r = Bootstrap(resamples=40_000, seed=3).mean(*two)
+    assert r["method"].startswith("cluster bootstrap, trees only") and r["se"] == 0.0
+    # Two-level (trees, then episodes): each tree copy's mean is 0, 0.5 or 1 with 1/4, 1/2, 1/4
+    # (variance 1/8); the mean of two independent copies has variance 1/16: SE 0.25.
+    r = Bootstrap(resamples=40_000, seed=3, within=True).mean(*two)
     assert abs(r["se"] - 0.25) < 0.004
 
 
@@ -46,22 +50,36 @@ def test_one_paper_matches_the_normal_interval():
     assert abs(r["ci_high"] - (x.mean() + 1.96 * se)) < 0.1 * se
 
 
-def test_balanced_two_level_design_matches_its_variance():
-    # T papers, m episodes each, values with paper effects: the two-stage bootstrap variance of
-    # the mean of paper means is ((T-1)/T) s_b^2 / T + ((m-1)/m) mean(s_w^2) / (m T) (Davison &
-    # Hinkley 1997, Sec. 3.8), where s_b^2 is the sample variance of the paper means and s_w^2
-    # each paper's within variance.
+def test_balanced_design_matches_the_bootstrap_variances():
+    # T papers, m episodes each, values with paper effects. Resampling papers only, the variance
+    # of the mean of paper means is ((T-1)/T) s_b^2 / T; the two-stage bootstrap adds
+    # ((m-1)/m) mean(s_w^2) / (m T) (Davison & Hinkley 1997, Sec. 3.8), where s_b^2 is the
+    # sample variance of the paper means and s_w^2 each paper's within variance.
     rng = np.random.default_rng(11)
     t, m = 12, 5
     effects = rng.normal(0, 1, t)
     values = np.concatenate([e + rng.normal(0, 0.5, m) for e in effects])
     trees = [f"p{i}" for i in range(t) for _ in range(m)]
-    r = Bootstrap(resamples=40_000, seed=2).mean(trees, list(values))
     means = values.reshape(t, m).mean(axis=1)
     s_b = means.var(ddof=1)
     s_w = values.reshape(t, m).var(axis=1, ddof=1).mean()
+    trees_only = Bootstrap(resamples=40_000, seed=2).mean(trees, list(values))
+    expected = ((t - 1) / t * s_b / t) ** 0.5
+    assert abs(trees_only["se"] - expected) / expected < 0.03
+    two_level = Bootstrap(resamples=40_000, seed=2, within=True).mean(trees, list(values))
     expected = ((t - 1) / t * s_b / t + (m - 1) / m * s_w / (m * t)) ** 0.5
-    assert abs(r["se"] - expected) / expected < 0.03
+    assert abs(two_level["se"] - expected) / expected < 0.03
+
+
+def test_expanded_percentile_tails():
+    # Hesterberg's expanded percentile: tails at Phi(-sqrt(n/(n-1)) t_{n-1, 0.975}). For n = 18,
+    # t_17 = 2.1098 (tables), times sqrt(18/17) = 2.1710, Phi(-2.1710) = 0.01497.
+    from inquitree.warehouse.bootstrap import expanded_tail
+
+    assert abs(expanded_tail(18) - 0.01497) < 0.0002
+    # n = 10: t_9 = 2.2622, times sqrt(10/9) = 2.3846, Phi(-2.3846) = 0.00855.
+    assert abs(expanded_tail(10) - 0.00855) < 0.0003
+    assert abs(expanded_tail(10_000) - 0.025) < 0.0002  # many units: the plain percentile
 
 
 def test_pooled_ratio_and_relative_change_by_hand():
@@ -89,6 +107,12 @@ def test_settings_from_the_environment(monkeypatch):
     monkeypatch.setenv("INQUITREE_BOOTSTRAP_RESAMPLES", "500")
     monkeypatch.setenv("INQUITREE_BOOTSTRAP_SEED", "9")
     assert Bootstrap.from_env() == Bootstrap(500, 9)
+    monkeypatch.setenv("INQUITREE_BOOTSTRAP_SCHEME", "two-level")
+    assert Bootstrap.from_env() == Bootstrap(500, 9, within=True, expanded=False)
+    monkeypatch.setenv("INQUITREE_BOOTSTRAP_SCHEME", "three-level")
+    with pytest.raises(ValueError, match="expected trees or two-level"):
+        Bootstrap.from_env()
+    monkeypatch.delenv("INQUITREE_BOOTSTRAP_SCHEME")
     monkeypatch.setenv("INQUITREE_BOOTSTRAP_RESAMPLES", "ten")
     with pytest.raises(ValueError, match="INQUITREE_BOOTSTRAP_RESAMPLES='ten'"):
         Bootstrap.from_env()

@@ -412,7 +412,7 @@ def test_hand_built_leaderboard_and_fig3(hand_warehouse):
     # two ends, and the standard error is |0.7667 - 0.5333| / sqrt(8) = 0.0825.
     assert (t2[0]["conclusion_score_ci_low"], t2[0]["conclusion_score_ci_high"]) == (0.533333, 0.766667)
     assert abs(t2[0]["conclusion_score_se"] - 0.233333 / 8**0.5) < 0.005
-    assert t2[0]["interval_method"].startswith("cluster bootstrap, trees then their units, 2000 resamples")
+    assert t2[0]["interval_method"].startswith("cluster bootstrap, trees only, 2000 resamples")
     f3b = {r["randomness"]: r for r in rows(hand_warehouse.query("fig3b_redo_frequency"))}
     # level 0: A 1/3, C 1/4 -> papers hand-early 1/3, hand-late 1/4 -> 0.291667; level 3: B 0/1
     assert f3b[0]["redo_frequency"] == 0.291667 and f3b[3]["redo_frequency"] == 0.0
