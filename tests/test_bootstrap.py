@@ -116,3 +116,10 @@ def test_settings_from_the_environment(monkeypatch):
     monkeypatch.setenv("INQUITREE_BOOTSTRAP_RESAMPLES", "ten")
     with pytest.raises(ValueError, match="INQUITREE_BOOTSTRAP_RESAMPLES='ten'"):
         Bootstrap.from_env()
+
+
+def test_null_lists_are_empty_groups():
+    # list(...) FILTER (WHERE ...) over no matching row is NULL, not an empty list.
+    assert Bootstrap().mean(None, None) is None
+    assert Bootstrap().ratio(["a"], None, [1.0]) is None
+    assert Bootstrap().sign_flip_p(None, None) is None

@@ -799,3 +799,26 @@ def test_fig4_keeps_every_episode_and_takes_a_registry_file(sqlite_url, tmp_path
         pytest.raises(WarehouseError, match=r"models\[0\] \(x\): cutoff 'June 2024'"),
     ):
         wh.sync(sqlite_url, trees_dirs=[d], registry=bad)
+
+
+def test_the_memory_setting_bounds_duckdb_and_the_sync_windows(sqlite_url, tmp_path, monkeypatch):
+    from inquitree.warehouse.sync import memory_bytes, sync_windows
+
+    assert memory_bytes("512MB") == 512 * 10**6 and memory_bytes("1.5GiB") == 3 * 2**29
+    assert sync_windows(memory_bytes("512MB")) == (512_000, 1_024_000)
+    assert sync_windows(memory_bytes("64MB")) == (64_000, 128_000)
+    assert sync_windows(memory_bytes("8GB")) == (1_000_000, 2_000_000)  # the old fixed windows at most
+    store = EventStore(sqlite_url)
+    simulate(store, 1, tmp_path)
+    store.close()
+    with Warehouse(str(tmp_path / "w.duckdb"), memory="256MiB") as wh:
+        limit = wh.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        wh.sync(sqlite_url)
+        assert wh.con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0] == wh.path + ".tmp"
+    assert limit == "256.0 MiB", limit
+    monkeypatch.setenv("INQUITREE_WAREHOUSE_MEMORY", "lots")
+    with pytest.raises(WarehouseError, match=r"INQUITREE_WAREHOUSE_MEMORY='lots': expected a size such as 512MB"):
+        Warehouse(str(tmp_path / "w2.duckdb"))
+    monkeypatch.setenv("INQUITREE_WAREHOUSE_MEMORY", "1MB")
+    with pytest.raises(WarehouseError, match="at least 64MB"):
+        Warehouse(str(tmp_path / "w2.duckdb"))

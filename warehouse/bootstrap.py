@@ -170,7 +170,10 @@ class Bootstrap:
 
 def _units(trees: Sequence, *columns: Sequence) -> tuple[np.ndarray, int, list[np.ndarray]] | None:
     """Tree codes (0..T-1 in first-seen order of the sorted ids) and float columns, with the
-    units where any value is NULL left out; None when nothing is left."""
+    units where any value is NULL left out; None when nothing is left (a NULL list, as
+    ``list(...) FILTER (...)`` gives for a group with no matching row, counts as empty)."""
+    if trees is None or any(c is None for c in columns):
+        return None
     keep = [i for i in range(len(trees)) if trees[i] is not None and all(c[i] is not None for c in columns)]
     if not keep:
         return None

@@ -69,6 +69,32 @@ class SyncReport:
 
 FLUSH_ROWS = 1_000_000  # staged events parsed into the typed tables at a time (~0.5 GB staged)
 COMMIT_ROWS = 2_000_000  # events per warehouse commit in a long sync (about 5 s of work here)
+MEMORY_ENV = "INQUITREE_WAREHOUSE_MEMORY"
+DEFAULT_MEMORY = "512MB"  # DuckDB's memory limit for a sync; the windows below follow from it
+BYTES_PER_STAGED_EVENT = 1_000  # staged payload and its parse, per event, with room to spare
+
+
+def sync_windows(memory: int) -> tuple[int, int]:
+    """(events staged before they are parsed, events per commit) for a memory setting in bytes:
+    staged events and their parse take about BYTES_PER_STAGED_EVENT each, and a commit holds two
+    flushes; never more than FLUSH_ROWS and COMMIT_ROWS, never fewer than 10,000 staged."""
+    flush = max(10_000, min(FLUSH_ROWS, memory // BYTES_PER_STAGED_EVENT))
+    return flush, min(COMMIT_ROWS, 2 * flush)
+
+
+def memory_bytes(text: str) -> int:
+    """'512MB', '2GB', '1.5GiB' -> bytes; a clear error for anything else."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(KB|MB|GB|KiB|MiB|GiB)\s*", text, flags=re.I)
+    if not m:
+        raise WarehouseError(f"${MEMORY_ENV}={text!r}: expected a size such as 512MB or 2GB")
+    unit = m.group(2).lower()
+    scale = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}[unit]
+    value = int(float(m.group(1)) * scale)
+    if value < 64 * 10**6:
+        raise WarehouseError(f"${MEMORY_ENV}={text!r}: at least 64MB")
+    return value
+
+
 _STAGE_SELECT = """SELECT global_position, stream_id, CAST(stream_version AS INTEGER) AS stream_version, event_type,
        CAST(schema_version AS INTEGER) AS schema_version, strptime(recorded_at, '%Y-%m-%dT%H:%M:%S.%fZ') AS recorded_at,
        payload FROM incoming"""
@@ -92,8 +118,18 @@ ROW_GROUP_SIZE = 16_384
 
 
 class Warehouse:
-    def __init__(self, path: str | None = None, read_only: bool = False, bootstrap: Bootstrap | None = None):
+    def __init__(
+        self,
+        path: str | None = None,
+        read_only: bool = False,
+        bootstrap: Bootstrap | None = None,
+        memory: str | None = None,
+    ):
+        """``memory`` (default ``$INQUITREE_WAREHOUSE_MEMORY`` or 512MB) bounds what DuckDB keeps
+        in memory, spilling the rest to ``PATH.tmp/``, and sets how many events a sync stages
+        and commits at a time, so that a sync's peak memory follows the setting, not the log."""
         self.path = path or default_warehouse_path()
+        self.memory = memory_bytes(memory or os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY)
         quoted = self.path.replace("'", "''")  # ATTACH takes no parameter for its path
         options = "READ_ONLY" if read_only else f"ROW_GROUP_SIZE {ROW_GROUP_SIZE}"
         self.con = duckdb.connect()
@@ -103,6 +139,8 @@ class Warehouse:
         except duckdb.Error as exc:
             self.con.close()
             raise WarehouseError(f"cannot open the warehouse {self.path}: {exc}") from exc
+        self.con.execute(f"SET memory_limit = '{self.memory // 2**20}MiB'")
+        self.con.execute("SET temp_directory = ?", [self.path + ".tmp"])
         try:
             self.bootstrap = bootstrap or Bootstrap.from_env()
         except ValueError as exc:
@@ -151,8 +189,8 @@ class Warehouse:
         self,
         store_url: str | None = None,
         batch_size: int = 100_000,
-        flush_rows: int = FLUSH_ROWS,
-        commit_rows: int = COMMIT_ROWS,
+        flush_rows: int | None = None,
+        commit_rows: int | None = None,
         progress: Callable[[int, int], None] | None = None,
         trees_dirs: list[Path] | None = None,
         prices: Path | None = None,
@@ -173,6 +211,8 @@ class Warehouse:
         """
         url = store_url or default_url()
         source_id = redact(url)
+        default_flush, default_commit = sync_windows(self.memory)
+        flush_rows, commit_rows = flush_rows or default_flush, commit_rows or default_commit
         recorded_source, position = self.checkpoint()
         if recorded_source is not None and recorded_source != source_id:
             raise WarehouseError(
