@@ -12,9 +12,10 @@ Each design runs both schemes: trees then episodes (DECISIONS #25, the default) 
 Also a bounded design: runs are 0/1 outcomes (like a fake spotted or not) with paper-level
 probabilities from a Beta distribution.
 
-``cost`` syncs the store into a fresh warehouse and times every query that reports intervals
-(median of 5), beside the same query with resampling switched off (``resamples=0``: the point
-estimates only, through the same functions) in the same process.
+``cost`` syncs the store into a fresh warehouse and times every query in ``queries/`` (median
+of 5), beside the same query with resampling switched off (``resamples=0``: the point estimates
+only, through the same functions) in the same process; queries without intervals take the same
+time in both.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ INTERVAL_QUERIES = [
 
 
 def cost(url: str, runs: int = 5) -> dict:
-    from inquitree.warehouse.sync import Warehouse
+    from inquitree.warehouse.sync import Warehouse, query_names
 
     with tempfile.TemporaryDirectory() as d:
         path = str(Path(d) / "w.duckdb")
@@ -108,9 +109,8 @@ def cost(url: str, runs: int = 5) -> dict:
             Warehouse(path, read_only=True) as wh,
             Warehouse(path, read_only=True, bootstrap=Bootstrap(resamples=0)) as base,
         ):
-            queries = [(q, None) for q in INTERVAL_QUERIES] + [
-                ("compare", {"agent_a": agents[0], "agent_b": agents[-1]})
-            ]
+            pair = {"agent_a": agents[0], "agent_b": agents[-1]}
+            queries = [(q, pair if q == "compare" else None) for q in query_names()]
             for name, variables in queries:
                 with_ci, point = [], []
                 for _ in range(runs):  # alternated, so that both see the same machine
@@ -122,6 +122,7 @@ def cost(url: str, runs: int = 5) -> dict:
                     point.append(time.perf_counter() - t)
                 row = {
                     "query": name,
+                    "intervals": name in INTERVAL_QUERIES or name == "compare",
                     "seconds_with_intervals": round(statistics.median(with_ci), 3),
                     "seconds_point_only": round(statistics.median(point), 3),
                 }

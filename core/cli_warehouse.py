@@ -69,13 +69,21 @@ def _progress(n: int, pos: int) -> None:
     help="Price table (default: $INQUITREE_PRICES or trees/registry/prices.json).",
 )
 @registry_option
-def sync(db_url, warehouse_path, trees_dirs, prices, registry) -> None:
+@click.option(
+    "--memory",
+    default=None,
+    envvar="INQUITREE_WAREHOUSE_MEMORY",
+    metavar="SIZE",
+    help="Memory the warehouse may use, e.g. 320MB (the default) or 2GB; the sync's peak follows it, "
+    "not the log's size. Default: $INQUITREE_WAREHOUSE_MEMORY or 320MB.",
+)
+def sync(db_url, warehouse_path, trees_dirs, prices, registry, memory) -> None:
     """Load the events recorded since the last sync."""
     from pathlib import Path
 
     from inquitree.warehouse.sync import Warehouse
 
-    with Warehouse(warehouse_path) as wh:
+    with Warehouse(warehouse_path, memory=memory) as wh:
         r = wh.sync(
             db_url,
             progress=_progress,

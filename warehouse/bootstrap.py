@@ -235,8 +235,8 @@ def _draw(rng: np.random.Generator, copies: np.ndarray, counts: np.ndarray) -> n
     """For each resample, ``copies`` x m draws with replacement from a cell of m episodes whose
     distinct rows occur ``counts`` times; returns how often each distinct row was drawn."""
     m, k, b = int(counts.sum()), len(counts), len(copies)
-    if k <= 32:  # few distinct values (coverage, steps, scores): one multinomial per resample
-        return rng.multinomial(copies * m, counts / m)
+    if k <= 32 or 16 * k <= m:  # few distinct values (coverage, steps, scores): one multinomial
+        return rng.multinomial(copies * m, counts / m)  # per resample, k draws instead of m
     row_of = np.repeat(np.arange(k), counts)  # episode -> its distinct row
     picks = row_of[rng.integers(0, m, size=int(copies.sum()) * m)]
     resample = np.repeat(np.arange(b), copies * m)

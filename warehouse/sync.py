@@ -70,7 +70,12 @@ class SyncReport:
 FLUSH_ROWS = 1_000_000  # staged events parsed into the typed tables at a time (~0.5 GB staged)
 COMMIT_ROWS = 2_000_000  # events per warehouse commit in a long sync (about 5 s of work here)
 MEMORY_ENV = "INQUITREE_WAREHOUSE_MEMORY"
-DEFAULT_MEMORY = "512MB"  # DuckDB's memory limit for a sync; the windows below follow from it
+# DuckDB's memory limit; a sync's staging and commit windows follow from it (sync_windows). A
+# full sync's peak RSS at 1M and 4M events (bench/warehouse_memory.py,
+# bench/results/warehouse_memory.json): 256MB -> 0.70 / 0.71 GB, 320MB -> 0.80 / 0.81 GB,
+# 384MB -> 0.90 / 0.92 GB, 512MB -> 1.10 / 1.16 GB, where the fixed 1M/2M windows with no limit
+# grew from 1.10 to 2.00 GB. The ADBC reader child (~0.2 GB) is a process of its own.
+DEFAULT_MEMORY = "320MB"
 BYTES_PER_STAGED_EVENT = 1_000  # staged payload and its parse, per event, with room to spare
 
 
