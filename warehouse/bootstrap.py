@@ -307,31 +307,12 @@ def _result(
 
 def register(con, bootstrap: Bootstrap) -> None:
     """Make ``boot_mean``, ``boot_ratio``, ``boot_change`` and ``sign_flip_p`` callable on a
-    DuckDB connection."""
-    con.create_function(
-        "sign_flip_p",
-        bootstrap.sign_flip_p,
-        ["VARCHAR[]", "DOUBLE[]"],
-        "DOUBLE",
-        null_handling="special",
-        side_effects=False,
-    )
-    con.create_function(
-        "boot_mean", bootstrap.mean, ["VARCHAR[]", "DOUBLE[]"], RESULT_TYPE, null_handling="special", side_effects=False
-    )
-    con.create_function(
-        "boot_ratio",
-        bootstrap.ratio,
-        ["VARCHAR[]", "DOUBLE[]", "DOUBLE[]"],
-        RESULT_TYPE,
-        null_handling="special",
-        side_effects=False,
-    )
-    con.create_function(
-        "boot_change",
-        bootstrap.change,
-        ["VARCHAR[]", "DOUBLE[]", "BOOLEAN[]"],
-        RESULT_TYPE,
-        null_handling="special",
-        side_effects=False,
-    )
+    DuckDB connection (NULL arguments reach them as None: see ``_units``)."""
+    functions = [
+        ("boot_mean", bootstrap.mean, ["VARCHAR[]", "DOUBLE[]"], RESULT_TYPE),
+        ("boot_ratio", bootstrap.ratio, ["VARCHAR[]", "DOUBLE[]", "DOUBLE[]"], RESULT_TYPE),
+        ("boot_change", bootstrap.change, ["VARCHAR[]", "DOUBLE[]", "BOOLEAN[]"], RESULT_TYPE),
+        ("sign_flip_p", bootstrap.sign_flip_p, ["VARCHAR[]", "DOUBLE[]"], "DOUBLE"),
+    ]
+    for name, function, parameters, returns in functions:
+        con.create_function(name, function, parameters, returns, null_handling="special", side_effects=False)
