@@ -162,7 +162,7 @@ class Bootstrap:
         if len(finite) < len(stats):
             method += f"; {len(stats) - len(finite)} resamples undefined (a zero denominator) left out"
         units = n_trees if n_trees > 1 else episodes
-        if self.expanded:
+        if self.expanded and units >= 3:  # below 3 units expanded_tail keeps the plain tails
             method += f"; expanded percentile for {units} units"
         tail = expanded_tail(units) if self.expanded else (1 - LEVEL) / 2
         return _result(point, finite if len(finite) > 1 else None, n_trees, episodes, method, tail)
