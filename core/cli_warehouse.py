@@ -23,7 +23,6 @@ def registry_option(f):
         "--registry",
         type=click.Path(dir_okay=False, exists=True),
         default=None,
-        envvar="INQUITREE_REGISTRY",
         help="Model registry file (cutoffs for Fig. 4) that extends the shipped one, or replaces it "
         'with "replace": true; an entry for a listed model replaces it (default: $INQUITREE_REGISTRY).',
     )(f)
@@ -72,7 +71,6 @@ def _progress(n: int, pos: int) -> None:
 @click.option(
     "--memory",
     default=None,
-    envvar="INQUITREE_WAREHOUSE_MEMORY",
     metavar="SIZE",
     help="Memory the warehouse may use, e.g. 320MB (the default) or 2GB; the sync's peak follows it, "
     "not the log's size. Default: $INQUITREE_WAREHOUSE_MEMORY or 320MB.",

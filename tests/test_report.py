@@ -134,3 +134,23 @@ def test_markdown_is_escaped_before_it_is_rendered():
         "&lt;img src=x onerror=alert(1)&gt; <strong>&lt;b&gt;</strong>"
     )
     assert markdown_html("2 * 3 * 4") == "2 * 3 * 4"  # arithmetic is not emphasis
+
+
+def test_report_without_sync_ignores_the_registry_environment(report_dir, monkeypatch):
+    """$INQUITREE_REGISTRY is read by a sync; a report that does not sync must not refuse it as
+    if --registry had been given."""
+    from click.testing import CliRunner
+
+    from inquitree.core.cli import main
+
+    registry = report_dir.parent / "models.json"
+    registry.write_text('{"models": [{"model": "m", "cutoff": null}]}')
+    monkeypatch.setenv("INQUITREE_REGISTRY", str(registry))
+    w = str(report_dir.parent / "w.duckdb")
+    ok = CliRunner().invoke(main, ["report", "--out", str(report_dir.parent / "r2"), "--warehouse", w, "--no-sync"])
+    assert ok.exit_code == 0, ok.output
+    bad = CliRunner().invoke(
+        main,
+        ["report", "--out", str(report_dir.parent / "r3"), "--warehouse", w, "--no-sync", "--registry", str(registry)],
+    )
+    assert bad.exit_code == 2 and "--registry is read by the sync: it needs --sync" in bad.output
