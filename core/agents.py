@@ -94,9 +94,9 @@ class RandomAgent:
 
     def _see(self, observation: str, state: str) -> None:
         if state == SUBTOPIC:
-            shown = [s.id for s in self.tree.subtopics if s.text in observation]
-            if shown:
-                self.current = max(shown, key=lambda sid: len(self.tree.subtopic[sid].text))
+            shown = [s for s in self.tree.subtopics if s.text in observation]
+            if shown:  # a text inside another's: the longest one shown is the subtopic
+                self.current = max(shown, key=lambda s: len(s.text)).id
                 self.visited.add(self.current)
         elif state == RESULT:
             self.observed.append(_result_text(observation))

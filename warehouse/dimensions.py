@@ -20,13 +20,19 @@ REGISTRY_ENV = "INQUITREE_REGISTRY"
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
+def registry_path(extra: Path | None = None) -> Path | None:
+    """The registry file that extends the shipped one: ``extra`` (``--registry``), else
+    ``$INQUITREE_REGISTRY``, else none."""
+    return extra or (Path(os.environ[REGISTRY_ENV]) if os.environ.get(REGISTRY_ENV) else None)
+
+
 def registry_models(extra: Path | None = None) -> list[dict]:
     """The model registry (Fig. 4's cutoffs): the shipped one (the paper's Table 3), extended by
     the file ``extra`` (``--registry``, or ``$INQUITREE_REGISTRY``). An entry of that file whose
     model is already listed replaces it; with ``"replace": true`` at its top the file replaces
     the shipped registry. A cutoff may be null: the model is then listed as of unknown cutoff."""
     shipped = _read_registry(REGISTRY_PATH)
-    path = extra or (Path(os.environ[REGISTRY_ENV]) if os.environ.get(REGISTRY_ENV) else None)
+    path = registry_path(extra)
     if path is None:
         return shipped["models"]
     doc = _read_registry(path)
@@ -78,8 +84,8 @@ def dimension_rows(
     for d in trees_dirs or []:
         paths += sorted(Path(d).glob("*.json"))
     prices_path = Path(prices or os.environ.get(PRICES_ENV) or PRICES_PATH)
-    registry_path = registry or (Path(os.environ[REGISTRY_ENV]) if os.environ.get(REGISTRY_ENV) else None)
-    watched = [*paths, REGISTRY_PATH, prices_path, *([registry_path] if registry_path else [])]
+    extra = registry_path(registry)
+    watched = [*paths, REGISTRY_PATH, prices_path, *([extra] if extra else [])]
     # Skip the work (validating every tree) when no tree file and not the registry changed.
     try:
         fingerprint = hashlib.sha256(
@@ -131,8 +137,8 @@ def dimension_rows(
         for model, p in table.prices.items()
     ]
     models = [
-        (m["model"], alias.lower(), m.get("release"), m.get("cutoff"), m.get("source"), m.get("registry", "shipped"))
-        for m in registry_models(registry_path)
+        (m["model"], alias.lower(), m.get("release"), m.get("cutoff"), m.get("source"), m["registry"])
+        for m in registry_models(extra)
         for alias in [m["model"], *m.get("aliases", [])]
     ]
     return DimensionRows(

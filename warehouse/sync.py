@@ -130,7 +130,7 @@ class Warehouse:
         bootstrap: Bootstrap | None = None,
         memory: str | None = None,
     ):
-        """``memory`` (default ``$INQUITREE_WAREHOUSE_MEMORY`` or 512MB) bounds what DuckDB keeps
+        """``memory`` (default ``$INQUITREE_WAREHOUSE_MEMORY`` or DEFAULT_MEMORY) bounds what DuckDB keeps
         in memory, spilling the rest to ``PATH.tmp/``, and sets how many events a sync stages
         and commits at a time, so that a sync's peak memory follows the setting, not the log."""
         self.path = path or default_warehouse_path()
