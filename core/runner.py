@@ -41,9 +41,16 @@ def stream_id(episode_id: str) -> str:
 class Recorder:
     """Appends an episode's events to a store (or only keeps them, without one)."""
 
-    def __init__(self, store: EventStore | None, episode_id: str, on_event: Callable[[Event], None] | None = None):
+    def __init__(
+        self,
+        store: EventStore | None,
+        episode_id: str,
+        on_event: Callable[[Event], None] | None = None,
+        version: int | None = None,
+    ):
+        """``version``: the stream's version when the caller has just read it (else it is asked)."""
         self.store, self.stream = store, stream_id(episode_id)
-        self.version = store.current_version(self.stream) if store else 0
+        self.version = 0 if store is None else store.current_version(self.stream) if version is None else version
         self.events: list[Event] = []
         self.appended = 0  # events this process recorded (a resumed episode may add none)
         self.on_event = on_event
@@ -125,13 +132,18 @@ class Episode:
     ):
         self.tree, self.episode_id = tree, episode_id or new_episode_id()
         self.engine = Engine(tree, params, templates)
-        self.rec = Recorder(store, self.episode_id, on_event)
+        recorded: list = []
+        version = None  # the recorder asks the store
+        if store is not None and resume:  # one read gives both what is there and the version
+            recorded = store.read_stream(stream_id(self.episode_id))
+            version = recorded[-1].stream_version if recorded else 0
+        self.rec = Recorder(store, self.episode_id, on_event, version)
         self.limits, self.budget, self.prices = limits or Limits(), budget, prices
         self.t0 = time.monotonic()
         self.state = EpisodeState()
         self.tokens = 0  # of the episode's agent calls so far, for its limits
         self.cost: float | None = 0.0  # likewise, in USD; None once a call has no price
-        self.existing = [r.event for r in store.read_stream(self.rec.stream)] if (store is not None and resume) else []
+        self.existing = [r.event for r in recorded]
         if self.existing:
             started = self.existing[0]
             if started.params != dataclasses.asdict(params) or started.tree_hash != tree.content_hash:
