@@ -3,9 +3,13 @@ call goes through.
 
 What a researcher paying for calls needs, in one class (:class:`ChatModel`):
 
-- **Request options** (``reasoning_effort=high``, ``top_p``, ``seed``, ...): the ones the
-  client library knows are passed as arguments, any other reaches the endpoint in the request
-  body (``extra_body``). What the endpoint rejects is a readable :class:`ModelCallError`.
+- **Request options** (``reasoning_effort=high``, ``top_p``, ``seed``, ...) reach the endpoint
+  in the request body as given. The body is posted as it is, over a keep-alive connection per
+  thread (``core/chat_http.py``: a fifth of the OpenAI SDK's CPU per call, no SDK import), or
+  through the SDK's ``post`` where that transport does not apply (a proxy, credentials in the
+  URL, ``INQUITREE_CHAT_HTTP=sdk``); never through the SDK's typed methods, whose per-argument
+  transform was half of a call's CPU in a campaign (bench/campaign.py). What the endpoint
+  rejects is a readable :class:`ModelCallError`, the same from either transport.
 - **Bounded waiting.** Each attempt waits at most ``timeout`` seconds for the endpoint to say
   anything; a failed attempt is retried at most ``max_retries`` times, after a pause of
   ``min(30 s, Retry-After or 2**attempt s)``. So a stuck endpoint holds one call at most
@@ -30,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import inspect
+import importlib
 import json
 import re
 import sqlite3
@@ -40,6 +44,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from inquitree.core.chat_http import TransportError, TransportTimeout, direct_endpoint
 from inquitree.events.errors import InquiTreeError
 
 BACKOFF_CAP_S = 30.0
@@ -243,18 +248,39 @@ def call_cache(path: str | Path | None) -> CallCache | None:
 
 _CLIENTS: dict[tuple, Any] = {}
 _CLIENTS_LOCK = threading.Lock()
+_THREAD = threading.local()
+_SSL: list[Any] = []  # one TLS context, built once (about 50 ms) and shared by every thread's client
+# Request options for the client's ``post``: the API key as a bearer token (what the typed
+# methods ask for; clients before 2.x send it anyway and ignore the option).
+_BEARER: Any = {"security": {"bearer_auth": True}}
 
 
 def openai_client(base_url: str | None, api_key: str, max_retries: int, timeout: float):
-    """One client per endpoint and settings, shared: clients are thread-safe, and building one
-    costs about 26 ms of CPU, which a campaign would otherwise pay for every episode."""
+    """The calling thread's client for an endpoint and settings.
+
+    Each thread has its own connection pool: with one pool shared by 64 threads, every request
+    and every response walked all 64 connections, a third of a campaign's HTTP time
+    (bench/campaign.py). Building a client costs about 26 ms of CPU, nearly all of it the TLS
+    context; that is built once, and a thread's client is a copy of the endpoint's first client
+    with its own pool on the shared context (0.3 ms)."""
     import openai
 
     key = (base_url, api_key, max_retries, timeout)
-    with _CLIENTS_LOCK:
-        if key not in _CLIENTS:
-            _CLIENTS[key] = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
-        return _CLIENTS[key]
+    mine: dict[tuple, Any] = _THREAD.__dict__.setdefault("clients", {})
+    client = mine.get(key)
+    if client is None:
+        with _CLIENTS_LOCK:
+            if key not in _CLIENTS:
+                _CLIENTS[key] = openai.OpenAI(
+                    api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
+                )
+            if not _SSL:
+                # the client library's HTTP package (httpx, or httpx2 in later releases) makes
+                # the context as its clients do by default (certifi, SSL_CERT_FILE, ...)
+                http = importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
+                _SSL.append(http.create_ssl_context())
+        client = mine[key] = _CLIENTS[key].with_options(http_client=openai.DefaultHttpxClient(verify=_SSL[0]))
+    return client
 
 
 def openai_endpoint(base_url: str | None, api_key: str | None) -> tuple[str | None, str | None]:
@@ -265,19 +291,6 @@ def openai_endpoint(base_url: str | None, api_key: str | None) -> tuple[str | No
 
     base_url = base_url or os.environ.get("OPENAI_BASE_URL")
     return base_url, api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if base_url else None)
-
-
-_SIGNATURE: set[str] | None = None
-
-
-def _client_params() -> set[str]:
-    """The request parameters the installed client library accepts by name."""
-    global _SIGNATURE
-    if _SIGNATURE is None:
-        from openai.resources.chat.completions import Completions
-
-        _SIGNATURE = set(inspect.signature(Completions.create).parameters) - {"self", "extra_body", "timeout"}
-    return _SIGNATURE
 
 
 def json_schema_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -301,14 +314,15 @@ class ChatModel:
     ):
         self.model, self.who = model, who
         self.settings = settings or CallSettings()
-        self.base_url, self._key = openai_endpoint(base_url, api_key)
-        if not self._key:
+        self.base_url, key = openai_endpoint(base_url, api_key)
+        if not key:
             raise ModelCallError(
                 f"the {who} needs $OPENAI_API_KEY (or a base URL for a local server)", "auth", retryable=False
             )
+        self._key: str = key
+        self._direct = direct_endpoint(self.base_url, key, self.settings.timeout)
         self.public_url = redact_url(self.base_url)
         self.endpoint = endpoint_key(self.base_url)
-        self.client = openai_client(self.base_url, self._key, 0, self.settings.timeout)
         self.cache, self.rate_limiter, self.sleep = cache, rate_limiter, sleep
         self.temperature = temperature
         self._formats_refused: set[str] = set()
@@ -393,11 +407,7 @@ class ChatModel:
         return result
 
     def _send(self, req: dict[str, Any]) -> ChatResult:
-        known = _client_params()
-        kwargs = {k: v for k, v in req.items() if k in known}
-        extra = {k: v for k, v in req.items() if k not in known}
-        if extra:
-            kwargs["extra_body"] = extra
+        body = {"model": self.model, **req}
         last: ModelCallError | None = None
         attempt = 0
         while attempt <= self.settings.max_retries:
@@ -408,12 +418,12 @@ class ChatModel:
                 self.rate_limiter.acquire()
             t0 = time.perf_counter()
             try:
-                result = self._attempt(kwargs)
+                result = self._attempt(body)
                 result.latency_ms = (time.perf_counter() - t0) * 1000
                 return result
             except ModelCallError as exc:
-                if exc.kind == "bad_request" and "temperature" in str(exc).lower() and "temperature" in kwargs:
-                    kwargs.pop("temperature")  # the model does not take it (#24: "where the model accepts it");
+                if exc.kind == "bad_request" and "temperature" in str(exc).lower() and "temperature" in body:
+                    body.pop("temperature")  # the model does not take it (#24: "where the model accepts it");
                     self.temperature = None  # sent again at once, not counted as a retry
                     continue
                 if not exc.retryable:
@@ -435,28 +445,41 @@ class ChatModel:
             redact_text(f"{self._where()}: {message}", (self._key,)), kind, retryable, status, retry_after
         )
 
-    def _attempt(self, kwargs: dict[str, Any]) -> ChatResult:
-        import openai
+    def _attempt(self, body: dict[str, Any]) -> ChatResult:
+        wants_format = "response_format" in body
+        if self._direct is not None:
+            try:
+                status, headers, text = self._direct.post("/chat/completions", body)
+            except TransportTimeout:
+                raise self._error(f"no answer within {self.settings.timeout:g} s", "timeout", True) from None
+            except TransportError as exc:
+                raise self._error(f"connection failed ({exc})", "connection", True) from None
+            if not 200 <= status < 300:
+                raise self._status_error(status, text, headers, wants_format)
+        else:
+            import openai
 
-        try:
-            raw = self.client.chat.completions.with_raw_response.create(model=self.model, **kwargs)
-        except openai.APITimeoutError:
-            raise self._error(f"no answer within {self.settings.timeout:g} s", "timeout", True) from None
-        except openai.APIConnectionError as exc:
-            raise self._error(f"connection failed ({_cause(exc)})", "connection", True) from None
-        except openai.APIStatusError as exc:
-            raise self._status_error(exc, "response_format" in kwargs) from None
-        http = raw.http_response
-        body = http.text
-        ctype = http.headers.get("content-type", "")
-        if not body.strip():
+            try:
+                # The client's documented route for any endpoint: the body goes out as it is,
+                # the reply comes back as text (parsed below, so that a 200 of the wrong kind is named).
+                client = openai_client(self.base_url, self._key, 0, self.settings.timeout)
+                text = client.post("/chat/completions", cast_to=str, body=body, options=_BEARER)
+            except openai.APITimeoutError:
+                raise self._error(f"no answer within {self.settings.timeout:g} s", "timeout", True) from None
+            except openai.APIConnectionError as exc:
+                raise self._error(f"connection failed ({_cause(exc)})", "connection", True) from None
+            except openai.APIStatusError as exc:
+                raise self._status_error(
+                    exc.status_code, _response_text(exc), getattr(exc.response, "headers", None), wants_format
+                ) from None
+        if not text.strip():
             raise self._error("HTTP 200 with an empty body", "malformed", True, 200)
         try:
-            doc = json.loads(body)
+            doc = json.loads(text)
         except ValueError:
-            looks_html = "html" in ctype.lower() or body.lstrip()[:1] == "<"
-            what = "an HTML page" if looks_html else f"a body that is not JSON ({len(body)} bytes, cut short?)"
-            raise self._error(f"HTTP 200 with {what}: {body[:80]!r}", "malformed", True, 200) from None
+            looks_html = text.lstrip()[:1] == "<"
+            what = "an HTML page" if looks_html else f"a body that is not JSON ({len(text)} bytes, cut short?)"
+            raise self._error(f"HTTP 200 with {what}: {text[:80]!r}", "malformed", True, 200) from None
         return self._parse(doc)
 
     def _parse(self, doc: Any) -> ChatResult:
@@ -496,10 +519,9 @@ class ChatModel:
         model = doc["model"] if isinstance(doc.get("model"), str) and doc["model"] else self.model
         return ChatResult(content, model, usage, 0.0, truncated_from=truncated_from)
 
-    def _status_error(self, exc, response_format: bool = False) -> ModelCallError:
-        status = exc.status_code
-        message = _error_message(exc)
-        retry_after = _retry_after(exc.response.headers) if exc.response is not None else None
+    def _status_error(self, status: int, text: str, headers, response_format: bool = False) -> ModelCallError:
+        message = _error_message(text)
+        retry_after = _retry_after(headers)
         if response_format and status in (400, 422, 500) and re.search(r"response_format|json_schema", message):
             # llama.cpp's Python server answers an unknown format with a 500 validation error
             return self._error(
@@ -536,18 +558,27 @@ def _cause(exc: BaseException) -> str:
     return f"{type(inner).__name__}: {inner}" if inner else type(exc).__name__
 
 
-def _error_message(exc) -> str:
-    body = getattr(exc, "body", None)
+def _response_text(exc) -> str:
+    try:
+        return exc.response.text
+    except Exception:  # noqa: BLE001 - the message is best effort
+        return str(exc)
+
+
+def _error_message(text: str) -> str:
+    """What an error response says: its JSON ``error.message`` (OpenAI's and llama.cpp's shape),
+    else its first 500 characters."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
             return str(err["message"])[:500]
         if isinstance(err, str):
             return err[:500]
-    try:
-        return exc.response.text[:500]
-    except Exception:  # noqa: BLE001 - the message is best effort
-        return str(exc)[:500]
+    return text[:500]
 
 
 def _retry_after(headers) -> float | None:

@@ -10,7 +10,9 @@ fault matrix of the real-model issue: ``"wrong_shape"`` (200, JSON without choic
 ``"html"`` (200, text/html), ``"empty_body"`` (200, no bytes), ``"truncated"`` (200, half the
 JSON, then the connection closes), ``"retry_after"`` (429 with Retry-After: 1), ``"context"``
 (400 with llama.cpp's context-length message), ``"close"`` (the connection closes with no
-response), ``"hang"`` (accepts, never answers, until the server stops).
+response), ``"hang"`` (accepts, never answers, until the server stops), ``"drop_idle"`` (a
+normal reply, then the kept-alive connection is closed without saying so, as servers do with
+idle connections).
 Every request is kept in ``requests`` for the test to inspect.
 """
 
@@ -175,6 +177,8 @@ class OpenAICompatibleServer:
                             "prompt_tokens_details": {"cached_tokens": 0},
                         },
                     }
+                    if fault == "drop_idle":
+                        self.close_connection = True  # no "Connection: close": the client finds out later
                     return self._send(200, json.dumps(body).encode())
                 return self._send(404, b'{"error":{"message":"no such route"}}')
 

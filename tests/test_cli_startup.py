@@ -23,3 +23,23 @@ def test_the_cli_group_and_every_help_import_no_heavy_library():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_a_campaign_worker_loads_neither_alembic_nor_the_openai_sdk(tmp_path):
+    """A store already at head opens without Alembic, and model calls go over the direct HTTP
+    transport without the SDK (core/chat_http.py): what every `suite run --workers` process saves."""
+    from inquitree.events.store import EventStore
+
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    EventStore(url).close()  # made (and migrated) here
+    code = (
+        "import sys\n"
+        "from inquitree.events.store import EventStore\n"
+        "from inquitree.core.models import ChatModel\n"
+        f"EventStore({url!r}).close()\n"
+        "assert ChatModel('m', base_url='http://127.0.0.1:9/v1')._direct is not None\n"
+        "print(sorted(m for m in ('alembic', 'openai') if m in sys.modules))\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "INQUITREE_CHAT_HTTP"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

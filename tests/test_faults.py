@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.core.agents import ModelConfig, OpenAIChatAgent
+from inquitree.core.chat_http import HTTP_ENV, Endpoint, direct_endpoint
 from inquitree.core.cli import main
 from inquitree.core.models import CallSettings, ModelCallError, redact_url
 
@@ -16,8 +17,11 @@ from faultkit import FAULTS, run_fault
 from openai_server import OpenAICompatibleServer
 
 
+@pytest.mark.parametrize("transport", ["direct", "sdk"])
 @pytest.mark.parametrize("fault", list(FAULTS), ids=[str(f) for f in FAULTS])
-def test_fault_matrix(fault, tmp_path):
+def test_fault_matrix(fault, transport, tmp_path, monkeypatch):
+    """Both HTTP transports (core/chat_http.py) classify every fault alike."""
+    monkeypatch.setenv(HTTP_ENV, transport)
     kind, permanent = FAULTS[fault]
     out = run_fault(fault, tmp_path)
     assert out["cells"] == 2 and out["done"] + out["failed"] == 2  # every cell accounted for
@@ -32,6 +36,43 @@ def test_fault_matrix(fault, tmp_path):
     assert all(f"[{kind}]" in e for e in out["errors"])
     status = CliRunner().invoke(main, ["suite", "status", out["suite"], "--db", out["db"]])
     assert "2 failed" in status.output and status.output.count(f"[{kind}") == 2, status.output
+
+
+def test_the_direct_transport_takes_only_endpoints_it_can_honour(monkeypatch):
+    for var in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", HTTP_ENV):
+        monkeypatch.delenv(var, raising=False)
+        monkeypatch.delenv(var.upper(), raising=False)
+    assert isinstance(direct_endpoint(None, "k", 5), Endpoint)  # OpenAI itself
+    local = direct_endpoint("http://127.0.0.1:8011/v1?api-version=1", "k", 5)
+    assert local is not None and (local.host, local.port, local.prefix, local.query) == (
+        "127.0.0.1",
+        8011,
+        "/v1",
+        "?api-version=1",
+    )
+    assert direct_endpoint("http://alice:pw@127.0.0.1:8011/v1", "k", 5) is None  # credentials in the URL
+    assert direct_endpoint("unix:///tmp/s", "k", 5) is None
+    monkeypatch.setenv("https_proxy", "http://proxy.example:3128")
+    assert direct_endpoint("https://api.example/v1", "k", 5) is None  # the SDK knows proxies
+    assert direct_endpoint("http://127.0.0.1:8011/v1", "k", 5) is not None  # not an https proxy's
+    monkeypatch.setenv("no_proxy", "api.example")
+    assert direct_endpoint("https://api.example/v1", "k", 5) is not None
+    monkeypatch.setenv(HTTP_ENV, "sdk")
+    assert direct_endpoint("http://127.0.0.1:8011/v1", "k", 5) is None
+
+
+def test_a_kept_alive_connection_the_server_closed_is_replaced_without_a_retry(monkeypatch):
+    monkeypatch.delenv(HTTP_ENV, raising=False)
+    slept: list[float] = []
+    with OpenAICompatibleServer(lambda m: "ACTION: ok") as server:
+        server.faults = ["drop_idle"]
+        agent = OpenAIChatAgent("m", "sys", ModelConfig(server.base_url, CallSettings(max_retries=0)))
+        assert agent.chat._direct is not None
+        agent.chat.sleep = slept.append
+        assert agent.reply("obs", "topic", 1).text == "ACTION: ok"
+        time.sleep(0.05)  # the server has closed its end by now
+        assert agent.reply("obs 2", "topic", 2).text == "ACTION: ok"  # max_retries=0: not a retry
+        assert server.chat_calls == 2 and slept == []
 
 
 def test_suite_run_exits_non_zero_naming_the_failed_cells(tmp_path):
