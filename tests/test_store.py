@@ -243,3 +243,19 @@ def test_event_newer_than_this_code_is_a_clear_error(store):
     _store_as_written_elsewhere(store, "new", 0, "AgentReplied", 7, "{}")
     with pytest.raises(StoreError, match="AgentReplied v7 is newer than this InquiTree knows"):
         store.read_stream("new")[0].event
+
+
+def test_utc_now_is_the_iso_instant_with_microseconds():
+    """The append's timestamp is formatted once a second (events/store.py): it must still be the
+    current instant, to the microsecond, in the format events have always carried."""
+    import re
+    from datetime import datetime, timezone
+
+    from inquitree.events.store import utc_now
+
+    for _ in range(3):
+        before = datetime.now(timezone.utc)
+        text = utc_now()
+        after = datetime.now(timezone.utc)
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", text), text
+        assert before <= datetime.fromisoformat(text.replace("Z", "+00:00")) <= after
