@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 import time
+from typing import Any
 
 import click
 
@@ -42,6 +45,9 @@ def run(suite_file, db_url, shard, concurrency, agents, workers) -> None:
     s = Suite.load(suite_file, agents)
     index, count = parse_shard(shard)
     if workers > 1:
+        # The store is opened (made, or checked) once here, not by every worker at once; it is
+        # closed again before the workers start, so that none inherits a connection.
+        EventStore(db_url).close()
         sys.exit(_run_workers(suite_file, db_url, (index, count), concurrency, agents, workers))
     last = [0.0]
 
@@ -80,6 +86,89 @@ def worker_shards(shard: tuple[int, int], workers: int) -> list[str]:
     return [f"{index + count * k}/{count * workers}" for k in range(workers)]
 
 
+class _ForkedWorker:
+    """A worker forked from this process: ``suite run --shard SUB`` in a child that already has
+    every module this process imported, so it starts at once instead of importing them again
+    (about a second per worker, most of the gap to the ideal in bench/campaign.py). Only the
+    subset of :class:`subprocess.Popen` that :func:`_run_workers` uses (``stdout``, ``poll``,
+    ``terminate``, ``wait``, ``returncode``)."""
+
+    def __init__(self, args: list[str], env: dict[str, str]):
+        import os
+
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()  # or the child would print this process's pending output again
+        read, write = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: never returns
+            code = 2
+            try:
+                os.close(read)
+                os.dup2(write, 1)
+                os.dup2(write, 2)
+                os.close(write)
+                # Python-level streams on the new descriptors: sys.stdout may have been replaced
+                # (a test's capture, an embedding program) and would not reach the pipe.
+                sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+                sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+                os.environ.clear()
+                os.environ.update(env)
+                from inquitree.core.cli import main
+
+                main(args, prog_name="inquitree")
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except BaseException:  # noqa: BLE001 - reported on the relayed output, as a child process would
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                with contextlib.suppress(Exception):
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                os._exit(code)
+        os.close(write)
+        self.stdout = os.fdopen(read, encoding="utf-8", errors="replace")
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        import os
+
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def terminate(self) -> None:
+        import os
+        import signal
+
+        if self.poll() is None:
+            os.kill(self.pid, signal.SIGTERM)
+
+    def wait(self) -> int:
+        import os
+
+        if self.returncode is None:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.returncode
+
+
+def _drain(stream, into: list[str]) -> None:
+    with stream:
+        into.append(stream.read())
+
+
+def _can_fork() -> bool:
+    """Fork where it is the platform's way (Linux and the BSDs); elsewhere workers are new
+    interpreters (macOS's system libraries are not fork-safe; Windows has no fork)."""
+    import os
+
+    return hasattr(os, "fork") and sys.platform != "darwin" and os.environ.get("INQUITREE_WORKERS_FORK", "1") != "0"
+
+
 def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int) -> int:
     """Run the campaign in ``workers`` child processes (each `suite run --shard`, so each keeps the
     guarantees of a shard: cells run once, a finished cell is skipped, an interrupted one resumed),
@@ -91,16 +180,27 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int) -
     env = dict(os.environ)
     if db_url:
         env["INQUITREE_DB"] = db_url
-    procs = []
+    procs: list[tuple[int, Any]] = []
+    fork = _can_fork()
     for k, sub in enumerate(worker_shards(shard, workers), start=1):
-        cmd = [sys.executable, "-m", "inquitree", "suite", "run", suite_file, "--shard", sub]
+        args = ["suite", "run", suite_file, "--shard", sub]
         if concurrency:
-            cmd += ["-j", str(concurrency)]
+            args += ["-j", str(concurrency)]
         for spec in agents:
-            cmd += ["--agent", spec]
-        procs.append((k, subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+            args += ["--agent", spec]
+        if fork:
+            procs.append((k, _ForkedWorker(args, env)))
+        else:
+            cmd = [sys.executable, "-m", "inquitree", *args]
+            out = subprocess.PIPE
+            procs.append((k, subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, text=True)))
+    # Each worker's output is drained as it comes, so that no worker can wait on a full pipe
+    # (64 KB; a run prints at most 50 failures, but a crash's traceback has no such bound).
+    outputs: dict[int, list[str]] = {k: [] for k, _ in procs}
+    readers = [threading.Thread(target=_drain, args=(p.stdout, outputs[k]), daemon=True) for k, p in procs]
+    for r in readers:
+        r.start()
     t0 = time.monotonic()
-    outputs = {}
     try:
         shown = -1.0
         while any(p.poll() is None for _, p in procs):
@@ -111,12 +211,14 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int) -
             time.sleep(0.02)  # the end is noticed within 20 ms, not half a second (bench/campaign.py)
         progress(f"  {workers} workers finished ({time.monotonic() - t0:.0f} s)", done=True)
     finally:
-        for k, p in procs:
+        for _, p in procs:
             if p.poll() is None:
                 p.terminate()
-            outputs[k] = (p.communicate()[0] or "").rstrip()
+            p.wait()
+        for r in readers:
+            r.join()
     for k, _ in procs:
-        for line in outputs[k].splitlines():
+        for line in "".join(outputs[k]).rstrip().splitlines():
             click.echo(f"worker {k}/{workers}: {line}")
     codes = [p.returncode for _, p in procs]
     return max(codes) if all(c >= 0 for c in codes) else 2

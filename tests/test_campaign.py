@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
 import subprocess
@@ -288,11 +289,14 @@ def test_worker_shards_split_a_shard_into_exactly_its_cells():
                 assert len(owners) == (1 if cell % shard[1] == shard[0] - 1 else 0), (shard, workers, cell)
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_workers_run_every_cell_once_and_a_rerun_does_nothing(tmp_path, backend):
+@pytest.mark.parametrize(("backend", "start"), [("sqlite", "fork"), ("sqlite", "spawn"), ("postgresql", "fork")])
+def test_workers_run_every_cell_once_and_a_rerun_does_nothing(tmp_path, backend, start):
+    """Workers forked from the command (the default on Linux) or started as new interpreters
+    (macOS, Windows; INQUITREE_WORKERS_FORK=0) keep the same guarantees."""
     url = f"sqlite:///{tmp_path / 'w.sqlite'}" if backend == "sqlite" else fresh_pg_database()
     suite = write_suite(tmp_path, "workers")
-    first = cli("suite", "run", str(suite), "--db", url, "--workers", "3")
+    env = {**os.environ, "INQUITREE_WORKERS_FORK": "0" if start == "spawn" else "1"}
+    first = cli("suite", "run", str(suite), "--db", url, "--workers", "3", env=env)
     out, err = first.communicate(timeout=300)
     assert first.returncode == 0, out + err
     assert [line.split(":")[0] for line in out.splitlines() if " done now" in line] == [
@@ -303,7 +307,22 @@ def test_workers_run_every_cell_once_and_a_rerun_does_nothing(tmp_path, backend)
     assert sum(int(line.split(" done now")[0].rsplit(", ", 1)[1]) for line in out.splitlines()) == 54
     streams = logs(url)
     assert len(streams) == 54 and all([t for t, _ in evs].count("EpisodeScored") == 1 for evs in streams.values())
-    again = cli("suite", "run", str(suite), "--db", url, "--workers", "2")
+    again = cli("suite", "run", str(suite), "--db", url, "--workers", "2", env=env)
     out, err = again.communicate(timeout=300)
     assert again.returncode == 0 and out.count(" 0 done now") == 2, out + err
     assert logs(url) == streams
+
+
+def test_a_forked_worker_relays_its_output_and_exit_code(monkeypatch):
+    from inquitree import __version__
+    from inquitree.core.cli_suite import _can_fork, _drain, _ForkedWorker
+
+    monkeypatch.delenv("INQUITREE_WORKERS_FORK", raising=False)
+    assert _can_fork() == (sys.platform != "darwin" and hasattr(os, "fork"))
+    if not _can_fork():
+        pytest.skip("workers are new interpreters on this platform")
+    for args, code, text in ((["--version"], 0, __version__), (["suite", "run", "/nonexistent.toml"], 2, "error")):
+        worker = _ForkedWorker(args, dict(os.environ))
+        out: list[str] = []
+        _drain(worker.stdout, out)
+        assert worker.wait() == code and text in "".join(out), out
