@@ -292,17 +292,28 @@ class _Step:
         )
 
 
-class Engine:
-    def __init__(self, tree: Tree, params: Params, templates: TemplateSet):
-        params.validate()
-        self.tree, self.p, self.t = tree, params, templates
-        # the conclusion prompts' own lines: echoed back, they are not conclusion items
-        self.prompt_lines = frozenset(
+_PROMPT_LINES: dict[str, frozenset[str]] = {}  # template set hash -> its conclusion prompts' lines
+
+
+def _prompt_lines(templates: TemplateSet) -> frozenset[str]:
+    """The conclusion prompts' own lines (echoed back, they are not conclusion items), rendered
+    once per template set: every episode's engine used to render them again (bench/engine.py)."""
+    lines = _PROMPT_LINES.get(templates.hash)
+    if lines is None:
+        lines = _PROMPT_LINES[templates.hash] = frozenset(
             p
             for tid in ("C.5", "C.6")
             for line in templates.render(tid).splitlines()
             if (p := _plain(m.group(1) if (m := _ITEM_RE.match(line)) else line))
         )
+    return lines
+
+
+class Engine:
+    def __init__(self, tree: Tree, params: Params, templates: TemplateSet):
+        params.validate()
+        self.tree, self.p, self.t = tree, params, templates
+        self.prompt_lines = _prompt_lines(templates)
 
     # -- public API ----------------------------------------------------------------------------
     def start(self, episode_id: str, agent: dict, judge: dict, code_version: str) -> list[Event]:

@@ -113,7 +113,9 @@ class Episode:
 
     A new episode starts with ``EpisodeStarted``; with ``resume`` and an existing stream it
     continues: the state is the fold of its events, and a recorded failure is followed by
-    ``EpisodeResumed`` (``self.existing`` holds what was there, for the agent's memory)."""
+    ``EpisodeResumed`` (``self.existing`` holds what was there, for the agent's memory).
+    ``new_stream``: the caller knows the stream does not exist (a campaign listed them), so
+    nothing is read; should it exist after all, the first append raises ConcurrencyError."""
 
     def __init__(
         self,
@@ -129,12 +131,13 @@ class Episode:
         limits: Limits | None = None,
         budget: Budget | None = None,
         prices: PriceTable | None = None,
+        new_stream: bool = False,
     ):
         self.tree, self.episode_id = tree, episode_id or new_episode_id()
         self.engine = Engine(tree, params, templates)
         recorded: list = []
-        version = None  # the recorder asks the store
-        if store is not None and resume:  # one read gives both what is there and the version
+        version = 0 if new_stream else None  # None: the recorder asks the store
+        if store is not None and resume and not new_stream:  # one read gives both what is there and the version
             recorded = store.read_stream(stream_id(self.episode_id))
             version = recorded[-1].stream_version if recorded else 0
         self.rec = Recorder(store, self.episode_id, on_event, version)
@@ -241,6 +244,7 @@ def run_episode(
     limits: Limits | None = None,
     budget: Budget | None = None,
     prices: PriceTable | None = None,
+    new_stream: bool = False,
 ) -> EpisodeOutcome:
     """Play one episode to its end (or first failure) and score it.
 
@@ -266,6 +270,7 @@ def run_episode(
         limits,
         budget,
         prices,
+        new_stream,
     )
     if ep.existing:
         agent.resume(ep.existing)

@@ -326,3 +326,25 @@ def test_a_forked_worker_relays_its_output_and_exit_code(monkeypatch):
         out: list[str] = []
         _drain(worker.stdout, out)
         assert worker.wait() == code and text in "".join(out), out
+
+
+def test_a_new_stream_that_exists_after_all_is_taken_not_written_twice(tmp_path):
+    """A campaign starts the episodes whose streams it did not list without reading them back
+    (new_stream): if another worker made the stream meanwhile, the first append is refused."""
+    from inquitree.core.agents import RandomAgent
+    from inquitree.core.embed import HashEmbedder
+    from inquitree.core.engine import Params
+    from inquitree.core.runner import run_episode, stream_id
+    from inquitree.core.templates import TemplateSet
+    from inquitree.core.tree import resolve_tree
+    from inquitree.events.errors import ConcurrencyError
+
+    tree, emb, templates = resolve_tree("synthetic-diamond-4"), HashEmbedder(), TemplateSet()
+    p = Params(0.5, 4, 50, 0, 1, emb.id, templates.name, templates.hash)
+    with EventStore(f"sqlite:///{tmp_path / 'e.sqlite'}") as store:
+        first = run_episode(tree, RandomAgent(tree, 1), None, emb, p, templates, store, "x", new_stream=True)
+        before = [r.event_type for r in store.read_stream(stream_id("x"))]
+        assert before[0] == "EpisodeStarted" and len(before) == len(first.events)
+        with pytest.raises(ConcurrencyError):
+            run_episode(tree, RandomAgent(tree, 1), None, emb, p, templates, store, "x", new_stream=True)
+        assert [r.event_type for r in store.read_stream(stream_id("x"))] == before
