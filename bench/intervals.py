@@ -8,7 +8,8 @@
 a paper's own mean is drawn around the true mean (between-paper spread sigma_b), each run
 around its paper's mean (within-paper spread sigma_w), and the estimate is the mean over papers
 of per-paper means, as in Table 2. The estimand is the true mean over the population of papers.
-Each design runs both schemes: trees then episodes (DECISIONS #25, the default) and trees only.
+Each design runs both schemes: trees only (the default since session 8) and trees then episodes
+(DECISIONS #25 as first written).
 Also a bounded design: runs are 0/1 outcomes (like a fake spotted or not) with paper-level
 probabilities from a Beta distribution.
 

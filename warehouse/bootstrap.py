@@ -38,12 +38,15 @@ its interval cannot disagree), ``se``, ``ci_low``, ``ci_high``, ``papers``, ``ep
 
 from __future__ import annotations
 
+import inspect
 import os
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Sequence
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 RESAMPLES_ENV = "INQUITREE_BOOTSTRAP_RESAMPLES"
 SEED_ENV = "INQUITREE_BOOTSTRAP_SEED"
@@ -171,9 +174,12 @@ class Bootstrap:
 def _units(trees: Sequence, *columns: Sequence) -> tuple[np.ndarray, int, list[np.ndarray]] | None:
     """Tree codes (0..T-1 in first-seen order of the sorted ids) and float columns, with the
     units where any value is NULL left out; None when nothing is left (a NULL list, as
-    ``list(...) FILTER (...)`` gives for a group with no matching row, counts as empty)."""
+    ``list(...) FILTER (...)`` gives for a group with no matching row, counts as empty).
+    The lists come as Python sequences or, from the SQL functions, as Arrow arrays."""
     if trees is None or any(c is None for c in columns):
         return None
+    if isinstance(trees, pa.Array):
+        return _arrow_units(trees, columns)
     keep = [i for i in range(len(trees)) if trees[i] is not None and all(c[i] is not None for c in columns)]
     if not keep:
         return None
@@ -182,6 +188,28 @@ def _units(trees: Sequence, *columns: Sequence) -> tuple[np.ndarray, int, list[n
     index = {name: k for k, name in enumerate(names)}
     codes = np.array([index[t] for t in ids], np.int64)
     return codes, len(names), [np.array([float(c[i]) for i in keep], np.float64) for c in columns]
+
+
+def _arrow_units(trees, columns) -> tuple[np.ndarray, int, list[np.ndarray]] | None:
+    """:func:`_units` over Arrow arrays, without a Python object per value: converting a list of
+    54,640 episodes into Python objects was half of a Figure 3c query at 4M events."""
+    valid = trees.is_valid()
+    for c in columns:
+        valid = pc.and_(valid, c.is_valid())
+    keep = valid.to_numpy(zero_copy_only=False)
+    if not keep.any():
+        return None
+    encoded = pc.dictionary_encode(trees)
+    found = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)[keep].astype(np.int64)
+    dictionary = encoded.dictionary.to_pylist()
+    used = np.unique(found)
+    names = sorted(str(dictionary[k]) for k in used)
+    rank = {name: k for k, name in enumerate(names)}
+    remap = np.zeros(len(dictionary), np.int64)
+    for k in used:
+        remap[k] = rank[str(dictionary[k])]
+    values = [c.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)[keep] for c in columns]
+    return remap[found], len(names), [np.asarray(v, np.float64) for v in values]
 
 
 @dataclass
@@ -196,8 +224,7 @@ class _Sums:
 
     @classmethod
     def exact(cls, codes, n_trees, subsets, columns) -> "_Sums":
-        ones = np.ones((1, n_trees), np.int64)
-        return cls._accumulate(codes, n_trees, subsets, columns, ones, lambda copies, counts: counts[None, :])
+        return cls._accumulate(codes, n_trees, subsets, columns, np.ones((1, n_trees), np.int64))
 
     @classmethod
     def resampled(cls, codes, n_trees, subsets, columns, resamples, rng, within: bool = True) -> "_Sums":
@@ -206,11 +233,13 @@ class _Sums:
         else:
             copies = np.ones((resamples, 1), np.int64)
         if not within:  # each copy of a tree brings its episodes as they are
-            return cls._accumulate(codes, n_trees, subsets, columns, copies, lambda c, counts: c[:, None] * counts)
+            return cls._accumulate(codes, n_trees, subsets, columns, copies)
         return cls._accumulate(codes, n_trees, subsets, columns, copies, lambda c, counts: _draw(rng, c, counts))
 
     @classmethod
-    def _accumulate(cls, codes, n_trees, subsets, columns, copies, draw) -> "_Sums":
+    def _accumulate(cls, codes, n_trees, subsets, columns, copies, draw=None) -> "_Sums":
+        """``draw``: how many times each distinct row of a cell is used per resample, given the
+        tree's copies; None when each copy brings the cell whole (then only its sums matter)."""
         b = copies.shape[0]
         total = {s: [np.zeros(b) for _ in columns] for s in (0, 1)}
         per_tree_mean = {s: np.zeros(b) for s in (0, 1)}
@@ -220,10 +249,13 @@ class _Sums:
         table = np.column_stack(columns)
         for cell in np.split(order, bounds):
             t, s, m = int(codes[cell[0]]), int(subsets[cell[0]]), len(cell)
-            # Episodes with the same values are interchangeable: draw counts per distinct row.
-            distinct, counts = np.unique(table[cell], axis=0, return_counts=True)
-            weights = draw(copies[:, t], counts).astype(np.float64)  # (b, k): uses of each distinct row
-            sums = weights @ distinct
+            if draw is None:  # copies x the cell's sums: no per-episode work (2x faster at 4M events)
+                sums = np.outer(copies[:, t].astype(np.float64), table[cell].sum(axis=0))
+            else:
+                # Episodes with the same values are interchangeable: draw counts per distinct row.
+                distinct, counts = np.unique(table[cell], axis=0, return_counts=True)
+                weights = draw(copies[:, t], counts).astype(np.float64)  # (b, k): uses of each distinct row
+                sums = weights @ distinct
             for k in range(len(columns)):
                 total[s][k] += sums[:, k]
             per_tree_mean[s] += sums[:, 0] / m
@@ -305,14 +337,52 @@ def _result(
     }
 
 
+_RESULT_ARROW = pa.struct(
+    [
+        ("estimate", pa.float64()),
+        ("se", pa.float64()),
+        ("ci_low", pa.float64()),
+        ("ci_high", pa.float64()),
+        ("papers", pa.int32()),
+        ("episodes", pa.int32()),
+        ("method", pa.string()),
+    ]
+)
+
+
+def _per_group(function, returns, arity: int):
+    """``function`` as a vectorized (Arrow) DuckDB function: one call per row, each list handed
+    over as an Arrow array, a NULL list as None. DuckDB reads the arity from the signature."""
+
+    def run(*columns):
+        columns = tuple(c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns)
+        out = []
+        for i in range(len(columns[0])):
+            row = [c[i].values if c[i].is_valid else None for c in columns]
+            out.append(function(*row))
+        return pa.array(out, type=returns)
+
+    positional = inspect.Parameter.POSITIONAL_ONLY
+    run.__signature__ = inspect.Signature([inspect.Parameter(f"list{k}", positional) for k in range(arity)])  # type: ignore[attr-defined]
+    return run
+
+
 def register(con, bootstrap: Bootstrap) -> None:
     """Make ``boot_mean``, ``boot_ratio``, ``boot_change`` and ``sign_flip_p`` callable on a
     DuckDB connection (NULL arguments reach them as None: see ``_units``)."""
     functions = [
-        ("boot_mean", bootstrap.mean, ["VARCHAR[]", "DOUBLE[]"], RESULT_TYPE),
-        ("boot_ratio", bootstrap.ratio, ["VARCHAR[]", "DOUBLE[]", "DOUBLE[]"], RESULT_TYPE),
-        ("boot_change", bootstrap.change, ["VARCHAR[]", "DOUBLE[]", "BOOLEAN[]"], RESULT_TYPE),
-        ("sign_flip_p", bootstrap.sign_flip_p, ["VARCHAR[]", "DOUBLE[]"], "DOUBLE"),
+        ("boot_mean", bootstrap.mean, ["VARCHAR[]", "DOUBLE[]"], RESULT_TYPE, _RESULT_ARROW),
+        ("boot_ratio", bootstrap.ratio, ["VARCHAR[]", "DOUBLE[]", "DOUBLE[]"], RESULT_TYPE, _RESULT_ARROW),
+        ("boot_change", bootstrap.change, ["VARCHAR[]", "DOUBLE[]", "BOOLEAN[]"], RESULT_TYPE, _RESULT_ARROW),
+        ("sign_flip_p", bootstrap.sign_flip_p, ["VARCHAR[]", "DOUBLE[]"], "DOUBLE", pa.float64()),
     ]
-    for name, function, parameters, returns in functions:
-        con.create_function(name, function, parameters, returns, null_handling="special", side_effects=False)
+    for name, function, parameters, returns, arrow_type in functions:
+        con.create_function(
+            name,
+            _per_group(function, arrow_type, len(parameters)),
+            parameters,
+            returns,
+            type="arrow",
+            null_handling="special",
+            side_effects=False,
+        )
