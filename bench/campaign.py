@@ -7,12 +7,18 @@
 
     python bench/campaign.py [--delay 0.2]
     python bench/campaign.py --workers-only --out bench/results/campaign_workers.json
+    python bench/campaign.py --transports --out bench/results/campaign_transports.json
+
+``--transports``: one process, 512 episodes at 0.2 s, the model calls over the direct HTTP
+transport (core/chat_http.py) against the OpenAI SDK's (``INQUITREE_CHAT_HTTP=sdk``), alternated
+twice, with the campaign's CPU time beside its wall time.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -117,6 +123,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--delay", type=float, default=0.2)
     ap.add_argument("--out")
+    ap.add_argument("--transports", action="store_true", help="direct HTTP against the SDK, one process")
     ap.add_argument(
         "--workers-only",
         action="store_true",
@@ -124,6 +131,19 @@ def main() -> None:
     )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
+        if args.transports:
+            result = {}
+            for rnd in (1, 2):
+                for transport in ("sdk", "direct"):
+                    os.environ["INQUITREE_CHAT_HTTP"] = transport
+                    c0 = time.process_time()
+                    r = concurrency(Path(d) / f"t-{transport}-{rnd}", 0.2, episodes=512)
+                    r["client_cpu_s"] = round(time.process_time() - c0, 2)
+                    result[f"{transport}_round_{rnd}"] = r
+            print(json.dumps(result, indent=2))
+            if args.out:
+                Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+            return
         if args.workers_only:
             result = {
                 f"delay_{delay}_workers_{w}": concurrency(Path(d) / f"w{w}-{delay}", delay, episodes=512, workers=w)
