@@ -1,11 +1,11 @@
 """The HTTP under :class:`~inquitree.core.models.ChatModel`: one keep-alive connection per thread
 and endpoint, from the standard library.
 
-Why not the client library's HTTP stack: in a campaign with 64 calls in flight, a call through
-the OpenAI SDK costs about 2.3 ms of CPU in the client and importing the SDK about 1 s in every
-worker process; the same POST over ``http.client`` costs about 0.4 ms (``bench/campaign.py``, and
-``python bench/campaign.py --transports``). Every call of a campaign shares one GIL, so that CPU is
-what stretched a campaign against a fast endpoint to 2-3x its ideal wall time.
+Why not the client library's HTTP stack: every call of a campaign shares one GIL, and the
+client's CPU is what stretched a campaign against a fast endpoint to 2-3x its ideal wall time.
+A 512-episode campaign at 64 in flight spends 6.4 s of CPU over this transport against 12-13 s
+through the OpenAI SDK's ``post`` (``python bench/campaign.py --transports``), and a process that
+calls no other SDK function does not import the SDK (about 1 s in every worker).
 
 This transport takes an endpoint only when it can honour it exactly as the SDK would: an
 ``http`` or ``https`` base URL without credentials in it, and no proxy for its host (``$https_proxy``,
@@ -44,8 +44,22 @@ class TransportError(Exception):
 def _tls() -> ssl.SSLContext:
     with _TLS_LOCK:
         if not _TLS:
-            _TLS.append(ssl.create_default_context())
+            _TLS.append(tls_context())
         return _TLS[0]
+
+
+def tls_context() -> ssl.SSLContext:
+    """Trusting what the SDK's HTTP client trusts by default: ``$SSL_CERT_FILE`` or
+    ``$SSL_CERT_DIR`` when set, else certifi's bundle (installed with the SDK), else the system's."""
+    cafile = None
+    if not (os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR")):
+        try:
+            import certifi
+
+            cafile = certifi.where()
+        except ImportError:
+            pass
+    return ssl.create_default_context(cafile=cafile)
 
 
 class Endpoint:

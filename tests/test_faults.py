@@ -61,6 +61,19 @@ def test_the_direct_transport_takes_only_endpoints_it_can_honour(monkeypatch):
     assert direct_endpoint("http://127.0.0.1:8011/v1", "k", 5) is None
 
 
+def test_the_direct_transport_trusts_the_certificates_the_sdk_trusts(monkeypatch):
+    import certifi
+
+    from inquitree.core.chat_http import tls_context
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    bundle = certifi.contents().count("BEGIN CERTIFICATE")
+    assert len(tls_context().get_ca_certs()) == bundle > 100  # certifi's, as httpx loads by default
+    monkeypatch.setenv("SSL_CERT_FILE", certifi.where())
+    assert len(tls_context().get_ca_certs()) == bundle  # the file the variable names
+
+
 def test_a_kept_alive_connection_the_server_closed_is_replaced_without_a_retry(monkeypatch):
     monkeypatch.delenv(HTTP_ENV, raising=False)
     slept: list[float] = []
