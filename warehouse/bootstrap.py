@@ -53,10 +53,21 @@ SEED_ENV = "INQUITREE_BOOTSTRAP_SEED"
 SCHEME_ENV = "INQUITREE_BOOTSTRAP_SCHEME"  # trees (the default) | two-level (#25 as first written)
 LEVEL = 0.95
 
-RESULT_TYPE = (
-    "STRUCT(estimate DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, papers INTEGER, episodes INTEGER,"
-    " method VARCHAR)"
+# What boot_mean, boot_ratio and boot_change return: the Arrow type their code builds, and the
+# same in SQL (spelled out from it)
+_RESULT_ARROW = pa.struct(
+    [
+        ("estimate", pa.float64()),
+        ("se", pa.float64()),
+        ("ci_low", pa.float64()),
+        ("ci_high", pa.float64()),
+        ("papers", pa.int32()),
+        ("episodes", pa.int32()),
+        ("method", pa.string()),
+    ]
 )
+_SQL_TYPES = {pa.float64(): "DOUBLE", pa.int32(): "INTEGER", pa.string(): "VARCHAR"}
+RESULT_TYPE = "STRUCT(" + ", ".join(f"{f.name} {_SQL_TYPES[f.type]}" for f in _RESULT_ARROW) + ")"
 
 
 @dataclass(frozen=True)
@@ -335,19 +346,6 @@ def _result(
         "episodes": episodes,
         "method": method,
     }
-
-
-_RESULT_ARROW = pa.struct(
-    [
-        ("estimate", pa.float64()),
-        ("se", pa.float64()),
-        ("ci_low", pa.float64()),
-        ("ci_high", pa.float64()),
-        ("papers", pa.int32()),
-        ("episodes", pa.int32()),
-        ("method", pa.string()),
-    ]
-)
 
 
 def _per_group(function, returns, arity: int):
