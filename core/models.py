@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from inquitree.core.chat_http import TransportError, TransportTimeout, direct_endpoint
 from inquitree.events.errors import InquiTreeError
 
 BACKOFF_CAP_S = 30.0
@@ -320,6 +319,8 @@ class ChatModel:
                 f"the {who} needs $OPENAI_API_KEY (or a base URL for a local server)", "auth", retryable=False
             )
         self._key: str = key
+        from inquitree.core.chat_http import direct_endpoint  # http.client and ssl: not at start-up
+
         self._direct = direct_endpoint(self.base_url, key, self.settings.timeout)
         self.public_url = redact_url(self.base_url)
         self.endpoint = endpoint_key(self.base_url)
@@ -448,6 +449,8 @@ class ChatModel:
     def _attempt(self, body: dict[str, Any]) -> ChatResult:
         wants_format = "response_format" in body
         if self._direct is not None:
+            from inquitree.core.chat_http import TransportError, TransportTimeout
+
             try:
                 status, headers, text = self._direct.post("/chat/completions", body)
             except TransportTimeout:

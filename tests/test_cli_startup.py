@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 HEAVY = ("sqlalchemy", "alembic", "duckdb", "polars", "openai", "numpy", "pyarrow", "onnxruntime", "jinja2")
+HEAVY += ("ssl", "http.client")  # the model calls' HTTP (core/chat_http.py): 40 ms, loaded when a model is made
 
 
 def test_the_cli_group_and_every_help_import_no_heavy_library():
