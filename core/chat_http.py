@@ -10,13 +10,15 @@ calls no other SDK function does not import the SDK (about 1 s in every worker).
 This transport takes an endpoint only when it can honour it exactly as the SDK would: an
 ``http`` or ``https`` base URL without credentials in it, and no proxy for its host (``$https_proxy``,
 ``$no_proxy``, ...). For anything else, or with ``INQUITREE_CHAT_HTTP=sdk``, :func:`direct_endpoint`
-returns None and the call goes through the SDK's ``post``. Either way the caller gets the same
-three outcomes: ``(status, headers, text)``, :class:`TransportTimeout` or :class:`TransportError`.
+returns None and :func:`endpoint` gives an :class:`SdkEndpoint`, which makes the call through the
+SDK's documented ``post``. Either way the caller gets the same three outcomes: ``(status, headers,
+text)``, :class:`TransportTimeout` or :class:`TransportError`.
 """
 
 from __future__ import annotations
 
 import http.client
+import importlib
 import json
 import os
 import socket
@@ -31,6 +33,12 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 _TLS: list[ssl.SSLContext] = []  # built once (tens of ms), shared by every connection
 _TLS_LOCK = threading.Lock()
+_SDK_CLIENTS: dict[tuple, Any] = {}  # endpoint and settings -> the SDK client the threads' copies come from
+_SDK_SSL: list[Any] = []  # the SDK's TLS context, built once (about 50 ms), shared by its clients
+_THREAD = threading.local()
+# Request options for the SDK's ``post``: the API key as a bearer token (what the typed methods
+# ask for; clients before 2.x send it anyway and ignore the option).
+_BEARER: Any = {"security": {"bearer_auth": True}}
 
 
 class TransportTimeout(Exception):
@@ -144,3 +152,64 @@ def direct_endpoint(base_url: str | None, api_key: str, timeout: float) -> Endpo
     if (proxies.get(parts.scheme) or proxies.get("all")) and not urllib.request.proxy_bypass(parts.hostname):
         return None
     return Endpoint(url, api_key, timeout)
+
+
+class SdkEndpoint:
+    """:meth:`Endpoint.post` through the OpenAI SDK's ``post`` (its route for any endpoint: the
+    body goes out as it is, the reply comes back as text), for what the direct transport does not
+    honour. Non-2xx answers come back as ``(status, headers, text)``, as they do from
+    :class:`Endpoint`."""
+
+    def __init__(self, base_url: str | None, api_key: str, timeout: float):
+        self.base_url, self.api_key, self.timeout = base_url, api_key, timeout
+
+    def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any, str]:
+        import openai
+
+        try:
+            text = _sdk_client(self.base_url, self.api_key, self.timeout).post(
+                path, cast_to=str, body=body, options=_BEARER
+            )
+        except openai.APITimeoutError:
+            raise TransportTimeout(f"no answer within {self.timeout:g} s") from None
+        except openai.APIConnectionError as exc:
+            inner = exc.__cause__ or exc.__context__
+            raise TransportError(f"{type(inner).__name__}: {inner}" if inner else type(exc).__name__) from None
+        except openai.APIStatusError as exc:
+            try:
+                answer = exc.response.text
+            except Exception:  # noqa: BLE001 - the message is best effort
+                answer = str(exc)
+            return exc.status_code, getattr(exc.response, "headers", None), answer
+        return 200, None, text
+
+
+def _sdk_client(base_url: str | None, api_key: str, timeout: float):
+    """The calling thread's SDK client for an endpoint and settings (the SDK's own retries off).
+
+    Each thread has its own connection pool: with one pool shared by 64 threads, every request
+    and every response walked all 64 connections, a third of a campaign's HTTP time
+    (bench/campaign.py). Building a client costs about 26 ms of CPU, nearly all of it the TLS
+    context; that is built once, and a thread's client is a copy of the endpoint's first client
+    with its own pool on the shared context (0.3 ms)."""
+    import openai
+
+    key = (base_url, api_key, timeout)
+    mine: dict[tuple, Any] = _THREAD.__dict__.setdefault("sdk_clients", {})
+    client = mine.get(key)
+    if client is None:
+        with _TLS_LOCK:
+            if key not in _SDK_CLIENTS:
+                _SDK_CLIENTS[key] = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
+            if not _SDK_SSL:
+                # the SDK's HTTP package (httpx, or httpx2 in later releases) makes the context as
+                # its clients do by default (certifi, SSL_CERT_FILE, ...)
+                http = importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
+                _SDK_SSL.append(http.create_ssl_context())
+        client = mine[key] = _SDK_CLIENTS[key].with_options(http_client=openai.DefaultHttpxClient(verify=_SDK_SSL[0]))
+    return client
+
+
+def endpoint(base_url: str | None, api_key: str, timeout: float) -> Endpoint | SdkEndpoint:
+    """The transport for ``base_url``: the direct one where it applies, else the SDK's."""
+    return direct_endpoint(base_url, api_key, timeout) or SdkEndpoint(base_url, api_key, timeout)

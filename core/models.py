@@ -4,12 +4,11 @@ call goes through.
 What a researcher paying for calls needs, in one class (:class:`ChatModel`):
 
 - **Request options** (``reasoning_effort=high``, ``top_p``, ``seed``, ...) reach the endpoint
-  in the request body as given. The body is posted as it is, over a keep-alive connection per
-  thread (``core/chat_http.py``: a fifth of the OpenAI SDK's CPU per call, no SDK import), or
-  through the SDK's ``post`` where that transport does not apply (a proxy, credentials in the
-  URL, ``INQUITREE_CHAT_HTTP=sdk``); never through the SDK's typed methods, whose per-argument
-  transform was half of a call's CPU in a campaign (bench/campaign.py). What the endpoint
-  rejects is a readable :class:`ModelCallError`, the same from either transport.
+  in the request body as given, over one of two transports with the same outcomes
+  (``core/chat_http.py``): a keep-alive connection per thread, or the SDK's ``post`` where that
+  does not apply (a proxy, credentials in the URL, ``INQUITREE_CHAT_HTTP=sdk``); never through
+  the SDK's typed methods, whose per-argument transform was half of a call's CPU in a campaign
+  (bench/campaign.py). What the endpoint rejects is a readable :class:`ModelCallError`.
 - **Bounded waiting.** Each attempt waits at most ``timeout`` seconds for the endpoint to say
   anything; a failed attempt is retried at most ``max_retries`` times, after a pause of
   ``min(30 s, Retry-After or 2**attempt s)``. So a stuck endpoint holds one call at most
@@ -34,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib
 import json
 import re
 import sqlite3
@@ -245,43 +243,6 @@ def call_cache(path: str | Path | None) -> CallCache | None:
         return _CACHES[key]
 
 
-_CLIENTS: dict[tuple, Any] = {}
-_CLIENTS_LOCK = threading.Lock()
-_THREAD = threading.local()
-_SSL: list[Any] = []  # one TLS context, built once (about 50 ms) and shared by every thread's client
-# Request options for the client's ``post``: the API key as a bearer token (what the typed
-# methods ask for; clients before 2.x send it anyway and ignore the option).
-_BEARER: Any = {"security": {"bearer_auth": True}}
-
-
-def openai_client(base_url: str | None, api_key: str, max_retries: int, timeout: float):
-    """The calling thread's client for an endpoint and settings.
-
-    Each thread has its own connection pool: with one pool shared by 64 threads, every request
-    and every response walked all 64 connections, a third of a campaign's HTTP time
-    (bench/campaign.py). Building a client costs about 26 ms of CPU, nearly all of it the TLS
-    context; that is built once, and a thread's client is a copy of the endpoint's first client
-    with its own pool on the shared context (0.3 ms)."""
-    import openai
-
-    key = (base_url, api_key, max_retries, timeout)
-    mine: dict[tuple, Any] = _THREAD.__dict__.setdefault("clients", {})
-    client = mine.get(key)
-    if client is None:
-        with _CLIENTS_LOCK:
-            if key not in _CLIENTS:
-                _CLIENTS[key] = openai.OpenAI(
-                    api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
-                )
-            if not _SSL:
-                # the client library's HTTP package (httpx, or httpx2 in later releases) makes
-                # the context as its clients do by default (certifi, SSL_CERT_FILE, ...)
-                http = importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
-                _SSL.append(http.create_ssl_context())
-        client = mine[key] = _CLIENTS[key].with_options(http_client=openai.DefaultHttpxClient(verify=_SSL[0]))
-    return client
-
-
 def openai_endpoint(base_url: str | None, api_key: str | None) -> tuple[str | None, str | None]:
     """(base URL, key) for an OpenAI-compatible endpoint: the arguments, else $OPENAI_BASE_URL and
     $OPENAI_API_KEY; a local server (a base URL without a key) takes any key. The key is None when
@@ -319,9 +280,9 @@ class ChatModel:
                 f"the {who} needs $OPENAI_API_KEY (or a base URL for a local server)", "auth", retryable=False
             )
         self._key: str = key
-        from inquitree.core.chat_http import direct_endpoint  # http.client and ssl: not at start-up
+        from inquitree.core.chat_http import endpoint  # http.client and ssl: not at start-up
 
-        self._direct = direct_endpoint(self.base_url, key, self.settings.timeout)
+        self._http = endpoint(self.base_url, key, self.settings.timeout)
         self.public_url = redact_url(self.base_url)
         self.endpoint = endpoint_key(self.base_url)
         self.cache, self.rate_limiter, self.sleep = cache, rate_limiter, sleep
@@ -447,34 +408,16 @@ class ChatModel:
         )
 
     def _attempt(self, body: dict[str, Any]) -> ChatResult:
-        wants_format = "response_format" in body
-        if self._direct is not None:
-            from inquitree.core.chat_http import TransportError, TransportTimeout
+        from inquitree.core.chat_http import TransportError, TransportTimeout
 
-            try:
-                status, headers, text = self._direct.post("/chat/completions", body)
-            except TransportTimeout:
-                raise self._error(f"no answer within {self.settings.timeout:g} s", "timeout", True) from None
-            except TransportError as exc:
-                raise self._error(f"connection failed ({exc})", "connection", True) from None
-            if not 200 <= status < 300:
-                raise self._status_error(status, text, headers, wants_format)
-        else:
-            import openai
-
-            try:
-                # The client's documented route for any endpoint: the body goes out as it is,
-                # the reply comes back as text (parsed below, so that a 200 of the wrong kind is named).
-                client = openai_client(self.base_url, self._key, 0, self.settings.timeout)
-                text = client.post("/chat/completions", cast_to=str, body=body, options=_BEARER)
-            except openai.APITimeoutError:
-                raise self._error(f"no answer within {self.settings.timeout:g} s", "timeout", True) from None
-            except openai.APIConnectionError as exc:
-                raise self._error(f"connection failed ({_cause(exc)})", "connection", True) from None
-            except openai.APIStatusError as exc:
-                raise self._status_error(
-                    exc.status_code, _response_text(exc), getattr(exc.response, "headers", None), wants_format
-                ) from None
+        try:
+            status, headers, text = self._http.post("/chat/completions", body)
+        except TransportTimeout:
+            raise self._error(f"no answer within {self.settings.timeout:g} s", "timeout", True) from None
+        except TransportError as exc:
+            raise self._error(f"connection failed ({exc})", "connection", True) from None
+        if not 200 <= status < 300:
+            raise self._status_error(status, text, headers, "response_format" in body)
         if not text.strip():
             raise self._error("HTTP 200 with an empty body", "malformed", True, 200)
         try:
@@ -554,18 +497,6 @@ class ChatModel:
         if status == 404:
             return self._error(f"HTTP 404 (no such model or route): {message}", "not_found", False, status)
         return self._error(f"HTTP {status}, the endpoint rejected the request: {message}", "bad_request", False, status)
-
-
-def _cause(exc: BaseException) -> str:
-    inner = exc.__cause__ or exc.__context__
-    return f"{type(inner).__name__}: {inner}" if inner else type(exc).__name__
-
-
-def _response_text(exc) -> str:
-    try:
-        return exc.response.text
-    except Exception:  # noqa: BLE001 - the message is best effort
-        return str(exc)
 
 
 def _error_message(text: str) -> str:

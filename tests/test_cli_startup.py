@@ -38,7 +38,7 @@ def test_a_campaign_worker_loads_neither_alembic_nor_the_openai_sdk(tmp_path):
         "from inquitree.events.store import EventStore\n"
         "from inquitree.core.models import ChatModel\n"
         f"EventStore({url!r}).close()\n"
-        "assert ChatModel('m', base_url='http://127.0.0.1:9/v1')._direct is not None\n"
+        "assert ChatModel('m', base_url='http://127.0.0.1:9/v1')._http.__class__.__name__ == 'Endpoint'\n"
         "print(sorted(m for m in ('alembic', 'openai') if m in sys.modules))\n"
     )
     env = {k: v for k, v in __import__("os").environ.items() if k != "INQUITREE_CHAT_HTTP"}

@@ -80,7 +80,7 @@ def test_a_kept_alive_connection_the_server_closed_is_replaced_without_a_retry(m
     with OpenAICompatibleServer(lambda m: "ACTION: ok") as server:
         server.faults = ["drop_idle"]
         agent = OpenAIChatAgent("m", "sys", ModelConfig(server.base_url, CallSettings(max_retries=0)))
-        assert agent.chat._direct is not None
+        assert isinstance(agent.chat._http, Endpoint)
         agent.chat.sleep = slept.append
         assert agent.reply("obs", "topic", 1).text == "ACTION: ok"
         time.sleep(0.05)  # the server has closed its end by now
