@@ -53,8 +53,7 @@ SEED_ENV = "INQUITREE_BOOTSTRAP_SEED"
 SCHEME_ENV = "INQUITREE_BOOTSTRAP_SCHEME"  # trees (the default) | two-level (#25 as first written)
 LEVEL = 0.95
 
-# What boot_mean, boot_ratio and boot_change return: the Arrow type their code builds, and the
-# same in SQL (spelled out from it)
+# What boot_mean, boot_ratio and boot_change return (in SQL: _sql_type spells it out)
 _RESULT_ARROW = pa.struct(
     [
         ("estimate", pa.float64()),
@@ -67,7 +66,13 @@ _RESULT_ARROW = pa.struct(
     ]
 )
 _SQL_TYPES = {pa.float64(): "DOUBLE", pa.int32(): "INTEGER", pa.string(): "VARCHAR"}
-RESULT_TYPE = "STRUCT(" + ", ".join(f"{f.name} {_SQL_TYPES[f.type]}" for f in _RESULT_ARROW) + ")"
+
+
+def _sql_type(arrow_type) -> str:
+    """The SQL spelling of the functions' Arrow return types."""
+    if isinstance(arrow_type, pa.StructType):
+        return "STRUCT(" + ", ".join(f"{f.name} {_sql_type(f.type)}" for f in arrow_type) + ")"
+    return _SQL_TYPES[arrow_type]
 
 
 @dataclass(frozen=True)
@@ -183,34 +188,23 @@ class Bootstrap:
 
 
 def _units(trees: Sequence, *columns: Sequence) -> tuple[np.ndarray, int, list[np.ndarray]] | None:
-    """Tree codes (0..T-1 in first-seen order of the sorted ids) and float columns, with the
-    units where any value is NULL left out; None when nothing is left (a NULL list, as
+    """Tree codes (0..T-1 in the order of the sorted ids) and float columns, with the units
+    where any value is NULL left out; None when nothing is left (a NULL list, as
     ``list(...) FILTER (...)`` gives for a group with no matching row, counts as empty).
-    The lists come as Python sequences or, from the SQL functions, as Arrow arrays."""
+    The lists come as Arrow arrays from the SQL functions, or as Python sequences (made Arrow
+    arrays here), without a Python object per value: converting a list of 54,640 episodes into
+    Python objects was half of a Figure 3c query at 4M events."""
     if trees is None or any(c is None for c in columns):
         return None
-    if isinstance(trees, pa.Array):
-        return _arrow_units(trees, columns)
-    keep = [i for i in range(len(trees)) if trees[i] is not None and all(c[i] is not None for c in columns)]
-    if not keep:
-        return None
-    ids = [str(trees[i]) for i in keep]
-    names = sorted(set(ids))
-    index = {name: k for k, name in enumerate(names)}
-    codes = np.array([index[t] for t in ids], np.int64)
-    return codes, len(names), [np.array([float(c[i]) for i in keep], np.float64) for c in columns]
-
-
-def _arrow_units(trees, columns) -> tuple[np.ndarray, int, list[np.ndarray]] | None:
-    """:func:`_units` over Arrow arrays, without a Python object per value: converting a list of
-    54,640 episodes into Python objects was half of a Figure 3c query at 4M events."""
-    valid = trees.is_valid()
-    for c in columns:
+    ids = trees if isinstance(trees, pa.Array) else pa.array([None if t is None else str(t) for t in trees])
+    arrays = [c if isinstance(c, pa.Array) else pa.array(c) for c in columns]
+    valid = ids.is_valid()
+    for c in arrays:
         valid = pc.and_(valid, c.is_valid())
     keep = valid.to_numpy(zero_copy_only=False)
     if not keep.any():
         return None
-    encoded = pc.dictionary_encode(trees)
+    encoded = pc.dictionary_encode(ids)
     found = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)[keep].astype(np.int64)
     dictionary = encoded.dictionary.to_pylist()
     used = np.unique(found)
@@ -219,7 +213,7 @@ def _arrow_units(trees, columns) -> tuple[np.ndarray, int, list[np.ndarray]] | N
     remap = np.zeros(len(dictionary), np.int64)
     for k in used:
         remap[k] = rank[str(dictionary[k])]
-    values = [c.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)[keep] for c in columns]
+    values = [c.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)[keep] for c in arrays]
     return remap[found], len(names), [np.asarray(v, np.float64) for v in values]
 
 
@@ -369,17 +363,17 @@ def register(con, bootstrap: Bootstrap) -> None:
     """Make ``boot_mean``, ``boot_ratio``, ``boot_change`` and ``sign_flip_p`` callable on a
     DuckDB connection (NULL arguments reach them as None: see ``_units``)."""
     functions = [
-        ("boot_mean", bootstrap.mean, ["VARCHAR[]", "DOUBLE[]"], RESULT_TYPE, _RESULT_ARROW),
-        ("boot_ratio", bootstrap.ratio, ["VARCHAR[]", "DOUBLE[]", "DOUBLE[]"], RESULT_TYPE, _RESULT_ARROW),
-        ("boot_change", bootstrap.change, ["VARCHAR[]", "DOUBLE[]", "BOOLEAN[]"], RESULT_TYPE, _RESULT_ARROW),
-        ("sign_flip_p", bootstrap.sign_flip_p, ["VARCHAR[]", "DOUBLE[]"], "DOUBLE", pa.float64()),
+        ("boot_mean", bootstrap.mean, ["VARCHAR[]", "DOUBLE[]"], _RESULT_ARROW),
+        ("boot_ratio", bootstrap.ratio, ["VARCHAR[]", "DOUBLE[]", "DOUBLE[]"], _RESULT_ARROW),
+        ("boot_change", bootstrap.change, ["VARCHAR[]", "DOUBLE[]", "BOOLEAN[]"], _RESULT_ARROW),
+        ("sign_flip_p", bootstrap.sign_flip_p, ["VARCHAR[]", "DOUBLE[]"], pa.float64()),
     ]
-    for name, function, parameters, returns, arrow_type in functions:
+    for name, function, parameters, returns in functions:
         con.create_function(
             name,
-            _per_group(function, arrow_type, len(parameters)),
+            _per_group(function, returns, len(parameters)),
             parameters,
-            returns,
+            _sql_type(returns),
             type="arrow",
             null_handling="special",
             side_effects=False,
