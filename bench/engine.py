@@ -65,26 +65,28 @@ def suite_cpu_per_step(d: Path, episodes: int) -> dict:
     from inquitree.core.campaign import Suite, run_suite
 
     os.environ["INQUITREE_CACHE"] = str(d / "suite-cache")
-    suite = d / "e2e.toml"
-    suite.write_text(
-        f'name = "e2e"\ntrees = ["synthetic-chain-7"]\nagents = ["random"]\nrandomness = [5]\nruns = {episodes}\n'
-        'embedder = "local"\nconcurrency = 1\n'
-    )
-    with EventStore(f"sqlite:///{d / 'warm.sqlite'}") as store:
-        run_suite(Suite.load(suite), store)
+
+    def suite(runs: int) -> Path:
+        path = d / f"e2e-{runs}.toml"
+        path.write_text(
+            f'name = "e2e"\ntrees = ["synthetic-chain-7"]\nagents = ["random"]\nrandomness = [5]\nruns = {runs}\n'
+            'embedder = "local"\nconcurrency = 1\n'
+        )
+        return path
+
+    with EventStore(f"sqlite:///{d / 'warm.sqlite'}") as store:  # warm for both runs' episodes
+        run_suite(Suite.load(suite(2 * episodes)), store)
     runs = []
     for n in (episodes, 2 * episodes):
-        suite.write_text(suite.read_text().replace(f"runs = {episodes}\n", f"runs = {n}\n"))
         with EventStore(f"sqlite:///{d / f'e2e-{n}.sqlite'}") as store:
             c0 = time.process_time()
-            report = run_suite(Suite.load(suite), store)
+            report = run_suite(Suite.load(suite(n)), store)
             cpu = time.process_time() - c0
             steps = sum(
                 1 for s in store.streams() for r in store.read_stream(s.stream_id) if r.event_type == "AgentReplied"
             )
         assert report.done == n
         runs.append((cpu, steps))
-        suite.write_text(suite.read_text().replace(f"runs = {n}\n", f"runs = {episodes}\n"))
     (cpu1, steps1), (cpu2, steps2) = runs
     return {
         "episodes": episodes,
