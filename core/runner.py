@@ -7,6 +7,7 @@ flight. Without a store, events are only kept in memory.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import secrets
 import time
@@ -39,7 +40,16 @@ def stream_id(episode_id: str) -> str:
 
 
 class Recorder:
-    """Appends an episode's events to a store (or only keeps them, without one)."""
+    """Appends an episode's events to a store (or only keeps them, without one).
+
+    With ``batch``, the events of several steps wait and go in one append: the first append
+    (which claims the stream), a failure and a score go at once, the others when 256 events or
+    one second have gathered, or at :meth:`flush`. Only for agents whose steps are replayed
+    identically on resume (``Agent.replayable``): a run that dies loses the steps not yet
+    appended, and playing them again costs nothing. Each append is still all or nothing and
+    holds whole steps."""
+
+    BATCH_EVENTS, BATCH_SECONDS = 256, 1.0
 
     def __init__(
         self,
@@ -47,24 +57,43 @@ class Recorder:
         episode_id: str,
         on_event: Callable[[Event], None] | None = None,
         version: int | None = None,
+        batch: bool = False,
     ):
         """``version``: the stream's version when the caller has just read it (else it is asked)."""
         self.store, self.stream = store, stream_id(episode_id)
         self.version = 0 if store is None else store.current_version(self.stream) if version is None else version
         self.events: list[Event] = []
+        self.pending: list[Event] = []  # recorded, not appended yet (``batch``)
+        self.batch, self._since = batch and store is not None, time.monotonic()
         self.appended = 0  # events this process recorded (a resumed episode may add none)
         self.on_event = on_event
 
     def record(self, events: list[Event]) -> None:
         if self.store is not None and events:
-            self.version = self.store.append(self.stream, events, self.version)
-            if self.store.signer is not None and isinstance(events[-1], (EpisodeScored, EpisodeFailed)):
-                self.store.checkpoint()  # a finished episode is covered by a signed head at once
+            self.pending.extend(events)
+            if (
+                not self.batch
+                or self.version == 0
+                or isinstance(events[-1], (EpisodeScored, EpisodeFailed))
+                or len(self.pending) >= self.BATCH_EVENTS
+                or time.monotonic() - self._since >= self.BATCH_SECONDS
+            ):
+                self.flush()
         self.events.extend(events)
         self.appended += len(events)
         if self.on_event:
             for ev in events:
                 self.on_event(ev)
+
+    def flush(self) -> None:
+        """Append the events that wait (one append; nothing without a store)."""
+        if not self.pending or self.store is None:
+            return
+        events, self.pending = self.pending, []
+        self.version = self.store.append(self.stream, events, self.version)
+        self._since = time.monotonic()
+        if self.store.signer is not None and isinstance(events[-1], (EpisodeScored, EpisodeFailed)):
+            self.store.checkpoint()  # a finished episode is covered by a signed head at once
 
 
 def cosines(embedder, action: str, candidates: list[tuple[str, str]]) -> dict[str, float]:
@@ -115,7 +144,9 @@ class Episode:
     continues: the state is the fold of its events, and a recorded failure is followed by
     ``EpisodeResumed`` (``self.existing`` holds what was there, for the agent's memory).
     ``new_stream``: the caller knows the stream does not exist (a campaign listed them), so
-    nothing is read; should it exist after all, the first append raises ConcurrencyError."""
+    nothing is read; should it exist after all, the first append raises ConcurrencyError.
+    ``batch``: steps may share an append (see :class:`Recorder`); the driver calls
+    :meth:`flush` when it stops."""
 
     def __init__(
         self,
@@ -132,6 +163,7 @@ class Episode:
         budget: Budget | None = None,
         prices: PriceTable | None = None,
         new_stream: bool = False,
+        batch: bool = False,
     ):
         self.tree, self.episode_id = tree, episode_id or new_episode_id()
         self.engine = Engine(tree, params, templates)
@@ -140,7 +172,7 @@ class Episode:
         if store is not None and resume and not new_stream:  # one read gives both what is there and the version
             recorded = store.read_stream(stream_id(self.episode_id))
             version = recorded[-1].stream_version if recorded else 0
-        self.rec = Recorder(store, self.episode_id, on_event, version)
+        self.rec = Recorder(store, self.episode_id, on_event, version, batch)
         self.limits, self.budget, self.prices = limits or Limits(), budget, prices
         self.t0 = time.monotonic()
         self.state = EpisodeState()
@@ -169,6 +201,9 @@ class Episode:
         self.rec.record(events)
         self.state = fold(events, self.state)
         self._count(events)
+
+    def flush(self) -> None:
+        self.rec.flush()
 
     def _count(self, events: list[Event]) -> None:
         for e in events:
@@ -256,6 +291,9 @@ def run_episode(
     ``EpisodeFailed`` (message, class, kind, retryable) and raised as :class:`EpisodeFailure`;
     the store's own errors (a concurrent writer) propagate as they are. ``limits`` and the
     campaign's ``budget`` are checked before every agent call (see ``core/limits.py``).
+
+    A replayable agent's steps share appends (see :class:`Recorder`); any other agent's step
+    is appended before its next call.
     """
     ep = Episode(
         tree,
@@ -271,24 +309,31 @@ def run_episode(
         budget,
         prices,
         new_stream,
+        batch=getattr(agent, "replayable", False),
     )
-    if ep.existing:
-        agent.resume(ep.existing)
-    while ep.playing:
-        try:
-            reply = agent.reply(ep.state.last_observation, ep.state.state, ep.state.step + 1)
-            ep.take(reply, embedder)
-        except Exception as exc:  # noqa: BLE001 - every failure is recorded, then raised
-            raise ep.fail(exc, f"step {ep.state.step + 1} ({ep.state.state})") from exc
-    scored = None
-    if judge is not None:
-        if ep.needs_verdicts(judge.id):
+    try:
+        if ep.existing:
+            agent.resume(ep.existing)
+        while ep.playing:
             try:
-                verdicts = judge.judge(tree, ep.state.conclusion_items or [])
-            except Exception as exc:  # noqa: BLE001
-                raise ep.fail(exc, "judging") from exc
-            ep.judged(verdicts)
-        scored = ep.score(judge.id)
+                reply = agent.reply(ep.state.last_observation, ep.state.state, ep.state.step + 1)
+                ep.take(reply, embedder)
+            except Exception as exc:  # noqa: BLE001 - every failure is recorded, then raised
+                raise ep.fail(exc, f"step {ep.state.step + 1} ({ep.state.state})") from exc
+        scored = None
+        if judge is not None:
+            if ep.needs_verdicts(judge.id):
+                try:
+                    verdicts = judge.judge(tree, ep.state.conclusion_items or [])
+                except Exception as exc:  # noqa: BLE001
+                    raise ep.fail(exc, "judging") from exc
+                ep.judged(verdicts)
+            scored = ep.score(judge.id)
+    except BaseException:
+        with contextlib.suppress(Exception):  # whole steps that wait are kept (an interrupt, a store error)
+            ep.flush()
+        raise
+    ep.flush()
     return ep.outcome(scored)
 
 

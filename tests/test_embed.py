@@ -25,6 +25,31 @@ def test_local_embedder_unit_vectors_and_semantic_order(local_embedder):
     assert np.array_equal(local_embedder.embed([PARAPHRASE[0]])[0], v[0])  # deterministic, batch-independent
 
 
+def test_the_local_model_loads_at_the_first_text_a_cache_does_not_hold(tmp_path):
+    from inquitree.core.embed import LocalEmbedder
+
+    warm = CachedEmbedder(LocalEmbedder(), tmp_path / "c.sqlite")
+    first = warm.embed(["sleep and memory"])
+    warm.close()
+    inner = LocalEmbedder()
+    assert inner._model is None  # making it loads nothing
+    cached = CachedEmbedder(inner, tmp_path / "c.sqlite")
+    assert np.array_equal(cached.embed(["sleep and memory"]), first) and inner._model is None
+    cached.embed(["a text the cache has not seen"])
+    assert inner._model is not None
+
+
+def test_a_missing_local_model_package_is_named_when_the_embedder_is_made(monkeypatch):
+    import importlib.util
+
+    from inquitree.core.embed import LocalEmbedder
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a))
+    with pytest.raises(EmbedderError, match="needs onnxruntime"):
+        LocalEmbedder()
+
+
 def test_cache_returns_identical_vectors_and_persists(tmp_path):
     inner = HashEmbedder()
     calls = []

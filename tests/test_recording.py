@@ -1,0 +1,144 @@
+"""How an episode's steps reach the store.
+
+A model agent's step is appended before its next call (one append per step). A replayable
+agent's steps (random, oracle, script) share appends; what a run that stops early had not yet
+appended is played again identically on resume.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from inquitree.core.agents import AgentError, RandomAgent
+from inquitree.core.embed import HashEmbedder
+from inquitree.core.judges import EmbeddingJudge
+from inquitree.core.runner import EpisodeFailure, Recorder, run_episode, stream_id
+from inquitree.core.tree import resolve_tree
+from inquitree.events.store import EventStore
+
+from enginekit import TEMPLATES, params
+
+TREE = resolve_tree("synthetic-chain-7")
+EMB = HashEmbedder()
+
+
+class ModelLike:
+    """The random agent's replies from an agent that does not say it is replayable, as a model
+    agent would not."""
+
+    def __init__(self, seed: int):
+        self.inner = RandomAgent(TREE, seed)
+        self.description = self.inner.description
+
+    def resume(self, events):
+        self.inner.resume(events)
+
+    def reply(self, observation, state, turn):
+        return self.inner.reply(observation, state, turn)
+
+
+class Stops(RandomAgent):
+    """The random agent, stopped at one turn by ``exc``."""
+
+    def __init__(self, seed: int, turn: int, exc: BaseException):
+        super().__init__(TREE, seed)
+        self.turn, self.exc = turn, exc
+
+    def reply(self, observation, state, turn):
+        if turn == self.turn:
+            raise self.exc
+        return super().reply(observation, state, turn)
+
+
+def appends_of(store: EventStore) -> list[list[str]]:
+    """Record the event types of every append the store makes."""
+    seen: list[list[str]] = []
+    inner = store.append
+
+    def append(sid, events, expected):
+        seen.append([e.TYPE for e in events])
+        return inner(sid, events, expected)
+
+    store.append = append  # type: ignore[method-assign]
+    return seen
+
+
+def play(agent, store, episode_id, resume=False):
+    return run_episode(
+        TREE, agent, EmbeddingJudge(EMB), EMB, params(TREE, EMB, seed=3, randomness=5), TEMPLATES, store, episode_id,
+        resume=resume,
+    )  # fmt: skip
+
+
+def stored(store: EventStore, episode_id: str) -> list[tuple[str, bytes]]:
+    return [(r.event_type, r.event.to_json()) for r in store.read_stream(stream_id(episode_id))]
+
+
+def test_a_model_agent_appends_each_step_and_a_replayable_one_shares_appends(sqlite_url):
+    with EventStore(sqlite_url) as store:
+        seen = appends_of(store)
+        play(ModelLike(3), store, "model")
+        per_step, seen[:] = list(seen), []
+        play(RandomAgent(TREE, 3), store, "random")
+        shared = list(seen)
+        steps = sum(t.count("AgentReplied") for t in per_step)
+        assert steps > 5
+        # one append per step, after the start; then the verdicts, then the score
+        start = ["EpisodeStarted", "ObservationEmitted"]
+        assert per_step[0] == start and [t.count("AgentReplied") for t in per_step[1:-2]] == [1] * steps
+        assert per_step[-2] == ["JudgeVerdict"] * len(TREE.conclusions) and per_step[-1] == ["EpisodeScored"]
+        # the start at once (it claims the stream), everything else in one append
+        assert shared[0] == start and len(shared) == 2 and shared[1][-1] == "EpisodeScored"
+        assert stored(store, "model")[1:] == stored(store, "random")[1:]  # the same events, in other appends
+        assert store.verify().ok
+
+
+def test_a_long_episode_is_appended_in_bounded_batches(sqlite_url, monkeypatch):
+    monkeypatch.setattr(Recorder, "BATCH_EVENTS", 10)
+    with EventStore(sqlite_url) as store:
+        seen = appends_of(store)
+        out = play(RandomAgent(TREE, 3), store, "ep")
+        assert len(seen) > 3 and sum(map(len, seen)) == len(out.events) == len(stored(store, "ep"))
+        for types in seen[1:]:  # each append holds whole steps: it ends where a step ends
+            assert types[0] in ("AgentReplied", "JudgeVerdict", "EpisodeScored"), types
+            assert types[-1] in ("ObservationEmitted", "ConclusionSubmitted", "JudgeVerdict", "EpisodeScored"), types
+        assert all(len(t) < 10 + 10 for t in seen[1:-2])  # closed on the step that reaches 10
+
+
+def test_an_agent_error_keeps_every_step_before_it(sqlite_url):
+    with EventStore(sqlite_url) as store:
+        with pytest.raises(EpisodeFailure):
+            play(Stops(3, 6, AgentError("the agent gave up")), store, "ep")
+        types = [t for t, _ in stored(store, "ep")]
+        assert types.count("AgentReplied") == 5 and types[-1] == "EpisodeFailed"
+
+
+def test_an_interrupt_keeps_whole_steps_and_a_resume_equals_an_uninterrupted_run(sqlite_url):
+    with EventStore(sqlite_url) as store:
+        with pytest.raises(KeyboardInterrupt):
+            play(Stops(3, 6, KeyboardInterrupt()), store, "ep")
+        types = [t for t, _ in stored(store, "ep")]
+        assert types.count("AgentReplied") == 5 and types[-1] == "ObservationEmitted"
+        play(RandomAgent(TREE, 3), store, "ep", resume=True)
+        play(RandomAgent(TREE, 3), store, "reference")
+        assert stored(store, "ep")[1:] == stored(store, "reference")[1:]
+
+
+def test_steps_lost_with_the_process_are_played_again_identically(sqlite_url, monkeypatch):
+    """A run that dies before its batch is appended leaves the stream at its start; the resume
+    plays the same steps (the kill -9 test in test_campaign.py does this to a whole campaign)."""
+    real = Recorder.flush
+
+    def only_the_start(self):  # what a kill leaves: the claim, none of the batch
+        if self.version == 0:
+            real(self)
+
+    with EventStore(sqlite_url) as store:
+        monkeypatch.setattr(Recorder, "flush", only_the_start)
+        with pytest.raises(KeyboardInterrupt):
+            play(Stops(3, 6, KeyboardInterrupt()), store, "ep")
+        assert [t for t, _ in stored(store, "ep")] == ["EpisodeStarted", "ObservationEmitted"]
+        monkeypatch.undo()
+        play(RandomAgent(TREE, 3), store, "ep", resume=True)
+        play(RandomAgent(TREE, 3), store, "reference")
+        assert stored(store, "ep")[1:] == stored(store, "reference")[1:]
