@@ -85,12 +85,12 @@ class Limits:
     episode_seconds: float | None = None
 
     def __post_init__(self) -> None:
-        for name, value in dataclasses.asdict(self).items():
+        for name, value in vars(self).items():  # flat: asdict's deep copy was per-episode work
             if value is not None and not value > 0:
                 raise LimitError(f"{name.replace('_', '-')} {value}: a limit must be more than 0")
 
     def describe(self) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return {k: v for k, v in vars(self).items() if v is not None}
 
 
 class Budget:
