@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import http.client
 import importlib
-import json
 import os
 import socket
 import ssl
@@ -27,6 +26,8 @@ import threading
 import urllib.request
 from typing import Any
 from urllib.parse import urlsplit
+
+import orjson
 
 HTTP_ENV = "INQUITREE_CHAT_HTTP"  # "direct" (the default where it applies) or "sdk"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -111,7 +112,7 @@ class Endpoint:
         """``(status, headers, text)`` of ``POST base_url + path``. A kept-alive connection that
         the server closed in the meantime is replaced once, as other HTTP clients do, when nothing
         came back on it; any other failure raises."""
-        data = json.dumps(body).encode()
+        data = orjson.dumps(body)  # the C encoder: the history is sent again on every turn
         target = f"{self.prefix}{path}{self.query}"
         while True:
             conn, reused = self._connection()
