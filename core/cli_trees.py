@@ -148,7 +148,7 @@ def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, ba
     for k, ref in enumerate(refs, 1):
         progress(f"  validating {k}/{len(refs)}: {ref}" + (f" (embedding its hints with {emb.id})" if emb else ""))
         try:
-            t = resolve_tree(ref)
+            t = resolve_tree(ref, memo=False)  # always against the schema, whatever the cache says
         except TreeError as exc:
             for problem in exc.problems:
                 click.echo(f"ERROR {exc.source}: {problem}")

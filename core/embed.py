@@ -25,6 +25,7 @@ from typing import Any, Iterable, Protocol, Sequence
 
 import numpy as np
 
+from inquitree.core.cache import cache_dir
 from inquitree.core.models import openai_endpoint, redact_text, redact_url
 from inquitree.events.errors import InquiTreeError
 
@@ -181,10 +182,7 @@ class OpenAIEmbedder:
 
 
 def default_cache_path() -> Path:
-    base = os.environ.get("INQUITREE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "inquitree"
-    )
-    return Path(base) / "embeddings.sqlite"
+    return cache_dir() / "embeddings.sqlite"
 
 
 class CachedEmbedder:

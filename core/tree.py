@@ -8,7 +8,9 @@ truth). Every problem is reported as ``FILE: $.json.path: what is wrong``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -16,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from inquitree.core.cache import cache_dir
 from inquitree.events.base import canonical_json
 from inquitree.events.errors import InquiTreeError
 
@@ -128,18 +131,47 @@ def _schema_validator():
     return jsonschema.Draft202012Validator(schema)
 
 
-def parse_tree(doc: Any, source: str) -> Tree:
-    """Validate a parsed tree document and build the :class:`Tree` (raises :class:`TreeError`)."""
-    problems = [
-        f"{_json_path(e.absolute_path)}: {e.message}"
-        for e in sorted(_schema_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
-    ]
-    if problems:
-        raise TreeError(source, problems)
+def _content_hash(doc: dict) -> str:
+    try:
+        return hashlib.sha256(canonical_json(doc).encode()).hexdigest()
+    except TypeError:  # e.g. an integer past 64 bits: the schema says what is wrong with it
+        return ""
+
+
+@functools.cache
+def _schema_digest() -> str:
+    return hashlib.sha256(SCHEMA_PATH.read_bytes()).hexdigest()
+
+
+def _passed_marker(content_hash: str) -> Path:
+    """The empty file that says a tree with this content passed this schema (see parse_tree)."""
+    return cache_dir() / "trees-passed-schema" / f"{_schema_digest()[:16]}-{content_hash}"
+
+
+def parse_tree(doc: Any, source: str, memo: bool = True) -> Tree:
+    """Validate a parsed tree document and build the :class:`Tree` (raises :class:`TreeError`).
+
+    A document that passed the JSON Schema is marked in the cache directory by its content and
+    the schema's, and is not checked against the schema again (loading jsonschema and checking
+    cost 0.15 s of every command that plays a tree); the checks beyond the schema always run.
+    ``memo=False`` (``trees validate``) checks and marks nothing."""
+    content_hash = _content_hash(doc) if isinstance(doc, dict) else ""
+    marker = _passed_marker(content_hash) if memo and content_hash else None
+    if marker is None or not marker.exists():
+        problems = [
+            f"{_json_path(e.absolute_path)}: {e.message}"
+            for e in sorted(_schema_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+        ]
+        if problems:
+            raise TreeError(source, problems)
+        if marker is not None:
+            with contextlib.suppress(OSError):  # a cache that cannot be written costs time, nothing else
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.touch()
     problems = structural_problems(doc)
     if problems:
         raise TreeError(source, problems)
-    return _build(doc, source)
+    return _build(doc, source, content_hash or hashlib.sha256(canonical_json(doc).encode()).hexdigest())
 
 
 def structural_problems(doc: dict) -> list[str]:
@@ -222,7 +254,7 @@ def find_cycle(deps: dict[str, list[str]]) -> list[str] | None:
     return None
 
 
-def _build(doc: dict, source: str) -> Tree:
+def _build(doc: dict, source: str, digest: str) -> Tree:
     result_owner = {st["result"]["id"]: s["id"] for s in doc["subtopics"] for st in s["studies"]}
     subtopics = []
     for s in doc["subtopics"]:
@@ -244,7 +276,6 @@ def _build(doc: dict, source: str) -> Tree:
         )
         for c in doc["conclusions"]
     )
-    digest = hashlib.sha256(canonical_json(doc).encode()).hexdigest()
     return Tree(
         doc["id"],
         doc["paper"]["title"],
@@ -262,7 +293,7 @@ MAX_TREE_BYTES_ENV = "INQUITREE_MAX_TREE_BYTES"
 MAX_TREE_BYTES = 5_000_000  # the largest shipped tree is about 15 kB
 
 
-def load_tree_file(path: Path | str) -> Tree:
+def load_tree_file(path: Path | str, memo: bool = True) -> Tree:
     """A tree from its JSON file. A file over ``$INQUITREE_MAX_TREE_BYTES`` (5 MB) is refused before
     it is read: every text of a tree is embedded and sent to the agent, so a huge one is a mistake."""
     path = Path(path)
@@ -287,7 +318,7 @@ def load_tree_file(path: Path | str) -> Tree:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TreeError(str(path), [f"not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"]) from None
-    return parse_tree(doc, str(path))
+    return parse_tree(doc, str(path), memo)
 
 
 def it18_registry() -> list[dict]:
@@ -301,14 +332,14 @@ def shipped_tree_paths() -> list[Path]:
     return sorted(TREES_DIR.glob("*.json"))
 
 
-def resolve_tree(ref: str) -> Tree:
+def resolve_tree(ref: str, memo: bool = True) -> Tree:
     """A tree by path (anything ending in .json or an existing file) or by shipped id."""
     p = Path(ref)
     if p.suffix == ".json" or p.exists():
-        return load_tree_file(p)
+        return load_tree_file(p, memo)
     for path in shipped_tree_paths():
         if path.stem == ref:
-            return load_tree_file(path)
+            return load_tree_file(path, memo)
     known = ", ".join(p.stem for p in shipped_tree_paths()) or "(none)"
     raise TreeError(ref, [f"unknown tree id {ref!r}; shipped trees: {known}"])
 

@@ -172,3 +172,45 @@ def test_a_tree_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path, 
     monkeypatch.setenv("INQUITREE_MAX_TREE_BYTES", "1000")
     with pytest.raises(TreeError, match=r"big.json.*2,0\d\d bytes, over the limit of 1,000"):
         load_tree_file(big)
+
+
+def test_a_tree_that_passed_the_schema_is_not_checked_against_it_again(chain_doc, monkeypatch):
+    import inquitree.core.tree as tree_module
+
+    first = parse_tree(chain_doc, "chain")
+    monkeypatch.setattr(tree_module, "_schema_validator", lambda: pytest.fail("checked against the schema again"))
+    again = parse_tree(copy.deepcopy(chain_doc), "chain")
+    assert again == first
+    changed = copy.deepcopy(chain_doc)
+    changed["topic"]["text"] += " (edited)"
+    with pytest.raises(pytest.fail.Exception):  # other content: checked
+        parse_tree(changed, "chain")
+
+
+def test_the_checks_beyond_the_schema_run_on_every_load(chain_doc, monkeypatch):
+    import inquitree.core.tree as tree_module
+
+    broken = copy.deepcopy(chain_doc)
+    broken["subtopics"][0]["depends_on"] = [broken["subtopics"][-1]["id"]]  # a cycle: the schema allows it
+    with pytest.raises(TreeError, match="cycle"):
+        parse_tree(copy.deepcopy(broken), "first")  # passes the schema (and is marked), not the rest
+    monkeypatch.setattr(tree_module, "_schema_validator", lambda: pytest.fail("checked against the schema again"))
+    with pytest.raises(TreeError, match="cycle"):
+        parse_tree(broken, "again")
+
+
+def test_a_changed_schema_trees_validate_and_an_unwritable_cache_each_check_again(chain_doc, monkeypatch, tmp_path):
+    import inquitree.core.tree as tree_module
+
+    parse_tree(chain_doc, "chain")
+    calls = []
+    real = tree_module._schema_validator
+    monkeypatch.setattr(tree_module, "_schema_validator", lambda: calls.append(1) or real())
+    parse_tree(chain_doc, "chain", memo=False)  # what `trees validate` does
+    monkeypatch.setattr(tree_module, "_schema_digest", lambda: "another schema")
+    parse_tree(chain_doc, "chain")
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("INQUITREE_CACHE", str(tmp_path / "file"))  # a file where the directory would be
+    parse_tree(chain_doc, "chain")
+    parse_tree(chain_doc, "chain")
+    assert len(calls) == 4
