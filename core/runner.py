@@ -1,8 +1,9 @@
 """Running an episode: the effects around the pure engine.
 
-Each engine step's events are appended to the store as one atomic append (with
-the expected stream version), so a run that dies loses at most the step in
-flight. Without a store, events are only kept in memory.
+Each engine step's events are appended to the store as one atomic append (with the expected
+stream version) before the agent's next call, so a run that dies loses at most the step in
+flight. A replayable agent's steps may share an append (see :class:`Recorder`). Without a
+store, events are only kept in memory.
 """
 
 from __future__ import annotations

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import hashlib
 import json
 import os
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +137,7 @@ def _content_hash(doc: dict) -> str:
         return ""
 
 
-@functools.cache
+@cache
 def _schema_digest() -> str:
     return hashlib.sha256(SCHEMA_PATH.read_bytes()).hexdigest()
 
