@@ -131,10 +131,7 @@ def _schema_validator():
 
 
 def _content_hash(doc: dict) -> str:
-    try:
-        return hashlib.sha256(canonical_json(doc).encode()).hexdigest()
-    except TypeError:  # e.g. an integer past 64 bits: the schema says what is wrong with it
-        return ""
+    return hashlib.sha256(canonical_json(doc).encode()).hexdigest()
 
 
 @cache
@@ -154,7 +151,10 @@ def parse_tree(doc: Any, source: str, memo: bool = True) -> Tree:
     the schema's, and is not checked against the schema again (loading jsonschema and checking
     cost 0.15 s of every command that plays a tree); the checks beyond the schema always run.
     ``memo=False`` (``trees validate``) checks and marks nothing."""
-    content_hash = _content_hash(doc) if isinstance(doc, dict) else ""
+    try:
+        content_hash = _content_hash(doc) if isinstance(doc, dict) else ""
+    except TypeError:  # e.g. an integer past 64 bits: the schema says what is wrong with it
+        content_hash = ""
     marker = _passed_marker(content_hash) if memo and content_hash else None
     if marker is None or not marker.exists():
         problems = [
@@ -170,7 +170,7 @@ def parse_tree(doc: Any, source: str, memo: bool = True) -> Tree:
     problems = structural_problems(doc)
     if problems:
         raise TreeError(source, problems)
-    return _build(doc, source, content_hash or hashlib.sha256(canonical_json(doc).encode()).hexdigest())
+    return _build(doc, source, content_hash or _content_hash(doc))
 
 
 def structural_problems(doc: dict) -> list[str]:
