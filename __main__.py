@@ -1,3 +1,3 @@
-from inquitree.core.cli import entry
+from inquitree.core.cli import main
 
-entry()
+main()

@@ -1,10 +1,6 @@
 """CLI start-up: wall time of `inquitree --version` and `inquitree play --help`, against a bare
 `python -c pass` of the same interpreter, alternated in one run (the machine is shared).
 
-And the exit of a command that opens a store (`episodes list`, SQLAlchemy loaded): as the
-program runs it (the last collection skipped, core/cli.py) against an in-process caller of
-`main`, which keeps the interpreter's usual exit.
-
     python bench/cli_startup.py [--runs 15] [--out bench/results/cli_startup.json]
 """
 
@@ -15,7 +11,6 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -32,17 +27,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "cli_startup.json"))
     args = ap.parse_args()
-    store = Path(tempfile.mkdtemp()) / "e.sqlite"
-    listing = ["episodes", "list", "--db", f"sqlite:///{store}"]
-    subprocess.run([*CLI, "db", "upgrade", "--db", f"sqlite:///{store}"], check=True, capture_output=True)
-    cases = {
-        **CASES,
-        "inquitree episodes list": [*CLI, *listing],
-        "episodes list, usual exit": [sys.executable, "-c", "from inquitree.core.cli import main; main()", *listing],
-    }
-    times: dict[str, list[float]] = {k: [] for k in cases}
+    times: dict[str, list[float]] = {k: [] for k in CASES}
     for _ in range(args.runs):
-        for name, cmd in cases.items():
+        for name, cmd in CASES.items():
             t0 = time.perf_counter()
             subprocess.run(cmd, check=True, capture_output=True)
             times[name].append(time.perf_counter() - t0)

@@ -2,33 +2,12 @@
 
 from __future__ import annotations
 
-import atexit
-import gc
 import sys
 
 import click
 
 from inquitree import __version__
 from inquitree.events.errors import InquiTreeError
-
-# Extension modules that report the objects still alive at exit as leaks (nanobind's check).
-_COUNT_LEAKS_AT_EXIT = ("duckdb",)
-
-
-def _no_last_collection() -> None:
-    """At exit, after the other handlers: the objects still alive leave the collector's sight, so
-    the interpreter does not walk them all once more while it tears modules down (0.1 s per
-    command once SQLAlchemy is loaded, bench/cli_startup.py). A command has closed what it
-    opened by then. Not where a loaded module would report those objects as leaks."""
-    if not any(name in sys.modules for name in _COUNT_LEAKS_AT_EXIT):
-        gc.freeze()
-
-
-def entry() -> None:
-    """The ``inquitree`` program (console script, ``python -m inquitree``). In-process callers
-    (tests, other programs) call :func:`main`, and keep their interpreter's usual exit."""
-    atexit.register(_no_last_collection)
-    main()
 
 
 class _Group(click.Group):

@@ -44,32 +44,3 @@ def test_a_campaign_worker_loads_neither_alembic_nor_the_openai_sdk(tmp_path):
     env = {k: v for k, v in __import__("os").environ.items() if k != "INQUITREE_CHAT_HTTP"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
-
-
-def test_the_program_skips_the_last_collection_at_exit_unless_duckdb_would_count_leaks():
-    """`inquitree` (not an in-process caller of `main`) freezes what is alive as it exits, which
-    saves the interpreter's last walk over it (bench/cli_startup.py); with DuckDB loaded it does
-    not, since DuckDB's bindings would print every object left as a leak."""
-    code = (
-        "import atexit, gc, sys\n"
-        "if sys.argv[1] == 'duckdb':\n"
-        "    import duckdb\n"
-        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0))  # runs after entry()'s\n"
-        "sys.argv = ['inquitree', '--version']\n"
-        "from inquitree.core.cli import entry\n"
-        "entry()\n"
-    )
-    plain = subprocess.run([sys.executable, "-c", code, "plain"], capture_output=True, text=True)
-    assert plain.returncode == 0 and plain.stdout.splitlines()[-1] == "frozen True", plain.stdout + plain.stderr
-    with_duckdb = subprocess.run([sys.executable, "-c", code, "duckdb"], capture_output=True, text=True)
-    assert with_duckdb.stdout.splitlines()[-1] == "frozen False" and "leaked" not in with_duckdb.stderr
-
-
-def test_the_installed_program_and_python_m_use_that_exit():
-    import tomllib
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["inquitree"] == "inquitree.core.cli:entry"
-    assert "entry()" in (root / "__main__.py").read_text()
