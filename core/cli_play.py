@@ -300,6 +300,9 @@ def play(
         raise EpisodeFailure(
             f"{exc} (episode {episode_id} failed{where})", exc.episode_id, exc.retryable, exc.kind, exc.error_class
         ) from exc
+    finally:
+        if store is not None:
+            store.close()  # signs the head (with a key) and folds SQLite's WAL into the file, here and not at exit
     print_scores(outcome.episode_id, outcome.scored)
     click.echo(
         f"  recorded in {store.url} as stream episode/{outcome.episode_id}"

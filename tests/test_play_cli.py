@@ -42,6 +42,25 @@ def test_play_record_then_replay_offline(sqlite_url):
     assert "\tsynthetic-diamond-4\toracle\t0\t0\tdone\t12\t1.000\t1.000" in listed.output
 
 
+def test_a_recorded_play_closes_its_store_so_its_events_are_in_the_file_itself(tmp_path):
+    """Not left in SQLite's write-ahead log for whoever copies the database file alone."""
+    import gc
+    import sqlite3
+
+    db = tmp_path / "events.sqlite"
+    gc.disable()  # whatever the collector would close, the command closes itself
+    try:
+        played = run(
+            "play", "--tree", "synthetic-diamond-4", "--agent", "random", "--record", "--db", f"sqlite:///{db}"
+        )
+        assert played.exit_code == 0, played.output
+        assert not db.with_name(db.name + "-wal").exists()
+        with sqlite3.connect(f"file:{db}?immutable=1", uri=True) as con:
+            assert con.execute("SELECT count(*) FROM events WHERE event_type = 'EpisodeScored'").fetchone() == (1,)
+    finally:
+        gc.enable()
+
+
 def test_without_record_nothing_is_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     out = run("play", "--tree", "synthetic-diamond-4", "-q")
