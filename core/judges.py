@@ -38,6 +38,10 @@ class Judge(Protocol):
     id: str
     description: dict[str, Any]
     prompt_version: str
+    # True when judging again costs nothing but CPU (the embedding judge): the runner then need
+    # not claim a replayable agent's stream before the episode is played. A judge that calls a
+    # model leaves it unset (False).
+    replayable: bool
 
     def judge(self, tree: Tree, items: list[str]) -> list[JudgeVerdict]: ...
 
@@ -60,6 +64,7 @@ def verdict(
 
 class EmbeddingJudge:
     prompt_version = "embedding-judge-v1"
+    replayable = True
 
     def __init__(self, embedder, full: float = 0.85, partial: float = 0.7):
         self.embedder, self.full, self.partial = embedder, full, partial
@@ -74,10 +79,11 @@ class EmbeddingJudge:
         else:
             sims = np.zeros((len(truths), 0))
         out = []
+        at = sims.argmax(axis=1).tolist() if sims.shape[1] else []  # each item's best agent item
+        bests = sims[np.arange(len(at)), at].tolist() if at else []
         for i, c in enumerate(tree.conclusions):
-            if sims.shape[1]:
-                j = int(np.argmax(sims[i]))
-                best = round(float(sims[i, j]), 6)
+            if at:
+                j, best = at[i], round(bests[i], 6)
                 score = 1.0 if best >= self.full else 0.6 if best >= self.partial else 0.0
                 why = (
                     f"best agent item ({j + 1}) has cosine {best:.3f} (full >= {self.full}, partial >= {self.partial})"
@@ -120,6 +126,7 @@ class OpenAIJudge:
     structured output where the endpoint takes it, bounded re-asks for an unusable verdict."""
 
     prompt_version = JUDGE_PROMPT_VERSION
+    replayable = False
 
     def __init__(self, model: str, config: ModelConfig | None = None, attempts: int = 3):
         config = config or ModelConfig()

@@ -43,12 +43,14 @@ def stream_id(episode_id: str) -> str:
 class Recorder:
     """Appends an episode's events to a store (or only keeps them, without one).
 
-    With ``batch``, the events of several steps wait and go in one append: the first append
-    (which claims the stream), a failure and a score go at once, the others when 256 events or
-    one second have gathered, or at :meth:`flush`. Only for agents whose steps are replayed
-    identically on resume (``Agent.replayable``): a run that dies loses the steps not yet
-    appended, and playing them again costs nothing. Each append is still all or nothing and
-    holds whole steps."""
+    With ``batch``, the events of several steps wait and go in one append: a failure and a score
+    go at once, the others when 256 events or one second have gathered, or at :meth:`flush`.
+    Only for agents whose steps are replayed identically on resume (``Agent.replayable``): a run
+    that dies loses the steps not yet appended, and playing them again costs nothing. Each
+    append is still all or nothing and holds whole steps. With ``claim`` as well, the first
+    append (the start) goes at once: it claims the stream before work that costs (a judge that
+    calls a model), so two runs of one cell never both pay for it; without it, a second run
+    finds the stream taken at its first append, having spent only CPU."""
 
     BATCH_EVENTS, BATCH_SECONDS = 256, 1.0
 
@@ -59,6 +61,7 @@ class Recorder:
         on_event: Callable[[Event], None] | None = None,
         version: int | None = None,
         batch: bool = False,
+        claim: bool = True,
     ):
         """``version``: the stream's version when the caller has just read it (else it is asked)."""
         self.store, self.stream = store, stream_id(episode_id)
@@ -66,6 +69,7 @@ class Recorder:
         self.events: list[Event] = []
         self.pending: list[Event] = []  # recorded, not appended yet (``batch``)
         self.batch, self._since = batch and store is not None, time.monotonic()
+        self.claim = claim
         self.appended = 0  # events this process recorded (a resumed episode may add none)
         self.on_event = on_event
 
@@ -74,7 +78,7 @@ class Recorder:
             self.pending.extend(events)
             if (
                 not self.batch
-                or self.version == 0
+                or (self.claim and self.version == 0)
                 or isinstance(events[-1], (EpisodeScored, EpisodeFailed))
                 or len(self.pending) >= self.BATCH_EVENTS
                 or time.monotonic() - self._since >= self.BATCH_SECONDS
@@ -146,8 +150,8 @@ class Episode:
     ``EpisodeResumed`` (``self.existing`` holds what was there, for the agent's memory).
     ``new_stream``: the caller knows the stream does not exist (a campaign listed them), so
     nothing is read; should it exist after all, the first append raises ConcurrencyError.
-    ``batch``: steps may share an append (see :class:`Recorder`); the driver calls
-    :meth:`flush` when it stops."""
+    ``batch`` and ``claim``: steps may share an append, and the start may wait with them (see
+    :class:`Recorder`); the driver calls :meth:`flush` when it stops."""
 
     def __init__(
         self,
@@ -165,6 +169,7 @@ class Episode:
         prices: PriceTable | None = None,
         new_stream: bool = False,
         batch: bool = False,
+        claim: bool = True,
     ):
         self.tree, self.episode_id = tree, episode_id or new_episode_id()
         self.engine = Engine(tree, params, templates)
@@ -173,7 +178,7 @@ class Episode:
         if store is not None and resume and not new_stream:  # one read gives both what is there and the version
             recorded = store.read_stream(stream_id(self.episode_id))
             version = recorded[-1].stream_version if recorded else 0
-        self.rec = Recorder(store, self.episode_id, on_event, version, batch)
+        self.rec = Recorder(store, self.episode_id, on_event, version, batch, claim)
         self.limits, self.budget, self.prices = limits or Limits(), budget, prices
         self.t0 = time.monotonic()
         self.state = EpisodeState()
@@ -311,6 +316,7 @@ def run_episode(
         prices,
         new_stream,
         batch=getattr(agent, "replayable", False),
+        claim=judge is not None and not getattr(judge, "replayable", False),
     )
     try:
         if ep.existing:

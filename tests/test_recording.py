@@ -50,6 +50,12 @@ class Stops(RandomAgent):
         return super().reply(observation, state, turn)
 
 
+class CostlyJudge(EmbeddingJudge):
+    """The embedding judge, saying what a judge that calls a model says: judging again costs."""
+
+    replayable = False
+
+
 def appends_of(store: EventStore) -> list[list[str]]:
     """Record the event types of every append the store makes."""
     seen: list[list[str]] = []
@@ -63,9 +69,9 @@ def appends_of(store: EventStore) -> list[list[str]]:
     return seen
 
 
-def play(agent, store, episode_id, resume=False):
+def play(agent, store, episode_id, resume=False, judge=EmbeddingJudge):
     return run_episode(
-        TREE, agent, EmbeddingJudge(EMB), EMB, params(TREE, EMB, seed=3, randomness=5), TEMPLATES, store, episode_id,
+        TREE, agent, judge(EMB), EMB, params(TREE, EMB, seed=3, randomness=5), TEMPLATES, store, episode_id,
         resume=resume,
     )  # fmt: skip
 
@@ -80,16 +86,20 @@ def test_a_model_agent_appends_each_step_and_a_replayable_one_shares_appends(sql
         play(ModelLike(3), store, "model")
         per_step, seen[:] = list(seen), []
         play(RandomAgent(TREE, 3), store, "random")
-        shared = list(seen)
+        shared, seen[:] = list(seen), []
+        play(RandomAgent(TREE, 3), store, "claimed", judge=CostlyJudge)
+        claimed = list(seen)
         steps = sum(t.count("AgentReplied") for t in per_step)
         assert steps > 5
         # one append per step, after the start; then the verdicts, then the score
         start = ["EpisodeStarted", "ObservationEmitted"]
         assert per_step[0] == start and [t.count("AgentReplied") for t in per_step[1:-2]] == [1] * steps
         assert per_step[-2] == ["JudgeVerdict"] * len(TREE.conclusions) and per_step[-1] == ["EpisodeScored"]
-        # the start at once (it claims the stream), everything else in one append
-        assert shared[0] == start and len(shared) == 2 and shared[1][-1] == "EpisodeScored"
-        assert stored(store, "model")[1:] == stored(store, "random")[1:]  # the same events, in other appends
+        # everything in one append; before a judge that costs, the start at once (it claims the stream)
+        assert len(shared) == 1 and shared[0][:2] == start and shared[0][-1] == "EpisodeScored"
+        assert claimed[0] == start and len(claimed) == 2 and claimed[1][-1] == "EpisodeScored"
+        # the same events, in other appends
+        assert stored(store, "model")[1:] == stored(store, "random")[1:] == stored(store, "claimed")[1:]
         assert store.verify().ok
 
 
@@ -102,7 +112,8 @@ def test_a_long_episode_is_appended_in_bounded_batches(sqlite_url, monkeypatch):
         for types in seen[1:]:  # each append holds whole steps: it ends where a step ends
             assert types[0] in ("AgentReplied", "JudgeVerdict", "EpisodeScored"), types
             assert types[-1] in ("ObservationEmitted", "ConclusionSubmitted", "JudgeVerdict", "EpisodeScored"), types
-        assert all(len(t) < 10 + 10 for t in seen[1:-2])  # closed on the step that reaches 10
+        assert seen[0][:2] == ["EpisodeStarted", "ObservationEmitted"]
+        assert all(len(t) < 10 + 10 for t in seen[:-2])  # closed on the step that reaches 10
 
 
 def test_an_agent_error_keeps_every_step_before_it(sqlite_url):
@@ -124,21 +135,24 @@ def test_an_interrupt_keeps_whole_steps_and_a_resume_equals_an_uninterrupted_run
         assert stored(store, "ep")[1:] == stored(store, "reference")[1:]
 
 
-def test_steps_lost_with_the_process_are_played_again_identically(sqlite_url, monkeypatch):
-    """A run that dies before its batch is appended leaves the stream at its start; the resume
-    plays the same steps (the kill -9 test in test_campaign.py does this to a whole campaign)."""
+@pytest.mark.parametrize("judge", [EmbeddingJudge, CostlyJudge])
+def test_steps_lost_with_the_process_are_played_again_identically(sqlite_url, monkeypatch, judge):
+    """A run that dies before its batch is appended leaves the stream empty, or at its start when
+    it claimed it; the resume plays the same steps (the kill -9 test in test_campaign.py does this
+    to a whole campaign)."""
     real = Recorder.flush
 
-    def only_the_start(self):  # what a kill leaves: the claim, none of the batch
-        if self.version == 0:
+    def only_the_claim(self):  # what a kill leaves: the claim (if any), none of the batch
+        if self.claim and self.version == 0:
             real(self)
 
     with EventStore(sqlite_url) as store:
-        monkeypatch.setattr(Recorder, "flush", only_the_start)
+        monkeypatch.setattr(Recorder, "flush", only_the_claim)
         with pytest.raises(KeyboardInterrupt):
-            play(Stops(3, 6, KeyboardInterrupt()), store, "ep")
-        assert [t for t, _ in stored(store, "ep")] == ["EpisodeStarted", "ObservationEmitted"]
+            play(Stops(3, 6, KeyboardInterrupt()), store, "ep", judge=judge)
+        left = [t for t, _ in stored(store, "ep")]
+        assert left == (["EpisodeStarted", "ObservationEmitted"] if judge is CostlyJudge else [])
         monkeypatch.undo()
-        play(RandomAgent(TREE, 3), store, "ep", resume=True)
-        play(RandomAgent(TREE, 3), store, "reference")
+        play(RandomAgent(TREE, 3), store, "ep", resume=True, judge=judge)
+        play(RandomAgent(TREE, 3), store, "reference", judge=judge)
         assert stored(store, "ep")[1:] == stored(store, "reference")[1:]
