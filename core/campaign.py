@@ -49,7 +49,7 @@ from inquitree.core.engine import Params
 from inquitree.core.judges import make_judge
 from inquitree.core.limits import Budget, Limits, PriceTable, tokens_of
 from inquitree.core.models import CallSettings, option_label
-from inquitree.core.runner import STREAM_PREFIX, EpisodeFailure, run_episode, stream_id
+from inquitree.core.runner import STREAM_PREFIX, EpisodeFailure, EpisodeStopped, run_episode, stream_id
 from inquitree.core.templates import TemplateSet
 from inquitree.core.tree import Tree, resolve_tree
 from inquitree.events.errors import ConcurrencyError, InquiTreeError
@@ -275,7 +275,8 @@ class CampaignReport:
     done: int = 0
     failed: int = 0
     taken_elsewhere: int = 0
-    not_started: int = 0  # left for a later run: the campaign budget was spent
+    not_started: int = 0  # left for a later run: the campaign budget was spent, or it was stopped
+    stopped: int = 0  # begun and left at a step boundary when the campaign was stopped (resumable)
     tokens: int = 0
     errors: list[str] = dataclasses.field(default_factory=list)
 
@@ -295,11 +296,19 @@ def run_suite(
     shard: tuple[int, int] = (1, 1),
     progress: Callable[[CampaignReport, int], None] | None = None,
     concurrency: int | None = None,
+    stop: threading.Event | None = None,
 ) -> CampaignReport:
     """Run every cell of ``suite`` in this shard that is not finished yet.
 
     No cell's failure stops the others: whatever an episode raises is recorded in its stream
-    (``EpisodeFailed``) and counted in the report with the cell's episode id and the reason."""
+    (``EpisodeFailed``) and counted in the report with the cell's episode id and the reason.
+
+    Once ``stop`` is set, no cell starts and each episode in flight stops before its next agent
+    or judge call, its steps recorded (``stopped``: a later run resumes it). A KeyboardInterrupt
+    sets it: the cells that wait are dropped, the episodes in flight reach their step boundary,
+    and :class:`CampaignInterrupted` (a KeyboardInterrupt) carries the report. A second
+    interrupt does not wait for them."""
+    stop = stop or threading.Event()
     trees: dict[str, Tree] = {
         t: resolve_tree(t) for t in suite.trees
     }  # a malformed tree stops here, before any episode
@@ -344,13 +353,15 @@ def run_suite(
             return attempt_cell(cell, eid)
         except ConcurrencyError:
             return "taken", 0  # another worker or process is recording this cell
+        except EpisodeStopped:
+            return "stopped", 0
         except Exception as exc:  # noqa: BLE001 - one cell's failure never ends the campaign
             return f"failed: {eid}: {type(exc).__name__}: {exc}" if not isinstance(
                 exc, InquiTreeError
             ) else f"failed: {eid}: {exc}", 0
 
     def attempt_cell(cell: Cell, eid: str) -> tuple[str, int]:
-        if budget is not None and budget.spent() and not store.current_version(stream_id(eid)):
+        if stop.is_set() or (budget is not None and budget.spent() and not store.current_version(stream_id(eid))):
             return "not started", 0
         tree = trees[cell.tree]
         seed = suite.seed + cell.run
@@ -383,6 +394,7 @@ def run_suite(
                     limits=limits,
                     budget=budget,
                     prices=prices,
+                    stop=stop,
                 )
             except EpisodeFailure as exc:
                 if exc.retryable and attempt < suite.retries:
@@ -398,34 +410,64 @@ def run_suite(
             return "done", tokens
         return f"failed: {eid}", 0
 
-    with ThreadPoolExecutor(max_workers=concurrency or suite.concurrency) as pool:
-        futures = [pool.submit(one, c) for c in todo]
+    def tally(outcome: str, tokens: int) -> None:
+        if outcome == "done":
+            report.done += 1
+        elif outcome == "taken":
+            report.taken_elsewhere += 1
+        elif outcome == "skipped":
+            report.skipped += 1
+        elif outcome == "not started":
+            report.not_started += 1
+        elif outcome == "stopped":
+            report.stopped += 1
+        else:
+            report.failed += 1
+            report.errors.append(outcome.removeprefix("failed: "))
+        report.tokens += tokens
+
+    def remaining() -> int:
+        r = report
+        return len(mine) - r.skipped - r.done - r.failed - r.taken_elsewhere - r.not_started - r.stopped
+
+    pool = ThreadPoolExecutor(max_workers=concurrency or suite.concurrency)
+    futures = [pool.submit(one, c) for c in todo]
+    counted: set = set()
+    try:
         for fut in as_completed(futures):
-            outcome, tokens = fut.result()
             with lock:
-                if outcome == "done":
-                    report.done += 1
-                elif outcome == "taken":
-                    report.taken_elsewhere += 1
-                elif outcome == "skipped":
-                    report.skipped += 1
-                elif outcome == "not started":
-                    report.not_started += 1
-                else:
-                    report.failed += 1
-                    report.errors.append(outcome.removeprefix("failed: "))
-                report.tokens += tokens
-                remaining = (
-                    len(mine)
-                    - report.skipped
-                    - report.done
-                    - report.failed
-                    - report.taken_elsewhere
-                    - report.not_started
-                )
+                tally(*fut.result())
+                counted.add(fut)
                 if progress:
-                    progress(report, remaining)
+                    progress(report, remaining())
+        pool.shutdown()
+    except KeyboardInterrupt:
+        # Leaving the pool would otherwise run every cell still queued before the interrupt ends.
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        since = time.monotonic()
+        for fut in futures:  # the episodes in flight reach their step boundary
+            while not fut.cancelled() and fut not in counted:
+                try:
+                    tally(*fut.result())
+                    counted.add(fut)
+                except KeyboardInterrupt:  # a second one ends the wait; within a second it is the
+                    if time.monotonic() - since > 1.0:  # same Ctrl-C, relayed by `--workers`' parent
+                        raise
+        report.not_started += sum(f.cancelled() for f in futures)
+        raise CampaignInterrupted(report) from None
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     return report
+
+
+class CampaignInterrupted(KeyboardInterrupt):
+    """A campaign stopped by an interrupt, once its episodes in flight reached a step boundary;
+    ``report`` counts what was done, ``stopped`` (resumable) and ``not_started``."""
+
+    def __init__(self, report: CampaignReport):
+        super().__init__("the campaign was interrupted")
+        self.report = report
 
 
 def _prefix(name: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 import threading
 import time
@@ -39,7 +40,7 @@ def suite() -> None:
 )
 def run(suite_file, db_url, shard, concurrency, agents, workers) -> None:
     """Run every unfinished cell: skip finished episodes, continue interrupted ones."""
-    from inquitree.core.campaign import Suite, parse_shard, run_suite
+    from inquitree.core.campaign import CampaignInterrupted, Suite, parse_shard, run_suite
     from inquitree.events.store import EventStore
 
     s = Suite.load(suite_file, agents)
@@ -62,21 +63,32 @@ def run(suite_file, db_url, shard, concurrency, agents, workers) -> None:
             )
 
     t0 = time.perf_counter()
+    interrupted = False
     with EventStore(db_url) as store:
-        report = run_suite(s, store, (index, count), progress=on_cell, concurrency=concurrency)
-    budget = f", {report.not_started} not started (the campaign budget is spent)" if report.not_started else ""
+        try:
+            report = run_suite(s, store, (index, count), progress=on_cell, concurrency=concurrency)
+        except CampaignInterrupted as exc:
+            report, interrupted = exc.report, True
+    if interrupted:
+        left = f", {report.stopped} stopped at a step and {report.not_started} not started"
+    elif report.not_started:
+        left = f", {report.not_started} not started (the campaign budget is spent)"
+    else:
+        left = ""
     click.echo(
         f"suite {s.name} shard {index}/{count}: {report.cells} cells, {report.skipped} already finished, "
         f"{report.done} done now, {report.failed} failed, {report.taken_elsewhere} taken by another worker"
-        f"{budget} ({time.perf_counter() - t0:.1f} s)"
+        f"{left} ({time.perf_counter() - t0:.1f} s)"
     )
+    if interrupted:
+        click.echo("interrupted: run the same command again to continue where it stopped", err=True)
     for err in report.errors[:50]:
         click.echo(f"  failed: {err}", err=True)
     if len(report.errors) > 50:
         click.echo(
             f"  ... and {len(report.errors) - 50} more: `inquitree suite status {suite_file}` lists them", err=True
         )
-    sys.exit(1 if report.failed else 0)
+    sys.exit(130 if interrupted else 1 if report.failed else 0)
 
 
 def worker_shards(shard: tuple[int, int], workers: int) -> list[str]:
@@ -91,7 +103,7 @@ class _ForkedWorker:
     every module this process imported, so it starts at once instead of importing them again
     (about a second per worker, most of the gap to the ideal in bench/campaign.py). Only the
     subset of :class:`subprocess.Popen` that :func:`_run_workers` uses (``stdout``, ``poll``,
-    ``terminate``, ``wait``, ``returncode``)."""
+    ``send_signal``, ``terminate``, ``wait``, ``returncode``)."""
 
     def __init__(self, args: list[str], env: dict[str, str]):
         import os
@@ -141,12 +153,14 @@ class _ForkedWorker:
                 self.returncode = os.waitstatus_to_exitcode(status)
         return self.returncode
 
-    def terminate(self) -> None:
+    def send_signal(self, sig: int) -> None:
         import os
-        import signal
 
         if self.poll() is None:
-            os.kill(self.pid, signal.SIGTERM)
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
 
     def wait(self) -> int:
         import os
@@ -154,6 +168,17 @@ class _ForkedWorker:
         if self.returncode is None:
             self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
         return self.returncode
+
+
+def _wait_for(procs: list[tuple[int, Any]], workers: int, t0: float) -> None:
+    shown = -1.0
+    while any(p.poll() is None for _, p in procs):
+        if time.monotonic() - shown >= 0.5:
+            shown = time.monotonic()
+            running = sum(p.poll() is None for _, p in procs)
+            progress(f"  {running} of {workers} workers running ({shown - t0:.0f} s)")
+        time.sleep(0.02)  # the end is noticed within 20 ms, not half a second (bench/campaign.py)
+    progress(f"  {workers} workers finished ({time.monotonic() - t0:.0f} s)", done=True)
 
 
 def _drain(stream, into: list[str]) -> None:
@@ -202,14 +227,16 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int) -
         r.start()
     t0 = time.monotonic()
     try:
-        shown = -1.0
-        while any(p.poll() is None for _, p in procs):
-            if time.monotonic() - shown >= 0.5:
-                shown = time.monotonic()
-                running = sum(p.poll() is None for _, p in procs)
-                progress(f"  {running} of {workers} workers running ({shown - t0:.0f} s)")
-            time.sleep(0.02)  # the end is noticed within 20 ms, not half a second (bench/campaign.py)
-        progress(f"  {workers} workers finished ({time.monotonic() - t0:.0f} s)", done=True)
+        try:
+            _wait_for(procs, workers, t0)
+        except KeyboardInterrupt:
+            # Each worker stops as `suite run` does: its episodes in flight end at a step boundary.
+            # A Ctrl-C from the terminal reached them already; a signal sent to this process only
+            # did not, so it is relayed (a worker takes the two as one).
+            for _, p in procs:
+                p.send_signal(signal.SIGINT)
+            progress("  stopping: the workers' episodes in flight finish their step (Ctrl-C again to end them now)")
+            _wait_for(procs, workers, t0)
     finally:
         for _, p in procs:
             if p.poll() is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import secrets
+import threading
 import time
 from typing import Callable
 
@@ -123,6 +124,15 @@ class EpisodeFailure(InquiTreeError):
     def __init__(self, message: str, episode_id: str, retryable: bool, kind: str, error_class: str):
         super().__init__(message)
         self.episode_id, self.retryable, self.kind, self.error_class = episode_id, retryable, kind, error_class
+
+
+class EpisodeStopped(InquiTreeError):
+    """The campaign is stopping (Ctrl-C): the episode stopped before its next agent call, with every
+    step it took recorded and nothing marked failed, so a resume continues it."""
+
+    def __init__(self, episode_id: str):
+        super().__init__(f"episode {episode_id} stopped before its next step (the campaign is stopping)")
+        self.episode_id = episode_id
 
 
 _KINDS = {"EmbedderError": "embedder", "EngineError": "engine", "JudgeError": "judge", "AgentError": "agent"}
@@ -286,6 +296,7 @@ def run_episode(
     budget: Budget | None = None,
     prices: PriceTable | None = None,
     new_stream: bool = False,
+    stop: threading.Event | None = None,
 ) -> EpisodeOutcome:
     """Play one episode to its end (or first failure) and score it.
 
@@ -299,7 +310,8 @@ def run_episode(
     campaign's ``budget`` are checked before every agent call (see ``core/limits.py``).
 
     A replayable agent's steps share appends (see :class:`Recorder`); any other agent's step
-    is appended before its next call.
+    is appended before its next call. Once ``stop`` is set (a campaign's Ctrl-C), the episode
+    raises :class:`EpisodeStopped` before its next agent or judge call, its steps appended.
     """
     ep = Episode(
         tree,
@@ -322,6 +334,8 @@ def run_episode(
         if ep.existing:
             agent.resume(ep.existing)
         while ep.playing:
+            if stop is not None and stop.is_set():
+                raise EpisodeStopped(ep.episode_id)
             try:
                 reply = agent.reply(ep.state.last_observation, ep.state.state, ep.state.step + 1)
                 ep.take(reply, embedder)
@@ -330,6 +344,8 @@ def run_episode(
         scored = None
         if judge is not None:
             if ep.needs_verdicts(judge.id):
+                if stop is not None and stop.is_set():
+                    raise EpisodeStopped(ep.episode_id)
                 try:
                     verdicts = judge.judge(tree, ep.state.conclusion_items or [])
                 except Exception as exc:  # noqa: BLE001

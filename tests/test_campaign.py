@@ -348,3 +348,53 @@ def test_a_new_stream_that_exists_after_all_is_taken_not_written_twice(tmp_path)
         with pytest.raises(ConcurrencyError):
             run_episode(tree, RandomAgent(tree, 1), None, emb, p, templates, store, "x", new_stream=True)
         assert [r.event_type for r in store.read_stream(stream_id("x"))] == before
+
+
+def _scored(path: Path) -> int:
+    with sqlite3.connect(path) as c:
+        try:
+            return c.execute("SELECT count(*) FROM events WHERE event_type = 'EpisodeScored'").fetchone()[0]
+        except sqlite3.OperationalError:  # the schema is not made yet
+            return 0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_stops_a_campaign_at_step_boundaries_and_a_rerun_finishes_it(tmp_path, workers):
+    """An interrupt drops the cells that wait (a pool left as it was would have run all of them
+    first) and stops each episode in flight before its next call, nothing marked failed. With
+    --workers the signal goes to the parent alone here, as `kill -INT` does; it relays it."""
+    with OpenAICompatibleServer(
+        lambda m: "ACTION: (1) x" if "numbered" in m[-1]["content"] else "ACTION: hm", delay=0.05
+    ) as server:
+        body = (
+            'name = "int"\ntrees = ["synthetic-diamond-4"]\nagents = ["openai:m"]\nruns = 60\nembedder = "hash"\n'
+            f'max_turns = 6\nconcurrency = 4\nbase_url = "{server.base_url}"\n'
+        )
+        suite = write_suite(tmp_path, "int", body)
+        db = tmp_path / "i.sqlite"
+        url = f"sqlite:///{db}"
+        proc = cli("suite", "run", str(suite), "--db", url, "--workers", str(workers))
+        deadline = time.time() + 120
+        while _scored(db) < 2 and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 130, out + err
+        assert "run the same command again" in out + err
+        lines = [line for line in out.splitlines() if " stopped at a step" in line]
+        stopped = [int(line.split(" stopped at a step")[0].rsplit(", ", 1)[1]) for line in lines]
+        assert len(stopped) == workers and sum(stopped) >= 1, out  # episodes were in flight, and stopped
+        streams = logs(url)
+        assert 0 < len(streams) and _scored(db) < 60, "the interrupt did not land mid-campaign"
+        assert not any(t == "EpisodeFailed" for evs in streams.values() for t, _ in evs)
+        unfinished = [evs for evs in streams.values() if evs[-1][0] != "EpisodeScored"]
+        assert all(evs[-1][0] in ("ObservationEmitted", "ConclusionSubmitted") for evs in unfinished)
+        again = cli("suite", "run", str(suite), "--db", url)
+        out, err = again.communicate(timeout=300)
+        assert again.returncode == 0, out + err
+    finished = logs(url)
+    assert len(finished) == 60 and all([t for t, _ in evs].count("EpisodeScored") == 1 for evs in finished.values())
+    for sid, evs in streams.items():  # the resumes continued the stopped episodes, not started again
+        assert finished[sid][: len(evs)] == evs
+    with EventStore(url) as store:
+        assert store.verify().ok

@@ -7,12 +7,14 @@ appended is played again identically on resume.
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from inquitree.core.agents import AgentError, RandomAgent
 from inquitree.core.embed import HashEmbedder
 from inquitree.core.judges import EmbeddingJudge
-from inquitree.core.runner import EpisodeFailure, Recorder, run_episode, stream_id
+from inquitree.core.runner import EpisodeFailure, EpisodeStopped, Recorder, run_episode, stream_id
 from inquitree.core.tree import resolve_tree
 from inquitree.events.store import EventStore
 
@@ -69,10 +71,10 @@ def appends_of(store: EventStore) -> list[list[str]]:
     return seen
 
 
-def play(agent, store, episode_id, resume=False, judge=EmbeddingJudge):
+def play(agent, store, episode_id, resume=False, judge=EmbeddingJudge, stop=None):
     return run_episode(
         TREE, agent, judge(EMB), EMB, params(TREE, EMB, seed=3, randomness=5), TEMPLATES, store, episode_id,
-        resume=resume,
+        resume=resume, stop=stop,
     )  # fmt: skip
 
 
@@ -155,4 +157,30 @@ def test_steps_lost_with_the_process_are_played_again_identically(sqlite_url, mo
         monkeypatch.undo()
         play(RandomAgent(TREE, 3), store, "ep", resume=True, judge=judge)
         play(RandomAgent(TREE, 3), store, "reference", judge=judge)
+        assert stored(store, "ep")[1:] == stored(store, "reference")[1:]
+
+
+@pytest.mark.parametrize("agent", [ModelLike, lambda seed: RandomAgent(TREE, seed)])
+def test_a_stop_ends_the_episode_before_its_next_call_and_a_resume_continues_it(sqlite_url, agent):
+    """What a campaign's Ctrl-C does to an episode in flight: its steps so far appended (a
+    replayable agent's batch too), no failure recorded, and a resume plays on from there."""
+    stop = threading.Event()
+
+    class Stopping:
+        def __init__(self):
+            self.inner = agent(3)
+            self.description, self.replayable = self.inner.description, getattr(self.inner, "replayable", False)
+
+        def reply(self, observation, state, turn):
+            if turn == 5:
+                stop.set()  # Ctrl-C during the fifth call: its reply is still taken
+            return self.inner.reply(observation, state, turn)
+
+    with EventStore(sqlite_url) as store:
+        with pytest.raises(EpisodeStopped):
+            play(Stopping(), store, "ep", stop=stop)
+        types = [t for t, _ in stored(store, "ep")]
+        assert types.count("AgentReplied") == 5 and types[-1] == "ObservationEmitted" and "EpisodeFailed" not in types
+        play(agent(3), store, "ep", resume=True)
+        play(agent(3), store, "reference")
         assert stored(store, "ep")[1:] == stored(store, "reference")[1:]
