@@ -34,6 +34,7 @@ An agent may also be a table, for one model run with request options under its o
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import re
 import threading
@@ -114,6 +115,12 @@ class SuiteError(InquiTreeError):
     pass
 
 
+@functools.cache
+def _slug(x: str) -> str:
+    """A name as it goes into episode ids (a suite's few names, each made once)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", x).strip("-")
+
+
 @dataclasses.dataclass(frozen=True)
 class Cell:
     tree: str
@@ -123,9 +130,7 @@ class Cell:
     run: int
 
     def episode_id(self, suite: str) -> str:
-        def slug(x: str) -> str:
-            return re.sub(r"[^A-Za-z0-9_.-]+", "-", x).strip("-")
-
+        slug = _slug
         eid = f"{slug(suite)}.{slug(self.tree)}.{slug(self.agent)}.{slug(self.judge)}.a{self.randomness}.r{self.run}"
         if len(eid) > 180:  # the store's stream ids are at most 200 characters
             eid = eid[:160] + "." + hashlib.sha256(eid.encode()).hexdigest()[:16]
@@ -339,7 +344,7 @@ def run_suite(
     index, count = shard
     mine = [c for k, c in enumerate(suite.cells()) if k % count == index - 1]
     finished = store.streams_with_event(STREAM_PREFIX + _prefix(suite.name), "EpisodeScored")
-    todo = [c for c in mine if stream_id(c.episode_id(suite.name)) not in finished]
+    todo = [(c, eid) for c in mine if stream_id(eid := c.episode_id(suite.name)) not in finished]
     # Streams that exist now: an episode whose stream did not is started without reading it back
     # (an empty read per episode was a tenth of `suite run`'s CPU, bench/engine.py). Should another
     # worker start it meanwhile, the first append finds the stream taken, as a read would have.
@@ -347,8 +352,7 @@ def run_suite(
     report = CampaignReport(cells=len(mine), skipped=len(mine) - len(todo))
     lock = threading.Lock()
 
-    def one(cell: Cell) -> tuple[str, int]:
-        eid = cell.episode_id(suite.name)
+    def one(cell: Cell, eid: str) -> tuple[str, int]:
         try:
             return attempt_cell(cell, eid)
         except ConcurrencyError:
@@ -431,7 +435,7 @@ def run_suite(
         return len(mine) - r.skipped - r.done - r.failed - r.taken_elsewhere - r.not_started - r.stopped
 
     pool = ThreadPoolExecutor(max_workers=concurrency or suite.concurrency)
-    futures = [pool.submit(one, c) for c in todo]
+    futures = [pool.submit(one, c, eid) for c, eid in todo]
     counted: set = set()
     try:
         for fut in as_completed(futures):
