@@ -197,6 +197,11 @@ def print_scores(episode_id: str, scored: EpisodeScored | None) -> None:
 @click.option("--embedder-base-url", default=None, help="OpenAI-compatible base URL for the embedder.")
 @click.option("--episode-id", default=None, help="Default: a new random id.")
 @click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue the recorded episode --episode-id (stopped by Ctrl-C or a failure) with the same options.",
+)
+@click.option(
     "--transcript",
     is_flag=True,
     help="Print the whole dialogue as it happens (default: one line per step; the human player always sees it).",
@@ -223,6 +228,7 @@ def play(
     db_url,
     embedder_base_url,
     episode_id,
+    resume,
     transcript,
     engine_notes,
     quiet,
@@ -236,10 +242,10 @@ def play(
     from inquitree.core.embed import default_tau, make_embedder
     from inquitree.core.engine import Params
     from inquitree.core.judges import make_judge
-    from inquitree.core.runner import EpisodeFailure, new_episode_id, run_episode
+    from inquitree.core.runner import EpisodeFailure, new_episode_id, run_episode, stream_id
     from inquitree.core.templates import TemplateSet
     from inquitree.core.tree import resolve_tree
-    from inquitree.events.store import EventStore
+    from inquitree.events.store import EventStore, redact
 
     tree = resolve_tree(tree_ref)
     templates = TemplateSet(template_set)
@@ -266,7 +272,18 @@ def play(
     ):
         raise click.UsageError(f"--max-episode-cost: {prices.path} has no price for {agent_spec.split(':', 1)[1]!r}")
     judge = None if judge_spec == "none" else make_judge(judge_spec, embedder, judge_config(model_kw))
+    if resume and not (record and episode_id):
+        raise click.UsageError("--resume continues a recorded episode: give --record and its --episode-id")
     store = EventStore(db_url) if record else None
+    recorded = store.current_version(stream_id(episode_id)) if store is not None and episode_id else 0
+    if store is not None and bool(recorded) != resume:
+        store.close()
+        raise click.UsageError(
+            f"episode {episode_id} is already recorded in {redact(store.url)}: choose another --episode-id, "
+            "or add --resume to continue it"
+            if recorded
+            else f"--resume: no episode {episode_id} is recorded in {redact(store.url)}"
+        )
     notes = engine_notes if engine_notes is not None else agent_spec != "human"
     episode_id = episode_id or new_episode_id()
     human = agent_spec == "human"
@@ -292,11 +309,22 @@ def play(
             store,
             episode_id,
             on_event=hook,
+            resume=resume,
             limits=limits,
             prices=prices,
         )
+    except KeyboardInterrupt:
+        if store is None:
+            click.echo("\ninterrupted (nothing was recorded)", err=True)
+        else:
+            click.echo(
+                f"\ninterrupted: the steps taken are recorded in {redact(store.url)} as episode {episode_id}; "
+                "the same command with --resume continues it",
+                err=True,
+            )
+        sys.exit(130)
     except EpisodeFailure as exc:
-        where = f"; what was played is recorded in {store!r}" if store else ""
+        where = f"; what was played is recorded in {store!r}, and --resume continues it" if store else ""
         raise EpisodeFailure(
             f"{exc} (episode {episode_id} failed{where})", exc.episode_id, exc.retryable, exc.kind, exc.error_class
         ) from exc

@@ -155,7 +155,8 @@ class Episode:
     (``core/inspect_task.py``) drives the same object from its own event loop, so both record
     the same events.
 
-    A new episode starts with ``EpisodeStarted``; with ``resume`` and an existing stream it
+    A new episode starts with ``EpisodeStarted`` in a new stream (an existing one is refused at
+    the first append, with :class:`ConcurrencyError`); with ``resume`` and an existing stream it
     continues: the state is the fold of its events, and a recorded failure is followed by
     ``EpisodeResumed`` (``self.existing`` holds what was there, for the agent's memory).
     ``new_stream``: the caller knows the stream does not exist (a campaign listed them), so
@@ -184,7 +185,9 @@ class Episode:
         self.tree, self.episode_id = tree, episode_id or new_episode_id()
         self.engine = Engine(tree, params, templates)
         recorded: list = []
-        version = 0 if new_stream else None  # None: the recorder asks the store
+        # Without ``resume`` the stream must be new: the first append expects version 0, so an id
+        # already recorded is refused (ConcurrencyError) instead of a second episode following it.
+        version = 0
         if store is not None and resume and not new_stream:  # one read gives both what is there and the version
             recorded = store.read_stream(stream_id(self.episode_id))
             version = recorded[-1].stream_version if recorded else 0

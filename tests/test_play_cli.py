@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
 import pytest
 from click.testing import CliRunner
 
@@ -45,7 +53,6 @@ def test_play_record_then_replay_offline(sqlite_url):
 def test_a_recorded_play_closes_its_store_so_its_events_are_in_the_file_itself(tmp_path):
     """Not left in SQLite's write-ahead log for whoever copies the database file alone."""
     import gc
-    import sqlite3
 
     db = tmp_path / "events.sqlite"
     gc.disable()  # whatever the collector would close, the command closes itself
@@ -153,3 +160,46 @@ def test_failing_agent_endpoint_records_episode_failed_and_keeps_the_rest(fault,
 def store_is_replayable(url: str, episode: str) -> bool:
     out = run("replay", episode, "--db", url, "-q")
     return out.exit_code == 0 and "replay: identical" in out.output
+
+
+def test_an_interrupted_play_is_refused_under_its_id_and_resumed_with_resume(tmp_path):
+    """Ctrl-C leaves the steps taken in the store and says how to continue; the same id without
+    --resume used to start a second episode inside the first one's stream."""
+    db = tmp_path / "p.sqlite"
+    url = f"sqlite:///{db}"
+    with OpenAICompatibleServer(lambda m: "ACTION: not sure yet", delay=0.05) as server:
+        common = ["--agent", "openai:m", "--base-url", server.base_url, "--embedder", "hash", "--record", "--db", url]
+        common += ["--episode-id", "p1"]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "inquitree", "play", *common],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "OPENAI_API_KEY": "none"},
+        )
+        deadline = time.time() + 60
+        steps = 0
+        while steps < 3 and time.time() < deadline:
+            time.sleep(0.02)
+            if db.exists():
+                with sqlite3.connect(db) as c, contextlib.suppress(sqlite3.OperationalError):
+                    steps = c.execute("SELECT count(*) FROM events WHERE event_type = 'AgentReplied'").fetchone()[0]
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, out + err
+        assert "recorded in sqlite:///" in err and "as episode p1" in err and "--resume continues it" in err
+        with EventStore(url) as store:
+            taken = [r.event_type for r in store.read_stream(stream_id("p1"))]
+        assert taken[0] == "EpisodeStarted" and "EpisodeScored" not in taken and "EpisodeFailed" not in taken
+
+        again = CliRunner().invoke(main, ["play", *common], env={"OPENAI_API_KEY": "none"})
+        assert again.exit_code == 2 and "episode p1 is already recorded" in again.output, again.output
+        missing = CliRunner().invoke(main, ["play", *common[:-1], "p2", "--resume"], env={"OPENAI_API_KEY": "none"})
+        assert missing.exit_code == 2 and "no episode p2 is recorded" in missing.output, missing.output
+        resumed = CliRunner().invoke(main, ["play", *common, "--resume"], env={"OPENAI_API_KEY": "none"})
+        assert resumed.exit_code == 0, resumed.output
+    with EventStore(url) as store:
+        events = [r.event_type for r in store.read_stream(stream_id("p1"))]
+    assert events[: len(taken)] == taken and events.count("EpisodeStarted") == 1 and events[-1] == "EpisodeScored"
+    replayed = run("replay", "p1", "--db", url, "-q")
+    assert replayed.exit_code == 0 and "replay: identical" in replayed.output, replayed.output

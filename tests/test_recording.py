@@ -184,3 +184,20 @@ def test_a_stop_ends_the_episode_before_its_next_call_and_a_resume_continues_it(
         play(agent(3), store, "ep", resume=True)
         play(agent(3), store, "reference")
         assert stored(store, "ep")[1:] == stored(store, "reference")[1:]
+
+
+@pytest.mark.parametrize("agent", [ModelLike, lambda seed: RandomAgent(TREE, seed)])
+def test_a_new_episode_under_a_recorded_id_is_refused_not_appended_after_it(sqlite_url, agent):
+    """Only a resume continues a stream; a second start under the same id used to follow the
+    first episode in its stream (two EpisodeStarted, a replay that differs)."""
+    from inquitree.events.errors import ConcurrencyError
+
+    with EventStore(sqlite_url) as store:
+        with pytest.raises(KeyboardInterrupt):
+            play(Stops(3, 4, KeyboardInterrupt()), store, "ep")
+        before = stored(store, "ep")
+        seen = appends_of(store)
+        with pytest.raises(ConcurrencyError):
+            play(agent(3), store, "ep")
+        assert stored(store, "ep") == before and len(seen) == 1  # refused at its first append
+        assert store.verify().ok
