@@ -99,6 +99,7 @@ def suite_cpu_per_step(d: Path, episodes: int, per_step_appends: bool = False) -
         runs.append((cpu, steps))
     RandomAgent.replayable = True
     (cpu1, steps1), (cpu2, steps2) = runs
+    floor = store_floor(d / f"e2e-{2 * episodes}.sqlite", steps2) if not per_step_appends else None
     return {
         "episodes": episodes,
         "steps": steps1,
@@ -108,7 +109,58 @@ def suite_cpu_per_step(d: Path, episodes: int, per_step_appends: bool = False) -
         "cpu_us_per_step_2n": round(cpu2 / steps2 * 1e6, 1),
         "marginal_cpu_us_per_step": round((cpu2 - cpu1) / (steps2 - steps1) * 1e6, 1),
         "fixed_cpu_s": round(cpu1 - (cpu2 - cpu1) / (steps2 - steps1) * steps1, 3),
+        "store_floor_us_per_step_2n": floor,
     }
+
+
+def store_floor(db: Path, steps: int) -> dict:
+    """What recording a suite run's events must cost, whatever else the code does: the rows of
+    ``db`` (one append per stream, as a replayable agent's episode is appended) inserted with raw
+    sqlite3 into the same schema with the store's pragmas; the two hash chains over them
+    (``_rows``); and each event's JSON. CPU per step of each."""
+    import sqlite3
+
+    from inquitree.events.base import decode, parse_json
+    from inquitree.events.store import _rows
+
+    src = sqlite3.connect(db)
+    schema = [sql for (sql,) in src.execute("SELECT sql FROM sqlite_master WHERE name = 'events'")]
+    streams: dict[str, list[tuple]] = {}
+    for row in src.execute("SELECT * FROM events ORDER BY global_position"):
+        streams.setdefault(row[1], []).append(row)
+    src.close()
+    out = db.with_name(db.stem + "-floor.sqlite")
+    for leftover in db.parent.glob(out.name + "*"):
+        leftover.unlink()
+    con = sqlite3.connect(out, isolation_level=None)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA synchronous=NORMAL")
+    for sql in schema:
+        con.execute(sql)
+    insert = f"INSERT INTO events VALUES ({', '.join('?' * 10)})"
+    c0 = time.process_time()
+    for rows in streams.values():
+        con.execute("BEGIN IMMEDIATE")
+        con.executemany(insert, rows)
+        con.execute("COMMIT")
+    sqlite_cpu = time.process_time() - c0
+    con.close()
+    content = {sid: [(r[3], r[4], r[5], r[6].encode()) for r in rows] for sid, rows in streams.items()}
+    c0 = time.process_time()
+    position = 0
+    for sid, items in content.items():
+        _rows(sid, items, (0, "0" * 64), (position, "0" * 64))
+        position += len(items)
+    hash_cpu = time.process_time() - c0
+    events = [decode(r[3], r[4], parse_json(r[6])) for rows in streams.values() for r in rows]
+    c0 = time.process_time()
+    for ev in events:
+        ev.to_json()
+    json_cpu = time.process_time() - c0
+    per = {"sqlite_rows": sqlite_cpu, "hash_chains": hash_cpu, "json": json_cpu}
+    result = {k: round(v / steps * 1e6, 1) for k, v in per.items()}
+    result["total"] = round(sum(per.values()) / steps * 1e6, 1)
+    return result
 
 
 def main() -> None:
@@ -190,6 +242,10 @@ def main() -> None:
             e2e["ratio"] = round(e2e["cpu_us_per_step"] / matching_cpu_us, 2)
             e2e["ratio_2n"] = round(e2e["cpu_us_per_step_2n"] / matching_cpu_us, 2)
             e2e["ratio_marginal"] = round(e2e["marginal_cpu_us_per_step"] / matching_cpu_us, 2)
+            # the ratio if recording added only the store's own work (SQLite's rows, the chains, JSON)
+            e2e["floor_ratio_2n"] = round(
+                (matching_cpu_us + e2e["store_floor_us_per_step_2n"]["total"]) / matching_cpu_us, 2
+            )
             e2e["per_step_appends"] = {
                 "cpu_us_per_step_2n": per_step["cpu_us_per_step_2n"],
                 "ratio_2n": round(per_step["cpu_us_per_step_2n"] / matching_cpu_us, 2),
@@ -206,6 +262,7 @@ def main() -> None:
                 "median_ratio": median(r["ratio"] for r in rounds),
                 "median_ratio_2n": median(r["ratio_2n"] for r in rounds),
                 "median_ratio_2n_per_step_appends": median(r["per_step_appends"]["ratio_2n"] for r in rounds),
+                "median_floor_ratio_2n": median(r["floor_ratio_2n"] for r in rounds),
                 # the least disturbed of each: the suite's fastest round against the baseline's fastest
                 "min_over_min_ratio_2n": round(
                     min(r["cpu_us_per_step_2n"] for r in rounds)
