@@ -40,7 +40,7 @@ import re
 import threading
 import time
 import tomllib
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Callable
 
@@ -130,8 +130,8 @@ class Cell:
     run: int
 
     def episode_id(self, suite: str) -> str:
-        slug = _slug
-        eid = f"{slug(suite)}.{slug(self.tree)}.{slug(self.agent)}.{slug(self.judge)}.a{self.randomness}.r{self.run}"
+        names = ".".join(_slug(x) for x in (suite, self.tree, self.agent, self.judge))
+        eid = f"{names}.a{self.randomness}.r{self.run}"
         if len(eid) > 180:  # the store's stream ids are at most 200 characters
             eid = eid[:160] + "." + hashlib.sha256(eid.encode()).hexdigest()[:16]
         return eid
@@ -436,7 +436,7 @@ def run_suite(
 
     pool = ThreadPoolExecutor(max_workers=concurrency or suite.concurrency)
     futures = [pool.submit(one, c, eid) for c, eid in todo]
-    counted: set = set()
+    counted: set[Future] = set()
     try:
         for fut in as_completed(futures):
             with lock:

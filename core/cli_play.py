@@ -314,7 +314,7 @@ def play(
             prices=prices,
         )
     except KeyboardInterrupt:
-        if store is None:
+        if store is None or not store.current_version(stream_id(episode_id)):
             click.echo("\ninterrupted (nothing was recorded)", err=True)
         else:
             click.echo(
@@ -324,7 +324,7 @@ def play(
             )
         sys.exit(130)
     except EpisodeFailure as exc:
-        where = f"; what was played is recorded in {store!r}, and --resume continues it" if store else ""
+        where = f"; what was played is recorded in {redact(store.url)}, and --resume continues it" if store else ""
         raise EpisodeFailure(
             f"{exc} (episode {episode_id} failed{where})", exc.episode_id, exc.retryable, exc.kind, exc.error_class
         ) from exc
