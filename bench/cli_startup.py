@@ -1,6 +1,11 @@
 """CLI start-up: wall time of `inquitree --version` and `inquitree play --help`, against a bare
 `python -c pass` of the same interpreter, alternated in one run (the machine is shared).
 
+Each command is timed twice: as the environment runs it, and with the package's compiled
+bytecode kept (in a temporary PYTHONPYCACHEPREFIX, written by a first run), as an installed
+package has it (pip compiles it at install). Where PYTHONDONTWRITEBYTECODE is set, as on the
+machines these sessions run on, the first figure includes compiling every module from source.
+
     python bench/cli_startup.py [--runs 15] [--out bench/results/cli_startup.json]
 """
 
@@ -8,9 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,15 +34,27 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "cli_startup.json"))
     args = ap.parse_args()
-    times: dict[str, list[float]] = {k: [] for k in CASES}
-    for _ in range(args.runs):
-        for name, cmd in CASES.items():
-            t0 = time.perf_counter()
-            subprocess.run(cmd, check=True, capture_output=True)
-            times[name].append(time.perf_counter() - t0)
+    with tempfile.TemporaryDirectory() as pyc:
+        envs = {
+            "": dict(os.environ),
+            " (bytecode kept)": {
+                **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+                "PYTHONPYCACHEPREFIX": pyc,
+            },
+        }
+        for cmd in CASES.values():  # writes the bytecode
+            subprocess.run(cmd, check=True, capture_output=True, env=envs[" (bytecode kept)"])
+        times: dict[str, list[float]] = {k + e: [] for e in envs for k in CASES}
+        for _ in range(args.runs):
+            for label, env in envs.items():
+                for name, cmd in CASES.items():
+                    t0 = time.perf_counter()
+                    subprocess.run(cmd, check=True, capture_output=True, env=env)
+                    times[name + label].append(time.perf_counter() - t0)
     result = {
         "stamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "runs": args.runs,
+        "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE", ""),
         "median_s": {k: round(statistics.median(v), 3) for k, v in times.items()},
         "min_s": {k: round(min(v), 3) for k, v in times.items()},
     }
