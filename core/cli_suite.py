@@ -234,7 +234,8 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int) -
             # A Ctrl-C from the terminal reached them already; a signal sent to this process only
             # did not, so it is relayed (a worker takes the two as one).
             for _, p in procs:
-                p.send_signal(signal.SIGINT)
+                with contextlib.suppress(OSError, ValueError):  # gone already; no SIGINT to send on Windows
+                    p.send_signal(signal.SIGINT)
             progress("  stopping: the workers' episodes in flight finish their step (Ctrl-C again to end them now)")
             _wait_for(procs, workers, t0)
     finally:
