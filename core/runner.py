@@ -60,13 +60,13 @@ class Recorder:
         store: EventStore | None,
         episode_id: str,
         on_event: Callable[[Event], None] | None = None,
-        version: int | None = None,
+        version: int = 0,
         batch: bool = False,
         claim: bool = True,
     ):
-        """``version``: the stream's version when the caller has just read it (else it is asked)."""
+        """``version``: the stream's version, 0 for a new stream (what the first append expects)."""
         self.store, self.stream = store, stream_id(episode_id)
-        self.version = 0 if store is None else store.current_version(self.stream) if version is None else version
+        self.version = version
         self.events: list[Event] = []
         self.pending: list[Event] = []  # recorded, not appended yet (``batch``)
         self.batch, self._since = batch and store is not None, time.monotonic()
@@ -127,8 +127,8 @@ class EpisodeFailure(InquiTreeError):
 
 
 class EpisodeStopped(InquiTreeError):
-    """The campaign is stopping (Ctrl-C): the episode stopped before its next agent call, with every
-    step it took recorded and nothing marked failed, so a resume continues it."""
+    """The campaign is stopping (Ctrl-C): the episode stopped before its next agent or judge call,
+    with every step it took recorded and nothing marked failed, so a resume continues it."""
 
     def __init__(self, episode_id: str):
         super().__init__(f"episode {episode_id} stopped before its next step (the campaign is stopping)")
