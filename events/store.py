@@ -1,4 +1,8 @@
-"""The event store: an append-only log over SQLAlchemy Core (SQLite or PostgreSQL).
+"""The event store: an append-only log in SQLite or PostgreSQL, in plain SQL over the drivers.
+
+A plain SQLite file is opened with sqlite3 itself; PostgreSQL (and SQLite URLs with options)
+through SQLAlchemy's connection pool. SQLAlchemy and Alembic make and upgrade the schema
+(``events/schema.py``, ``migrations/``), loaded only when a store is not at the head revision.
 
 - ``append(stream_id, events, expected_version)`` commits atomically; the unique
   key on (stream_id, stream_version) is the optimistic-concurrency check and its
@@ -31,22 +35,20 @@ import json
 import os
 import re
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
-
-import sqlalchemy as sa
-from sqlalchemy import event as sa_event
-from sqlalchemy.engine import make_url
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from inquitree import migrations
 from inquitree.events import signing
 from inquitree.events.base import Event, decode, parse_json
 from inquitree.events.chain import GENESIS_HASH, chain_hash, link_problem, log_hash
 from inquitree.events.errors import ConcurrencyError, InquiTreeError, StoreError, UnknownEventType, UnknownEventVersion
-from inquitree.events.schema import checkpoints as checkpoints_table
-from inquitree.events.schema import events as events_table
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
 DB_ENV = "INQUITREE_DB"
 DEFAULT_URL = "sqlite:///inquitree.sqlite"
@@ -65,6 +67,8 @@ INSERT_COLUMNS = (
     "hash",
     "log_hash",
 )
+EVENT_COLUMNS = ", ".join(INSERT_COLUMNS)  # a SELECT's columns in RecordedEvent's order
+CHECKPOINT_COLUMNS = ("seq", "kind", "subject", "position", "hash", "signed_at", "key_id", "signature", "note")
 
 
 def default_url() -> str:
@@ -87,11 +91,8 @@ def utc_now() -> str:
 
 
 def redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - a malformed URL is shown as given
-        return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
+    """The URL without its password, for messages (``user:***@``, as SQLAlchemy renders it)."""
+    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,33 +208,69 @@ class VerifyReport:
         return self.first_problem is None and not (self.proof and self.uncovered)
 
 
-def _sqlite_engine(url: sa.URL) -> sa.Engine:
-    database = url.database or ""
+def _busy_ms() -> int:
+    return int(os.environ.get("INQUITREE_SQLITE_BUSY_MS", "30000"))
+
+
+def _check_parent(database: str, shown: str) -> None:
     if database and database != ":memory:":
         parent = Path(database).expanduser().resolve().parent
         if not parent.is_dir():
-            raise StoreError(f"cannot open the event store {url}: directory {parent} does not exist")
-    busy_ms = int(os.environ.get("INQUITREE_SQLITE_BUSY_MS", "30000"))
+            raise StoreError(f"cannot open the event store {shown}: directory {parent} does not exist")
+
+
+def _sqlite_setup(dbapi_conn: sqlite3.Connection, busy_ms: int) -> None:
+    """Every SQLite connection of a store: statements in autocommit unless a BEGIN says otherwise,
+    SQLite's busy wait, WAL and synchronous=NORMAL."""
+    dbapi_conn.isolation_level = None
+    cur = dbapi_conn.cursor()
+    cur.execute(f"PRAGMA busy_timeout={busy_ms}")
+    # Switching a new file to WAL needs it alone for a moment; processes opening a new store
+    # together can find it busy without SQLite waiting for them, so the switch is tried again.
+    deadline = time.monotonic() + busy_ms / 1000
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+def _sqlite_file(url: str) -> str | None:
+    """The file of a plain ``sqlite:///PATH`` URL, which the store opens with sqlite3 itself; None
+    for any other URL (PostgreSQL, memory, a query string), opened through SQLAlchemy."""
+    if not url.startswith("sqlite:///") or "?" in url:
+        return None
+    path = url[len("sqlite:///") :]
+    return path if path and path != ":memory:" else None
+
+
+def _sqlite_connect(path: str) -> sqlite3.Connection:
+    busy_ms = _busy_ms()
+    conn = sqlite3.connect(Path(path).expanduser(), timeout=busy_ms / 1000, check_same_thread=False)
+    try:
+        _sqlite_setup(conn, busy_ms)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _sqlite_engine(url: sa.URL) -> sa.Engine:
+    import sqlalchemy as sa
+    from sqlalchemy import event as sa_event
+
+    _check_parent(url.database or "", str(url))
+    busy_ms = _busy_ms()
     engine = sa.create_engine(url, connect_args={"timeout": busy_ms / 1000})
 
     @sa_event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record) -> None:
-        dbapi_conn.isolation_level = None  # SQLAlchemy emits BEGIN itself (below)
-        cur = dbapi_conn.cursor()
-        cur.execute(f"PRAGMA busy_timeout={busy_ms}")
-        # Switching a new file to WAL needs it alone for a moment; processes opening a new store
-        # together can find it busy without SQLite waiting for them, so the switch is tried again.
-        deadline = time.monotonic() + busy_ms / 1000
-        while True:
-            try:
-                cur.execute("PRAGMA journal_mode=WAL")
-                break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
-        cur.execute("PRAGMA synchronous=NORMAL")
-        cur.close()
+        _sqlite_setup(dbapi_conn, busy_ms)  # SQLAlchemy emits BEGIN itself (below)
 
     @sa_event.listens_for(engine, "begin")
     def _on_begin(conn) -> None:
@@ -242,8 +279,22 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
     return engine
 
 
+def _is_db_error(exc: BaseException) -> bool:
+    """An error of a database or its driver (sqlite3, psycopg, or SQLAlchemy's wrapping of them)."""
+    if isinstance(exc, sqlite3.Error):
+        return True
+    for module, name in (("sqlalchemy.exc", "SQLAlchemyError"), ("psycopg", "Error")):
+        cls = getattr(sys.modules.get(module), name, None)
+        if cls is not None and isinstance(exc, cls):
+            return True
+    return False
+
+
 def make_engine(url: str) -> sa.Engine:
     """A SQLAlchemy engine for the store URL, with a clear error for a bad URL."""
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
     try:
         parsed = make_url(url)
     except Exception as exc:  # noqa: BLE001
@@ -288,23 +339,34 @@ class EventStore:
         if signer is None:
             signer = signing.signer_from_env() if create else False
         self.signer: signing.Signer | None = signer or None
+        # A plain SQLite file is opened with sqlite3 itself: SQLAlchemy (a third of a second to
+        # import, in every command that opens a store and in every worker) is then loaded only to
+        # make or upgrade the schema. Other URLs go through SQLAlchemy's pool (PostgreSQL's with a
+        # liveness check before each use).
+        self._file = _sqlite_file(self.url)
         if not create:
             auto_upgrade = False
-            parsed = make_url(self.url) if "://" in self.url else None
-            path = parsed.database if parsed is not None and parsed.get_backend_name() == "sqlite" else None
-            if path and path != ":memory:" and not Path(path).expanduser().exists():
+            if self._file is not None and not Path(self._file).expanduser().exists():
                 raise StoreError(
-                    f"no event store at {redact(self.url)} (no such file: {Path(path).expanduser().resolve()}); "
+                    f"no event store at {redact(self.url)} (no such file: {Path(self._file).expanduser().resolve()}); "
                     "`inquitree play --record`, `suite run` or `episodes import` create one"
                 )
         self.clock = clock
-        self.engine = make_engine(self.url)
-        self.dialect = self.engine.dialect.name
+        self._engine: sa.Engine | None = None
+        self._engine_lock = threading.Lock()
+        if self._file is not None:
+            _check_parent(self._file, redact(self.url))
+            self.dialect = "sqlite"
+        else:
+            self.dialect = self.engine.dialect.name
+        self._dbapi: Any = sqlite3 if self.dialect == "sqlite" else self.engine.dialect.dbapi
+        self._idle: list[sqlite3.Connection] = []  # a plain file's reader connections, to reuse
+        self._pool_lock = threading.Lock()
         # Appends of one process queue on a lock: on SQLite a writer that finds the file locked waits
         # in SQLite's busy handler, which sleeps in growing steps (up to 100 ms), and the heads this
         # store remembers are updated by one append at a time.
         self._write_lock = threading.Lock()
-        self._mark = "?" if self.engine.dialect.paramstyle == "qmark" else "%s"
+        self._mark = "?" if self.dialect == "sqlite" else "%s"
         self._log_head: tuple[int, str] | None = None  # (global position, log hash) after our last append
         self._heads: dict[str, tuple[int, str]] = {}  # stream id -> (version, hash) after our last append to it
         self._unsigned = False  # appended since the last checkpoint
@@ -315,11 +377,15 @@ class EventStore:
             f"INSERT INTO events ({', '.join(INSERT_COLUMNS)}) VALUES ({', '.join([self._mark] * len(INSERT_COLUMNS))})"
         )
         try:
-            with self.engine.connect() as conn:
-                conn.exec_driver_sql("SELECT 1")
-                revision = _schema_revision(conn)
-        except sa.exc.SQLAlchemyError as exc:
-            self.engine.dispose()
+            with self._cursor() as cur:
+                cur.execute("SELECT 1")
+                cur.fetchall()
+            with self._cursor() as cur:
+                revision = _schema_revision(cur)
+        except Exception as exc:
+            if not _is_db_error(exc):
+                raise
+            self._close_connections()
             raise StoreError(f"cannot open the event store {redact(self.url)}: {_short(exc)}") from exc
         if revision != migrations.head():
             # Alembic (a fifth of a second to import, in every worker process) only when the
@@ -331,18 +397,70 @@ class EventStore:
     def __repr__(self) -> str:
         return f"EventStore({redact(self.url)!r})"
 
+    @property
+    def engine(self) -> sa.Engine:
+        """The store's SQLAlchemy engine, made on first use (migrations, and every URL but a plain
+        SQLite file)."""
+        with self._engine_lock:
+            if self._engine is None:
+                self._engine = make_engine(self.url)
+            return self._engine
+
     def close(self) -> None:
         """Sign the head if this store appended since its last checkpoint (with a signer), and close."""
         try:
             if self.signer is not None and self._unsigned:
                 self.checkpoint()
         finally:
-            if self._raw is not None:
-                with contextlib.suppress(Exception):
-                    self._wcur.close()
-                    self._raw.close()
-                self._raw = self._wconn = self._wcur = None
-            self.engine.dispose()
+            self._close_connections()
+
+    def _close_connections(self) -> None:
+        if self._raw is not None:
+            with contextlib.suppress(Exception):
+                self._wcur.close()
+                self._raw.close()
+            self._raw = self._wconn = self._wcur = None
+        with self._pool_lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+        if self._engine is not None:
+            self._engine.dispose()
+
+    # -- connections -----------------------------------------------------------------------
+    def _connect(self) -> Any:
+        """A DBAPI connection of this store's own (a plain SQLite file), or one from SQLAlchemy's
+        pool (closing it gives it back, rolled back)."""
+        if self._file is not None:
+            return _sqlite_connect(self._file)
+        return self.engine.raw_connection()
+
+    @contextlib.contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        """A cursor for reads, on a connection taken for as long as the block runs."""
+        conn = None
+        if self._file is not None:
+            with self._pool_lock:
+                conn = self._idle.pop() if self._idle else None
+        conn = conn or self._connect()
+        reusable = False
+        try:
+            cur = conn.cursor()
+            try:
+                yield cur
+            finally:
+                cur.close()
+            reusable = self._file is not None and not conn.in_transaction
+        finally:
+            if reusable:
+                with self._pool_lock:
+                    if len(self._idle) < 8:
+                        self._idle.append(conn)
+                        conn = None
+            if conn is not None:
+                if self._file is None:
+                    _rollback(conn)
+                conn.close()
 
     def __enter__(self) -> "EventStore":
         return self
@@ -351,8 +469,20 @@ class EventStore:
         self.close()
 
     # -- writing ---------------------------------------------------------------------------
-    def _writer(self):
-        return self.engine.connect().execution_options(writer=True)
+    @contextlib.contextmanager
+    def _write_transaction(self) -> Iterator[Any]:
+        """A cursor on the appends' connection in one transaction (under the write lock), committed
+        when the block ends and rolled back if it raises."""
+        with self._write_lock:
+            raw, cur = self._dbapi_writer()
+            try:
+                if self.dialect == "sqlite":
+                    cur.execute("BEGIN IMMEDIATE")
+                yield cur
+                raw.commit()
+            except BaseException:
+                _rollback(raw)
+                raise
 
     def append(self, stream_id: str, events: Sequence[Event], expected_version: int) -> int:
         """Append ``events`` to ``stream_id`` if it is at ``expected_version`` (0: new stream).
@@ -374,7 +504,7 @@ class EventStore:
         Appends go through this store's own DBAPI connection and one cursor on it (under the write
         lock): SQLAlchemy's connection checkout, events and reset-on-return, and even its proxies'
         attribute lookups, cost more than the insert (bench/integrity.py)."""
-        dbapi: Any = self.engine.dialect.dbapi
+        dbapi = self._dbapi
         with self._write_lock:
             for _attempt in range(3):
                 raw, cur = self._dbapi_writer()
@@ -423,8 +553,8 @@ class EventStore:
     def _dbapi_writer(self) -> tuple[Any, Any]:
         """(driver connection, cursor) for appends, opened on first use."""
         if self._raw is None:
-            self._raw = self.engine.raw_connection()
-            self._wconn = self._raw.driver_connection
+            self._raw = self._connect()
+            self._wconn = getattr(self._raw, "driver_connection", self._raw)
             self._wcur = self._wconn.cursor()
         return self._wconn, self._wcur
 
@@ -433,7 +563,8 @@ class EventStore:
         self._wconn = self._wcur = None
         if raw is not None:
             with contextlib.suppress(Exception):
-                raw.invalidate()  # closes it: a connection that failed is not reused
+                # closes it: a connection that failed is not reused (nor given back to a pool)
+                raw.invalidate() if hasattr(raw, "invalidate") else raw.close()
 
     def _insert(self, cur, rows: list[tuple]) -> None:
         if self.dialect == "sqlite":
@@ -460,16 +591,10 @@ class EventStore:
             raise ConcurrencyError(stream_id, version, (cur.fetchone() or (0,))[0] or 0)
         return found[0]
 
-    def _version_in(self, conn: sa.Connection, stream_id: str) -> int:
-        c = events_table.c
-        q = sa.select(sa.func.max(c.stream_version)).where(c.stream_id == stream_id)
-        return conn.execute(q).scalar_one_or_none() or 0
-
     @staticmethod
-    def _read_log_head(conn: sa.Connection) -> tuple[int, str]:
-        row = conn.exec_driver_sql(
-            "SELECT global_position, log_hash FROM events ORDER BY global_position DESC LIMIT 1"
-        ).first()
+    def _read_log_head(cur) -> tuple[int, str]:
+        cur.execute("SELECT global_position, log_hash FROM events ORDER BY global_position DESC LIMIT 1")
+        row = cur.fetchone()
         return (row[0], row[1]) if row is not None else (0, GENESIS_HASH)
 
     def append_exported(self, stream_id: str, rows: Sequence[dict[str, Any]]) -> int:
@@ -491,8 +616,8 @@ class EventStore:
 
     def head(self) -> tuple[int, str]:
         """The log's head: the last event's global position and log hash ((0, zeros) when empty)."""
-        with self.engine.connect() as conn:
-            return self._read_log_head(conn)
+        with self._cursor() as cur:
+            return self._read_log_head(cur)
 
     def checkpoint(self, signer: signing.Signer | None = None, note: str | None = None) -> int | None:
         """Sign the log's current head and store the checkpoint; returns its position.
@@ -502,22 +627,27 @@ class EventStore:
         signer = signer or self.signer
         if signer is None or (signer is self.signer and not self._unsigned):
             return None
-        with self._write_lock, self._writer() as conn, conn.begin():
-            position, digest = self._read_log_head(conn)
+        with self._write_transaction() as cur:
+            position, digest = self._read_log_head(cur)
             if position == 0:
                 return None
-            self._sign(conn, signer, "log", "log", position, digest, note)
+            self._sign(cur, signer, "log", "log", position, digest, note)
         self._unsigned = False
         return position
 
     def add_signature(self, signature: dict[str, Any], note: str | None = None) -> None:
         """Keep a stream signature made elsewhere (an imported episode's provenance)."""
         row = {k: signature[k] for k in ("kind", "subject", "position", "hash", "signed_at", "key_id", "signature")}
-        with self._write_lock, self._writer() as conn, conn.begin():
-            conn.execute(checkpoints_table.insert().values(**row, note=note))
+        with self._write_transaction() as cur:
+            self._insert_checkpoint(cur, {**row, "note": note})
+
+    def _insert_checkpoint(self, cur, row: dict[str, Any]) -> None:
+        names = CHECKPOINT_COLUMNS[1:]  # seq is the database's
+        marks = ", ".join([self._mark] * len(names))
+        cur.execute(f"INSERT INTO checkpoints ({', '.join(names)}) VALUES ({marks})", tuple(row[k] for k in names))
 
     def _sign(
-        self, conn: sa.Connection, signer: signing.Signer, kind: str, subject: str, position: int, digest: str, note
+        self, cur, signer: signing.Signer, kind: str, subject: str, position: int, digest: str, note
     ) -> dict[str, Any]:
         at = self.clock()
         row = {
@@ -529,38 +659,40 @@ class EventStore:
             "key_id": signer.key_id,
             "signature": signer.sign(signing.checkpoint_message(kind, subject, position, digest, at)),
         }
-        conn.execute(checkpoints_table.insert().values(**row, note=note))
+        self._insert_checkpoint(cur, {**row, "note": note})
         return row
 
     def checkpoints(self) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(sa.select(checkpoints_table).order_by("seq"))]
+        with self._cursor() as cur:
+            cur.execute(f"SELECT {', '.join(CHECKPOINT_COLUMNS)} FROM checkpoints ORDER BY seq")
+            return [dict(zip(CHECKPOINT_COLUMNS, r)) for r in cur.fetchall()]
 
     # -- reading ---------------------------------------------------------------------------
     def current_version(self, stream_id: str) -> int:
-        with self.engine.connect() as conn:
-            return self._version_in(conn, stream_id)
+        with self._cursor() as cur:
+            cur.execute(f"SELECT max(stream_version) FROM events WHERE stream_id = {self._mark}", (stream_id,))
+            return (cur.fetchone() or (0,))[0] or 0
 
     def read_stream(self, stream_id: str, from_version: int = 1) -> list[RecordedEvent]:
         """Every event of ``stream_id`` from ``from_version`` on, in version order."""
-        q = (
-            sa.select(events_table)
-            .where(events_table.c.stream_id == stream_id, events_table.c.stream_version >= from_version)
-            .order_by(events_table.c.stream_version)
-        )
-        with self.engine.connect() as conn:
-            return [_recorded(r) for r in conn.execute(q)]
+        m = self._mark
+        with self._cursor() as cur:
+            cur.execute(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE stream_id = {m} AND stream_version >= {m} "
+                "ORDER BY stream_version",
+                (stream_id, from_version),
+            )
+            return [_recorded(r) for r in cur.fetchall()]
 
     def read_all(self, after_position: int = 0, limit: int = 10_000) -> list[RecordedEvent]:
         """Up to ``limit`` events of every stream with global position > ``after_position``."""
-        q = (
-            sa.select(events_table)
-            .where(events_table.c.global_position > after_position)
-            .order_by(events_table.c.global_position)
-            .limit(limit)
-        )
-        with self.engine.connect() as conn:
-            return [_recorded(r) for r in conn.execute(q)]
+        m = self._mark
+        with self._cursor() as cur:
+            cur.execute(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE global_position > {m} ORDER BY global_position LIMIT {m}",
+                (after_position, limit),
+            )
+            return [_recorded(r) for r in cur.fetchall()]
 
     def iter_all(self, after_position: int = 0, batch: int = 10_000) -> Iterator[RecordedEvent]:
         while True:
@@ -571,34 +703,32 @@ class EventStore:
             after_position = chunk[-1].global_position
 
     def last_position(self) -> int:
-        with self.engine.connect() as conn:
-            return conn.execute(sa.select(sa.func.max(events_table.c.global_position))).scalar_one_or_none() or 0
+        with self._cursor() as cur:
+            cur.execute("SELECT max(global_position) FROM events")
+            return (cur.fetchone() or (0,))[0] or 0
 
     def streams(self, prefix: str | None = None) -> list[StreamInfo]:
         """Every stream with its version and first/last timestamps, in stream id order."""
-        c = events_table.c
-        q = (
-            sa.select(
-                c.stream_id, sa.func.max(c.stream_version), sa.func.min(c.recorded_at), sa.func.max(c.recorded_at)
-            )
-            .group_by(c.stream_id)
-            .order_by(c.stream_id)
+        where, args = (
+            (f"WHERE stream_id LIKE {self._mark} ESCAPE '/' ", (_like_prefix(prefix),)) if prefix else ("", ())
         )
-        if prefix:
-            q = q.where(c.stream_id.startswith(prefix, autoescape=True))
-        with self.engine.connect() as conn:
-            return [StreamInfo(*row) for row in conn.execute(q)]
+        with self._cursor() as cur:
+            cur.execute(
+                "SELECT stream_id, max(stream_version), min(recorded_at), max(recorded_at) FROM events "
+                f"{where}GROUP BY stream_id ORDER BY stream_id",
+                args,
+            )
+            return [StreamInfo(*row) for row in cur.fetchall()]
 
     def streams_with_event(self, prefix: str, event_type: str) -> set[str]:
         """The ids of streams starting with ``prefix`` that hold at least one ``event_type`` event."""
-        c = events_table.c
-        q = (
-            sa.select(c.stream_id)
-            .distinct()
-            .where(c.stream_id.startswith(prefix, autoescape=True), c.event_type == event_type)
-        )
-        with self.engine.connect() as conn:
-            return {row[0] for row in conn.execute(q)}
+        m = self._mark
+        with self._cursor() as cur:
+            cur.execute(
+                f"SELECT DISTINCT stream_id FROM events WHERE stream_id LIKE {m} ESCAPE '/' AND event_type = {m}",
+                (_like_prefix(prefix), event_type),
+            )
+            return {row[0] for row in cur.fetchall()}
 
     # -- integrity -------------------------------------------------------------------------
     def verify(
@@ -690,9 +820,9 @@ class EventStore:
     def _scan(self, sql: str) -> Iterator[Iterator[tuple]]:
         """The rows of ``sql`` straight from the driver, fetched in batches (a server-side cursor on
         PostgreSQL), for walks over the whole log: SQLAlchemy's row objects cost more than the hashing."""
-        raw = self.engine.raw_connection()
+        raw = self._connect()
         try:
-            driver: Any = raw.driver_connection
+            driver: Any = getattr(raw, "driver_connection", raw)
             cur = driver.cursor(name="inquitree_scan") if self.dialect == "postgresql" else raw.cursor()
             cur.execute(sql)
 
@@ -736,14 +866,13 @@ class EventStore:
         """One stream's chain (its content and order); the log chain needs the whole log."""
         report = VerifyReport(0, 0, None)
         last = (0, GENESIS_HASH)
-        c = events_table.c
-        q = (
-            sa.select(c.stream_version, c.event_type, c.schema_version, c.recorded_at, c.payload, c.prev_hash, c.hash)
-            .where(c.stream_id == stream_id)
-            .order_by(c.stream_version)
-        )
-        with self.engine.connect() as conn:
-            for version, etype, sver, at, payload, prev_hash, digest in conn.execute(q):
+        with self._cursor() as cur:
+            cur.execute(
+                "SELECT stream_version, event_type, schema_version, recorded_at, payload, prev_hash, hash FROM events "
+                f"WHERE stream_id = {self._mark} ORDER BY stream_version",
+                (stream_id,),
+            )
+            for version, etype, sver, at, payload, prev_hash, digest in cur.fetchall():
                 report.events_checked += 1
                 report.streams_checked = 1
                 problem = link_problem(last, stream_id, version, etype, sver, at, payload, prev_hash, digest)
@@ -785,13 +914,21 @@ def _rows(
     return rows
 
 
-def _schema_revision(conn: sa.Connection) -> str | None:
+def _schema_revision(cur) -> str | None:
     """The store's schema revision as Alembic records it, or None (no table, or not one row)."""
-    try:  # a failed statement ends the caller's connection; it is closed right after
-        rows = conn.exec_driver_sql("SELECT version_num FROM alembic_version").all()
-    except sa.exc.DBAPIError:
+    try:  # a failed statement ends the caller's transaction; its connection is rolled back right after
+        cur.execute("SELECT version_num FROM alembic_version")
+        rows = cur.fetchall()
+    except Exception as exc:
+        if not _is_db_error(exc):
+            raise
         return None
     return rows[0][0] if len(rows) == 1 else None
+
+
+def _like_prefix(prefix: str) -> str:
+    """A LIKE pattern (with ESCAPE '/') for the strings that start with ``prefix``."""
+    return prefix.replace("/", "//").replace("%", "/%").replace("_", "/_") + "%"
 
 
 def _rollback(raw) -> None:
@@ -799,20 +936,10 @@ def _rollback(raw) -> None:
         raw.rollback()
 
 
-def _recorded(row) -> RecordedEvent:
-    m = row._mapping
-    return RecordedEvent(
-        m["global_position"],
-        m["stream_id"],
-        m["stream_version"],
-        m["event_type"],
-        m["schema_version"],
-        m["recorded_at"],
-        parse_json(m["payload"]),
-        m["prev_hash"],
-        m["hash"],
-        m.get("log_hash"),
-    )
+def _recorded(row: tuple) -> RecordedEvent:
+    """A row of ``SELECT EVENT_COLUMNS`` as the event it records."""
+    pos, sid, version, etype, sver, at, payload, prev_hash, digest, lhash = row
+    return RecordedEvent(pos, sid, version, etype, sver, at, parse_json(payload), prev_hash, digest, lhash)
 
 
 def _short(exc: BaseException) -> str:

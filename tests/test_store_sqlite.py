@@ -110,3 +110,38 @@ def test_cli_unreachable_database_is_one_line_exit_2():
         "inquitree: error: cannot open the event store postgresql+psycopg://u@127.0.0.1:9/none"
     )
     assert "Traceback" not in result.output and result.output.count("\n") == 1
+
+
+def test_a_store_at_head_is_opened_read_and_appended_without_sqlalchemy(tmp_path):
+    """SQLAlchemy is a third of a second to import: a SQLite file at the head revision is opened
+    with sqlite3 itself (every command that reads or records, every campaign worker), and
+    SQLAlchemy and Alembic load only to make or upgrade a schema."""
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    EventStore(url).close()  # made here, with Alembic
+    script = f"""
+import sys
+from inquitree.core.agents import RandomAgent
+from inquitree.core.embed import HashEmbedder
+from inquitree.core.engine import Params
+from inquitree.core.runner import run_episode, stream_id
+from inquitree.core.templates import TemplateSet
+from inquitree.core.tree import resolve_tree
+from inquitree.events.store import EventStore
+
+tree, emb, templates = resolve_tree("synthetic-diamond-4"), HashEmbedder(), TemplateSet()
+p = Params(0.5, 4, 50, 0, 1, emb.id, templates.name, templates.hash)
+with EventStore({url!r}) as store:
+    run_episode(tree, RandomAgent(tree, 1), None, emb, p, templates, store, "x")
+    assert store.verify().ok and store.read_stream(stream_id("x")) and store.streams("episode/")
+loaded = sorted(m for m in ("sqlalchemy", "alembic") if m in sys.modules)
+print("loaded:", loaded)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert "loaded: []" in out, out
+    with EventStore(url) as store:  # what it wrote, read here as well
+        events = store.read_stream("episode/x")
+        assert events[0].event_type == "EpisodeStarted" and store.current_version("episode/x") == len(events)
+        assert store.verify().ok
