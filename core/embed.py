@@ -185,14 +185,22 @@ def default_cache_path() -> Path:
 
 
 class CachedEmbedder:
-    """An embedder with a persistent cache keyed by (embedder id, sha256(text))."""
+    """An embedder with a persistent cache keyed by (embedder id, sha256(text)).
 
-    def __init__(self, inner: Embedder, path: Path | str | None = None):
+    Vectors read or made are also kept in memory, up to ``memory_bytes`` (default 256 MB: about
+    170k of the local model's vectors, 40k of text-embedding-3-small's); past it, the older half
+    is dropped, to be read from the file again when asked for. A model campaign embeds every
+    reply it gets, so without a bound this grew with the campaign."""
+
+    MEMORY_BYTES = 256 * 2**20
+
+    def __init__(self, inner: Embedder, path: Path | str | None = None, memory_bytes: int | None = None):
         self.inner = inner
         self.id = inner.id
         self.path = Path(path) if path else default_cache_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._mem: dict[str, np.ndarray] = {}
+        self._mem_bytes, self.memory_bytes = 0, self.MEMORY_BYTES if memory_bytes is None else memory_bytes
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -208,19 +216,24 @@ class CachedEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         keys = [self.key(t) for t in texts]
+        found: dict[str, np.ndarray] = {}  # this call's vectors, whatever another thread drops meanwhile
         with self._lock:
-            missing = [k for k in dict.fromkeys(keys) if k not in self._mem]
+            mem = self._mem
+            for k in keys:
+                if k in mem:
+                    found[k] = mem[k]
+            missing = [k for k in dict.fromkeys(keys) if k not in found]
             for chunk in _chunks(missing, 500):
                 marks = ",".join("?" * len(chunk))
                 q = f"SELECT text_sha256, vector FROM embeddings WHERE embedder = ? AND text_sha256 IN ({marks})"
                 for k, blob in self._db.execute(q, [self.id, *chunk]):
-                    self._mem[k] = np.frombuffer(blob, dtype=np.float32)
-            todo = {k: t for k, t in zip(keys, texts) if k not in self._mem}
+                    found[k] = self._keep(k, np.frombuffer(blob, dtype=np.float32))
+            todo = {k: t for k, t in zip(keys, texts) if k not in found}
         if todo:
             vecs = self.inner.embed(list(todo.values()))
             with self._lock:
                 for k, v in zip(todo, vecs):
-                    self._mem[k] = v
+                    found[k] = self._keep(k, v)
                 self._db.executemany(
                     "INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?)",
                     [(self.id, k, v.astype(np.float32).tobytes()) for k, v in zip(todo, vecs)],
@@ -229,7 +242,17 @@ class CachedEmbedder:
         self.misses += len(todo)
         self.hits += len(keys) - len(todo)
         # np.array over same-shaped rows is np.stack's result at a third of its cost (a call per step)
-        return np.array([self._mem[k] for k in keys]) if keys else np.zeros((0, 1), np.float32)
+        return np.array([found[k] for k in keys]) if keys else np.zeros((0, 1), np.float32)
+
+    def _keep(self, key: str, vec: np.ndarray) -> np.ndarray:
+        """Keep ``vec`` in memory (under the lock); past the budget, drop the older half."""
+        if key not in self._mem:
+            self._mem[key] = vec
+            self._mem_bytes += vec.nbytes
+            if self._mem_bytes > self.memory_bytes:
+                for old in list(self._mem)[: len(self._mem) // 2]:
+                    self._mem_bytes -= self._mem.pop(old).nbytes
+        return vec
 
     def close(self) -> None:
         self._db.close()

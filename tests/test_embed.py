@@ -71,6 +71,22 @@ def test_cache_returns_identical_vectors_and_persists(tmp_path):
     assert np.array_equal(reopened.embed(["a b c"])[0], first[0]) and calls == [["a b c", "d e f"]]
 
 
+def test_the_cache_keeps_a_bounded_memory_and_reads_what_it_dropped_from_its_file(tmp_path):
+    """A model campaign embeds every reply it gets: the vectors kept in memory stay under the
+    budget, and one dropped is read from the file again (a hit, not a new call)."""
+    inner = HashEmbedder(dim=64)  # 256 bytes a vector
+    texts = [f"reply number {i}" for i in range(200)]
+    bounded = CachedEmbedder(inner, tmp_path / "c.sqlite", memory_bytes=40 * 256)
+    unbounded = HashEmbedder(dim=64).embed(texts)
+    for i, text in enumerate(texts):
+        assert np.array_equal(bounded.embed([text, texts[0]]), unbounded[[i, 0]])
+        assert bounded._mem_bytes <= 40 * 256 and len(bounded._mem) <= 40
+    assert bounded.misses == 200
+    again = bounded.embed(texts)  # most were dropped from memory: read back from the file
+    assert np.array_equal(again, unbounded) and bounded.misses == 200 and bounded.hits == 200 + 200
+    assert bounded._mem_bytes == sum(v.nbytes for v in bounded._mem.values())
+
+
 def test_openai_embedder_over_http_batches_and_normalizes():
     with OpenAICompatibleServer() as server:
         emb = OpenAIEmbedder("text-embedding-3-small", base_url=server.base_url, batch_size=2)
