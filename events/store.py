@@ -240,13 +240,18 @@ def _sqlite_setup(dbapi_conn: sqlite3.Connection, busy_ms: int) -> None:
     cur.close()
 
 
+def _sqlite_database(url: str) -> str | None:
+    """The file of a ``sqlite:///PATH[?options]`` URL; None for memory and any other URL."""
+    if not url.startswith("sqlite:///"):
+        return None
+    path = url[len("sqlite:///") :].split("?", 1)[0]
+    return path if path and path != ":memory:" else None
+
+
 def _sqlite_file(url: str) -> str | None:
     """The file of a plain ``sqlite:///PATH`` URL, which the store opens with sqlite3 itself; None
-    for any other URL (PostgreSQL, memory, a query string), opened through SQLAlchemy."""
-    if not url.startswith("sqlite:///") or "?" in url:
-        return None
-    path = url[len("sqlite:///") :]
-    return path if path and path != ":memory:" else None
+    for any other URL (PostgreSQL, memory, options), opened through SQLAlchemy."""
+    return None if "?" in url else _sqlite_database(url)
 
 
 def _sqlite_connect(path: str) -> sqlite3.Connection:
@@ -346,9 +351,10 @@ class EventStore:
         self._file = _sqlite_file(self.url)
         if not create:
             auto_upgrade = False
-            if self._file is not None and not Path(self._file).expanduser().exists():
+            path = _sqlite_database(self.url)
+            if path is not None and not Path(path).expanduser().exists():
                 raise StoreError(
-                    f"no event store at {redact(self.url)} (no such file: {Path(self._file).expanduser().resolve()}); "
+                    f"no event store at {redact(self.url)} (no such file: {Path(path).expanduser().resolve()}); "
                     "`inquitree play --record`, `suite run` or `episodes import` create one"
                 )
         self.clock = clock

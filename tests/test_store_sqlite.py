@@ -145,3 +145,12 @@ print("loaded:", loaded)
         events = store.read_stream("episode/x")
         assert events[0].event_type == "EpisodeStarted" and store.current_version("episode/x") == len(events)
         assert store.verify().ok
+
+
+@pytest.mark.parametrize("options", ["", "?timeout=5"])
+def test_a_reader_never_creates_a_missing_file(tmp_path, options):
+    """Opened with sqlite3 itself (a plain file) or through SQLAlchemy (a URL with options)."""
+    path = tmp_path / "missing.sqlite"
+    with pytest.raises(StoreError, match="no event store at .*missing.sqlite"):
+        EventStore(f"sqlite:///{path}{options}", create=False)
+    assert not path.exists()
