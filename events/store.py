@@ -383,10 +383,9 @@ class EventStore:
             f"INSERT INTO events ({', '.join(INSERT_COLUMNS)}) VALUES ({', '.join([self._mark] * len(INSERT_COLUMNS))})"
         )
         try:
-            with self._cursor() as cur:
+            with self._cursor() as cur:  # an unreachable database fails here, not as "no schema" below
                 cur.execute("SELECT 1")
                 cur.fetchall()
-            with self._cursor() as cur:
                 revision = _schema_revision(cur)
         except Exception as exc:
             if not _is_db_error(exc):
