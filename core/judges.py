@@ -70,17 +70,20 @@ class EmbeddingJudge:
         self.embedder, self.full, self.partial = embedder, full, partial
         self.id = f"embedding:{embedder.id}:{full}/{partial}"
         self.description = {"kind": "embedding", "embedder": embedder.id, "full": full, "partial": partial}
+        self._truths: dict[str, np.ndarray] = {}  # the ground-truth items' vectors, by tree content hash
 
     def judge(self, tree: Tree, items: list[str]) -> list[JudgeVerdict]:
-        truths = [c.text for c in tree.conclusions]
         if items:
-            v = self.embedder.embed(truths + items)
-            sims = v[: len(truths)] @ v[len(truths) :].T
+            truths = self._truths.get(tree.content_hash)
+            if truths is None:  # once per tree: each episode of a campaign asks for the same ones
+                truths = self._truths[tree.content_hash] = self.embedder.embed([c.text for c in tree.conclusions])
+            sims = truths @ self.embedder.embed(items).T
+            at = sims.argmax(axis=1)  # each ground-truth item's best agent item
+            bests = sims[np.arange(len(at)), at].tolist()
+            at = at.tolist()
         else:
-            sims = np.zeros((len(truths), 0))
+            at = bests = []
         out = []
-        at = sims.argmax(axis=1).tolist() if sims.shape[1] else []  # each item's best agent item
-        bests = sims[np.arange(len(at)), at].tolist() if at else []
         for i, c in enumerate(tree.conclusions):
             if at:
                 j, best = at[i], round(bests[i], 6)
