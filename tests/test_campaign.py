@@ -398,3 +398,29 @@ def test_ctrl_c_stops_a_campaign_at_step_boundaries_and_a_rerun_finishes_it(tmp_
         assert finished[sid][: len(evs)] == evs
     with EventStore(url) as store:
         assert store.verify().ok
+
+
+def test_progress_is_called_once_per_cell_and_its_error_ends_the_campaign(tmp_path):
+    """Cells are counted by the threads that ran them (the caller's thread only waits): the
+    progress callback still sees every cell once, the count going down to 0, and an error it
+    raises ends the campaign, the cells still queued not run."""
+    body = GRID.replace("concurrency = 2", "concurrency = 1")
+    suite = Suite.load(write_suite(tmp_path, "progress", body))
+    seen: list[tuple[int, int]] = []
+    with EventStore(f"sqlite:///{tmp_path / 'p.sqlite'}") as store:
+        report = run_suite(suite, store, progress=lambda r, left: seen.append((r.done, left)))
+    assert report.done == 54 and len(seen) == 54
+    assert [left for _, left in seen] == list(range(53, -1, -1))
+    assert [done for done, _ in seen] == list(range(1, 55))
+
+    class Gone(Exception):
+        pass
+
+    def fails_at_the_third(r, left) -> None:
+        if r.done == 3:
+            raise Gone("the terminal went away")
+
+    with EventStore(f"sqlite:///{tmp_path / 'q.sqlite'}") as store:
+        with pytest.raises(Gone, match="terminal went away"):
+            run_suite(suite, store, progress=fails_at_the_third)
+        assert 3 <= len(store.streams_with_event(STREAM_PREFIX, "EpisodeScored")) < 54
