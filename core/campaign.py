@@ -441,19 +441,19 @@ def run_suite(
 
     def cell(c: Cell, eid: str) -> None:
         nonlocal counted
-        outcome = one(c, eid)
-        with lock:
-            tally(*outcome)
-            counted += 1
-            try:
+        try:
+            outcome = one(c, eid)
+            with lock:
+                tally(*outcome)
+                counted += 1
                 if progress:
                     progress(report, remaining())
-            except BaseException as exc:  # the progress callback's: the campaign ends with it
-                raised.append(exc)
-                all_counted.set()
-                raise
-            if counted == len(todo):
-                all_counted.set()
+                if counted == len(todo):
+                    all_counted.set()
+        except BaseException as exc:  # the progress callback's (``one`` keeps a cell's own): it ends the campaign
+            raised.append(exc)
+            all_counted.set()
+            raise
 
     if not todo:
         all_counted.set()

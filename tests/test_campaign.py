@@ -424,3 +424,34 @@ def test_progress_is_called_once_per_cell_and_its_error_ends_the_campaign(tmp_pa
         with pytest.raises(Gone, match="terminal went away"):
             run_suite(suite, store, progress=fails_at_the_third)
         assert 3 <= len(store.streams_with_event(STREAM_PREFIX, "EpisodeScored")) < 54
+
+
+def test_a_cell_that_raises_past_its_handler_ends_the_campaign_not_hangs_it(tmp_path, monkeypatch):
+    """``one`` turns a cell's Exception into a failure; anything else (a BaseException) must still
+    wake the caller, which waits for the last cell to be counted, and end the campaign with it."""
+    import threading
+
+    import inquitree.core.campaign as campaign
+
+    class Fatal(BaseException):
+        pass
+
+    def fatal(*args, **kwargs):
+        raise Fatal("not an Exception")
+
+    monkeypatch.setattr(campaign, "run_episode", fatal)
+    suite = Suite.load(write_suite(tmp_path, "fatal"))
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        with EventStore(f"sqlite:///{tmp_path / 'f.sqlite'}") as store:
+            try:
+                run_suite(suite, store)
+            except BaseException as exc:  # noqa: BLE001 - what the campaign raised, checked below
+                raised.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(timeout=60)
+    assert not t.is_alive(), "run_suite still waits for a cell that ended with a BaseException"
+    assert len(raised) == 1 and isinstance(raised[0], Fatal)
