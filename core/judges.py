@@ -78,9 +78,8 @@ class EmbeddingJudge:
             if truths is None:  # once per tree: each episode of a campaign asks for the same ones
                 truths = self._truths[tree.content_hash] = self.embedder.embed([c.text for c in tree.conclusions])
             sims = truths @ self.embedder.embed(items).T
-            at = sims.argmax(axis=1)  # each ground-truth item's best agent item
-            bests = sims[np.arange(len(at)), at].tolist()
-            at = at.tolist()
+            best_item = sims.argmax(axis=1)  # each ground-truth item's best agent item
+            at, bests = best_item.tolist(), sims[np.arange(len(best_item)), best_item].tolist()
         else:
             at = bests = []
         out = []

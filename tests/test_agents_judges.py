@@ -74,6 +74,41 @@ def test_embedding_judge_scores_by_best_cosine():
     assert [v.score for v in judge.judge(tree, [])] == [0.0] * len(tree.conclusions)
 
 
+def test_embedding_judge_embeds_a_trees_ground_truth_once_and_scores_as_the_full_matrix_does():
+    """The ground-truth items' vectors are kept per tree (a campaign judges the same tree in every
+    episode); each verdict is still the best cosine over the agent's items, computed directly here."""
+    import numpy as np
+
+    class Counting(HashEmbedder):
+        def __init__(self):
+            super().__init__()
+            self.calls: list[list[str]] = []
+
+        def embed(self, texts):
+            self.calls.append(list(texts))
+            return super().embed(texts)
+
+    tree = resolve_tree("synthetic-diamond-4")
+    emb = Counting()
+    judge = EmbeddingJudge(emb, full=0.85, partial=0.5)
+    episodes = [
+        [tree.conclusions[0].text, "Something unrelated about the stock market."],
+        [tree.conclusions[2].text[:40], tree.conclusions[1].text + " Probably."],
+    ]
+    for items in episodes:
+        verdicts = judge.judge(tree, items)
+        truths = HashEmbedder().embed([c.text for c in tree.conclusions])
+        sims = truths @ HashEmbedder().embed(items).T
+        for c, v, row in zip(tree.conclusions, verdicts, sims):
+            best = round(float(row.max()), 6)
+            assert v.item_id == c.id
+            assert v.score == (1.0 if best >= 0.85 else 0.6 if best >= 0.5 else 0.0)
+            assert f"({int(np.argmax(row)) + 1}) has cosine {best:.3f}" in v.rationale
+    assert emb.calls.count([c.text for c in tree.conclusions]) == 1  # for the first episode only
+    assert len(emb.calls) == 1 + len(episodes)
+    assert {v.score for v in judge.judge(tree, episodes[0])} != {0.0}
+
+
 def test_openai_judge_parses_retries_and_records_errors():
     tree = resolve_tree("synthetic-diamond-4")
     answers = iter(
