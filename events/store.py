@@ -714,9 +714,9 @@ class EventStore:
 
     def streams(self, prefix: str | None = None) -> list[StreamInfo]:
         """Every stream with its version and first/last timestamps, in stream id order."""
-        where, args = (
-            (f"WHERE stream_id LIKE {self._mark} ESCAPE '/' ", (_like_prefix(prefix),)) if prefix else ("", ())
-        )
+        where, args = self._starting_with(prefix) if prefix else ("", ())
+        if where:
+            where = f"WHERE {where} "
         with self._cursor() as cur:
             cur.execute(
                 "SELECT stream_id, max(stream_version), min(recorded_at), max(recorded_at) FROM events "
@@ -727,13 +727,27 @@ class EventStore:
 
     def streams_with_event(self, prefix: str, event_type: str) -> set[str]:
         """The ids of streams starting with ``prefix`` that hold at least one ``event_type`` event."""
-        m = self._mark
+        where, args = self._starting_with(prefix)
         with self._cursor() as cur:
             cur.execute(
-                f"SELECT DISTINCT stream_id FROM events WHERE stream_id LIKE {m} ESCAPE '/' AND event_type = {m}",
-                (_like_prefix(prefix), event_type),
+                f"SELECT DISTINCT stream_id FROM events WHERE {where} AND event_type = {self._mark}",
+                (*args, event_type),
             )
             return {row[0] for row in cur.fetchall()}
+
+    def _starting_with(self, prefix: str) -> tuple[str, tuple[str, ...]]:
+        """A condition (and its arguments) for the stream ids that start with ``prefix``, exactly.
+
+        On SQLite it is also a range of the (stream_id, stream_version) index: LIKE alone is
+        case-insensitive there, so it cannot use that index and reads every event (a campaign's
+        start read a million-event store twice over, 0.85 s). On PostgreSQL LIKE is already exact;
+        a range would follow the database's collation, not the bytes, so LIKE is left alone."""
+        m = self._mark
+        like = f"stream_id LIKE {m} ESCAPE '/'"
+        end = _prefix_end(prefix) if self.dialect == "sqlite" else None
+        if end is None:
+            return like, (_like_prefix(prefix),)
+        return f"stream_id >= {m} AND stream_id < {m} AND {like}", (prefix, end, _like_prefix(prefix))
 
     # -- integrity -------------------------------------------------------------------------
     def verify(
@@ -929,6 +943,16 @@ def _schema_revision(cur) -> str | None:
             raise
         return None
     return rows[0][0] if len(rows) == 1 else None
+
+
+def _prefix_end(prefix: str) -> str | None:
+    """The least string above every string that starts with ``prefix``, in code point (and so
+    UTF-8 byte) order: its last character moved on by one; None where there is no such string
+    to write (an empty prefix, or one ending in the last code point)."""
+    if not prefix or prefix[-1] == "\U0010ffff":
+        return None
+    nxt = ord(prefix[-1]) + 1
+    return prefix[:-1] + chr(0xE000 if 0xD800 <= nxt <= 0xDFFF else nxt)  # UTF-8 has no surrogates
 
 
 def _like_prefix(prefix: str) -> str:

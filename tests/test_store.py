@@ -62,6 +62,37 @@ def test_streams_lists_versions_and_filters_by_prefix(store):
     assert store.current_version("episode/x") == 2 and store.current_version("nope") == 0
 
 
+def test_a_prefix_matches_exactly_on_both_backends(store):
+    """Stream ids that start with the prefix, case and all; LIKE's wildcards in a prefix are
+    plain characters. SQLite's LIKE alone ignored case (and so could not use the index)."""
+    ids = ["episode/a.x", "episode/A.x", "episode/a_x", "episode/a%x", "episode/ab", "episode/a.", "episode/a/"]
+    for sid in ids:
+        store.append(sid, notes(1), 0)
+    store.append("episode/a.y", notes(1, 2), 0)
+    assert [s.stream_id for s in store.streams(prefix="episode/a.")] == ["episode/a.", "episode/a.x", "episode/a.y"]
+    assert [s.stream_id for s in store.streams(prefix="episode/a_")] == ["episode/a_x"]
+    assert [s.stream_id for s in store.streams(prefix="episode/a%")] == ["episode/a%x"]
+    assert [s.stream_id for s in store.streams(prefix="episode/A")] == ["episode/A.x"]
+    assert store.streams_with_event("episode/a.", "TestNoted") == {"episode/a.", "episode/a.x", "episode/a.y"}
+    assert store.streams_with_event("episode/a.", "Other") == set()
+    assert store.streams_with_event("episode/b", "TestNoted") == set()
+
+
+def test_a_prefix_is_an_index_range_on_sqlite(sqlite_url):
+    from inquitree.events.store import _prefix_end
+
+    assert _prefix_end("episode/a.") == "episode/a/"
+    assert _prefix_end("x\ud7ff") == "x\ue000"  # past the surrogates, which UTF-8 cannot hold
+    assert _prefix_end("") is None and _prefix_end("x\U0010ffff") is None
+    with EventStore(sqlite_url) as store:
+        store.append("episode/a.x", notes(1), 0)
+        where, args = store._starting_with("episode/a.")
+        with store._cursor() as cur:
+            cur.execute(f"EXPLAIN QUERY PLAN SELECT DISTINCT stream_id FROM events WHERE {where}", args)
+            plan = " ".join(str(row[-1]) for row in cur.fetchall())
+    assert "SEARCH events USING" in plan and "INDEX sqlite_autoindex_events_1 (stream_id>? AND stream_id<?)" in plan
+
+
 @pytest.mark.parametrize("expected", [0, 1, 3, 7])
 def test_wrong_expected_version_raises_and_writes_nothing(store, expected):
     store.append("s", notes(1, 2), 0)
