@@ -437,7 +437,8 @@ def run_suite(
     # Each cell is counted by the thread that ran it: this thread only waits, woken once at the end
     # rather than once per cell (a wake per cell cost a few percent of `suite run`'s CPU).
     all_counted = threading.Event()
-    counted, raised = 0, []
+    counted = 0
+    raised: list[BaseException] = []  # by a cell past its handler (the progress callback)
 
     def cell(c: Cell, eid: str) -> None:
         nonlocal counted
