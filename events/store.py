@@ -592,9 +592,13 @@ class EventStore:
         cur.execute(f"SELECT hash FROM events WHERE stream_id = {m} AND stream_version = {m}", (stream_id, version))
         found = cur.fetchone()
         if found is None:
-            cur.execute(f"SELECT max(stream_version) FROM events WHERE stream_id = {m}", (stream_id,))
-            raise ConcurrencyError(stream_id, version, (cur.fetchone() or (0,))[0] or 0)
+            raise ConcurrencyError(stream_id, version, self._version_on(cur, stream_id))
         return found[0]
+
+    def _version_on(self, cur, stream_id: str) -> int:
+        """The stream's version as ``cur`` sees it (0: no such stream)."""
+        cur.execute(f"SELECT max(stream_version) FROM events WHERE stream_id = {self._mark}", (stream_id,))
+        return (cur.fetchone() or (0,))[0] or 0
 
     @staticmethod
     def _read_log_head(cur) -> tuple[int, str]:
@@ -675,8 +679,7 @@ class EventStore:
     # -- reading ---------------------------------------------------------------------------
     def current_version(self, stream_id: str) -> int:
         with self._cursor() as cur:
-            cur.execute(f"SELECT max(stream_version) FROM events WHERE stream_id = {self._mark}", (stream_id,))
-            return (cur.fetchone() or (0,))[0] or 0
+            return self._version_on(cur, stream_id)
 
     def read_stream(self, stream_id: str, from_version: int = 1) -> list[RecordedEvent]:
         """Every event of ``stream_id`` from ``from_version`` on, in version order."""
@@ -714,9 +717,11 @@ class EventStore:
 
     def streams(self, prefix: str | None = None) -> list[StreamInfo]:
         """Every stream with its version and first/last timestamps, in stream id order."""
-        where, args = self._starting_with(prefix) if prefix else ("", ())
-        if where:
-            where = f"WHERE {where} "
+        where = ""  # every stream
+        args: tuple[str, ...] = ()
+        if prefix:
+            condition, args = self._starting_with(prefix)
+            where = f"WHERE {condition} "
         with self._cursor() as cur:
             cur.execute(
                 "SELECT stream_id, max(stream_version), min(recorded_at), max(recorded_at) FROM events "
