@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import sys
 import tempfile
@@ -116,12 +117,15 @@ def suite_cpu_per_step(d: Path, episodes: int, per_step_appends: bool = False) -
 def store_floor(db: Path, steps: int) -> dict:
     """What recording a suite run's events must cost, whatever else the code does: the rows of
     ``db`` (one append per stream, as a replayable agent's episode is appended) inserted with raw
-    sqlite3 into the same schema with the store's pragmas; the two hash chains over them
-    (``_rows``); and each event's JSON. CPU per step of each."""
+    sqlite3 into the same schema with the store's pragmas and page size; the two hash chains over them
+    (``_rows``); and each event's JSON. CPU per step of each.
+
+    ``sqlite_rows_by_page_size``: the same inserts with SQLite's default 4 KiB pages and with the
+    store's page size, alternated three times each; the median user and system CPU per step."""
     import sqlite3
 
     from inquitree.events.base import decode, parse_json
-    from inquitree.events.store import _rows
+    from inquitree.events.store import SQLITE_PAGE_SIZE, _rows
 
     src = sqlite3.connect(db)
     schema = [sql for (sql,) in src.execute("SELECT sql FROM sqlite_master WHERE name = 'events'")]
@@ -129,22 +133,33 @@ def store_floor(db: Path, steps: int) -> dict:
     for row in src.execute("SELECT * FROM events ORDER BY global_position"):
         streams.setdefault(row[1], []).append(row)
     src.close()
-    out = db.with_name(db.stem + "-floor.sqlite")
-    for leftover in db.parent.glob(out.name + "*"):
-        leftover.unlink()
-    con = sqlite3.connect(out, isolation_level=None)
-    con.execute("PRAGMA journal_mode=WAL")
-    con.execute("PRAGMA synchronous=NORMAL")
-    for sql in schema:
-        con.execute(sql)
-    insert = f"INSERT INTO events VALUES ({', '.join('?' * 10)})"
-    c0 = time.process_time()
-    for rows in streams.values():
-        con.execute("BEGIN IMMEDIATE")
-        con.executemany(insert, rows)
-        con.execute("COMMIT")
-    sqlite_cpu = time.process_time() - c0
-    con.close()
+
+    def insert_rows(page_size: int) -> tuple[float, float]:
+        """(user, system) CPU seconds of inserting every stream's rows, an append each."""
+        out = db.with_name(db.stem + "-floor.sqlite")
+        for leftover in db.parent.glob(out.name + "*"):
+            leftover.unlink()
+        con = sqlite3.connect(out, isolation_level=None)
+        con.execute(f"PRAGMA page_size={page_size}")
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=NORMAL")
+        for sql in schema:
+            con.execute(sql)
+        insert = f"INSERT INTO events VALUES ({', '.join('?' * 10)})"
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
+        for rows in streams.values():
+            con.execute("BEGIN IMMEDIATE")
+            con.executemany(insert, rows)
+            con.execute("COMMIT")
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+        con.close()
+        return r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
+
+    by_size: dict[int, list[tuple[float, float]]] = {4096: [], SQLITE_PAGE_SIZE: []}
+    for _ in range(3):
+        for size in by_size:
+            by_size[size].append(insert_rows(size))
+    user, system = (statistics.median(t[k] for t in by_size[SQLITE_PAGE_SIZE]) for k in (0, 1))
     content = {sid: [(r[3], r[4], r[5], r[6].encode()) for r in rows] for sid, rows in streams.items()}
     c0 = time.process_time()
     position = 0
@@ -157,9 +172,16 @@ def store_floor(db: Path, steps: int) -> dict:
     for ev in events:
         ev.to_json()
     json_cpu = time.process_time() - c0
-    per = {"sqlite_rows": sqlite_cpu, "hash_chains": hash_cpu, "json": json_cpu}
-    result = {k: round(v / steps * 1e6, 1) for k, v in per.items()}
+    per = {"sqlite_rows": user + system, "hash_chains": hash_cpu, "json": json_cpu}
+    result: dict = {k: round(v / steps * 1e6, 1) for k, v in per.items()}
     result["total"] = round(sum(per.values()) / steps * 1e6, 1)
+    result["sqlite_rows_by_page_size"] = {
+        str(size): {
+            kind: round(statistics.median(t[k] for t in times) / steps * 1e6, 1)
+            for k, kind in enumerate(("user", "system"))
+        }
+        for size, times in by_size.items()
+    }
     return result
 
 

@@ -26,6 +26,29 @@ def test_new_sqlite_file_is_brought_to_head_and_uses_wal(tmp_path):
     store.close()
 
 
+def test_a_new_file_gets_8k_pages_and_an_existing_store_keeps_its_own(tmp_path):
+    import sqlite3
+
+    new = tmp_path / "new.sqlite"
+    with EventStore(f"sqlite:///{new}") as store:
+        store.append("s", [Noted(n=1, text="x" * 5000)], 0)
+    old = tmp_path / "old.sqlite"  # a store made before 8 KiB pages: SQLite's default size
+    con = sqlite3.connect(old)
+    con.execute("PRAGMA page_size=4096")
+    con.execute("PRAGMA journal_mode=WAL")
+    con.close()
+    with EventStore(f"sqlite:///{old}") as store:
+        store.append("s", [Noted(n=1, text="y" * 5000)], 0)
+    for path, size in ((new, 8192), (old, 4096)):
+        con = sqlite3.connect(path)
+        assert con.execute("PRAGMA page_size").fetchone()[0] == size
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        con.close()
+        with EventStore(f"sqlite:///{path}", create=False) as store:
+            assert [r.event.text[0] for r in store.read_stream("s")] == ["x" if path == new else "y"]
+            assert store.verify().ok
+
+
 def test_default_url_comes_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("INQUITREE_DB", f"sqlite:///{tmp_path / 'env.sqlite'}")
     with EventStore() as store:
