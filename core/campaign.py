@@ -343,12 +343,12 @@ def run_suite(
             )
     index, count = shard
     mine = [c for k, c in enumerate(suite.cells()) if k % count == index - 1]
-    finished = store.streams_with_event(STREAM_PREFIX + _prefix(suite.name), "EpisodeScored")
+    finished = store.streams_with_event(STREAM_PREFIX + episode_prefix(suite.name), "EpisodeScored")
     todo = [(c, eid) for c in mine if stream_id(eid := c.episode_id(suite.name)) not in finished]
     # Streams that exist now: an episode whose stream did not is started without reading it back
     # (an empty read per episode was a tenth of `suite run`'s CPU, bench/engine.py). Should another
     # worker start it meanwhile, the first append finds the stream taken, as a read would have.
-    started = {s.stream_id for s in store.streams(STREAM_PREFIX + _prefix(suite.name))} if todo else set()
+    started = {s.stream_id for s in store.streams(STREAM_PREFIX + episode_prefix(suite.name))} if todo else set()
     report = CampaignReport(cells=len(mine), skipped=len(mine) - len(todo))
     lock = threading.Lock()
 
@@ -493,5 +493,6 @@ class CampaignInterrupted(KeyboardInterrupt):
         self.report = report
 
 
-def _prefix(name: str) -> str:
+def episode_prefix(name: str) -> str:
+    """What the ids of suite ``name``'s episodes begin with."""
     return Cell("", "", "", 0, 0).episode_id(name).split(".")[0] + "."

@@ -417,6 +417,7 @@ def episodes() -> None:
 def episodes_list(db_url: str | None) -> None:
     """One line per recorded episode, newest first: id, start time, tree, agent, seed, randomness,
     state, steps, coverage, q_norm (of its latest score)."""
+    from inquitree.core.agents import agent_name
     from inquitree.core.engine import fold
     from inquitree.core.runner import STREAM_PREFIX
     from inquitree.events.store import EventStore
@@ -431,7 +432,7 @@ def episodes_list(db_url: str | None) -> None:
             scored = [e for e in events if isinstance(e, EpisodeScored)]
             cov = f"{scored[-1].coverage:.3f}" if scored else "-"
             qn = f"{scored[-1].q_norm:.3f}" if scored and scored[-1].q_norm is not None else "-"
-            agent = (start.agent.get("label") or start.agent.get("model") or start.agent.get("kind")) if start else "?"
+            agent = agent_name(start.agent) if start else "?"
             click.echo(
                 f"{s.stream_id.removeprefix(STREAM_PREFIX)}\t{s.first_recorded_at[:19]}\t"
                 f"{start.tree_id if start else '?'}\t{agent}\t"
@@ -487,6 +488,45 @@ def episodes_export(episode: str, db_url: str | None, out: str, key_path: str | 
             f.write(text)
         signed = f", signed by key {signer.key_id}" if signer else ""
         click.echo(f"wrote {len(records)} events of {episode_id} to {out}{signed}", err=True)
+
+
+@episodes.command("to-inspect")
+@click.argument("episode_refs", metavar="[EPISODE]...", nargs=-1)
+@db_option
+@click.option("--suite", "suite_name", help="Every episode of this campaign (the suite's name).")
+@click.option("--log-dir", default="logs", show_default=True, help="Where to write the logs (inspect view's default).")
+def episodes_to_inspect(
+    episode_refs: tuple[str, ...], db_url: str | None, suite_name: str | None, log_dir: str
+) -> None:
+    """Write recorded episodes as inspect_ai eval logs, for `inspect view --log-dir DIR`.
+
+    One log per agent, shaped like a run of `inspect eval inquitree/research_tree`: a sample per
+    tree and randomness level, its episodes as epochs, the dialogue as messages (the engine's
+    notes on each reply), the recorded scores and inspect's metrics over them. EPISODE is an id
+    or `last` (the default, without --suite). Needs `pip install 'inquitree[inspect]'`."""
+    from inquitree.core.runner import STREAM_PREFIX
+    from inquitree.events.store import EventStore
+
+    try:
+        from inquitree.core import inspect_export
+    except ModuleNotFoundError as exc:
+        raise InquiTreeError(f"inspect logs need inspect_ai: pip install 'inquitree[inspect]' ({exc})") from None
+    with EventStore(db_url, create=False) as store:
+        ids = [_episode_ids(store, ref) for ref in episode_refs]
+        if suite_name is not None:
+            from inquitree.core.campaign import episode_prefix
+
+            prefix = STREAM_PREFIX + episode_prefix(suite_name)
+            found = [s.stream_id.removeprefix(STREAM_PREFIX) for s in store.streams(prefix=prefix)]
+            if not found:
+                raise InquiTreeError(f"no episodes of suite {suite_name!r} in {store!r} (see `inquitree suite status`)")
+            ids += found
+        if not ids:
+            ids = [_episode_ids(store, "last")]
+        logs = inspect_export.eval_logs(store, list(dict.fromkeys(ids)))
+    for path in inspect_export.write_logs(logs, log_dir):
+        click.echo(f"wrote {path}")
+    click.echo(f"{len(ids)} episode(s) in {len(logs)} log(s); view them with: inspect view --log-dir {log_dir}")
 
 
 @episodes.command("import")

@@ -275,14 +275,30 @@ async def _grade(tree: Tree, items: list[str], description: dict, attempts: int 
     return out
 
 
-@scorer(
-    metrics={
-        "coverage": [mean(), stderr()],
-        "q_norm": [mean(), stderr()],
-        "steps": [mean(), stderr()],
-        "within_bounds": [mean(), stderr()],
-    }
-)
+SCORER_NAME = "inquitree_scores"
+SCORE_KEYS = ("coverage", "q_norm", "steps", "within_bounds")  # each with inspect's mean and stderr
+
+
+def episode_score(s: dict[str, Any], completion: str) -> Score:
+    """The score of one episode: ``s`` is its EpisodeScored payload with its ``episode_id``."""
+    q = s["q_norm"]
+    return Score(
+        value={
+            "coverage": s["coverage"],
+            "q_norm": float("nan") if q is None else q,
+            "steps": s["steps"],
+            "within_bounds": 1.0 if s["within_bounds"] else 0.0,
+        },
+        answer=completion,
+        explanation=(
+            f"episode {s['episode_id']}: {s['steps']} steps in [{s['lower_bound']}, {s['upper_bound']}], "
+            f"coverage {s['coverage']:.3f}, q_norm {q if q is None else round(q, 3)}"
+        ),
+        metadata={"episode_id": s["episode_id"], "judge_id": s["judge_id"], "q_sum": s["q_sum"]},
+    )
+
+
+@scorer(metrics={key: [mean(), stderr()] for key in SCORE_KEYS})
 def inquitree_scores():
     """The engine's scores of the episode (EpisodeScored): coverage, Q/k, steps, within bounds."""
 
@@ -290,21 +306,7 @@ def inquitree_scores():
         s = state.metadata.get("inquitree")
         if s is None:
             raise InquiTreeError(f"sample {state.sample_id}: the episode has no score (it failed before the end)")
-        q = s["q_norm"]
-        return Score(
-            value={
-                "coverage": s["coverage"],
-                "q_norm": float("nan") if q is None else q,
-                "steps": s["steps"],
-                "within_bounds": 1.0 if s["within_bounds"] else 0.0,
-            },
-            answer=state.output.completion,
-            explanation=(
-                f"episode {s['episode_id']}: {s['steps']} steps in [{s['lower_bound']}, {s['upper_bound']}], "
-                f"coverage {s['coverage']:.3f}, q_norm {q if q is None else round(q, 3)}"
-            ),
-            metadata={"episode_id": s["episode_id"], "judge_id": s["judge_id"], "q_sum": s["q_sum"]},
-        )
+        return episode_score(s, state.output.completion)
 
     return score
 

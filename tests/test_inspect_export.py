@@ -1,0 +1,164 @@
+"""Recorded episodes as inspect_ai eval logs (`inquitree episodes to-inspect`): an episode the
+inspect task recorded comes out as the sample inspect logged for it; a campaign comes out as one
+log per agent with its runs as epochs and inspect's metrics over the recorded scores."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+pytest.importorskip("inspect_ai", reason="inspect_ai is not installed (pip install 'inquitree[inspect]')")
+
+from click.testing import CliRunner  # noqa: E402
+from inspect_ai.log import read_eval_log  # noqa: E402
+from test_inspect import EMB, replies_of, run_task, scripted  # noqa: E402
+
+from inquitree.core.agents import AgentError, RandomAgent  # noqa: E402
+from inquitree.core.campaign import Suite, run_suite  # noqa: E402
+from inquitree.core.cli import main  # noqa: E402
+from inquitree.core.inspect_export import episode_sample  # noqa: E402
+from inquitree.core.judges import EmbeddingJudge  # noqa: E402
+from inquitree.core.runner import EpisodeFailure, run_episode, stream_id  # noqa: E402
+from inquitree.core.tree import resolve_tree  # noqa: E402
+from inquitree.events.store import EventStore  # noqa: E402
+
+from enginekit import TEMPLATES, OracleAgent, params  # noqa: E402
+
+
+def to_inspect(*args: str) -> str:
+    out = CliRunner().invoke(main, ["episodes", "to-inspect", *args])
+    assert out.exit_code == 0, out.output
+    return out.output
+
+
+def dialogue(sample) -> list[tuple[str, str]]:
+    return [(m.role, m.text) for m in sample.messages]
+
+
+def test_an_episode_the_inspect_task_recorded_exports_as_the_sample_inspect_logged(tmp_path):
+    tree = resolve_tree("synthetic-diamond-4")
+    texts, _ = replies_of(OracleAgent(tree), tree)
+    log, db = run_task(tmp_path, scripted(texts), trees=tree.id, randomness=0)
+    logged = log.samples[0]
+    eid = logged.scores["inquitree_scores"].metadata["episode_id"]
+    to_inspect(eid, "--db", db, "--log-dir", str(tmp_path / "out"))
+    (path,) = (tmp_path / "out").glob("*.eval")
+    exported = read_eval_log(str(path))
+    (sample,) = exported.samples
+    assert (sample.id, sample.epoch) == (logged.id, logged.epoch) == (f"{tree.id}.a0", 1)
+    assert sample.input == logged.input and sample.target == logged.target
+    assert dialogue(sample) == dialogue(logged)  # the system prompt, every observation and every reply
+    assert sample.output.completion == logged.output.completion
+    score, logged_score = sample.scores["inquitree_scores"], logged.scores["inquitree_scores"]
+    assert (score.value, score.answer, score.explanation, score.metadata) == (
+        logged_score.value,
+        logged_score.answer,
+        logged_score.explanation,
+        logged_score.metadata,
+    )
+    for key in ("tree", "randomness", "n_subtopics", "inquitree"):
+        assert sample.metadata[key] == logged.metadata[key]
+    ((model, used),) = sample.model_usage.items()
+    assert used.input_tokens == 100 * len(texts) and used.input_tokens_cache_read == 7 * len(texts)
+    assert used.output_tokens == sum(len(t) // 4 for t in texts)
+    assert exported.status == "success" and exported.eval.task == "inquitree/research_tree"
+    metrics = {s.name: s.metrics["mean"].value for s in exported.results.scores}
+    assert metrics == {"coverage": 1.0, "q_norm": 1.0, "steps": 3 * tree.n, "within_bounds": 1.0}
+    assert "not by inspect eval" in exported.eval.metadata["note"]
+
+
+def test_a_campaign_is_a_log_per_agent_with_its_runs_as_epochs_and_the_recorded_scores(tmp_path):
+    suite = tmp_path / "grid.toml"
+    suite.write_text(
+        'name = "grid"\ntrees = ["synthetic-chain-7", "synthetic-diamond-4"]\nagents = ["random", "oracle"]\n'
+        'randomness = [0, 6]\nruns = 3\nembedder = "hash"\nconcurrency = 2\n'
+    )
+    db = f"sqlite:///{tmp_path / 'grid.sqlite'}"
+    with EventStore(db) as store:
+        assert run_suite(Suite.load(suite), store).done == 24
+    printed = to_inspect("--suite", "grid", "--db", db, "--log-dir", str(tmp_path / "logs"))
+    assert "24 episode(s) in 2 log(s)" in printed and "inspect view --log-dir" in printed
+    with EventStore(db, create=False) as store:
+        recorded = {s.stream_id: [r.event for r in store.read_stream(s.stream_id)] for s in store.streams("episode/")}
+    for agent in ("random", "oracle"):
+        log = read_eval_log(str(tmp_path / "logs" / f"inquitree-{agent}.eval"))
+        assert log.eval.model == f"inquitree/{agent}" and log.eval.config.epochs == 3
+        assert sorted((s.id, s.epoch) for s in log.samples) == sorted(
+            (f"{t}.a{a}", e) for t in ("synthetic-chain-7", "synthetic-diamond-4") for a in (0, 6) for e in (1, 2, 3)
+        )
+        coverage: dict[str, list[float]] = {}
+        for s in log.samples:
+            events = recorded[stream_id(s.metadata["episode_id"])]
+            started, scored = events[0], [e for e in events if e.TYPE == "EpisodeScored"][-1]
+            assert f"{started.tree_id}.a{started.params['randomness']}" == s.id
+            assert s.scores["inquitree_scores"].value["coverage"] == scored.coverage
+            coverage.setdefault(str(s.id), []).append(scored.coverage)
+            # each reply carries exactly the events the engine recorded after it, up to the next observation
+            shown = [e for e in events if e.TYPE in ("ObservationEmitted", "AgentReplied")]
+            assert [m.text for m in s.messages[1:]] == [
+                e.text if e.TYPE == "ObservationEmitted" else e.raw for e in shown
+            ]
+            notes = [n["type"] for m in s.messages if m.role == "assistant" for n in m.metadata["engine"]]
+            assert notes == [
+                e.TYPE for e in events[events.index(shown[1]) :] if e.TYPE not in ("ObservationEmitted", "AgentReplied")
+            ]
+        # epochs by seed, in inspect's order
+        for sid in {s.id for s in log.samples}:
+            seeds = [s.metadata["seed"] for s in sorted(log.samples, key=lambda x: x.epoch) if s.id == sid]
+            assert seeds == sorted(seeds)
+        # inspect's mean over samples of the mean over epochs: the recorded coverages' own
+        want = statistics.mean(statistics.mean(v) for v in coverage.values())
+        got = next(sc for sc in log.results.scores if sc.name == "coverage").metrics["mean"].value
+        assert got == pytest.approx(want, abs=1e-12)
+
+
+class GivesUp(RandomAgent):
+    def reply(self, observation, state, turn):
+        if turn == 4:
+            raise AgentError("the agent gave up")
+        return super().reply(observation, state, turn)
+
+
+def test_a_failed_episode_is_a_sample_with_its_error_and_no_score(tmp_path):
+    tree = resolve_tree("synthetic-chain-7")
+    db = f"sqlite:///{tmp_path / 'f.sqlite'}"
+    with EventStore(db) as store:
+        for eid, agent in (("fails", GivesUp(tree, 1)), ("ends", RandomAgent(tree, 2))):
+            try:
+                run_episode(tree, agent, EmbeddingJudge(EMB), EMB, params(tree, EMB, seed=1), TEMPLATES, store, eid)
+            except EpisodeFailure:
+                pass
+    to_inspect("fails", "ends", "--db", db, "--log-dir", str(tmp_path / "logs"))
+    log = read_eval_log(str(tmp_path / "logs" / "inquitree-random.eval"))
+    by_id = {s.metadata["episode_id"]: s for s in log.samples}
+    assert by_id["fails"].scores is None and "the agent gave up" in by_id["fails"].error.message
+    assert by_id["fails"].messages[-1].role == "user"  # the observation it did not answer
+    assert by_id["ends"].error is None and by_id["ends"].scores
+    assert log.status == "error"
+    assert log.results.completed_samples == 1
+
+
+class Recorded:
+    def __init__(self, event, at="2026-11-24T00:00:00.000000Z"):
+        self.event, self.recorded_at = event, at
+
+
+def test_a_template_set_or_tree_not_the_recorded_one_is_left_out_and_said(tmp_path):
+    tree = resolve_tree("synthetic-chain-7")
+    out = run_episode(tree, OracleAgent(tree), EmbeddingJudge(EMB), EMB, params(tree, EMB), TEMPLATES)
+    started = out.events[0]
+    changed = type(started)(
+        **{
+            **started.to_payload(),
+            "tree_hash": "f" * 64,
+            "params": {**started.params, "template_hash": "0" * 64},
+        }
+    )
+    ex = episode_sample("e", [Recorded(changed), *(Recorded(e) for e in out.events[1:])])
+    notes = ex.sample.metadata["export_notes"]
+    assert "is not the one recorded" in notes["system_prompt"] and "is not the one recorded" in notes["target"]
+    assert ex.sample.messages[0].role == "user" and ex.sample.target == ""
+    intact = episode_sample("e", [Recorded(e) for e in out.events])
+    assert intact.sample.messages[0].role == "system" and "export_notes" not in intact.sample.metadata
+    assert intact.sample.messages[0].text == TEMPLATES.system_prompt
