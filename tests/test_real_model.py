@@ -94,3 +94,19 @@ def test_play_judge_replay_sync_and_report_with_a_real_model(tmp_path):
     )
     assert report.exit_code == 0, report.output
     assert (tmp_path / "report" / "index.html").exists()
+    # both episodes as an inspect log: the model's real token counts, its dialogue and its score
+    pytest.importorskip("inspect_ai", reason="inspect_ai is not installed (pip install 'inquitree[inspect]')")
+    from inspect_ai.log import read_eval_log
+
+    exported = CliRunner().invoke(
+        main, ["episodes", "to-inspect", "real-1", "real-2", "--db", db, "--log-dir", str(tmp_path / "logs")]
+    )
+    assert exported.exit_code == 0, exported.output
+    (path,) = (tmp_path / "logs").glob("*.eval")
+    log = read_eval_log(str(path))
+    assert [s.epoch for s in log.samples] == [1, 2]
+    first = next(s for s in log.samples if s.metadata["episode_id"] == "real-1")
+    assert [m.text for m in first.messages if m.role == "assistant"] == [r.raw for r in replies]
+    ((_, used),) = first.model_usage.items()
+    assert used.output_tokens == sum(r.usage["output"] for r in replies) > 0
+    assert first.scores["inquitree_scores"].value["coverage"] == events[-1].coverage
