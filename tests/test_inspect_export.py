@@ -5,6 +5,7 @@ log per agent with its runs as epochs and inspect's metrics over the recorded sc
 from __future__ import annotations
 
 import statistics
+import sys
 
 import pytest
 
@@ -162,3 +163,19 @@ def test_a_template_set_or_tree_not_the_recorded_one_is_left_out_and_said(tmp_pa
     intact = episode_sample("e", [Recorded(e) for e in out.events])
     assert intact.sample.messages[0].role == "system" and "export_notes" not in intact.sample.metadata
     assert intact.sample.messages[0].text == TEMPLATES.system_prompt
+
+
+def test_without_inspect_installed_the_command_says_what_to_install(tmp_path, monkeypatch):
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    tree = resolve_tree("synthetic-chain-7")
+    with EventStore(db) as store:
+        run_episode(tree, RandomAgent(tree, 1), EmbeddingJudge(EMB), EMB, params(tree, EMB), TEMPLATES, store, "ep")
+    import inquitree.core
+
+    monkeypatch.delitem(sys.modules, "inquitree.core.inspect_export", raising=False)
+    monkeypatch.delattr(inquitree.core, "inspect_export", raising=False)  # as if never imported
+    for name in [m for m in sys.modules if m == "inspect_ai" or m.startswith("inspect_ai.")]:
+        monkeypatch.setitem(sys.modules, name, None)  # importing it now fails as if it were not installed
+    out = CliRunner().invoke(main, ["episodes", "to-inspect", "ep", "--db", db, "--log-dir", str(tmp_path / "logs")])
+    assert out.exit_code != 0 and "pip install 'inquitree[inspect]'" in out.output, out.output
+    assert not (tmp_path / "logs").exists()
