@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -179,8 +180,18 @@ def episode_sample(episode_id: str, records: list, installed: Installed | None =
         error=error,
         started_at=records[0].recorded_at,
         completed_at=records[-1].recorded_at,
+        total_time=_seconds_between(records[0].recorded_at, records[-1].recorded_at),
     )
     return Exported(episode_id, started, sample, (records[0].recorded_at, records[-1].recorded_at))
+
+
+def _seconds_between(start: str, end: str) -> float | None:
+    """Seconds from one recorded timestamp to another (None if either cannot be read)."""
+    try:
+        a, b = (datetime.fromisoformat(t.replace("Z", "+00:00")) for t in (start, end))
+    except ValueError:
+        return None
+    return round((b - a).total_seconds(), 3)
 
 
 def _system_prompt(started: EpisodeStarted, notes: dict[str, str], installed: Installed) -> str | None:
@@ -266,8 +277,11 @@ def eval_logs(store, episode_ids: list[str]) -> dict[str, EvalLog]:
                     task_args={
                         k: first.params.get(k) for k in ("tau", "max_hints", "max_reasks", "embedder", "template_set")
                     },
+                    # the samples before epochs, as inspect counts a task's dataset
                     dataset=EvalDataset(
-                        name="inquitree episodes", samples=len(samples), sample_ids=sorted({s.id for s in samples})
+                        name="inquitree episodes",
+                        samples=len({s.id for s in samples}),
+                        sample_ids=sorted({s.id for s in samples}),
                     ),
                     model=f"inquitree/{label}",
                     config=EvalConfig(epochs=max(epochs.values())),

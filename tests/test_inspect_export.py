@@ -85,12 +85,14 @@ def test_a_campaign_is_a_log_per_agent_with_its_runs_as_epochs_and_the_recorded_
     for agent in ("random", "oracle"):
         log = read_eval_log(str(tmp_path / "logs" / f"inquitree-{agent}.eval"))
         assert log.eval.model == f"inquitree/{agent}" and log.eval.config.epochs == 3
+        assert log.eval.dataset.samples == 4  # before epochs, as inspect counts them (4 x 3 samples in the viewer)
         assert sorted((s.id, s.epoch) for s in log.samples) == sorted(
             (f"{t}.a{a}", e) for t in ("synthetic-chain-7", "synthetic-diamond-4") for a in (0, 6) for e in (1, 2, 3)
         )
         coverage: dict[str, list[float]] = {}
         for s in log.samples:
             events = recorded[stream_id(s.metadata["episode_id"])]
+            assert s.total_time is not None and s.total_time >= 0
             started, scored = events[0], [e for e in events if e.TYPE == "EpisodeScored"][-1]
             assert f"{started.tree_id}.a{started.params['randomness']}" == s.id
             assert s.scores["inquitree_scores"].value["coverage"] == scored.coverage
