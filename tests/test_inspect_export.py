@@ -123,9 +123,9 @@ class GivesUp(RandomAgent):
         return super().reply(observation, state, turn)
 
 
-def test_a_failed_episode_is_a_sample_with_its_error_and_no_score(tmp_path):
+def test_a_failed_episode_is_a_sample_with_its_error_and_no_score(store_url, tmp_path):
     tree = resolve_tree("synthetic-chain-7")
-    db = f"sqlite:///{tmp_path / 'f.sqlite'}"
+    db = store_url  # on both backends
     with EventStore(db) as store:
         for eid, agent in (("fails", GivesUp(tree, 1)), ("ends", RandomAgent(tree, 2))):
             try:
