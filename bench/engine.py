@@ -114,6 +114,56 @@ def suite_cpu_per_step(d: Path, episodes: int, per_step_appends: bool = False) -
     }
 
 
+def read_streams(db: Path) -> tuple[dict[str, list[tuple]], list[str]]:
+    """Every stream's rows in ``db`` (in order, every column) and the events table's SQL."""
+    import sqlite3
+
+    src = sqlite3.connect(db)
+    schema = [sql for (sql,) in src.execute("SELECT sql FROM sqlite_master WHERE name = 'events'")]
+    streams: dict[str, list[tuple]] = {}
+    for row in src.execute("SELECT * FROM events ORDER BY global_position"):
+        streams.setdefault(row[1], []).append(row)
+    src.close()
+    return streams, schema
+
+
+def insert_cpu(streams: dict[str, list[tuple]], schema: list[str], path: Path, page_size: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of inserting every stream's rows into a new file at ``path``
+    with the store's pragmas, an append (a transaction) each."""
+    import sqlite3
+
+    for leftover in path.parent.glob(path.name + "*"):
+        leftover.unlink()
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute(f"PRAGMA page_size={page_size}")
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA synchronous=NORMAL")
+    for sql in schema:
+        con.execute(sql)
+    insert = f"INSERT INTO events VALUES ({', '.join('?' * 10)})"
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    for rows in streams.values():
+        con.execute("BEGIN IMMEDIATE")
+        con.executemany(insert, rows)
+        con.execute("COMMIT")
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    con.close()
+    return r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
+
+
+def chains_cpu(streams: dict[str, list[tuple]]) -> float:
+    """CPU seconds of the two hash chains (``_rows``) over every stream's rows."""
+    from inquitree.events.store import _rows
+
+    content = {sid: [(r[3], r[4], r[5], r[6].encode()) for r in rows] for sid, rows in streams.items()}
+    c0 = time.process_time()
+    position = 0
+    for sid, items in content.items():
+        _rows(sid, items, (0, "0" * 64), (position, "0" * 64))
+        position += len(items)
+    return time.process_time() - c0
+
+
 def store_floor(db: Path, steps: int) -> dict:
     """What recording a suite run's events must cost, whatever else the code does: the rows of
     ``db`` (one append per stream, as a replayable agent's episode is appended) inserted with raw
@@ -122,51 +172,17 @@ def store_floor(db: Path, steps: int) -> dict:
 
     ``sqlite_rows_by_page_size``: the same inserts with SQLite's default 4 KiB pages and with the
     store's page size, alternated three times each; the median user and system CPU per step."""
-    import sqlite3
-
     from inquitree.events.base import decode, parse_json
-    from inquitree.events.store import SQLITE_PAGE_SIZE, _rows
+    from inquitree.events.store import SQLITE_PAGE_SIZE
 
-    src = sqlite3.connect(db)
-    schema = [sql for (sql,) in src.execute("SELECT sql FROM sqlite_master WHERE name = 'events'")]
-    streams: dict[str, list[tuple]] = {}
-    for row in src.execute("SELECT * FROM events ORDER BY global_position"):
-        streams.setdefault(row[1], []).append(row)
-    src.close()
-
-    def insert_rows(page_size: int) -> tuple[float, float]:
-        """(user, system) CPU seconds of inserting every stream's rows, an append each."""
-        out = db.with_name(db.stem + "-floor.sqlite")
-        for leftover in db.parent.glob(out.name + "*"):
-            leftover.unlink()
-        con = sqlite3.connect(out, isolation_level=None)
-        con.execute(f"PRAGMA page_size={page_size}")
-        con.execute("PRAGMA journal_mode=WAL")
-        con.execute("PRAGMA synchronous=NORMAL")
-        for sql in schema:
-            con.execute(sql)
-        insert = f"INSERT INTO events VALUES ({', '.join('?' * 10)})"
-        r0 = resource.getrusage(resource.RUSAGE_SELF)
-        for rows in streams.values():
-            con.execute("BEGIN IMMEDIATE")
-            con.executemany(insert, rows)
-            con.execute("COMMIT")
-        r1 = resource.getrusage(resource.RUSAGE_SELF)
-        con.close()
-        return r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
-
+    streams, schema = read_streams(db)
+    out = db.with_name(db.stem + "-floor.sqlite")
     by_size: dict[int, list[tuple[float, float]]] = {4096: [], SQLITE_PAGE_SIZE: []}
     for _ in range(3):
         for size in by_size:
-            by_size[size].append(insert_rows(size))
+            by_size[size].append(insert_cpu(streams, schema, out, size))
     user, system = (statistics.median(t[k] for t in by_size[SQLITE_PAGE_SIZE]) for k in (0, 1))
-    content = {sid: [(r[3], r[4], r[5], r[6].encode()) for r in rows] for sid, rows in streams.items()}
-    c0 = time.process_time()
-    position = 0
-    for sid, items in content.items():
-        _rows(sid, items, (0, "0" * 64), (position, "0" * 64))
-        position += len(items)
-    hash_cpu = time.process_time() - c0
+    hash_cpu = chains_cpu(streams)
     events = [decode(r[3], r[4], parse_json(r[6])) for rows in streams.values() for r in rows]
     c0 = time.process_time()
     for ev in events:

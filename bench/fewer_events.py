@@ -18,16 +18,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import sqlite3
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
 import orjson
+from engine import chains_cpu, insert_cpu, read_streams  # bench/engine.py: the store floor's parts
 
-from inquitree.events.store import SQLITE_PAGE_SIZE, _rows
+from inquitree.events.store import SQLITE_PAGE_SIZE
 
 FOLDED = ("MatchScored", "Transitioned")
 
@@ -50,13 +49,10 @@ def suite_store(d: Path, episodes: int) -> Path:
 
 
 def layouts(db: Path) -> tuple[dict[str, list[tuple]], dict[str, list[tuple]], int, list[str]]:
-    """(streams as stored, streams folded, steps, the schema's SQL): each stream's rows in order."""
-    con = sqlite3.connect(db)
-    schema = [sql for (sql,) in con.execute("SELECT sql FROM sqlite_master WHERE name = 'events'")]
-    stored: dict[str, list[tuple]] = {}
-    for row in con.execute("SELECT * FROM events ORDER BY global_position"):
-        stored.setdefault(row[1], []).append((None, *row[1:]))  # positions given by SQLite, as in both
-    con.close()
+    """(streams as stored, streams folded, steps, the schema's SQL): each stream's rows in order,
+    their positions left to SQLite in both."""
+    read, schema = read_streams(db)
+    stored = {sid: [(None, *r[1:]) for r in rows] for sid, rows in read.items()}
     steps = sum(1 for rows in stored.values() for r in rows if r[3] == "AgentReplied")
     folded: dict[str, list[tuple]] = {}
     for sid, rows in stored.items():
@@ -76,37 +72,6 @@ def layouts(db: Path) -> tuple[dict[str, list[tuple]], dict[str, list[tuple]], i
             payload = row[6] if isinstance(row[6], str) else orjson.dumps(row[6], option=orjson.OPT_SORT_KEYS).decode()
             folded[sid].append((None, sid, version, row[3], row[4], row[5], payload, *row[7:]))
     return stored, folded, steps, schema
-
-
-def insert_cpu(streams: dict[str, list[tuple]], schema: list[str], path: Path) -> float:
-    """User + system CPU seconds of inserting every stream's rows, an append each."""
-    for leftover in path.parent.glob(path.name + "*"):
-        leftover.unlink()
-    con = sqlite3.connect(path, isolation_level=None)
-    con.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
-    con.execute("PRAGMA journal_mode=WAL")
-    con.execute("PRAGMA synchronous=NORMAL")
-    for sql in schema:
-        con.execute(sql)
-    insert = f"INSERT INTO events VALUES ({', '.join('?' * 10)})"
-    r0 = resource.getrusage(resource.RUSAGE_SELF)
-    for rows in streams.values():
-        con.execute("BEGIN IMMEDIATE")
-        con.executemany(insert, rows)
-        con.execute("COMMIT")
-    r1 = resource.getrusage(resource.RUSAGE_SELF)
-    con.close()
-    return r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
-
-
-def chains_cpu(streams: dict[str, list[tuple]]) -> float:
-    content = {sid: [(r[3], r[4], r[5], r[6].encode()) for r in rows] for sid, rows in streams.items()}
-    c0 = time.process_time()
-    position = 0
-    for sid, items in content.items():
-        _rows(sid, items, (0, "0" * 64), (position, "0" * 64))
-        position += len(items)
-    return time.process_time() - c0
 
 
 def json_cpu(streams: dict[str, list[tuple]]) -> float:
@@ -129,7 +94,9 @@ def main() -> None:
         for _ in range(3):
             for name, streams in (("as_stored", stored), ("folded", folded)):
                 r = runs[name]
-                r.setdefault("sqlite_rows", []).append(insert_cpu(streams, schema, d / "floor.sqlite"))
+                r.setdefault("sqlite_rows", []).append(
+                    sum(insert_cpu(streams, schema, d / "floor.sqlite", SQLITE_PAGE_SIZE))
+                )
                 r.setdefault("hash_chains", []).append(chains_cpu(streams))
                 r.setdefault("json", []).append(json_cpu(streams))
     result: dict = {"steps": steps}
