@@ -72,7 +72,6 @@ class Exported:
     episode_id: str
     started: EpisodeStarted
     sample: EvalSample
-    recorded_at: tuple[str, str]  # its first and last event's timestamps
 
 
 class Installed:
@@ -182,13 +181,13 @@ def episode_sample(episode_id: str, records: list, installed: Installed | None =
         completed_at=records[-1].recorded_at,
         total_time=_seconds_between(records[0].recorded_at, records[-1].recorded_at),
     )
-    return Exported(episode_id, started, sample, (records[0].recorded_at, records[-1].recorded_at))
+    return Exported(episode_id, started, sample)
 
 
 def _seconds_between(start: str, end: str) -> float | None:
     """Seconds from one recorded timestamp to another (None if either cannot be read)."""
     try:
-        a, b = (datetime.fromisoformat(t.replace("Z", "+00:00")) for t in (start, end))
+        a, b = (datetime.fromisoformat(t) for t in (start, end))
     except ValueError:
         return None
     return round((b - a).total_seconds(), 3)
@@ -262,8 +261,8 @@ def eval_logs(store, episode_ids: list[str]) -> dict[str, EvalLog]:
             ex.sample.epoch = epochs[ex.sample.id]
         samples = [ex.sample for ex in sorted(exported, key=lambda x: (str(x.sample.id), x.sample.epoch))]
         first = exported[0].started
-        created = min(ex.recorded_at[0] for ex in exported)
-        completed = max(ex.recorded_at[1] for ex in exported)
+        created = min(str(s.started_at) for s in samples)  # inspect keeps them as UTC ISO text: they sort
+        completed = max(str(s.completed_at) for s in samples)
         usage: dict[str, ModelUsage] = {}
         for sample in samples:
             for model, used in sample.model_usage.items():
