@@ -228,8 +228,8 @@ def _sqlite_setup(dbapi_conn: sqlite3.Connection, busy_ms: int) -> None:
     cur.execute(f"PRAGMA busy_timeout={busy_ms}")
     # Only a file not yet written takes it (the WAL switch below writes it); an existing store keeps
     # its page size. An event row is about 600 bytes and an append commits whole pages to the WAL:
-    # 8 KiB pages write fewer WAL frames per append, which took a tenth off the cost of inserting a
-    # campaign's rows (bench/engine.py's store floor, mostly the kernel's time in writes).
+    # 8 KiB pages write fewer WAL frames per append: 2-9% less CPU to insert a campaign's rows,
+    # mostly the kernel's time in writes (bench/engine.py's store floor, alternated with 4 KiB).
     cur.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
     # Switching a new file to WAL needs it alone for a moment; processes opening a new store
     # together can find it busy without SQLite waiting for them, so the switch is tried again.
