@@ -25,7 +25,7 @@ import dataclasses
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from inspect_ai.log import (
     EvalConfig,
@@ -239,19 +239,22 @@ def _reply_usage(ev: AgentReplied) -> ModelUsage | None:
     )
 
 
-def eval_logs(store, episode_ids: list[str]) -> dict[str, EvalLog]:
-    """One eval log per agent label over the given episodes (see the module docstring)."""
+def eval_logs(store, episode_ids: list[str], progress: Callable[[int, int], None] | None = None) -> dict[str, EvalLog]:
+    """One eval log per agent label over the given episodes (see the module docstring);
+    ``progress(read, total)`` after each episode read."""
     from inquitree.core.runner import stream_id
     from inquitree.events.store import redact
 
     by_agent: dict[str, list[Exported]] = defaultdict(list)
     installed = Installed()
-    for eid in episode_ids:
+    for n, eid in enumerate(episode_ids, start=1):
         records = store.read_stream(stream_id(eid))
         if not records:
             raise InquiTreeError(f"no episode {eid!r} in {store!r} (see `inquitree episodes list`)")
         ex = episode_sample(eid, records, installed)
         by_agent[agent_name(ex.started.agent)].append(ex)
+        if progress:
+            progress(n, len(episode_ids))
     logs = {}
     for label, exported in sorted(by_agent.items()):
         epochs: dict[Any, int] = defaultdict(int)
