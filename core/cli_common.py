@@ -47,6 +47,23 @@ def progress(message: str, done: bool = False) -> None:
     click.echo(f"\r\033[K{message}", err=True, nl=done)
 
 
+def progress_due(seconds: float = 1.0) -> Callable[[bool], bool]:
+    """``due(last)``: whether a progress line is due now, at most once every ``seconds`` (the first
+    at once, and the ``last`` always), so that a long run's lines stay cheap and readable."""
+    import time
+
+    shown = [-float("inf")]
+
+    def due(last: bool = False) -> bool:
+        now = time.monotonic()
+        if last or now - shown[0] >= seconds:
+            shown[0] = now
+            return True
+        return False
+
+    return due
+
+
 def _stack(*decorators: Callable) -> Callable:
     def apply(f):
         for d in reversed(decorators):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import textwrap
-import time
 
 import click
 
@@ -19,6 +18,7 @@ from inquitree.core.cli_common import (
     limit_options,
     limits_of,
     progress,
+    progress_due,
 )
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
@@ -371,6 +371,7 @@ def replay(episode: str, db_url: str | None, quiet: bool, transcript: bool, tree
     """Fold EPISODE (an id, or `last`) into its steps, check its hash chain, and re-simulate it.
 
     Exit 0 when the re-simulation is identical, 1 at the first differing event."""
+    import time
 
     from inquitree.core.engine import fold
     from inquitree.core.replay import resimulate
@@ -524,14 +525,14 @@ def episodes_to_inspect(
             ids += found
         if not ids:
             ids = [_episode_ids(store, "last")]
-        last = [0.0]
+        ids = list(dict.fromkeys(ids))  # an episode named twice is exported once
+        due = progress_due()
 
         def read(n: int, total: int) -> None:
-            if time.monotonic() - last[0] >= 1.0 or n == total:
-                last[0] = time.monotonic()
+            if due(n == total):
                 progress(f"  {n} of {total} episodes read", done=n == total)
 
-        logs = inspect_export.eval_logs(store, list(dict.fromkeys(ids)), progress=read)
+        logs = inspect_export.eval_logs(store, ids, progress=read)
     progress(f"  writing {len(logs)} log(s)", done=True)
     for path in inspect_export.write_logs(logs, log_dir):
         click.echo(f"wrote {path}")

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from inquitree.core.cli_common import db_option, progress
+from inquitree.core.cli_common import db_option, progress, progress_due
 
 
 @click.group()
@@ -50,12 +50,10 @@ def run(suite_file, db_url, shard, concurrency, agents, workers) -> None:
         # closed again before the workers start, so that none inherits a connection.
         EventStore(db_url).close()
         sys.exit(_run_workers(suite_file, db_url, (index, count), concurrency, agents, workers))
-    last = [0.0]
+    due = progress_due()
 
     def on_cell(report, remaining: int) -> None:
-        now = time.monotonic()
-        if now - last[0] >= 1.0 or remaining == 0:
-            last[0] = now
+        if due(remaining == 0):
             progress(
                 f"  done {report.done}  failed {report.failed}  remaining {remaining}  "
                 f"skipped {report.skipped}  tokens {report.tokens:,}",
@@ -171,12 +169,11 @@ class _ForkedWorker:
 
 
 def _wait_for(procs: list[tuple[int, Any]], workers: int, t0: float) -> None:
-    shown = -1.0
+    due = progress_due(0.5)
     while any(p.poll() is None for _, p in procs):
-        if time.monotonic() - shown >= 0.5:
-            shown = time.monotonic()
+        if due():
             running = sum(p.poll() is None for _, p in procs)
-            progress(f"  {running} of {workers} workers running ({shown - t0:.0f} s)")
+            progress(f"  {running} of {workers} workers running ({time.monotonic() - t0:.0f} s)")
         time.sleep(0.02)  # the end is noticed within 20 ms, not half a second (bench/campaign.py)
     progress(f"  {workers} workers finished ({time.monotonic() - t0:.0f} s)", done=True)
 

@@ -259,10 +259,12 @@ def eval_logs(store, episode_ids: list[str], progress: Callable[[int, int], None
     for label, exported in sorted(by_agent.items()):
         epochs: dict[Any, int] = defaultdict(int)
         # a sample's epochs in the order of their seeds, as inspect numbers a task's epochs
-        for ex in sorted(exported, key=lambda x: (str(x.sample.id), x.started.params.get("seed") or 0, x.episode_id)):
+        ordered = sorted(exported, key=lambda x: (str(x.sample.id), x.started.params.get("seed") or 0, x.episode_id))
+        for ex in ordered:
             epochs[ex.sample.id] += 1
             ex.sample.epoch = epochs[ex.sample.id]
-        samples = [ex.sample for ex in sorted(exported, key=lambda x: (str(x.sample.id), x.sample.epoch))]
+        samples = [ex.sample for ex in ordered]  # by sample, then epoch
+        sample_ids = sorted({s.id for s in samples}, key=str)
         first = exported[0].started
         created = min(str(s.started_at) for s in samples)  # inspect keeps them as UTC ISO text: they sort
         completed = max(str(s.completed_at) for s in samples)
@@ -280,11 +282,7 @@ def eval_logs(store, episode_ids: list[str], progress: Callable[[int, int], None
                         k: first.params.get(k) for k in ("tau", "max_hints", "max_reasks", "embedder", "template_set")
                     },
                     # the samples before epochs, as inspect counts a task's dataset
-                    dataset=EvalDataset(
-                        name="inquitree episodes",
-                        samples=len({s.id for s in samples}),
-                        sample_ids=sorted({s.id for s in samples}),
-                    ),
+                    dataset=EvalDataset(name="inquitree episodes", samples=len(sample_ids), sample_ids=sample_ids),
                     model=f"inquitree/{label}",
                     config=EvalConfig(epochs=max(epochs.values())),
                     # the task's scorer and metrics, by inspect's names: inspect computes the log's metrics
