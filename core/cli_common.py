@@ -25,15 +25,17 @@ def db_option(f):
     )(f)
 
 
-def key_option(help: str, *, private: bool = False):
-    """``--key FILE`` (as ``key_path``): a key made by `inquitree db keygen`. A private key (for
-    signing) defaults to ``$INQUITREE_SIGNING_KEY``; a public one (for checking) has no default."""
+def key_option(help: str, *, private: bool = False, multiple: bool = False):
+    """``--key FILE`` (as ``key_path``; ``key_paths``, a tuple, when ``multiple``): a key made by
+    `inquitree db keygen`. A private key (for signing) defaults to ``$INQUITREE_SIGNING_KEY``; a
+    public one (for checking) has no default."""
     return click.option(
         "--key",
-        "key_path",
+        "key_paths" if multiple else "key_path",
         type=click.Path(dir_okay=False),
         envvar=KEY_ENV if private else None,
         default=None,
+        multiple=multiple,
         help=help,
     )
 

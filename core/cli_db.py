@@ -18,7 +18,7 @@ def db() -> None:
 @db_option
 def upgrade(db_url: str | None) -> None:
     """Bring the store's schema to the newest migration."""
-    from inquitree.events import migrate
+    from inquitree.events import guards, migrate
     from inquitree.events.store import default_url, make_engine, redact
 
     url = db_url or default_url()
@@ -26,6 +26,16 @@ def upgrade(db_url: str | None) -> None:
     before = migrate.current_revision(engine)
     migrate.upgrade(engine)
     click.echo(f"{redact(url)}: schema {before or '(empty)'} -> {migrate.current_revision(engine)}")
+    raw = engine.raw_connection()
+    try:
+        restored = guards.restore(raw, engine.dialect.name)
+    except Exception as exc:  # e.g. the writer role, which may not change triggers or grants
+        raise click.ClickException(f"{redact(url)}: cannot restore the immutability guards: {exc}") from exc
+    finally:
+        raw.close()
+        engine.dispose()
+    for done in restored:
+        click.echo(f"{redact(url)}: {done} (an immutability guard was missing)")
 
 
 _CANNOT = (
@@ -46,28 +56,37 @@ _CANNOT = (
 )
 @key_option(
     "A public key (`inquitree db keygen`): every checkpoint it signed must match the log, and every "
-    "event must be covered by one."
+    "event must be covered by one. Repeat it for a keyring (episodes imported from several signers).",
+    multiple=True,
 )
-def verify(db_url: str | None, anchor_path: str | None, key_path: str | None) -> None:
-    """Check the log's two hash chains, and its head against an anchor or signed checkpoints.
+def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ...]) -> None:
+    """Check the log's two hash chains, its immutability guards, and its head against an anchor or
+    signed checkpoints.
 
-    Exit 0 when everything checked holds; 1 when something does not (TAMPERED), or when an anchor
-    or key was given and events after its head are covered by nothing (NOT PROVEN). The output
-    says what was proved and what was not."""
-    from inquitree.events.signing import load_verifier
+    Exit 0 when everything checked holds; 1 when something does not (TAMPERED), when a guard is
+    missing (UNGUARDED), or when an anchor or key was given and events after its head are covered
+    by nothing (NOT PROVEN). The output says what was proved and what was not."""
+    from inquitree.events.signing import load_keyring
     from inquitree.events.store import Anchor, EventStore
 
     anchor = Anchor.load(anchor_path) if anchor_path else None
-    verifier = load_verifier(key_path) if key_path else None
+    verifier = load_keyring(key_paths)
     with EventStore(db_url, create=False) as store:
         report = store.verify(
             progress=lambda n: click.echo(f"  ... {n:,} events checked", err=True), anchor=anchor, verifier=verifier
         )
+        missing = store.missing_guards()
     if report.first_problem is not None:
         stream, version, what = report.first_problem
         where = f"stream {stream!r} version {version}: " if stream is not None else ""
         click.echo(f"TAMPERED: {where}{what}")
         sys.exit(1)
+    if missing:
+        click.echo(
+            "UNGUARDED: the database no longer enforces immutability: "
+            + "; ".join(missing)
+            + " (`inquitree db upgrade`, as the store's owner, restores them; then check the log with an anchor or a key)"
+        )
     click.echo(
         f"chains ok: {report.events_checked:,} events in {report.streams_checked:,} streams; no event inside the log "
         f"was changed, removed, inserted or moved (head: position {report.head_position}, "
@@ -77,17 +96,28 @@ def verify(db_url: str | None, anchor_path: str | None, key_path: str | None) ->
         click.echo(f"note: {note}")
     if not report.proof:
         click.echo(_CANNOT)
-        return
+        sys.exit(1 if missing else 0)
     by = []
     if "anchor" in report.proof:
         by.append("the anchor")
     if verifier is not None:
-        by.append(f"checkpoints signed by key {verifier.key_id}")
+        by.append(f"checkpoints signed by {verifier.describe()}")
     proved_by = " and ".join(by)
     if report.covered_to:
         click.echo(f"proved by {proved_by}: the log up to global position {report.covered_to} is the one recorded")
+    if report.stream_covered:
+        after = f" after global position {report.covered_to}" if report.covered_to else ""
+        click.echo(
+            f"proved by {proved_by}: the {report.stream_covered:,} events{after} are in streams whose signed heads "
+            "cover them (episodes recorded, exported or imported under the key)"
+        )
     if report.uncovered:
-        sign = " (if they are yours, sign the head: inquitree db anchor --key PRIVATE_KEY)" if verifier else ""
+        sign = (
+            " (a recorder holding the key signs only what it recorded; to vouch for other events, check them "
+            "first, then `inquitree db anchor --key PRIVATE_KEY --adopt`)"
+            if verifier
+            else ""
+        )
         what = (
             f"none of the {report.uncovered:,} events is covered by {proved_by}"
             if not report.covered_to
@@ -95,6 +125,8 @@ def verify(db_url: str | None, anchor_path: str | None, key_path: str | None) ->
             f"{proved_by}) are covered by nothing"
         )
         click.echo(f"NOT PROVEN: {what}{sign}")
+        sys.exit(1)
+    if missing:
         sys.exit(1)
 
 
@@ -121,26 +153,41 @@ def keygen(prefix: str) -> None:
     "A private key: sign the anchor and store the same signed checkpoint in the log (default: $INQUITREE_SIGNING_KEY).",
     private=True,
 )
-def anchor(db_url: str | None, out: str, key_path: str | None) -> None:
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help="With --key: also vouch for events that no recorder holding the key appended (after you checked them).",
+)
+def anchor(db_url: str | None, out: str, key_path: str | None, adopt: bool) -> None:
     """Write the log's head (position and log hash) to a file to keep outside the database.
 
-    The chains are checked first: a log that is already broken is not anchored. Keep the file
-    elsewhere or publish it with a paper; `inquitree db verify --anchor FILE` then proves the log up
-    to that head, whoever could write to the database since."""
+    The chains are checked first: a log that is already broken is not anchored. With --key the
+    key's earlier checkpoints must match the log too, and every event after the last of them must
+    have been recorded under the key; --adopt vouches for the others (a log recorded before it was
+    signed), once you have checked them. Keep the file elsewhere or publish it with a paper;
+    `inquitree db verify --anchor FILE` then proves the log up to that head, whoever could write to
+    the database since."""
     from inquitree.events.signing import load_signer
     from inquitree.events.store import Anchor, EventStore, redact
 
     signer = load_signer(key_path) if key_path else None
+    if adopt and signer is None:
+        raise click.UsageError("--adopt vouches with a key: give --key PRIVATE_KEY (or $INQUITREE_SIGNING_KEY)")
     with EventStore(db_url, create=False, signer=False) as store:
-        report = store.verify()
+        report = store.verify(verifier=signer.verifier if signer else None)
         if report.first_problem is not None:
             stream, version, what = report.first_problem
-            raise click.ClickException(f"not anchored: stream {stream!r} version {version}: {what}")
+            where = f"stream {stream!r} version {version}: " if stream is not None else ""
+            raise click.ClickException(f"not anchored: {where}{what}")
         if report.head_position == 0:
             raise click.ClickException(f"{redact(store.url)} holds no events: nothing to anchor")
-        made = Anchor.of(report, redact(store.url), signer)
         if signer is not None:
-            store.checkpoint(signer, note="inquitree db anchor")
+            signed = store.checkpoint(signer, note="inquitree db anchor", adopt=adopt)
+            if signed.problem or signed.unaccounted:
+                raise click.ClickException(f"not anchored: {signed.warning(signer.key_id)}; pass --adopt to vouch for them")
+            if adopt and report.uncovered:
+                click.echo(f"vouched for {report.uncovered:,} event(s) no earlier checkpoint of the key covered", err=True)
+        made = Anchor.of(report, redact(store.url), signer)
     if out == "-":
         click.echo(made.to_json(), nl=False)
     else:

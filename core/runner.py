@@ -99,7 +99,7 @@ class Recorder:
         self.version = self.store.append(self.stream, events, self.version)
         self._since = time.monotonic()
         if self.store.signer is not None and isinstance(events[-1], (EpisodeScored, EpisodeFailed)):
-            self.store.checkpoint()  # a finished episode is covered by a signed head at once
+            self.store.sign_recorded()  # a finished episode is covered by signed heads at once
 
 
 def cosines(embedder, action: str, candidates: list[tuple[str, str]]) -> dict[str, float]:

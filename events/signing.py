@@ -70,6 +70,40 @@ class Signer:
         return Verifier(self.key.public_key(), self.key_id)
 
 
+@dataclasses.dataclass(frozen=True)
+class Keyring:
+    """The public keys a verifier trusts, by key id: a lab that merges signed exports from several
+    signers checks each checkpoint with the key that made it (``db verify --key A --key B``)."""
+
+    verifiers: tuple[Verifier, ...]
+
+    @classmethod
+    def of(cls, keys: "Verifier | Keyring | None") -> "Keyring | None":
+        if keys is None or isinstance(keys, Keyring):
+            return keys
+        return cls((keys,))
+
+    @property
+    def key_ids(self) -> tuple[str, ...]:
+        return tuple(v.key_id for v in self.verifiers)
+
+    def get(self, key_id: str) -> Verifier | None:
+        return next((v for v in self.verifiers if v.key_id == key_id), None)
+
+    def describe(self) -> str:
+        ids = self.key_ids
+        return f"key {ids[0]}" if len(ids) == 1 else "keys " + ", ".join(ids)
+
+
+def load_keyring(paths: "list[str] | tuple[str, ...]") -> Keyring | None:
+    """The public keys in ``paths`` (None when there are none); the same key twice counts once."""
+    verifiers: dict[str, Verifier] = {}
+    for path in paths:
+        v = load_verifier(path)
+        verifiers.setdefault(v.key_id, v)
+    return Keyring(tuple(verifiers.values())) if verifiers else None
+
+
 def _raw_public(public_key: Any) -> bytes:
     from cryptography.hazmat.primitives import serialization
 

@@ -184,14 +184,50 @@ class Anchor:
 
 
 @dataclasses.dataclass
+class _KeyState:
+    """One key's checkpoints as a store has read and checked them (read again from ``seen`` on)."""
+
+    seen: int = 0  # the last checkpoint seq read
+    log: tuple[int, str] = (0, GENESIS_HASH)  # the highest log head it signed
+    streams: dict[str, tuple[int, str]] = dataclasses.field(default_factory=dict)  # stream -> signed head
+
+
+@dataclasses.dataclass(frozen=True)
+class SignResult:
+    """What a signer signed: the log head (``position``, None if nothing new), how many stream heads,
+    and how many events after the signed head nothing accounts for (the first as (global position,
+    stream, version)); ``problem`` says what was found broken, and then nothing was signed."""
+
+    position: int | None = None
+    streams: int = 0
+    unaccounted: int = 0
+    first_unaccounted: tuple[int, str, int] | None = None
+    problem: str | None = None
+
+    def warning(self, key_id: str) -> str | None:
+        if self.problem:
+            return f"NOT SIGNED with key {key_id}: {self.problem}; run `inquitree db verify`"
+        if self.unaccounted and self.first_unaccounted:
+            pos, sid, version = self.first_unaccounted
+            return (
+                f"key {key_id} does not vouch for {self.unaccounted:,} event(s) from global position {pos} on "
+                f"(stream {sid!r} version {version}): no recorder holding the key appended them. If another process "
+                "is still recording with the key, it signs them when it ends; otherwise check them "
+                "(`inquitree db verify`, `inquitree replay`)"
+            )
+        return None
+
+
+@dataclasses.dataclass
 class VerifyReport:
     """What ``verify`` checked and proved.
 
     ``first_problem`` is (stream id, stream version, what) for a problem at an event, or
     (None, None, what) for one of the log as a whole (a missing head, a bad signature).
-    ``covered_to`` is the highest global position proved by the anchor or by a checkpoint signed
-    with the given key; ``uncovered`` counts the events after it, which nothing proves: with an
-    anchor or a key, they make the report not ok."""
+    ``covered_to`` is the highest global position proved by the anchor or by a log checkpoint
+    signed with a given key; of the events after it, ``stream_covered`` are proved by a signed head
+    of their stream and ``uncovered`` by nothing: with an anchor or a key, those make the report
+    not ok."""
 
     events_checked: int
     streams_checked: int
@@ -201,6 +237,7 @@ class VerifyReport:
     proof: tuple[str, ...] = ()  # "anchor", "key"
     covered_to: int = 0
     uncovered: int = 0
+    stream_covered: int = 0  # events after ``covered_to`` proved by a signed head of their stream
     notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
@@ -382,6 +419,12 @@ class EventStore:
         self._log_head: tuple[int, str] | None = None  # (global position, log hash) after our last append
         self._heads: dict[str, tuple[int, str]] = {}  # stream id -> (version, hash) after our last append to it
         self._unsigned = False  # appended since the last checkpoint
+        # What this store appended and its key has not yet vouched for: global position ranges, and
+        # each stream with the first version appended here (a signer signs only what it accounts for).
+        self._own: list[tuple[int, int]] = []
+        self._own_streams: dict[str, int] = {}
+        self._signed: dict[str, _KeyState] = {}  # key id -> its checkpoints read so far
+        self._said: set[str] = set()  # signing problems already printed
         self._raw: Any = None  # the pooled connection appends use (see _append)
         self._wconn: Any = None  # its driver connection, and a cursor on it kept between appends
         self._wcur: Any = None
@@ -421,7 +464,7 @@ class EventStore:
         """Sign the head if this store appended since its last checkpoint (with a signer), and close."""
         try:
             if self.signer is not None and self._unsigned:
-                self.checkpoint()
+                self.sign_recorded()
         finally:
             self._close_connections()
 
@@ -558,6 +601,8 @@ class EventStore:
                 self._log_head = (last[0], last[-1])
                 self._heads[stream_id] = (last[2], last[-2])
                 self._unsigned = True
+                self._own.append((rows[0][0], last[0]))
+                self._own_streams.setdefault(stream_id, rows[0][2])
                 return last[2]
         raise StoreError(f"append to {stream_id!r} in {redact(self.url)}: the log head kept moving (3 attempts)")
 
@@ -592,14 +637,10 @@ class EventStore:
         cur.execute(sql, tuple(v for row in rows for v in row))
 
     def _dbapi_hash_at(self, cur, stream_id: str, version: int) -> str:
-        if version == 0:
-            return GENESIS_HASH
-        m = self._mark
-        cur.execute(f"SELECT hash FROM events WHERE stream_id = {m} AND stream_version = {m}", (stream_id, version))
-        found = cur.fetchone()
+        found = self._hash_on(cur, stream_id, version)
         if found is None:
             raise ConcurrencyError(stream_id, version, self._version_on(cur, stream_id))
-        return found[0]
+        return found
 
     def _version_on(self, cur, stream_id: str) -> int:
         """The stream's version as ``cur`` sees it (0: no such stream)."""
@@ -634,21 +675,121 @@ class EventStore:
         with self._cursor() as cur:
             return self._read_log_head(cur)
 
-    def checkpoint(self, signer: signing.Signer | None = None, note: str | None = None) -> int | None:
-        """Sign the log's current head and store the checkpoint; returns its position.
+    def checkpoint(
+        self, signer: signing.Signer | None = None, note: str | None = None, *, adopt: bool = False
+    ) -> "SignResult":
+        """Sign what the key can vouch for, and store the checkpoints; see :class:`SignResult`.
 
-        Uses ``signer`` or the store's own; without either (or with nothing new since this
-        store's last checkpoint) it does nothing and returns None."""
+        A signer never signs a head it has not checked. First it checks every earlier checkpoint of
+        its key (their signatures, and that the log still has the head the last one signed), then
+        both chains of every event after that head. Each of those events must be accounted for:
+        appended by this store, or inside a stream whose head a checkpoint of the key signed (another
+        process recording with the key). This store's streams get signed heads (``stream``
+        checkpoints), and the log's head is signed up to the first event nothing accounts for.
+        ``adopt=True`` (``db anchor --key K --adopt``, after a person checked the log) vouches for
+        every event whose chains hold. Uses ``signer`` or the store's own; without either, or with
+        nothing new since this store's last checkpoint, it does nothing."""
         signer = signer or self.signer
-        if signer is None or (signer is self.signer and not self._unsigned):
-            return None
+        if signer is None or (signer is self.signer and not self._unsigned and not adopt):
+            return SignResult()
         with self._write_transaction() as cur:
-            position, digest = self._read_log_head(cur)
-            if position == 0:
-                return None
-            self._sign(cur, signer, "log", "log", position, digest, note)
-        self._unsigned = False
-        return position
+            if self.dialect == "postgresql":  # one signer at a time, and no append between its read and its rows
+                cur.execute(f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK})")
+            result = self._sign_accounted(cur, signer, note, adopt)
+        if signer is self.signer:
+            self._unsigned = result.problem is not None or result.unaccounted > 0
+        return result
+
+    def sign_recorded(self) -> "SignResult":
+        """The store's own signer signs what this store recorded (after an episode, and on close);
+        a problem, or events it cannot vouch for, are said once on stderr, never signed over."""
+        result = self.checkpoint()
+        message = result.warning(self.signer.key_id if self.signer else "")
+        if message and message not in self._said:
+            self._said.add(message)
+            print(f"inquitree: {message}", file=sys.stderr)
+        return result
+
+    def _sign_accounted(self, cur, signer: signing.Signer, note: str | None, adopt: bool) -> "SignResult":
+        m = self._mark
+        state = self._signed.setdefault(signer.key_id, _KeyState())
+        cur.execute(
+            f"SELECT {', '.join(CHECKPOINT_COLUMNS)} FROM checkpoints WHERE key_id = {m} AND seq > {m} ORDER BY seq",
+            (signer.key_id, state.seen),
+        )
+        verifier = signer.verifier
+        for row in cur.fetchall():
+            cp = dict(zip(CHECKPOINT_COLUMNS, row))
+            message = signing.checkpoint_message(cp["kind"], cp["subject"], cp["position"], cp["hash"], cp["signed_at"])
+            if not verifier.verify(message, cp["signature"]):
+                return SignResult(
+                    problem=f"checkpoint #{cp['seq']} claims key {signer.key_id} but its signature does not verify "
+                    "(forged or altered)"
+                )
+            state.seen = cp["seq"]
+            if cp["kind"] == "log" and cp["position"] > state.log[0]:
+                state.log = (cp["position"], cp["hash"])
+            elif cp["kind"] == "stream" and cp["position"] > state.streams.get(cp["subject"], (0, ""))[0]:
+                state.streams[cp["subject"]] = (cp["position"], cp["hash"])
+        start, start_hash = state.log
+        if start:
+            cur.execute(f"SELECT log_hash FROM events WHERE global_position = {m}", (start,))
+            row = cur.fetchone()
+            if row is None or row[0] != start_hash:
+                return SignResult(
+                    problem=f"the log at global position {start} is not the one key {signer.key_id} signed: "
+                    "it was rewritten or cut short"
+                )
+        cur.execute(f"SELECT {EVENT_COLUMNS} FROM events WHERE global_position > {m} ORDER BY global_position", (start,))
+        rows = cur.fetchall()
+        heads: dict[str, tuple[int, str]] = {}
+        prev_log, signed_to, signed_hash = start_hash, start, start_hash
+        unaccounted, first, refused = 0, None, set()
+        for pos, sid, version, etype, sver, at, payload, prev_hash, digest, lhash in rows:
+            last = heads.get(sid)
+            if last is None:
+                last = (version - 1, self._hash_on(cur, sid, version - 1) or "")
+            problem = link_problem(last, sid, version, etype, sver, at, payload, prev_hash, digest)
+            if problem is None and log_hash(prev_log, pos, digest) != lhash:
+                problem = "log hash does not match (an event before it was removed, inserted or moved)"
+            signed_stream = state.streams.get(sid)
+            if problem is None and signed_stream and signed_stream[0] == version and signed_stream[1] != digest:
+                problem = f"key {signer.key_id} signed another hash for this event"
+            if problem:
+                return SignResult(problem=f"stream {sid!r} version {version} (global position {pos}): {problem}")
+            heads[sid], prev_log = (version, digest), lhash
+            if adopt or self._owns(pos) or (signed_stream is not None and version <= signed_stream[0]):
+                if first is None:
+                    signed_to, signed_hash = pos, lhash
+                continue
+            unaccounted += 1
+            refused.add(sid)
+            first = first or (pos, sid, version)
+        streams = 0
+        for sid in list(self._own_streams):
+            if sid in refused or sid not in heads:
+                continue
+            version, digest = heads[sid]
+            if state.streams.get(sid, (0, ""))[0] < version:
+                self._sign(cur, signer, "stream", sid, version, digest, note)
+                streams += 1
+            del self._own_streams[sid]
+        if signed_to > start:
+            self._sign(cur, signer, "log", "log", signed_to, signed_hash, note)
+            self._own = [(a, b) for a, b in self._own if b > signed_to]
+        return SignResult(signed_to if signed_to > start else None, streams, unaccounted, first)
+
+    def _owns(self, position: int) -> bool:
+        return any(a <= position <= b for a, b in self._own)
+
+    def _hash_on(self, cur, stream_id: str, version: int) -> str | None:
+        """The stream hash at ``version`` (the genesis hash before version 1; None: no such event)."""
+        if version == 0:
+            return GENESIS_HASH
+        m = self._mark
+        cur.execute(f"SELECT hash FROM events WHERE stream_id = {m} AND stream_version = {m}", (stream_id, version))
+        row = cur.fetchone()
+        return row[0] if row else None
 
     def add_signature(self, signature: dict[str, Any], note: str | None = None) -> None:
         """Keep a stream signature made elsewhere (an imported episode's provenance)."""
@@ -676,6 +817,13 @@ class EventStore:
         }
         self._insert_checkpoint(cur, {**row, "note": note})
         return row
+
+    def missing_guards(self) -> list[str]:
+        """The immutability guards (triggers; on PostgreSQL also grants) that are not in force."""
+        from inquitree.events import guards
+
+        with self._cursor() as cur:
+            return guards.missing(cur, self.dialect)
 
     def checkpoints(self) -> list[dict[str, Any]]:
         with self._cursor() as cur:
@@ -767,7 +915,7 @@ class EventStore:
         stream_id: str | None = None,
         *,
         anchor: Anchor | None = None,
-        verifier: signing.Verifier | None = None,
+        verifier: signing.Verifier | signing.Keyring | None = None,
     ) -> VerifyReport:
         """Walk the log in global position order and check both chains, then what proves its head.
 
@@ -775,26 +923,33 @@ class EventStore:
         inside the log, but cannot tell a log cut short at its end, or rewritten and re-hashed as a
         whole, from an honest one. An ``anchor`` proves the log up to its position; a ``verifier``
         checks the signed checkpoints in the store and proves the log up to the last one. With
-        ``stream_id``, only that stream's chain is checked."""
+        ``stream_id``, only that stream's chain is checked. ``verifier`` may be a keyring: each
+        checkpoint is checked with the key that made it, and an event is covered by a signed log head
+        at or after it, or by a signed head of its stream (an exported or imported episode)."""
         if stream_id is not None:
             return self._verify_stream(stream_id)
+        keys = signing.Keyring.of(verifier)
         report = VerifyReport(0, 0, None)
         expect: dict[int, list[tuple[str, str]]] = {}  # global position -> [(who says so, log hash)]
         expect_stream: dict[tuple[str, int], list[tuple[str, str]]] = {}
         if anchor is not None:
             report.proof += ("anchor",)
-            if anchor.signature and verifier is not None:
-                if anchor.key_id != verifier.key_id or not verifier.verify(anchor.message(), anchor.signature):
+            if anchor.signature and keys is not None:
+                by = keys.get(anchor.key_id or "")
+                if by is None or not by.verify(anchor.message(), anchor.signature):
                     report.first_problem = (None, None, "the anchor's signature does not match the given key")
                     return report
-                report.notes.append(f"the anchor is signed by key {verifier.key_id}")
+                report.notes.append(f"the anchor is signed by key {by.key_id}")
             expect.setdefault(anchor.position, []).append(("the anchor", anchor.log_hash))
-        if verifier is not None:
+        stream_signed: dict[str, int] = {}  # stream -> the highest version a signed stream head covers
+        if keys is not None:
             report.proof += ("key",)
-            problem = self._load_checkpoints(verifier, expect, expect_stream, report.notes)
+            problem = self._load_checkpoints(keys, expect, expect_stream, report.notes)
             if problem:
                 report.first_problem = (None, None, problem)
                 return report
+            for sid, version in expect_stream:
+                stream_signed[sid] = max(version, stream_signed.get(sid, 0))
         covered_to = max(expect, default=0)
         heads: dict[str, tuple[int, str]] = {}
         prev_log, last_pos = GENESIS_HASH, 0
@@ -826,7 +981,10 @@ class EventStore:
                 heads[sid] = (version, digest)
                 prev_log, last_pos = lhash, pos
                 if report.proof and pos > covered_to:
-                    report.uncovered += 1
+                    if version > stream_signed.get(sid, 0):
+                        report.uncovered += 1
+                    else:
+                        report.stream_covered += 1
                 if progress and report.events_checked % 100_000 == 0:
                     progress(report.events_checked)
         report.head_position, report.head_hash = last_pos, prev_log
@@ -866,12 +1024,13 @@ class EventStore:
             _rollback(raw)
             raw.close()
 
-    def _load_checkpoints(self, verifier, expect, expect_stream, notes: list[str]) -> str | None:
-        """Check every checkpoint's signature; those by ``verifier``'s key become claims to check
-        against the log. A checkpoint that claims that key and does not verify is a problem."""
+    def _load_checkpoints(self, keys: signing.Keyring, expect, expect_stream, notes: list[str]) -> str | None:
+        """Check every checkpoint's signature; those by a key of ``keys`` become claims to check
+        against the log. A checkpoint that claims such a key and does not verify is a problem."""
         others: dict[str, int] = {}
         for cp in self.checkpoints():
-            if cp["key_id"] != verifier.key_id:
+            verifier = keys.get(cp["key_id"])
+            if verifier is None:
                 others[cp["key_id"]] = others.get(cp["key_id"], 0) + 1
                 continue
             message = signing.checkpoint_message(cp["kind"], cp["subject"], cp["position"], cp["hash"], cp["signed_at"])
@@ -887,7 +1046,7 @@ class EventStore:
                 expect_stream.setdefault((cp["subject"], cp["position"]), []).append(claim)
         streams = sum(1 for claims in expect_stream.values() for _ in claims)
         if streams:
-            notes.append(f"{streams} signed stream head(s) (exported or imported episodes) are checked too")
+            notes.append(f"{streams} signed stream head(s) (episodes recorded, exported or imported) are checked too")
         for key_id, n in sorted(others.items()):
             notes.append(f"{n} checkpoint(s) signed by another key ({key_id}) were not checked")
         return None

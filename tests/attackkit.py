@@ -159,7 +159,10 @@ def delete_last_stream_and_its_checkpoint(conn):
     last = _streams(conn)[-1]
     start = conn.execute("SELECT min(global_position) FROM events WHERE stream_id = ?", (last,)).fetchone()[0]
     conn.execute("DELETE FROM events WHERE stream_id = ?", (last,))
-    conn.execute("DELETE FROM checkpoints WHERE kind = 'log' AND position >= ?", (start,))
+    conn.execute(
+        "DELETE FROM checkpoints WHERE (kind = 'log' AND position >= ?) OR (kind = 'stream' AND subject = ?)",
+        (start, last),
+    )
 
 
 def swap_positions(conn):
