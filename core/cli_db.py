@@ -85,7 +85,8 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
         click.echo(
             "UNGUARDED: the database no longer enforces immutability: "
             + "; ".join(missing)
-            + " (`inquitree db upgrade`, as the store's owner, restores them; then check the log with an anchor or a key)"
+            + " (`inquitree db upgrade`, as the store's owner, restores them;"
+            + " then check the log with an anchor or a key)"
         )
     click.echo(
         f"chains ok: {report.events_checked:,} events in {report.streams_checked:,} streams; no event inside the log "
@@ -184,9 +185,13 @@ def anchor(db_url: str | None, out: str, key_path: str | None, adopt: bool) -> N
         if signer is not None:
             signed = store.checkpoint(signer, note="inquitree db anchor", adopt=adopt)
             if signed.problem or signed.unaccounted:
-                raise click.ClickException(f"not anchored: {signed.warning(signer.key_id)}; pass --adopt to vouch for them")
+                raise click.ClickException(
+                    f"not anchored: {signed.warning(signer.key_id)}; pass --adopt to vouch for them"
+                )
             if adopt and report.uncovered:
-                click.echo(f"vouched for {report.uncovered:,} event(s) no earlier checkpoint of the key covered", err=True)
+                click.echo(
+                    f"vouched for {report.uncovered:,} event(s) no earlier checkpoint of the key covered", err=True
+                )
         made = Anchor.of(report, redact(store.url), signer)
     if out == "-":
         click.echo(made.to_json(), nl=False)

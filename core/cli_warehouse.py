@@ -79,9 +79,9 @@ def sync(db_url, warehouse_path, trees_dirs, prices, registry, memory) -> None:
     """Load the events recorded since the last sync."""
     from pathlib import Path
 
-    from inquitree.warehouse.sync import Warehouse
+    from inquitree.warehouse.sync import kept_only_if_used
 
-    with Warehouse(warehouse_path, memory=memory) as wh:
+    with kept_only_if_used(warehouse_path, memory=memory) as wh:
         r = wh.sync(
             db_url,
             progress=_progress,
@@ -118,9 +118,7 @@ def rebuild(db_url, warehouse_path, trees_dirs, registry) -> None:
 @click.option("--parquet", "out_dir", required=True, type=click.Path(file_okay=False), help="Directory to write.")
 def export(warehouse_path, out_dir) -> None:
     """Write every warehouse table as a Parquet file."""
-    from inquitree.warehouse.sync import Warehouse
-
-    with Warehouse(warehouse_path) as wh:
+    with _existing(warehouse_path) as wh:
         for p in wh.export_parquet(out_dir):
             click.echo(str(p))
 
@@ -286,11 +284,11 @@ def report(out_dir, warehouse_path, db_url, sync, max_episodes, registry) -> Non
     from pathlib import Path
 
     from inquitree.warehouse.report import write_report
-    from inquitree.warehouse.sync import Warehouse
+    from inquitree.warehouse.sync import kept_only_if_used
 
     if registry and not sync:
         raise click.UsageError("--registry is read by the sync: it needs --sync")
-    with Warehouse(warehouse_path) as wh:
+    with kept_only_if_used(warehouse_path) as wh:
         if sync:
             r = wh.sync(db_url, progress=_progress, registry=Path(registry) if registry else None)
             click.echo(f"synced {r.events:,} new events", err=True)

@@ -107,10 +107,15 @@ class Export:
             raise InquiTreeError(f"{self.path}: the file is not signed, so key {verifier.key_id} cannot check it")
         if sig is None:
             return said + ["the file is not signed: an edit that recomputed every hash could not be told apart"]
-        if (sig.get("subject"), sig.get("position"), sig.get("hash")) != (stream_id, len(self.rows), prev):
+        if (sig.get("subject"), sig.get("position")) != (stream_id, len(self.rows)):
             raise InquiTreeError(
                 f"{self.path}: the signature covers {sig.get('subject')!r} version {sig.get('position')}, not this "
                 f"file's head ({stream_id!r} version {len(self.rows)}): events were added or removed"
+            )
+        if sig.get("hash") != prev:
+            raise InquiTreeError(
+                f"{self.path}: the signature covers another head hash ({str(sig.get('hash'))[:16]}...) than this "
+                f"file's ({prev[:16]}...): events were edited and every hash recomputed after it was signed"
             )
         if verifier is None:
             return said + [f"signed by key {sig.get('key_id')} (not checked: pass --key PUBLIC_KEY to check it)"]

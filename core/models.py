@@ -49,6 +49,10 @@ DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_RETRIES = 2
 DEFAULT_MAX_REPLY_CHARS = 20_000
 _SECRET_PARAMS = re.compile(r"^(api[-_]?key|key|token|access[-_]?token|secret|password|sig|signature)$", re.I)
+# A request option whose name says it carries a credential (``api_key``, ``x-api-key``, ``auth_token``,
+# ``Authorization``, ``client_secret``, ``password``, ...): its value reaches the endpoint, and
+# nothing else (records, labels, messages) ever holds it.
+_SECRET_OPTION = re.compile(r"key|token|secret|passw|authori[sz]ation|credential|cookie|^auth$|bearer", re.I)
 _URL_USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.I)
 _CONTEXT = re.compile(
     r"context[ _-]?(length|window|size)|maximum context|too many tokens|exceeds? the (context|max)"
@@ -121,8 +125,25 @@ def parse_options(pairs: tuple[str, ...] | list[str], what: str = "--agent-optio
     return out
 
 
+def redact_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` as they may be recorded or printed: the value of every option (at any depth, so
+    ``extra_headers={"Authorization": ...}`` too) whose name looks like a credential is ``***``."""
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: "***" if _SECRET_OPTION.search(str(k)) else clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return clean(dict(options))
+
+
 def option_label(model: str, options: dict[str, Any]) -> str:
-    """A default label for a model run with options: ``gpt-5@reasoning_effort=high``."""
+    """A default label for a model run with options: ``gpt-5@reasoning_effort=high`` (credentials
+    left out: a label is recorded and printed everywhere)."""
+    redacted = redact_options(options)
+    options = {k: v for k, v in options.items() if redacted[k] == v}  # an option holding a credential is left out
     if not options:
         return model
     return (
@@ -160,7 +181,7 @@ class CallSettings:
             "max_retries": self.max_retries,
             "max_tokens": self.max_tokens,
             "max_reply_chars": self.max_reply_chars,
-            "options": dict(self.options),
+            "options": redact_options(self.options),
         }
 
 

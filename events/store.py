@@ -740,7 +740,9 @@ class EventStore:
                     problem=f"the log at global position {start} is not the one key {signer.key_id} signed: "
                     "it was rewritten or cut short"
                 )
-        cur.execute(f"SELECT {EVENT_COLUMNS} FROM events WHERE global_position > {m} ORDER BY global_position", (start,))
+        cur.execute(
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE global_position > {m} ORDER BY global_position", (start,)
+        )
         rows = cur.fetchall()
         heads: dict[str, tuple[int, str]] = {}
         prev_log, signed_to, signed_hash = start_hash, start, start_hash

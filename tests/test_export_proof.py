@@ -94,6 +94,29 @@ def test_a_re_hashed_export_is_caught_by_the_signature(exported):
     assert "not checked: pass --key" in out
 
 
+def test_a_re_hashed_export_that_kept_its_signature_is_refused_for_the_edit(exported):
+    """The forger re-hashes after an edit but leaves the signature line alone: refused, and the reason
+    is the edit (it used to say "events were added or removed")."""
+    from inquitree.events.chain import GENESIS_HASH, chain_hash
+
+    tmp_path, _, path, public = exported
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    signature = rows.pop()
+    rows[3]["payload"]["step"] = 99
+    prev = GENESIS_HASH
+    for i, row in enumerate(rows, 1):
+        text = json.dumps(row["payload"], separators=(",", ":"), ensure_ascii=False)
+        subject = signature["signature"]["subject"]
+        row["prev_hash"] = prev
+        row["hash"] = prev = chain_hash(prev, subject, i, row["type"], row["version"], row["recorded_at"], text)
+    path.write_text(
+        "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in [*rows, signature])
+    )
+    for key in ([], ["--key", public]):
+        out = run("episodes", "import", str(path), "--db", f"sqlite:///{tmp_path / 'dst.sqlite'}", *key, ok=False)
+        assert "edited and every hash recomputed after it was signed" in out and "added or removed" not in out
+
+
 def test_golden_logs_without_hashes_still_import_and_say_so(tmp_path):
     out = run(
         "episodes", "import", "tests/golden/oracle-independent-a3.jsonl", "--db", f"sqlite:///{tmp_path / 'g.sqlite'}"

@@ -43,6 +43,38 @@ def test_commands_that_read_never_create_a_store(cmd, tmp_path):
     assert not missing.exists()
 
 
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "SELECT * FROM read_csv('{secret}')",
+        "COPY (SELECT 1) TO '{written}'",
+        "ATTACH '{written}' AS other",
+        "EXPORT DATABASE '{written}'",
+        "SET enable_external_access = true",
+        "LOAD httpfs",
+    ],
+    ids=["read a file", "COPY TO a file", "ATTACH a new file", "EXPORT DATABASE", "turn access back on", "LOAD"],
+)
+def test_sql_reads_the_warehouse_and_nothing_else(tmp_path, statement):
+    """`inquitree sql` (and so the viewer) never reaches the filesystem: DuckDB's external access is
+    off and its settings are locked before any user statement runs. `--out` still writes results."""
+    db, wh = f"sqlite:///{tmp_path / 'e.sqlite'}", str(tmp_path / "w.duckdb")
+    secret, written = tmp_path / "secret.csv", tmp_path / "written"
+    secret.write_text("password\nhunter2\n")
+    assert run("episodes", "import", str(GOLDEN), "--db", db).exit_code == 0
+    assert run("warehouse", "sync", "--db", db, "--warehouse", wh).exit_code == 0
+    out = run("sql", statement.format(secret=secret, written=written), "--warehouse", wh)
+    assert out.exit_code == 2 and out.output.startswith("inquitree: error: "), out.output
+    assert "hunter2" not in out.output and not written.exists()
+    assert "disabled" in out.output or "Cannot change configuration" in out.output, out.output
+    result = tmp_path / "n.csv"
+    written_ok = run(
+        "sql", "SELECT count(*) AS n FROM raw_events", "--warehouse", wh, "--format", "csv", "--out", str(result)
+    )
+    assert written_ok.exit_code == 0, written_ok.output
+    assert result.read_text().split()[0] == "n"
+
+
 def test_sql_is_read_only_and_query_says_to_sync_first(tmp_path):
     db, wh = f"sqlite:///{tmp_path / 'e.sqlite'}", str(tmp_path / "w.duckdb")
     out = run("query", "table2_leaderboard", "--warehouse", wh)
@@ -213,3 +245,22 @@ def test_the_warehouse_refuses_a_store_at_an_unknown_revision_as_db_verify_does(
     says = "is at schema revision '0099_from_the_future', which this InquiTree version does not know"
     assert says in verify.output and says in sync.output
     assert verify.output == sync.output
+
+
+def test_a_refused_command_leaves_no_warehouse_behind(tmp_path):
+    """`warehouse sync` and `report` with no event store used to leave an empty 536 KB warehouse
+    (after which `sql` said "holds nothing yet"); `warehouse export` wrote an empty one and 26
+    empty Parquet files."""
+    missing, wh = f"sqlite:///{tmp_path / 'typo.sqlite'}", tmp_path / "w.duckdb"
+    for cmd in (
+        ["warehouse", "sync", "--db", missing, "--warehouse", str(wh)],
+        ["report", "--db", missing, "--warehouse", str(wh), "--out", str(tmp_path / "report")],
+    ):
+        out = run(*cmd)
+        assert out.exit_code == 2 and "no event store at" in out.output, out.output
+        assert sorted(p.name for p in tmp_path.iterdir()) == [], cmd
+    out = run("warehouse", "export", "--warehouse", str(wh), "--parquet", str(tmp_path / "pq"))
+    assert out.exit_code == 2 and "no warehouse at" in out.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    out = run("sql", "SELECT 1", "--warehouse", str(wh))
+    assert out.exit_code == 2 and "no warehouse at" in out.output

@@ -107,10 +107,15 @@ def _forge_valid_event(url: str) -> int:
         at, payload = "2026-11-24T00:00:00.000000Z", canonical_json({"note": "forged"})
         digest = chain_hash(GENESIS_HASH, "forged", 1, "Noted", 1, at, payload)
         conn.execute(
-            sa.text(
-                "INSERT INTO events VALUES (:p, 'forged', 1, 'Noted', 1, :at, :payload, :prev, :h, :lh)"
+            sa.text("INSERT INTO events VALUES (:p, 'forged', 1, 'Noted', 1, :at, :payload, :prev, :h, :lh)"),
+            dict(
+                p=position + 1,
+                at=at,
+                payload=payload,
+                prev=GENESIS_HASH,
+                h=digest,
+                lh=log_hash(lhash, position + 1, digest),
             ),
-            dict(p=position + 1, at=at, payload=payload, prev=GENESIS_HASH, h=digest, lh=log_hash(lhash, position + 1, digest)),
         )
     engine.dispose()
     return position + 1
@@ -266,7 +271,12 @@ def test_a_keyring_proves_a_store_merged_from_two_signers(tmp_path):
         src = f"sqlite:///{tmp_path / f'{lab_name}.sqlite'}"
         _record(src, None, seed=seed)
         path = tmp_path / f"{lab_name}.jsonl"
-        assert CliRunner().invoke(main, ["episodes", "export", "--db", src, "--out", str(path), "--key", str(private)]).exit_code == 0
+        assert (
+            CliRunner()
+            .invoke(main, ["episodes", "export", "--db", src, "--out", str(path), "--key", str(private)])
+            .exit_code
+            == 0
+        )
         out = CliRunner().invoke(main, ["episodes", "import", str(path), "--db", dst, "--key", str(public)])
         assert out.exit_code == 0, out.output
     one = CliRunner().invoke(main, ["db", "verify", "--db", dst, "--key", publics[0]])

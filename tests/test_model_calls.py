@@ -3,6 +3,8 @@ the memory window (all against a loopback OpenAI-compatible server)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -38,6 +40,66 @@ def test_options_reach_the_endpoint_known_ones_as_fields_unknown_ones_in_the_bod
     assert body["temperature"] == 0.7  # an explicit option wins over the default 0
     assert agent.description["options"] == {"reasoning_effort": "high", "top_k": 20, "temperature": 0.7}
     assert agent.label == "m@reasoning_effort=high,temperature=0.7,top_k=20"
+
+
+SECRETS = {
+    "api_key": "sk-planted-api-key-0001",
+    "x-api-key": "planted-x-api-key-0002",
+    "auth_token": "planted-auth-token-0003",
+    "client_secret": "planted-client-secret-0004",
+    "password": "planted-password-0005",
+    "extra_headers": {"Authorization": "Bearer planted-bearer-0006"},
+}
+
+
+def test_credential_named_options_reach_the_endpoint_and_nothing_else(tmp_path):
+    """Options whose names look like credentials are sent as given but never recorded, printed or
+    put in a label (the log is immutable: a key written there could never be taken back)."""
+    import json
+
+    db = tmp_path / "e.sqlite"
+    wh = str(tmp_path / "w.duckdb")
+    args = []
+    for name, value in SECRETS.items():
+        args += ["--agent-option", f"{name}={json.dumps(value) if isinstance(value, dict) else value}"]
+    with OpenAICompatibleServer(model) as server:
+        out = CliRunner().invoke(
+            main,
+            [
+                "play",
+                "--agent",
+                "openai:m",
+                "--base-url",
+                server.base_url,
+                *args,
+                "--judge",
+                "openai:m",
+                "--judge-base-url",
+                server.base_url,
+                "--judge-option",
+                "api_key=sk-planted-judge-0007",
+                "--record",
+                "--db",
+                f"sqlite:///{db}",
+                "--embedder",
+                "hash",
+                "--max-turns",
+                "4",
+            ],
+        )
+        sent = server.requests[0]["body"]
+    assert out.exit_code == 0, out.output
+    assert sent["api_key"] == SECRETS["api_key"] and sent["extra_headers"] == SECRETS["extra_headers"]
+    assert CliRunner().invoke(main, ["warehouse", "sync", "--db", f"sqlite:///{db}", "--warehouse", wh]).exit_code == 0
+    shown = CliRunner().invoke(main, ["episodes", "list", "--db", f"sqlite:///{db}"]).output
+    everything = db.read_bytes() + Path(wh).read_bytes() + (out.output + shown).encode()
+    for planted in ["planted", "sk-planted"]:
+        assert planted.encode() not in everything
+    with EventStore(f"sqlite:///{db}", create=False) as store:
+        started = store.read_all()[0].event
+    options = started.agent["options"]
+    assert options["api_key"] == "***" and options["extra_headers"] == {"Authorization": "***"}
+    assert started.agent["label"] == "m" and started.judge["options"]["api_key"] == "***"
 
 
 def test_a_rejected_option_is_a_recorded_readable_failure(tmp_path):

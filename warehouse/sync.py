@@ -15,18 +15,20 @@ The Python API returns Polars DataFrames; every analysis is a SQL file in
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import queue
 import re
+import shutil
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import duckdb
 import polars as pl
@@ -58,6 +60,27 @@ SCHEMA_HASH = hashlib.sha256(
 
 def default_warehouse_path() -> str:
     return os.environ.get(WAREHOUSE_ENV) or "inquitree.duckdb"
+
+
+@contextlib.contextmanager
+def kept_only_if_used(path: str | None = None, **options) -> Iterator["Warehouse"]:
+    """A :class:`Warehouse` for a command that fills it (``warehouse sync``, ``report``): a warehouse
+    file this made is removed again when the command fails before its first sync (no store, a bad
+    registry), so that a mistake leaves nothing behind that later reads as an empty warehouse."""
+    path = path or default_warehouse_path()
+    existed = Path(path).exists()
+    wh = Warehouse(path, **options)
+    try:
+        yield wh
+    except BaseException:
+        made = not existed and not wh.con.execute("SELECT count(*) FROM sync_state").fetchall()[0][0]
+        wh.close()
+        if made:
+            for leftover in (Path(path), Path(path + ".wal")):
+                leftover.unlink(missing_ok=True)
+            shutil.rmtree(path + ".tmp", ignore_errors=True)
+        raise
+    wh.close()
 
 
 @dataclass
@@ -152,6 +175,12 @@ class Warehouse:
             self.con.close()
             raise WarehouseError(str(exc)) from None
         register_bootstrap(self.con, self.bootstrap)  # the interval functions queries/*.sql call
+        if read_only:
+            # A read-only warehouse runs SQL that users (and the viewer's visitors) write: it reads
+            # the warehouse and nothing else. No file, no ATTACH, no COPY TO or EXPORT, no extension;
+            # and the settings are locked, so a statement cannot turn this back on.
+            self.con.execute("SET enable_external_access = false")
+            self.con.execute("SET lock_configuration = true")
         if not read_only and not self._schema_is_current():
             con = self.con
             con.execute("BEGIN TRANSACTION")  # the tables, the views and the stamp, all or nothing
