@@ -1,17 +1,17 @@
-"""Intervals benchmark (issue: results a paper can cite).
+"""Intervals benchmark (issue: results a paper can cite; numbers that survive a reviewer).
 
-    python bench/intervals.py coverage [--campaigns 1000]     # how often the 95% interval covers
+    python bench/intervals.py coverage [--campaigns 1000]     # how often the 95% interval covers,
+                                                              # and the paired test's size
     python bench/intervals.py cost --db URL                   # each query's time with intervals
 
-``coverage`` simulates campaigns whose true mean is known and asks how often the interval of
-``warehouse/bootstrap.py`` covers it. A campaign is the paper's design: T papers, m runs each;
-a paper's own mean is drawn around the true mean (between-paper spread sigma_b), each run
-around its paper's mean (within-paper spread sigma_w), and the estimate is the mean over papers
-of per-paper means, as in Table 2. The estimand is the true mean over the population of papers.
-Each design runs both schemes: trees only (the default since session 8) and trees then episodes
-(DECISIONS #25 as first written).
-Also a bounded design: runs are 0/1 outcomes (like a fake spotted or not) with paper-level
-probabilities from a Beta distribution.
+``coverage`` simulates campaigns whose truth is known (``tests/campaignsim.py``: few papers,
+IT-18-like, unbalanced, skewed and 0/1 designs) and asks how often the interval of
+``warehouse/bootstrap.py`` covers the true mean: the method a row gets by default (#25 as
+revised: the t interval on paper means below 8 papers, the expanded-percentile cluster
+bootstrap from 8), beside the plain percentile bootstrap over trees that every row had before.
+Then the paired test's size (#26 as revised): how often it rejects at 5% when papers differ in
+their true difference and the mean difference is 0, flipping papers' mean differences (now)
+or single pairs (before).
 
 ``cost`` syncs the store into a fresh warehouse and times every query in ``queries/`` (median
 of 5), beside the same query with resampling switched off (``resamples=0``: the point estimates
@@ -24,63 +24,53 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from inquitree.warehouse.bootstrap import Bootstrap
+from inquitree.warehouse.bootstrap import Bootstrap  # noqa: E402
 
-DESIGNS = [
-    # name, papers, runs, sigma_b, sigma_w, kind
-    ("IT-18-like, between-paper spread dominates", 18, 3, 0.15, 0.08, "normal"),
-    ("IT-18-like, equal spreads", 18, 3, 0.10, 0.10 * 3**0.5, "normal"),
-    ("IT-18-like, within-paper spread dominates", 18, 3, 0.05, 0.20, "normal"),
-    ("10 papers, 3 runs", 10, 3, 0.15, 0.08, "normal"),
-    ("18 papers, 0/1 outcomes, p ~ Beta(2, 3)", 18, 3, 0.0, 0.0, "bernoulli"),
+from campaignsim import DESIGNS, PAIRED_DESIGNS, TRUE_MEAN, coverage, pair_level_flips, paired_rejections  # noqa: E402
+
+SCHEMES = [
+    ("default: t on paper means below 8 papers, else expanded-percentile bootstrap over trees", {}),
+    ("before: percentile bootstrap over trees at any size", {"t_below": 0, "expanded": False}),
 ]
-TRUE_MEAN = 0.4
 
 
-def campaign(rng, papers: int, runs: int, sigma_b: float, sigma_w: float, kind: str) -> tuple[list, list]:
-    trees = [f"p{i}" for i in range(papers) for _ in range(runs)]
-    if kind == "bernoulli":
-        probs = rng.beta(2, 3, papers)  # mean 0.4
-        values = (rng.random((papers, runs)) < probs[:, None]).astype(float)
-    else:
-        means = TRUE_MEAN + rng.normal(0, sigma_b, papers)
-        values = means[:, None] + rng.normal(0, sigma_w, (papers, runs))
-    return trees, list(values.ravel())
-
-
-def coverage(campaigns: int, resamples: int) -> dict:
+def coverage_table(campaigns: int, resamples: int) -> dict:
     rows = []
-    for name, papers, runs, sb, sw, kind in DESIGNS:
-        for within, expanded in ((True, False), (False, False), (True, True), (False, True)):
-            rng = np.random.default_rng(2026)  # the same campaigns for every scheme
-            boot = Bootstrap(resamples=resamples, seed=0, within=within, expanded=expanded)
-            covered, widths, t0 = 0, [], time.perf_counter()
-            for _ in range(campaigns):
-                r = boot.mean(*campaign(rng, papers, runs, sb, sw, kind))
-                covered += r["ci_low"] <= TRUE_MEAN <= r["ci_high"]
-                widths.append(r["ci_high"] - r["ci_low"])
-            share = covered / campaigns
+    for design in DESIGNS:
+        for scheme, options in SCHEMES:
+            t0 = time.perf_counter()
+            share, width = coverage(Bootstrap(resamples=resamples, seed=0, **options), design, campaigns)
             row = {
-                "design": name,
-                "scheme": ("trees then episodes" if within else "trees only")
-                + (", expanded percentile" if expanded else ", percentile"),
-                "papers": papers,
-                "runs": runs,
+                "design": design.name,
+                "scheme": scheme,
+                "papers": design.papers,
+                "runs": design.runs,
                 "campaigns": campaigns,
                 "coverage": round(share, 4),
                 "coverage_se": round((share * (1 - share) / campaigns) ** 0.5, 4),
-                "median_width": round(statistics.median(widths), 4),
+                "median_width": round(width, 4),
                 "seconds": round(time.perf_counter() - t0, 1),
             }
             rows.append(row)
             print(json.dumps(row), flush=True)
-    return {"true_mean": TRUE_MEAN, "resamples": resamples, "rows": rows}
+    size = []
+    for design in PAIRED_DESIGNS:
+        for test_name, test in (
+            ("papers' mean differences flipped (now)", Bootstrap().sign_flip_p),
+            ("single pairs flipped (before)", pair_level_flips()),
+        ):
+            rate = paired_rejections(test, design, campaigns)
+            row = {"design": design.name, "test": test_name, "campaigns": campaigns, "rejected_at_5pct": round(rate, 4)}
+            size.append(row)
+            print(json.dumps(row), flush=True)
+    return {"true_mean": TRUE_MEAN, "resamples": resamples, "rows": rows, "paired_test_size": size}
 
 
 INTERVAL_QUERIES = [
@@ -141,7 +131,7 @@ def main() -> None:
     ap.add_argument("--out")
     args = ap.parse_args()
     if args.command == "coverage":
-        result = coverage(args.campaigns, args.resamples)
+        result = coverage_table(args.campaigns, args.resamples)
         out = args.out or str(Path(__file__).parent / "results" / "intervals_coverage.json")
     else:
         if not args.db:

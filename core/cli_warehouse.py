@@ -243,6 +243,13 @@ def compare(agent_a, agent_b, warehouse_path, fmt, out, columns) -> None:
             if name not in known:
                 raise WarehouseError(f"no episodes of agent {name!r}; agents: {', '.join(sorted(known)) or '(none)'}")
         df = wh.query("compare", {"agent_a": agent_a, "agent_b": agent_b})
+    if df.is_empty() or not df["paired_cells"].max():
+        only_a = int(df["only_a"].max() or 0) if not df.is_empty() else 0
+        only_b = int(df["only_b"].max() or 0) if not df.is_empty() else 0
+        raise WarehouseError(
+            f"no cell was run by both {agent_a!r} ({only_a} cells) and {agent_b!r} ({only_b} cells): a pair needs "
+            "the same tree, randomness level, run index and judge; nothing to compare"
+        )
     _emit(df, fmt, out, columns)
 
 

@@ -1,32 +1,52 @@
 -- Steps against the theoretical bounds (Appendix B, Eq. 11-12): per tree and agent, the
--- distribution of steps of finished episodes beside 3n and n(2H+3). The bounds hold for an agent
--- that visits every subtopic; an episode below 3n ended before that, and below_lower_bound_why
--- says how (the agent concluded early, or the engine ended it: turn or re-ask limit, a run limit).
+-- distribution of steps beside 3n and n(2H+3). The bounds describe an inquiry that the agent
+-- ends itself, so they apply to the episodes it concluded: an episode the engine cut off (turn
+-- or re-ask limit, a run limit) is counted apart (cut_off, cut_off_by) and left out of the step
+-- statistics and shares. Appendix B assumes a particular set of moves (each subtopic selected
+-- once, one design, one return), so each side says why a concluded episode falls outside:
+-- below 3n it concluded before visiting every subtopic; above n(2H+3) it made moves the bounds
+-- leave out (redo decisions, invalid decisions the engine asked again, repeat subtopic visits).
 -- Intervals: boot_mean on mean_steps, warehouse/bootstrap.py (#25); one tree per row, so it
 -- resamples the episodes only (interval_method says so).
 WITH done AS (
-    SELECT *, CASE WHEN steps >= lower_bound THEN NULL
-                   WHEN ended_by = 'conclusion' THEN format('concluded after visiting {} of {} subtopics',
-                                                           round(coverage * n_subtopics)::INTEGER, n_subtopics)
-                   ELSE 'ended by ' || ended_by END AS why_below
+    SELECT *, ended_by = 'conclusion' AS concluded,
+           CASE WHEN ended_by <> 'conclusion' OR steps >= lower_bound THEN NULL
+                ELSE format('concluded after visiting {} of {} subtopics', round(coverage * n_subtopics)::INTEGER, n_subtopics)
+           END AS why_below,
+           CASE WHEN ended_by <> 'conclusion' OR steps <= upper_bound THEN NULL
+                ELSE nullif(concat_ws(', ',
+                        CASE WHEN redo_decisions > 0 THEN format('{} redo decisions', redo_decisions) END,
+                        CASE WHEN invalid_decisions > 0 THEN format('{} invalid decisions asked again', invalid_decisions) END,
+                        CASE WHEN repeat_subtopic_visits > 0 THEN format('{} repeat subtopic visits', repeat_subtopic_visits) END),
+                     '') END AS why_above
     FROM episodes WHERE status = 'done'
 ), agg AS (
 SELECT tree_id, agent, n_subtopics AS n, max_hints AS H, lower_bound, upper_bound,
-       count(*) AS episodes, min(steps) AS min_steps, avg(steps) AS mean_steps,
-       boot_mean(list(tree_id ORDER BY episode_id), list(steps ORDER BY episode_id)) AS b,
-       max(steps) AS max_steps,
-       avg(CASE WHEN within_bounds THEN 1.0 ELSE 0.0 END) AS share_within_bounds,
-       avg(CASE WHEN steps = lower_bound THEN 1.0 ELSE 0.0 END) AS share_at_lower_bound,
-       avg(CASE WHEN steps = upper_bound THEN 1.0 ELSE 0.0 END) AS share_at_upper_bound,
-       count(*) FILTER (WHERE steps < lower_bound) AS below_lower_bound,
+       count(*) AS episodes,
+       min(steps) FILTER (WHERE concluded) AS min_steps, avg(steps) FILTER (WHERE concluded) AS mean_steps,
+       boot_mean(list(tree_id ORDER BY episode_id) FILTER (WHERE concluded),
+                 list(steps ORDER BY episode_id) FILTER (WHERE concluded)) AS b,
+       max(steps) FILTER (WHERE concluded) AS max_steps,
+       avg(CASE WHEN steps BETWEEN lower_bound AND upper_bound THEN 1.0 ELSE 0.0 END) FILTER (WHERE concluded)
+           AS share_within_bounds,
+       avg(CASE WHEN steps = lower_bound THEN 1.0 ELSE 0.0 END) FILTER (WHERE concluded) AS share_at_lower_bound,
+       avg(CASE WHEN steps = upper_bound THEN 1.0 ELSE 0.0 END) FILTER (WHERE concluded) AS share_at_upper_bound,
+       count(*) FILTER (WHERE concluded AND steps < lower_bound) AS below_lower_bound,
        string_agg(DISTINCT why_below, '; ' ORDER BY why_below) AS below_lower_bound_why,
-       avg(coverage) AS mean_coverage
+       avg(coverage) FILTER (WHERE concluded) AS mean_coverage,
+       count(*) FILTER (WHERE concluded) AS concluded,
+       count(*) FILTER (WHERE concluded AND steps > upper_bound) AS above_upper_bound,
+       string_agg(DISTINCT why_above, '; ' ORDER BY why_above) AS above_upper_bound_why,
+       count(*) FILTER (WHERE NOT concluded) AS cut_off,
+       string_agg(DISTINCT CASE WHEN NOT concluded THEN ended_by END, '; ' ORDER BY CASE WHEN NOT concluded THEN ended_by END)
+           AS cut_off_by
 FROM done
 GROUP BY ALL
 )
 SELECT tree_id, agent, n, H, lower_bound, upper_bound, episodes, min_steps, mean_steps,
        b.se AS mean_steps_se, b.ci_low AS mean_steps_ci_low, b.ci_high AS mean_steps_ci_high, max_steps,
        share_within_bounds, share_at_lower_bound, share_at_upper_bound, below_lower_bound, below_lower_bound_why,
-       mean_coverage, b.method AS interval_method
+       mean_coverage, b.method AS interval_method, concluded, above_upper_bound, above_upper_bound_why,
+       cut_off, cut_off_by
 FROM agg
 ORDER BY tree_id, agent, H;

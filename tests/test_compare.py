@@ -3,6 +3,7 @@ number is worked out by hand (docs/DECISIONS.md #26); and the terminal table tha
 
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 
 from inquitree.core.cli import main
@@ -39,10 +40,16 @@ def test_paired_differences_by_hand(sqlite_url, tmp_path):
     steps = rows["steps"]
     # Per tree, script - oracle = n(2H+3) - 3n = 8n: 56, 32, 56 -> mean over trees 48.
     assert (steps["mean_a"], steps["mean_b"], steps["difference"]) == (18.0, 66.0, 48.0)
-    # One pair per tree: a resample's mean is the mean of three draws from {56, 32, 56}; all three
-    # 32 has probability 1/27 (over 2.5%), all three 56 8/27: the interval is [32, 56].
-    assert (steps["difference_ci_low"], steps["difference_ci_high"]) == (32.0, 56.0)
-    # Three pairs: 8 sign patterns, of which only all-plus and all-minus reach |48|: p = 2/8.
+    # Three papers (#25 as revised: under 8, the t interval on the paper means): the differences
+    # 56, 32, 56 have SD sqrt((8^2 + 16^2 + 8^2) / 2) = 13.8564, SE 13.8564 / sqrt(3) = 8, and the
+    # interval is 48 +- t_{2, 0.975} x 8 = 48 +- 34.4212.
+    assert steps["difference_se"] == 8.0
+    assert (steps["difference_ci_low"], steps["difference_ci_high"]) == (
+        pytest.approx(13.5788, abs=1e-3),
+        pytest.approx(82.4212, abs=1e-3),
+    )
+    assert steps["interval_method"] == "t interval over 3 papers (2 df, jackknife standard error)"
+    # Three papers: 8 sign patterns of the paper means, of which only all-plus and all-minus reach |48|: p = 2/8.
     assert steps["p_value"] == 0.25
     assert (steps["paired_cells"], steps["only_a"], steps["only_b"], steps["papers"]) == (3, 1, 0, 3)
     # Both cover every subtopic: no difference, and every sign pattern is as extreme (p = 1).

@@ -11,13 +11,14 @@ Without either, verify finds what changes the log inside, and says what it canno
 from __future__ import annotations
 
 import pytest
-from attackkit import ATTACKS, attacked_copy, forge_verdicts, record_lab
 from click.testing import CliRunner
 
 from inquitree.core.cli import main
 from inquitree.core.replay import resimulate
 from inquitree.events.signing import load_verifier
 from inquitree.events.store import Anchor, EventStore
+
+from attackkit import ATTACKS, attacked_copy, forge_verdicts, record_lab
 
 NOT_FOUND_WITH_KEY = {"delete the last stream and its checkpoint"}
 # The anchor proves the events, not the checkpoint table: moving a checkpoint changes no event.
@@ -122,10 +123,9 @@ def _forge_valid_event(url: str) -> int:
 
 
 def _record(url: str, signer, seed: int) -> None:
-    from attackkit import TREE
-
     from inquitree.core.tree import resolve_tree
 
+    from attackkit import TREE
     from enginekit import RandomAgent, play
 
     tree = resolve_tree(TREE)
@@ -160,11 +160,10 @@ def test_a_forged_insert_is_never_signed_by_an_honest_recorder(store_url, tmp_pa
 def test_two_recorders_with_one_key_vouch_for_each_other(sqlite_url, tmp_path):
     """Workers of a campaign share the key: each signs its own streams' heads, so the other can sign
     the log across them; the last to finish signs it all."""
-    from attackkit import TREE
-
     from inquitree.core.tree import resolve_tree
     from inquitree.events.signing import generate, load_signer
 
+    from attackkit import TREE
     from enginekit import RandomAgent, play
     from tests_support import Noted
 

@@ -70,3 +70,43 @@ def test_plain_random_can_conclude_early_and_the_warehouse_says_why(sqlite_url, 
     assert row["below_lower_bound"] == len(early)
     for visited, _ in early:
         assert f"concluded after visiting {visited} of 7 subtopics" in row["below_lower_bound_why"]
+
+
+def test_steps_bounds_counts_cut_off_episodes_apart_and_says_why_an_episode_is_above(sqlite_url, tmp_path):
+    """The bounds describe an inquiry the agent concludes: an episode the turn limit cut off used to
+    count as within them (22 of 42 random-all episodes). Above n(2H+3) (21 of 30 random-all episodes
+    with the limit lifted) the query names the moves Appendix B leaves out."""
+    from inquitree.events.store import EventStore
+    from inquitree.warehouse.sync import Warehouse
+
+    tree = resolve_tree("synthetic-chain-7")
+    lower, upper = tree.bounds(4)
+    store = EventStore(sqlite_url)
+    concluded, cut = [], 0
+    for seed in range(8):
+        limit = 30 if seed < 3 else 5000  # three cut off by a tight turn limit, five run to their end
+        out = play(tree, RandomAgent(tree, seed, visit_all=True), store=store, seed=seed, max_turns=limit)
+        if out.state.step >= limit:
+            cut += 1
+        else:
+            concluded.append(out)
+    store.close()
+    assert cut == 3 and concluded
+    above = [o for o in concluded if o.state.step > upper]
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        wh.sync(sqlite_url)
+        row = wh.query("steps_bounds").to_dicts()[0]
+        per_episode = wh.sql(
+            "SELECT steps, redo_decisions, invalid_decisions, repeat_subtopic_visits FROM episodes "
+            "WHERE ended_by = 'conclusion' AND steps > upper_bound ORDER BY steps"
+        ).to_dicts()
+    assert (row["episodes"], row["concluded"], row["cut_off"], row["cut_off_by"]) == (8, 5, 3, "turn_limit")
+    within = sum(lower <= o.state.step <= upper for o in concluded)
+    assert row["share_within_bounds"] == within / len(concluded)
+    assert row["min_steps"] == min(o.state.step for o in concluded)
+    assert row["above_upper_bound"] == len(above) == len(per_episode)
+    assert above, "a visit-all random agent without a turn limit goes above n(2H+3)"
+    for ep in per_episode:
+        assert ep["redo_decisions"] + ep["invalid_decisions"] + ep["repeat_subtopic_visits"] > 0
+        if ep["redo_decisions"]:
+            assert f"{ep['redo_decisions']} redo decisions" in row["above_upper_bound_why"]

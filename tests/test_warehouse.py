@@ -407,12 +407,12 @@ def test_hand_built_leaderboard_and_fig3(hand_warehouse):
     assert [{k: r[k] for k in point} for r in t2] == [
         {"agent": "gpt-5", "judge_id": "j1", "coverage": 0.625, "conclusion_score": 0.65, "papers": 2, "episodes": 2}
     ]
-    # Its interval by hand: two papers with one episode each, so a resample is two draws of the
-    # papers' scores: 0.5333 (1/4), 0.65 (1/2) or 0.7667 (1/4). The 2.5% and 97.5% points are the
-    # two ends, and the standard error is |0.7667 - 0.5333| / sqrt(8) = 0.0825.
-    assert (t2[0]["conclusion_score_ci_low"], t2[0]["conclusion_score_ci_high"]) == (0.533333, 0.766667)
-    assert abs(t2[0]["conclusion_score_se"] - 0.233333 / 8**0.5) < 0.005
-    assert t2[0]["interval_method"].startswith("cluster bootstrap, trees only, 2000 resamples")
+    # Its interval by hand (#25 as revised: two papers get the t interval on the paper means, and
+    # the row says they are too few): SE = sd(0.5333, 0.7667) / sqrt(2) = 0.116667, and
+    # 0.65 +- t_{1, 0.975} x 0.116667 = 0.65 +- 12.7062 x 0.116667 = [-0.832391, 2.132391].
+    assert (t2[0]["conclusion_score_ci_low"], t2[0]["conclusion_score_ci_high"]) == (-0.832391, 2.132391)
+    assert abs(t2[0]["conclusion_score_se"] - 0.116667) < 1e-6
+    assert t2[0]["interval_method"] == "too few papers (2): t interval over 2 papers (1 df, jackknife standard error)"
     f3b = {r["randomness"]: r for r in rows(hand_warehouse.query("fig3b_redo_frequency"))}
     # level 0: A 1/3, C 1/4 -> papers hand-early 1/3, hand-late 1/4 -> 0.291667; level 3: B 0/1
     assert f3b[0]["redo_frequency"] == 0.291667 and f3b[3]["redo_frequency"] == 0.0

@@ -39,6 +39,7 @@ its interval cannot disagree), ``se``, ``ci_low``, ``ci_high``, ``papers``, ``ep
 from __future__ import annotations
 
 import inspect
+import math
 import os
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -52,6 +53,9 @@ RESAMPLES_ENV = "INQUITREE_BOOTSTRAP_RESAMPLES"
 SEED_ENV = "INQUITREE_BOOTSTRAP_SEED"
 SCHEME_ENV = "INQUITREE_BOOTSTRAP_SCHEME"  # trees (the default) | two-level (#25 as first written)
 LEVEL = 0.95
+FEW_PAPERS = 8  # below this many papers: a t interval over the papers, not a bootstrap (#25)
+TOO_FEW_PAPERS = 3  # below this many, a row says "too few papers"
+EXACT_PATTERNS = 100_000  # the paired test enumerates every sign pattern up to this many (#26)
 
 # What boot_mean, boot_ratio and boot_change return (in SQL: _sql_type spells it out)
 _RESULT_ARROW = pa.struct(
@@ -82,6 +86,7 @@ class Bootstrap:
     permutations: int = 10_000  # sign flips of the paired test (#26)
     within: bool = False  # also resample episodes within each drawn tree (#25 as written); see the docstring
     expanded: bool = True  # widen the percentiles for few units (Hesterberg's expanded percentile)
+    t_below: int = FEW_PAPERS  # fewer papers than this: the t interval over papers (0: always the bootstrap)
 
     @classmethod
     def from_env(cls) -> "Bootstrap":
@@ -109,21 +114,24 @@ class Bootstrap:
         )
 
     def sign_flip_p(self, trees: Sequence, differences: Sequence) -> float | None:
-        """Two-sided p-value of a paired difference (#26): under the null each pair's difference
-        is as likely to have either sign, so flip the signs at random (``permutations`` times,
-        seeded; every pattern once when there are at most that many) and count how often the
-        statistic, the mean over trees of per-tree mean differences, is at least as far from 0
-        as observed. The count includes the observed pattern: p >= 1 / (flips + 1)."""
+        """Two-sided p-value of a paired difference (#26), with the paper as the unit: under the
+        null each paper's mean paired difference is as likely to have either sign, so flip the
+        sign of each paper's mean (every pattern once when there are at most ``EXACT_PATTERNS``,
+        else ``permutations`` seeded draws) and count how often the statistic, the mean over
+        papers of those means, is at least as far from 0 as observed. Flipping single pairs
+        instead treats the run as the unit: with papers whose true differences differ and a
+        true mean difference of 0 that rejected in 18-26% of campaigns at the 5% level. The
+        count includes the observed pattern, so p >= 2 / 2^papers: with 2 papers p is at least 0.5."""
         units = _units(trees, differences)
         if units is None:
             return None
         codes, n_trees, (d,) = units
         sizes = np.bincount(codes, minlength=n_trees)
-        w = d / (sizes[codes] * n_trees)  # the statistic is sum(sign * w)
+        w = np.bincount(codes, weights=d, minlength=n_trees) / (sizes * n_trees)  # paper means / papers
         observed = abs(w.sum())
         tolerance = 1e-12 * max(1.0, float(np.abs(w).sum()))
         n = len(w)
-        if 2**n <= self.permutations:  # exact: every sign pattern
+        if 2**n <= EXACT_PATTERNS:  # exact: every sign pattern
             patterns = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1) * 2 - 1
             stats = np.abs(patterns @ w)
             return float((stats >= observed - tolerance).mean())
@@ -164,16 +172,19 @@ class Bootstrap:
     # -- the resampling ------------------------------------------------------------------------
     def _run(self, codes, n_trees, subsets, columns, estimator, episodes) -> dict:
         point = estimator(_Sums.exact(codes, n_trees, subsets, columns))
+        flag = f"too few papers ({n_trees}): " if n_trees < TOO_FEW_PAPERS else ""
         if episodes < 2:
-            return _result(point, None, n_trees, episodes, "one episode: no interval")
+            return _result(point, None, n_trees, episodes, flag + "one episode: no interval")
         if self.resamples == 0:  # the estimate alone (the benchmark's baseline)
             return _result(point, None, n_trees, episodes, "no resampling")
+        if 2 <= n_trees < self.t_below:
+            return _t_interval(codes, n_trees, subsets, columns, estimator, point, episodes, flag)
         rng = np.random.default_rng(self.seed)
         sums = _Sums.resampled(codes, n_trees, subsets, columns, self.resamples, rng, self.within or n_trees == 1)
         stats = estimator(sums)
         finite = stats[np.isfinite(stats)]
         if n_trees == 1:
-            method = f"one paper: its units only, {self.resamples} resamples, seed {self.seed}"
+            method = f"{flag}one paper: its units only, {self.resamples} resamples, seed {self.seed}"
         elif self.within:
             method = f"cluster bootstrap, trees then their units, {self.resamples} resamples, seed {self.seed}"
         else:
@@ -295,6 +306,64 @@ def _relative_change(s: _Sums) -> np.ndarray:
         base = s.per_tree_mean[0] / s.copies[0]
         other = s.per_tree_mean[1] / s.copies[1]
         return np.where(base > 0, 100 * (other - base) / base, np.nan)
+
+
+def _t_interval(codes, n_trees, subsets, columns, estimator, point, episodes, flag: str) -> dict:
+    """Below ``FEW_PAPERS`` papers (#25 as revised): the estimate +- t_{papers-1} x its jackknife
+    standard error over papers. For a mean of paper means the jackknife standard error is exactly
+    sd(paper means) / sqrt(papers), so this is the t interval on the per-paper means; for a pooled
+    ratio or a relative change it is the same interval on the estimator's linearization. A
+    percentile bootstrap over 2, 3 or 5 papers covered 48%, 73% and 91% where it said 95%."""
+    leave_one_out = estimator(_Sums._accumulate(codes, n_trees, subsets, columns, 1 - np.eye(n_trees, dtype=np.int64)))
+    finite = leave_one_out[np.isfinite(leave_one_out)]
+    k = len(finite)
+    method = f"{flag}t interval over {n_trees} papers ({n_trees - 1} df, jackknife standard error)"
+    estimate = float(point[0]) if np.isfinite(point[0]) else None
+    if estimate is None or k < 2:
+        return _result(point, None, n_trees, episodes, method + "; undefined without a paper")
+    if k < n_trees:
+        method += f"; {n_trees - k} papers' leave-one-out estimates undefined (a zero denominator) left out"
+    se = float(((k - 1) / k * ((finite - finite.mean()) ** 2).sum()) ** 0.5)
+    half = t_quantile(1 - (1 - LEVEL) / 2, k - 1) * se
+    return {
+        "estimate": estimate,
+        "se": se,
+        "ci_low": estimate - half,
+        "ci_high": estimate + half,
+        "papers": n_trees,
+        "episodes": episodes,
+        "method": method,
+    }
+
+
+def t_cdf_two_sided(t: float, df: int) -> float:
+    """P(|T| <= t) for Student's t with a whole number of degrees of freedom, in closed form
+    (Abramowitz and Stegun 26.7.3-26.7.4: a finite series in theta = atan(t / sqrt(df)))."""
+    theta = math.atan(abs(t) / math.sqrt(df))
+    c2, sin = math.cos(theta) ** 2, math.sin(theta)
+    if df % 2 == 1:
+        term, total = math.cos(theta), 0.0
+        if df > 1:
+            total = term
+            for k in range(3, df - 1, 2):
+                term *= c2 * (k - 1) / k
+                total += term
+        return 2 / math.pi * (theta + sin * total)
+    term, total = 1.0, 1.0
+    for k in range(2, df - 1, 2):
+        term *= c2 * (k - 1) / k
+        total += term
+    return sin * total
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The p quantile (p > 0.5) of Student's t with ``df`` degrees of freedom, by bisection on
+    :func:`t_cdf_two_sided` (no SciPy): t_{1, 0.975} = 12.706, t_{4, 0.975} = 2.776."""
+    target, low, high = 2 * p - 1, 0.0, 1e6
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if t_cdf_two_sided(mid, df) < target else (low, mid)
+    return (low + high) / 2
 
 
 def expanded_tail(n: int) -> float:

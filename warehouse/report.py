@@ -86,31 +86,40 @@ def _notes_interval(df: pl.DataFrame, method_col: str = "interval_method") -> li
     if method_col not in df.columns or not df.height:
         return []
     methods = sorted({m for m in df[method_col].drop_nulls().to_list() if m})
-    single = [m for m in methods if m.startswith("one")]
     notes = []
-    if single:
-        notes.append("Some points rest on one paper or one episode: their bars resample within it only, or are absent.")
+    if any(m.startswith("too few papers") for m in methods):
+        notes.append(
+            'Some points rest on fewer than 3 papers (the table\'s interval_method says "too few papers"): with one '
+            "paper the bar resamples its episodes only, with two it is a t interval with 1 degree of freedom."
+        )
+    elif any(m.startswith("one") for m in methods):
+        notes.append("Some points rest on one episode: they have no bar.")
     return notes
 
+
+# How every bar of the report is made (#25): said once, in each caption that draws intervals.
+BARS = (
+    "Bars: 95% intervals with the paper as the unit: below 8 papers a t interval over the papers' means, from 8 "
+    "papers a cluster bootstrap that resamples papers (expanded percentile); each point's method is in the table."
+)
 
 CAPTIONS = {
     "fig3a": (
         "The paper's Figure 3a. For each agent and judge, the conclusion score (q_norm: the evidence-weighted "
         "score Q divided by the number of ground-truth items) at each randomness level a, where each result is "
         "replaced by a fake with probability 10a%. A point is the mean over papers of each paper's mean over its "
-        "runs; its bar is the 95% interval of a cluster bootstrap that resamples papers, then runs within them."
+        "runs. " + BARS
     ),
     "fig3b": (
         "The paper's Figure 3b. How much more or less often each agent asks to redo a study at level a than at "
         "level 0, in percent: 100 (f_a - f_0) / f_0, where f is the share of result observations followed by a "
-        "redo_study decision, averaged per paper and then over papers. Bars: 95% intervals from resampling the "
-        "agent's papers once for both levels, then episodes within them."
+        "redo_study decision, averaged per paper and then over papers, both levels on the same papers. " + BARS
     ),
     "fig3c": (
         "The paper's Figure 3c. Solid: the share of fake results an agent answered with redo_study (hit rate). "
         "Dotted: the share of true results it redid anyway (false alarms). Dashed: how often the same model calls "
         "a fake INVALID when result texts are shown to it alone (the decontextualized control). Rates are pooled "
-        "over an agent's episodes at each level; bars are 95% cluster-bootstrap intervals."
+        "over an agent's episodes at each level. " + BARS
     ),
     "fig4": (
         "The paper's Figure 4. Each agent's conclusion score at level 0 on papers published on or before its "
@@ -120,8 +129,10 @@ CAPTIONS = {
     "steps_bounds": (
         "Appendix B. Steps of each finished episode per tree and agent: the mean with its 95% interval (resampling "
         "episodes) and the range, beside the interval [3n, n(2H+3)] that Appendix B derives for an agent that "
-        "visits every subtopic once (n subtopics, H hints). An episode below 3n ended before it had visited every "
-        "subtopic; the table's last columns say how."
+        "visits every subtopic once (n subtopics, H hints). The bounds describe an inquiry the agent concludes "
+        "itself: episodes the engine cut off (turn, re-ask or run limit) are counted apart and left out. Below 3n an "
+        "episode concluded before visiting every subtopic; above n(2H+3) it made moves the bounds leave out (redo "
+        "decisions, invalid decisions asked again, repeat visits); the table's last columns say which."
     ),
 }
 
@@ -269,7 +280,8 @@ def figures(wh: Warehouse, out: Path) -> dict[str, dict]:
     _legend(ax)
     save("fig4", "Figure 4: papers published before vs after each model's training cutoff", df, fig, notes)
 
-    df = wh.query("steps_bounds")
+    table = wh.query("steps_bounds")
+    df = table.filter(pl.col("concluded") > 0)  # the bounds apply to concluded episodes; the rest are notes
     rows = df.height
     fig, ax = plt.subplots(figsize=(6.4, max(2.4, 0.32 * rows + 1.2)))
     notes = []
@@ -289,16 +301,25 @@ def figures(wh: Warehouse, out: Path) -> dict[str, dict]:
         ax.scatter(df["lower_bound"].to_list(), ys, marker="|", s=200, color="green", label="3n")
         ax.scatter(df["upper_bound"].to_list(), ys, marker="|", s=200, color="red", label="n(2H+3)")
         ax.set_yticks(ys, labels, fontsize=7)
-        for row in df.filter(pl.col("below_lower_bound") > 0).iter_rows(named=True):
-            notes.append(
-                f"{row['tree_id']} · {row['agent']}: {row['below_lower_bound']} of {row['episodes']} episode(s) "
-                f"below 3n ({row['below_lower_bound_why']})."
-            )
     else:
-        _empty(ax, "no finished episodes")
+        _empty(ax, "no concluded episodes")
+    for row in table.iter_rows(named=True):
+        who = f"{row['tree_id']} · {row['agent']}"
+        if row["below_lower_bound"]:
+            notes.append(
+                f"{who}: {row['below_lower_bound']} of {row['concluded']} concluded episode(s) below 3n "
+                f"({row['below_lower_bound_why']})."
+            )
+        if row["above_upper_bound"]:
+            notes.append(
+                f"{who}: {row['above_upper_bound']} of {row['concluded']} concluded episode(s) above n(2H+3) "
+                f"({row['above_upper_bound_why'] or 'no move outside the bounds recorded'})."
+            )
+        if row["cut_off"]:
+            notes.append(f"{who}: {row['cut_off']} episode(s) cut off ({row['cut_off_by']}), not drawn.")
     ax.set(xlabel="steps")
     _legend(ax)
-    save("steps_bounds", "Steps against the bounds [3n, n(2H+3)] (Appendix B)", df, fig, notes)
+    save("steps_bounds", "Steps against the bounds [3n, n(2H+3)] (Appendix B)", table, fig, notes)
     return made
 
 

@@ -16,8 +16,12 @@ WITH steps AS (
     SELECT episode_id, count(*) AS result_observations, count(*) FILTER (WHERE fake) AS fake_observations,
            count(*) FILTER (WHERE NOT fake) AS true_observations
     FROM ev_result_drawn GROUP BY ALL
-), redos AS (
-    SELECT episode_id, count(*) AS redo_decisions FROM ev_decision_parsed WHERE decision = 'redo_study' GROUP BY ALL
+), redos AS (             -- the moves Appendix B's bounds leave out (steps_bounds says which an episode made)
+    SELECT episode_id, count(*) FILTER (WHERE decision = 'redo_study') AS redo_decisions,
+           count(*) FILTER (WHERE NOT valid) AS invalid_decisions
+    FROM ev_decision_parsed GROUP BY ALL
+), entries AS (
+    SELECT episode_id, count(*) AS subtopic_entries FROM ev_transitioned WHERE to_state = 'subtopic' GROUP BY ALL
 ), failures AS (           -- the latest failure; a failure followed by EpisodeResumed is history
     SELECT episode_id, count(*) AS failures, arg_max(kind, global_position) AS last_failure_kind
     FROM ev_episode_failed GROUP BY ALL
@@ -51,6 +55,8 @@ SELECT s.episode_id, s.tree_id, s.tree_hash, s.n_subtopics,
        coalesce(h.hints_issued, 0) AS hints_issued, coalesce(fo.forced_transitions, 0) AS forced_transitions,
        coalesce(d.result_observations, 0) AS result_observations, coalesce(d.fake_observations, 0) AS fake_observations,
        coalesce(d.true_observations, 0) AS true_observations, coalesce(r.redo_decisions, 0) AS redo_decisions,
+       coalesce(r.invalid_decisions, 0) AS invalid_decisions,
+       coalesce(ent.subtopic_entries, 0) - coalesce(v.visited, 0) AS repeat_subtopic_visits,
        t.published, t.published_from, t.published_to, t.provenance_kind
 FROM ev_episode_started s
 LEFT JOIN ev_conclusion_submitted c USING (episode_id)
@@ -64,6 +70,7 @@ LEFT JOIN hints h USING (episode_id)
 LEFT JOIN forced fo USING (episode_id)
 LEFT JOIN draws d USING (episode_id)
 LEFT JOIN redos r USING (episode_id)
+LEFT JOIN entries ent USING (episode_id)
 LEFT JOIN trees t ON t.tree_id = s.tree_id AND t.tree_hash = s.tree_hash;
 
 -- Eq. 8 per episode and ground-truth item: p = |R_true ∩ V| / |R|, 1 when R is empty (#14).
