@@ -376,15 +376,23 @@ def make_agent(
     system_prompt: str,
     config: ModelConfig | None = None,
     rate_limiter: RateLimiter | None = None,
+    label: str | None = None,
 ) -> Agent:
-    if spec in ("random", "random-all"):
-        return RandomAgent(tree, seed, visit_all=spec == "random-all")
-    if spec == "oracle":
-        return OracleAgent(tree)
-    if spec == "human":
-        return HumanAgent()
-    if spec.startswith("script:"):
-        return ScriptAgent(spec.split(":", 1)[1])
+    """The agent ``spec`` names. ``label`` (a suite's ``label``) is its name in every query; a
+    model agent takes it from ``config``, the others record it in their description."""
+    agent: Agent
     if spec.startswith("openai:"):
         return OpenAIChatAgent(spec.split(":", 1)[1], system_prompt, config, rate_limiter=rate_limiter)
-    raise AgentError(f"--agent {spec!r}: expected random, random-all, oracle, human, script:FILE or openai:MODEL")
+    if spec in ("random", "random-all"):
+        agent = RandomAgent(tree, seed, visit_all=spec == "random-all")
+    elif spec == "oracle":
+        agent = OracleAgent(tree)
+    elif spec == "human":
+        agent = HumanAgent()
+    elif spec.startswith("script:"):
+        agent = ScriptAgent(spec.split(":", 1)[1])
+    else:
+        raise AgentError(f"--agent {spec!r}: expected random, random-all, oracle, human, script:FILE or openai:MODEL")
+    if label and label != spec:
+        agent.description = {**agent.description, "label": label}
+    return agent

@@ -382,7 +382,9 @@ def run_suite(
         )
         entry = suite.entries[cell.agent]
         for attempt in range(suite.retries + 1):
-            agent = make_agent(entry.spec, tree, seed, templates.system_prompt, entry.config, rate_limiter=limiter)
+            agent = make_agent(
+                entry.spec, tree, seed, templates.system_prompt, entry.config, rate_limiter=limiter, label=entry.label
+            )
             try:
                 out = run_episode(
                     tree,

@@ -126,6 +126,20 @@ def export(warehouse_path, out_dir) -> None:
 TEXT_CELL = 28  # characters of a text cell in the terminal table
 
 
+def _flat(df):
+    """``df`` with each list or struct column as JSON text: CSV has no nested values (a list column
+    used to end ``inquitree sql --format csv`` in a polars traceback)."""
+    import json
+
+    import polars as pl
+
+    nested = [name for name, dtype in df.schema.items() if dtype.is_nested()]
+    return df.with_columns(
+        pl.Series(name, [None if v is None else json.dumps(v, default=str) for v in df[name].to_list()], pl.String)
+        for name in nested
+    )
+
+
 def _emit(df, fmt: str, out: str | None, columns: str | None = None) -> None:
     import polars as pl
 
@@ -143,7 +157,7 @@ def _emit(df, fmt: str, out: str | None, columns: str | None = None) -> None:
         return
     note = ""
     if fmt == "csv":
-        text = df.write_csv()
+        text = _flat(df).write_csv()
     elif fmt == "json":
         text = df.write_json()
     else:

@@ -455,3 +455,31 @@ def test_a_cell_that_raises_past_its_handler_ends_the_campaign_not_hangs_it(tmp_
     t.join(timeout=60)
     assert not t.is_alive(), "run_suite still waits for a cell that ended with a BaseException"
     assert len(raised) == 1 and isinstance(raised[0], Fatal)
+
+
+def test_labelled_script_agents_stay_apart_in_every_query(tmp_path):
+    """A suite's `label` used to reach model agents only: two labelled script agents pooled as `script`."""
+    from inquitree.core.tree import resolve_tree
+    from inquitree.warehouse.sync import Warehouse
+
+    from enginekit import always_miss_script
+
+    tree = resolve_tree("synthetic-diamond-4")
+    miss = always_miss_script(tree, 4, tmp_path / "miss.txt")
+    suite = tmp_path / "labels.toml"
+    suite.write_text(
+        f"""
+name = "labels"
+trees = ["synthetic-diamond-4"]
+agents = ["oracle", {{agent = "script:{miss}", label = "misser-a"}}, {{agent = "script:{miss}", label = "misser-b"}}]
+runs = 1
+embedder = "hash"
+"""
+    )
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    report = run_suite(Suite.load(suite), EventStore(url))
+    assert report.done == 3
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        wh.sync(url)
+        agents = wh.sql("SELECT agent, agent_kind FROM episodes ORDER BY agent").rows()
+    assert agents == [("misser-a", "script"), ("misser-b", "script"), ("oracle", "oracle")]

@@ -264,3 +264,12 @@ def test_a_refused_command_leaves_no_warehouse_behind(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
     out = run("sql", "SELECT 1", "--warehouse", str(wh))
     assert out.exit_code == 2 and "no warehouse at" in out.output
+
+
+def test_sql_csv_writes_list_and_struct_columns_as_json(tmp_path):
+    db, wh = f"sqlite:///{tmp_path / 'e.sqlite'}", str(tmp_path / "w.duckdb")
+    assert run("episodes", "import", str(GOLDEN), "--db", db).exit_code == 0
+    assert run("warehouse", "sync", "--db", db, "--warehouse", wh).exit_code == 0
+    out = run("sql", "SELECT [1, 2] AS xs, {'a': 'b'} AS s, 3 AS n", "--warehouse", wh, "--format", "csv")
+    assert out.exit_code == 0, out.output
+    assert out.output.splitlines() == ["xs,s,n", '"[1, 2]","{""a"": ""b""}",3']

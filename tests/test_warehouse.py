@@ -822,3 +822,29 @@ def test_the_memory_setting_bounds_duckdb_and_the_sync_windows(sqlite_url, tmp_p
     monkeypatch.setenv("INQUITREE_WAREHOUSE_MEMORY", "1MB")
     with pytest.raises(WarehouseError, match="at least 64MB"):
         Warehouse(str(tmp_path / "w2.duckdb"))
+
+
+@pytest.mark.parametrize("cutoff", ["2024-13-01", "2024-02-30", "2024-1-5"])
+def test_a_registry_date_that_does_not_exist_is_named(sqlite_url, tmp_path, cutoff):
+    """It used to end in a DuckDB conversion traceback; now the file, the entry and the value."""
+    registry = tmp_path / "models.json"
+    registry.write_text(
+        json.dumps({"models": [{"model": "m", "cutoff": "2024-01-01"}, {"model": "x", "cutoff": cutoff}]})
+    )
+    EventStore(sqlite_url).close()
+    out = CliRunner().invoke(
+        main,
+        [
+            "warehouse",
+            "sync",
+            "--db",
+            sqlite_url,
+            "--warehouse",
+            str(tmp_path / "w.duckdb"),
+            "--registry",
+            str(registry),
+        ],
+    )
+    assert out.exit_code == 2 and out.output.startswith("inquitree: error: "), out.output
+    assert f"model registry {registry}: models[1] (x): cutoff {cutoff!r} is not a date" in out.output
+    assert not (tmp_path / "w.duckdb").exists()

@@ -4,6 +4,7 @@ a sync's loading and written with its first commit."""
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import os
@@ -42,6 +43,17 @@ def registry_models(extra: Path | None = None) -> list[dict]:
     return list(models.values())
 
 
+def _is_date(value: object) -> bool:
+    """A YYYY-MM-DD string naming a day that exists (2024-13-01 and 2024-02-30 do not)."""
+    if not isinstance(value, str) or not _DATE.fullmatch(value):
+        return False
+    try:
+        datetime.date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
 def _read_registry(path: Path) -> dict:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -56,8 +68,10 @@ def _read_registry(path: Path) -> dict:
         if not isinstance(m, dict) or not isinstance(m.get("model"), str) or not m["model"].strip():
             raise WarehouseError(f'{where}: expected an object with a "model" name')
         cutoff = m.get("cutoff")
-        if cutoff is not None and not (isinstance(cutoff, str) and _DATE.fullmatch(cutoff)):
-            raise WarehouseError(f"{where} ({m['model']}): cutoff {cutoff!r} is not YYYY-MM-DD or null (unknown)")
+        if cutoff is not None and not _is_date(cutoff):
+            raise WarehouseError(
+                f"{where} ({m['model']}): cutoff {cutoff!r} is not a date (YYYY-MM-DD) or null (unknown)"
+            )
         aliases = m.get("aliases", [])
         if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
             raise WarehouseError(f"{where} ({m['model']}): aliases must be a list of names")
