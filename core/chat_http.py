@@ -17,15 +17,20 @@ text)``, :class:`TransportTimeout` or :class:`TransportError`.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
+import heapq
 import http.client
 import importlib
+import itertools
 import os
 import socket
 import ssl
 import threading
+import time
 import urllib.request
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import orjson
 
@@ -43,7 +48,7 @@ _BEARER: Any = {"security": {"bearer_auth": True}}
 
 
 class TransportTimeout(Exception):
-    """The endpoint said nothing within the timeout."""
+    """The endpoint said nothing within the timeout, or did not finish its answer by the call's deadline."""
 
 
 class TransportError(Exception):
@@ -69,6 +74,57 @@ def tls_context() -> ssl.SSLContext:
         except ImportError:
             pass
     return ssl.create_default_context(cafile=cafile)
+
+
+class _Watchdog:
+    """One thread that ends the calls still running at their deadline, by shutting down their
+    socket: the timeout of a socket bounds each read, so a server that sends a valid answer one
+    byte a second could hold a call for as long as it liked (221 s against a 5 s timeout). Arming
+    and disarming a call is a heap push and a flag (no thread per call)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[list[Any]] = []  # [deadline, seq, connection, armed, fired]
+        self._seq = itertools.count()
+        self._pid = 0  # the process the thread runs in: a forked worker starts its own
+
+    def arm(self, deadline: float, conn: http.client.HTTPConnection) -> list[Any]:
+        entry = [deadline, next(self._seq), conn, True, False]
+        with self._cond:
+            if self._pid != os.getpid():
+                self._pid, self._heap = os.getpid(), []
+                threading.Thread(target=self._run, name="inquitree-call-deadlines", daemon=True).start()
+            heapq.heappush(self._heap, entry)
+            self._cond.notify()
+        return entry
+
+    def disarm(self, entry: list[Any]) -> bool:
+        """Stop watching; True when the deadline had already fired."""
+        with self._cond:
+            entry[3] = False
+            return bool(entry[4])
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                while self._heap and not self._heap[0][3]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                wait = self._heap[0][0] - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                entry = heapq.heappop(self._heap)
+                entry[3], entry[4] = False, True
+                sock = getattr(entry[2], "sock", None)
+                if sock is not None:
+                    with contextlib.suppress(OSError):
+                        sock.shutdown(socket.SHUT_RDWR)
+
+
+_WATCHDOG = _Watchdog()
 
 
 class Endpoint:
@@ -108,14 +164,19 @@ class Endpoint:
         if conn is not None:
             conn.close()
 
-    def post(self, path: str, body: dict[str, Any]) -> tuple[int, http.client.HTTPMessage, str]:
-        """``(status, headers, text)`` of ``POST base_url + path``. A kept-alive connection that
-        the server closed in the meantime is replaced once, as other HTTP clients do, when nothing
-        came back on it; any other failure raises."""
+    def post(
+        self, path: str, body: dict[str, Any], deadline: float | None = None
+    ) -> tuple[int, http.client.HTTPMessage, str]:
+        """``(status, headers, text)`` of ``POST base_url + path``, the whole answer by ``deadline``
+        (``time.monotonic()`` seconds; the socket's timeout still bounds each read). A kept-alive
+        connection that the server closed in the meantime is replaced once, as other HTTP clients
+        do, when nothing came back on it; any other failure raises."""
         data = orjson.dumps(body)  # the C encoder: the history is sent again on every turn
         target = f"{self.prefix}{path}{self.query}"
         while True:
             conn, reused = self._connection()
+            watch = _WATCHDOG.arm(deadline, conn) if deadline is not None else None
+            late = False
             try:
                 conn.request("POST", target, body=data, headers=self.headers)
                 resp = conn.getresponse()
@@ -125,12 +186,21 @@ class Endpoint:
                 raise TransportTimeout(f"no answer within {self.timeout:g} s") from None
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
                 self._drop()
-                if reused:
+                late = watch is not None and _WATCHDOG.disarm(watch)
+                if reused and not late:
                     continue  # a stale keep-alive connection: the request never reached the server
-                raise TransportError(f"{type(exc).__name__}: {exc}") from None
+                if not late:
+                    raise TransportError(f"{type(exc).__name__}: {exc}") from None
             except (OSError, http.client.HTTPException) as exc:
                 self._drop()
-                raise TransportError(f"{type(exc).__name__}: {exc}") from None
+                late = watch is not None and _WATCHDOG.disarm(watch)
+                if not late:
+                    raise TransportError(f"{type(exc).__name__}: {exc}") from None
+            finally:
+                late = (watch is not None and _WATCHDOG.disarm(watch)) or late
+            if late:
+                self._drop()
+                raise TransportTimeout("the answer was not complete by the call's deadline (cut off)") from None
             if resp.will_close:
                 self._drop()
             return resp.status, resp.headers, text
@@ -162,14 +232,34 @@ class SdkEndpoint:
     :class:`Endpoint`."""
 
     def __init__(self, base_url: str | None, api_key: str, timeout: float):
+        # A query string in the base URL (``?api-version=...``) goes with every request, after the
+        # path: the SDK would otherwise append the path to the query ("/v1?key=x/chat/completions").
+        self.query: tuple[tuple[str, str], ...] = ()
+        if base_url and "?" in base_url:
+            parts = urlsplit(base_url)
+            base_url = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+            self.query = tuple(parse_qsl(parts.query, keep_blank_values=True))
         self.base_url, self.api_key, self.timeout = base_url, api_key, timeout
 
-    def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any, str]:
+    def post(self, path: str, body: dict[str, Any], deadline: float | None = None) -> tuple[int, Any, str]:
+        """As :meth:`Endpoint.post`. The SDK bounds each read only, so with a ``deadline`` the call
+        runs in a helper thread and is given up at the deadline (the thread ends at its next read
+        timeout)."""
+        if deadline is None:
+            return self._post(path, body)
+        future = _sdk_pool().submit(self._post, path, body)
+        try:
+            return future.result(timeout=max(0.0, deadline - time.monotonic()))
+        except concurrent.futures.TimeoutError:
+            raise TransportTimeout("the answer was not complete by the call's deadline (cut off)") from None
+
+    def _post(self, path: str, body: dict[str, Any]) -> tuple[int, Any, str]:
         import openai
 
         try:
+            options = {**_BEARER, "params": dict(self.query)} if self.query else _BEARER
             text = _sdk_client(self.base_url, self.api_key, self.timeout).post(
-                path, cast_to=str, body=body, options=_BEARER
+                path, cast_to=str, body=body, options=options
             )
         except openai.APITimeoutError:
             raise TransportTimeout(f"no answer within {self.timeout:g} s") from None
@@ -183,6 +273,16 @@ class SdkEndpoint:
                 answer = str(exc)
             return exc.status_code, getattr(exc.response, "headers", None), answer
         return 200, None, text
+
+
+_SDK_POOL: list[Any] = []
+
+
+def _sdk_pool() -> concurrent.futures.ThreadPoolExecutor:
+    with _TLS_LOCK:
+        if not _SDK_POOL:
+            _SDK_POOL.append(concurrent.futures.ThreadPoolExecutor(256, thread_name_prefix="inquitree-sdk-call"))
+        return _SDK_POOL[0]
 
 
 def _sdk_client(base_url: str | None, api_key: str, timeout: float):

@@ -42,14 +42,23 @@ from inspect_ai.solver import Generate, TaskState, solver
 from inquitree.core.agents import last_turns, recorded_turns
 from inquitree.core.embed import default_tau, make_embedder
 from inquitree.core.engine import Params, Reply
-from inquitree.core.judges import JUDGE_SYSTEM, JUDGE_USER, VERDICT_SCHEMA, EmbeddingJudge, parse_verdict, verdict
+from inquitree.core.judges import (
+    JUDGE_PROMPT_VERSION,
+    JUDGE_REASK,
+    JUDGE_SYSTEM,
+    JUDGE_USER,
+    VERDICT_SCHEMA,
+    EmbeddingJudge,
+    parse_verdict,
+    verdict,
+)
 from inquitree.core.runner import Episode
 from inquitree.core.templates import TemplateSet
 from inquitree.core.tree import Tree, resolve_tree, shipped_tree_paths
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import JudgeVerdict
 
-GRADER_PROMPT_VERSION = "llm-judge-v1"  # the same prompt as the openai judge (core/judges.py)
+GRADER_PROMPT_VERSION = JUDGE_PROMPT_VERSION  # the same prompt and re-asks as the openai judge (core/judges.py)
 
 
 def tree_set(trees: str) -> list[Tree]:
@@ -264,13 +273,19 @@ async def _grade(tree: Tree, items: list[str], description: dict, attempts: int 
         config = GenerateConfig(
             temperature=0.0, response_schema=ResponseSchema(name="verdict", json_schema=VERDICT_SCHEMA)
         )
-        raw, score, why = "", None, ""
+        raw, score, why, answers = "", None, "", set()
         for _ in range(attempts):
             res = await grader.generate(messages, config=config)
             raw = res.completion
             score, why = parse_verdict(raw)
-            if score is not None:
+            if score is not None or raw in answers:  # usable, or the same unusable answer again
                 break
+            answers.add(raw)
+            messages = [
+                *messages,
+                ChatMessageAssistant(content=raw),
+                ChatMessageUser(content=JUDGE_REASK.format(problem=why)),
+            ]
         out.append(verdict(who, c.id, score, why, raw, error=score is None, model=grader.name))
     return out
 

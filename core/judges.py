@@ -96,7 +96,9 @@ class EmbeddingJudge:
         return out
 
 
-JUDGE_PROMPT_VERSION = "llm-judge-v1"
+# v2: an unusable verdict is asked again with the problem stated (v1 sent the same prompt again,
+# which at temperature 0 gives the same answer and, without a cache, costs the same call twice more)
+JUDGE_PROMPT_VERSION = "llm-judge-v2"
 JUDGE_SYSTEM = """You grade the conclusions of a research agent against one ground-truth conclusion of a scientific paper.
 Score 1.0 if the agent's conclusions state the ground-truth item correctly, 0.6 if they state it partially
 (the right direction but missing an essential part, or hedged), and 0.0 if they do not state it or contradict it.
@@ -111,6 +113,20 @@ The agent's conclusions:
 {conclusions}"""
 
 
+JUDGE_REASK = """Your answer could not be used: {problem}.
+Answer again with a JSON object only, the score and a rationale of one or two sentences in your own words:
+{{"score": 1.0 | 0.6 | 0.0, "rationale": "..."}}"""
+
+
+def reask(messages: list[dict[str, str]], raw: str, problem: str) -> list[dict[str, str]]:
+    """The conversation to send after an unusable verdict: the answer, then what was wrong with it."""
+    return [
+        *messages,
+        {"role": "assistant", "content": raw},
+        {"role": "user", "content": JUDGE_REASK.format(problem=problem)},
+    ]
+
+
 VERDICT_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -120,7 +136,17 @@ VERDICT_SCHEMA = {
         "rationale": {"type": "string", "minLength": 1},
     },
 }
-_PLACEHOLDER = re.compile(r"^\W*(<[^>]*>|one or two sentences|rationale|\.\.\.|string|str|text)?\W*$", re.I)
+_PLACEHOLDER = re.compile(
+    r"^\W*(<[^>]*>|one or two sentences|rationale|\.\.\.|string|str|text|n/?a|none|null|tbd|todo|-+)?\W*$", re.I
+)
+_LABEL = re.compile(r"^\W*rationale\s*[:=-]\s*", re.I)  # "Rationale: <one or two sentences>" copies the label too
+
+
+def is_placeholder(rationale: str) -> bool:
+    """True for a rationale that says nothing: empty, N/A, or the prompt's placeholder copied
+    (with or without its label)."""
+    text = rationale.strip()
+    return "one or two sentences>" in text.lower() or bool(_PLACEHOLDER.match(_LABEL.sub("", text)))
 
 
 class OpenAIJudge:
@@ -153,20 +179,29 @@ class OpenAIJudge:
             user = JUDGE_USER.format(topic=tree.topic, item=c.text, conclusions=listing)
             messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
             raw, score, why, model = "", None, "", None
-            usage: dict[str, int | None] = {}
-            latency, hit = 0.0, True
+            paid: dict[str, int | None] = {}  # usage of the calls made
+            served: dict[str, int | None] = {}  # usage of the answers the cache gave
+            latency, hit, answers = 0.0, True, set()
             for _ in range(self.attempts):
                 try:
                     res = self.chat.chat(messages, json_schema_format("verdict", VERDICT_SCHEMA))
                 except ModelCallError as exc:
                     raise JudgeError(f"{exc} (judging item {c.id})", exc.retryable, exc.kind) from None
-                usage = _add_usage(usage, res.usage)
+                if res.cache_hit:
+                    served = _add_usage(served, res.usage)
+                else:
+                    paid = _add_usage(paid, res.usage)
                 latency += res.latency_ms
                 hit = hit and res.cache_hit
                 raw, model = res.text, res.model
                 score, why = parse_verdict(raw)
-                if score is not None:
+                if score is not None or raw in answers:  # usable, or the same unusable answer again: stop
                     break
+                answers.add(raw)
+                messages = reask(messages, raw, why)
+            # A verdict's usage is what it cost: the calls made; a verdict served wholly from the
+            # cache records the cached usage with cache_hit, which costs nothing in `query costs`.
+            usage = served if hit else paid
             out.append(
                 verdict(
                     self,
@@ -200,7 +235,7 @@ def parse_verdict(raw: str) -> tuple[float | None, str]:
     if score not in SCORES:
         return None, f"score {score} is not one of 1.0, 0.6, 0.0"
     why = obj.get("rationale")
-    if not isinstance(why, str) or _PLACEHOLDER.match(why.strip()):
+    if not isinstance(why, str) or is_placeholder(why):
         return None, f"the rationale is empty or the prompt's placeholder ({str(why)[:60]!r})"
     return score, why
 

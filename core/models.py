@@ -9,11 +9,13 @@ What a researcher paying for calls needs, in one class (:class:`ChatModel`):
   does not apply (a proxy, credentials in the URL, ``INQUITREE_CHAT_HTTP=sdk``); never through
   the SDK's typed methods, whose per-argument transform was half of a call's CPU in a campaign
   (bench/campaign.py). What the endpoint rejects is a readable :class:`ModelCallError`.
-- **Bounded waiting.** Each attempt waits at most ``timeout`` seconds for the endpoint to say
-  anything; a failed attempt is retried at most ``max_retries`` times, after a pause of
-  ``min(30 s, Retry-After or 2**attempt s)``. So a stuck endpoint holds one call at most
+- **Bounded waiting.** Each attempt must be answered in full within ``timeout`` seconds (a
+  deadline for the whole attempt, not for each read: a server that answers a byte at a time is
+  cut off); a failed attempt is retried at most ``max_retries`` times, after a pause of
+  ``min(30 s, Retry-After or 2**attempt s)``. So a stuck or slow endpoint holds one call at most
   ``(max_retries + 1) * timeout + max_retries * 30`` seconds (:meth:`CallSettings.worst_case_seconds`;
-  240 s with the defaults). The client library's own retries are off, so nothing retries twice.
+  240 s with the defaults), and never past the episode's wall-time limit (:func:`call_deadline`).
+  The client library's own retries are off, so nothing retries twice.
 - **Every failure classified** (``kind``: timeout, connection, rate_limit, server_error,
   context_length, bad_request, auth, not_found, malformed, wrong_shape, empty), with a readable
   message and whether a later attempt may succeed. A 200 whose body is HTML, cut short, or
@@ -31,6 +33,7 @@ What a researcher paying for calls needs, in one class (:class:`ChatModel`):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -39,7 +42,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from inquitree.events.errors import InquiTreeError
@@ -61,6 +64,22 @@ _CONTEXT = re.compile(
 )
 
 
+_DEADLINE = threading.local()
+
+
+@contextlib.contextmanager
+def call_deadline(at: float | None) -> Iterator[None]:
+    """Model calls made inside the block end by ``at`` (``time.monotonic()`` seconds): the runner
+    sets it from the episode's wall-time limit, so a slow endpoint cannot hold an episode past its
+    limit, whatever the per-call timeout and retries would allow. An earlier outer deadline wins."""
+    before = getattr(_DEADLINE, "at", None)
+    _DEADLINE.at = at if before is None else before if at is None else min(at, before)
+    try:
+        yield
+    finally:
+        _DEADLINE.at = before
+
+
 class ModelCallError(InquiTreeError):
     """A model call that produced no usable reply. ``kind`` classifies it; ``retryable``: a later
     attempt may succeed (the endpoint was busy or broken, not the request)."""
@@ -70,6 +89,13 @@ class ModelCallError(InquiTreeError):
     ):
         super().__init__(message)
         self.kind, self.retryable, self.status, self.retry_after = kind, retryable, status, retry_after
+
+
+class DeadlineReached(ModelCallError):
+    """A call given up at the deadline of :func:`call_deadline` (the episode's wall-time limit)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, "deadline", retryable=False)
 
 
 def redact_url(url: str | None) -> str | None:
@@ -214,6 +240,12 @@ class CallCache:
             "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, endpoint TEXT, "
             "created_at TEXT, answer TEXT)"
         )
+        # Output formats an endpoint refused (llama.cpp's server answers json_schema with a 500):
+        # a new process does not probe them again, which would be a call a cached re-run pays for.
+        self._con.execute(
+            "CREATE TABLE IF NOT EXISTS refused_formats (model TEXT, endpoint TEXT, format TEXT, "
+            "PRIMARY KEY (model, endpoint, format))"
+        )
         self._lock = threading.Lock()
 
     @staticmethod
@@ -243,6 +275,17 @@ class CallCache:
                     json.dumps(answer, ensure_ascii=False),
                 ),
             )
+
+    def refused_formats(self, model: str, endpoint: str) -> set[str]:
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT format FROM refused_formats WHERE model = ? AND endpoint = ?", (model, endpoint)
+            ).fetchall()
+        return {r[0] for r in rows}
+
+    def note_refused(self, model: str, endpoint: str, name: str) -> None:
+        with self._lock:
+            self._con.execute("INSERT OR IGNORE INTO refused_formats VALUES (?, ?, ?)", (model, endpoint, name))
 
     def close(self) -> None:
         with self._lock:
@@ -337,7 +380,9 @@ class ChatModel:
         """One reply. Structured output is asked for in the most precise form the endpoint takes:
         a JSON schema (OpenAI's ``json_schema``), then the schema in ``json_object`` form (llama.cpp's
         server constrains its output with it), then plain ``json_object``, then none. A form the
-        endpoint refuses is remembered, so later calls start with the next."""
+        endpoint refuses is remembered, so later calls start with the next; with a call cache it is
+        remembered in the cache file too, and an answer cached under any form is served before
+        anything is sent, so a cached re-run makes no call at all, even with the endpoint down."""
         formats: list[tuple[str, dict | None]] = []
         if response_format and response_format.get("type") == "json_schema":
             schema = response_format["json_schema"]["schema"]
@@ -348,63 +393,80 @@ class ChatModel:
         if response_format:
             formats.append(("json_object", {"type": "json_object"}))
         formats.append(("none", None))
+        if self.cache is not None and len(formats) > 1:
+            self._formats_refused |= self.cache.refused_formats(self.model, self.endpoint)
         formats = [f for f in formats if f[0] not in self._formats_refused]
-        for i, (name, fmt) in enumerate(formats):
+        requests = [(name, self._request(messages, fmt)) for name, fmt in formats]
+        if self.cache is not None:
+            for name, req in requests:
+                hit = self.cache.get(CallCache.key(self.model, self.endpoint, req))
+                if hit is not None:
+                    return ChatResult(
+                        hit["text"],
+                        hit["model"],
+                        hit["usage"],
+                        0.0,
+                        cache_hit=True,
+                        truncated_from=hit.get("truncated_from"),
+                    )
+        for i, (name, req) in enumerate(requests):
             try:
-                return self._chat(messages, fmt)
+                result = self._send(req)
             except ModelCallError as exc:
-                if not (exc.kind == "format_refused" and i + 1 < len(formats)):
+                if not (exc.kind == "format_refused" and i + 1 < len(requests)):
                     raise
                 self._formats_refused.add(name)
+                if self.cache is not None:
+                    self.cache.note_refused(self.model, self.endpoint, name)
+                continue
+            if self.cache is not None:
+                self.cache.put(
+                    CallCache.key(self.model, self.endpoint, req),
+                    self.model,
+                    self.endpoint,
+                    {
+                        "text": result.text,
+                        "model": result.model,
+                        "usage": result.usage,
+                        "truncated_from": result.truncated_from,
+                        "latency_ms": result.latency_ms,
+                    },
+                )
+            return result
         raise AssertionError("unreachable")
 
-    def _chat(self, messages: list[dict[str, str]], response_format: dict | None) -> ChatResult:
-        req = self._request(messages, response_format)
-        key = None
-        if self.cache is not None:
-            key = CallCache.key(self.model, self.endpoint, req)
-            hit = self.cache.get(key)
-            if hit is not None:
-                return ChatResult(
-                    hit["text"],
-                    hit["model"],
-                    hit["usage"],
-                    0.0,
-                    cache_hit=True,
-                    truncated_from=hit.get("truncated_from"),
-                )
-        result = self._send(req)
-        if self.cache is not None and key is not None:
-            self.cache.put(
-                key,
-                self.model,
-                self.endpoint,
-                {
-                    "text": result.text,
-                    "model": result.model,
-                    "usage": result.usage,
-                    "truncated_from": result.truncated_from,
-                    "latency_ms": result.latency_ms,
-                },
-            )
-        return result
-
     def _send(self, req: dict[str, Any]) -> ChatResult:
+        """The call with its retries. Each attempt must be answered in full within ``timeout``
+        seconds (a server that sends its answer slowly is cut off, not waited for), and none runs
+        past the deadline of :func:`call_deadline`."""
         body = {"model": self.model, **req}
         last: ModelCallError | None = None
         attempt = 0
+        limit = getattr(_DEADLINE, "at", None)
         while attempt <= self.settings.max_retries:
             if attempt and last is not None:
-                wait = last.retry_after if last.retry_after is not None else 2.0 ** (attempt - 1)
-                self.sleep(min(BACKOFF_CAP_S, max(0.0, wait)))
+                wait = min(
+                    BACKOFF_CAP_S, max(0.0, last.retry_after if last.retry_after is not None else 2.0 ** (attempt - 1))
+                )
+                if limit is not None and time.monotonic() + wait >= limit:
+                    self.sleep(max(0.0, limit - time.monotonic()))
+                    raise DeadlineReached(f"{self._where()}: the episode's time ran out before the next attempt")
+                self.sleep(wait)
             if self.rate_limiter:
                 self.rate_limiter.acquire()
             t0 = time.perf_counter()
+            deadline = time.monotonic() + self.settings.timeout
+            if limit is not None:
+                if limit <= time.monotonic():
+                    raise DeadlineReached(f"{self._where()}: the episode's time ran out")
+                deadline = min(deadline, limit)
             try:
-                result = self._attempt(body)
+                result = self._attempt(body, deadline)
                 result.latency_ms = (time.perf_counter() - t0) * 1000
                 return result
             except ModelCallError as exc:
+                if exc.kind == "timeout" and limit is not None and time.monotonic() >= limit:
+                    raise DeadlineReached(f"{self._where()}: the episode's time ran out during a call") from None
                 if exc.kind == "bad_request" and "temperature" in str(exc).lower() and "temperature" in body:
                     body.pop("temperature")  # the model does not take it (#24: "where the model accepts it");
                     self.temperature = None  # sent again at once, not counted as a retry
@@ -428,13 +490,13 @@ class ChatModel:
             redact_text(f"{self._where()}: {message}", (self._key,)), kind, retryable, status, retry_after
         )
 
-    def _attempt(self, body: dict[str, Any]) -> ChatResult:
+    def _attempt(self, body: dict[str, Any], deadline: float | None = None) -> ChatResult:
         from inquitree.core.chat_http import TransportError, TransportTimeout
 
         try:
-            status, headers, text = self._http.post("/chat/completions", body)
+            status, headers, text = self._http.post("/chat/completions", body, deadline)
         except TransportTimeout:
-            raise self._error(f"no answer within {self.settings.timeout:g} s", "timeout", True) from None
+            raise self._error(f"no complete answer within {self.settings.timeout:g} s", "timeout", True) from None
         except TransportError as exc:
             raise self._error(f"connection failed ({exc})", "connection", True) from None
         if not 200 <= status < 300:
@@ -496,6 +558,16 @@ class ChatModel:
             )
         if status == 429:
             return self._error(f"HTTP 429 rate limited: {message}", "rate_limit", True, status, retry_after)
+        named = [k for k in self.settings.options if re.search(rf"\b{re.escape(k)}\b", message)]
+        if named and (status >= 500 or 400 <= status < 500) and not _CONTEXT.search(message):
+            # An option the endpoint does not take: some servers answer it with a 500 (llama.cpp's
+            # validation error), which a retry cannot change
+            return self._error(
+                f"HTTP {status}, the endpoint rejected the request option {', '.join(named)}: {message}",
+                "bad_request",
+                False,
+                status,
+            )
         if status >= 500 or status in (408, 409):
             if _CONTEXT.search(message):
                 return self._error(

@@ -22,7 +22,7 @@ from inquitree.core.agents import Agent
 from inquitree.core.engine import DONE, FAILED, Engine, EngineError, EpisodeState, Params, Reply, extract_action, fold
 from inquitree.core.judges import Judge
 from inquitree.core.limits import Budget, Limits, PriceTable, tokens_of
-from inquitree.core.models import redact_text
+from inquitree.core.models import call_deadline, redact_text
 from inquitree.core.templates import TemplateSet
 from inquitree.core.tree import Tree
 from inquitree.events.base import Event
@@ -232,6 +232,11 @@ class Episode:
                 self.cost = self.cost + c if c is not None and self.cost is not None else None
 
     @property
+    def deadline(self) -> float | None:
+        """When the episode's wall-time limit runs out (``time.monotonic()``), if it has one."""
+        return None if self.limits.episode_seconds is None else self.t0 + self.limits.episode_seconds
+
+    @property
     def playing(self) -> bool:
         """True while the agent has a turn to take (no limit reached); a reached limit ends it here."""
         if self.state.state == DONE:
@@ -340,9 +345,12 @@ def run_episode(
             if stop is not None and stop.is_set():
                 raise EpisodeStopped(ep.episode_id)
             try:
-                reply = agent.reply(ep.state.last_observation, ep.state.state, ep.state.step + 1)
+                with call_deadline(ep.deadline):  # a slow endpoint cannot hold the episode past its time limit
+                    reply = agent.reply(ep.state.last_observation, ep.state.state, ep.state.step + 1)
                 ep.take(reply, embedder)
             except Exception as exc:  # noqa: BLE001 - every failure is recorded, then raised
+                if getattr(exc, "kind", None) == "deadline" and not ep.playing:
+                    break  # the wall-time limit, reached during the call: recorded as LimitReached
                 raise ep.fail(exc, f"step {ep.state.step + 1} ({ep.state.state})") from exc
         scored = None
         if judge is not None:

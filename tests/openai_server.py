@@ -40,6 +40,7 @@ class OpenAICompatibleServer:
         self._embedder = HashEmbedder(dim=64)
         self._stopping = threading.Event()
         self.reject_format: set[str] = set()  # response_format types answered with llama.cpp's 500 validation error
+        self.drip_seconds = 1.0  # the "drip" fault: a valid answer, one byte every this many seconds
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -61,10 +62,11 @@ class OpenAICompatibleServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 req = json.loads(self.rfile.read(length) or b"{}")
+                route = self.path.split("?", 1)[0]  # a base URL may carry a query (?api-version=...)
                 with server._lock:
                     server.requests.append({"path": self.path, "body": req})
                     fault = server.faults.pop(0) if server.faults else None
-                    if self.path.endswith("/chat/completions"):
+                    if route.endswith("/chat/completions"):
                         server.chat_calls += 1
                         if server.fail_after and server.chat_calls > server.fail_after[0]:
                             fault = server.fail_after[1]
@@ -146,7 +148,7 @@ class OpenAICompatibleServer:
                             }
                         ).encode(),
                     )
-                if self.path.endswith("/embeddings"):
+                if route.endswith("/embeddings"):
                     texts = req["input"] if isinstance(req["input"], list) else [req["input"]]
                     vecs = server._embedder.embed(texts)
                     data = [
@@ -160,7 +162,7 @@ class OpenAICompatibleServer:
                         "usage": {"prompt_tokens": 0, "total_tokens": 0},
                     }
                     return self._send(200, json.dumps(body).encode())
-                if self.path.endswith("/chat/completions"):
+                if route.endswith("/chat/completions"):
                     content = "" if fault == "empty" else server._next_reply(req["messages"])
                     body = {
                         "id": "chatcmpl-test",
@@ -179,6 +181,22 @@ class OpenAICompatibleServer:
                     }
                     if fault == "drop_idle":
                         self.close_connection = True  # no "Connection: close": the client finds out later
+                    if fault == "drip":  # a valid answer, sent a byte at a time: every read is quick
+                        data = json.dumps(body).encode()
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        self.close_connection = True
+                        try:
+                            for i in range(len(data)):
+                                self.wfile.write(data[i : i + 1])
+                                self.wfile.flush()
+                                if server._stopping.wait(server.drip_seconds):
+                                    return None
+                        except OSError:  # the client gave up
+                            return None
+                        return None
                     return self._send(200, json.dumps(body).encode())
                 return self._send(404, b'{"error":{"message":"no such route"}}')
 

@@ -110,7 +110,7 @@ def test_a_never_answering_endpoint_holds_a_call_for_at_most_the_stated_bound():
         agent = OpenAIChatAgent("m", "sys", ModelConfig(server.base_url, settings))
         agent.chat.sleep = slept.append  # the backoff pauses, counted instead of slept
         t0 = time.perf_counter()
-        with pytest.raises(Exception, match="no answer within 0.4 s") as info:
+        with pytest.raises(Exception, match="no complete answer within 0.4 s") as info:
             agent.reply("obs", "topic", 1)
         held = time.perf_counter() - t0
         assert len(server.requests) == 3  # one attempt and two retries
@@ -122,6 +122,63 @@ def test_a_never_answering_endpoint_holds_a_call_for_at_most_the_stated_bound():
     assert "240 s with the defaults" in CliRunner().invoke(main, ["play", "--help"]).output.replace("\n", " ").replace(
         "  ", " "
     )
+
+
+@pytest.mark.parametrize("transport", ["direct", "sdk"])
+def test_a_slow_drip_endpoint_is_cut_off_at_the_timeout(transport, monkeypatch):
+    """A valid answer sent a byte at a time: each read is quick, so a timeout per read never fired
+    (a 222-byte answer at 1 byte/s held a call for 221 s with --timeout 5). The timeout is a
+    deadline for the whole attempt now, on both transports."""
+    monkeypatch.setenv(HTTP_ENV, transport)
+    with OpenAICompatibleServer(lambda m: "ACTION: x") as server:
+        server.fail_after, server.drip_seconds = (0, "drip"), 0.05  # about 12 s for the whole answer
+        agent = OpenAIChatAgent("m", "sys", ModelConfig(server.base_url, CallSettings(timeout=1.0, max_retries=0)))
+        t0 = time.perf_counter()
+        with pytest.raises(Exception, match="no complete answer within 1 s") as info:
+            agent.reply("obs", "topic", 1)
+        held = time.perf_counter() - t0
+    assert info.value.kind == "timeout" and info.value.retryable
+    assert 1.0 <= held < 1.8, held
+
+
+def test_the_episode_time_limit_holds_during_a_slow_call(tmp_path):
+    """--max-episode-seconds used to be checked between calls only: a call with the default timeout
+    and retries could run minutes past it. The limit now ends the call, and the episode is scored
+    on what it reached, as at any limit."""
+    from inquitree.core.runner import stream_id
+    from inquitree.events.store import EventStore
+
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    with OpenAICompatibleServer(lambda m: "ACTION: x") as server:
+        server.fail_after, server.drip_seconds = (1, "drip"), 0.2
+        t0 = time.perf_counter()
+        out = CliRunner().invoke(
+            main,
+            [
+                "play",
+                "--agent",
+                "openai:m",
+                "--base-url",
+                server.base_url,
+                "--embedder",
+                "hash",
+                "--max-episode-seconds",
+                "2",
+                "--record",
+                "--db",
+                db,
+                "--episode-id",
+                "slow",
+            ],
+        )
+        held = time.perf_counter() - t0
+    assert out.exit_code == 0, out.output
+    assert held < 6, held  # the defaults alone would allow 3 x 60 s + 3 s for the second call
+    with EventStore(db, create=False) as store:
+        events = [r.event for r in store.read_stream(stream_id("slow"))]
+    reached = [e for e in events if e.TYPE == "LimitReached"]
+    assert len(reached) == 1 and reached[0].limit == "episode_seconds"
+    assert events[-1].TYPE == "EpisodeScored" and not any(e.TYPE == "EpisodeFailed" for e in events)
 
 
 def test_retry_after_is_honoured_and_capped():
@@ -203,3 +260,31 @@ def test_context_length_errors_are_not_retried():
         assert len(server.requests) == 1
     assert info.value.kind == "context_length" and not info.value.retryable
     assert isinstance(info.value.__cause__ or info.value, Exception) and not isinstance(info.value, ModelCallError)
+
+
+@pytest.mark.parametrize("status", [400, 422, 500])
+def test_an_option_the_endpoint_rejects_is_not_retried(status):
+    """A 500 whose body names a request option (llama.cpp's validation error) used to be retried as a
+    server error; it is a bad request, as a 4xx naming it is."""
+    with OpenAICompatibleServer(lambda m: "ACTION: x") as server:
+        server.faults = [status]
+        server.fault_body = "1 validation error: body.frobnicate: Extra inputs are not permitted"
+        settings = CallSettings(max_retries=2, options={"frobnicate": 1})
+        agent = OpenAIChatAgent("m", "sys", ModelConfig(server.base_url, settings))
+        with pytest.raises(Exception, match="rejected the request option frobnicate") as info:
+            agent.reply("obs", "topic", 1)
+        assert len(server.requests) == 1
+    assert info.value.kind == "bad_request" and not info.value.retryable
+
+
+@pytest.mark.parametrize("transport", ["direct", "sdk"])
+def test_a_base_url_with_credentials_and_a_query_keeps_its_path(transport, monkeypatch):
+    """With credentials in the URL the SDK makes the call, and it used to put the path after the
+    query string (`/v1?api-version=2/chat/completions`)."""
+    monkeypatch.setenv(HTTP_ENV, transport)
+    with OpenAICompatibleServer(lambda m: "ACTION: x") as server:
+        url = server.base_url.replace("http://", "http://user:secret@") + "?api-version=2"
+        agent = OpenAIChatAgent("m", "sys", ModelConfig(url, CallSettings(max_retries=0)))
+        assert agent.reply("obs", "topic", 1).text == "ACTION: x"
+        (request,) = server.requests
+    assert request["path"] == "/v1/chat/completions?api-version=2"

@@ -312,3 +312,62 @@ def test_a_cost_limit_needs_a_price_and_ends_the_episode_when_spent(tmp_path):
         events = [r.event for r in store.read_stream(stream_id("c"))]
     lim = next(e for e in events if e.TYPE == "LimitReached")
     assert lim.limit == "episode_cost_usd" and lim.used >= 0.5 and events[-1].TYPE == "EpisodeScored"
+
+
+def _judged_model(messages: list[dict]) -> str:
+    """An agent, and a judge that first copies the prompt's placeholder and gives a real rationale
+    only when told what was wrong (a re-ask that repeated the prompt would get the same answer)."""
+    if "ground-truth" not in messages[0]["content"]:
+        return model(messages)
+    if "could not be used" in messages[-1]["content"]:
+        return '{"score": 0.6, "rationale": "The agent states the direction but not the mechanism."}'
+    return '{"score": 1.0, "rationale": "Rationale: <one or two sentences>"}'
+
+
+def test_a_cached_rerun_makes_no_call_even_with_the_endpoint_down(tmp_path):
+    """The issue's llama.cpp case: the judge's json_schema probe is answered with a 500 and was never
+    cached, so every new process probed again, and with the endpoint stopped a fully cached campaign
+    failed every cell. Refusals are kept in the cache now and any cached form is served first."""
+    cache = tmp_path / "calls.sqlite"
+    with OpenAICompatibleServer(_judged_model) as server:
+        server.reject_format = {"json_schema"}
+        url = server.base_url
+        suite = tmp_path / "cached.toml"
+        suite.write_text(
+            f'name = "cached"\ntrees = ["synthetic-diamond-4"]\nagents = ["openai:m"]\njudges = ["openai:j"]\n'
+            f'runs = 2\nembedder = "hash"\nmax_turns = 4\nbase_url = "{url}"\njudge_base_url = "{url}"\n'
+            f'call_cache = "{cache}"\nconcurrency = 1\n'  # one cell at a time: the probe count is exact
+        )
+        first = run_suite(Suite.load(suite), EventStore(f"sqlite:///{tmp_path / 'a.sqlite'}"))
+        made = len(server.requests)
+        probes = sum(
+            1 for r in server.requests if (r["body"].get("response_format") or {}).get("type") == "json_schema"
+        )
+        again = run_suite(Suite.load(suite), EventStore(f"sqlite:///{tmp_path / 'b.sqlite'}"))
+        assert (first.done, again.done, again.failed) == (2, 2, 0)
+        assert len(server.requests) == made  # endpoint up: not one request
+    assert probes == 1  # refused once, remembered for the rest of the campaign
+    down = run_suite(Suite.load(suite), EventStore(f"sqlite:///{tmp_path / 'c.sqlite'}"))  # the server is stopped
+    assert (down.done, down.failed) == (2, 0)
+    with (
+        EventStore(f"sqlite:///{tmp_path / 'a.sqlite'}", create=False) as a,
+        EventStore(f"sqlite:///{tmp_path / 'c.sqlite'}", create=False) as c,
+    ):
+        verdicts = [r.event for r in a.read_all() if r.event_type == "JudgeVerdict"]
+        cached = [r.event for r in c.read_all() if r.event_type == "JudgeVerdict"]
+    # The re-ask stated the problem and got a usable verdict: one paid call for the placeholder, one
+    # for the answer, and the verdict's usage is what they cost (the second run of the cell asks the
+    # same and is served from the cache: a hit, which costs nothing).
+    assert verdicts and all(v.score == 0.6 for v in verdicts) and not verdicts[0].cache_hit
+    judge_calls = [r for r in server.requests if "ground-truth" in r["body"]["messages"][0]["content"]]
+    assert len(judge_calls) == 2 * len(set(v.item_id for v in verdicts)) + 1  # + the refused probe
+    assert all(v.cache_hit and v.usage == w.usage for v, w in zip(cached, verdicts))
+
+
+def test_placeholder_rationales_are_judge_errors():
+    from inquitree.core.judges import parse_verdict
+
+    for why in ["Rationale: <one or two sentences>", "N/A", "n/a.", "<one or two sentences>", "none", "---", "TBD"]:
+        score, reason = parse_verdict(f'{{"score": 1.0, "rationale": "{why}"}}')
+        assert score is None and "placeholder" in reason, why
+    assert parse_verdict('{"score": 0.6, "rationale": "Not applicable here: the mechanism is missing."}')[0] == 0.6
