@@ -291,10 +291,13 @@ class ModelConfig:
     window: int | None = None
     label: str | None = None
     call_cache: str | None = None
+    history_tokens: int | None = None  # the history's budget, estimated in tokens (see fit_history)
 
     def __post_init__(self) -> None:
         if self.window is not None and self.window < 1:
             raise AgentError(f"--window {self.window}: must be at least 1 turn")
+        if self.history_tokens is not None and self.history_tokens < 1:
+            raise AgentError(f"--history-tokens {self.history_tokens}: must be at least 1")
 
     def chat_model(self, model: str, who: str, rate_limiter=None, temperature: float | None = 0.0) -> ChatModel:
         return ChatModel(
@@ -313,6 +316,35 @@ def last_turns(history: list, window: int | None) -> list:
     last N observations and the N - 1 replies between them (the history ends with the
     observation being answered)."""
     return history[-(2 * window - 1) :] if window else history
+
+
+CHARS_PER_TOKEN = 3  # a cautious estimate: English text runs at about 4 characters a token
+_CONTEXT_SIZE = re.compile(
+    r"context (?:window|length|size) (?:of|is) (\d+)|maximum context length is (\d+)|n_ctx[^0-9]{0,12}(\d+)", re.I
+)
+
+
+def estimated_tokens(messages: list[dict[str, str]]) -> int:
+    """A cautious token count without the model's tokenizer: characters / 3, plus 8 a message."""
+    return sum(len(m.get("content") or "") // CHARS_PER_TOKEN + 8 for m in messages)
+
+
+def fit_history(history: list, budget: int | None) -> list:
+    """The latest turns whose estimated tokens fit ``budget``: whole turns (an observation and the
+    reply to it) are dropped from the front, and the observation being answered is always kept."""
+    if budget is None:
+        return history
+    start = 0
+    while start + 1 < len(history) and estimated_tokens(history[start:]) > budget:
+        start += 2 if history[start]["role"] == "user" and start + 2 < len(history) else 1
+    return history[start:]
+
+
+def context_size(message: str) -> int | None:
+    """The context window an endpoint names in its context-length error (llama.cpp: "exceed context
+    window of 4096"; OpenAI: "maximum context length is 128000"), or None."""
+    m = _CONTEXT_SIZE.search(message)
+    return int(next(g for g in m.groups() if g)) if m else None
 
 
 def model_error(exc: ModelCallError) -> AgentError:
@@ -339,8 +371,26 @@ class OpenAIChatAgent:
         except ModelCallError as exc:
             raise model_error(exc) from None
         self.history: list[dict[str, str]] = []
+        self.history_tokens = config.history_tokens
+        self.max_tokens = config.settings.max_tokens
         self.label = config.label or option_label(model, config.settings.options)
         self.description = {"kind": "openai", "label": self.label, **self.chat.describe(), "window": self.window}
+        if config.history_tokens is not None:
+            self.description["history_tokens"] = config.history_tokens
+
+    def _smaller_budget(self, exc: ModelCallError, sent: list[dict[str, str]]) -> int | None:
+        """The history budget to try after ``exc``, or None when nothing is left to drop (or ``exc``
+        is not a context-length error)."""
+        if exc.kind != "context_length" or len(sent) <= 2:  # the system prompt and the observation alone
+            return None
+        used = estimated_tokens(sent)
+        window = context_size(str(exc))
+        budget = used // 2
+        if window is not None:
+            # the window's tokens less the reply's; the estimate counts more tokens than the model does
+            budget = min(budget if self.history_tokens is not None else used, window - (self.max_tokens or 1024) - 64)
+            budget = min(budget, used - 1)
+        return max(1, budget)
 
     def resume(self, events: list) -> None:
         """Step-wise memory (#24) from the recorded transcript: each observation, then the reply to it."""
@@ -349,15 +399,28 @@ class OpenAIChatAgent:
             self.history += [{"role": "user", "content": obs}, {"role": "assistant", "content": r.raw}]
 
     def messages(self) -> list[dict[str, str]]:
-        return [{"role": "system", "content": self.system_prompt}, *last_turns(self.history, self.window)]
+        system = {"role": "system", "content": self.system_prompt}
+        budget = None if self.history_tokens is None else max(1, self.history_tokens - estimated_tokens([system]))
+        return [system, *fit_history(last_turns(self.history, self.window), budget)]
 
     def reply(self, observation: str, state: str, turn: int) -> Reply:
+        """One turn. A call the endpoint refuses as too long for its context is sent again with
+        less history (to the window the error names, less the reply's tokens, when it names one;
+        else half as much), down to the observation alone: a played episode is never lost to a
+        long history, least of all at the conclusion prompt. The smaller budget is kept for the
+        turns that follow."""
         self.history.append({"role": "user", "content": observation})
-        try:
-            out = self.chat.chat(self.messages())
-        except ModelCallError as exc:
-            self.history.pop()
-            raise model_error(exc) from None
+        while True:
+            sent = self.messages()
+            try:
+                out = self.chat.chat(sent)
+                break
+            except ModelCallError as exc:
+                smaller = self._smaller_budget(exc, sent)
+                if smaller is None:
+                    self.history.pop()
+                    raise model_error(exc) from None
+                self.history_tokens = smaller
         self.history.append({"role": "assistant", "content": out.text})
         return Reply(
             out.text,

@@ -24,8 +24,8 @@ Example suite::
 
 An agent may also be a table, for one model run with request options under its own label:
 ``agents = ["random", {agent = "openai:gpt-5", options = {reasoning_effort = "high"}, label = "gpt-5@high"}]``
-(keys: agent, label, options, window, max_tokens, timeout, max_retries). Call settings
-(``timeout``, ``max_retries``, ``max_tokens``, ``window``, ``max_reply_chars``, ``judge_options``,
+(keys: agent, label, options, window, history_tokens, max_tokens, timeout, max_retries). Call settings
+(``timeout``, ``max_retries``, ``max_tokens``, ``window``, ``history_tokens``, ``max_reply_chars``, ``judge_options``,
 ``judge_max_tokens``, ``call_cache``), the re-ask bound (``max_reasks``), per-episode limits
 (``episode_tokens``, ``episode_cost_usd``, ``episode_seconds``) and the campaign budget
 (``budget_tokens``, ``budget_cost_usd``; prices from ``prices``) are keys of the suite too.
@@ -79,6 +79,7 @@ _FIELDS = {
     "max_retries": int,
     "max_tokens": int,
     "window": int,
+    "history_tokens": int,
     "max_reply_chars": int,
     "judge_options": dict,
     "judge_max_tokens": int,
@@ -96,6 +97,7 @@ _AGENT_FIELDS = {
     "label": str,
     "options": dict,
     "window": int,
+    "history_tokens": int,
     "max_tokens": int,
     "timeout": float,
     "max_retries": int,
@@ -161,6 +163,7 @@ class Suite:
     max_retries: int = CallSettings.max_retries
     max_tokens: int | None = 1024
     window: int | None = None
+    history_tokens: int | None = None
     max_reply_chars: int = CallSettings.max_reply_chars
     judge_options: dict = dataclasses.field(default_factory=dict)
     judge_max_tokens: int | None = 512
@@ -243,7 +246,14 @@ class Suite:
             options=a.get("options", {}),
         )
         label = a.get("label") or option_label(spec.split(":", 1)[1], settings.options)
-        config = ModelConfig(self.base_url, settings, a.get("window", self.window), label, self.call_cache)
+        config = ModelConfig(
+            self.base_url,
+            settings,
+            a.get("window", self.window),
+            label,
+            self.call_cache,
+            a.get("history_tokens", self.history_tokens),
+        )
         return AgentEntry(spec, "openai:" + label if "label" not in a else label, config)
 
     def judge_config(self) -> ModelConfig:

@@ -139,6 +139,13 @@ def agent_options(f):
             help="Turns of history the agent keeps beside the system prompt (default: all, DECISIONS #24).",
         ),
         click.option(
+            "--history-tokens",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Most tokens (estimated: characters / 3) of the prompt the agent sends; the oldest turns go first. "
+            "Without it, a call the endpoint refuses as too long is sent again with the history cut to fit.",
+        ),
+        click.option(
             "--max-tokens",
             type=click.IntRange(min=1),
             default=AGENT_MAX_TOKENS,
@@ -219,6 +226,7 @@ def agent_config(kw: dict[str, Any]):
         kw["window"],
         kw["agent_label"],
         kw["call_cache"],
+        kw["history_tokens"],
     )
 
 

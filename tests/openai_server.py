@@ -41,6 +41,9 @@ class OpenAICompatibleServer:
         self._stopping = threading.Event()
         self.reject_format: set[str] = set()  # response_format types answered with llama.cpp's 500 validation error
         self.drip_seconds = 1.0  # the "drip" fault: a valid answer, one byte every this many seconds
+        # A context window, in tokens of 4 characters: a chat call whose messages and max_tokens do not
+        # fit is refused as llama.cpp's server refuses it (HTTP 400, "exceed context window of N").
+        self.context_tokens: int | None = None
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -162,6 +165,13 @@ class OpenAICompatibleServer:
                         "usage": {"prompt_tokens": 0, "total_tokens": 0},
                     }
                     return self._send(200, json.dumps(body).encode())
+                if route.endswith("/chat/completions") and server.context_tokens is not None:
+                    wanted = sum(len(m.get("content") or "") for m in req["messages"]) // 4 + (
+                        req.get("max_tokens") or 0
+                    )
+                    if wanted > server.context_tokens:
+                        message = f"Requested tokens ({wanted}) exceed context window of {server.context_tokens}"
+                        return self._send(400, json.dumps({"error": {"message": message}}).encode())
                 if route.endswith("/chat/completions"):
                     content = "" if fault == "empty" else server._next_reply(req["messages"])
                     body = {

@@ -198,7 +198,7 @@ def test_agent_timeout_is_a_retryable_failure():
     with OpenAICompatibleServer(lambda m: "ACTION: x") as server:
         server.faults = ["timeout"]
         agent = OpenAIChatAgent("m", "sys", ModelConfig(server.base_url, CallSettings(max_retries=0, timeout=0.5)))
-        with pytest.raises(AgentError, match="no answer within 0.5 s") as info:
+        with pytest.raises(AgentError, match="no complete answer within 0.5 s") as info:
             agent.reply("obs", "topic", 1)
     assert info.value.retryable and agent.history == []
 

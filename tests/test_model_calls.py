@@ -371,3 +371,50 @@ def test_placeholder_rationales_are_judge_errors():
         score, reason = parse_verdict(f'{{"score": 1.0, "rationale": "{why}"}}')
         assert score is None and "placeholder" in reason, why
     assert parse_verdict('{"score": 0.6, "rationale": "Not applicable here: the mechanism is missing."}')[0] == 0.6
+
+
+def test_history_budget_and_context_errors_trim_the_history_never_the_episode(tmp_path):
+    """A turn window does not bound tokens: with a small model the conclusion prompt overflowed the
+    context and the whole played episode was left unscored. A call refused for its length is sent
+    again with the history cut to the window the error names; --history-tokens sets a budget up front."""
+    from inquitree.core.agents import context_size, estimated_tokens, fit_history
+
+    assert context_size("Requested tokens (4211) exceed context window of 4096") == 4096
+    assert context_size("This model's maximum context length is 128000 tokens.") == 128000
+    turns = [{"role": r, "content": "x" * 300} for r in ("user", "assistant") * 5] + [{"role": "user", "content": "q"}]
+    kept = fit_history(turns, 250)
+    assert kept[-1]["content"] == "q" and kept[0]["role"] == "user" and estimated_tokens(kept) <= 250
+    assert fit_history(turns, 1) == [turns[-1]]  # the observation being answered always stays
+
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    with OpenAICompatibleServer(model) as server:
+        server.context_tokens = 1800  # the system prompt, a few turns and the 1,024-token reply
+        out = CliRunner().invoke(
+            main,
+            [
+                "play",
+                "--agent",
+                "openai:m",
+                "--base-url",
+                server.base_url,
+                "--embedder",
+                "hash",
+                "--max-turns",
+                "12",
+                "--record",
+                "--db",
+                db,
+                "--episode-id",
+                "long",
+                "-q",
+            ],
+        )
+        sizes = [sum(len(m["content"]) for m in r["body"]["messages"]) // 4 + 1024 for r in server.requests]
+        refused = [n for n in sizes if n > 1800]  # what the server refused as too long
+        sent = [len(r["body"]["messages"]) for r in server.requests]
+    assert out.exit_code == 0, out.output
+    with EventStore(db, create=False) as store:
+        events = [r.event for r in store.read_stream(stream_id("long"))]
+    assert events[-1].TYPE == "EpisodeScored" and not any(e.TYPE == "EpisodeFailed" for e in events)
+    assert len(refused) == 1  # refused once; the budget it taught held for every later turn
+    assert max(sent[-3:]) < max(sent)  # the later turns went out with less history
