@@ -129,8 +129,18 @@ def main() -> None:
         action="store_true",
         help="only one process against --workers 2 at 0.2 s and 0.05 s (512 episodes each)",
     )
+    ap.add_argument("--quick", action="store_true", help="the smoke run: 8 episodes at 0.01 s, a 20-cell resume")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
+        if args.quick:
+            result = {
+                "concurrency": concurrency(Path(d), 0.01, in_flight=4, episodes=8),
+                "resume": resume_cost(Path(d), episodes=20),
+            }
+            print(json.dumps(result, indent=2))
+            if args.out:
+                Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+            return
         if args.transports:
             result = {}
             for rnd in (1, 2):

@@ -29,13 +29,21 @@ def rss_mb() -> float:
 
 
 def main() -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out")
+    ap.add_argument("--quick", action="store_true", help="the smoke run: 100 sentences, the synthetic trees")
+    args = ap.parse_args()
+    size = 100 if args.quick else 1000
+    tree_paths = [p for p in shipped_tree_paths() if not args.quick or p.stem.startswith("synthetic-")]
     out = {"rss_before_mb": round(rss_mb(), 1)}
     t0 = time.perf_counter()
     emb = LocalEmbedder()
     out["local_load_s"] = round(time.perf_counter() - t0, 3)
     trees = [load_tree_file(p) for p in shipped_tree_paths()]
     texts = sorted({t for tr in trees for s in tr.subtopics for x in (s, *s.studies) for t in (x.text, *x.hints)})
-    corpus = (texts * (1000 // len(texts) + 1))[:1000]
+    corpus = (texts * (size // len(texts) + 1))[:size]
     emb.embed(corpus[:32])
     t0 = time.perf_counter()
     emb.embed(corpus)
@@ -64,17 +72,17 @@ def main() -> None:
     out["cache_speedup"] = round(cold_s / warm_s, 1)
 
     t0 = time.perf_counter()
-    for p in shipped_tree_paths():
+    for p in tree_paths:
         load_tree_file(p)
     out["validate_all_structural_ms"] = round((time.perf_counter() - t0) * 1000, 1)
     t0 = time.perf_counter()
-    for p in shipped_tree_paths():
+    for p in tree_paths:
         calibrate_tree(load_tree_file(p), emb)
     out["validate_all_with_local_embedder_ms"] = round((time.perf_counter() - t0) * 1000, 1)
-    out["shipped_trees"] = len(shipped_tree_paths())
+    out["trees"] = len(tree_paths)
     print(json.dumps(out, indent=2))
-    if len(sys.argv) > 2 and sys.argv[1] == "--out":
-        Path(sys.argv[2]).write_text(json.dumps(out, indent=2) + "\n")
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 TREE = "it18-24-concept-neurons-relations"
@@ -26,6 +27,10 @@ def main() -> None:
     ap.add_argument("--url", default="http://127.0.0.1:8011/v1")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "inspect_real.json"))
     args = ap.parse_args()
+    try:
+        urllib.request.urlopen(args.url.rstrip("/") + "/models", timeout=5).read()
+    except OSError as exc:
+        sys.exit(f"inspect_real: no server at {args.url} ({exc}); start one with scripts/local-model.sh start")
     d = Path(tempfile.mkdtemp(prefix="inquitree-inspect-real-"))
     db = f"sqlite:///{d / 'real.sqlite'}"
     inspect = str(Path(sys.executable).parent / "inspect")

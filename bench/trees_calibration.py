@@ -25,9 +25,21 @@ OUT = Path(__file__).resolve().parent / "results" / "trees_calibration.json"
 
 
 def main() -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--quick", action="store_true", help="the smoke run: two trees")
+    args = ap.parse_args()
     emb = LocalEmbedder()
     rows, cals = [], []
-    for p in shipped_tree_paths():
+    paths = shipped_tree_paths()
+    if args.quick:
+        paths = [
+            next(p for p in paths if p.stem.startswith("it18-")),
+            next(p for p in paths if p.stem.startswith("synthetic-")),
+        ]
+    for p in paths:
         t = load_tree_file(p)
         cal = calibrate_tree(t, emb)
         cals.append(cal)
@@ -62,7 +74,7 @@ def main() -> None:
         "tau_all": recommend_tau(cals),
         "tau_it18_only": recommend_tau([c for c, r in zip(cals, rows) if r["it18_id"] is not None]),
     }
-    OUT.write_text(json.dumps({"totals": totals, "trees": rows}, indent=1) + "\n")
+    Path(args.out).write_text(json.dumps({"totals": totals, "trees": rows}, indent=1) + "\n")
     print("| tree | n / paper | h1 | h2 | h3 | h4 | cross | tau |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:

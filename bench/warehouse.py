@@ -12,7 +12,11 @@ baselines in the same process: streaming the same events out of the store throug
 the sync's reader and dropping them, and the same full sync into a warehouse with
 DuckDB's default row group size. Then three incremental syncs of 1,000 new events
 each (median; the sync alone, and with opening and closing the warehouse around it),
-and every query in ``queries/`` (median of 5).
+and every query in ``queries/`` (median of 5; ``compare`` between the first and last agent).
+
+``measure`` never writes into the store it measures: the incremental syncs append their new
+events to a copy of a SQLite store; for another store they run only with ``--allow-writes``
+(which appends 1,000 events per run to it) and are left out otherwise.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -32,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import inquitree.warehouse.sync as ws  # noqa: E402
 from inquitree.core.runner import stream_id  # noqa: E402
 from inquitree.core.tree import resolve_tree  # noqa: E402
-from inquitree.events.store import EventStore  # noqa: E402
+from inquitree.events.store import EventStore, sqlite_database  # noqa: E402
 from inquitree.warehouse.sources import _open_source  # noqa: E402
 from inquitree.warehouse.sync import Warehouse, query_names  # noqa: E402
 
@@ -99,8 +104,9 @@ def full_sync_with_row_group_size(url: str, path: Path, rows: int) -> float:
         ws.ROW_GROUP_SIZE = configured
 
 
-def measure(url: str, runs: int = 3) -> dict:
+def measure(url: str, runs: int = 3, allow_writes: bool = False) -> dict:
     with tempfile.TemporaryDirectory() as d:
+        source_file = sqlite_database(url)
         fulls, cpus, reads, default_rg = [], [], [], []
         for i in range(runs):  # alternate the baselines and the sync, so all see the same machine
             reads.append(read_only(url))
@@ -111,23 +117,30 @@ def measure(url: str, runs: int = 3) -> dict:
             fulls.append(seconds)
         path = Path(d) / f"w{runs - 1}.duckdb"
         incs, inc_open_close = [], []
-        for _ in range(runs):
-            store = EventStore(url)
+        writable, inc_path = (url, path) if allow_writes else (None, Path(d) / "copy.duckdb")
+        if source_file is not None and not allow_writes:  # a copy takes the new events, not the store measured
+            shutil.copy(source_file, Path(d) / "copy.sqlite")
+            writable = f"sqlite:///{Path(d) / 'copy.sqlite'}"
+            timed_sync(writable, inc_path)  # a warehouse of the copy, which the incremental syncs follow
+        for _ in range(runs if writable else 0):
+            store = EventStore(writable)
             before = store.last_position()
             generate(store, 1000, start_seed=10_000_000 + before)  # fresh episode ids on every run
             new = store.last_position() - before
             store.close()
-            seconds, inc = timed_sync(url, path)
+            seconds, inc = timed_sync(writable, inc_path)
             inc_open_close.append(seconds)
             assert inc.events == new
             incs.append(inc.seconds)
         with Warehouse(str(path)) as wh:
             queries = {}
+            agents = wh.sql("SELECT list(DISTINCT agent ORDER BY agent) FROM episodes").item()
+            pair = {"agent_a": agents[0], "agent_b": agents[-1]}
             for name in query_names():
                 times = []
                 for _ in range(5):
                     t0 = time.perf_counter()
-                    df = wh.query(name)
+                    df = wh.query(name, pair if name == "compare" else None)
                     times.append(time.perf_counter() - t0)
                 queries[name] = {"median_s": round(statistics.median(times), 3), "rows": df.height}
         sync_s, read_s = statistics.median(fulls), statistics.median(reads)
@@ -143,11 +156,12 @@ def measure(url: str, runs: int = 3) -> dict:
             "row_group_size": ws.ROW_GROUP_SIZE,
             "full_sync_duckdb_default_row_groups_runs_s": [round(x, 2) for x in default_rg],
             "full_sync_duckdb_default_row_groups_s": round(statistics.median(default_rg), 2),
-            "incremental_events": inc.events,
+            "incremental_events": inc.events if incs else None,
+            "incremental_on": None if not incs else "the store" if allow_writes else "a copy of the store",
             "incremental_runs_ms": [round(x * 1000, 1) for x in incs],
-            "incremental_sync_ms": round(statistics.median(incs) * 1000, 1),
+            "incremental_sync_ms": round(statistics.median(incs) * 1000, 1) if incs else None,
             "incremental_with_open_close_runs_ms": [round(x * 1000, 1) for x in inc_open_close],
-            "incremental_with_open_close_ms": round(statistics.median(inc_open_close) * 1000, 1),
+            "incremental_with_open_close_ms": round(statistics.median(inc_open_close) * 1000, 1) if incs else None,
             "queries": queries,
         }
 
@@ -159,6 +173,9 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=3, help="full syncs (and of each baseline) to take the median of")
     ap.add_argument("--out")
+    ap.add_argument(
+        "--allow-writes", action="store_true", help="measure: append the incremental syncs' events to the store itself"
+    )
     args = ap.parse_args()
     if args.command == "generate":
         with EventStore(args.db) as store:
@@ -167,7 +184,7 @@ def main() -> None:
             print(f"generated {n:,} events in {time.perf_counter() - t0:.0f} s")
         return
     started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    result = {"started_at": started, "commit": _commit(), **measure(args.db, args.runs)}
+    result = {"started_at": started, "commit": _commit(), **measure(args.db, args.runs, args.allow_writes)}
     print(json.dumps(result, indent=2))
     if args.out:  # a list of runs, newest last: this machine is shared, and one run is not the truth
         out = Path(args.out)

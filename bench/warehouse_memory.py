@@ -43,17 +43,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--db", action="append", required=True)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "warehouse_memory.json"))
+    ap.add_argument("--quick", action="store_true", help="the smoke run: the default setting only")
     args = ap.parse_args()
     runs = []
+    settings = ["320MB"] if args.quick else SETTINGS
     for url in args.db:
-        for setting in SETTINGS:
+        for setting in settings:
             out = subprocess.run([sys.executable, "-c", CHILD, url, setting], capture_output=True, text=True)
             if out.returncode:
                 sys.exit(out.stderr[-2000:])
             row = {"store": url, "setting": setting, **json.loads(out.stdout.splitlines()[-1])}
             runs.append(row)
             print(json.dumps(row), flush=True)
-    Path(args.out).write_text(json.dumps({"settings": SETTINGS, "runs": runs}, indent=1) + "\n")
+    Path(args.out).write_text(json.dumps({"settings": settings, "runs": runs}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

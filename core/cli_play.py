@@ -416,9 +416,12 @@ def episodes() -> None:
 
 @episodes.command("list")
 @db_option
-def episodes_list(db_url: str | None) -> None:
-    """One line per recorded episode, newest first: id, start time, tree, agent, seed, randomness,
-    state, steps, coverage, q_norm (of its latest score)."""
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Episodes to list.")
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True, help="Newest episodes to skip.")
+def episodes_list(db_url: str | None, limit: int, offset: int) -> None:
+    """One line per recorded episode, newest first, a page at a time: id, start time, tree, agent,
+    seed, randomness, state, steps, coverage, q_norm (of its latest score). Only the page's
+    episodes are read, so a page takes the same time in a store of any size."""
     from inquitree.core.agents import agent_name
     from inquitree.core.engine import fold
     from inquitree.core.runner import STREAM_PREFIX
@@ -426,8 +429,14 @@ def episodes_list(db_url: str | None) -> None:
 
     with EventStore(db_url, create=False) as store:
         click.echo("episode\tstarted\ttree\tagent\tseed\ta\tstate\tsteps\tcoverage\tq_norm")
-        newest_first = sorted(store.streams(prefix=STREAM_PREFIX), key=lambda s: s.first_recorded_at, reverse=True)
-        for s in newest_first:
+        page = store.newest_streams(STREAM_PREFIX, limit + 1, offset)
+        if len(page) > limit:
+            page = page[:limit]
+            click.echo(
+                f"(episodes {offset + 1}-{offset + limit}, newest first; --offset {offset + limit} for older ones)",
+                err=True,
+            )
+        for s in page:
             events = [r.event for r in store.read_stream(s.stream_id)]
             start = events[0] if events and isinstance(events[0], EpisodeStarted) else None
             st = fold(events)

@@ -283,7 +283,7 @@ def _sqlite_setup(dbapi_conn: sqlite3.Connection, busy_ms: int) -> None:
     cur.close()
 
 
-def _sqlite_database(url: str) -> str | None:
+def sqlite_database(url: str) -> str | None:
     """The file of a ``sqlite:///PATH[?options]`` URL; None for memory and any other URL."""
     if not url.startswith("sqlite:///"):
         return None
@@ -294,7 +294,7 @@ def _sqlite_database(url: str) -> str | None:
 def _sqlite_file(url: str) -> str | None:
     """The file of a plain ``sqlite:///PATH`` URL, which the store opens with sqlite3 itself; None
     for any other URL (PostgreSQL, memory, options), opened through SQLAlchemy."""
-    return None if "?" in url else _sqlite_database(url)
+    return None if "?" in url else sqlite_database(url)
 
 
 def _sqlite_connect(path: str) -> sqlite3.Connection:
@@ -394,7 +394,7 @@ class EventStore:
         self._file = _sqlite_file(self.url)
         if not create:
             auto_upgrade = False
-            path = _sqlite_database(self.url)
+            path = sqlite_database(self.url)
             if path is not None and not Path(path).expanduser().exists():
                 raise StoreError(
                     f"no event store at {redact(self.url)} (no such file: {Path(path).expanduser().resolve()}); "
@@ -883,6 +883,21 @@ class EventStore:
                 "SELECT stream_id, max(stream_version), min(recorded_at), max(recorded_at) FROM events "
                 f"{where}GROUP BY stream_id ORDER BY stream_id",
                 args,
+            )
+            return [StreamInfo(*row) for row in cur.fetchall()]
+
+    def newest_streams(self, prefix: str, limit: int, offset: int = 0) -> list[StreamInfo]:
+        """A page of the streams starting with ``prefix``, newest first (by their first event),
+        read from the primary key backwards: the time does not grow with the log (``streams``
+        groups every event). ``version`` and ``last_recorded_at`` are of the first event; read the
+        stream for the rest."""
+        where, args = self._starting_with(prefix)
+        m = self._mark
+        with self._cursor() as cur:
+            cur.execute(
+                f"SELECT stream_id, stream_version, recorded_at, recorded_at FROM events WHERE stream_version = 1 "
+                f"AND {where} ORDER BY global_position DESC LIMIT {m} OFFSET {m}",
+                (*args, limit, offset),
             )
             return [StreamInfo(*row) for row in cur.fetchall()]
 

@@ -1,0 +1,76 @@
+"""`inquitree episodes list` on a large store (issue: 9.6 s at 1M events; goal under 0.3 s at any size).
+
+    python bench/episodes_list.py [--db URL | --events 1000000] [--runs 5] [--out FILE]
+
+Without ``--db`` it generates a store of ``--events`` events (``bench/warehouse.py generate``: real
+episodes of the random and oracle agents) in a temporary folder, then times the command in this
+process (median of ``--runs``): the first page (50 episodes), a page deep in the log, and a page
+of 500. ``--quick`` is the smoke run of the test suite (a small store, one run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from inquitree.core.cli import main as cli  # noqa: E402
+from inquitree.events.store import EventStore  # noqa: E402
+from warehouse import generate  # noqa: E402  (bench/warehouse.py)
+
+
+def timed(url: str, args: list[str], runs: int) -> dict:
+    from click.testing import CliRunner
+
+    times, lines = [], 0
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        out = CliRunner().invoke(cli, ["episodes", "list", "--db", url, *args])
+        times.append(time.perf_counter() - t0)
+        if out.exit_code != 0:
+            raise SystemExit(f"episodes list {' '.join(args)} failed: {out.output}")
+        lines = len(out.stdout.splitlines()) - 1
+    return {
+        "args": " ".join(args) or "(defaults)",
+        "episodes_listed": lines,
+        "median_s": round(statistics.median(times), 4),
+    }
+
+
+def measure(url: str, runs: int) -> dict:
+    with EventStore(url, create=False) as store:
+        events, episodes = store.last_position(), len(store.newest_streams("episode/", 10**9))
+    pages = [[], ["--offset", str(episodes // 2)], ["--limit", "500"]]
+    return {"events": events, "episodes": episodes, "runs": runs, "pages": [timed(url, a, runs) for a in pages]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--db", help="an existing store (default: one generated in a temporary folder)")
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="the smoke run: 2,000 events, one run")
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    if args.quick:
+        args.events, args.runs = 2_000, 1
+    with tempfile.TemporaryDirectory() as d:
+        url = args.db
+        if url is None:
+            url = f"sqlite:///{Path(d) / 'events.sqlite'}"
+            with EventStore(url) as store:
+                generate(store, args.events)
+        result = {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **measure(url, args.runs)}
+    print(json.dumps(result, indent=1))
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

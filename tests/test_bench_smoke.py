@@ -1,0 +1,102 @@
+"""Every bench script runs: a quick run of each, in a subprocess as a user runs it, writing its
+results to a temporary file (never into bench/results). A bench nobody runs rots: two crashed at
+the head of session 14 (an `EventStore._writer` that no longer existed; `compare.sql` run without
+its agents, after the bench had appended events to the store it measured).
+
+The real-model benches need a server (scripts/local-model.sh start): without one they must say so
+in one line and exit non-zero, which is what is checked here."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+DEAD = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
+
+RUNS = {
+    "attacks.py": ["--out", "{out}"],
+    "campaign.py": ["--quick", "--out", "{out}"],
+    "cli_startup.py": ["--runs", "1", "--out", "{out}"],
+    "embedder.py": ["--quick", "--out", "{out}"],
+    "engine.py": ["--episodes", "5", "--rounds", "1", "--out", "{out}"],
+    "episodes_list.py": ["--quick", "--out", "{out}"],
+    "faults.py": ["--quick", "--out", "{out}"],
+    "fewer_events.py": ["--episodes", "10", "--out", "{out}"],
+    "inspect_overhead.py": ["--runs", "1", "--out", "{out}"],
+    "integrity.py": ["--events", "2000", "--rounds", "1", "--per-round", "20", "--out", "{out}"],
+    "intervals.py": ["coverage", "--campaigns", "5", "--resamples", "100", "--out", "{out}"],
+    "random_agent.py": ["--seeds", "1", "--out", "{out}"],
+    "slow_drip.py": ["--quick", "--out", "{out}"],
+    "store_append.py": ["--events", "2000", "--batch", "500", "--single", "20", "--out", "{out}"],
+    "trees_calibration.py": ["--quick", "--out", "{out}"],
+}
+NEEDS_A_STORE = {  # run against a small generated store, which they must leave as it was
+    "intervals.py cost": ["cost", "--db", "{db}", "--out", "{out}"],
+    "warehouse.py measure": ["measure", "--db", "{db}", "--runs", "1", "--out", "{out}"],
+    "warehouse_memory.py": ["--db", "{db}", "--quick", "--out", "{out}"],
+    "episodes_list.py": ["--db", "{db}", "--runs", "1", "--out", "{out}"],
+}
+NEEDS_A_SERVER = {
+    "real_model.py": ["--url", DEAD, "--out", "{out}"],
+    "inspect_real.py": ["--url", DEAD, "--out", "{out}"],
+}
+
+
+def _run(script: str, args: list[str], tmp_path: Path, **names: str) -> subprocess.CompletedProcess:
+    out = tmp_path / "result.json"
+    argv = [a.format(out=out, **names) for a in args]
+    return subprocess.run(
+        [sys.executable, str(BENCH / script), *argv], capture_output=True, text=True, timeout=600, cwd=tmp_path
+    )
+
+
+def test_every_bench_script_has_a_smoke_run():
+    scripts = {p.name for p in BENCH.glob("*.py")}
+    covered = set(RUNS) | {k.split()[0] for k in NEEDS_A_STORE} | set(NEEDS_A_SERVER) | {"warehouse.py"}
+    assert scripts == covered, f"bench scripts without a smoke run: {sorted(scripts - covered)}"
+
+
+@pytest.mark.parametrize("script", sorted(RUNS))
+def test_bench_runs(script, tmp_path):
+    done = _run(script, RUNS[script], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads((tmp_path / "result.json").read_text())  # results, written where it was told
+
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory):
+    d = tmp_path_factory.mktemp("store")
+    url = f"sqlite:///{d / 'events.sqlite'}"
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "warehouse.py"), "generate", "--db", url, "--events", "3000"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return url, d / "events.sqlite"
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS_A_STORE))
+def test_bench_on_a_store_leaves_it_as_it_was(name, small_store, tmp_path):
+    url, path = small_store
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    done = _run(name.split()[0], NEEDS_A_STORE[name], tmp_path, db=url)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads((tmp_path / "result.json").read_text())
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before, f"{name} wrote into the store it measured"
+
+
+@pytest.mark.parametrize("script", sorted(NEEDS_A_SERVER))
+def test_real_model_benches_say_when_there_is_no_server(script, tmp_path):
+    done = _run(script, NEEDS_A_SERVER[script], tmp_path)
+    assert done.returncode != 0 and not (tmp_path / "result.json").exists()
+    said = done.stderr.strip().splitlines()
+    assert said and "no server at" in said[-1] and "Traceback" not in done.stderr, done.stderr[-2000:]
