@@ -22,6 +22,7 @@ DEAD = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
 
 RUNS = {
     "attacks.py": ["--out", "{out}"],
+    "cached_rerun.py": ["--runs", "1", "--out", "{out}"],
     "campaign.py": ["--quick", "--out", "{out}"],
     "cli_startup.py": ["--runs", "1", "--out", "{out}"],
     "embedder.py": ["--quick", "--out", "{out}"],

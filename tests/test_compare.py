@@ -80,3 +80,27 @@ def test_compare_command_names_unknown_agents_and_fits_the_terminal(sqlite_url, 
     ]
     wrong = runner.invoke(main, ["query", "steps_bounds", "--warehouse", w, "--columns", "nope"])
     assert wrong.exit_code == 2 and "--columns: no column nope" in wrong.output
+
+
+def test_compare_with_no_paired_cell_says_so_and_fails(sqlite_url, tmp_path):
+    """It used to print rows of nulls and exit 0."""
+    store = EventStore(sqlite_url)
+    diamond, chain = resolve_tree("synthetic-diamond-4"), resolve_tree("synthetic-chain-7")
+    play(diamond, OracleAgent(diamond), store=store)
+    play(chain, ScriptAgent(always_miss_script(chain, 4, tmp_path / "m.txt")), store=store)
+    store.close()
+    w = str(tmp_path / "w.duckdb")
+    with Warehouse(w) as wh:
+        wh.sync(sqlite_url)
+    out = CliRunner().invoke(main, ["compare", "oracle", "script", "--warehouse", w])
+    assert out.exit_code == 2 and "no cell was run by both 'oracle' (1 cells) and 'script' (1 cells)" in out.output
+
+
+def test_report_captions_name_the_interval_rules(sqlite_url, tmp_path):
+    """The Fig. 3a and 3b captions described the two-level bootstrap after the default had changed."""
+    from inquitree.warehouse.report import BARS, CAPTIONS
+
+    for fig in ("fig3a", "fig3b", "fig3c"):
+        assert BARS in CAPTIONS[fig] and "then runs within them" not in CAPTIONS[fig]
+        assert "then episodes within them" not in CAPTIONS[fig]
+    assert "below 8 papers a t interval" in BARS
