@@ -21,11 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from faultkit import model as agent_model  # noqa: E402
-from openai_server import OpenAICompatibleServer  # noqa: E402
-
 from inquitree.core.campaign import Suite, run_suite  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
+
+from faultkit import model as agent_model  # noqa: E402
+from openai_server import OpenAICompatibleServer  # noqa: E402
 
 CLOSED = "http://127.0.0.1:9/v1"  # the discard port: nothing answers
 
