@@ -7,7 +7,7 @@ import sys
 import click
 
 from inquitree import __version__
-from inquitree.events.errors import InquiTreeError
+from inquitree.events.errors import InquiTreeError, is_damage
 
 
 class _Group(click.Group):
@@ -25,6 +25,15 @@ class _Group(click.Group):
             sys.exit(2)
         except click.ClickException as exc:
             click.echo(f"inquitree: error: {exc.format_message()}", err=True)
+            sys.exit(2)
+        except Exception as exc:  # a damaged database read by a driver of its own (the warehouse's reader)
+            if not is_damage(exc):
+                raise
+            click.echo(
+                f"inquitree: error: a database is damaged ({str(exc).strip().splitlines()[0][:200]}): "
+                "`inquitree db verify` reports what is left of an event store",
+                err=True,
+            )
             sys.exit(2)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -66,16 +67,21 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
     Exit 0 when everything checked holds; 1 when something does not (TAMPERED), when a guard is
     missing (UNGUARDED), or when an anchor or key was given and events after its head are covered
     by nothing (NOT PROVEN). The output says what was proved and what was not."""
+    from inquitree.events.errors import StoreDamaged
     from inquitree.events.signing import load_keyring
     from inquitree.events.store import Anchor, EventStore
 
     anchor = Anchor.load(anchor_path) if anchor_path else None
     verifier = load_keyring(key_paths)
-    with EventStore(db_url, create=False) as store:
-        report = store.verify(
-            progress=lambda n: click.echo(f"  ... {n:,} events checked", err=True), anchor=anchor, verifier=verifier
-        )
-        missing = store.missing_guards()
+    try:
+        with EventStore(db_url, create=False) as store:
+            report = store.verify(
+                progress=lambda n: click.echo(f"  ... {n:,} events checked", err=True), anchor=anchor, verifier=verifier
+            )
+            missing = store.missing_guards()
+    except StoreDamaged as exc:
+        _report_damage(db_url, exc)
+        sys.exit(1)
     if report.first_problem is not None:
         stream, version, what = report.first_problem
         where = f"stream {stream!r} version {version}: " if stream is not None else ""
@@ -129,6 +135,48 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
         sys.exit(1)
     if missing:
         sys.exit(1)
+
+
+def _report_damage(db_url: str | None, exc: Exception) -> None:
+    """What is left of a damaged store, as `db verify` says it (exit 1: tampered or damaged)."""
+    from inquitree.events.damage import inspect_file
+    from inquitree.events.store import default_url, redact, sqlite_database
+
+    url = db_url or default_url()
+    path = sqlite_database(url)
+    click.echo(f"DAMAGED: {redact(url)} cannot be read whole ({getattr(exc, 'reason', exc)})")
+    if path is None:  # PostgreSQL: the server's own tools (pg_amcheck) look inside
+        click.echo("the server reports the damage; check the database with PostgreSQL's tools (pg_amcheck)")
+        return
+    found = inspect_file(Path(path).expanduser())
+    if not found.opened:
+        click.echo(f"{redact(url)}: not a readable SQLite database ({found.check[0]}): nothing can be read from it")
+        return
+    said = [ln.strip() for line in found.check for ln in line.splitlines() if ln.strip()]
+    click.echo(
+        f"SQLite's integrity check: {'; '.join(said[:5]) or 'nothing reported'}" + (" ..." if len(said) > 5 else "")
+    )
+    end = "unknown" if found.last_position is None else f"{found.last_position:,}"
+    ranges = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in found.unreadable[:10])
+    more = f" and {len(found.unreadable) - 10} more ranges" if len(found.unreadable) > 10 else ""
+    click.echo(
+        f"readable: {found.readable:,} events (the log ends at position {end}); unreadable: "
+        f"{found.unreadable_events:,} events" + (f" at positions {ranges}{more}" if ranges else "")
+    )
+    click.echo(f"the log is readable and both chains hold up to global position {found.log_ok_to:,}")
+    intact = [s for s in found.intact if s.startswith("episode/")]
+    if intact:
+        click.echo(
+            f"{len(intact)} episode(s) are readable with their chains intact (`inquitree episodes export ID` "
+            f"exports each with its hashes): {', '.join(s.removeprefix('episode/') for s in intact[:10])}"
+            + (" ..." if len(intact) > 10 else "")
+        )
+    else:
+        click.echo("no episode is readable whole")
+    for sid, what in list(found.damaged.items())[:10]:
+        click.echo(f"damaged: {sid}: {what}")
+    if len(found.damaged) > 10:
+        click.echo(f"damaged: {len(found.damaged) - 10} more streams")
 
 
 @db.command()

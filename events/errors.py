@@ -11,6 +11,23 @@ class StoreError(InquiTreeError):
     """The event store cannot be used as asked (unreachable, wrong schema, ...)."""
 
 
+class StoreDamaged(StoreError):
+    """The database file is damaged (SQLite cannot read it, or part of it): ``db verify`` reports what is left."""
+
+    def __init__(self, message: str, reason: str = ""):
+        super().__init__(message)
+        self.reason = reason or message
+
+
+DAMAGE_SIGNS = ("malformed", "not a database", "file is encrypted", "disk i/o error", "database corrupt")
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether ``exc`` (from sqlite3, SQLAlchemy or an ADBC driver) says the database file is damaged."""
+    text = str(getattr(exc, "orig", None) or exc).lower()
+    return any(sign in text for sign in DAMAGE_SIGNS)
+
+
 class ConcurrencyError(StoreError):
     """An append's expected version did not match the stream's current version."""
 

@@ -45,7 +45,15 @@ from inquitree import migrations
 from inquitree.events import signing
 from inquitree.events.base import Event, decode, parse_json
 from inquitree.events.chain import GENESIS_HASH, chain_hash, link_problem, log_hash
-from inquitree.events.errors import ConcurrencyError, InquiTreeError, StoreError, UnknownEventType, UnknownEventVersion
+from inquitree.events.errors import (
+    ConcurrencyError,
+    InquiTreeError,
+    StoreDamaged,
+    StoreError,
+    UnknownEventType,
+    UnknownEventVersion,
+    is_damage,
+)
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -440,6 +448,8 @@ class EventStore:
             if not _is_db_error(exc):
                 raise
             self._close_connections()
+            if is_damage(exc):
+                raise self._damage(exc) from exc
             raise StoreError(f"cannot open the event store {redact(self.url)}: {_short(exc)}") from exc
         if revision != migrations.head():
             # Alembic (a fifth of a second to import, in every worker process) only when the
@@ -450,6 +460,13 @@ class EventStore:
 
     def __repr__(self) -> str:
         return f"EventStore({redact(self.url)!r})"
+
+    def _damage(self, exc: BaseException) -> StoreDamaged:
+        return StoreDamaged(
+            f"the event store {redact(self.url)} is damaged ({_short(exc)}): `inquitree db verify --db URL` "
+            "reports the damage and what can still be proven and exported",
+            _short(exc),
+        )
 
     @property
     def engine(self) -> sa.Engine:
@@ -502,6 +519,10 @@ class EventStore:
             cur = conn.cursor()
             try:
                 yield cur
+            except Exception as exc:
+                if _is_db_error(exc) and is_damage(exc):
+                    raise self._damage(exc) from exc
+                raise
             finally:
                 cur.close()
             reusable = self._file is not None and not conn.in_transaction
@@ -587,8 +608,10 @@ class EventStore:
                     if actual != expected_version:
                         raise ConcurrencyError(stream_id, expected_version, actual) from exc
                     continue
-                except dbapi.Error as exc:  # locked, unreachable, not allowed (a reader role)
+                except dbapi.Error as exc:  # locked, unreachable, not allowed (a reader role), damaged
                     self._drop_dbapi_writer()
+                    if is_damage(exc):
+                        raise self._damage(exc) from exc
                     hint = " (another process holds a write lock on the file)" if "locked" in str(exc) else ""
                     raise StoreError(
                         f"append to {stream_id!r} in {redact(self.url)} failed: {_short(exc)}{hint}"
@@ -1037,6 +1060,10 @@ class EventStore:
 
             yield rows()
             cur.close()
+        except Exception as exc:
+            if _is_db_error(exc) and is_damage(exc):
+                raise self._damage(exc) from exc
+            raise
         finally:
             _rollback(raw)
             raw.close()
