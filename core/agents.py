@@ -230,10 +230,19 @@ class HumanAgent:
 
     def reply(self, observation: str, state: str, turn: int) -> Reply:
         """Lines until an empty one; an empty first line asks again."""
+        import click
+
         lines: list[str] = []
         t0 = time.perf_counter()
         while True:
-            line = self._prompt(f"[{state}] your reply (end with an empty line)" if not lines else "")
+            try:
+                line = self._prompt(f"[{state}] your reply (end with an empty line)" if not lines else "")
+            except (EOFError, click.exceptions.Abort):  # end of input (Ctrl-D, or a script's input ran out)
+                raise AgentError(
+                    f"end of input at turn {turn}: the person playing left the episode",
+                    retryable=True,
+                    kind="human_left",
+                ) from None
             if line:
                 lines.append(line)
             elif lines:

@@ -104,6 +104,19 @@ _AGENT_FIELDS = {
 }
 
 
+SHIPPED_SUITES = Path(__file__).resolve().parent.parent / "suites"
+
+
+def find_suite(name: str | Path) -> Path:
+    """A suite file: ``name`` as a path when it exists, else a shipped suite by name
+    (``quickstart`` or ``quickstart.toml`` is ``suites/quickstart.toml`` of the package)."""
+    path = Path(name)
+    if path.exists() or path.parent != Path("."):
+        return path
+    shipped = SHIPPED_SUITES / (path.name if path.suffix == ".toml" else f"{path.name}.toml")
+    return shipped if shipped.exists() else path
+
+
 @dataclasses.dataclass(frozen=True)
 class AgentEntry:
     """One agent of a suite: its spec, and for model agents the label and call settings."""
@@ -182,11 +195,12 @@ class Suite:
     def load(cls, path: str | Path, agents: list[str] | tuple[str, ...] = ()) -> "Suite":
         """The suite in ``path``; ``agents`` (``suite run --agent``), when given, replace its agents
         (a suite such as suites/fig3-protocol.toml leaves them to the user)."""
-        path = Path(path)
+        path = find_suite(path)
         try:
             doc = tomllib.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise SuiteError(f"{path}: no such suite file") from None
+            shipped = ", ".join(sorted(p.stem for p in SHIPPED_SUITES.glob("*.toml")))
+            raise SuiteError(f"{path}: no such suite file (shipped suites, by name: {shipped})") from None
         except tomllib.TOMLDecodeError as exc:
             raise SuiteError(f"{path}: not valid TOML: {exc}") from None
         for key, value in doc.items():

@@ -49,6 +49,14 @@ def progress(message: str, done: bool = False) -> None:
     click.echo(f"\r\033[K{message}", err=True, nl=done)
 
 
+def progress_done() -> None:
+    """Clear the progress line (on a terminal), so that the next line starts on a clean one."""
+    import sys
+
+    if sys.stderr.isatty():
+        click.echo("\r\033[K", err=True, nl=False)
+
+
 def progress_due(seconds: float = 1.0) -> Callable[[bool], bool]:
     """``due(last)``: whether a progress line is due now, at most once every ``seconds`` (the first
     at once, and the ``last`` always), so that a long run's lines stay cheap and readable."""
@@ -246,3 +254,17 @@ def limits_of(kw: dict[str, Any]):
     limits = Limits(kw["max_episode_tokens"], kw["max_episode_cost"], kw["max_episode_seconds"])
     prices = PriceTable(kw["prices"]) if (kw["prices"] or limits.episode_cost_usd) else None
     return limits, prices
+
+
+def output_file(path: str) -> str:
+    """``path``, with the folders it names made first (as ``report --out`` and ``--parquet`` make
+    theirs), so that every ``--out`` behaves alike; a folder that cannot be made is the usual
+    one-line error, naming it and why."""
+    from pathlib import Path
+
+    parent = Path(path).expanduser().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise click.ClickException(f"--out {path}: cannot make the folder {parent}: {exc.strerror or exc}") from None
+    return path

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from inquitree.core.cli_common import db_option, key_option
+from inquitree.core.cli_common import db_option, key_option, output_file
 
 
 @click.group()
@@ -244,7 +244,7 @@ def anchor(db_url: str | None, out: str, key_path: str | None, adopt: bool) -> N
     if out == "-":
         click.echo(made.to_json(), nl=False)
     else:
-        with open(out, "w", encoding="utf-8") as f:
+        with open(output_file(out), "w", encoding="utf-8") as f:
             f.write(made.to_json())
         signed = f", signed by key {signer.key_id}" if signer else ""
         click.echo(f"anchored position {made.position} ({made.events:,} events){signed} in {out}", err=True)

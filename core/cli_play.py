@@ -17,6 +17,7 @@ from inquitree.core.cli_common import (
     key_option,
     limit_options,
     limits_of,
+    output_file,
     progress,
     progress_due,
 )
@@ -495,7 +496,7 @@ def episodes_export(episode: str, db_url: str | None, out: str, key_path: str | 
     if out == "-":
         click.echo(text, nl=False)
     else:
-        with open(out, "w", encoding="utf-8") as f:
+        with open(output_file(out), "w", encoding="utf-8") as f:
             f.write(text)
         signed = f", signed by key {signer.key_id}" if signer else ""
         click.echo(f"wrote {len(records)} events of {episode_id} to {out}{signed}", err=True)

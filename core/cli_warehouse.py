@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from inquitree.core.cli_common import db_option, progress
+from inquitree.core.cli_common import db_option, output_file, progress, progress_done
 
 
 def warehouse_option(f):
@@ -89,6 +89,7 @@ def sync(db_url, warehouse_path, trees_dirs, prices, registry, memory) -> None:
             prices=Path(prices) if prices else None,
             registry=Path(registry) if registry else None,
         )
+        progress_done()
         click.echo(
             f"{wh.path}: {r.events:,} new events in {r.seconds:.2f} s; checkpoint at position {r.last_position:,}"
         )
@@ -110,6 +111,7 @@ def rebuild(db_url, warehouse_path, trees_dirs, registry) -> None:
     r = do_rebuild(
         path, db_url, progress=_progress, trees_dirs=list(trees_dirs), registry=Path(registry) if registry else None
     )
+    progress_done()
     click.echo(f"{path}: rebuilt from {r.events:,} events in {r.seconds:.2f} s")
 
 
@@ -152,7 +154,7 @@ def _emit(df, fmt: str, out: str | None, columns: str | None = None) -> None:
     if fmt == "parquet":
         if not out:
             raise click.UsageError("--format parquet needs --out FILE")
-        df.write_parquet(out)
+        df.write_parquet(output_file(out))
         click.echo(f"wrote {df.height} rows to {out}", err=True)
         return
     note = ""
@@ -179,7 +181,7 @@ def _emit(df, fmt: str, out: str | None, columns: str | None = None) -> None:
         ):
             text = str(shown)
     if out:
-        with open(out, "w", encoding="utf-8") as f:
+        with open(output_file(out), "w", encoding="utf-8") as f:
             f.write(text)
     else:
         click.echo(text, nl=not text.endswith("\n"))
@@ -312,6 +314,7 @@ def report(out_dir, warehouse_path, db_url, sync, max_episodes, registry) -> Non
     with kept_only_if_used(warehouse_path) as wh:
         if sync:
             r = wh.sync(db_url, progress=_progress, registry=Path(registry) if registry else None)
+            progress_done()
             click.echo(f"synced {r.events:,} new events", err=True)
         index = write_report(wh, out_dir, max_episodes=max_episodes)
     click.echo(f"wrote {index}")

@@ -39,6 +39,7 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Score, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, solver
 
+from inquitree.core import inspect_model  # noqa: F401 - registers inquitree/oracle and inquitree/script for inspect
 from inquitree.core.agents import last_turns, recorded_turns
 from inquitree.core.embed import default_tau, make_embedder
 from inquitree.core.engine import Params, Reply
@@ -69,7 +70,10 @@ def tree_set(trees: str) -> list[Tree]:
         "synthetic": [t for t in shipped if t.startswith("synthetic-")],
         "all": shipped,
     }
-    refs = named.get(trees) or [r.strip() for r in str(trees).split(",") if r.strip()]
+    if isinstance(trees, (list, tuple)):  # inspect reads `-T trees=a,b` as a list
+        refs = [str(r).strip() for r in trees if str(r).strip()]
+    else:
+        refs = named.get(trees) or [r.strip() for r in str(trees).split(",") if r.strip()]
     if not refs:
         raise InquiTreeError(f"-T trees={trees!r}: name it18, synthetic, all or tree ids")
     return [resolve_tree(r) for r in refs]

@@ -344,6 +344,19 @@ class ChatModel:
                 f"the {who} needs $OPENAI_API_KEY (or a base URL for a local server)", "auth", retryable=False
             )
         self._key: str = key
+        if self.base_url is not None:
+            try:
+                parts = urlsplit(self.base_url)
+                ok = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 1) > 0
+            except ValueError:
+                ok = False
+            if not ok:  # refused at once: tried as a URL it failed as a connection, three times over
+                raise ModelCallError(
+                    f"the {who}'s base URL {redact_url(self.base_url)!r} is not an http:// or https:// URL with a "
+                    "host (e.g. http://127.0.0.1:8011/v1)",
+                    "bad_request",
+                    retryable=False,
+                )
         from inquitree.core.chat_http import endpoint  # http.client and ssl: not at start-up
 
         self._http = endpoint(self.base_url, key, self.settings.timeout)

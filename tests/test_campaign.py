@@ -20,6 +20,7 @@ from inquitree.core.runner import STREAM_PREFIX
 from inquitree.events.store import EventStore
 
 from openai_server import OpenAICompatibleServer
+from tests_support import INTERRUPTIBLE
 
 GRID = """
 name = "{name}"
@@ -49,7 +50,12 @@ def logs(url: str) -> dict[str, list[tuple[str, str]]]:
 
 def cli(*args: str, **kw) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "inquitree", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw
+        [sys.executable, "-m", "inquitree", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **INTERRUPTIBLE,
+        **kw,
     )
 
 

@@ -292,3 +292,74 @@ def test_episodes_list_pages_newest_first(tmp_path):
     assert "--offset 2 for older ones" in first.stderr
     last = run("episodes", "list", "--db", db, "--limit", "2", "--offset", "4")
     assert [ln.split("\t")[0] for ln in last.stdout.splitlines()[1:]] == [ids[0]] and "older" not in last.stderr
+
+
+def test_every_out_makes_the_folders_it_names(tmp_path):
+    """`--out missing/x.csv` used to end in a FileNotFoundError traceback on four commands."""
+    db, wh = f"sqlite:///{tmp_path / 'e.sqlite'}", str(tmp_path / "w.duckdb")
+    assert run("episodes", "import", str(GOLDEN), "--db", db).exit_code == 0
+    assert run("warehouse", "sync", "--db", db, "--warehouse", wh).exit_code == 0
+    new = tmp_path / "new" / "deeper"
+    for cmd, made in [
+        (
+            ["query", "table2_leaderboard", "--warehouse", wh, "--format", "csv", "--out", new / "t2.csv"],
+            new / "t2.csv",
+        ),
+        (
+            ["sql", "SELECT 1 AS x", "--warehouse", wh, "--format", "parquet", "--out", new / "x.parquet"],
+            new / "x.parquet",
+        ),
+        (["episodes", "export", "last", "--db", db, "--out", new / "ep.jsonl"], new / "ep.jsonl"),
+        (["db", "anchor", "--db", db, "--out", new / "anchor.json"], new / "anchor.json"),
+        (["report", "--db", db, "--warehouse", wh, "--out", new / "report"], new / "report" / "index.html"),
+        (["warehouse", "export", "--warehouse", wh, "--parquet", new / "pq"], new / "pq"),
+    ]:
+        out = run(*[str(c) for c in cmd])
+        assert out.exit_code == 0, (cmd, out.output)
+        assert made.exists(), cmd
+    (tmp_path / "afile").write_text("x")
+    blocked = run("query", "table2_leaderboard", "--warehouse", wh, "--out", str(tmp_path / "afile" / "t.csv"))
+    assert (
+        blocked.exit_code == 2
+        and blocked.output.startswith("inquitree: error: --out ")
+        and "Traceback" not in blocked.output
+    )
+
+
+def test_end_of_input_is_the_human_leaving_and_the_episode_stays_resumable(tmp_path):
+    from inquitree.core.runner import stream_id
+    from inquitree.events.store import EventStore
+
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    base = ["play", "--agent", "human", "--tree", "synthetic-diamond-4", "--embedder", "hash", "--record", "--db", db]
+    left = run(*base, "--episode-id", "h", input="")
+    assert left.exit_code == 2 and "the person playing left the episode" in left.output, left.output
+    assert "Abort" not in left.output and "[unexpected]" not in left.output
+    with EventStore(db, create=False) as store:
+        last = store.read_stream(stream_id("h"))[-1].event
+    assert last.TYPE == "EpisodeFailed" and last.kind == "human_left" and last.retryable
+    again = run(*base, "--episode-id", "h", "--resume", input="a subtopic\n\n")
+    assert "left the episode" in again.output  # it continued, took one reply, then input ran out again
+    with EventStore(db, create=False) as store:
+        kinds = [r.event.TYPE for r in store.read_stream(stream_id("h"))]
+    assert "EpisodeResumed" in kinds and kinds.count("AgentReplied") == 1
+
+
+def test_a_base_url_that_is_not_a_url_is_refused_at_once():
+    import time
+
+    t0 = time.perf_counter()
+    out = run("play", "--agent", "openai:m", "--base-url", "not-a-url", "--embedder", "hash")
+    assert out.exit_code == 2 and "is not an http:// or https:// URL" in out.output, out.output
+    assert "connection" not in out.output and time.perf_counter() - t0 < 5
+
+
+def test_suites_are_found_by_name_among_the_shipped_ones(tmp_path):
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    from inquitree.events.store import EventStore
+
+    EventStore(db).close()
+    out = run("suite", "status", "quickstart", "--db", db)
+    assert out.exit_code == 0 and "quickstart" in out.output, out.output
+    missing = run("suite", "status", "no-such-suite", "--db", db)
+    assert missing.exit_code == 2 and "shipped suites, by name: fig3-protocol, quickstart" in missing.output

@@ -213,3 +213,27 @@ def test_a_retried_sample_resumes_its_episode_and_a_rerun_records_nothing_new(tm
     assert third.status == "success" and third.samples[0].scores["inquitree_scores"].value["steps"] == 3 * tree.n
     with EventStore(db) as store:
         assert [r.event_type for r in store.read_stream(f"episode/{eid}")] == types  # nothing new
+
+
+def test_inquitrees_own_models_run_the_task_offline_and_play_like_the_built_in_agents(tmp_path):
+    """An offline route for the inspect integration: inspect's mock model fetches tokenizer tables
+    and fails without a network. `inquitree/oracle` plays the oracle through inspect's model
+    interface, taking the same replies as `inquitree play --agent oracle` (redos of fakes included);
+    `inquitree/script` replies from a file as `--agent script:FILE` does."""
+    tree = resolve_tree("synthetic-chain-7")
+    expected, _ = replies_of(OracleAgent(tree), tree, seed=0, randomness=5)
+    log, db = run_task(
+        tmp_path, get_model("inquitree/oracle", tree="synthetic-chain-7"), trees="synthetic-chain-7", randomness=5
+    )
+    with EventStore(db, create=False) as store:
+        (stream,) = store.streams()
+        said = [r.event.raw for r in store.read_stream(stream.stream_id) if r.event_type == "AgentReplied"]
+    assert said == expected and log.samples[0].scores["inquitree_scores"].value["q_norm"] == 1.0
+    script = tmp_path / "replies.txt"
+    script.write_text("nothing useful\n---\nstill nothing\n")
+    log, _ = run_task(tmp_path / "s", get_model("inquitree/script", file=str(script)), trees="synthetic-diamond-4")
+    assert log.samples[0].messages[2].text == "nothing useful"
+    with pytest.raises(Exception, match="share this topic"):
+        from inquitree.core.inspect_model import _tree_of
+
+        _tree_of(f"topic: {tree.topic}", None)

@@ -19,6 +19,7 @@ from inquitree.events.store import EventStore
 from inquitree.events.types import EpisodeFailed
 
 from openai_server import OpenAICompatibleServer
+from tests_support import INTERRUPTIBLE
 
 
 def run(*args):
@@ -176,6 +177,7 @@ def test_an_interrupted_play_is_refused_under_its_id_and_resumed_with_resume(tmp
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, "OPENAI_API_KEY": "none"},
+            **INTERRUPTIBLE,
         )
         deadline = time.time() + 60
         steps = 0

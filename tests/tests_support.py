@@ -16,3 +16,15 @@ else:
         TYPE = "TestNoted"
         n: int
         text: str = ""
+
+
+def _default_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+# For a child process that a test interrupts with SIGINT (Ctrl-C): a shell starts a background job
+# with SIGINT ignored, the child inherits that, and Python then installs no KeyboardInterrupt
+# handler, so the child would never stop. The child gets the default disposition back first.
+INTERRUPTIBLE = {"preexec_fn": _default_sigint}
