@@ -4,8 +4,8 @@ A loopback OpenAI-compatible server that counts requests and, as llama.cpp's ser
 a ``json_schema`` response format with a 500, serves a campaign with a model agent and a model
 judge and a call cache. The finished campaign then runs again into fresh stores with the same
 cache: once with the server up (requests counted) and once with it stopped (every cell must still
-finish). With ``--url`` the same is done against a real server (scripts/local-model.sh start): the
-"down" run then points at a closed port.
+finish). With ``--url`` the same is done against a real server (scripts/local-model.sh start),
+through a loopback proxy that counts the requests and is stopped for the "down" run.
 
     python bench/cached_rerun.py [--runs 3] [--url URL --model NAME] [--out FILE]
 """
@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -25,9 +26,7 @@ from inquitree.core.campaign import Suite, run_suite  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
 
 from faultkit import model as agent_model  # noqa: E402
-from openai_server import OpenAICompatibleServer  # noqa: E402
-
-CLOSED = "http://127.0.0.1:9/v1"  # the discard port: nothing answers
+from openai_server import CountingProxy, OpenAICompatibleServer  # noqa: E402
 
 
 def judged(messages: list[dict]) -> str:
@@ -57,28 +56,25 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         d, cache = Path(tmp), Path(tmp) / "calls.sqlite"
-        if args.url:
-            first = campaign(d, "first", args.url, args.model, cache, args.runs)
-            up = campaign(d, "up", args.url, args.model, cache, args.runs)
-            counted = None
+        if args.url:  # a counting proxy in front of it: the same URL for every run, stopped for the last
+            endpoint: Any = CountingProxy(args.url)
         else:
-            with OpenAICompatibleServer(judged) as server:
-                server.reject_format = {"json_schema"}
-                first = campaign(d, "first", server.base_url, args.model, cache, args.runs)
-                first["requests"] = len(server.requests)
-                up = campaign(d, "up", server.base_url, args.model, cache, args.runs)
-                up["requests"] = len(server.requests) - first["requests"]
-                counted = "requests counted by the server"
-        down = campaign(d, "down", CLOSED, args.model, cache, args.runs) if args.url else None
-        if down is None:  # the loopback server is stopped: the same URL now refuses connections
-            down = campaign(d, "down", server.base_url, args.model, cache, args.runs)
+            endpoint = OpenAICompatibleServer(judged)
+            endpoint.reject_format = {"json_schema"}
+        with endpoint:
+            first = campaign(d, "first", endpoint.base_url, args.model, cache, args.runs)
+            first["requests"] = len(endpoint.requests)
+            up = campaign(d, "up", endpoint.base_url, args.model, cache, args.runs)
+            up["requests"] = len(endpoint.requests) - first["requests"]
+        down = campaign(d, "down", endpoint.base_url, args.model, cache, args.runs)  # nothing listens there now
     result = {
         "server": args.url or "loopback, json_schema answered with a 500 as llama.cpp's server does",
         "cells": args.runs,
         "first_run": first,
         "rerun_endpoint_up": up,
         "rerun_endpoint_down": down,
-        "note": counted or "a real server: calls made by the re-run are not counted here, the down run proves none",
+        "note": "requests counted at the endpoint's URL (with --url, a counting proxy in front of the real "
+        "server); for the down run nothing listens there",
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     print(json.dumps(result, indent=1))

@@ -242,3 +242,59 @@ if __name__ == "__main__":  # a standalone server for benchmarks: python tests/o
     srv.httpd.request_queue_size = 256
     print(srv.base_url, flush=True)
     srv.httpd.serve_forever()
+
+
+class CountingProxy:
+    """A loopback HTTP proxy in front of a real OpenAI-compatible server that counts the requests
+    passing through it; stopping it makes its URL refuse connections, as a stopped server's would
+    (the cached re-run bench uses it with llama.cpp's server: same URL, every request counted)."""
+
+    def __init__(self, upstream_base_url: str):
+        import http.client
+        from urllib.parse import urlsplit
+
+        up = urlsplit(upstream_base_url)
+        self.requests: list[str] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def _forward(self, method: str) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0) or 0))
+                proxy.requests.append(f"{method} {self.path}")
+                conn = http.client.HTTPConnection(up.hostname, up.port or 80, timeout=600)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                conn.request(method, self.path, body=body or None, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                self.send_response(resp.status)
+                for k, v in resp.getheaders():
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                conn.close()
+
+            def do_POST(self) -> None:
+                self._forward("POST")
+
+            def do_GET(self) -> None:
+                self._forward("GET")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}{up.path.rstrip('/')}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> "CountingProxy":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
