@@ -363,3 +363,32 @@ def test_suites_are_found_by_name_among_the_shipped_ones(tmp_path):
     assert out.exit_code == 0 and "quickstart" in out.output, out.output
     missing = run("suite", "status", "no-such-suite", "--db", db)
     assert missing.exit_code == 2 and "shipped suites, by name: fig3-protocol, quickstart" in missing.output
+
+
+def test_the_last_line_after_progress_starts_on_a_clean_line(monkeypatch, tmp_path):
+    """On a terminal `warehouse sync` printed its final line glued to the progress text."""
+    import io
+    import sys
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    from inquitree.core import cli_warehouse
+
+    said = []
+    monkeypatch.setattr(cli_warehouse, "progress_done", lambda: said.append("cleared"))
+    monkeypatch.setattr(cli_warehouse.click, "echo", lambda *a, **k: said.append("echo"))
+    db, wh = f"sqlite:///{tmp_path / 'e.sqlite'}", str(tmp_path / "w.duckdb")
+    assert run("episodes", "import", str(GOLDEN), "--db", db).exit_code == 0
+    said.clear()
+    assert run("warehouse", "sync", "--db", db, "--warehouse", wh).exit_code == 0
+    assert said == ["cleared", "echo"]
+    monkeypatch.undo()
+    from inquitree.core.cli_common import progress, progress_done
+
+    tty = Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    progress("  ... 1,000 events loaded")
+    progress_done()
+    assert tty.getvalue() == "\r\x1b[K  ... 1,000 events loaded\r\x1b[K"
