@@ -107,8 +107,8 @@ def single_appends(tmp: Path, rounds: int, per_round: int) -> dict:
     private, _ = generate(tmp / "bench")
     stores = {
         "raw": Raw(tmp / "raw.sqlite"),
-        "before": Before(EventStore(f"sqlite:///{tmp / 'before.sqlite'}", signer=False)),
-        "now": EventStore(f"sqlite:///{tmp / 'now.sqlite'}", signer=False),
+        "before": Before(EventStore(f"sqlite:///{tmp / 'before.sqlite'}", signer=None)),
+        "now": EventStore(f"sqlite:///{tmp / 'now.sqlite'}", signer=None),
         "now+signed": EventStore(f"sqlite:///{tmp / 'signed.sqlite'}", signer=load_signer(private)),
     }
     ev = [make_event(1)]
@@ -159,7 +159,7 @@ def verify_before(store: EventStore) -> int:
 
 def verify_cost(tmp: Path, n: int) -> dict:
     private, public = generate(tmp / "verify")
-    store = EventStore(f"sqlite:///{tmp / 'verify.sqlite'}", signer=False)
+    store = EventStore(f"sqlite:///{tmp / 'verify.sqlite'}", signer=None)
     events = [make_event(i) for i in range(1000)]
     t0 = time.perf_counter()
     for b in range(n // 1000):

@@ -55,6 +55,7 @@ from inquitree.core.templates import TemplateSet
 from inquitree.core.tree import Tree, resolve_tree
 from inquitree.events.errors import ConcurrencyError, InquiTreeError
 from inquitree.events.store import EventStore
+from inquitree.events.types import AgentReplied
 
 _FIELDS = {
     "name": str,
@@ -436,7 +437,7 @@ def run_suite(
             new_events = out.events[
                 len(out.events) - out.appended :
             ]  # a resumed episode's earlier turns were counted before
-            tokens = sum(tokens_of(e.usage) for e in new_events if e.TYPE == "AgentReplied")
+            tokens = sum(tokens_of(e.usage) for e in new_events if isinstance(e, AgentReplied))
             return "done", tokens
         return f"failed: {eid}", 0
 

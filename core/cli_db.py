@@ -222,7 +222,7 @@ def anchor(db_url: str | None, out: str, key_path: str | None, adopt: bool) -> N
     signer = load_signer(key_path) if key_path else None
     if adopt and signer is None:
         raise click.UsageError("--adopt vouches with a key: give --key PRIVATE_KEY (or $INQUITREE_SIGNING_KEY)")
-    with EventStore(db_url, create=False, signer=False) as store:
+    with EventStore(db_url, create=False, signer=None) as store:
         report = store.verify(verifier=signer.verifier if signer else None)
         if report.first_problem is not None:
             stream, version, what = report.first_problem
@@ -246,8 +246,8 @@ def anchor(db_url: str | None, out: str, key_path: str | None, adopt: bool) -> N
     else:
         with open(output_file(out), "w", encoding="utf-8") as f:
             f.write(made.to_json())
-        signed = f", signed by key {signer.key_id}" if signer else ""
-        click.echo(f"anchored position {made.position} ({made.events:,} events){signed} in {out}", err=True)
+        by = f", signed by key {signer.key_id}" if signer else ""
+        click.echo(f"anchored position {made.position} ({made.events:,} events){by} in {out}", err=True)
 
 
 @db.command()

@@ -49,11 +49,12 @@ def control(agent_spec, tree_refs, seed, db_url, **model_kw) -> None:
     from inquitree.core.rejudge import run_control
     from inquitree.core.tree import load_tree_file, resolve_tree, shipped_tree_paths
     from inquitree.events.store import EventStore
+    from inquitree.events.types import ControlAnswered
 
     trees = [resolve_tree(r) for r in tree_refs] if tree_refs else [load_tree_file(p) for p in shipped_tree_paths()]
     with EventStore(db_url) as store:
         sid, answered, total = run_control(store, agent_spec, trees, seed, agent_config(model_kw))
-        answers = [r.event for r in store.read_stream(sid)[1:]]
+        answers = [r.event for r in store.read_stream(sid)[1:] if isinstance(r.event, ControlAnswered)]
     right = sum(a.correct for a in answers)
     unparsed = sum(a.answer is None for a in answers)
     fakes = [a for a in answers if a.shown_fake]

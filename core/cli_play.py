@@ -396,7 +396,7 @@ def replay(episode: str, db_url: str | None, quiet: bool, transcript: bool, tree
     scored = [e for e in events if isinstance(e, EpisodeScored)]
     print_scores(episode_id, scored[-1] if scored else None)
     click.echo(f"  state {state.state}, {len(events)} events")
-    if not chain.ok:
+    if chain.first_problem is not None:
         stream, version, what = chain.first_problem
         click.echo(f"integrity: TAMPERED at version {version}: {what}")
         sys.exit(1)
@@ -570,7 +570,10 @@ def episodes_import(path: str, db_url: str | None, key_path: str | None) -> None
 
     exported = load_export(path)
     events = exported.events
-    sid = stream_id(events[0].episode_id)
+    first = events[0]
+    if not isinstance(first, EpisodeStarted):
+        raise InquiTreeError(f"{path}: line 1 is a {first.TYPE} event: an episode starts with EpisodeStarted")
+    sid = stream_id(first.episode_id)
     established = exported.check(sid, load_verifier(key_path) if key_path else None)
     with EventStore(db_url) as store:
         stored = [r.event for r in store.read_stream(sid)]
@@ -579,7 +582,7 @@ def episodes_import(path: str, db_url: str | None, key_path: str | None) -> None
                 click.echo(f"{sid} is already in the store with the same {len(events)} events: nothing to do")
                 return
             raise InquiTreeError(
-                f"{path}: episode {events[0].episode_id} is already in {store!r} with other content "
+                f"{path}: episode {first.episode_id} is already in {store!r} with other content "
                 f"({len(stored)} events stored, {len(events)} in the file); import it into another store"
             )
         if exported.rows is None:

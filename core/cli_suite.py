@@ -171,7 +171,7 @@ class _ForkedWorker:
 def _wait_for(procs: list[tuple[int, Any]], workers: int, t0: float) -> None:
     due = progress_due(0.5)
     while any(p.poll() is None for _, p in procs):
-        if due():
+        if due(False):
             running = sum(p.poll() is None for _, p in procs)
             progress(f"  {running} of {workers} workers running ({time.monotonic() - t0:.0f} s)")
         time.sleep(0.02)  # the end is noticed within 20 ms, not half a second (bench/campaign.py)
@@ -258,6 +258,7 @@ def status(suite_file, db_url, agents) -> None:
     from inquitree.core.campaign import Suite
     from inquitree.core.runner import STREAM_PREFIX, stream_id
     from inquitree.events.store import EventStore
+    from inquitree.events.types import EpisodeFailed
 
     s = Suite.load(suite_file, agents)
     with EventStore(db_url, create=False) as store:
@@ -279,7 +280,7 @@ def status(suite_file, db_url, agents) -> None:
             )
             counts[key] += 1
             if key == "failed":
-                last = next(r.event for r in reversed(store.read_stream(sid)) if r.event_type == "EpisodeFailed")
+                last = next(r.event for r in reversed(store.read_stream(sid)) if isinstance(r.event, EpisodeFailed))
                 reasons.append(
                     f"  failed: {sid.removeprefix(STREAM_PREFIX)} at step {last.step}: "
                     f"[{last.kind or '?'}{', retryable' if last.retryable else ''}] {last.error}"

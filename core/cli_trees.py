@@ -162,7 +162,7 @@ def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, ba
                 click.echo(f"ERROR {t.source}: {v.kind} {v.id}: hints are not monotone (Eq. 6): {c}")
                 errors += 1
             for tc in cal.targets:
-                if tc.hint_cosines[3] < tau:
+                if tau is not None and tc.hint_cosines[3] < tau:
                     click.echo(
                         f"WARN  {t.source}: {tc.kind} {tc.id}: level-4 hint cosine "
                         f"{tc.hint_cosines[3]:.3f} is below tau={tau}"

@@ -167,6 +167,13 @@ def uniform(seed: int, index: int, purpose: str) -> float:
     return int.from_bytes(h[:8], "big") / 2**64
 
 
+def _node(ev: Transitioned) -> str:
+    """The node a transition into a Subtopic or Study names (always set for those)."""
+    if ev.node is None:
+        raise EngineError(f"step {ev.step}: a transition to {ev.to_state} names no node")
+    return ev.node
+
+
 @dataclasses.dataclass
 class EpisodeState:
     """Everything the engine needs, rebuilt by folding the episode's events (``apply``)."""
@@ -192,6 +199,20 @@ class EpisodeState:
     error: str | None = None
     failed_from: str | None = None  # the state a failure interrupted, for EpisodeResumed
     scored_judges: set[str] = dataclasses.field(default_factory=set)
+
+    @property
+    def in_subtopic(self) -> str:
+        """The subtopic the episode is in (an error outside one: the events are inconsistent)."""
+        if self.subtopic is None:
+            raise EngineError(f"step {self.step}: no subtopic has been entered")
+        return self.subtopic
+
+    @property
+    def in_study(self) -> str:
+        """The study the episode is in (an error outside one)."""
+        if self.study is None:
+            raise EngineError(f"step {self.step}: no study has been entered")
+        return self.study
 
     def copy(self) -> "EpisodeState":
         new = copy.copy(self)
@@ -223,8 +244,8 @@ class EpisodeState:
             if ev.forced:
                 self.forced_transitions += 1
             if ev.to_state == SUBTOPIC:
-                self.subtopic = ev.node
-                self.visits[ev.node] = self.visits.get(ev.node, 0) + 1
+                self.subtopic = node = _node(ev)
+                self.visits[node] = self.visits.get(node, 0) + 1
             elif ev.to_state == STUDY:
                 self.study = ev.node
             elif ev.to_state == TOPIC:
@@ -340,7 +361,7 @@ class Engine:
         if state.state == TOPIC:
             return [(s.id, s.text) for s in self.tree.subtopics]
         if state.state == SUBTOPIC:
-            return [(st.id, st.text) for st in self.tree.subtopic[state.subtopic].studies]
+            return [(st.id, st.text) for st in self.tree.subtopic[state.in_subtopic].studies]
         return []
 
     def needs_cosines(self, state: EpisodeState) -> bool:
@@ -510,7 +531,7 @@ class Engine:
             return self._enter_study(s, step, best, forced=False)
         if s.state.failures >= self.p.max_hints:
             return self._enter_study(s, step, _target(s.state), forced=True)
-        studies = self.tree.subtopic[s.state.subtopic].studies
+        studies = self.tree.subtopic[s.state.in_subtopic].studies
         target = min((st.id for st in studies), key=lambda sid: s.state.study_runs.get(sid, 0))  # #7
         self._issue_hint(s, step, SUBTOPIC, target, self.tree.study[target].hints, "C.2.2")
 
@@ -545,7 +566,7 @@ class Engine:
 
     def _run_study(self, s: _Step, step: int, redo: bool) -> None:
         """The Study state runs the study and shows its Result (Sec. 3.5, #13)."""
-        study = self.tree.study[s.state.study]
+        study = self.tree.study[s.state.in_study]
         result = study.result
         k = s.state.draws
         probability = self.p.randomness / 10
@@ -569,7 +590,7 @@ class Engine:
                 step=step, from_state=STUDY, to_state=RESULT, node=result.id, reason="redo" if redo else "auto"
             )
         )
-        shown = result.fakes[fake_index] if fake else result.text
+        shown = result.fakes[fake_index] if fake_index is not None else result.text
         s.show("C.4.1", self.t.render("C.4.1", content=shown), result=result.id, fake=fake)
 
     def _result(self, s: _Step, step: int, action: str) -> None:
@@ -587,7 +608,7 @@ class Engine:
         elif decision is None:
             s.show("C.4.2", self.t.render("C.4.2"))
         elif decision == "redo_study":
-            study = self.tree.study[s.state.study]
+            study = self.tree.study[s.state.in_study]
             s.emit(Transitioned(step=step, from_state=RESULT, to_state=STUDY, node=study.id, reason="redo"))
             s.show("C.3.2", self.t.render("C.3.2", content=study.text))
         elif decision == "explore_new_subtopic":  # #10: hub-and-spoke

@@ -261,6 +261,7 @@ class _Grader:
 async def _grade(tree: Tree, items: list[str], description: dict, attempts: int = 3) -> list[JudgeVerdict]:
     """InquiTree's judge prompt (#16) with the model in the ``grader`` role: one verdict per item."""
     from inspect_ai.model import ResponseSchema
+    from inspect_ai.util import JSONSchema
 
     grader = get_model(role="grader", default=get_model())
     who = _Grader(description)
@@ -275,7 +276,8 @@ async def _grade(tree: Tree, items: list[str], description: dict, attempts: int 
             ChatMessageUser(content=JUDGE_USER.format(topic=tree.topic, item=c.text, conclusions=listing)),
         ]
         config = GenerateConfig(
-            temperature=0.0, response_schema=ResponseSchema(name="verdict", json_schema=VERDICT_SCHEMA)
+            temperature=0.0,
+            response_schema=ResponseSchema(name="verdict", json_schema=JSONSchema.model_validate(VERDICT_SCHEMA)),
         )
         raw, score, why, answers = "", None, "", set()
         for _ in range(attempts):

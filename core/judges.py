@@ -46,8 +46,16 @@ class Judge(Protocol):
     def judge(self, tree: Tree, items: list[str]) -> list[JudgeVerdict]: ...
 
 
+class JudgeIdentity(Protocol):
+    """What a verdict records of its judge."""
+
+    id: str
+    description: dict[str, Any]
+    prompt_version: str
+
+
 def verdict(
-    judge: Judge, item_id: str, score: float | None, rationale: str, raw_output: str = "", **call: Any
+    judge: JudgeIdentity, item_id: str, score: float | None, rationale: str, raw_output: str = "", **call: Any
 ) -> JudgeVerdict:
     """One verdict of ``judge`` (its id, description and prompt version) on one ground-truth item."""
     return JudgeVerdict(

@@ -41,7 +41,9 @@ def rejudge(store: EventStore, episode_id: str, judge: Judge, again: bool = Fals
     if not recorded:
         raise RejudgeError(f"no episode {episode_id!r} in {store!r}")
     events = [r.event for r in recorded]
-    started: EpisodeStarted = events[0]
+    started = events[0]
+    if not isinstance(started, EpisodeStarted):
+        raise RejudgeError(f"episode {episode_id}: its first event is {started.TYPE}, not EpisodeStarted")
     if not any(isinstance(e, ConclusionSubmitted) for e in events):
         raise RejudgeError(f"episode {episode_id} has no conclusion yet: nothing to judge")
     tree = resolve_tree(started.tree_id)

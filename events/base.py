@@ -93,7 +93,7 @@ def decode(type_name: str, version: int, payload: Payload) -> Event:
     return _REGISTRY[type_name].from_payload(current)
 
 
-def canonical_json(payload: Payload) -> str:
+def canonical_json(payload: Any) -> str:
     """Deterministic JSON: sorted keys, no whitespace, UTF-8 text (orjson).
 
     Floats are written in their shortest round-trip form. orjson writes NaN and

@@ -373,6 +373,13 @@ def make_engine(url: str) -> sa.Engine:
     )
 
 
+class FromEnv:
+    """The default signer: the key named by ``$INQUITREE_SIGNING_KEY`` (for a store that may create)."""
+
+
+FROM_ENV = FromEnv()
+
+
 class EventStore:
     """The append-only event log. See the module docstring for the guarantees."""
 
@@ -383,18 +390,18 @@ class EventStore:
         clock: Callable[[], str] = utc_now,
         auto_upgrade: bool = True,
         create: bool = True,
-        signer: signing.Signer | None | bool = None,
+        signer: "signing.Signer | None | FromEnv" = FROM_ENV,
     ):
         """Open the store at ``url``. With ``create=False`` (commands that only read) a SQLite file
         that does not exist, or a database without InquiTree's schema, is an error instead of
         becoming a new, empty store.
 
-        ``signer`` signs checkpoints of the log head (:meth:`checkpoint`); by default a store that
-        may create (a writer) takes it from ``$INQUITREE_SIGNING_KEY``, and ``False`` means none."""
+        ``signer`` signs checkpoints of the log head (:meth:`checkpoint`); by default (``FROM_ENV``)
+        a store that may create (a writer) takes it from ``$INQUITREE_SIGNING_KEY``; None: no signer."""
         self.url = url or default_url()
-        if signer is None:
-            signer = signing.signer_from_env() if create else False
-        self.signer: signing.Signer | None = signer or None
+        if isinstance(signer, FromEnv):
+            signer = signing.signer_from_env() if create else None
+        self.signer: signing.Signer | None = signer
         # A plain SQLite file is opened with sqlite3 itself: SQLAlchemy (a third of a second to
         # import, in every command that opens a store and in every worker) is then loaded only to
         # make or upgrade the schema. Other URLs go through SQLAlchemy's pool (PostgreSQL's with a

@@ -190,8 +190,8 @@ class EpisodeScored(Event):
     coverage: float
     evidence: dict[str, float]
     scores: dict[str, float | None]
-    q_sum: float
-    q_norm: float
+    q_sum: float | None  # None when no ground-truth item was scored
+    q_norm: float | None
     k: int
     steps: int
     lower_bound: int

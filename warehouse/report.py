@@ -470,9 +470,9 @@ def trees_table() -> pl.DataFrame:
             trees[t.paper["it18_id"]] = t
     rows = []
     for p in it18_registry():
-        t = trees.get(p["it18_id"])
-        first, last = publication_window(t.paper) if t else (None, None)
-        published = t.paper.get("published") if t else None
+        ours = trees.get(p["it18_id"])
+        first, last = publication_window(ours.paper) if ours else (None, None)
+        published = ours.paper.get("published") if ours else None
         if t and not published:
             published = f"between {first or '?'} and {last or '?'}"
         rows.append(
