@@ -21,33 +21,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from inquitree.core.agents import ModelConfig, OpenAIChatAgent  # noqa: E402
+from slow_drip import held_call  # noqa: E402
+
 from inquitree.core.models import CallSettings  # noqa: E402
 
 from faultkit import FAULTS, run_fault  # noqa: E402
-from openai_server import OpenAICompatibleServer  # noqa: E402
 
 
 def never_answers() -> dict:
-    settings = CallSettings()
-    with OpenAICompatibleServer(lambda m: "ACTION: x") as server:
-        server.fail_after = (0, "hang")
-        agent = OpenAIChatAgent("m", "sys", ModelConfig(server.base_url, settings))
-        t0 = time.perf_counter()
-        try:
-            agent.reply("obs", "topic", 1)
-            outcome = "answered?"
-        except Exception as exc:  # noqa: BLE001 - the outcome is what is measured
-            outcome = f"{type(exc).__name__} [{getattr(exc, 'kind', '?')}]: {exc}"
-        held = time.perf_counter() - t0
-        attempts = len(server.requests)
-    return {
-        "settings": settings.describe(),
-        "held_s": round(held, 1),
-        "attempts": attempts,
-        "stated_bound_s": settings.worst_case_seconds(),
-        "outcome": outcome,
-    }
+    """One agent call with the default settings against an endpoint that never answers."""
+    return {"settings": CallSettings().describe(), **held_call("hang", CallSettings())}
 
 
 def main() -> None:

@@ -28,26 +28,29 @@ from faultkit import model  # noqa: E402
 from openai_server import OpenAICompatibleServer  # noqa: E402
 
 
-def one_call(drip: float, settings: CallSettings) -> dict:
+def held_call(fault: str, settings: CallSettings, drip: float = 1.0) -> dict:
+    """How long one agent call is held by a loopback server with ``fault`` (``drip``, ``hang``)."""
     with OpenAICompatibleServer(model) as server:
-        server.fail_after, server.drip_seconds = (0, "drip"), drip
+        server.fail_after, server.drip_seconds = (0, fault), drip
         agent = OpenAIChatAgent("m", "sys", ModelConfig(server.base_url, settings))
         t0 = time.perf_counter()
         try:
             agent.reply("obs", "topic", 1)
             outcome = "answered"
         except Exception as exc:  # noqa: BLE001 - the outcome is what is measured
-            outcome = f"{getattr(exc, 'kind', type(exc).__name__)}: {str(exc)[-90:]}"
+            outcome = f"{getattr(exc, 'kind', type(exc).__name__)}: {exc}"
         held = time.perf_counter() - t0
         attempts = len(server.requests)
     return {
-        "timeout": settings.timeout,
-        "max_retries": settings.max_retries,
-        "stated_bound_s": settings.worst_case_seconds(),
         "held_s": round(held, 2),
         "attempts": attempts,
+        "stated_bound_s": settings.worst_case_seconds(),
         "outcome": outcome,
     }
+
+
+def one_call(drip: float, settings: CallSettings) -> dict:
+    return {"timeout": settings.timeout, "max_retries": settings.max_retries, **held_call("drip", settings, drip)}
 
 
 def one_episode(drip: float, timeout: float | None, retries: int | None) -> dict:

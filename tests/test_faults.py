@@ -15,6 +15,7 @@ from inquitree.core.models import CallSettings, ModelCallError, redact_url
 
 from faultkit import FAULTS, run_fault
 from openai_server import OpenAICompatibleServer
+from tests_support import model_play
 
 
 @pytest.mark.parametrize("transport", ["direct", "sdk"])
@@ -154,22 +155,7 @@ def test_the_episode_time_limit_holds_during_a_slow_call(tmp_path):
         t0 = time.perf_counter()
         out = CliRunner().invoke(
             main,
-            [
-                "play",
-                "--agent",
-                "openai:m",
-                "--base-url",
-                server.base_url,
-                "--embedder",
-                "hash",
-                "--max-episode-seconds",
-                "2",
-                "--record",
-                "--db",
-                db,
-                "--episode-id",
-                "slow",
-            ],
+            model_play(server.base_url, "--max-episode-seconds", "2", "--record", "--db", db, "--episode-id", "slow"),
         )
         held = time.perf_counter() - t0
     assert out.exit_code == 0, out.output

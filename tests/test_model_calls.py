@@ -18,6 +18,7 @@ from inquitree.warehouse.sync import Warehouse
 
 from faultkit import model
 from openai_server import OpenAICompatibleServer
+from tests_support import model_play
 
 
 def test_options_reach_the_endpoint_known_ones_as_fields_unknown_ones_in_the_body():
@@ -391,23 +392,7 @@ def test_history_budget_and_context_errors_trim_the_history_never_the_episode(tm
         server.context_tokens = 1800  # the system prompt, a few turns and the 1,024-token reply
         out = CliRunner().invoke(
             main,
-            [
-                "play",
-                "--agent",
-                "openai:m",
-                "--base-url",
-                server.base_url,
-                "--embedder",
-                "hash",
-                "--max-turns",
-                "12",
-                "--record",
-                "--db",
-                db,
-                "--episode-id",
-                "long",
-                "-q",
-            ],
+            model_play(server.base_url, "--max-turns", "12", "--record", "--db", db, "--episode-id", "long", "-q"),
         )
         sizes = [sum(len(m["content"]) for m in r["body"]["messages"]) // 4 + 1024 for r in server.requests]
         refused = [n for n in sizes if n > 1800]  # what the server refused as too long

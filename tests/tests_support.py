@@ -28,3 +28,8 @@ def _default_sigint() -> None:
 # with SIGINT ignored, the child inherits that, and Python then installs no KeyboardInterrupt
 # handler, so the child would never stop. The child gets the default disposition back first.
 INTERRUPTIBLE = {"preexec_fn": _default_sigint}
+
+
+def model_play(base_url: str, *extra: str) -> list[str]:
+    """`inquitree play` with a model agent at ``base_url`` and the hash embedder (offline), and ``extra``."""
+    return ["play", "--agent", "openai:m", "--base-url", base_url, "--embedder", "hash", *extra]
