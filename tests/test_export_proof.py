@@ -64,28 +64,30 @@ def test_an_edited_export_is_refused_naming_the_first_bad_event(exported, edit, 
     assert not (tmp_path / "dst.sqlite").exists() or not EventStore(f"sqlite:///{tmp_path / 'dst.sqlite'}").streams()
 
 
-def test_a_re_hashed_export_is_caught_by_the_signature(exported):
-    """The forger recomputes every hash after an edit: the chain holds, the signature does not."""
+def _forge(path, resign: bool) -> None:
+    """The forger's edit: a payload changed and every hash recomputed (sha256 needs no key); with
+    ``resign`` the signature line is made to name the new head (its signature cannot follow)."""
     from inquitree.events.chain import GENESIS_HASH, chain_hash
 
-    tmp_path, _, path, public = exported
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     signature = rows.pop()
     rows[3]["payload"]["step"] = 99
-    prev = GENESIS_HASH
+    prev, subject = GENESIS_HASH, signature["signature"]["subject"]
     for i, row in enumerate(rows, 1):
         text = json.dumps(row["payload"], separators=(",", ":"), ensure_ascii=False)
-        row["prev_hash"], row["hash"] = (
-            prev,
-            chain_hash(
-                prev, signature["signature"]["subject"], i, row["type"], row["version"], row["recorded_at"], text
-            ),
-        )
-        prev = row["hash"]
-    signature["signature"]["hash"] = prev
+        row["prev_hash"] = prev
+        row["hash"] = prev = chain_hash(prev, subject, i, row["type"], row["version"], row["recorded_at"], text)
+    if resign:
+        signature["signature"]["hash"] = prev
     path.write_text(
         "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in [*rows, signature])
     )
+
+
+def test_a_re_hashed_export_is_caught_by_the_signature(exported):
+    """The forger recomputes every hash after an edit: the chain holds, the signature does not."""
+    tmp_path, _, path, public = exported
+    _forge(path, resign=True)
     dst = f"sqlite:///{tmp_path / 'dst.sqlite'}"
     out = run("episodes", "import", str(path), "--db", dst, "--key", public, ok=False)
     assert "the signature does not verify" in out
@@ -97,21 +99,8 @@ def test_a_re_hashed_export_is_caught_by_the_signature(exported):
 def test_a_re_hashed_export_that_kept_its_signature_is_refused_for_the_edit(exported):
     """The forger re-hashes after an edit but leaves the signature line alone: refused, and the reason
     is the edit (it used to say "events were added or removed")."""
-    from inquitree.events.chain import GENESIS_HASH, chain_hash
-
     tmp_path, _, path, public = exported
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
-    signature = rows.pop()
-    rows[3]["payload"]["step"] = 99
-    prev = GENESIS_HASH
-    for i, row in enumerate(rows, 1):
-        text = json.dumps(row["payload"], separators=(",", ":"), ensure_ascii=False)
-        subject = signature["signature"]["subject"]
-        row["prev_hash"] = prev
-        row["hash"] = prev = chain_hash(prev, subject, i, row["type"], row["version"], row["recorded_at"], text)
-    path.write_text(
-        "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in [*rows, signature])
-    )
+    _forge(path, resign=False)
     for key in ([], ["--key", public]):
         out = run("episodes", "import", str(path), "--db", f"sqlite:///{tmp_path / 'dst.sqlite'}", *key, ok=False)
         assert "edited and every hash recomputed after it was signed" in out and "added or removed" not in out
