@@ -337,7 +337,7 @@ class Engine:
         self.prompt_lines = _prompt_lines(templates)
 
     # -- public API ----------------------------------------------------------------------------
-    def start(self, episode_id: str, agent: dict, judge: dict, code_version: str) -> list[Event]:
+    def start(self, episode_id: str, agent: dict[str, Any], judge: dict[str, Any], code_version: str) -> list[Event]:
         s = _Step(EpisodeState())
         s.emit(
             EpisodeStarted(
@@ -499,7 +499,7 @@ class Engine:
         """Eq. 5: the prerequisites of ``subtopic_id`` not yet visited (empty: it is unlocked)."""
         return [d for d in self.tree.subtopic[subtopic_id].depends_on if d not in state.visits]
 
-    def _topic(self, s: _Step, step: int, action: str, cosines) -> None:
+    def _topic(self, s: _Step, step: int, action: str, cosines: dict[str, float] | None) -> None:
         best, accepted = self._match(s, step, action, cosines)
         if accepted and best is not None:
             missing = self._missing_prerequisites(s.state, best)
@@ -525,7 +525,7 @@ class Engine:
         )
         s.show("C.2.1", self.t.render("C.2.1", content=self.tree.subtopic[subtopic_id].text), subtopic=subtopic_id)
 
-    def _subtopic(self, s: _Step, step: int, action: str, cosines) -> None:
+    def _subtopic(self, s: _Step, step: int, action: str, cosines: dict[str, float] | None) -> None:
         best, accepted = self._match(s, step, action, cosines)
         if accepted and best is not None:
             return self._enter_study(s, step, best, forced=False)

@@ -104,4 +104,5 @@ def canonical_json(payload: Any) -> str:
 
 
 def parse_json(text: str | bytes) -> Payload:
-    return orjson.loads(text)
+    parsed: Payload = orjson.loads(text)
+    return parsed

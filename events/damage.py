@@ -13,6 +13,7 @@ import dataclasses
 import sqlite3
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from inquitree.events.chain import GENESIS_HASH, link_problem, log_hash
 
@@ -39,7 +40,7 @@ class DamageReport:
         return sum(b - a + 1 for a, b in self.unreadable)
 
 
-def _read(con: sqlite3.Connection, a: int, b: int) -> list[tuple] | None:
+def _read(con: sqlite3.Connection, a: int, b: int) -> list[tuple[Any, ...]] | None:
     try:
         return con.execute(
             "SELECT global_position, stream_id, stream_version, event_type, schema_version, recorded_at, payload, "
@@ -67,7 +68,7 @@ def inspect_file(path: str | Path) -> DamageReport:
         report.last_position = con.execute("SELECT max(global_position) FROM events").fetchone()[0] or 0
     except sqlite3.DatabaseError:
         report.last_position = max((b for _, _, b in extents.values()), default=None)
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     start, empty_run = 1, 0
     while True:
         if report.last_position is not None and start > report.last_position:
@@ -119,10 +120,10 @@ def _index_extents(con: sqlite3.Connection) -> dict[str, tuple[int, int, int]]:
     return {}
 
 
-def _chains(report: DamageReport, rows: list[tuple]) -> None:
+def _chains(report: DamageReport, rows: list[tuple[Any, ...]]) -> None:
     """Which prefix of the log and which streams are readable with both chains holding."""
     prev_log, expect, broken = GENESIS_HASH, 1, False
-    by_stream: dict[str, list[tuple]] = defaultdict(list)
+    by_stream: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     for row in rows:
         pos, sid, version, etype, sver, at, payload, prev_hash, digest, lhash = row
         by_stream[sid].append(row)

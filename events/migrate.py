@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
@@ -68,10 +70,10 @@ def upgrade(engine: sa.Engine, target: str = "head", where: str = "the database"
             ) from exc
 
 
-def drift(engine: sa.Engine) -> list:
+def drift(engine: sa.Engine) -> list[Any]:
     """Differences between the models (events/schema.py) and the migrated database."""
     with engine.connect() as conn:
-        return compare_metadata(MigrationContext.configure(conn), metadata)
+        return list(compare_metadata(MigrationContext.configure(conn), metadata))
 
 
 def ensure_schema(engine: sa.Engine, where: str, *, auto_upgrade: bool = True) -> None:

@@ -107,7 +107,8 @@ def load_keyring(paths: "list[str] | tuple[str, ...]") -> Keyring | None:
 def _raw_public(public_key: Any) -> bytes:
     from cryptography.hazmat.primitives import serialization
 
-    return public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    raw: bytes = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return raw
 
 
 def generate(prefix: str | Path) -> tuple[Path, Path]:

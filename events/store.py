@@ -325,11 +325,11 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
     engine = sa.create_engine(url, connect_args={"timeout": busy_ms / 1000})
 
     @sa_event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn, _record) -> None:
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         _sqlite_setup(dbapi_conn, busy_ms)  # SQLAlchemy emits BEGIN itself (below)
 
     @sa_event.listens_for(engine, "begin")
-    def _on_begin(conn) -> None:
+    def _on_begin(conn: Any) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("writer") else "BEGIN")
 
     return engine
@@ -547,7 +547,7 @@ class EventStore:
     def __enter__(self) -> "EventStore":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- writing ---------------------------------------------------------------------------
@@ -633,7 +633,7 @@ class EventStore:
                 self._unsigned = True
                 self._own.append((rows[0][0], last[0]))
                 self._own_streams.setdefault(stream_id, rows[0][2])
-                return last[2]
+                return int(last[2])
         raise StoreError(f"append to {stream_id!r} in {redact(self.url)}: the log head kept moving (3 attempts)")
 
     def _dbapi_writer(self) -> tuple[Any, Any]:
@@ -652,7 +652,7 @@ class EventStore:
                 # closes it: a connection that failed is not reused (nor given back to a pool)
                 raw.invalidate() if hasattr(raw, "invalidate") else raw.close()
 
-    def _insert(self, cur, rows: list[tuple]) -> None:
+    def _insert(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
         if self.dialect == "sqlite":
             if len(rows) == 1:
                 cur.execute(self._insert_one, rows[0])
@@ -666,19 +666,19 @@ class EventStore:
         sql = f"INSERT INTO events ({', '.join(INSERT_COLUMNS)}) VALUES {', '.join([one] * len(rows))}"
         cur.execute(sql, tuple(v for row in rows for v in row))
 
-    def _dbapi_hash_at(self, cur, stream_id: str, version: int) -> str:
+    def _dbapi_hash_at(self, cur: Any, stream_id: str, version: int) -> str:
         found = self._hash_on(cur, stream_id, version)
         if found is None:
             raise ConcurrencyError(stream_id, version, self._version_on(cur, stream_id))
         return found
 
-    def _version_on(self, cur, stream_id: str) -> int:
+    def _version_on(self, cur: Any, stream_id: str) -> int:
         """The stream's version as ``cur`` sees it (0: no such stream)."""
         cur.execute(f"SELECT max(stream_version) FROM events WHERE stream_id = {self._mark}", (stream_id,))
         return (cur.fetchone() or (0,))[0] or 0
 
     @staticmethod
-    def _read_log_head(cur) -> tuple[int, str]:
+    def _read_log_head(cur: Any) -> tuple[int, str]:
         cur.execute("SELECT global_position, log_hash FROM events ORDER BY global_position DESC LIMIT 1")
         row = cur.fetchone()
         return (row[0], row[1]) if row is not None else (0, GENESIS_HASH)
@@ -740,7 +740,7 @@ class EventStore:
             print(f"inquitree: {message}", file=sys.stderr)
         return result
 
-    def _sign_accounted(self, cur, signer: signing.Signer, note: str | None, adopt: bool) -> "SignResult":
+    def _sign_accounted(self, cur: Any, signer: signing.Signer, note: str | None, adopt: bool) -> "SignResult":
         m = self._mark
         state = self._signed.setdefault(signer.key_id, _KeyState())
         cur.execute(
@@ -814,7 +814,7 @@ class EventStore:
     def _owns(self, position: int) -> bool:
         return any(a <= position <= b for a, b in self._own)
 
-    def _hash_on(self, cur, stream_id: str, version: int) -> str | None:
+    def _hash_on(self, cur: Any, stream_id: str, version: int) -> str | None:
         """The stream hash at ``version`` (the genesis hash before version 1; None: no such event)."""
         if version == 0:
             return GENESIS_HASH
@@ -829,13 +829,13 @@ class EventStore:
         with self._write_transaction() as cur:
             self._insert_checkpoint(cur, {**row, "note": note})
 
-    def _insert_checkpoint(self, cur, row: dict[str, Any]) -> None:
+    def _insert_checkpoint(self, cur: Any, row: dict[str, Any]) -> None:
         names = CHECKPOINT_COLUMNS[1:]  # seq is the database's
         marks = ", ".join([self._mark] * len(names))
         cur.execute(f"INSERT INTO checkpoints ({', '.join(names)}) VALUES ({marks})", tuple(row[k] for k in names))
 
     def _sign(
-        self, cur, signer: signing.Signer, kind: str, subject: str, position: int, digest: str, note
+        self, cur: Any, signer: signing.Signer, kind: str, subject: str, position: int, digest: str, note: str | None
     ) -> dict[str, Any]:
         at = self.clock()
         row = {
@@ -1052,7 +1052,7 @@ class EventStore:
         return report
 
     @contextlib.contextmanager
-    def _scan(self, sql: str) -> Iterator[Iterator[tuple]]:
+    def _scan(self, sql: str) -> Iterator[Iterator[tuple[Any, ...]]]:
         """The rows of ``sql`` straight from the driver, fetched in batches (a server-side cursor on
         PostgreSQL), for walks over the whole log: SQLAlchemy's row objects cost more than the hashing."""
         raw = self._connect()
@@ -1061,7 +1061,7 @@ class EventStore:
             cur = driver.cursor(name="inquitree_scan") if self.dialect == "postgresql" else raw.cursor()
             cur.execute(sql)
 
-            def rows() -> Iterator[tuple]:
+            def rows() -> Iterator[tuple[Any, ...]]:
                 while batch := cur.fetchmany(20_000):
                     yield from batch
 
@@ -1075,7 +1075,13 @@ class EventStore:
             _rollback(raw)
             raw.close()
 
-    def _load_checkpoints(self, keys: signing.Keyring, expect, expect_stream, notes: list[str]) -> str | None:
+    def _load_checkpoints(
+        self,
+        keys: signing.Keyring,
+        expect: dict[int, list[tuple[str, str]]],
+        expect_stream: dict[tuple[str, int], list[tuple[str, str]]],
+        notes: list[str],
+    ) -> str | None:
         """Check every checkpoint's signature; those by a key of ``keys`` become claims to check
         against the log. A checkpoint that claims such a key and does not verify is a problem."""
         others: dict[str, int] = {}
@@ -1123,7 +1129,7 @@ class EventStore:
         return report
 
 
-def _against(claims, actual: str, where: str) -> str | None:
+def _against(claims: list[tuple[str, str]], actual: str, where: str) -> str | None:
     """The first claim (who, hash) about ``where`` that ``actual`` contradicts, as a problem."""
     for who, claimed in claims:
         if claimed != actual:
@@ -1136,7 +1142,7 @@ def _against(claims, actual: str, where: str) -> str | None:
 
 def _rows(
     stream_id: str, content: list[tuple[str, int, str, bytes]], stream_head: tuple[int, str], log_head: tuple[int, str]
-) -> list[tuple]:
+) -> list[tuple[Any, ...]]:
     """Rows in ``INSERT_COLUMNS`` order, numbered after the heads and chained to them
     (``chain_hash`` and ``log_hash`` inlined over bytes: this loop is the append hot path)."""
     version, prev = stream_head
@@ -1154,7 +1160,7 @@ def _rows(
     return rows
 
 
-def _schema_revision(cur) -> str | None:
+def _schema_revision(cur: Any) -> str | None:
     """The store's schema revision as Alembic records it, or None (no table, or not one row)."""
     try:  # a failed statement ends the caller's transaction; its connection is rolled back right after
         cur.execute("SELECT version_num FROM alembic_version")
@@ -1181,12 +1187,12 @@ def _like_prefix(prefix: str) -> str:
     return prefix.replace("/", "//").replace("%", "/%").replace("_", "/_") + "%"
 
 
-def _rollback(raw) -> None:
+def _rollback(raw: Any) -> None:
     with contextlib.suppress(Exception):
         raw.rollback()
 
 
-def _recorded(row: tuple) -> RecordedEvent:
+def _recorded(row: tuple[Any, ...]) -> RecordedEvent:
     """A row of ``SELECT EVENT_COLUMNS`` as the event it records."""
     pos, sid, version, etype, sver, at, payload, prev_hash, digest, lhash = row
     return RecordedEvent(pos, sid, version, etype, sver, at, parse_json(payload), prev_hash, digest, lhash)
