@@ -72,7 +72,7 @@ def main() -> None:
         "p90_h1_all": round(percentile(h1, 90), 3),
         "p10_h4_all": round(percentile(h4, 10), 3),
         "tau_all": recommend_tau(cals),
-        "tau_it18_only": recommend_tau([c for c, r in zip(cals, rows) if r["it18_id"] is not None]),
+        "tau_it18_only": recommend_tau([c for c, r in zip(cals, rows, strict=False) if r["it18_id"] is not None]),
     }
     Path(args.out).write_text(json.dumps({"totals": totals, "trees": rows}, indent=1) + "\n")
     print("| tree | n / paper | h1 | h2 | h3 | h4 | cross | tau |")

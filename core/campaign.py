@@ -193,7 +193,7 @@ class Suite:
     entries: dict[str, AgentEntry] = dataclasses.field(default_factory=dict)  # label -> entry
 
     @classmethod
-    def load(cls, path: str | Path, agents: list[str] | tuple[str, ...] = ()) -> "Suite":
+    def load(cls, path: str | Path, agents: list[str] | tuple[str, ...] = ()) -> "Suite":  # noqa: C901 - one check a key of the file, each naming it
         """The suite in ``path``; ``agents`` (``suite run --agent``), when given, replace its agents
         (a suite such as suites/fig3-protocol.toml leaves them to the user)."""
         path = find_suite(path)
@@ -320,7 +320,7 @@ def parse_shard(text: str | None) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-def run_suite(
+def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget, retries and Ctrl-C share its state
     suite: Suite,
     store: EventStore,
     shard: tuple[int, int] = (1, 1),

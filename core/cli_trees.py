@@ -52,7 +52,7 @@ def list_(max_hints: int) -> None:
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
-        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
     papers = it18_registry()
     ours = sum(covered[p["it18_id"]].n for p in papers if p["it18_id"] in covered)
     theirs = sum(p["subtopics"] for p in papers)

@@ -228,15 +228,15 @@ class CachedEmbedder:
                 q = f"SELECT text_sha256, vector FROM embeddings WHERE embedder = ? AND text_sha256 IN ({marks})"
                 for k, blob in self._db.execute(q, [self.id, *chunk]):
                     found[k] = self._keep(k, np.frombuffer(blob, dtype=np.float32))
-            todo = {k: t for k, t in zip(keys, texts) if k not in found}
+            todo = {k: t for k, t in zip(keys, texts, strict=False) if k not in found}
         if todo:
             vecs = self.inner.embed(list(todo.values()))
             with self._lock:
-                for k, v in zip(todo, vecs):
+                for k, v in zip(todo, vecs, strict=False):
                     found[k] = self._keep(k, v)
                 self._db.executemany(
                     "INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?)",
-                    [(self.id, k, v.astype(np.float32).tobytes()) for k, v in zip(todo, vecs)],
+                    [(self.id, k, v.astype(np.float32).tobytes()) for k, v in zip(todo, vecs, strict=False)],
                 )
                 self._db.commit()
         self.misses += len(todo)

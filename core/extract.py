@@ -483,7 +483,7 @@ def extract_tree(
         progress(f"hints: {i}/{len(targets)} ({key})")
         user = HINTS_USER.format(topic=topic, kind=kind, target=target)
         extra: list[dict] = []
-        for round_ in range(hint_rounds + 1):
+        for _round in range(hint_rounds + 1):
             h = chat.ask(f"hints for {key}", HINTS_SYSTEM, user, check=_hints_check, extra=extra, schema=HINTS_SCHEMA)[
                 "hints"
             ]

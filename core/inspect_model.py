@@ -59,12 +59,10 @@ def oracle_reply(tree: Tree, observations: list[str], replies: list[str]) -> str
     own earlier replies. A dialogue that does not start at the Topic (a window) is refused."""
     plan = [(sid, st.id) for sid in tree.topological_order() for st in tree.subtopic[sid].studies]
     state, i = "topic", 0
-    for obs, said in zip(observations, replies):
+    for obs, said in zip(observations, replies, strict=False):
         if state == "topic":
             state = "subtopic"
-        elif state == "subtopic":
-            state = "result"
-        elif state == "study":  # a redone study: the engine shows the study, then its new result
+        elif state == "subtopic" or state == "study":
             state = "result"
         elif state == "result":
             if said.endswith("redo_study"):
@@ -90,6 +88,9 @@ def oracle_reply(tree: Tree, observations: list[str], replies: list[str]) -> str
     return f"THOUGHT: following the tree.\nACTION: {action}"
 
 
+_DEFAULT_CONFIG = GenerateConfig()
+
+
 class InquiTreeModel(ModelAPI):
     """``inquitree/oracle`` or ``inquitree/script`` (see the module docstring)."""
 
@@ -98,7 +99,7 @@ class InquiTreeModel(ModelAPI):
         model_name: str,
         base_url: str | None = None,
         api_key: str | None = None,
-        config: GenerateConfig = GenerateConfig(),
+        config: GenerateConfig = _DEFAULT_CONFIG,
         **model_args: Any,
     ) -> None:
         super().__init__(model_name, base_url, api_key, [], config)

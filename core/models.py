@@ -411,7 +411,7 @@ class ChatModel:
         formats = [f for f in formats if f[0] not in self._formats_refused]
         requests = [(name, self._request(messages, fmt)) for name, fmt in formats]
         if self.cache is not None:
-            for name, req in requests:
+            for _name, req in requests:
                 hit = self.cache.get(CallCache.key(self.model, self.endpoint, req))
                 if hit is not None:
                     return ChatResult(

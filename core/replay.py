@@ -66,7 +66,7 @@ def _describe(i: int, recorded: Event | None, produced: Event | None) -> str:
     return f"event #{i} ({recorded.TYPE}): " + "; ".join(parts)
 
 
-def resimulate(recorded: list[Event], tree: Tree | None = None, templates: TemplateSet | None = None) -> ReplayResult:
+def resimulate(recorded: list[Event], tree: Tree | None = None, templates: TemplateSet | None = None) -> ReplayResult:  # noqa: C901 - the replay loop feeds each recorded input to the engine in its order
     if not recorded or not isinstance(recorded[0], EpisodeStarted):
         return ReplayResult(False, len(recorded), "event #0: the stream does not start with EpisodeStarted")
     started: EpisodeStarted = recorded[0]

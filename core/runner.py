@@ -106,7 +106,7 @@ def cosines(embedder, action: str, candidates: list[tuple[str, str]]) -> dict[st
     """Eq. 2 between the ACTION and each candidate's canonical text, rounded to 6 decimals."""
     vecs = embedder.embed([action] + [text for _, text in candidates])
     sims = vecs[1:] @ vecs[0]
-    return {cid: round(float(c), 6) for (cid, _), c in zip(candidates, np.asarray(sims))}
+    return {cid: round(float(c), 6) for (cid, _), c in zip(candidates, np.asarray(sims), strict=False)}
 
 
 @dataclasses.dataclass

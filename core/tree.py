@@ -173,7 +173,7 @@ def parse_tree(doc: Any, source: str, memo: bool = True) -> Tree:
     return _build(doc, source, content_hash or _content_hash(doc))
 
 
-def structural_problems(doc: dict) -> list[str]:
+def structural_problems(doc: dict) -> list[str]:  # noqa: C901 - one check a rule of the tree format
     """Checks beyond the schema: ids, references, the DAG, reachability, fakes."""
     problems: list[str] = []
     seen: dict[str, str] = {}

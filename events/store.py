@@ -740,7 +740,7 @@ class EventStore:
             print(f"inquitree: {message}", file=sys.stderr)
         return result
 
-    def _sign_accounted(self, cur: Any, signer: signing.Signer, note: str | None, adopt: bool) -> "SignResult":
+    def _sign_accounted(self, cur: Any, signer: signing.Signer, note: str | None, adopt: bool) -> "SignResult":  # noqa: C901 - one walk checks, accounts and signs in one transaction
         m = self._mark
         state = self._signed.setdefault(signer.key_id, _KeyState())
         cur.execute(
@@ -749,7 +749,7 @@ class EventStore:
         )
         verifier = signer.verifier
         for row in cur.fetchall():
-            cp = dict(zip(CHECKPOINT_COLUMNS, row))
+            cp = dict(zip(CHECKPOINT_COLUMNS, row, strict=False))
             message = signing.checkpoint_message(cp["kind"], cp["subject"], cp["position"], cp["hash"], cp["signed_at"])
             if not verifier.verify(message, cp["signature"]):
                 return SignResult(
@@ -860,7 +860,7 @@ class EventStore:
     def checkpoints(self) -> list[dict[str, Any]]:
         with self._cursor() as cur:
             cur.execute(f"SELECT {', '.join(CHECKPOINT_COLUMNS)} FROM checkpoints ORDER BY seq")
-            return [dict(zip(CHECKPOINT_COLUMNS, r)) for r in cur.fetchall()]
+            return [dict(zip(CHECKPOINT_COLUMNS, r, strict=False)) for r in cur.fetchall()]
 
     # -- reading ---------------------------------------------------------------------------
     def current_version(self, stream_id: str) -> int:
@@ -956,7 +956,7 @@ class EventStore:
         return f"stream_id >= {m} AND stream_id < {m}", (prefix, end)
 
     # -- integrity -------------------------------------------------------------------------
-    def verify(
+    def verify(  # noqa: C901 - one walk over the log checks both chains and every claim
         self,
         progress: Callable[[int], None] | None = None,
         stream_id: str | None = None,

@@ -107,7 +107,7 @@ def forge_verdicts(conn: sqlite3.Connection, stream: str) -> tuple[float | None,
     params = Params.from_dict(started.params)
     engine = Engine(resolve_tree(started.tree_id), params, TemplateSet(params.template_set))
     state, before, after = EpisodeState(), None, None
-    for r, ev in zip(rows, events):
+    for r, ev in zip(rows, events, strict=False):
         if ev.TYPE == "JudgeVerdict":
             ev = dataclasses.replace(ev, score=1.0, rationale="Matches the ground truth.")
         if ev.TYPE == "EpisodeScored":

@@ -75,7 +75,7 @@ def campaign(rng: np.random.Generator, d: Design) -> tuple[list[str], list[float
         means = TRUE_MEAN + rng.normal(0, d.sigma_b, d.papers)
     runs = rng.integers(1, d.runs + 1, d.papers) if d.kind == "unbalanced" else np.full(d.papers, d.runs)
     trees, values = [], []
-    for i, (mean, n) in enumerate(zip(means, runs)):
+    for i, (mean, n) in enumerate(zip(means, runs, strict=False)):
         trees += [f"p{i}"] * int(n)
         values += list(mean + rng.normal(0, d.sigma_w, int(n)))
     return trees, values

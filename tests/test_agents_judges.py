@@ -99,7 +99,7 @@ def test_embedding_judge_embeds_a_trees_ground_truth_once_and_scores_as_the_full
         verdicts = judge.judge(tree, items)
         truths = HashEmbedder().embed([c.text for c in tree.conclusions])
         sims = truths @ HashEmbedder().embed(items).T
-        for c, v, row in zip(tree.conclusions, verdicts, sims):
+        for c, v, row in zip(tree.conclusions, verdicts, sims, strict=False):
             best = round(float(row.max()), 6)
             assert v.item_id == c.id
             assert v.score == (1.0 if best >= 0.85 else 0.6 if best >= 0.5 else 0.0)

@@ -74,7 +74,7 @@ def test_kill_9_mid_campaign_then_resume_equals_an_uninterrupted_run(tmp_path):
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert 1500 < n, "the campaign finished before it could be killed"
+    assert n > 1500, "the campaign finished before it could be killed"
     partial = logs(killed)
     unfinished = [s for s, evs in partial.items() if evs[-1][0] != "EpisodeScored"]
     assert 0 < len(partial) < 54 or unfinished, "the kill did not land mid-campaign"
@@ -391,7 +391,7 @@ def test_ctrl_c_stops_a_campaign_at_step_boundaries_and_a_rerun_finishes_it(tmp_
         stopped = [int(line.split(" stopped at a step")[0].rsplit(", ", 1)[1]) for line in lines]
         assert len(stopped) == workers and sum(stopped) >= 1, out  # episodes were in flight, and stopped
         streams = logs(url)
-        assert 0 < len(streams) and _scored(db) < 60, "the interrupt did not land mid-campaign"
+        assert len(streams) > 0 and _scored(db) < 60, "the interrupt did not land mid-campaign"
         assert not any(t == "EpisodeFailed" for evs in streams.values() for t, _ in evs)
         unfinished = [evs for evs in streams.values() if evs[-1][0] != "EpisodeScored"]
         assert all(evs[-1][0] in ("ObservationEmitted", "ConclusionSubmitted") for evs in unfinished)

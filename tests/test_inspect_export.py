@@ -4,6 +4,7 @@ log per agent with its runs as epochs and inspect's metrics over the recorded sc
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import sys
 
@@ -128,10 +129,8 @@ def test_a_failed_episode_is_a_sample_with_its_error_and_no_score(store_url, tmp
     db = store_url  # on both backends
     with EventStore(db) as store:
         for eid, agent in (("fails", GivesUp(tree, 1)), ("ends", RandomAgent(tree, 2))):
-            try:
+            with contextlib.suppress(EpisodeFailure):
                 run_episode(tree, agent, EmbeddingJudge(EMB), EMB, params(tree, EMB, seed=1), TEMPLATES, store, eid)
-            except EpisodeFailure:
-                pass
     to_inspect("fails", "ends", "--db", db, "--log-dir", str(tmp_path / "logs"))
     log = read_eval_log(str(tmp_path / "logs" / "inquitree-random.eval"))
     by_id = {s.metadata["episode_id"]: s for s in log.samples}

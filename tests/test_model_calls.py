@@ -362,7 +362,7 @@ def test_a_cached_rerun_makes_no_call_even_with_the_endpoint_down(tmp_path):
     assert verdicts and all(v.score == 0.6 for v in verdicts) and not verdicts[0].cache_hit
     judge_calls = [r for r in server.requests if "ground-truth" in r["body"]["messages"][0]["content"]]
     assert len(judge_calls) == 2 * len(set(v.item_id for v in verdicts)) + 1  # + the refused probe
-    assert all(v.cache_hit and v.usage == w.usage for v, w in zip(cached, verdicts))
+    assert all(v.cache_hit and v.usage == w.usage for v, w in zip(cached, verdicts, strict=False))
 
 
 def test_placeholder_rationales_are_judge_errors():

@@ -51,9 +51,8 @@ def test_the_writer_cannot(urls, sql):
     with EventStore(urls["writer"]) as store:
         store.append("s", [Noted(n=1)], 0)
     engine = sa.create_engine(urls["writer"])
-    with pytest.raises(sa.exc.DatabaseError, match="permission denied|must be owner"):
-        with engine.begin() as conn:
-            conn.exec_driver_sql(sql)
+    with pytest.raises(sa.exc.DatabaseError, match="permission denied|must be owner"), engine.begin() as conn:
+        conn.exec_driver_sql(sql)
     engine.dispose()
 
 
@@ -62,9 +61,8 @@ def test_the_writer_cannot(urls, sql):
 )
 def test_the_reader_cannot_write(urls, sql):
     engine = sa.create_engine(urls["reader"])
-    with pytest.raises(sa.exc.DatabaseError, match="permission denied"):
-        with engine.begin() as conn:
-            conn.exec_driver_sql(sql)
+    with pytest.raises(sa.exc.DatabaseError, match="permission denied"), engine.begin() as conn:
+        conn.exec_driver_sql(sql)
     engine.dispose()
     with EventStore(urls["reader"], create=False) as store:
         assert store.verify().ok

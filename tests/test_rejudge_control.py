@@ -13,6 +13,7 @@ from inquitree.core.rejudge import RejudgeError, control_items, parse_validity, 
 from inquitree.core.replay import resimulate
 from inquitree.core.runner import stream_id
 from inquitree.core.tree import resolve_tree
+from inquitree.events.errors import InquiTreeError
 from inquitree.events.store import EventStore
 from inquitree.warehouse.sync import Warehouse
 
@@ -110,7 +111,7 @@ def test_control_over_http_resumes_and_feeds_fig3c(sqlite_url, tmp_path):
 
     with OpenAICompatibleServer(model) as server:
         server.fail_after = (3, 400)  # dies after three answers
-        with pytest.raises(Exception):
+        with pytest.raises(InquiTreeError, match="HTTP 400"):
             run_control(store, "openai:ctl", trees, 0, ModelConfig(server.base_url))
         server.fail_after = None
         sid, answered, total = run_control(store, "openai:ctl", trees, 0, ModelConfig(server.base_url))

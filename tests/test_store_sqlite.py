@@ -95,9 +95,11 @@ def test_a_store_at_0001_asks_for_db_upgrade_which_adds_the_log_chain(tmp_path):
         assert report.ok and report.events_checked == 12 and report.head_position == 12
         store.append("s0", [Noted(n=12)], 4)  # recording goes on, chained to the upgraded log
         assert store.verify().ok and [e.event.n for e in store.read_stream("s0")][-2:] == [9, 12]
-        with pytest.raises(sa.exc.DatabaseError, match="immutable"):  # the trigger is back
-            with store.engine.begin() as conn:
-                conn.exec_driver_sql("UPDATE events SET payload = '{}'")
+        with (
+            pytest.raises(sa.exc.DatabaseError, match="immutable"),
+            store.engine.begin() as conn,
+        ):  # the trigger is back
+            conn.exec_driver_sql("UPDATE events SET payload = '{}'")
 
 
 def test_the_upgrade_refuses_a_log_changed_before_it(tmp_path):

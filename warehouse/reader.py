@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from functools import partial
 
 from inquitree.warehouse.schema import STORE_COLUMNS
 
@@ -50,6 +51,16 @@ class _Ranges:
         self.error: BaseException | None = None
         self.stopped = False
         self.cond = threading.Condition()
+
+
+def _chunk_or_end(ranges: _Ranges, i: int, k: int) -> bool:
+    """Whether range ``i`` has its chunk ``k`` (or has ended), or a reader failed."""
+    return bool(ranges.error or len(ranges.files[i]) > k or ranges.finished[i])
+
+
+def _may_read(ranges: _Ranges, i: int) -> bool:
+    """Whether range ``i`` is near enough to the one being announced to be read now."""
+    return bool(ranges.stopped or i <= ranges.announcing + AHEAD)
 
 
 def main() -> None:
@@ -74,7 +85,7 @@ def main() -> None:
             k = 0
             while True:
                 with ranges.cond:
-                    ranges.cond.wait_for(lambda: ranges.error or len(ranges.files[i]) > k or ranges.finished[i])
+                    ranges.cond.wait_for(partial(_chunk_or_end, ranges, i, k))
                     if ranges.error:
                         raise ranges.error
                     if len(ranges.files[i]) <= k:
@@ -120,7 +131,7 @@ def _read_ranges(path: str, batch_rows: int, spool: str, ranges: _Ranges) -> Non
                 if i >= len(ranges.bounds):
                     return
                 ranges.next_range += 1
-                ranges.cond.wait_for(lambda: ranges.stopped or i <= ranges.announcing + AHEAD)
+                ranges.cond.wait_for(partial(_may_read, ranges, i))
                 if ranges.stopped:
                     return
             stmt = adbc.AdbcStatement(conn)

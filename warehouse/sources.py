@@ -8,6 +8,7 @@ Payloads stored at an older schema version are brought forward here (``_upcast_o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -103,8 +104,10 @@ class _Source:
 
     def _batch(self, after: int, limit: int) -> pa.Table:
         rows = self.conn.execute(self.sql, (after, limit)).fetchall()
-        columns = list(zip(*rows)) if rows else [()] * len(_ARROW_SCHEMA)
-        return pa.table([pa.array(c, f.type) for c, f in zip(columns, _ARROW_SCHEMA)], schema=_ARROW_SCHEMA)
+        columns = list(zip(*rows, strict=False)) if rows else [()] * len(_ARROW_SCHEMA)
+        return pa.table(
+            [pa.array(c, f.type) for c, f in zip(columns, _ARROW_SCHEMA, strict=False)], schema=_ARROW_SCHEMA
+        )
 
     def close(self) -> None:
         self.conn.close()
@@ -224,10 +227,10 @@ class _ChildSource:
             with pa.memory_map(chunk) as source:
                 table = pa.ipc.open_file(source).read_all()
             os.unlink(chunk)  # the mapping keeps the pages until the table is dropped
-            try:  # one acknowledgement: the child may write one more (unbuffered, so nothing is left to flush)
+            # one acknowledgement: the child may write one more (unbuffered, so nothing is left to
+            # flush); a broken pipe: the child has written its last chunk and exited
+            with contextlib.suppress(BrokenPipeError):
                 os.write(stdin.fileno(), b".")
-            except BrokenPipeError:
-                pass  # the child has written its last chunk and exited
             yield table
         if self.proc.wait() != 0:
             err = (self.proc.stderr.read() if self.proc.stderr else b"").decode(errors="replace").strip().splitlines()
@@ -278,11 +281,13 @@ def _upcast_old(batch: pa.Table) -> pa.Table:
     current = {name: cls.VERSION for name, cls in registered_types().items()}
     # The distinct (type, version) pairs first: listing a million rows in Python took 0.3 s.
     pairs = batch.select(["event_type", "schema_version"]).group_by(["event_type", "schema_version"]).aggregate([])
-    if all(current.get(t, v) == v for t, v in zip(*(pairs.column(c).to_pylist() for c in pairs.column_names))):
+    if all(
+        current.get(t, v) == v for t, v in zip(*(pairs.column(c).to_pylist() for c in pairs.column_names), strict=False)
+    ):
         return batch
     types = batch.column("event_type").to_pylist()
     versions = batch.column("schema_version").to_pylist()
-    stale = [i for i, (t, v) in enumerate(zip(types, versions)) if t in current and v != current[t]]
+    stale = [i for i, (t, v) in enumerate(zip(types, versions, strict=False)) if t in current and v != current[t]]
     payloads = batch.column("payload").to_pylist()
     for i in stale:
         payloads[i] = canonical_json(upcast(types[i], versions[i], json.loads(payloads[i])))

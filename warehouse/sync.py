@@ -219,7 +219,7 @@ class Warehouse:
         rows = self.con.execute("SELECT source, last_position FROM sync_state").fetchall()
         return (rows[0][0], rows[0][1]) if rows else (None, 0)
 
-    def sync(
+    def sync(  # noqa: C901 - one transaction stages, loads and checkpoints; its error paths must roll back together
         self,
         store_url: str | None = None,
         batch_size: int = 100_000,
@@ -327,18 +327,14 @@ class Warehouse:
             # Whether or not an event was loaded: a failure staging the first batch, or writing
             # the dimensions alone, leaves a transaction open too (aborted, refusing every
             # statement until it is rolled back).
-            try:
+            with contextlib.suppress(duckdb.Error):  # none open: a failed COMMIT ended it, or none was begun
                 con.execute("ROLLBACK")
-            except duckdb.Error:
-                pass  # none open: a failed COMMIT has already ended it, or none was begun
             raise
         finally:
             stop.set()
             while reader.is_alive():  # let the reader finish its current batch and exit
-                try:
+                with contextlib.suppress(queue.Empty):
                     batches.get(timeout=0.1)
-                except queue.Empty:
-                    pass
             reader.join()
             dims_pool.shutdown(wait=True)
             con.execute(f"SET threads = {threads}")  # if a failed _stage left one
@@ -404,7 +400,9 @@ class Warehouse:
         for table, values in rows.tables.items():
             con.execute(f"DELETE FROM {table}")
             if values:  # as one Arrow table: executemany took ~70 ms for these few hundred rows
-                columns = pa.table([pa.array(c) for c in zip(*values)], names=[f"c{i}" for i in range(len(values[0]))])
+                columns = pa.table(
+                    [pa.array(c) for c in zip(*values, strict=False)], names=[f"c{i}" for i in range(len(values[0]))]
+                )
                 _insert_arrow(con, columns, f"INSERT INTO {table} SELECT * FROM incoming")
         con.execute("DELETE FROM dimension_state")
         con.execute("INSERT INTO dimension_state VALUES (?)", [rows.fingerprint])
