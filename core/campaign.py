@@ -45,12 +45,12 @@ from pathlib import Path
 from typing import Callable
 
 from inquitree.core.agents import ModelConfig, RateLimiter, make_agent
-from inquitree.core.embed import default_tau, make_embedder
-from inquitree.core.engine import Params
+from inquitree.core.embed import make_embedder
 from inquitree.core.judges import make_judge
 from inquitree.core.limits import Budget, Limits, PriceTable, tokens_of
 from inquitree.core.models import CallSettings, option_label
 from inquitree.core.runner import STREAM_PREFIX, EpisodeFailure, EpisodeStopped, run_episode, stream_id
+from inquitree.core.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
 from inquitree.core.templates import TemplateSet
 from inquitree.core.tree import Tree, resolve_tree
 from inquitree.events.errors import ConcurrencyError, InquiTreeError
@@ -164,7 +164,7 @@ class Suite:
     seed: int = 0
     embedder: str = "local"
     tau: float | None = None
-    max_hints: int = 4
+    max_hints: int = MAX_HINTS
     max_turns: int | None = None
     concurrency: int = 4
     base_url: str | None = None
@@ -182,7 +182,7 @@ class Suite:
     judge_options: dict = dataclasses.field(default_factory=dict)
     judge_max_tokens: int | None = 512
     call_cache: str | None = None
-    max_reasks: int | None = 3
+    max_reasks: int | None = MAX_REASKS
     episode_tokens: int | None = None
     episode_cost_usd: float | None = None
     episode_seconds: float | None = None
@@ -284,6 +284,9 @@ class Suite:
             call_cache=self.call_cache,
         )
 
+    def spec(self) -> EpisodeSpec:
+        return EpisodeSpec(self.tau, self.max_hints, self.max_turns, self.max_reasks)
+
     def limits(self) -> Limits:
         return Limits(self.episode_tokens, self.episode_cost_usd, self.episode_seconds)
 
@@ -344,7 +347,7 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
     }  # a malformed tree stops here, before any episode
     templates = TemplateSet(suite.templates)
     embedder = make_embedder(suite.embedder, base_url=suite.embedder_base_url)
-    tau = suite.tau if suite.tau is not None else default_tau(embedder.id)
+    spec = suite.spec()
     judge_config = suite.judge_config()
     judges = {j: make_judge(j, embedder, judge_config) for j in suite.judges}
     limiter = RateLimiter(suite.requests_per_minute) if suite.requests_per_minute else None
@@ -394,17 +397,7 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
             return "not started", 0
         tree = trees[cell.tree]
         seed = suite.seed + cell.run
-        params = Params(
-            tau=tau,
-            max_hints=suite.max_hints,
-            max_turns=suite.max_turns or tree.bounds(suite.max_hints)[1],
-            randomness=cell.randomness,
-            seed=seed,
-            embedder=embedder.id,
-            template_set=templates.name,
-            template_hash=templates.hash,
-            max_reasks=suite.max_reasks,
-        )
+        params = spec.params(tree, embedder.id, templates, cell.randomness, seed)
         entry = suite.entries[cell.agent]
         for attempt in range(suite.retries + 1):
             agent = make_agent(

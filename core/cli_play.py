@@ -21,6 +21,7 @@ from inquitree.core.cli_common import (
     progress,
     progress_due,
 )
+from inquitree.core.spec import MAX_HINTS, MAX_REASKS
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import (
@@ -176,12 +177,12 @@ def print_scores(episode_id: str, scored: EpisodeScored | None) -> None:
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--randomness", "-a", default=0, show_default=True, type=int, help="Fake results with probability 10a%.")
 @click.option("--tau", type=float, default=None, help="Match threshold (default: the embedder's, see README).")
-@click.option("--max-hints", "-H", default=4, show_default=True, type=int)
+@click.option("--max-hints", "-H", default=MAX_HINTS, show_default=True, type=int)
 @click.option("--max-turns", type=click.IntRange(min=1), default=None, help="Default: n(2H+3).")
 @click.option(
     "--max-reasks",
     type=click.IntRange(min=0),
-    default=3,
+    default=MAX_REASKS,
     show_default=True,
     help="C.4.2 re-asks in one Result visit; the next reply that names no decision ends the inquiry "
     "(the conclusion is asked for).",
@@ -242,10 +243,10 @@ def play(
     A failure of the agent, judge or embedder ends the episode with a recorded EpisodeFailed
     (exit 2); a reached limit ends it with LimitReached, and it is scored on what it reached."""
     from inquitree.core.agents import make_agent
-    from inquitree.core.embed import default_tau, make_embedder
-    from inquitree.core.engine import Params
+    from inquitree.core.embed import make_embedder
     from inquitree.core.judges import make_judge
     from inquitree.core.runner import EpisodeFailure, new_episode_id, run_episode, stream_id
+    from inquitree.core.spec import EpisodeSpec
     from inquitree.core.templates import TemplateSet
     from inquitree.core.tree import resolve_tree
     from inquitree.events.store import EventStore, redact
@@ -253,18 +254,7 @@ def play(
     tree = resolve_tree(tree_ref)
     templates = TemplateSet(template_set)
     embedder = make_embedder(embedder_name, base_url=embedder_base_url)
-    params = Params(
-        tau=default_tau(embedder.id) if tau is None else tau,
-        max_hints=max_hints,
-        max_turns=max_turns or tree.bounds(max_hints)[1],
-        randomness=randomness,
-        seed=seed,
-        embedder=embedder.id,
-        template_set=templates.name,
-        template_hash=templates.hash,
-        max_reasks=max_reasks,
-    )
-    params.validate()
+    params = EpisodeSpec(tau, max_hints, max_turns, max_reasks).params(tree, embedder.id, templates, randomness, seed)
     limits, prices = limits_of(model_kw)
     agent = make_agent(agent_spec, tree, seed, templates.system_prompt, agent_config(model_kw))
     if (

@@ -41,8 +41,8 @@ from inspect_ai.solver import Generate, TaskState, solver
 
 from inquitree.core import inspect_model  # noqa: F401 - registers inquitree/oracle and inquitree/script for inspect
 from inquitree.core.agents import last_turns, recorded_turns
-from inquitree.core.embed import default_tau, make_embedder
-from inquitree.core.engine import Params, Reply
+from inquitree.core.embed import make_embedder
+from inquitree.core.engine import Reply
 from inquitree.core.judges import (
     JUDGE_PROMPT_VERSION,
     JUDGE_REASK,
@@ -54,6 +54,7 @@ from inquitree.core.judges import (
     verdict,
 )
 from inquitree.core.runner import Episode
+from inquitree.core.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
 from inquitree.core.templates import TemplateSet
 from inquitree.core.tree import Tree, resolve_tree, shipped_tree_paths
 from inquitree.events.errors import InquiTreeError
@@ -99,9 +100,9 @@ def research_tree(
     trees: str = "it18",
     randomness: int | str = 0,
     tau: float | None = None,
-    max_hints: int = 4,
+    max_hints: int = MAX_HINTS,
     max_turns: int | None = None,
-    max_reasks: int = 3,
+    max_reasks: int = MAX_REASKS,
     embedder: str = "local",
     seed: int = 0,
     judge: str = "embedding",
@@ -154,9 +155,9 @@ def _usage(out: Any) -> dict[str, int | None]:
 @solver
 def inquiry(
     tau: float | None = None,
-    max_hints: int = 4,
+    max_hints: int = MAX_HINTS,
     max_turns: int | None = None,
-    max_reasks: int = 3,
+    max_reasks: int = MAX_REASKS,
     embedder: str = "local",
     seed: int = 0,
     judge: str = "embedding",
@@ -167,23 +168,13 @@ def inquiry(
     """Play one InquiTree episode with the task's model: the Episode of ``inquitree play``."""
     template_set = TemplateSet(templates)
     emb = make_embedder(embedder)
-    tau_ = tau if tau is not None else default_tau(emb.id)
+    spec = EpisodeSpec(tau, max_hints, max_turns, max_reasks)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         from inquitree.events.store import EventStore
 
         tree = resolve_tree(state.metadata["tree"])
-        params = Params(
-            tau=tau_,
-            max_hints=max_hints,
-            max_turns=max_turns or tree.bounds(max_hints)[1],
-            randomness=state.metadata["randomness"],
-            seed=seed + state.epoch - 1,
-            embedder=emb.id,
-            template_set=template_set.name,
-            template_hash=template_set.hash,
-            max_reasks=max_reasks,
-        )
+        params = spec.params(tree, emb.id, template_set, state.metadata["randomness"], seed + state.epoch - 1)
         model = get_model()
         agent = {"kind": "inspect", "model": model.name, "label": str(model), "window": window}
         judge_desc = (
