@@ -473,19 +473,19 @@ def trees_table() -> pl.DataFrame:
         ours = trees.get(p["it18_id"])
         first, last = publication_window(ours.paper) if ours else (None, None)
         published = ours.paper.get("published") if ours else None
-        if t and not published:
+        if ours and not published:
             published = f"between {first or '?'} and {last or '?'}"
         rows.append(
             {
                 "it18_id": p["it18_id"],
                 "title": p["title"],
-                "tree": t.id if t else None,
-                "subtopics_ours": t.n if t else None,
+                "tree": ours.id if ours else None,
+                "subtopics_ours": ours.n if ours else None,
                 "subtopics_paper": p["subtopics"],
-                "journal": t.paper.get("journal") if t else None,
+                "journal": ours.paper.get("journal") if ours else None,
                 "journal_in_table_4": p["journal"],
                 "published": published,
-                "doi": t.paper.get("doi") if t else None,
+                "doi": ours.paper.get("doi") if ours else None,
             }
         )
     return pl.DataFrame(rows)
