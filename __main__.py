@@ -1,3 +1,3 @@
-from inquitree.core.cli import main
+from inquitree.cli import main
 
 main()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from inquitree.core.cli import main as cli  # noqa: E402
+from inquitree.cli import main as cli  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
 from warehouse import generate  # noqa: E402  (bench/warehouse.py)
 

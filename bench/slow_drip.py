@@ -57,7 +57,7 @@ def one_episode(drip: float, timeout: float | None, retries: int | None) -> dict
     """`inquitree play` against the drip server, as a user runs it."""
     from click.testing import CliRunner
 
-    from inquitree.core.cli import main
+    from inquitree.cli import main
 
     with tempfile.TemporaryDirectory() as d, OpenAICompatibleServer(model) as server:
         server.fail_after, server.drip_seconds = (0, "drip"), drip

@@ -12,8 +12,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from inquitree.events.errors import StoreError
+from inquitree.events.revisions import MIGRATIONS_DIR, revision_problem
 from inquitree.events.schema import metadata
-from inquitree.migrations import MIGRATIONS_DIR, revision_problem
 
 
 def alembic_config() -> Config:
@@ -81,7 +81,7 @@ def ensure_schema(engine: sa.Engine, where: str, *, auto_upgrade: bool = True) -
 
     ``where`` names the database in messages (its URL without a password). A database at an
     unknown (newer) revision, or at an older one, is an error that names the revision and what
-    to do (``migrations.revision_problem``: the warehouse says the same).
+    to do (``revisions.revision_problem``: the warehouse says the same).
     """
     rev = current_revision(engine)
     head = head_revision()

@@ -41,8 +41,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from inquitree import migrations
-from inquitree.events import signing
+from inquitree.events import revisions, signing
 from inquitree.events.base import Event, decode, parse_json
 from inquitree.events.chain import GENESIS_HASH, chain_hash, link_problem, log_hash
 from inquitree.events.errors import (
@@ -458,7 +457,7 @@ class EventStore:
             if is_damage(exc):
                 raise self._damage(exc) from exc
             raise StoreError(f"cannot open the event store {redact(self.url)}: {_short(exc)}") from exc
-        if revision != migrations.head():
+        if revision != revisions.head():
             # Alembic (a fifth of a second to import, in every worker process) only when the
             # schema is not at head: to make it, or to say why it cannot be used.
             from inquitree.events import migrate

@@ -11,5 +11,5 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "== installing InquiTree and its test dependencies into $VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
   "$VENV/bin/python" -m pip install -q -e '.[test]' 2>&1 | grep -v '^WARNING: Location' || true
-  "$VENV/bin/python" -c 'import inquitree.core.cli' && touch "$stamp"
+  "$VENV/bin/python" -c 'import inquitree.cli' && touch "$stamp"
 fi

@@ -7,8 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from inquitree.cli import main
 from inquitree.core.agents import ModelConfig, OpenAIChatAgent
-from inquitree.core.cli import main
 from inquitree.core.embed import HashEmbedder
 from inquitree.core.judges import EmbeddingJudge, OpenAIJudge, parse_verdict
 from inquitree.core.models import CallSettings

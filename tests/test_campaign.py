@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import fresh_pg_database
 
+from inquitree.cli import main
 from inquitree.core.campaign import Suite, SuiteError, parse_shard, run_suite
-from inquitree.core.cli import main
 from inquitree.core.runner import STREAM_PREFIX
 from inquitree.events.store import EventStore
 
@@ -285,7 +285,7 @@ def test_suite_requests_per_minute_is_honoured(tmp_path):
 
 
 def test_worker_shards_split_a_shard_into_exactly_its_cells():
-    from inquitree.core.cli_suite import worker_shards
+    from inquitree.cli.suite import worker_shards
 
     for shard in [(1, 1), (2, 4), (3, 3)]:
         for workers in (1, 2, 3, 5):
@@ -321,14 +321,27 @@ def test_workers_run_every_cell_once_and_a_rerun_does_nothing(tmp_path, backend,
 
 def test_a_forked_worker_relays_its_output_and_exit_code(monkeypatch):
     from inquitree import __version__
-    from inquitree.core.cli_suite import _can_fork, _drain, _ForkedWorker
+    from inquitree.cli.suite import _can_fork, _drain, _ForkedWorker
 
     monkeypatch.delenv("INQUITREE_WORKERS_FORK", raising=False)
     assert _can_fork() == (sys.platform != "darwin" and hasattr(os, "fork"))
     if not _can_fork():
         pytest.skip("workers are new interpreters on this platform")
-    for args, code, text in ((["--version"], 0, __version__), (["suite", "run", "/nonexistent.toml"], 2, "error")):
-        worker = _ForkedWorker(args, dict(os.environ))
+
+    def says_version() -> int:
+        print(__version__)
+        return 0
+
+    def exits() -> int:
+        print("inquitree: error: no such suite file", file=sys.stderr)
+        raise SystemExit(2)
+
+    def crashes() -> int:
+        raise RuntimeError("a bug in the worker")
+
+    # A worker runs the campaign's API for its shard (cli/suite.py run_shard), not the command line.
+    for work, code, text in ((says_version, 0, __version__), (exits, 2, "error"), (crashes, 2, "a bug in the worker")):
+        worker = _ForkedWorker(work, dict(os.environ))
         out: list[str] = []
         _drain(worker.stdout, out)
         assert worker.wait() == code and text in "".join(out), out

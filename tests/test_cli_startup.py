@@ -14,7 +14,7 @@ def test_the_cli_group_and_every_help_import_no_heavy_library():
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
-        "from inquitree.core.cli import main\n"
+        "from inquitree.cli import main\n"
         "helps = [[], ['play'], ['replay'], ['suite', 'run'], ['warehouse', 'sync'], ['db', 'verify'], ['query'],"
         " ['extract'], ['judge'], ['control'], ['trees', 'validate']]\n"
         "for args in helps:\n"

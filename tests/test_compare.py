@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from inquitree.core.cli import main
+from inquitree.cli import main
 from inquitree.core.tree import resolve_tree
 from inquitree.events.store import EventStore
 from inquitree.warehouse.sync import Warehouse

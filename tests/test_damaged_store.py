@@ -14,7 +14,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from inquitree.core.cli import main
+from inquitree.cli import main
 from inquitree.core.tree import resolve_tree
 from inquitree.events.store import EventStore
 

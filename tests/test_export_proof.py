@@ -8,7 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from inquitree.core.cli import main
+from inquitree.cli import main
 from inquitree.events.signing import generate, load_verifier
 from inquitree.events.store import EventStore
 

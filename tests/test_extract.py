@@ -14,8 +14,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from inquitree.cli import main
 from inquitree.core import extract as ex
-from inquitree.core.cli import main
 from inquitree.core.tree import load_tree_file
 from tests.openai_server import OpenAICompatibleServer
 

@@ -8,9 +8,9 @@ import time
 import pytest
 from click.testing import CliRunner
 
+from inquitree.cli import main
 from inquitree.core.agents import ModelConfig, OpenAIChatAgent
 from inquitree.core.chat_http import HTTP_ENV, Endpoint, direct_endpoint
-from inquitree.core.cli import main
 from inquitree.core.models import CallSettings, ModelCallError, redact_url
 
 from faultkit import FAULTS, run_fault

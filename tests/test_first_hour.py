@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from inquitree.cli import main
 from inquitree.core.campaign import Suite, SuiteError
-from inquitree.core.cli import main
 from inquitree.core.golden import load_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -230,7 +230,7 @@ def test_the_warehouse_refuses_a_store_at_an_unknown_revision_as_db_verify_does(
     import sqlalchemy as sa
 
     from inquitree.events import migrate
-    from inquitree.migrations import head, revisions
+    from inquitree.events.revisions import head, revisions
 
     assert set(revisions()) == migrate.known_revisions() and head() == migrate.head_revision()  # one reading
     db = f"sqlite:///{tmp_path / 'e.sqlite'}"
@@ -374,7 +374,7 @@ def test_the_last_line_after_progress_starts_on_a_clean_line(monkeypatch, tmp_pa
         def isatty(self) -> bool:
             return True
 
-    from inquitree.core import cli_warehouse
+    from inquitree.cli import warehouse as cli_warehouse
 
     said = []
     monkeypatch.setattr(cli_warehouse, "progress_done", lambda: said.append("cleared"))
@@ -385,7 +385,7 @@ def test_the_last_line_after_progress_starts_on_a_clean_line(monkeypatch, tmp_pa
     assert run("warehouse", "sync", "--db", db, "--warehouse", wh).exit_code == 0
     assert said == ["cleared", "echo"]
     monkeypatch.undo()
-    from inquitree.core.cli_common import progress, progress_done
+    from inquitree.cli.common import progress, progress_done
 
     tty = Tty()
     monkeypatch.setattr(sys, "stderr", tty)

@@ -13,7 +13,7 @@ from click.testing import CliRunner  # noqa: E402
 from inspect_ai import eval as inspect_eval  # noqa: E402
 from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 
-from inquitree.core.cli import main  # noqa: E402
+from inquitree.cli import main  # noqa: E402
 from inquitree.core.embed import make_embedder  # noqa: E402
 from inquitree.core.inspect_task import research_tree  # noqa: E402
 from inquitree.core.judges import EmbeddingJudge  # noqa: E402

@@ -16,9 +16,9 @@ from click.testing import CliRunner  # noqa: E402
 from inspect_ai.log import read_eval_log  # noqa: E402
 from test_inspect import EMB, replies_of, run_task, scripted  # noqa: E402
 
+from inquitree.cli import main  # noqa: E402
 from inquitree.core.agents import AgentError, RandomAgent  # noqa: E402
 from inquitree.core.campaign import Suite, run_suite  # noqa: E402
-from inquitree.core.cli import main  # noqa: E402
 from inquitree.core.inspect_export import episode_sample  # noqa: E402
 from inquitree.core.judges import EmbeddingJudge  # noqa: E402
 from inquitree.core.runner import EpisodeFailure, run_episode, stream_id  # noqa: E402

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from inquitree.core.cli import main
+from inquitree.cli import main
 from inquitree.core.replay import resimulate
 from inquitree.events.signing import load_verifier
 from inquitree.events.store import Anchor, EventStore

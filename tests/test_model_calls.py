@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from inquitree.cli import main
 from inquitree.core.agents import ModelConfig, OpenAIChatAgent
 from inquitree.core.campaign import Suite, SuiteError, run_suite
-from inquitree.core.cli import main
 from inquitree.core.models import CallCache, CallSettings, option_label, parse_options
 from inquitree.core.runner import STREAM_PREFIX, stream_id
 from inquitree.events.store import EventStore

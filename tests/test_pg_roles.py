@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 from conftest import fresh_pg_database
 
-from inquitree.core.cli import main
+from inquitree.cli import main
 from inquitree.events import StoreError
 from inquitree.events.roles import grant
 from inquitree.events.store import EventStore

@@ -13,7 +13,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from inquitree.core.cli import main
+from inquitree.cli import main
 from inquitree.core.runner import stream_id
 from inquitree.events.store import EventStore
 from inquitree.events.types import EpisodeFailed

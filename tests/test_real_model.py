@@ -24,7 +24,7 @@ except OSError:
         f"no local model server at {URL} (start one with scripts/local-model.sh start)", allow_module_level=True
     )
 
-from inquitree.core.cli import main  # noqa: E402
+from inquitree.cli import main  # noqa: E402
 from inquitree.core.runner import stream_id  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
 from inquitree.warehouse.sync import Warehouse  # noqa: E402

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
+from inquitree.cli import main
 from inquitree.core.agents import ModelConfig
-from inquitree.core.cli import main
 from inquitree.core.embed import HashEmbedder
 from inquitree.core.judges import EmbeddingJudge
 from inquitree.core.rejudge import RejudgeError, control_items, parse_validity, rejudge, run_control

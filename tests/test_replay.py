@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from inquitree.core.cli import main
+from inquitree.cli import main
 from inquitree.core.engine import fold
 from inquitree.core.golden import dump_jsonl, load_export, load_jsonl
 from inquitree.core.replay import resimulate, transcript

@@ -141,7 +141,7 @@ def test_report_without_sync_ignores_the_registry_environment(report_dir, monkey
     if --registry had been given."""
     from click.testing import CliRunner
 
-    from inquitree.core.cli import main
+    from inquitree.cli import main
 
     registry = report_dir.parent / "models.json"
     registry.write_text('{"models": [{"model": "m", "cutoff": null}]}')

@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
-from inquitree.core.cli import main
+from inquitree.cli import main
 from inquitree.events import StoreError, migrate
 from inquitree.events.chain import GENESIS_HASH, chain_hash
 from inquitree.events.store import EventStore

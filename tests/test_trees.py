@@ -8,8 +8,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from inquitree.cli import main
 from inquitree.core.calibrate import calibrate_tree, recommend_tau
-from inquitree.core.cli import main
 from inquitree.core.embed import DEFAULT_TAU, HashEmbedder
 from inquitree.core.tree import TreeError, load_tree_file, parse_tree, resolve_tree, shipped_tree_paths
 

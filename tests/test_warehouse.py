@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from inquitree.core.cli import main
+from inquitree.cli import main
 from inquitree.core.embed import HashEmbedder
 from inquitree.core.judges import EmbeddingJudge
 from inquitree.core.runner import stream_id

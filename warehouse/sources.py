@@ -23,8 +23,8 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 from inquitree.events.base import canonical_json, registered_types, upcast
+from inquitree.events.revisions import revision_problem
 from inquitree.events.store import make_engine, redact
-from inquitree.migrations import revision_problem
 from inquitree.warehouse.errors import WarehouseError
 from inquitree.warehouse.schema import STORE_COLUMNS
 

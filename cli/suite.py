@@ -7,11 +7,11 @@ import signal
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 import click
 
-from inquitree.core.cli_common import db_option, progress, progress_due
+from inquitree.cli.common import db_option, progress, progress_due
 
 
 @click.group()
@@ -40,7 +40,7 @@ def suite() -> None:
 )
 def run(suite_file, db_url, shard, concurrency, agents, workers) -> None:
     """Run every unfinished cell: skip finished episodes, continue interrupted ones."""
-    from inquitree.core.campaign import CampaignInterrupted, Suite, parse_shard, run_suite
+    from inquitree.core.campaign import Suite, parse_shard
     from inquitree.events.store import EventStore
 
     s = Suite.load(suite_file, agents)
@@ -50,6 +50,16 @@ def run(suite_file, db_url, shard, concurrency, agents, workers) -> None:
         # closed again before the workers start, so that none inherits a connection.
         EventStore(db_url).close()
         sys.exit(_run_workers(suite_file, db_url, (index, count), concurrency, agents, workers))
+    sys.exit(run_shard(s, suite_file, db_url, (index, count), concurrency))
+
+
+def run_shard(s, suite_file: str, db_url: str | None, shard: tuple[int, int], concurrency: int | None) -> int:
+    """Run one shard of the campaign with its progress and report (``suite run`` and each forked
+    worker call this, the worker with its sub-shard); returns the command's exit code."""
+    from inquitree.core.campaign import CampaignInterrupted, run_suite
+    from inquitree.events.store import EventStore
+
+    index, count = shard
     due = progress_due()
 
     def on_cell(report, remaining: int) -> None:
@@ -86,7 +96,7 @@ def run(suite_file, db_url, shard, concurrency, agents, workers) -> None:
         click.echo(
             f"  ... and {len(report.errors) - 50} more: `inquitree suite status {suite_file}` lists them", err=True
         )
-    sys.exit(130 if interrupted else 1 if report.failed else 0)
+    return 130 if interrupted else 1 if report.failed else 0
 
 
 def worker_shards(shard: tuple[int, int], workers: int) -> list[str]:
@@ -97,13 +107,14 @@ def worker_shards(shard: tuple[int, int], workers: int) -> list[str]:
 
 
 class _ForkedWorker:
-    """A worker forked from this process: ``suite run --shard SUB`` in a child that already has
-    every module this process imported, so it starts at once instead of importing them again
-    (about a second per worker, most of the gap to the ideal in bench/campaign.py). Only the
+    """A worker forked from this process: ``work`` (the campaign's API for its sub-shard, not the
+    command line again) in a child that already has every module this process imported, so it
+    starts at once instead of importing them again (about a second per worker, most of the gap
+    to the ideal in bench/campaign.py). Only the
     subset of :class:`subprocess.Popen` that :func:`_run_workers` uses (``stdout``, ``poll``,
     ``send_signal``, ``terminate``, ``wait``, ``returncode``)."""
 
-    def __init__(self, args: list[str], env: dict[str, str]):
+    def __init__(self, work: Callable[[], int], env: dict[str, str]):
         import os
 
         for stream in (sys.stdout, sys.stderr):
@@ -123,10 +134,7 @@ class _ForkedWorker:
                 sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
                 os.environ.clear()
                 os.environ.update(env)
-                from inquitree.core.cli import main
-
-                main(args, prog_name="inquitree")
-                code = 0
+                code = work()
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             except BaseException:  # noqa: BLE001 - reported on the relayed output, as a child process would
@@ -196,8 +204,11 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int) -
     guarantees of a shard: cells run once, a finished cell is skipped, an interrupted one resumed),
     and relay what each says. The store URL goes to them in the environment, not in their
     command lines (which other users of the machine can read)."""
+    import functools
     import os
     import subprocess
+
+    from inquitree.core.campaign import Suite, parse_shard
 
     env = dict(os.environ)
     if db_url:
@@ -211,7 +222,10 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int) -
         for spec in agents:
             args += ["--agent", spec]
         if fork:
-            procs.append((k, _ForkedWorker(args, env)))
+            work = functools.partial(
+                run_shard, Suite.load(suite_file, agents), suite_file, db_url, parse_shard(sub), concurrency
+            )
+            procs.append((k, _ForkedWorker(work, env)))
         else:
             cmd = [sys.executable, "-m", "inquitree", *args]
             out = subprocess.PIPE

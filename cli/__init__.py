@@ -1,4 +1,9 @@
-"""The ``inquitree`` command: one click group; each command lives in its own module."""
+"""The ``inquitree`` command: one click group; each command group lives in a module of this
+package (``common`` holds the options several commands share), and each command is a thin layer
+over a Python call a user can make too (``core.runner.run_episode``, ``core.campaign.run_suite``,
+``warehouse.sync.Warehouse``, ...). A package of its own, outside ``core/``: the engine and its
+models do not depend on the command line, and ``core`` and ``warehouse`` no longer import each
+other through it."""
 
 from __future__ import annotations
 
@@ -48,22 +53,22 @@ def main() -> None:
 
 
 def _register() -> None:
-    from inquitree.core import cli_db, cli_extract, cli_judge, cli_play, cli_suite, cli_trees, cli_warehouse
+    from inquitree.cli import db, extract, judge, play, suite, trees, warehouse
 
-    main.add_command(cli_db.db)
-    main.add_command(cli_trees.trees)
-    main.add_command(cli_play.play)
-    main.add_command(cli_play.replay)
-    main.add_command(cli_play.episodes)
-    main.add_command(cli_warehouse.warehouse)
-    main.add_command(cli_warehouse.query)
-    main.add_command(cli_warehouse.compare)
-    main.add_command(cli_warehouse.sql)
-    main.add_command(cli_warehouse.report)
-    main.add_command(cli_suite.suite)
-    main.add_command(cli_judge.judge)
-    main.add_command(cli_judge.control)
-    main.add_command(cli_extract.extract)
+    main.add_command(db.db)
+    main.add_command(trees.trees)
+    main.add_command(play.play)
+    main.add_command(play.replay)
+    main.add_command(play.episodes)
+    main.add_command(warehouse.warehouse)
+    main.add_command(warehouse.query)
+    main.add_command(warehouse.compare)
+    main.add_command(warehouse.sql)
+    main.add_command(warehouse.report)
+    main.add_command(suite.suite)
+    main.add_command(judge.judge)
+    main.add_command(judge.control)
+    main.add_command(extract.extract)
 
 
 _register()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from inquitree.core.cli_common import agent_config, agent_options, call_options, db_option, judge_config, judge_options
+from inquitree.cli.common import agent_config, agent_options, call_options, db_option, judge_config, judge_options
 
 
 @click.command()

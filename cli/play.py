@@ -7,7 +7,7 @@ import textwrap
 
 import click
 
-from inquitree.core.cli_common import (
+from inquitree.cli.common import (
     agent_config,
     agent_options,
     call_options,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from inquitree.core.cli_common import db_option, output_file, progress, progress_done
+from inquitree.cli.common import db_option, output_file, progress, progress_done
 
 
 def warehouse_option(f):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from inquitree.core.cli_common import db_option, key_option, output_file
+from inquitree.cli.common import db_option, key_option, output_file
 
 
 @click.group()

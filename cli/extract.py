@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from inquitree.core.cli_common import call_options
+from inquitree.cli.common import call_options
 
 
 @click.command()

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from inquitree.core.cli_common import progress
+from inquitree.cli.common import progress
 from inquitree.core.tree import Tree, TreeError, load_tree_file, resolve_tree, shipped_tree_paths
 
 
