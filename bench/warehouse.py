@@ -38,7 +38,7 @@ import inquitree.warehouse.sync as ws  # noqa: E402
 from inquitree.core.runner import stream_id  # noqa: E402
 from inquitree.core.tree import resolve_tree  # noqa: E402
 from inquitree.events.store import EventStore, sqlite_database  # noqa: E402
-from inquitree.warehouse.sources import _open_source  # noqa: E402
+from inquitree.warehouse.sources import open_source  # noqa: E402
 from inquitree.warehouse.sync import Warehouse, query_names  # noqa: E402
 
 from enginekit import OracleAgent, RandomAgent, play  # noqa: E402
@@ -73,7 +73,7 @@ def _cpu() -> float:
 def read_only(url: str) -> float:
     """The baseline: stream every event out of the store through the sync's own reader, and drop it."""
     t0 = time.perf_counter()
-    src = _open_source(url, 0, 100_000)
+    src = open_source(url, 0, 100_000)
     try:
         n = sum(b.num_rows for b in src.batches(0, 100_000))
     finally:

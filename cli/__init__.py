@@ -14,6 +14,8 @@ import click
 from inquitree import __version__
 from inquitree.events.errors import InquiTreeError, is_damage
 
+__all__ = ["main"]
+
 
 class _Group(click.Group):
     """Turns InquiTree's own errors into one line on stderr and exit code 2 (no traceback)."""

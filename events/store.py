@@ -76,6 +76,19 @@ INSERT_COLUMNS = (
     "log_hash",
 )
 EVENT_COLUMNS = ", ".join(INSERT_COLUMNS)  # a SELECT's columns in RecordedEvent's order
+# What a projection (the warehouse) reads of each event, in this order: no hashes (verify checks those).
+NOTIFICATION_COLUMNS = INSERT_COLUMNS[:7]
+
+
+def notifications_sql(after: str, upto: str | None = None, limit: str | None = None) -> str:
+    """The store's one query for projections, in the manner of a notification log: the events
+    after a global position (and up to one), in order, with ``NOTIFICATION_COLUMNS``. The
+    arguments are the driver's placeholders (``?``, ``%s``, ``$1``)."""
+    where = f"global_position > {after}" + (f" AND global_position <= {upto}" if upto else "")
+    tail = f" LIMIT {limit}" if limit else ""
+    return f"SELECT {', '.join(NOTIFICATION_COLUMNS)} FROM events WHERE {where} ORDER BY global_position{tail}"
+
+
 CHECKPOINT_COLUMNS = ("seq", "kind", "subject", "position", "hash", "signed_at", "key_id", "signature", "note")
 
 

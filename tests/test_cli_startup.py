@@ -44,3 +44,14 @@ def test_a_campaign_worker_loads_neither_alembic_nor_the_openai_sdk(tmp_path):
     env = {k: v for k, v in __import__("os").environ.items() if k != "INQUITREE_CHAT_HTTP"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_every_package_says_what_it_exports_and_each_name_resolves():
+    """Public faces: each package lists what users may import (``__all__``), and every name loads."""
+    import importlib
+
+    for package in ("inquitree.core", "inquitree.events", "inquitree.warehouse", "inquitree.cli"):
+        module = importlib.import_module(package)
+        assert module.__all__, package
+        for name in module.__all__:
+            assert getattr(module, name) is not None, f"{package}.{name}"

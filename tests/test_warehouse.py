@@ -848,3 +848,19 @@ def test_a_registry_date_that_does_not_exist_is_named(sqlite_url, tmp_path, cuto
     assert out.exit_code == 2 and out.output.startswith("inquitree: error: "), out.output
     assert f"model registry {registry}: models[1] (x): cutoff {cutoff!r} is not a date" in out.output
     assert not (tmp_path / "w.duckdb").exists()
+
+
+def test_the_events_table_is_described_once():
+    """The store describes its table (events/schema.py for the schema, INSERT_COLUMNS for its rows)
+    and owns the one query projections read it with (notifications_sql); the warehouse's raw table
+    follows those columns."""
+    from inquitree.events.schema import events as events_table
+    from inquitree.events.store import INSERT_COLUMNS, NOTIFICATION_COLUMNS, notifications_sql
+    from inquitree.warehouse.schema import RAW_COLUMNS
+
+    assert sorted(c.name for c in events_table.columns) == sorted(INSERT_COLUMNS)
+    assert [c for c, _ in RAW_COLUMNS] == list(NOTIFICATION_COLUMNS[:-1]) and NOTIFICATION_COLUMNS[-1] == "payload"
+    assert notifications_sql("?", upto="?") == (
+        "SELECT global_position, stream_id, stream_version, event_type, schema_version, recorded_at, payload "
+        "FROM events WHERE global_position > ? AND global_position <= ? ORDER BY global_position"
+    )

@@ -1,0 +1,25 @@
+"""The analytics side: a DuckDB warehouse kept in step with the event store, the paper's metrics
+as SQL (``queries/``), their intervals (``bootstrap.py``) and the HTML report.
+
+``Warehouse(path).sync(url)``, then ``.query(name)`` or ``.sql(text)`` (Polars DataFrames). What a
+user may import from here is listed in ``__all__``, loaded on first use (DuckDB and Polars are
+heavy, and the command line imports this package only when it needs it)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Warehouse": "sync",
+    "query_names": "sync",
+    "Bootstrap": "bootstrap",
+    "WarehouseError": "errors",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'inquitree.warehouse' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"inquitree.warehouse.{_EXPORTS[name]}"), name)

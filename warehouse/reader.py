@@ -31,12 +31,12 @@ import sys
 import threading
 from functools import partial
 
-from inquitree.warehouse.schema import STORE_COLUMNS
+from inquitree.events.store import notifications_sql
 
 WINDOW = 3  # chunks announced and not yet acknowledged
 READERS = 2  # threads reading ranges side by side
 AHEAD = 1  # ranges a thread may start past the one being announced
-_SQL = f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > ? AND global_position <= ? ORDER BY global_position"
+_SQL = notifications_sql("?", upto="?")
 
 
 class _Ranges:

@@ -217,8 +217,8 @@ RAW_COLUMNS = [
 ]
 
 
-# The store's columns a sync reads, in this order: raw_events' columns, then the payload.
-STORE_COLUMNS = ", ".join([c for c, _ in RAW_COLUMNS] + ["payload"])
+# raw_events holds the store's notification columns (events/store.py) but the payload, in that
+# order; tests/test_warehouse.py keeps the two in step.
 
 
 def column_list(cols: list[tuple[str, str]]) -> str:

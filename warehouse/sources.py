@@ -3,7 +3,7 @@
 Small backlogs are read in-process (``_Source``); large ones from PostgreSQL by two ADBC
 connections side by side (``_AdbcPostgresSource``), and from SQLite by the ADBC driver in a
 child process that hands chunks over in shared memory (``_ChildSource``, ``reader.py``).
-Payloads stored at an older schema version are brought forward here (``_upcast_old``).
+Payloads stored at an older schema version are brought forward here (``upcast_old``).
 """
 
 from __future__ import annotations
@@ -24,9 +24,8 @@ import sqlalchemy as sa
 
 from inquitree.events.base import canonical_json, registered_types, upcast
 from inquitree.events.revisions import revision_problem
-from inquitree.events.store import make_engine, redact
+from inquitree.events.store import make_engine, notifications_sql, redact
 from inquitree.warehouse.errors import WarehouseError
-from inquitree.warehouse.schema import STORE_COLUMNS
 
 LARGE_BACKLOG = 100_000  # events; below this, a sync reads row by row in-process
 
@@ -65,7 +64,7 @@ class _Source:
             if not path or not Path(path).exists():
                 raise WarehouseError(f"no event store at {url}")
             self.conn: Any = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=30)
-            self.sql = f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?"
+            self.sql = notifications_sql("?", limit="?")
         else:
             import psycopg
 
@@ -73,9 +72,7 @@ class _Source:
                 self.conn = psycopg.connect(_libpq_uri(url), autocommit=True)
             except psycopg.Error as exc:
                 raise WarehouseError(f"cannot read the event store {redact(url)}: {exc}") from exc
-            self.sql = (
-                f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > %s ORDER BY global_position LIMIT %s"
-            )
+            self.sql = notifications_sql("%s", limit="%s")
         self._check_revision()
 
     def _check_revision(self) -> None:
@@ -137,10 +134,7 @@ class _AdbcPostgresSource:
         # pool's threads each put theirs back and are joined before it returns.
         self._idle: queue.SimpleQueue = queue.SimpleQueue()
         self._idle.put(self._connect())  # here: a bad URL or a server that is down is reported at once
-        self.sql = (
-            f"SELECT {STORE_COLUMNS} FROM events WHERE global_position > $1 AND global_position <= $2 "
-            "ORDER BY global_position"
-        )
+        self.sql = notifications_sql("$1", upto="$2")
 
     def _connect(self):
         try:
@@ -263,7 +257,7 @@ def _remove_stale_spools(where: Path) -> None:
             pass  # it exists (another user's): leave its spool alone
 
 
-def _open_source(url: str, after: int, batch_size: int) -> "_Source | _AdbcPostgresSource | _ChildSource":
+def open_source(url: str, after: int, batch_size: int) -> "_Source | _AdbcPostgresSource | _ChildSource":
     """Row by row in-process for small backlogs (no start-up cost); Arrow-native for large ones:
     the ADBC driver for PostgreSQL, a child process running the ADBC driver for SQLite."""
     src = _Source(url)
@@ -276,7 +270,7 @@ def _open_source(url: str, after: int, batch_size: int) -> "_Source | _AdbcPostg
     return _ChildSource(str(Path(sa.make_url(url).database or "").resolve()), after, last, batch_size)
 
 
-def _upcast_old(batch: pa.Table) -> pa.Table:
+def upcast_old(batch: pa.Table) -> pa.Table:
     """Bring payloads stored at an older schema version to the current one (rare, so in Python)."""
     current = {name: cls.VERSION for name, cls in registered_types().items()}
     # The distinct (type, version) pairs first: listing a million rows in Python took 0.3 s.

@@ -48,7 +48,7 @@ from inquitree.warehouse.schema import (
     create_typed,
     insert_typed,
 )
-from inquitree.warehouse.sources import LARGE_BACKLOG, _open_source, _upcast_old
+from inquitree.warehouse.sources import LARGE_BACKLOG, open_source, upcast_old
 
 WAREHOUSE_ENV = "INQUITREE_WAREHOUSE"
 QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
@@ -263,7 +263,7 @@ class Warehouse:
 
         def read() -> None:
             try:
-                src = _open_source(url, position, batch_size)
+                src = open_source(url, position, batch_size)
             except Exception as exc:  # noqa: BLE001 - handed to the loading thread
                 batches.put(exc)
                 return
@@ -302,7 +302,7 @@ class Warehouse:
                     # way inside a transaction loses a single insert of ~120k rows or more to
                     # every later scan (tests/test_warehouse.py has the case).
                     con.execute(f"CREATE OR REPLACE TEMP TABLE staged ({column_list(RAW_COLUMNS)}, payload VARCHAR)")
-                self._stage(_upcast_old(item), threads)
+                self._stage(upcast_old(item), threads)
                 position = item.column("global_position")[-1].as_py()
                 loaded += item.num_rows
                 pending += item.num_rows
