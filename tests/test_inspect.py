@@ -240,33 +240,33 @@ def test_inquitrees_own_models_run_the_task_offline_and_play_like_the_built_in_a
 
 
 def test_play_a_campaign_and_the_inspect_task_record_the_same_cell_identically(tmp_path):
-    """One episode specification (core/spec.py) builds every entry point's parameters: the same
-    cell (tree, level, seed) records byte-identical parameters and tree fields from `inquitree play`,
-    `suite run` and the inspect task. Only the agent's description differs: what played differs."""
+    """One episode specification (core/spec.py) builds every entry point's parameters. The same cell
+    (tree, level, seed) under the same episode id: `inquitree play` and `suite run` record
+    byte-identical EpisodeStarted payloads; the inspect task records the same parameters, tree and
+    judge, and only its agent differs (inspect's model played, not the built-in oracle)."""
     from inquitree.events.base import canonical_json
 
-    cell = dict(tree="synthetic-diamond-4", randomness=3)
-    play_db = f"sqlite:///{tmp_path / 'play.sqlite'}"
-    out = CliRunner().invoke(
-        main,
-        ["play", "--tree", cell["tree"], "--agent", "oracle", "--embedder", "hash", "--randomness", "3", "--seed", "0"]
-        + ["--record", "--db", play_db, "-q"],
-    )
-    assert out.exit_code == 0, out.output
+    tree = "synthetic-diamond-4"
     suite = tmp_path / "one.toml"
-    suite.write_text(
-        f'name = "one"\ntrees = ["{cell["tree"]}"]\nagents = ["oracle"]\nrandomness = [3]\nembedder = "hash"\n'
-    )
+    suite.write_text(f'name = "one"\ntrees = ["{tree}"]\nagents = ["oracle"]\nrandomness = [3]\nembedder = "hash"\n')
     suite_db = f"sqlite:///{tmp_path / 'suite.sqlite'}"
     assert CliRunner().invoke(main, ["suite", "run", str(suite), "--db", suite_db]).exit_code == 0
-    _, inspect_db = run_task(
-        tmp_path, get_model("inquitree/oracle", tree=cell["tree"]), trees=cell["tree"], randomness=3
-    )
 
     def started(url: str) -> dict:
         with EventStore(url, create=False) as store:
-            payload = store.read_all()[0].event.to_payload()
-        return {k: payload[k] for k in ("tree_id", "tree_hash", "tree_title", "n_subtopics", "params")}
+            return store.read_all()[0].event.to_payload()
 
-    seen = [canonical_json(started(url)) for url in (play_db, suite_db, inspect_db)]
-    assert seen[0] == seen[1] == seen[2], seen
+    by_suite = started(suite_db)
+    play_db = f"sqlite:///{tmp_path / 'play.sqlite'}"
+    out = CliRunner().invoke(
+        main,
+        ["play", "--tree", tree, "--agent", "oracle", "--embedder", "hash", "--randomness", "3", "--seed", "0"]
+        + ["--record", "--db", play_db, "--episode-id", by_suite["episode_id"], "-q"],
+    )
+    assert out.exit_code == 0, out.output
+    assert canonical_json(started(play_db)) == canonical_json(by_suite)
+    _, inspect_db = run_task(tmp_path, get_model("inquitree/oracle", tree=tree), trees=tree, randomness=3)
+    by_inspect = started(inspect_db)
+    same = ("tree_id", "tree_hash", "tree_title", "n_subtopics", "params", "judge", "code_version")
+    assert canonical_json({k: by_inspect[k] for k in same}) == canonical_json({k: by_suite[k] for k in same})
+    assert by_inspect["agent"]["kind"] == "inspect" and by_suite["agent"] == {"kind": "oracle"}
