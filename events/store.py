@@ -476,6 +476,14 @@ class EventStore:
             from inquitree.events import migrate
 
             migrate.ensure_schema(self.engine, redact(self.url), auto_upgrade=auto_upgrade)
+        if create and revision is not None:  # a writer into an existing store: are its guards in place?
+            missing = self.missing_guards()
+            if missing:
+                print(
+                    f"inquitree: warning: {redact(self.url)} no longer enforces immutability ({'; '.join(missing)}); "
+                    "`inquitree db upgrade`, as the store's owner, restores it",
+                    file=sys.stderr,
+                )
 
     def __repr__(self) -> str:
         return f"EventStore({redact(self.url)!r})"

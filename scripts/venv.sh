@@ -2,6 +2,7 @@
 VENV=${INQUITREE_VENV:-.venv}
 PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null 2>&1 || PY=python3
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11) and f"InquiTree needs Python 3.11 or newer; {sys.executable} is {sys.version.split()[0]} (set PYTHON=...)")' || exit 1
 if [ ! -x "$VENV/bin/python" ]; then
   echo "== creating $VENV with $("$PY" --version)"
   "$PY" -m venv "$VENV"

@@ -221,6 +221,8 @@ def test_a_dropped_trigger_is_reported_and_restored_sqlite(sqlite_url):
     conn.commit()
     out = CliRunner().invoke(main, ["db", "verify", "--db", sqlite_url])
     assert out.exit_code == 1 and "UNGUARDED" in out.output and "trigger events_no_update is missing" in out.output
+    recording = CliRunner().invoke(main, ["play", "--embedder", "hash", "--record", "--db", sqlite_url, "-q"])
+    assert recording.exit_code == 0 and "no longer enforces immutability" in recording.stderr  # said, not silent
     out = CliRunner().invoke(main, ["db", "upgrade", "--db", sqlite_url])
     assert out.exit_code == 0 and "created trigger events_no_update" in out.output
     with pytest.raises(sqlite3.IntegrityError, match="immutable"):
