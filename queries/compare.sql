@@ -2,10 +2,11 @@
 -- agent_b. Cells are paired by tree, randomness level, run index and judge (the run index is
 -- a suite cell's run number, else the order of the episodes of that agent in that cell). Per
 -- headline metric, judge and level: each agent's mean over the paired cells (mean over papers of
--- per-paper means), the difference B - A with its interval by boot_mean, the cluster bootstrap
--- of warehouse/bootstrap.py over the pairs' differences (trees drawn with replacement, each with
--- its pairs; #25), the two-sided sign-flip permutation p-value (sign_flip_p: flips within pairs, seeded),
--- and how many cells were paired and how many had no partner on the other side.
+-- per-paper means), the difference B - A with its interval by boot_mean over the pairs'
+-- differences (warehouse/bootstrap.py, #25: below 8 papers a t interval over the papers' mean
+-- differences, else the cluster bootstrap over papers), the two-sided sign-flip permutation
+-- p-value (sign_flip_p, #26: the sign of each paper's mean difference flipped; exact up to 16
+-- papers), and how many cells were paired and how many had no partner on the other side.
 WITH cells AS (
     SELECT e.agent, e.tree_id, e.randomness, s.judge_id, e.episode_id, e.coverage, s.q_norm, e.steps::DOUBLE AS steps,
            CASE WHEN e.result_observations > 0 THEN e.redo_decisions / e.result_observations END AS redo_frequency,

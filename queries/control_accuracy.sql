@@ -1,7 +1,7 @@
 -- Decontextualized control (Sec. 4.3, #21): per agent, accuracy on result texts shown alone, the
 -- fake-detection rate (fakes called INVALID), the false-alarm rate (true results called INVALID),
 -- and the share of replies that were not exactly VALID or INVALID (parsed strictly; unparsed_share).
--- Intervals: boot_ratio, the cluster bootstrap of warehouse/bootstrap.py (#25): trees drawn with
+-- Intervals: boot_ratio, warehouse/bootstrap.py: below 8 papers a t interval over the papers' means, else the cluster bootstrap (#25): trees drawn with
 -- replacement, each with its items (result texts).
 WITH items AS (
     SELECT coalesce(agent_label, agent_model, agent_kind) AS agent, tree_id, result_id, shown_fake, global_position,

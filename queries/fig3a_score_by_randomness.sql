@@ -1,6 +1,6 @@
 -- Figure 3a: average conclusion score (q_norm) per agent, judge and randomness level a
 -- (fake results with probability 10a%), as the mean over papers of per-paper means over runs.
--- Intervals: boot_mean, the cluster bootstrap of warehouse/bootstrap.py (trees drawn with
+-- Intervals: boot_mean, warehouse/bootstrap.py: below 8 papers a t interval over the papers' means, else the cluster bootstrap (trees drawn with
 -- replacement, each with its episodes; #25): *_se, *_ci_low and *_ci_high; papers and episodes beside them.
 WITH per_episode AS (
     SELECT e.agent, s.judge_id, e.randomness, e.tree_id, e.episode_id, s.q_norm, e.coverage

@@ -2,7 +2,7 @@
 -- Per episode f = redo decisions / Result observations; per agent and level, the mean over papers
 -- of per-paper means; relative change = 100 (f_a - f_0) / f_0, NULL where f_0 = 0 (the absolute
 -- values are beside it), 0 at level 0 itself.
--- Intervals: the cluster bootstrap of warehouse/bootstrap.py (#25): boot_mean for the frequency;
+-- Intervals: warehouse/bootstrap.py: below 8 papers a t interval over the papers' means, else the cluster bootstrap (#25): boot_mean for the frequency;
 -- boot_change for the relative change, which resamples the agent's trees once for both levels,
 -- so that f_a and f_0 come from the same papers, as they would in a re-run campaign.
 WITH per_episode AS (

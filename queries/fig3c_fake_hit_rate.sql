@@ -2,7 +2,7 @@
 -- Result state, #19) beside the false-alarm rate (redo after true observations / true observations,
 -- #20) and the decontextualized baseline (Sec. 4.3, #21: the same agent judging result texts in
 -- isolation; NULL until `inquitree control` has been run for that model). Pooled per agent and level.
--- Intervals: boot_ratio, the cluster bootstrap of warehouse/bootstrap.py (#25) on the pooled rate
+-- Intervals: boot_ratio, warehouse/bootstrap.py: below 8 papers a t interval over the papers' means, else the cluster bootstrap (#25) on the pooled rate
 -- (trees drawn with replacement, each with its episodes and their counts).
 WITH per_episode AS (
     SELECT e.agent, e.randomness, e.tree_id, e.episode_id,

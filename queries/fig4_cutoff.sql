@@ -6,7 +6,7 @@
 -- day is on or before it, and "date undetermined" otherwise (no date, or a window across the
 -- cutoff). An agent with no registry entry, or one whose cutoff is null, is "cutoff unknown".
 -- Nothing is dropped: every scored episode at level 0 is in exactly one row.
--- Intervals: boot_mean, the cluster bootstrap of warehouse/bootstrap.py (#25).
+-- Intervals: boot_mean, warehouse/bootstrap.py: below 8 papers a t interval over the papers' means, else the cluster bootstrap (#25).
 WITH scored AS (
     SELECT e.agent, s.judge_id, e.tree_id, e.episode_id, e.published_from, e.published_to,
            m.model AS registry_model, m.cutoff, s.q_norm

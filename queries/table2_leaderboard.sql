@@ -1,7 +1,7 @@
 -- Table 2 (model performance summary): coverage and conclusion score per agent and judge, at
 -- randomness level 0, as the mean over papers of the per-paper mean over runs (#17).
 -- The conclusion score is q_norm = Q / k (#15), comparable with the paper's numbers.
--- Intervals: boot_mean, the cluster bootstrap of warehouse/bootstrap.py (trees drawn with
+-- Intervals: boot_mean, warehouse/bootstrap.py: below 8 papers a t interval over the papers' means, else the cluster bootstrap (trees drawn with
 -- replacement, each with its episodes; #25): *_se is the standard error, *_ci_low/*_ci_high the 95% interval;
 -- papers and episodes count what the conclusion score rests on.
 WITH per_episode AS (

@@ -100,7 +100,7 @@ def test_report_captions_name_the_interval_rules(sqlite_url, tmp_path):
     """The Fig. 3a and 3b captions described the two-level bootstrap after the default had changed."""
     from inquitree.warehouse.report import BARS, CAPTIONS
 
-    for fig in ("fig3a", "fig3b", "fig3c"):
+    for fig in ("fig3a", "fig3b", "fig3c", "fig4"):
         assert BARS in CAPTIONS[fig] and "then runs within them" not in CAPTIONS[fig]
         assert "then episodes within them" not in CAPTIONS[fig]
     assert "below 8 papers a t interval" in BARS

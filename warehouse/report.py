@@ -124,7 +124,7 @@ CAPTIONS = {
     "fig4": (
         "The paper's Figure 4. Each agent's conclusion score at level 0 on papers published on or before its "
         "model's training cutoff and on papers published after it (cutoffs from the model registry, Table 3; "
-        "publication dates from the trees, Table 4). Bars: 95% cluster-bootstrap intervals."
+        "publication dates from the trees, Table 4). " + BARS
     ),
     "steps_bounds": (
         "Appendix B. Steps of each finished episode per tree and agent: the mean with its 95% interval (resampling "
