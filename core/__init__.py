@@ -8,8 +8,7 @@ Everything else is the modules' own business.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from inquitree import lazy_exports
 
 _EXPORTS = {
     "Tree": "tree",
@@ -30,10 +29,4 @@ _EXPORTS = {
     "rejudge": "rejudge",
     "run_control": "rejudge",
 }
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'inquitree.core' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"inquitree.core.{_EXPORTS[name]}"), name)
+__all__, __getattr__ = lazy_exports(__name__, _EXPORTS)

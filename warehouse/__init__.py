@@ -7,8 +7,7 @@ heavy, and the command line imports this package only when it needs it)."""
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from inquitree import lazy_exports
 
 _EXPORTS = {
     "Warehouse": "sync",
@@ -16,10 +15,4 @@ _EXPORTS = {
     "Bootstrap": "bootstrap",
     "WarehouseError": "errors",
 }
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'inquitree.warehouse' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"inquitree.warehouse.{_EXPORTS[name]}"), name)
+__all__, __getattr__ = lazy_exports(__name__, _EXPORTS)
