@@ -55,7 +55,7 @@ def main() -> None:
 
 
 def _register() -> None:
-    from inquitree.cli import db, extract, judge, play, suite, trees, warehouse
+    from inquitree.cli import db, extract, judge, play, suite, trees, view, warehouse
 
     main.add_command(db.db)
     main.add_command(trees.trees)
@@ -71,6 +71,7 @@ def _register() -> None:
     main.add_command(judge.judge)
     main.add_command(judge.control)
     main.add_command(extract.extract)
+    main.add_command(view.view)
 
 
 _register()

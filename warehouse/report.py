@@ -395,44 +395,51 @@ def _inline(text: str) -> str:
 
 
 def episode_items(wh: Warehouse, episode_id: str) -> list[dict]:
-    """The episode's dialogue and the engine's notes, in order, from the typed tables."""
+    """The episode's dialogue and the engine's notes, in order, from the typed tables (the report's
+    episode pages and the viewer's show the same items); ``step`` is set on the dialogue's turns."""
     rows = wh.con.execute(
         """
         SELECT global_position, 'env' AS kind,
-               format('[{}] environment ({})', step, array_to_string(templates, ' + ')), text
+               format('[{}] environment ({})', step, array_to_string(templates, ' + ')), text, step
             FROM ev_observation_emitted WHERE episode_id = $1
-        UNION ALL SELECT global_position, 'agent', format('[{}] agent ({})', step, state), raw
+        UNION ALL SELECT global_position, 'agent', format('[{}] agent ({})', step, state), raw, step
             FROM ev_agent_replied WHERE episode_id = $1
         UNION ALL SELECT global_position, 'note', NULL,
             format('best match {} cos {:.3f} vs tau {}: {}', best, best_cosine, tau,
-                   CASE WHEN accepted THEN 'accepted' ELSE 'below tau' END)
+                   CASE WHEN accepted THEN 'accepted' ELSE 'below tau' END), NULL
             FROM ev_match_scored WHERE episode_id = $1 AND best IS NOT NULL
         UNION ALL SELECT global_position, 'note', NULL,
-            format('{} is locked: needs {}', subtopic_id, array_to_string(missing, ', '))
+            format('{} is locked: needs {}', subtopic_id, array_to_string(missing, ', ')), NULL
             FROM ev_dependency_blocked WHERE episode_id = $1
         UNION ALL SELECT global_position, 'note', NULL, format('hint level {}{} towards {}', level,
-            CASE WHEN final THEN ' (final)' ELSE '' END, target)
+            CASE WHEN final THEN ' (final)' ELSE '' END, target), NULL
             FROM ev_hint_issued WHERE episode_id = $1
         UNION ALL SELECT global_position, CASE WHEN fake THEN 'fake' ELSE 'note' END, NULL,
             format('result {}: draw {:.3f} vs p {:.1f}: {}', result_id, draw, probability,
-                   CASE WHEN fake THEN 'FAKE #' || fake_index ELSE 'true' END)
+                   CASE WHEN fake THEN 'FAKE #' || fake_index ELSE 'true' END), NULL
             FROM ev_result_drawn WHERE episode_id = $1
-        UNION ALL SELECT global_position, 'fake', NULL, format('turn limit {} reached', max_turns)
+        UNION ALL SELECT global_position, 'fake', NULL, format('turn limit {} reached', max_turns), NULL
             FROM ev_turn_limit_reached WHERE episode_id = $1
         UNION ALL SELECT global_position, 'verdict', NULL,
-            format('{}: {} = {} ({})', judge_id, item_id, score, rationale)
+            format('{}: {} = {} ({})', judge_id, item_id, score, rationale), NULL
             FROM ev_judge_verdict WHERE episode_id = $1
-        UNION ALL SELECT global_position, 'fake', NULL, format('episode failed [{}]: {}', kind, error)
+        UNION ALL SELECT global_position, 'fake', NULL, format('episode failed [{}]: {}', kind, error), NULL
             FROM ev_episode_failed WHERE episode_id = $1
         UNION ALL SELECT global_position, 'fake', NULL,
-            format('limit {} reached ({} of {}): the episode ends here', limit_name, used, threshold)
+            format('limit {} reached ({} of {}): the episode ends here', limit_name, used, threshold), NULL
             FROM ev_limit_reached WHERE episode_id = $1
         ORDER BY 1""",
         [episode_id],
     ).fetchall()
     return [
-        {"kind": kind, "head": head, "text": text, "html": markdown_html(text) if kind in ("agent", "env") else None}
-        for _, kind, head, text in rows
+        {
+            "kind": kind,
+            "head": head,
+            "text": text,
+            "step": step,
+            "html": markdown_html(text) if kind in ("agent", "env") else None,
+        }
+        for _, kind, head, text, step in rows
     ]
 
 

@@ -1,0 +1,48 @@
+"""``inquitree view``: serve the read-only viewer (``viewer/``) on this machine."""
+
+from __future__ import annotations
+
+import click
+
+from inquitree.cli.common import db_option
+from inquitree.cli.warehouse import warehouse_option
+
+
+@click.command()
+@db_option
+@warehouse_option
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback: this machine only)."
+)
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--sync/--no-sync", default=True, show_default=True, help="Sync the warehouse from the store first.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the viewer in a browser.")
+def view(db_url, warehouse_path, host, port, sync, open_browser) -> None:
+    """Browse episodes and search every transcript in a local, read-only web viewer."""
+    import importlib.util
+
+    if importlib.util.find_spec("starlette") is None or importlib.util.find_spec("uvicorn") is None:
+        raise click.ClickException("the viewer needs its extra: pip install 'inquitree[view]'")
+    import uvicorn
+
+    from inquitree.viewer.app import create_app
+    from inquitree.warehouse.sync import default_warehouse_path, kept_only_if_used
+
+    path = warehouse_path or default_warehouse_path()
+    if sync:
+        with kept_only_if_used(path) as wh:
+            report = wh.sync(db_url)
+        click.echo(f"{path}: {report.events:,} new events synced", err=True)
+    app = create_app(path)
+    where = f"http://{host}:{port}/"
+    loopback = host in ("127.0.0.1", "localhost", "::1")
+    click.echo(
+        f"InquiTree viewer on {where} (read-only; "
+        + ("this machine only)" if loopback else "REACHABLE FROM OTHER MACHINES: --host 127.0.0.1 keeps it local)"),
+        err=True,
+    )
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(where)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,106 @@
+"""`inquitree view` (first part of the viewer): the recent episodes, an episode's dialogue with the
+engine's notes and a permanent link per turn, and full-text search over every transcript; model
+output is untrusted, so every reply is shown as text. Served by Starlette; checked through its test
+client and, for scripts planted in a reply, in headless Chromium."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("starlette", reason="the viewer's extra is not installed (pip install 'inquitree[view]')")
+
+from starlette.testclient import TestClient  # noqa: E402
+from test_report import dump_dom  # noqa: E402
+
+from inquitree.core.tree import resolve_tree  # noqa: E402
+from inquitree.events.store import EventStore  # noqa: E402
+from inquitree.viewer.app import create_app  # noqa: E402
+from inquitree.warehouse.sync import Warehouse  # noqa: E402
+
+from enginekit import OracleAgent, ScriptAgent, play  # noqa: E402
+
+PLANTED = "zebrafish cortical whirlpool"
+XSS = (
+    "THOUGHT: <script>document.body.dataset.pwned = 'script'</script> and "
+    "<img src=x onerror=\"document.body.dataset.pwned = 'img'\"> and [a](javascript:alert(1))\n"
+    f"ACTION: {PLANTED}"
+)
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory):
+    d = tmp_path_factory.mktemp("viewer")
+    url = f"sqlite:///{d / 'e.sqlite'}"
+    tree = resolve_tree("synthetic-diamond-4")
+    script = d / "xss.txt"
+    script.write_text(XSS + "\n---\n" + "\n---\n".join(["ACTION: (1) nothing"] * 8) + "\n")
+    with EventStore(url) as store:
+        oracle = play(tree, OracleAgent(tree), store=store)
+        scripted = play(tree, ScriptAgent(str(script)), store=store, max_turns=4)
+    path = str(d / "w.duckdb")
+    with Warehouse(path) as wh:
+        wh.sync(url)
+    return path, oracle.episode_id, scripted.episode_id
+
+
+def test_pages_show_the_episodes_and_escape_every_reply(warehouse):
+    path, oracle, scripted = warehouse
+    client = TestClient(create_app(path))
+    home = client.get("/")
+    assert home.status_code == 200 and oracle in home.text and scripted in home.text
+    page = client.get(f"/episodes/{scripted}")
+    assert page.status_code == 200 and 'id="turn-1"' in page.text and 'href="#turn-1"' in page.text
+    assert '<details class="system"><summary>system prompt</summary>' in page.text  # collapsed
+    assert "&lt;script&gt;" in page.text and "<script>document" not in page.text
+    assert "&lt;img src=x onerror=" in page.text and "<img src=x" not in page.text
+    assert 'href="javascript:' not in page.text
+    notes = client.get(f"/episodes/{oracle}").text
+    assert "best match" in notes and "vs tau" in notes  # the engine's notes beside the dialogue
+    assert client.get("/episodes/no-such-episode").text.count("No episode no-such-episode") == 1
+
+
+def test_search_finds_a_planted_phrase_and_links_to_its_turn(warehouse):
+    path, _, scripted = warehouse
+    client = TestClient(create_app(path))
+    found = client.get("/api/search", params={"q": PLANTED}).json()["hits"]
+    assert [(h["episode_id"], h["step"], h["kind"]) for h in found] == [(scripted, 1, "reply")]
+    assert "<mark>zebrafish</mark>" in found[0]["snippet_html"] and "<script" not in found[0]["snippet_html"]
+    scripted_hits = client.get("/api/search", params={"q": "pwned"}).json()["hits"]
+    assert (
+        scripted_hits and "&lt;" in scripted_hits[0]["snippet_html"] and "<img" not in scripted_hits[0]["snippet_html"]
+    )
+    page = client.get("/search", params={"q": PLANTED})
+    assert f'href="/episodes/{scripted}#turn-1"' in page.text
+    assert client.get("/api/search", params={"q": PLANTED, "agent": "oracle"}).json()["hits"] == []
+    assert client.get("/api/search", params={"q": PLANTED, "kind": "reply", "randomness": "0"}).json()["hits"]
+    # FTS5's own syntax is not exposed: quotes and operators are words like any other
+    assert client.get("/api/search", params={"q": 'zebrafish" OR NEAR(x'}).status_code == 200
+
+
+def test_a_script_planted_in_a_reply_never_runs_in_a_browser(warehouse):
+    path, _, scripted = warehouse
+    app = create_app(path)
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        for _ in range(100):
+            if server.started:
+                break
+            time.sleep(0.05)
+        dom = dump_dom(f"http://127.0.0.1:{port}/episodes/{scripted}")
+    finally:
+        server.should_exit = True
+        thread.join(10)
+    assert 'id="turn-1"' in dom and PLANTED in dom
+    assert "data-pwned" not in dom  # neither the script nor the onerror handler ran

@@ -1,0 +1,19 @@
+"""``inquitree view``: a local, read-only web viewer over the warehouse (issue 32, first part).
+
+Pages a researcher bookmarks: ``/`` (recent episodes), ``/episodes/{id}`` (the dialogue turn by
+turn with the engine's notes, ``#turn-N`` anchors, keyboard navigation), ``/search?q=`` (full-text
+search over every observation, reply, conclusion and rationale; the same hits as JSON under
+``/api/search``). Starlette serves it (an optional extra, ``inquitree[view]``); the warehouse is
+opened read-only and sandboxed, and every text from a model or a tree is escaped.
+"""
+
+from typing import Any
+
+__all__ = ["create_app"]
+
+
+def create_app(warehouse_path: str) -> Any:
+    """The viewer's Starlette application over the warehouse at ``warehouse_path``."""
+    from inquitree.viewer.app import create_app as make
+
+    return make(warehouse_path)

@@ -1,0 +1,127 @@
+"""The viewer's web application (Starlette): read-only pages over the warehouse.
+
+Every page is rendered with Jinja2's autoescaping; model output shown as Markdown goes through the
+report's ``markdown_html``, which escapes first. The warehouse is one read-only, sandboxed DuckDB
+connection (it reads the warehouse and nothing else, see ``warehouse/sync.py``) behind a lock:
+DuckDB connections are not shared between threads, and Starlette runs each request in a thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from inquitree.viewer.search import KINDS, SearchIndex
+from inquitree.warehouse.report import episode_items, table_html
+from inquitree.warehouse.sync import Warehouse
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+REPORT_CSS = Path(__file__).resolve().parent.parent / "warehouse" / "report_templates" / "base.css.j2"
+FILTERS = ("agent", "tree_id", "randomness", "status", "kind")
+
+
+class Viewer:
+    def __init__(self, warehouse_path: str):
+        self.wh = Warehouse(warehouse_path, read_only=True)
+        self.lock = threading.Lock()
+        self.index = SearchIndex(warehouse_path + ".search.sqlite")
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader([str(TEMPLATES), str(REPORT_CSS.parent)]), autoescape=True
+        )
+        self.refresh_index()
+
+    def rows(self, sql: str, args: list[Any] | None = None) -> list[dict[str, Any]]:
+        with self.lock:
+            cur = self.wh.con.execute(sql, args or [])
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    def refresh_index(self) -> None:
+        position = self.rows("SELECT coalesce(max(last_position), 0) AS p FROM sync_state")[0]["p"]
+        if self.index.position() != position:
+            with self.lock:
+                self.index.build(self.wh, position)
+
+    def page(self, name: str, **values: Any) -> HTMLResponse:
+        return HTMLResponse(self.env.get_template(name).render(**values))
+
+
+def create_app(warehouse_path: str) -> Starlette:
+    viewer = Viewer(warehouse_path)
+
+    def home(request: Request) -> Response:
+        episodes = viewer.rows(
+            "SELECT episode_id, tree_id, agent, randomness, status, ended_by, steps, coverage, started_at "
+            "FROM episodes ORDER BY started_at DESC, episode_id LIMIT 100"
+        )
+        return viewer.page("index.html.j2", episodes=episodes)
+
+    def episode(request: Request) -> Response:
+        episode_id = request.path_params["episode_id"]
+        found = viewer.rows("SELECT * FROM episodes WHERE episode_id = ?", [episode_id])
+        if not found:
+            return viewer.page("missing.html.j2", what=f"episode {episode_id}")
+        with viewer.lock:
+            items = episode_items(viewer.wh, episode_id)
+            scores = table_html(
+                viewer.wh.con.sql("SELECT * FROM episode_scores WHERE episode_id = ?", params=[episode_id]).pl()
+            )
+        template_set = viewer.rows("SELECT template_set FROM ev_episode_started WHERE episode_id = ?", [episode_id])
+        return viewer.page(
+            "episode.html.j2",
+            ep=found[0],
+            items=items,
+            scores=scores,
+            system_prompt=_system_prompt(template_set[0]["template_set"] if template_set else None),
+        )
+
+    def search_hits(request: Request) -> tuple[str, dict[str, str], list[dict[str, Any]]]:
+        query = request.query_params.get("q", "")
+        filters = {k: request.query_params.get(k, "") for k in FILTERS}
+        return query, filters, viewer.index.search(query, filters)
+
+    def search(request: Request) -> Response:
+        query, filters, hits = search_hits(request)
+        choices = {
+            "agent": [r["agent"] for r in viewer.rows("SELECT DISTINCT agent FROM episodes ORDER BY 1")],
+            "tree_id": [r["tree_id"] for r in viewer.rows("SELECT DISTINCT tree_id FROM episodes ORDER BY 1")],
+            "randomness": [
+                str(r["r"]) for r in viewer.rows("SELECT DISTINCT randomness AS r FROM episodes ORDER BY 1")
+            ],
+            "status": [r["status"] for r in viewer.rows("SELECT DISTINCT status FROM episodes ORDER BY 1")],
+            "kind": list(KINDS),
+        }
+        return viewer.page("search.html.j2", query=query, filters=filters, choices=choices, hits=hits)
+
+    def api_search(request: Request) -> Response:
+        query, filters, hits = search_hits(request)
+        return JSONResponse({"query": query, "filters": filters, "hits": hits})
+
+    app = Starlette(
+        routes=[
+            Route("/", home),
+            Route("/episodes/{episode_id:str}", episode),
+            Route("/search", search),
+            Route("/api/search", api_search),
+        ]
+    )
+    app.state.viewer = viewer
+    return app
+
+
+def _system_prompt(template_set: str | None) -> str | None:
+    """The system prompt the episode's agent was given (its template set's; None if not here)."""
+    from inquitree.core.templates import TemplateSet
+    from inquitree.events.errors import InquiTreeError
+
+    try:
+        return TemplateSet(template_set).system_prompt if template_set else None
+    except InquiTreeError:
+        return None
