@@ -37,6 +37,7 @@ RUNS = {
     "slow_drip.py": ["--quick", "--out", "{out}"],
     "store_append.py": ["--events", "2000", "--batch", "500", "--single", "20", "--out", "{out}"],
     "trees_calibration.py": ["--quick", "--out", "{out}"],
+    "viewer.py": ["--quick", "--out", "{out}"],
 }
 NEEDS_A_STORE = {  # run against a small generated store, which they must leave as it was
     "intervals.py cost": ["cost", "--db", "{db}", "--out", "{out}"],
