@@ -20,10 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from warehouse import generate  # noqa: E402  (bench/warehouse.py)
-
 from inquitree.events.store import EventStore  # noqa: E402
 from inquitree.warehouse.sync import Warehouse  # noqa: E402
+from warehouse import generate  # noqa: E402  (bench/warehouse.py)
 
 
 def measure(url: str, d: Path, runs: int) -> dict:
