@@ -44,10 +44,21 @@ class Viewer:
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
     def refresh_index(self) -> None:
+        """Rebuild the search index if the warehouse has synced since, and the search filters' choices
+        (each a pass over the episodes view, too slow to repeat on every search of a large store)."""
         position = self.rows("SELECT coalesce(max(last_position), 0) AS p FROM sync_state")[0]["p"]
         if self.index.position() != position:
             with self.lock:
                 self.index.build(self.wh, position)
+        found = self.rows(
+            "SELECT list(DISTINCT agent ORDER BY agent) AS agent, list(DISTINCT tree_id ORDER BY tree_id) AS tree_id, "
+            "list(DISTINCT randomness::VARCHAR ORDER BY randomness::VARCHAR) AS randomness, "
+            "list(DISTINCT status ORDER BY status) AS status FROM episodes"
+        )[0]
+        self.choices = {
+            key: [str(v) for v in (found[key] or [])] for key in ("agent", "tree_id", "randomness", "status")
+        }
+        self.choices["kind"] = list(KINDS)
 
     def page(self, name: str, **values: Any) -> HTMLResponse:
         return HTMLResponse(self.env.get_template(name).render(**values))
@@ -89,16 +100,7 @@ def create_app(warehouse_path: str) -> Starlette:
 
     def search(request: Request) -> Response:
         query, filters, hits = search_hits(request)
-        choices = {
-            "agent": [r["agent"] for r in viewer.rows("SELECT DISTINCT agent FROM episodes ORDER BY 1")],
-            "tree_id": [r["tree_id"] for r in viewer.rows("SELECT DISTINCT tree_id FROM episodes ORDER BY 1")],
-            "randomness": [
-                str(r["r"]) for r in viewer.rows("SELECT DISTINCT randomness AS r FROM episodes ORDER BY 1")
-            ],
-            "status": [r["status"] for r in viewer.rows("SELECT DISTINCT status FROM episodes ORDER BY 1")],
-            "kind": list(KINDS),
-        }
-        return viewer.page("search.html.j2", query=query, filters=filters, choices=choices, hits=hits)
+        return viewer.page("search.html.j2", query=query, filters=filters, choices=viewer.choices, hits=hits)
 
     def api_search(request: Request) -> Response:
         query, filters, hits = search_hits(request)
