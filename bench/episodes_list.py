@@ -10,11 +10,8 @@ of 500. ``--quick`` is the smoke run of the test suite (a small store, one run).
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -22,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from inquitree.cli import main as cli  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
-from warehouse import generate  # noqa: E402  (bench/warehouse.py)
+from warehouse import on_a_large_store  # noqa: E402  (bench/warehouse.py)
 
 
 def timed(url: str, args: list[str], runs: int) -> dict:
@@ -43,7 +40,7 @@ def timed(url: str, args: list[str], runs: int) -> dict:
     }
 
 
-def measure(url: str, runs: int) -> dict:
+def measure(url: str, folder: Path, runs: int) -> dict:
     with EventStore(url, create=False) as store:
         events, episodes = store.last_position(), len(store.newest_streams("episode/", 10**9))
     pages = [[], ["--offset", str(episodes // 2)], ["--limit", "500"]]
@@ -51,25 +48,7 @@ def measure(url: str, runs: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--db", help="an existing store (default: one generated in a temporary folder)")
-    ap.add_argument("--events", type=int, default=1_000_000)
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--quick", action="store_true", help="the smoke run: 2,000 events, one run")
-    ap.add_argument("--out")
-    args = ap.parse_args()
-    if args.quick:
-        args.events, args.runs = 2_000, 1
-    with tempfile.TemporaryDirectory() as d:
-        url = args.db
-        if url is None:
-            url = f"sqlite:///{Path(d) / 'events.sqlite'}"
-            with EventStore(url) as store:
-                generate(store, args.events)
-        result = {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **measure(url, args.runs)}
-    print(json.dumps(result, indent=1))
-    if args.out:
-        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    on_a_large_store(__doc__ or "", measure)
 
 
 if __name__ == "__main__":

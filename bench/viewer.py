@@ -10,19 +10,15 @@ recent episodes, an episode page, a search for a common phrase and for a rare on
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from inquitree.events.store import EventStore  # noqa: E402
 from inquitree.warehouse.sync import Warehouse  # noqa: E402
-from warehouse import generate  # noqa: E402  (bench/warehouse.py)
+from warehouse import on_a_large_store  # noqa: E402  (bench/warehouse.py)
 
 
 def measure(url: str, d: Path, runs: int) -> dict:
@@ -58,26 +54,7 @@ def measure(url: str, d: Path, runs: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--db")
-    ap.add_argument("--events", type=int, default=1_000_000)
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--quick", action="store_true", help="the smoke run: 2,000 events, one run")
-    ap.add_argument("--out")
-    args = ap.parse_args()
-    if args.quick:
-        args.events, args.runs = 2_000, 1
-    with tempfile.TemporaryDirectory() as tmp:
-        d = Path(tmp)
-        url = args.db
-        if url is None:
-            url = f"sqlite:///{d / 'events.sqlite'}"
-            with EventStore(url) as store:
-                generate(store, args.events)
-        result = {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **measure(url, d, args.runs)}
-    print(json.dumps(result, indent=1))
-    if args.out:
-        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    on_a_large_store(__doc__ or "", measure)
 
 
 if __name__ == "__main__":

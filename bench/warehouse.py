@@ -31,6 +31,7 @@ import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -62,6 +63,34 @@ def generate(store: EventStore, events: int, start_seed: int = 0) -> int:
         if i % 500 == 0:
             print(f"  {written:,} events, {i:,} episodes, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return written
+
+
+def on_a_large_store(description: str, measure: Callable[[str, Path, int], dict]) -> None:
+    """The command line of a bench that measures something on a large store: ``--db URL``, or a
+    store of ``--events`` generated in a temporary folder; ``--runs``; ``--quick`` (the smoke run:
+    2,000 events, one run); ``--out FILE``. ``measure(url, folder, runs)`` returns the results."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--db", help="an existing store (default: one generated in a temporary folder)")
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="the smoke run: 2,000 events, one run")
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    if args.quick:
+        args.events, args.runs = 2_000, 1
+    with tempfile.TemporaryDirectory() as tmp:
+        url = args.db
+        if url is None:
+            url = f"sqlite:///{Path(tmp) / 'events.sqlite'}"
+            with EventStore(url) as store:
+                generate(store, args.events)
+        result = {
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **measure(url, Path(tmp), args.runs),
+        }
+    print(json.dumps(result, indent=1))
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
 
 
 def _cpu() -> float:
