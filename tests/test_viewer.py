@@ -104,3 +104,36 @@ def test_a_script_planted_in_a_reply_never_runs_in_a_browser(warehouse):
         thread.join(10)
     assert 'id="turn-1"' in dom and PLANTED in dom
     assert "data-pwned" not in dom  # neither the script nor the onerror handler ran
+
+
+def test_two_agents_side_by_side_mark_where_their_paths_part(tmp_path):
+    """A scripted agent that follows the oracle for three replies and then misses: the pair's page
+    lists the cell they share with the subtopics only one of them reached, and the side-by-side page
+    marks step 4 as the first divergence."""
+    from inquitree.events.types import AgentReplied, Transitioned
+
+    tree = resolve_tree("synthetic-diamond-4")
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    with EventStore(url) as store:
+        oracle = play(tree, OracleAgent(tree), store=store)
+        said = [e.raw for e in oracle.events if isinstance(e, AgentReplied)]
+        script = tmp_path / "follower.txt"
+        script.write_text("\n---\n".join([*said[:3], *["ACTION: something else entirely"] * 12]) + "\n")
+        follower = ScriptAgent(str(script))
+        follower.description = {**follower.description, "label": "follower"}
+        parted = play(tree, follower, store=store, max_turns=12)
+    path = str(tmp_path / "w.duckdb")
+    with Warehouse(path) as wh:
+        wh.sync(url)
+    client = TestClient(create_app(path))
+    page = client.get("/compare", params={"a": "oracle", "b": "follower"})
+    assert page.status_code == 200 and "Paired comparison" in page.text
+    link = f"/compare/episodes?a={oracle.episode_id}&amp;b={parted.episode_id}"
+    def reached(out) -> set[str]:
+        return {e.node for e in out.events if isinstance(e, Transitioned) and e.to_state == "subtopic"}
+
+    only_oracle = ", ".join(sorted(reached(oracle) - reached(parted)))
+    assert link in page.text and f"<td>{only_oracle}</td>" in page.text
+    pair = client.get("/compare/episodes", params={"a": oracle.episode_id, "b": parted.episode_id}).text
+    assert 'they part at <a href="#divergence">step 4</a>' in pair
+    assert pair.count('id="divergence"') == 1

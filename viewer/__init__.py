@@ -3,7 +3,8 @@
 Pages a researcher bookmarks: ``/`` (recent episodes), ``/episodes/{id}`` (the dialogue turn by
 turn with the engine's notes, ``#turn-N`` anchors, keyboard navigation), ``/search?q=`` (full-text
 search over every observation, reply, conclusion and rationale; the same hits as JSON under
-``/api/search``). Starlette serves it (an optional extra, ``inquitree[view]``); the warehouse is
+``/api/search``), ``/compare?a=&b=`` (two agents' shared cells, and a pair of episodes side by side
+with the first divergence marked). Starlette serves it (an optional extra, ``inquitree[view]``); the warehouse is
 opened read-only and sandboxed, and every text from a model or a tree is escaped.
 """
 

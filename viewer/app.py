@@ -106,16 +106,79 @@ def create_app(warehouse_path: str) -> Starlette:
         query, filters, hits = search_hits(request)
         return JSONResponse({"query": query, "filters": filters, "hits": hits})
 
+    def compare(request: Request) -> Response:
+        a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
+        agents = viewer.choices["agent"]
+        if a not in agents or b not in agents:
+            return viewer.page("compare.html.j2", a=a, b=b, agents=agents, table=None, cells=[])
+        with viewer.lock:
+            table = table_html(viewer.wh.query("compare", {"agent_a": a, "agent_b": b}))
+        cells = viewer.rows(_CELLS, [a, b])
+        return viewer.page("compare.html.j2", a=a, b=b, agents=agents, table=table, cells=cells)
+
+    def side_by_side(request: Request) -> Response:
+        a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
+        turns = {ep: viewer.rows(_TURNS, [ep]) for ep in (a, b)}
+        if not turns[a] or not turns[b]:
+            return viewer.page("missing.html.j2", what=f"pair of episodes {a!r} and {b!r}")
+        rows, divergence = aligned(turns[a], turns[b])
+        return viewer.page("side_by_side.html.j2", a=a, b=b, rows=rows, divergence=divergence)
+
     app = Starlette(
         routes=[
             Route("/", home),
             Route("/episodes/{episode_id:str}", episode),
             Route("/search", search),
             Route("/api/search", api_search),
+            Route("/compare", compare),
+            Route("/compare/episodes", side_by_side),
         ]
     )
     app.state.viewer = viewer
     return app
+
+
+# The cells both agents ran (tree, level, seed), each with its outcome and the subtopics it reached.
+_CELLS = """
+WITH reached AS (
+    SELECT episode_id, list(DISTINCT node ORDER BY node) AS subtopics FROM ev_transitioned
+    WHERE to_state = 'subtopic' GROUP BY ALL
+), cell AS (
+    SELECT e.agent, e.tree_id, e.randomness, e.seed, e.episode_id, e.status, e.ended_by, e.coverage,
+           coalesce(r.subtopics, []) AS subtopics
+    FROM episodes e LEFT JOIN reached r USING (episode_id) WHERE e.agent IN ($1, $2)
+)
+SELECT x.tree_id, x.randomness, x.seed, x.episode_id AS a_episode, y.episode_id AS b_episode,
+       x.status AS a_status, y.status AS b_status, x.coverage AS a_coverage, y.coverage AS b_coverage,
+       list_filter(x.subtopics, lambda s: NOT list_contains(y.subtopics, s)) AS only_a,
+       list_filter(y.subtopics, lambda s: NOT list_contains(x.subtopics, s)) AS only_b
+FROM cell x JOIN cell y USING (tree_id, randomness, seed)
+WHERE x.agent = $1 AND y.agent = $2
+ORDER BY x.tree_id, x.randomness, x.seed
+"""
+# An episode's turns with where each left the engine: the state answered, the candidate matched.
+_TURNS = """
+SELECT r.step, r.state, r.action, r.raw, m.best, m.accepted, m.best_cosine, m.tau
+FROM ev_agent_replied r LEFT JOIN ev_match_scored m USING (episode_id, step)
+WHERE r.episode_id = ? ORDER BY r.step
+"""
+
+
+def aligned(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int | None]:
+    """Two episodes' turns side by side, step by step (both start at the Topic and every step answers
+    one state), and the first step where they part: another state, or another candidate accepted."""
+    rows, divergence = [], None
+    for k in range(max(len(a), len(b))):
+        left, right = (a[k] if k < len(a) else None), (b[k] if k < len(b) else None)
+
+        def where(t: dict[str, Any] | None) -> tuple[Any, ...] | None:
+            return None if t is None else (t["state"], t["best"] if t["accepted"] else None)
+
+        parted = where(left) != where(right)
+        if parted and divergence is None:
+            divergence = k + 1
+        rows.append({"step": k + 1, "a": left, "b": right, "parted": parted})
+    return rows, divergence
 
 
 def _system_prompt(template_set: str | None) -> str | None:
