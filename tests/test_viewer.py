@@ -129,6 +129,7 @@ def test_two_agents_side_by_side_mark_where_their_paths_part(tmp_path):
     page = client.get("/compare", params={"a": "oracle", "b": "follower"})
     assert page.status_code == 200 and "Paired comparison" in page.text
     link = f"/compare/episodes?a={oracle.episode_id}&amp;b={parted.episode_id}"
+
     def reached(out) -> set[str]:
         return {e.node for e in out.events if isinstance(e, Transitioned) and e.to_state == "subtopic"}
 
