@@ -98,11 +98,16 @@ class _Watchdog:
             self._cond.notify()
         return entry
 
-    def disarm(self, entry: list[Any]) -> bool:
-        """Stop watching; True when the deadline had already fired."""
+    def disarm(self, entry: list[Any]) -> None:
+        """Stop watching (it may have fired already: see :meth:`fired`)."""
         with self._cond:
             entry[3] = False
-            return bool(entry[4])
+
+    @staticmethod
+    def fired(entry: list[Any] | None) -> bool:
+        """Whether the deadline shut this call's socket (set before the shutdown, so a read that the
+        shutdown ended always sees it)."""
+        return entry is not None and bool(entry[4])
 
     def _run(self) -> None:
         with self._cond:
@@ -125,6 +130,7 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
+_CUT_OFF = "the answer was not complete by the call's deadline (cut off)"
 
 
 class Endpoint:
@@ -176,7 +182,6 @@ class Endpoint:
         while True:
             conn, reused = self._connection()
             watch = _WATCHDOG.arm(deadline, conn) if deadline is not None else None
-            late = False
             try:
                 conn.request("POST", target, body=data, headers=self.headers)
                 resp = conn.getresponse()
@@ -184,23 +189,20 @@ class Endpoint:
             except (TimeoutError, socket.timeout):
                 self._drop()
                 raise TransportTimeout(f"no answer within {self.timeout:g} s") from None
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
-                self._drop()
-                late = watch is not None and _WATCHDOG.disarm(watch)
-                if reused and not late:
-                    continue  # a stale keep-alive connection: the request never reached the server
-                if not late:
-                    raise TransportError(f"{type(exc).__name__}: {exc}") from None
             except (OSError, http.client.HTTPException) as exc:
                 self._drop()
-                late = watch is not None and _WATCHDOG.disarm(watch)
-                if not late:
-                    raise TransportError(f"{type(exc).__name__}: {exc}") from None
+                if _WATCHDOG.fired(watch):
+                    raise TransportTimeout(_CUT_OFF) from None
+                stale = isinstance(exc, (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError))
+                if reused and stale:
+                    continue  # a stale keep-alive connection: the request never reached the server
+                raise TransportError(f"{type(exc).__name__}: {exc}") from None
             finally:
-                late = (watch is not None and _WATCHDOG.disarm(watch)) or late
-            if late:
+                if watch is not None:
+                    _WATCHDOG.disarm(watch)
+            if _WATCHDOG.fired(watch):  # the deadline shut the socket just as the read finished
                 self._drop()
-                raise TransportTimeout("the answer was not complete by the call's deadline (cut off)") from None
+                raise TransportTimeout(_CUT_OFF)
             if resp.will_close:
                 self._drop()
             return resp.status, resp.headers, text
@@ -245,22 +247,25 @@ class SdkEndpoint:
         """As :meth:`Endpoint.post`. The SDK bounds each read only, so with a ``deadline`` the call
         runs in a helper thread and is given up at the deadline (the thread ends at its next read
         timeout)."""
+        t0 = time.monotonic()
+        client = _sdk_client(self.base_url, self.api_key, self.timeout)  # this thread's, made once
         if deadline is None:
-            return self._post(path, body)
-        future = _sdk_pool().submit(self._post, path, body)
+            return self._post(client, path, body)
+        # The SDK's import and the client's TLS set-up (a second or more, once per thread) are this
+        # process's own work, not the endpoint's: the deadline bounds the wait for the answer.
+        deadline += time.monotonic() - t0
+        future = _sdk_pool().submit(self._post, client, path, body)
         try:
             return future.result(timeout=max(0.0, deadline - time.monotonic()))
         except concurrent.futures.TimeoutError:
-            raise TransportTimeout("the answer was not complete by the call's deadline (cut off)") from None
+            raise TransportTimeout(_CUT_OFF) from None
 
-    def _post(self, path: str, body: dict[str, Any]) -> tuple[int, Any, str]:
+    def _post(self, client: Any, path: str, body: dict[str, Any]) -> tuple[int, Any, str]:
         import openai
 
         try:
             options = {**_BEARER, "params": dict(self.query)} if self.query else _BEARER
-            text = _sdk_client(self.base_url, self.api_key, self.timeout).post(
-                path, cast_to=str, body=body, options=options
-            )
+            text = client.post(path, cast_to=str, body=body, options=options)
         except openai.APITimeoutError:
             raise TransportTimeout(f"no answer within {self.timeout:g} s") from None
         except openai.APIConnectionError as exc:

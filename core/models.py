@@ -365,6 +365,7 @@ class ChatModel:
         self.cache, self.rate_limiter, self.sleep = cache, rate_limiter, sleep
         self.temperature = temperature
         self._formats_refused: set[str] = set()
+        self._refusals_read = False  # the cache file's refusals, read on the first structured call
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -406,8 +407,9 @@ class ChatModel:
         if response_format:
             formats.append(("json_object", {"type": "json_object"}))
         formats.append(("none", None))
-        if self.cache is not None and len(formats) > 1:
+        if self.cache is not None and len(formats) > 1 and not self._refusals_read:
             self._formats_refused |= self.cache.refused_formats(self.model, self.endpoint)
+            self._refusals_read = True  # once: this model's own refusals are added as they come
         formats = [f for f in formats if f[0] not in self._formats_refused]
         requests = [(name, self._request(messages, fmt)) for name, fmt in formats]
         if self.cache is not None:
