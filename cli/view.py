@@ -33,7 +33,7 @@ def view(db_url, warehouse_path, host, port, sync, open_browser) -> None:
         with kept_only_if_used(path) as wh:
             report = wh.sync(db_url)
         click.echo(f"{path}: {report.events:,} new events synced", err=True)
-    app = create_app(path)
+    app = create_app(path, db_url, sync)
     where = f"http://{host}:{port}/"
     loopback = host in ("127.0.0.1", "localhost", "::1")
     click.echo(
@@ -45,4 +45,4 @@ def view(db_url, warehouse_path, host, port, sync, open_browser) -> None:
         import webbrowser
 
         webbrowser.open(where)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)

@@ -37,6 +37,7 @@ import dataclasses
 import functools
 import hashlib
 import re
+import sys
 import threading
 import time
 import tomllib
@@ -55,7 +56,7 @@ from inquitree.core.templates import TemplateSet
 from inquitree.core.tree import Tree, resolve_tree
 from inquitree.events.errors import ConcurrencyError, InquiTreeError
 from inquitree.events.store import EventStore
-from inquitree.events.types import AgentReplied
+from inquitree.events.types import AgentReplied, CampaignStarted
 
 _FIELDS = {
     "name": str,
@@ -291,14 +292,7 @@ class Suite:
         return Limits(self.episode_tokens, self.episode_cost_usd, self.episode_seconds)
 
     def cells(self) -> list[Cell]:
-        return [
-            Cell(t, a, j, r, k)
-            for t in self.trees
-            for a in self.agents
-            for j in self.judges
-            for r in self.randomness
-            for k in range(self.runs)
-        ]
+        return grid(self.trees, self.agents, self.judges, self.randomness, self.runs)
 
 
 @dataclasses.dataclass
@@ -378,6 +372,14 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
     # worker start it meanwhile, the first append finds the stream taken, as a read would have.
     started = {s.stream_id for s in store.streams(STREAM_PREFIX + episode_prefix(suite.name))} if todo else set()
     report = CampaignReport(cells=len(mine), skipped=len(mine) - len(todo))
+    try:
+        record_start(suite, store, shard, len(mine), concurrency or suite.concurrency)
+    except InquiTreeError as exc:  # the cells still run (or fail, each with its reason)
+        print(
+            f"inquitree: warning: the campaign's start was not recorded ({exc}); `inquitree view` "
+            "shows its grid once a later run records it",
+            file=sys.stderr,
+        )
     lock = threading.Lock()
 
     def one(cell: Cell, eid: str) -> tuple[str, int]:
@@ -511,6 +513,50 @@ class CampaignInterrupted(KeyboardInterrupt):
     def __init__(self, report: CampaignReport):
         super().__init__("the campaign was interrupted")
         self.report = report
+
+
+CAMPAIGN_PREFIX = "campaign/"
+
+
+def campaign_stream(name: str) -> str:
+    """The stream of suite ``name``'s runs (``CampaignStarted``)."""
+    return CAMPAIGN_PREFIX + episode_prefix(name).rstrip(".")
+
+
+def record_start(suite: Suite, store: EventStore, shard: tuple[int, int], cells: int, concurrency: int) -> None:
+    """Append this run's ``CampaignStarted`` (shards and workers append theirs to the same stream)."""
+    event = CampaignStarted(
+        name=suite.name,
+        source=suite.source,
+        trees=list(suite.trees),
+        agents=list(suite.agents),
+        judges=list(suite.judges),
+        randomness=list(suite.randomness),
+        runs=suite.runs,
+        shard=list(shard),
+        cells=cells,
+        concurrency=concurrency,
+        budget_tokens=suite.budget_tokens,
+        budget_cost_usd=suite.budget_cost_usd,
+    )
+    sid = campaign_stream(suite.name)
+    for _ in range(50):  # workers start together: each appends after the version it read
+        try:
+            store.append(sid, [event], store.current_version(sid))
+            return
+        except ConcurrencyError:
+            time.sleep(0.01)
+    raise SuiteError(f"{sid}: could not record the campaign's start (50 concurrent appends won the race)")
+
+
+def grid(trees: list[str], agents: list[str], judges: list[str], randomness: list[int], runs: int) -> list[Cell]:
+    """A suite's cells in their one order (``Suite.cells``, and a recorded ``CampaignStarted``'s)."""
+    return [Cell(t, a, j, r, k) for t in trees for a in agents for j in judges for r in randomness for k in range(runs)]
+
+
+def cells_of(started: CampaignStarted) -> list[Cell]:
+    """The cells a recorded run names."""
+    return grid(started.trees, started.agents, started.judges, started.randomness, started.runs)
 
 
 def episode_prefix(name: str) -> str:

@@ -38,6 +38,7 @@ import sqlite3
 import sys
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
@@ -317,8 +318,15 @@ def _sqlite_file(url: str) -> str | None:
     return None if "?" in url else sqlite_database(url)
 
 
-def _sqlite_connect(path: str) -> sqlite3.Connection:
+def _sqlite_connect(path: str, read_only: bool = False) -> sqlite3.Connection:
     busy_ms = _busy_ms()
+    if read_only:  # SQLite's own read-only mode: the file is never written, whatever SQL is sent
+        where = "file:" + urllib.parse.quote(str(Path(path).expanduser().resolve())) + "?mode=ro"
+        conn = sqlite3.connect(where, uri=True, timeout=busy_ms / 1000, check_same_thread=False)
+        conn.isolation_level = None
+        conn.execute(f"PRAGMA busy_timeout={busy_ms}")
+        conn.execute("PRAGMA query_only=1")
+        return conn
     conn = sqlite3.connect(Path(path).expanduser(), timeout=busy_ms / 1000, check_same_thread=False)
     try:
         _sqlite_setup(conn, busy_ms)
@@ -328,7 +336,7 @@ def _sqlite_connect(path: str) -> sqlite3.Connection:
     return conn
 
 
-def _sqlite_engine(url: sa.URL) -> sa.Engine:
+def _sqlite_engine(url: sa.URL, read_only: bool = False) -> sa.Engine:
     import sqlalchemy as sa
     from sqlalchemy import event as sa_event
 
@@ -339,6 +347,8 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
     @sa_event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         _sqlite_setup(dbapi_conn, busy_ms)  # SQLAlchemy emits BEGIN itself (below)
+        if read_only:
+            dbapi_conn.execute("PRAGMA query_only=1")
 
     @sa_event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
@@ -358,8 +368,9 @@ def _is_db_error(exc: BaseException) -> bool:
     return False
 
 
-def make_engine(url: str) -> sa.Engine:
-    """A SQLAlchemy engine for the store URL, with a clear error for a bad URL."""
+def make_engine(url: str, read_only: bool = False) -> sa.Engine:
+    """A SQLAlchemy engine for the store URL, with a clear error for a bad URL; with ``read_only``
+    its connections refuse to write (SQLite's query_only, PostgreSQL's read-only transactions)."""
     import sqlalchemy as sa
     from sqlalchemy.engine import make_url
 
@@ -371,12 +382,13 @@ def make_engine(url: str) -> sa.Engine:
             f"postgresql+psycopg://user@host:5432/db)"
         ) from exc
     if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(parsed)
+        return _sqlite_engine(parsed, read_only)
     if parsed.get_backend_name() == "postgresql":
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
+        args = {"options": "-c default_transaction_read_only=on"} if read_only else {}
         try:
-            return sa.create_engine(parsed, pool_pre_ping=True)
+            return sa.create_engine(parsed, pool_pre_ping=True, connect_args=args)
         except ModuleNotFoundError as exc:
             raise StoreError(f"{redact(url)}: PostgreSQL needs psycopg: pip install 'inquitree[postgres]'") from exc
     raise StoreError(
@@ -403,14 +415,20 @@ class EventStore:
         auto_upgrade: bool = True,
         create: bool = True,
         signer: "signing.Signer | None | FromEnv" = FROM_ENV,
+        read_only: bool = False,
     ):
         """Open the store at ``url``. With ``create=False`` (commands that only read) a SQLite file
         that does not exist, or a database without InquiTree's schema, is an error instead of
         becoming a new, empty store.
 
         ``signer`` signs checkpoints of the log head (:meth:`checkpoint`); by default (``FROM_ENV``)
-        a store that may create (a writer) takes it from ``$INQUITREE_SIGNING_KEY``; None: no signer."""
+        a store that may create (a writer) takes it from ``$INQUITREE_SIGNING_KEY``; None: no signer.
+
+        ``read_only`` (implies ``create=False``): every connection refuses to write, in the database
+        itself (a viewer's)."""
         self.url = url or default_url()
+        self.read_only = read_only
+        create = create and not read_only
         if isinstance(signer, FromEnv):
             signer = signing.signer_from_env() if create else None
         self.signer: signing.Signer | None = signer
@@ -501,7 +519,7 @@ class EventStore:
         SQLite file)."""
         with self._engine_lock:
             if self._engine is None:
-                self._engine = make_engine(self.url)
+                self._engine = make_engine(self.url, self.read_only)
             return self._engine
 
     def close(self) -> None:
@@ -530,7 +548,7 @@ class EventStore:
         """A DBAPI connection of this store's own (a plain SQLite file), or one from SQLAlchemy's
         pool (closing it gives it back, rolled back)."""
         if self._file is not None:
-            return _sqlite_connect(self._file)
+            return _sqlite_connect(self._file, self.read_only)
         return self.engine.raw_connection()
 
     @contextlib.contextmanager
@@ -658,6 +676,8 @@ class EventStore:
 
     def _dbapi_writer(self) -> tuple[Any, Any]:
         """(driver connection, cursor) for appends, opened on first use."""
+        if self.read_only:
+            raise StoreError(f"{redact(self.url)} was opened read-only: nothing can be appended through it")
         if self._raw is None:
             self._raw = self._connect()
             self._wconn = getattr(self._raw, "driver_connection", self._raw)
@@ -907,6 +927,37 @@ class EventStore:
                 (after_position, limit),
             )
             return [_recorded(r) for r in cur.fetchall()]
+
+    def read_prefix(
+        self, prefix: str, event_types: Sequence[str], through_position: int, batch: int = 10_000
+    ) -> Iterator[RecordedEvent]:
+        """The events of ``event_types`` in the streams starting with ``prefix``, up to
+        ``through_position``, stream by stream (the stream index's order: a campaign's own events,
+        not the whole log's)."""
+        where, args = self._starting_with(prefix)
+        m = self._mark
+        types = ", ".join([m] * len(event_types))
+        after: tuple[str, int] = ("", 0)
+        while True:
+            with self._cursor() as cur:
+                cur.execute(
+                    f"SELECT {EVENT_COLUMNS} FROM events WHERE {where} AND event_type IN ({types}) "
+                    f"AND global_position <= {m} AND (stream_id > {m} OR (stream_id = {m} AND stream_version > {m})) "
+                    f"ORDER BY stream_id, stream_version LIMIT {batch}",
+                    (
+                        *args,
+                        *event_types,
+                        through_position,
+                        after[0],
+                        after[0],
+                        after[1],
+                    ),
+                )
+                rows = cur.fetchall()
+            yield from (_recorded(r) for r in rows)
+            if len(rows) < batch:
+                return
+            after = (rows[-1][1], rows[-1][2])
 
     def iter_all(self, after_position: int = 0, batch: int = 10_000) -> Iterator[RecordedEvent]:
         while True:

@@ -269,3 +269,25 @@ class EpisodeResumed(Event):
     TYPE = "EpisodeResumed"
     step: int
     after_error: str
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CampaignStarted(Event):
+    """``suite run`` (or one of its shards or workers) began: the suite's grid, enough to name every
+    cell's episode (``core.campaign.Cell.episode_id``), so a viewer shows the cells not yet started.
+    Stream ``campaign/<suite>``; no endpoint, key or option is recorded here."""
+
+    TYPE = "CampaignStarted"
+    name: str
+    source: str
+    trees: list[str]
+    agents: list[str]  # labels, as the cells and episode ids name them
+    judges: list[str]
+    randomness: list[int]
+    runs: int
+    shard: list[int]  # [index, count]
+    cells: int  # this shard's cells
+    concurrency: int
+    budget_tokens: int | None = None
+    budget_cost_usd: float | None = None

@@ -15,11 +15,15 @@ if ! ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1; then
     echo "test.sh: PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1
   fi
 fi
-if ! command -v chromium >/dev/null 2>&1; then
+# Debian's Chromium (the report's and the viewer's browser tests) and Graphviz (the viewer's tree pictures).
+missing=""
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+command -v dot >/dev/null 2>&1 || missing="$missing graphviz"
+if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ]; then
-    echo "== installing Chromium (Debian package) for the report test"; apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+    echo "== installing$missing (Debian packages) for the browser tests"; apt-get update -qq && apt-get install -y -qq $missing >/dev/null
   else
-    echo "test.sh: chromium is not installed (apt-get install chromium); the report test will fail" >&2
+    echo "test.sh: not installed:$missing (apt-get install$missing); the browser tests will fail" >&2
   fi
 fi
 pgdir=$(mktemp -d /tmp/inquitree-pg.XXXXXX)

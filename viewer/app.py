@@ -1,40 +1,70 @@
-"""The viewer's web application (Starlette): read-only pages over the warehouse.
+"""The viewer's web application (Starlette): read-only pages over the warehouse and the store.
 
 Every page is rendered with Jinja2's autoescaping; model output shown as Markdown goes through the
-report's ``markdown_html``, which escapes first. The warehouse is one read-only, sandboxed DuckDB
-connection (it reads the warehouse and nothing else, see ``warehouse/sync.py``) behind a lock:
-DuckDB connections are not shared between threads, and Starlette runs each request in a thread.
+report's ``markdown_html``, which escapes first; scripts come only from ``/static`` (a Content
+Security Policy refuses any other), and they write data into the page as text, never as markup.
+The warehouse is one read-only, sandboxed DuckDB connection (it reads the warehouse and nothing
+else, see ``warehouse/sync.py``) behind a lock: DuckDB connections are not shared between threads,
+and Starlette runs each request in a thread. Campaign grids are folded from the store itself,
+through a read-only connection (``viewer/live.py``), and pushed to open pages as server-sent
+events. When the store has moved on, a page first brings the warehouse up to it: the read-only
+connection is closed, the warehouse synced (as ``inquitree view`` does before serving), and
+reopened read-only; ``--no-sync`` leaves the warehouse as it is.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import jinja2
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import Route
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
+from inquitree.viewer.live import Campaigns
 from inquitree.viewer.search import KINDS, SearchIndex
-from inquitree.warehouse.report import episode_items, table_html
+from inquitree.viewer.treeview import GraphvizMissing, episode_path, shipped_tree, tree_dot, tree_svg
+from inquitree.warehouse.report import episode_items, figures, table_html
 from inquitree.warehouse.sync import Warehouse
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
-REPORT_CSS = Path(__file__).resolve().parent.parent / "warehouse" / "report_templates" / "base.css.j2"
+HERE = Path(__file__).resolve().parent
+TEMPLATES = HERE / "templates"
+STATIC = HERE / "static"
+REPORT_CSS = HERE.parent / "warehouse" / "report_templates" / "base.css.j2"
 FILTERS = ("agent", "tree_id", "randomness", "status", "kind")
+# Scripts and images from this server only; inline styles (the report's stylesheet) but no inline script.
+CSP = (
+    "default-src 'none'; script-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'unsafe-inline'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+CATCH_UP_SECONDS = 1.0  # at most one warehouse sync this often, when the store has moved on
 
 
 class Viewer:
-    def __init__(self, warehouse_path: str):
+    def __init__(self, warehouse_path: str, db_url: str | None = None, sync: bool = False):
+        self.path = warehouse_path
+        self.db_url = db_url
+        self.sync = sync
+        self.lock = threading.RLock()
         self.wh = Warehouse(warehouse_path, read_only=True)
-        self.lock = threading.Lock()
         self.index = SearchIndex(warehouse_path + ".search.sqlite")
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader([str(TEMPLATES), str(REPORT_CSS.parent)]), autoescape=True
         )
+        self.live = Campaigns(db_url) if db_url is not None or sync else None
+        self.caught_up = time.monotonic()
+        self.figures_dir = Path(tempfile.mkdtemp(prefix="inquitree-view-figures-"))
+        self.figures: tuple[int, dict[str, dict]] | None = None
         self.refresh_index()
 
     def rows(self, sql: str, args: list[Any] | None = None) -> list[dict[str, Any]]:
@@ -43,13 +73,16 @@ class Viewer:
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
+    def position(self) -> int:
+        return int(self.rows("SELECT coalesce(max(last_position), 0) AS p FROM sync_state")[0]["p"])
+
     def refresh_index(self) -> None:
-        """Rebuild the search index if the warehouse has synced since, and the search filters' choices
-        (each a pass over the episodes view, too slow to repeat on every search of a large store)."""
-        position = self.rows("SELECT coalesce(max(last_position), 0) AS p FROM sync_state")[0]["p"]
+        """Bring the search index to the warehouse, and the search filters' choices (each a pass over
+        the episodes view, too slow to repeat on every search of a large store)."""
+        position = self.position()
         if self.index.position() != position:
             with self.lock:
-                self.index.build(self.wh, position)
+                self.index.update(self.wh, position)
         found = self.rows(
             "SELECT list(DISTINCT agent ORDER BY agent) AS agent, list(DISTINCT tree_id ORDER BY tree_id) AS tree_id, "
             "list(DISTINCT randomness::VARCHAR ORDER BY randomness::VARCHAR) AS randomness, "
@@ -60,25 +93,57 @@ class Viewer:
         }
         self.choices["kind"] = list(KINDS)
 
-    def page(self, name: str, **values: Any) -> HTMLResponse:
-        return HTMLResponse(self.env.get_template(name).render(**values))
+    def catch_up(self, force: bool = False) -> None:
+        """Sync the warehouse if the store has moved on (with ``--sync``; at most once a second unless
+        ``force``): the read-only connection is closed while the sync writes."""
+        if not self.sync or self.live is None:
+            return
+        if not force and time.monotonic() - self.caught_up < CATCH_UP_SECONDS:
+            return
+        with self.lock:
+            head = self.live.store.last_position()
+            if head <= self.position():
+                return
+            self.caught_up = time.monotonic()
+            self.wh.close()
+            try:
+                with Warehouse(self.path) as writer:
+                    writer.sync(self.db_url)
+            finally:
+                self.wh = Warehouse(self.path, read_only=True)
+            self.refresh_index()
+
+    def page(self, name: str, status_code: int = 200, **values: Any) -> HTMLResponse:
+        return HTMLResponse(self.env.get_template(name).render(**values), status_code=status_code)
 
 
-def create_app(warehouse_path: str) -> Starlette:
-    viewer = Viewer(warehouse_path)
+def create_app(warehouse_path: str, db_url: str | None = None, sync: bool = False) -> Starlette:  # noqa: C901 - one route a nested function, over one viewer
+    """The viewer over the warehouse at ``warehouse_path``; with ``db_url`` (or ``sync``) its
+    campaign pages follow the store, and with ``sync`` its other pages catch up with it too."""
+    viewer = Viewer(warehouse_path, db_url, sync)
 
     def home(request: Request) -> Response:
+        viewer.catch_up()
         episodes = viewer.rows(
             "SELECT episode_id, tree_id, agent, randomness, status, ended_by, steps, coverage, started_at "
             "FROM episodes ORDER BY started_at DESC, episode_id LIMIT 100"
         )
-        return viewer.page("index.html.j2", episodes=episodes)
+        return viewer.page("index.html.j2", episodes=episodes, campaigns=campaign_list())
+
+    def campaign_list() -> list[dict[str, Any]] | None:
+        if viewer.live is None:
+            return None
+        viewer.live.refresh()
+        return [b for k in viewer.live.names() if (b := _brief(viewer.live.summary(k))) is not None]
 
     def episode(request: Request) -> Response:
         episode_id = request.path_params["episode_id"]
         found = viewer.rows("SELECT * FROM episodes WHERE episode_id = ?", [episode_id])
+        if not found or found[0]["status"] not in ("finished", "failed"):
+            viewer.catch_up(force=not found)
+            found = viewer.rows("SELECT * FROM episodes WHERE episode_id = ?", [episode_id])
         if not found:
-            return viewer.page("missing.html.j2", what=f"episode {episode_id}")
+            return viewer.page("missing.html.j2", what=f"episode {episode_id}", status_code=404)
         with viewer.lock:
             items = episode_items(viewer.wh, episode_id)
             scores = table_html(
@@ -93,12 +158,97 @@ def create_app(warehouse_path: str) -> Starlette:
             system_prompt=_system_prompt(template_set[0]["template_set"] if template_set else None),
         )
 
+    def tree(request: Request) -> Response:
+        tree_id = request.path_params["tree_id"]
+        t = shipped_tree(tree_id)
+        if t is None:
+            return viewer.page("missing.html.j2", what=f"shipped tree {tree_id}", status_code=404)
+        episode_id = request.query_params.get("episode", "")
+        ep, path = None, None
+        verdicts: dict[str, list[dict[str, Any]]] = {}
+        if episode_id:
+            found = viewer.rows("SELECT * FROM episodes WHERE episode_id = ? AND tree_id = ?", [episode_id, tree_id])
+            if not found:
+                return viewer.page("missing.html.j2", what=f"episode {episode_id} of tree {tree_id}", status_code=404)
+            ep = found[0]
+            path = episode_path({name: viewer.rows(sql, [episode_id]) for name, sql in _PATH.items()})
+            for v in viewer.rows(_VERDICTS, [episode_id]):
+                verdicts.setdefault(v["item_id"], []).append(v)
+        try:
+            picture, problem = tree_svg(tree_dot(t, path)), None
+        except (GraphvizMissing, RuntimeError, OSError) as exc:
+            picture, problem = None, str(exc)
+        reached = {sid for sid, fakes in (path or {}).get("draws", {}).items() if not fakes[-1]}
+        result_of = {st.result.id: st.id for s in t.subtopics for st in s.studies}
+        return viewer.page(
+            "tree.html.j2",
+            tree=t,
+            ep=ep,
+            path=path,
+            picture=picture,
+            problem=problem,
+            verdicts=verdicts,
+            reached_results={r for r, st in result_of.items() if st in reached},
+            episodes=viewer.rows(
+                "SELECT episode_id, agent, randomness, status, coverage FROM episodes WHERE tree_id = ? "
+                "ORDER BY started_at DESC LIMIT 50",
+                [tree_id],
+            ),
+            tree_changed=bool(episode_id)
+            and any(
+                r["tree_hash"] != t.content_hash
+                for r in viewer.rows("SELECT tree_hash FROM ev_episode_started WHERE episode_id = ?", [episode_id])
+            ),
+        )
+
+    def trees_index(request: Request) -> Response:
+        from inquitree.core.tree import shipped_tree_paths
+
+        counts = {r["tree_id"]: r["n"] for r in viewer.rows("SELECT tree_id, count(*) AS n FROM episodes GROUP BY ALL")}
+        trees = []
+        for p in shipped_tree_paths():
+            t = shipped_tree(p.stem)
+            if t is not None:
+                trees.append(
+                    {
+                        "tree_id": t.id,
+                        "title": t.title,
+                        "n_subtopics": len(t.subtopics),
+                        "episodes": counts.get(t.id, 0),
+                    }
+                )
+        return viewer.page("trees.html.j2", trees=trees)
+
+    def figures_page(request: Request) -> Response:
+        viewer.catch_up()
+        made = figures_now()
+        with viewer.lock:
+            leaderboard = table_html(viewer.wh.query("table2_leaderboard"))
+        return viewer.page("figures.html.j2", figures=made, leaderboard=leaderboard)
+
+    def figures_now() -> dict[str, dict]:
+        """The report's figures (``warehouse.report.figures``: one source for a figure), drawn
+        again only when the warehouse has moved on."""
+        with viewer.lock:
+            position = viewer.position()
+            if viewer.figures is None or viewer.figures[0] != position:
+                viewer.figures = (position, figures(viewer.wh, viewer.figures_dir))
+            return viewer.figures[1]
+
+    def figure_png(request: Request) -> Response:
+        name = request.path_params["name"]
+        made = figures_now()
+        if name not in made:
+            return Response("no such figure", status_code=404, media_type="text/plain")
+        return FileResponse(viewer.figures_dir / made[name]["file"], media_type="image/png")
+
     def search_hits(request: Request) -> tuple[str, dict[str, str], list[dict[str, Any]]]:
         query = request.query_params.get("q", "")
         filters = {k: request.query_params.get(k, "") for k in FILTERS}
         return query, filters, viewer.index.search(query, filters)
 
     def search(request: Request) -> Response:
+        viewer.catch_up()
         query, filters, hits = search_hits(request)
         return viewer.page("search.html.j2", query=query, filters=filters, choices=viewer.choices, hits=hits)
 
@@ -107,6 +257,7 @@ def create_app(warehouse_path: str) -> Starlette:
         return JSONResponse({"query": query, "filters": filters, "hits": hits})
 
     def compare(request: Request) -> Response:
+        viewer.catch_up()
         a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
         agents = viewer.choices["agent"]
         if a not in agents or b not in agents:
@@ -120,24 +271,166 @@ def create_app(warehouse_path: str) -> Starlette:
         a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
         turns = {ep: viewer.rows(_TURNS, [ep]) for ep in (a, b)}
         if not turns[a] or not turns[b]:
-            return viewer.page("missing.html.j2", what=f"pair of episodes {a!r} and {b!r}")
+            return viewer.page("missing.html.j2", what=f"pair of episodes {a!r} and {b!r}", status_code=404)
         rows, divergence = aligned(turns[a], turns[b])
         return viewer.page("side_by_side.html.j2", a=a, b=b, rows=rows, divergence=divergence)
 
+    def suite_page(request: Request) -> Response:
+        key = request.path_params["key"]
+        if viewer.live is None:
+            return viewer.page("missing.html.j2", what="event store (start the viewer with --db)", status_code=404)
+        viewer.live.refresh()
+        layout, state = viewer.live.layout(key), viewer.live.summary(key)
+        return viewer.page("suite.html.j2", key=key, layout=layout, state=state, brief=_brief(state))
+
+    def api_suite(request: Request) -> Response:
+        if viewer.live is None:
+            return JSONResponse({"error": "no event store"}, status_code=404)
+        viewer.live.refresh()
+        state = viewer.live.summary(request.path_params["key"])
+        return JSONResponse(
+            state if state is not None else {"error": "no such campaign"}, status_code=200 if state else 404
+        )
+
+    def api_campaigns(request: Request) -> Response:
+        return JSONResponse({"campaigns": campaign_list()})
+
+    async def live_suite(request: Request) -> Response:
+        key = request.path_params["key"]
+        return _events(request, lambda: _live_suite_state(key))
+
+    def _live_suite_state(key: str) -> dict[str, Any] | None:
+        assert viewer.live is not None
+        viewer.live.refresh()
+        state = viewer.live.summary(key)
+        if state is None:
+            return {"key": key, "missing": True}
+        return {**state, "brief": _brief(state), "layout": len(viewer.live.campaigns[key].ids)}
+
+    async def live_campaigns(request: Request) -> Response:
+        return _events(request, lambda: {"campaigns": campaign_list()})
+
+    def _events(request: Request, read: Any) -> Response:
+        """Server-sent events: ``read()``'s value whenever it changes (cells as a diff after the
+        first), looked at every second, with a comment line as a heartbeat."""
+        if viewer.live is None:
+            return JSONResponse({"error": "no event store"}, status_code=404)
+
+        async def stream() -> Any:
+            sent: dict[str, Any] | None = None
+            quiet = 0
+            while not await request.is_disconnected():
+                now = await run_in_threadpool(read)
+                if now != sent:
+                    out = dict(now)
+                    if sent is not None and "states" in now and "states" in sent:
+                        out["states"] = {k: v for k, v in now["states"].items() if sent["states"].get(k) != v}
+                        out["diff"] = True
+                    yield f"data: {json.dumps(out, default=str)}\n\n"
+                    sent, quiet = now, 0
+                else:
+                    quiet += 1
+                    if quiet % 15 == 0:
+                        yield ": still here\n\n"
+                await asyncio.sleep(1.0)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
     app = Starlette(
+        middleware=[Middleware(_SecurityHeaders)],
         routes=[
             Route("/", home),
             Route("/episodes/{episode_id:str}", episode),
+            Route("/trees", trees_index),
+            Route("/trees/{tree_id:str}", tree),
+            Route("/suites/{key:str}", suite_page),
+            Route("/figures", figures_page),
+            Route("/figures/{name:str}.png", figure_png),
             Route("/search", search),
             Route("/api/search", api_search),
+            Route("/api/campaigns", api_campaigns),
+            Route("/api/suites/{key:str}", api_suite),
+            Route("/live/campaigns", live_campaigns),
+            Route("/live/suites/{key:str}", live_suite),
             Route("/compare", compare),
             Route("/compare/episodes", side_by_side),
-        ]
+            Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        ],
     )
+
     app.state.viewer = viewer
     return app
 
 
+class _SecurityHeaders:
+    """Every response gets the Content Security Policy and two headers that stop a browser from
+    guessing types or sending this page's address on (a plain ASGI middleware: event streams pass
+    through it untouched)."""
+
+    HEADERS = [
+        (b"content-security-policy", CSP.encode()),
+        (b"x-content-type-options", b"nosniff"),
+        (b"referrer-policy", b"no-referrer"),
+    ]
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *self.HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def _brief(state: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A campaign's one-line summary: counts, times, tokens and cost, as text the pages show."""
+    if state is None:
+        return None
+    counts = state["counts"]
+    done = counts["finished"] + counts["limit"] + counts["failed"]
+    eta = state["eta_s"]
+    cost = f"${state['cost_usd']:.4f}" + (
+        f" (+{state['unpriced_calls']} call(s) with no price)" if state["unpriced_calls"] else ""
+    )
+    return {
+        "key": state["key"],
+        "name": state["name"],
+        "progress": f"{done} of {state['cells']} cells ended",
+        "counts": ", ".join(f"{n} {s}" for s, n in counts.items() if n),
+        "status": "running" if state["active"] else "idle",
+        "elapsed": _duration(state["elapsed_s"]),
+        "eta": (_duration(eta) if eta is not None else "unknown until a cell ends") if state["active"] else "—",
+        "tokens": f"{state['tokens']:,}",
+        "cost": cost,
+        "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state["latest_started"])),
+        "runs": state["runs"],
+    }
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h} h {m:02d} min" if h else f"{m} min {s:02d} s" if m else f"{s} s"
+
+
+# What an episode did on its tree (``treeview.episode_path``).
+_PATH = {
+    "transitions": "SELECT step, to_state, node FROM ev_transitioned WHERE episode_id = ? ORDER BY global_position",
+    "hints": "SELECT target, level FROM ev_hint_issued WHERE episode_id = ? ORDER BY global_position",
+    "locked": "SELECT subtopic_id FROM ev_dependency_blocked WHERE episode_id = ?",
+    "draws": "SELECT study_id, fake FROM ev_result_drawn WHERE episode_id = ? ORDER BY global_position",
+}
+_VERDICTS = """
+SELECT item_id, judge_id, score, error, rationale FROM ev_judge_verdict WHERE episode_id = ? ORDER BY global_position
+"""
 # The cells both agents ran (tree, level, seed), each with its outcome and the subtopics it reached.
 _CELLS = """
 WITH reached AS (

@@ -14,6 +14,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from inquitree.core.runner import STREAM_PREFIX
+
 __all__ = ["SearchIndex", "KINDS"]
 
 KINDS = ("observation", "reply", "conclusion", "rationale")
@@ -42,10 +44,6 @@ class SearchIndex:
 
     def build(self, wh: Any, position: int) -> int:
         """Index every text of the warehouse ``wh`` (synced to ``position``); returns how many."""
-        rows = wh.con.execute(
-            f"SELECT t.*, e.agent, e.tree_id, e.randomness, e.status FROM ({_TEXTS}) t(episode_id, step, kind, text) "
-            "JOIN episodes e USING (episode_id) WHERE t.text IS NOT NULL"
-        ).fetchall()
         tmp = self.path.with_suffix(".tmp")
         tmp.unlink(missing_ok=True)
         con = sqlite3.connect(tmp)
@@ -53,16 +51,50 @@ class SearchIndex:
             "CREATE VIRTUAL TABLE texts USING fts5(text, episode_id UNINDEXED, step UNINDEXED, kind UNINDEXED, "
             "agent UNINDEXED, tree_id UNINDEXED, randomness UNINDEXED, status UNINDEXED)"
         )
+        con.execute("CREATE TABLE state (position INTEGER)")
+        con.execute("INSERT INTO state VALUES (?)", (position,))
+        n = self._insert(con, wh, "")
+        con.commit()
+        con.close()
+        tmp.replace(self.path)
+        return n
+
+    def update(self, wh: Any, position: int) -> int:
+        """Bring the index to ``position``: the texts of every episode with an event past the
+        index's position are indexed again (their status may have changed too); returns how many."""
+        since = self.position()
+        if since < 0:
+            return self.build(wh, position)
+        con = sqlite3.connect(self.path)
+        try:
+            touched = [
+                r[0]
+                for r in wh.con.execute(
+                    "SELECT DISTINCT stream_id[length($2) + 1:] FROM raw_events "
+                    "WHERE global_position > $1 AND starts_with(stream_id, $2)",
+                    [since, STREAM_PREFIX],
+                ).fetchall()
+            ]
+            con.executemany("DELETE FROM texts WHERE episode_id = ?", [(e,) for e in touched])
+            n = self._insert(con, wh, "AND t.episode_id IN (SELECT unnest(?::VARCHAR[]))", [touched]) if touched else 0
+            con.execute("UPDATE state SET position = ?", (position,))
+            con.commit()
+        finally:
+            con.close()
+        return n
+
+    @staticmethod
+    def _insert(con: sqlite3.Connection, wh: Any, where: str, args: list[Any] | None = None) -> int:
+        rows = wh.con.execute(
+            f"SELECT t.*, e.agent, e.tree_id, e.randomness, e.status FROM ({_TEXTS}) t(episode_id, step, kind, text) "
+            f"JOIN episodes e USING (episode_id) WHERE t.text IS NOT NULL {where}",
+            args or [],
+        ).fetchall()
         con.executemany(
             "INSERT INTO texts (episode_id, step, kind, text, agent, tree_id, randomness, status) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [(*r[:6], str(r[6]), r[7]) for r in rows],  # filters compare text: the level as text too
         )
-        con.execute("CREATE TABLE state (position INTEGER)")
-        con.execute("INSERT INTO state VALUES (?)", (position,))
-        con.commit()
-        con.close()
-        tmp.replace(self.path)
         return len(rows)
 
     def search(self, query: str, filters: dict[str, str] | None = None, limit: int = 100) -> list[dict[str, Any]]:

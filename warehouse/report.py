@@ -396,37 +396,47 @@ def _inline(text: str) -> str:
 
 def episode_items(wh: Warehouse, episode_id: str) -> list[dict]:
     """The episode's dialogue and the engine's notes, in order, from the typed tables (the report's
-    episode pages and the viewer's show the same items); ``step`` is set on the dialogue's turns."""
+    episode pages and the viewer's show the same items); ``step`` is set on the dialogue's turns,
+    ``tag`` names what a note is about (match, locked, hint, draw, transition, decision, verdict,
+    end), for the viewer's next-of-a-kind keys."""
     rows = wh.con.execute(
         """
         SELECT global_position, 'env' AS kind,
-               format('[{}] environment ({})', step, array_to_string(templates, ' + ')), text, step
+               format('[{}] environment ({})', step, array_to_string(templates, ' + ')), text, step, NULL
             FROM ev_observation_emitted WHERE episode_id = $1
-        UNION ALL SELECT global_position, 'agent', format('[{}] agent ({})', step, state), raw, step
+        UNION ALL SELECT global_position, 'agent', format('[{}] agent ({})', step, state), raw, step, NULL
             FROM ev_agent_replied WHERE episode_id = $1
         UNION ALL SELECT global_position, 'note', NULL,
             format('best match {} cos {:.3f} vs tau {}: {}', best, best_cosine, tau,
-                   CASE WHEN accepted THEN 'accepted' ELSE 'below tau' END), NULL
+                   CASE WHEN accepted THEN 'accepted' ELSE 'below tau' END), NULL, 'match'
             FROM ev_match_scored WHERE episode_id = $1 AND best IS NOT NULL
         UNION ALL SELECT global_position, 'note', NULL,
-            format('{} is locked: needs {}', subtopic_id, array_to_string(missing, ', ')), NULL
+            format('{} is locked: needs {}', subtopic_id, array_to_string(missing, ', ')), NULL, 'locked'
             FROM ev_dependency_blocked WHERE episode_id = $1
         UNION ALL SELECT global_position, 'note', NULL, format('hint level {}{} towards {}', level,
-            CASE WHEN final THEN ' (final)' ELSE '' END, target), NULL
+            CASE WHEN final THEN ' (final)' ELSE '' END, target), NULL, 'hint'
             FROM ev_hint_issued WHERE episode_id = $1
         UNION ALL SELECT global_position, CASE WHEN fake THEN 'fake' ELSE 'note' END, NULL,
             format('result {}: draw {:.3f} vs p {:.1f}: {}', result_id, draw, probability,
-                   CASE WHEN fake THEN 'FAKE #' || fake_index ELSE 'true' END), NULL
+                   CASE WHEN fake THEN 'FAKE #' || fake_index ELSE 'true' END), NULL, 'draw'
             FROM ev_result_drawn WHERE episode_id = $1
-        UNION ALL SELECT global_position, 'fake', NULL, format('turn limit {} reached', max_turns), NULL
+        UNION ALL SELECT global_position, 'note', NULL,
+            format('{} -> {}{}{}', from_state, to_state, CASE WHEN node IS NULL THEN '' ELSE ' ' || node END,
+                   CASE WHEN forced THEN ' (forced: ' || coalesce(reason, '?') || ')' ELSE '' END), NULL, 'transition'
+            FROM ev_transitioned WHERE episode_id = $1
+        UNION ALL SELECT global_position, 'note', NULL,
+            format('decision: {}{}', decision, CASE WHEN valid THEN '' ELSE ' (not a valid decision)' END), NULL,
+            'decision'
+            FROM ev_decision_parsed WHERE episode_id = $1
+        UNION ALL SELECT global_position, 'fake', NULL, format('turn limit {} reached', max_turns), NULL, 'end'
             FROM ev_turn_limit_reached WHERE episode_id = $1
         UNION ALL SELECT global_position, 'verdict', NULL,
-            format('{}: {} = {} ({})', judge_id, item_id, score, rationale), NULL
+            format('{}: {} = {} ({})', judge_id, item_id, score, rationale), NULL, 'verdict'
             FROM ev_judge_verdict WHERE episode_id = $1
-        UNION ALL SELECT global_position, 'fake', NULL, format('episode failed [{}]: {}', kind, error), NULL
+        UNION ALL SELECT global_position, 'fake', NULL, format('episode failed [{}]: {}', kind, error), NULL, 'end'
             FROM ev_episode_failed WHERE episode_id = $1
         UNION ALL SELECT global_position, 'fake', NULL,
-            format('limit {} reached ({} of {}): the episode ends here', limit_name, used, threshold), NULL
+            format('limit {} reached ({} of {}): the episode ends here', limit_name, used, threshold), NULL, 'end'
             FROM ev_limit_reached WHERE episode_id = $1
         ORDER BY 1""",
         [episode_id],
@@ -437,9 +447,10 @@ def episode_items(wh: Warehouse, episode_id: str) -> list[dict]:
             "head": head,
             "text": text,
             "step": step,
+            "tag": tag,
             "html": markdown_html(text) if kind in ("agent", "env") else None,
         }
-        for _, kind, head, text, step in rows
+        for _, kind, head, text, step, tag in rows
     ]
 
 

@@ -1,0 +1,215 @@
+"""The viewer in a real browser (Debian's Chromium, driven by Playwright), on SQLite and on
+PostgreSQL, served by ``inquitree view`` in a process of its own:
+
+- a campaign that ``inquitree suite run`` starts in another process appears on the home page, and
+  its cells go from pending through running to their ends (one failing with its reason) on the
+  campaign's page, with no reload (a mark left on each page survives);
+- episodes recorded afterwards are caught up with: a search finds a phrase planted in one reply
+  and links to its turn; the side-by-side page marks the first divergence of two scripted agents
+  whose paths are known; a reply holding a script, an ``onerror`` image and a ``javascript:`` link
+  runs nothing; the tree page draws the episode's path;
+- no page logs a console error.
+
+With ``$INQUITREE_SCREENSHOTS`` set to a folder, the SQLite run saves a screenshot of each page kind
+there (the README's pictures, ``docs/viewer/``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette", reason="the viewer's extra is not installed (pip install 'inquitree[view]')")
+pytest.importorskip("playwright", reason="the browser tests need playwright (pip install 'inquitree[test]')")
+
+from inquitree.core.tree import resolve_tree  # noqa: E402
+from inquitree.events.store import EventStore  # noqa: E402
+from inquitree.events.types import AgentReplied  # noqa: E402
+
+from enginekit import OracleAgent, ScriptAgent, play  # noqa: E402
+from openai_server import OpenAICompatibleServer  # noqa: E402
+from tests_support import chromium_browser, chromium_path, viewer_process  # noqa: E402
+
+PLANTED = "zebrafish cortical whirlpool"
+XSS = (
+    "THOUGHT: <script>document.body.dataset.pwned = 'script'</script> and "
+    "<img src=x onerror=\"document.body.dataset.pwned = 'img'\"> and [a](javascript:alert(1))\n"
+    f"ACTION: {PLANTED}"
+)
+MARK = "window.__noReload = 'still here'"  # gone if the page reloads
+TERMINAL = ("finished", "limit", "failed")
+
+
+@pytest.fixture
+def browser():
+    if chromium_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (scripts/test.sh installs Debian's package)")
+        pytest.skip("chromium is not installed")
+    with chromium_browser() as b:
+        yield b
+
+
+def _suite(tmp_path: Path, base_url: str) -> Path:
+    """Eight cells of a model agent behind a slow loopback server (each reply 0.1 s), eight turns at
+    most: long enough to watch them run; the server's first answer is a 500, so one cell fails."""
+    path = tmp_path / "live.toml"
+    path.write_text(
+        'name = "live test"\ntrees = ["synthetic-diamond-4"]\nagents = ["openai:m"]\nrandomness = [0, 5]\n'
+        'runs = 4\nembedder = "hash"\nmax_turns = 8\nconcurrency = 2\nretries = 0\nmax_retries = 0\n'
+        f'base_url = "{base_url}"\n'
+    )
+    return path
+
+
+def _record_readers(url: str, tmp_path: Path) -> dict[str, str]:
+    """Episodes recorded while the viewer runs: the oracle, a follower of it that parts at step 4,
+    and a script whose first reply holds the planted phrase and the XSS payload."""
+    tree = resolve_tree("synthetic-diamond-4")
+    with EventStore(url) as store:
+        oracle = play(tree, OracleAgent(tree), store=store)
+        said = [e.raw for e in oracle.events if isinstance(e, AgentReplied)]
+        follow = tmp_path / "follower.txt"
+        follow.write_text("\n---\n".join([*said[:3], *["ACTION: something else entirely"] * 12]) + "\n")
+        follower = ScriptAgent(str(follow))
+        follower.description = {**follower.description, "label": "follower"}
+        parted = play(tree, follower, store=store, max_turns=12)
+        xss = tmp_path / "xss.txt"
+        xss.write_text(XSS + "\n---\n" + "\n---\n".join(["ACTION: (1) nothing"] * 8) + "\n")
+        scripted = play(tree, ScriptAgent(str(xss)), store=store, max_turns=4)
+    return {"oracle": oracle.episode_id, "follower": parted.episode_id, "xss": scripted.episode_id}
+
+
+class _Pages:
+    """One browser page per viewer page kind, each collecting console errors."""
+
+    def __init__(self, browser, base: str, shots: Path | None):
+        self.context = browser.new_context(viewport={"width": 1200, "height": 900})
+        self.base, self.shots, self.errors = base, shots, []
+
+    def open(self, path: str):
+        page = self.context.new_page()
+        page.on("console", lambda m: self.errors.append(f"{path}: {m.text}") if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(f"{path}: {e}"))
+        page.goto(self.base + path)
+        return page
+
+    def shot(self, page, name: str) -> None:
+        if self.shots is not None:
+            page.screenshot(path=str(self.shots / f"{name}.png"))
+
+
+def test_the_viewer_in_a_browser(store_url, tmp_path, browser):
+    EventStore(store_url).close()  # an empty store: the viewer starts before any campaign
+    shots = None
+    if os.environ.get("INQUITREE_SCREENSHOTS") and store_url.startswith("sqlite"):
+        shots = Path(os.environ["INQUITREE_SCREENSHOTS"])
+        shots.mkdir(parents=True, exist_ok=True)
+    with (
+        OpenAICompatibleServer(
+            lambda m: "ACTION: (1) nothing" if "numbered" in m[-1]["content"] else "THOUGHT: hm\nACTION: not sure yet",
+            delay=0.1,
+        ) as server,
+        viewer_process(store_url, str(tmp_path / "w.duckdb")) as base,
+    ):
+        server.faults = [500]
+        pages = _Pages(browser, base, shots)
+        home = pages.open("/")
+        assert "no campaign in the store yet" in home.inner_text("#campaigns")
+        suite = pages.open("/suites/live-test")
+        assert "Not in the store yet" in suite.inner_text("#summary")
+        for p in (home, suite):
+            p.evaluate(MARK)
+
+        run = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "inquitree",
+                "suite",
+                "run",
+                str(_suite(tmp_path, server.base_url)),
+                "--db",
+                store_url,
+            ],
+            env={**os.environ, "OPENAI_API_KEY": "none"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            home.wait_for_selector('#campaigns tr[data-key="live-test"]', timeout=60_000)
+            suite.wait_for_selector("#grid td.cell.st-running", timeout=60_000)
+            pages.shot(suite, "suite")
+            cells = suite.locator("#grid td.cell")
+            assert cells.count() == 8
+            suite.wait_for_function(
+                "() => [...document.querySelectorAll('#grid td.cell')].every(td => "
+                + " || ".join(f"td.classList.contains('st-{s}')" for s in TERMINAL)
+                + ")",
+                timeout=120_000,
+            )
+            out = run.communicate(timeout=120)[0].decode()
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+        assert run.returncode == 1, out  # one cell failed, on purpose
+        for p in (home, suite):
+            assert p.evaluate("window.__noReload") == "still here"  # updated in place, never reloaded
+        failed = suite.locator("#grid td.cell.st-failed")
+        assert failed.count() == 1
+        assert "500" in suite.inner_text("#failures") and "failed at step" in suite.inner_text("#failures")
+        assert suite.locator("#grid td.cell.st-limit").count() == 7  # max_turns ended the others
+        assert "8 of 8 cells ended" in suite.inner_text("#summary")
+        home.wait_for_function("document.querySelector('#campaigns').innerText.includes('8 of 8 cells ended')")
+        pages.shot(home, "home")
+
+        ids = _record_readers(store_url, tmp_path)  # after the viewer started: it catches up
+        found = pages.open("/search?q=" + PLANTED.replace(" ", "+"))
+        link = found.locator(f'a[href="/episodes/{ids["xss"]}#turn-1"]')
+        assert link.count() == 1
+        pages.shot(found, "search")
+        link.click()
+        found.wait_for_url(f"**/episodes/{ids['xss']}#turn-1")
+        assert PLANTED in found.inner_text("#turn-1")
+        assert found.evaluate("document.body.dataset.pwned") is None  # no planted script ran
+        assert found.locator("#turn-1 a[href^='javascript']").count() == 0
+
+        episode = pages.open(f"/episodes/{ids['oracle']}")
+        episode.keyboard.press("j")
+        episode.keyboard.press("j")
+        second = episode.evaluate("[...document.querySelectorAll(\".turn[id^='turn-']\")][1].id")
+        assert episode.evaluate("location.hash") == "#" + second
+        episode.keyboard.press("h")
+        episode.keyboard.press("t")
+        assert episode.locator(".engine-note.focus[data-tag='transition']").count() == 1
+        pages.shot(episode, "episode")
+
+        tree = pages.open(f"/trees/synthetic-diamond-4?episode={ids['follower']}")
+        assert tree.locator("#tree-picture svg").count() == 1
+        assert "visit #1" in tree.inner_text("#tree-picture")
+        pages.shot(tree, "tree")
+
+        compare = pages.open("/compare?a=oracle&b=follower")
+        assert "Paired comparison" in compare.inner_text("body")
+        pages.shot(compare, "compare")
+        pair = pages.open(f"/compare/episodes?a={ids['oracle']}&b={ids['follower']}")
+        assert "they part at step 4" in pair.inner_text("body")
+        assert pair.locator("#divergence").inner_text().strip() == "4"
+        pages.shot(pair, "side_by_side")
+
+        figures = pages.open("/figures")
+        assert figures.locator("figure img").count() >= 4
+        figures.wait_for_function(
+            "() => [...document.querySelectorAll('figure img')].every(i => i.complete && i.naturalWidth > 0)"
+        )
+        pages.shot(figures, "figures")
+        pages.open("/trees")
+        # Closing the pages ends their event streams; nothing on any page logged an error before.
+        errors = list(pages.errors)
+        pages.context.close()
+    assert errors == []

@@ -1,0 +1,256 @@
+"""Campaigns as they run: every cell's state folded from the store's events, while ``suite run``
+appends them in another process.
+
+The warehouse is synced when the viewer starts; a campaign's grid cannot wait for the next sync,
+so it is a projection of its own, kept here in memory and read from the store through a
+read-only connection (``EventStore(read_only=True)``: SQLite's read-only mode, PostgreSQL's
+read-only transactions). A ``CampaignStarted`` event (stream ``campaign/<suite>``, appended by
+every ``suite run``, shard and worker) names the suite's grid, so cells not yet started are shown
+too; each new campaign's episodes are read once, stream by stream, and after that only the events
+appended since the last look.
+
+A cell is *pending* (no episode yet), *running* (an episode with no end, its last event recent),
+*interrupted* (no end and nothing recorded for ``stale_seconds``: its process was stopped or
+died; the next ``suite run`` resumes it), *failed* (with the recorded reason), *limit* (scored,
+but a turn or run limit ended it) or *finished*.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import threading
+import time
+from typing import Any
+
+from inquitree.core.campaign import CAMPAIGN_PREFIX, Cell, cells_of, episode_prefix
+from inquitree.core.limits import PriceTable, tokens_of
+from inquitree.core.runner import STREAM_PREFIX
+from inquitree.events.errors import InquiTreeError
+from inquitree.events.store import EventStore, RecordedEvent
+from inquitree.events.types import CampaignStarted
+
+__all__ = ["Campaigns", "STATES"]
+
+STATES = ("pending", "running", "interrupted", "failed", "limit", "finished")
+# The events a cell's state, step, tokens and cost are folded from.
+_FOLDED = (
+    "EpisodeStarted",
+    "AgentReplied",
+    "JudgeVerdict",
+    "EpisodeFailed",
+    "EpisodeResumed",
+    "LimitReached",
+    "TurnLimitReached",
+    "EpisodeScored",
+)
+
+
+def _epoch(recorded_at: str) -> float:
+    return dt.datetime.fromisoformat(recorded_at.replace("Z", "+00:00")).timestamp()
+
+
+@dataclasses.dataclass
+class _Episode:
+    state: str = "running"
+    step: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    started: float = 0.0
+    ended: float | None = None
+    last: float = 0.0
+    limit: str | None = None
+    reason: str | None = None
+
+
+@dataclasses.dataclass
+class _Campaign:
+    name: str
+    starts: list[tuple[float, CampaignStarted]] = dataclasses.field(default_factory=list)
+    cells: list[Cell] = dataclasses.field(default_factory=list)
+    ids: dict[str, Cell] = dataclasses.field(default_factory=dict)
+
+
+class Campaigns:
+    """Every campaign of the store at ``db_url``, folded as events arrive (``refresh``)."""
+
+    def __init__(self, db_url: str | None, stale_seconds: float = 300.0, min_interval: float = 0.5):
+        self.store = EventStore(db_url, read_only=True)
+        self.stale_seconds = stale_seconds
+        self.min_interval = min_interval
+        self.position = 0
+        self.looked = 0.0
+        self.lock = threading.Lock()
+        self.campaigns: dict[str, _Campaign] = {}  # by the stream id's suite part
+        self.episodes: dict[str, _Episode] = {}  # episode id -> fold, for every campaign's episodes
+        try:
+            self.prices: PriceTable | None = PriceTable()
+        except InquiTreeError:
+            self.prices = None
+        self.refresh(force=True)
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- folding -----------------------------------------------------------------------------
+    def refresh(self, force: bool = False) -> int:
+        """Read what was appended since the last look (at most every ``min_interval`` seconds, so
+        many open pages cost one read); returns the store position folded to."""
+        with self.lock:
+            if not force and time.monotonic() - self.looked < self.min_interval:
+                return self.position
+            self.looked = time.monotonic()
+            head = self.store.last_position()
+            if head == self.position:
+                return head
+            new: list[str] = []
+            for r in self.store.read_prefix(CAMPAIGN_PREFIX, ["CampaignStarted"], head):
+                if r.global_position > self.position:
+                    new.extend(self._started(r))
+            for key in new:  # a campaign seen for the first time: its episodes so far, stream by stream
+                for r in self.store.read_prefix(STREAM_PREFIX + key + ".", _FOLDED, head):
+                    self._fold(r)
+            if self.position:
+                known = tuple(STREAM_PREFIX + k + "." for k in self.campaigns if k not in new)
+                for r in self.store.iter_all(self.position):
+                    if r.global_position > head:
+                        break
+                    if r.event_type in _FOLDED and r.stream_id.startswith(known):
+                        self._fold(r)
+            self.position = head
+            return head
+
+    def _started(self, r: RecordedEvent) -> list[str]:
+        """Fold a ``CampaignStarted``; the key of a campaign seen for the first time, in a list."""
+        ev = r.event
+        assert isinstance(ev, CampaignStarted)
+        key = r.stream_id.removeprefix(CAMPAIGN_PREFIX)
+        first = key not in self.campaigns
+        c = self.campaigns.setdefault(key, _Campaign(ev.name))
+        c.starts.append((_epoch(r.recorded_at), ev))
+        for cell in cells_of(ev):  # a run with other agents or levels adds its cells to the grid
+            eid = cell.episode_id(ev.name)
+            if eid not in c.ids:
+                c.ids[eid] = cell
+                c.cells.append(cell)
+        return [key] if first else []
+
+    def _fold(self, r: RecordedEvent) -> None:
+        eid = r.stream_id.removeprefix(STREAM_PREFIX)
+        at = _epoch(r.recorded_at)
+        e = self.episodes.setdefault(eid, _Episode(started=at))
+        e.last = at
+        ev: Any = r.event
+        kind = r.event_type
+        if kind in ("AgentReplied", "JudgeVerdict"):
+            e.tokens += tokens_of(ev.usage)
+            cost = self.prices.cost(ev.model, ev.usage) if self.prices is not None else None
+            if cost is None:
+                e.unpriced_calls += int(bool(tokens_of(ev.usage)))
+            else:
+                e.cost_usd += cost
+            if kind == "AgentReplied":
+                e.step = max(e.step, ev.step)
+        elif kind == "EpisodeFailed":
+            e.state, e.ended = "failed", at
+            e.reason = f"[{ev.kind or ev.error_class or '?'}{', retryable' if ev.retryable else ''}] {ev.error}"
+        elif kind == "EpisodeResumed":
+            e.state, e.ended, e.reason = "running", None, None
+        elif kind == "LimitReached":
+            e.limit = f"{ev.limit} ({ev.used:g} of {ev.threshold:g})"
+        elif kind == "TurnLimitReached":
+            e.limit = f"max_turns ({ev.max_turns})"
+        elif kind == "EpisodeScored":
+            e.state, e.ended = ("limit" if e.limit else "finished"), at
+
+    # -- reading -----------------------------------------------------------------------------
+    def _cell(self, eid: str, now: float) -> dict[str, Any]:
+        e = self.episodes.get(eid)
+        if e is None:
+            return {"state": "pending", "note": "not started"}
+        state = e.state
+        if state == "running" and now - e.last > self.stale_seconds:
+            state = "interrupted"
+        note = {
+            "running": f"step {e.step}",
+            "interrupted": f"stopped at step {e.step}: nothing recorded for {now - e.last:.0f} s",
+            "failed": f"failed at step {e.step}: {e.reason}",
+            "limit": f"ended by {e.limit} at step {e.step}",
+            "finished": f"finished in {e.step} steps",
+        }[state]
+        return {"state": state, "note": note, "tokens": e.tokens}
+
+    def names(self) -> list[str]:
+        with self.lock:
+            return sorted(self.campaigns)
+
+    def summary(self, key: str, now: float | None = None) -> dict[str, Any] | None:
+        """One campaign's counts, times, tokens, cost and every cell's state (JSON-ready)."""
+        now = time.time() if now is None else now
+        with self.lock:
+            c = self.campaigns.get(key)
+            if c is None:
+                return None
+            cells = {eid: self._cell(eid, now) for eid in c.ids}
+            folds = [self.episodes[eid] for eid in c.ids if eid in self.episodes]
+            counts = {s: 0 for s in STATES}
+            for v in cells.values():
+                counts[v["state"]] += 1
+            first = min(at for at, _ in c.starts)
+            latest = max(at for at, _ in c.starts)
+            active = counts["running"] > 0
+            last = max([e.last for e in folds] + [latest])
+            ended_since = [e for e in folds if e.ended is not None and e.ended >= latest]
+            left = counts["pending"] + counts["running"] + counts["interrupted"]
+            elapsed = (now if active else last) - latest
+            eta = None
+            if active and ended_since and left:
+                eta = elapsed / len(ended_since) * left
+            return {
+                "key": key,
+                "name": c.name,
+                "cells": len(c.ids),
+                "counts": counts,
+                "active": active,
+                "first_started": first,
+                "latest_started": latest,
+                "runs": len(c.starts),
+                "elapsed_s": elapsed,
+                "eta_s": eta,
+                "left": left,
+                "tokens": sum(e.tokens for e in folds),
+                "cost_usd": sum(e.cost_usd for e in folds),
+                "unpriced_calls": sum(e.unpriced_calls for e in folds),
+                "states": {eid: [v["state"], v["note"]] for eid, v in cells.items()},
+                "position": self.position,
+            }
+
+    def layout(self, key: str) -> dict[str, Any] | None:
+        """The grid's rows (tree, agent[, judge]) and columns (randomness level, run), each cell
+        with its episode id, in the suite's order."""
+        with self.lock:
+            c = self.campaigns.get(key)
+            if c is None:
+                return None
+            judges = len({cell.judge for cell in c.cells}) > 1
+            rows: dict[tuple[str, ...], dict[tuple[int, int], str]] = {}
+            columns: list[tuple[int, int]] = []
+            for cell in c.cells:
+                row = (cell.tree, cell.agent, cell.judge) if judges else (cell.tree, cell.agent)
+                col = (cell.randomness, cell.run)
+                if col not in columns:
+                    columns.append(col)
+                rows.setdefault(row, {})[col] = cell.episode_id(c.name)
+            columns.sort()
+            return {
+                "name": c.name,
+                "judges": judges,
+                "columns": columns,
+                "rows": [{"key": row, "cells": [by.get(col) for col in columns]} for row, by in rows.items()],
+            }
+
+
+def suite_key(name: str) -> str:
+    """The key of suite ``name``'s campaign (its stream id's last part), as ``/suites/{key}`` shows it."""
+    return episode_prefix(name).rstrip(".")
