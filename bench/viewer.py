@@ -2,10 +2,14 @@
 
     python bench/viewer.py [--db URL | --events 1000000] [--runs 5] [--out FILE] [--quick]
 
-Without ``--db`` it generates a store (``bench/warehouse.py generate``) in a temporary folder,
-syncs a warehouse, builds the search index (timed), then times each page in this process through
-Starlette's test client (server side: routing, queries, rendering; median of ``--runs``): the
-recent episodes, an episode page, a search for a common phrase and for a rare one.
+Without ``--db`` it generates a store (``bench/warehouse.py generate``) in a temporary folder whose
+episodes are the cells of one campaign ("bench": 3 trees x 6 agents x 11 levels, run after run,
+caught part way through its last run), syncs a warehouse, builds the search index and folds the
+campaign (both timed), then times each page in this process through Starlette's test client
+(server side: routing, queries, rendering; median of ``--runs``): the campaign grid, recent
+episodes, an episode page, the tree with that episode's path, a search for a common phrase and
+for a rare one. Then it serves the same application with uvicorn and opens the grid, the episode
+and the search in headless Chromium (Playwright), reading each page's first contentful paint.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests_support: the browser
 
 from inquitree.warehouse.sync import Warehouse  # noqa: E402
-from warehouse import on_a_large_store  # noqa: E402  (bench/warehouse.py)
+from warehouse import TREES, on_a_large_store  # noqa: E402  (bench/warehouse.py)
 
 
 def measure(url: str, d: Path, runs: int) -> dict:
@@ -32,12 +37,17 @@ def measure(url: str, d: Path, runs: int) -> dict:
         synced = wh.sync(url).events
     sync_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    client = TestClient(create_app(path))  # builds the search index
-    index_s = time.perf_counter() - t0
+    app = create_app(path, url)  # builds the search index and folds the campaigns
+    start_s = time.perf_counter() - t0
+    client = TestClient(app)
+    campaign = client.get("/api/suites/bench").json()
     episode = client.get("/api/search", params={"q": "ACTION"}).json()["hits"][0]["episode_id"]
+    tree = next(t for t in TREES if f".{t}." in episode)
     pages = {
-        "recent episodes (/)": ("/", {}),
+        "campaign grid (/suites/bench)": ("/suites/bench", {}),
+        "home: campaigns and recent episodes (/)": ("/", {}),
         "an episode": (f"/episodes/{episode}", {}),
+        "the tree with the episode's path": (f"/trees/{tree}", {"episode": episode}),
         "search, a common word (100 hits shown)": ("/search", {"q": "sleep"}),
         "search, a rare phrase": ("/search", {"q": "novel-object recognition"}),
     }
@@ -50,11 +60,61 @@ def measure(url: str, d: Path, runs: int) -> dict:
             times.append(time.perf_counter() - t)
             assert response.status_code == 200, (route, response.status_code)
         rows.append({"page": name, "route": route, "median_ms": round(statistics.median(times) * 1000, 1)})
-    return {"events": synced, "sync_s": round(sync_s, 2), "search_index_s": round(index_s, 2), "pages": rows}
+    painted = [name for name in pages if name.startswith(("campaign grid", "an episode", "search, a common"))]
+    paints = first_paints(app, {name: pages[name] for name in painted}, runs)
+    for row in rows:
+        row["first_contentful_paint_ms"] = paints.get(row["page"])
+    return {
+        "events": synced,
+        "campaign_cells": campaign["cells"],
+        "campaign_counts": campaign["counts"],
+        "sync_s": round(sync_s, 2),
+        "viewer_start_s (search index, campaign fold)": round(start_s, 2),
+        "pages": rows,
+    }
+
+
+def first_paints(app, pages: dict[str, tuple[str, dict]], runs: int) -> dict[str, float]:
+    """Each page's first contentful paint in headless Chromium (median of ``runs`` fresh loads)."""
+    import threading
+    import urllib.parse
+
+    import uvicorn
+
+    from tests_support import chromium_browser, free_port
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    out = {}
+    try:
+        with chromium_browser() as browser:
+            for name, (route, params) in pages.items():
+                url = f"http://127.0.0.1:{port}{route}" + ("?" + urllib.parse.urlencode(params) if params else "")
+                paints = []
+                for _ in range(runs):
+                    page = browser.new_page()
+                    page.goto(url, wait_until="load")
+                    paints.append(
+                        page.evaluate(
+                            "() => new Promise(done => new PerformanceObserver((list, obs) => {"
+                            " done(list.getEntriesByName('first-contentful-paint')[0].startTime); obs.disconnect(); })"
+                            ".observe({type: 'paint', buffered: true}))"
+                        )
+                    )
+                    page.close()
+                out[name] = round(statistics.median(paints), 1)
+    finally:
+        server.should_exit = True
+        thread.join(10)
+    return out
 
 
 def main() -> None:
-    on_a_large_store(__doc__ or "", measure)
+    on_a_large_store(__doc__ or "", measure, campaign="bench")
 
 
 if __name__ == "__main__":

@@ -47,25 +47,53 @@ from enginekit import OracleAgent, RandomAgent, play  # noqa: E402
 TREES = ("synthetic-chain-7", "synthetic-diamond-4", "synthetic-independent-7")
 
 
-def generate(store: EventStore, events: int, start_seed: int = 0) -> int:
+def generate(store: EventStore, events: int, start_seed: int = 0, campaign: str | None = None) -> int:
+    """At least ``events`` events of whole episodes. With ``campaign``, the episodes are the cells of
+    that suite's grid (the three trees, six agent labels, levels 0-10, run after run) and its
+    ``CampaignStarted`` is recorded at the end: a campaign caught part way through its last run."""
+    from inquitree.core.campaign import Cell, campaign_stream
+    from inquitree.events.types import CampaignStarted
+
     trees = [resolve_tree(t) for t in TREES]
+    labels = [f"agent-{k}" for k in range(6)]
     written, i = 0, start_seed
     t0 = time.perf_counter()
     while written < events:
         tree = trees[i % 3]
         agent = OracleAgent(tree) if i % 5 == 0 else RandomAgent(tree, i)
-        out = play(tree, agent, seed=i, randomness=(i // 3) % 10)
+        level = (i // 3) % 10
         eid = f"bench-{i:07d}"
+        if campaign is not None:  # cell i of the grid, in the suite's order within a run
+            run, k = divmod(i - start_seed, 3 * 6 * 11)
+            tree, label, level = trees[k // 66], labels[k // 11 % 6], k % 11
+            eid = Cell(tree.id, label, "embedding", level, run).episode_id(campaign)
+        out = play(tree, agent, seed=i, randomness=level)
         evs = [out.events[0].__class__(**{**out.events[0].to_payload(), "episode_id": eid})] + out.events[1:]
         store.append(stream_id(eid), evs, 0)
         written += len(evs)
         i += 1
         if i % 500 == 0:
             print(f"  {written:,} events, {i:,} episodes, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    if campaign is not None:
+        runs = (i - start_seed - 1) // (3 * 6 * 11) + 1
+        started = CampaignStarted(
+            name=campaign,
+            source="bench/warehouse.py",
+            trees=list(TREES),
+            agents=labels,
+            judges=["embedding"],
+            randomness=list(range(11)),
+            runs=runs,
+            shard=[1, 1],
+            cells=3 * 6 * 11 * runs,
+            concurrency=1,
+        )
+        store.append(campaign_stream(campaign), [started], 0)
+        written += 1
     return written
 
 
-def on_a_large_store(description: str, measure: Callable[[str, Path, int], dict]) -> None:
+def on_a_large_store(description: str, measure: Callable[[str, Path, int], dict], campaign: str | None = None) -> None:
     """The command line of a bench that measures something on a large store: ``--db URL``, or a
     store of ``--events`` generated in a temporary folder; ``--runs``; ``--quick`` (the smoke run:
     2,000 events, one run); ``--out FILE``. ``measure(url, folder, runs)`` returns the results."""
@@ -83,7 +111,7 @@ def on_a_large_store(description: str, measure: Callable[[str, Path, int], dict]
         if url is None:
             url = f"sqlite:///{Path(tmp) / 'events.sqlite'}"
             with EventStore(url) as store:
-                generate(store, args.events)
+                generate(store, args.events, campaign=campaign)
         result = {
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             **measure(url, Path(tmp), args.runs),

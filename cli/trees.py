@@ -114,12 +114,14 @@ def graph(tree_ref: str, fmt: str) -> None:
             for d in s.depends_on:
                 click.echo(f"  {d.replace('.', '_')} --> {s.id.replace('.', '_')}")
     else:
-        click.echo(f'digraph "{t.id}" {{\n  rankdir=TB; node [shape=box];')
+        from inquitree.viewer.treeview import dot_quote
+
+        click.echo(f"digraph {dot_quote(t.id)} {{\n  rankdir=TB; node [shape=box];")
         for s in t.subtopics:
-            click.echo(f'  "{s.id}" [label="{label(s)}"];')
+            click.echo(f"  {dot_quote(s.id)} [label={dot_quote(label(s))}];")
         for s in t.subtopics:
             for d in s.depends_on:
-                click.echo(f'  "{d}" -> "{s.id}";')
+                click.echo(f"  {dot_quote(d)} -> {dot_quote(s.id)};")
         click.echo("}")
 
 

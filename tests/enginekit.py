@@ -56,4 +56,27 @@ def play(tree: Tree, agent, embedder=None, store=None, judge=True, **kw):
     return run_episode(tree, agent, judge_obj, embedder, params(tree, embedder, **kw), TEMPLATES, store)
 
 
-__all__ = ["OracleAgent", "RandomAgent", "ScriptAgent", "play", "params", "always_miss_script", "MISS", "TEMPLATES"]
+def follower(oracle_out, script: Path, follows: int = 3, label: str = "follower") -> ScriptAgent:
+    """A scripted agent that says what the oracle's episode ``oracle_out`` said for ``follows``
+    replies, then something no candidate matches: its path parts from the oracle's at step
+    ``follows + 1``."""
+    from inquitree.events.types import AgentReplied
+
+    said = [e.raw for e in oracle_out.events if isinstance(e, AgentReplied)]
+    script.write_text("\n---\n".join([*said[:follows], *["ACTION: something else entirely"] * 12]) + "\n")
+    agent = ScriptAgent(str(script))
+    agent.description = {**agent.description, "label": label}
+    return agent
+
+
+__all__ = [
+    "OracleAgent",
+    "follower",
+    "RandomAgent",
+    "ScriptAgent",
+    "play",
+    "params",
+    "always_miss_script",
+    "MISS",
+    "TEMPLATES",
+]

@@ -16,6 +16,7 @@ from inquitree.warehouse.report import write_report
 from inquitree.warehouse.sync import Warehouse
 
 from enginekit import OracleAgent, RandomAgent, ScriptAgent, play
+from tests_support import CHROMIUM_ARGS
 
 MARKDOWN_MISS = (
     "THOUGHT: **Plan:** I will try `lunch` first.\n- one *idea*\n- <script>window.reportErrors += 100</script>\n"
@@ -38,13 +39,7 @@ def dump_dom(url: str, width: int = 900) -> str:
             [
                 chromium(),
                 "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
+                *CHROMIUM_ARGS,
                 f"--user-data-dir={profile}",
                 "--virtual-time-budget=5000",
                 f"--window-size={width},800",

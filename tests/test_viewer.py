@@ -21,7 +21,7 @@ from inquitree.events.store import EventStore  # noqa: E402
 from inquitree.viewer.app import create_app  # noqa: E402
 from inquitree.warehouse.sync import Warehouse  # noqa: E402
 
-from enginekit import OracleAgent, ScriptAgent, play  # noqa: E402
+from enginekit import OracleAgent, ScriptAgent, follower, play  # noqa: E402
 
 PLANTED = "zebrafish cortical whirlpool"
 XSS = (
@@ -61,6 +61,12 @@ def test_pages_show_the_episodes_and_escape_every_reply(warehouse):
     notes = client.get(f"/episodes/{oracle}").text
     assert "best match" in notes and "vs tau" in notes  # the engine's notes beside the dialogue
     assert client.get("/episodes/no-such-episode").text.count("No episode no-such-episode") == 1
+    # Every page forbids inline and foreign scripts; a tree is found by shipped id, never by path.
+    assert "script-src 'self'" in home.headers["content-security-policy"]
+    for bad in ("/trees/..%2F..%2Fetc%2Fpasswd", "/trees/%2Fetc%2Fpasswd", "/trees/no-such-tree"):
+        assert client.get(bad).status_code == 404
+    assert client.get("/trees/synthetic-diamond-4", params={"episode": oracle}).status_code == 200
+    assert client.get("/suites/anything").status_code == 404  # no store given: no campaigns to show
 
 
 def test_search_finds_a_planted_phrase_and_links_to_its_turn(warehouse):
@@ -110,18 +116,13 @@ def test_two_agents_side_by_side_mark_where_their_paths_part(tmp_path):
     """A scripted agent that follows the oracle for three replies and then misses: the pair's page
     lists the cell they share with the subtopics only one of them reached, and the side-by-side page
     marks step 4 as the first divergence."""
-    from inquitree.events.types import AgentReplied, Transitioned
+    from inquitree.events.types import Transitioned
 
     tree = resolve_tree("synthetic-diamond-4")
     url = f"sqlite:///{tmp_path / 'e.sqlite'}"
     with EventStore(url) as store:
         oracle = play(tree, OracleAgent(tree), store=store)
-        said = [e.raw for e in oracle.events if isinstance(e, AgentReplied)]
-        script = tmp_path / "follower.txt"
-        script.write_text("\n---\n".join([*said[:3], *["ACTION: something else entirely"] * 12]) + "\n")
-        follower = ScriptAgent(str(script))
-        follower.description = {**follower.description, "label": "follower"}
-        parted = play(tree, follower, store=store, max_turns=12)
+        parted = play(tree, follower(oracle, tmp_path / "follower.txt"), store=store, max_turns=12)
     path = str(tmp_path / "w.duckdb")
     with Warehouse(path) as wh:
         wh.sync(url)

@@ -26,20 +26,15 @@ import pytest
 pytest.importorskip("starlette", reason="the viewer's extra is not installed (pip install 'inquitree[view]')")
 pytest.importorskip("playwright", reason="the browser tests need playwright (pip install 'inquitree[test]')")
 
+from test_viewer import PLANTED, XSS  # noqa: E402
+
 from inquitree.core.tree import resolve_tree  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
-from inquitree.events.types import AgentReplied  # noqa: E402
 
-from enginekit import OracleAgent, ScriptAgent, play  # noqa: E402
+from enginekit import OracleAgent, ScriptAgent, follower, play  # noqa: E402
 from openai_server import OpenAICompatibleServer  # noqa: E402
 from tests_support import chromium_browser, chromium_path, viewer_process  # noqa: E402
 
-PLANTED = "zebrafish cortical whirlpool"
-XSS = (
-    "THOUGHT: <script>document.body.dataset.pwned = 'script'</script> and "
-    "<img src=x onerror=\"document.body.dataset.pwned = 'img'\"> and [a](javascript:alert(1))\n"
-    f"ACTION: {PLANTED}"
-)
 MARK = "window.__noReload = 'still here'"  # gone if the page reloads
 TERMINAL = ("finished", "limit", "failed")
 
@@ -72,12 +67,7 @@ def _record_readers(url: str, tmp_path: Path) -> dict[str, str]:
     tree = resolve_tree("synthetic-diamond-4")
     with EventStore(url) as store:
         oracle = play(tree, OracleAgent(tree), store=store)
-        said = [e.raw for e in oracle.events if isinstance(e, AgentReplied)]
-        follow = tmp_path / "follower.txt"
-        follow.write_text("\n---\n".join([*said[:3], *["ACTION: something else entirely"] * 12]) + "\n")
-        follower = ScriptAgent(str(follow))
-        follower.description = {**follower.description, "label": "follower"}
-        parted = play(tree, follower, store=store, max_turns=12)
+        parted = play(tree, follower(oracle, tmp_path / "follower.txt"), store=store, max_turns=12)
         xss = tmp_path / "xss.txt"
         xss.write_text(XSS + "\n---\n" + "\n---\n".join(["ACTION: (1) nothing"] * 8) + "\n")
         scripted = play(tree, ScriptAgent(str(xss)), store=store, max_turns=4)
@@ -166,7 +156,6 @@ def test_the_viewer_in_a_browser(store_url, tmp_path, browser):
         assert suite.locator("#grid td.cell.st-limit").count() == 7  # max_turns ended the others
         assert "8 of 8 cells ended" in suite.inner_text("#summary")
         home.wait_for_function("document.querySelector('#campaigns').innerText.includes('8 of 8 cells ended')")
-        pages.shot(home, "home")
 
         ids = _record_readers(store_url, tmp_path)  # after the viewer started: it catches up
         found = pages.open("/search?q=" + PLANTED.replace(" ", "+"))
@@ -209,6 +198,7 @@ def test_the_viewer_in_a_browser(store_url, tmp_path, browser):
         )
         pages.shot(figures, "figures")
         pages.open("/trees")
+        pages.shot(pages.open("/"), "home")  # the campaign, and the episodes the viewer caught up with
         # Closing the pages ends their event streams; nothing on any page logged an error before.
         errors = list(pages.errors)
         pages.context.close()

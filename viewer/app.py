@@ -396,9 +396,11 @@ def _brief(state: dict[str, Any] | None) -> dict[str, Any] | None:
     counts = state["counts"]
     done = counts["finished"] + counts["limit"] + counts["failed"]
     eta = state["eta_s"]
-    cost = f"${state['cost_usd']:.4f}" + (
-        f" (+{state['unpriced_calls']} call(s) with no price)" if state["unpriced_calls"] else ""
-    )
+    unpriced = state["unpriced_calls"]
+    if unpriced and not state["cost_usd"]:
+        cost = f"unknown (no price for the {unpriced} call(s))"
+    else:
+        cost = f"${state['cost_usd']:.4f}" + (f" (+{unpriced} call(s) with no price)" if unpriced else "")
     return {
         "key": state["key"],
         "name": state["name"],

@@ -1,0 +1,141 @@
+"""The viewer's live parts without a browser: a campaign's cells folded from the store (every state,
+with the reason a cell failed), the read-only store connection the fold reads through (on both
+backends, writes are refused by the database, not only by this code), and the tree picture, whose
+texts reach Graphviz quoted and the page escaped."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from inquitree.core.campaign import Suite, campaign_stream, run_suite
+from inquitree.core.runner import stream_id
+from inquitree.core.tree import load_tree_file, resolve_tree
+from inquitree.events.errors import StoreError
+from inquitree.events.store import EventStore
+from inquitree.events.types import CampaignStarted, EpisodeStarted
+from inquitree.viewer.live import Campaigns
+from inquitree.viewer.treeview import dot_quote, episode_path, tree_dot, tree_svg
+
+from openai_server import OpenAICompatibleServer
+from tests_support import Noted
+
+
+def test_a_campaigns_cells_are_folded_from_the_store(store_url, tmp_path):
+    """Twelve cells: the oracle's finish, the model agent's first call gets a 500 (failed, with the
+    reason), its second run ends at max_turns (limit), one cell begun by hand and left (running, then
+    interrupted once it has been quiet for longer than stale_seconds), the rest pending; tokens are
+    the model's calls' usage."""
+    with OpenAICompatibleServer(["ACTION: (1) nothing"] * 50) as server:
+        server.faults = [500]
+        suite_file = tmp_path / "fold.toml"
+        suite_file.write_text(
+            'name = "fold test"\ntrees = ["synthetic-diamond-4"]\nagents = ["oracle", "openai:m"]\n'
+            'randomness = [0]\nruns = 1\nembedder = "hash"\nretries = 0\nmax_retries = 0\nmax_turns = 14\n'
+            f'base_url = "{server.base_url}"\n'
+        )
+        with EventStore(store_url) as store:
+            assert run_suite(Suite.load(suite_file), store).failed == 1
+            bigger = Suite.load(suite_file, ["oracle", "openai:m", "random"])
+            bigger.runs, bigger.max_turns = 4, 4  # cells: oracle r0-r3, openai:m r0-r3, random r0-r3
+            assert run_suite(bigger, store, shard=(6, 12)).done == 1  # openai:m r1 only
+            eid = bigger.cells()[9].episode_id(bigger.name)  # random r1: begun here and left
+            store.append(stream_id(eid), [_started(eid)], 0)
+            starts = [r.event for r in store.read_stream(campaign_stream("fold test"))]
+    assert [type(e) for e in starts] == [CampaignStarted, CampaignStarted]
+    assert starts[1].agents == ["oracle", "openai:m", "random"] and starts[1].shard == [6, 12]
+
+    live = Campaigns(store_url, stale_seconds=3600)
+    try:
+        assert live.names() == ["fold-test"]
+        state = live.summary("fold-test")
+        assert state is not None and state["cells"] == 12 and state["runs"] == 2
+        by_state = {}
+        for cell, (st, note) in state["states"].items():
+            by_state.setdefault(st, []).append((cell, note))
+        assert {k: len(v) for k, v in by_state.items()} == {
+            "finished": 1,
+            "failed": 1,
+            "limit": 1,
+            "running": 1,
+            "pending": 8,
+        }
+        [(failed, why)] = by_state["failed"]
+        assert ".openai-m." in failed and "500" in why and why.startswith("failed at step")
+        assert "max_turns (4)" in by_state["limit"][0][1]
+        assert state["tokens"] > 0 and state["active"]
+        later = live.summary("fold-test", now=state["latest_started"] + 7200)
+        assert later is not None and later["counts"]["interrupted"] == 1 and not later["active"]
+        # Appended after the first look: folded from the tail, not read again from the start.
+        with EventStore(store_url) as store:
+            store.append(stream_id(eid), [Noted(n=1)], 1)
+        position = live.refresh(force=True)
+        assert position == live.store.last_position()
+        layout = live.layout("fold-test")
+        assert layout is not None and len(layout["rows"]) == 3 and len(layout["columns"]) == 4
+    finally:
+        live.close()
+
+
+def _started(eid: str) -> EpisodeStarted:
+    return EpisodeStarted(
+        episode_id=eid,
+        tree_id="synthetic-diamond-4",
+        tree_hash="x",
+        tree_title="t",
+        n_subtopics=4,
+        params={},
+        agent={"kind": "random"},
+        judge={},
+        code_version="test",
+    )
+
+
+def test_the_viewers_store_connection_cannot_write(store_url):
+    with EventStore(store_url) as store:
+        store.append("episode/x", [Noted(n=1)], 0)
+    reader = EventStore(store_url, read_only=True)
+    try:
+        assert [r.event for r in reader.read_stream("episode/x")] == [Noted(n=1)]
+        with pytest.raises(StoreError, match="read-only"):
+            reader.append("episode/y", [Noted(n=2)], 0)
+        refused = pytest.raises(Exception, match="(?i)read.only|readonly|query_only|attempt to write")  # noqa: B017
+        with refused, reader._cursor() as cur:  # SQL sent past this code's checks: refused by the database
+            cur.execute("DELETE FROM checkpoints")
+    finally:
+        reader.close()
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed (apt-get install graphviz)")
+def test_tree_texts_reach_the_picture_as_text(tmp_path):
+    doc = json.loads(Path(resolve_tree("synthetic-diamond-4").source).read_text(encoding="utf-8"))
+    hostile = 'a "quote", a \\N and \\G, </text><script>alert(1)</script> & <img src=x onerror=alert(2)>'
+    doc["id"] = "hostile-tree"
+    doc["subtopics"][0]["text"] = hostile
+    path = tmp_path / "hostile-tree.json"
+    path.write_text(json.dumps(doc))
+    tree = load_tree_file(path, memo=False)
+    first = tree.subtopics[0]
+    drawn = episode_path(
+        {
+            "transitions": [
+                {"to_state": "subtopic", "node": first.id},
+                {"to_state": "subtopic", "node": tree.subtopics[1].id},
+            ],
+            "hints": [{"target": first.id, "level": 2}],
+            "locked": [],
+            "draws": [
+                {"study_id": first.studies[0].id, "fake": True},
+                {"study_id": first.studies[0].id, "fake": False},
+            ],
+        }
+    )
+    dot = tree_dot(tree, drawn)
+    assert dot_quote('x"y\\N') == '"x\\"y\\\\N"'
+    svg = tree_svg(dot)
+    assert svg.startswith("<svg") and "<script" not in svg and "<img" not in svg and "&lt;script&gt;" in svg
+    assert "\\N" in svg  # shown as typed, not replaced by the node's name
+    assert "visit #1" in svg and "hint 2" in svg and "fake result met ×1, 1 redo" in svg
