@@ -17,7 +17,15 @@ from inquitree.cli.warehouse import warehouse_option
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535))
 @click.option("--sync/--no-sync", default=True, show_default=True, help="Sync the warehouse from the store first.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the viewer in a browser.")
-def view(db_url, warehouse_path, host, port, sync, open_browser) -> None:
+@click.option(
+    "--stale-after",
+    type=click.FloatRange(min=1),
+    default=300.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A campaign cell with no end and nothing recorded for this long is shown as interrupted.",
+)
+def view(db_url, warehouse_path, host, port, sync, open_browser, stale_after) -> None:
     """Browse episodes and search every transcript in a local, read-only web viewer."""
     import importlib.util
 
@@ -33,7 +41,7 @@ def view(db_url, warehouse_path, host, port, sync, open_browser) -> None:
         with kept_only_if_used(path) as wh:
             report = wh.sync(db_url)
         click.echo(f"{path}: {report.events:,} new events synced", err=True)
-    app = create_app(path, db_url, sync)
+    app = create_app(path, db_url, sync, stale_after)
     where = f"http://{host}:{port}/"
     loopback = host in ("127.0.0.1", "localhost", "::1")
     click.echo(

@@ -132,12 +132,11 @@ def test_the_viewer_in_a_browser(store_url, tmp_path, browser):
         )
         try:
             home.wait_for_selector('#campaigns tr[data-key="live-test"]', timeout=60_000)
-            suite.wait_for_selector("#grid td.cell.st-running", timeout=60_000)
+            suite.wait_for_selector("#grid td.st-running", timeout=60_000)
             pages.shot(suite, "suite")
-            cells = suite.locator("#grid td.cell")
-            assert cells.count() == 8
+            assert suite.locator("#grid td[class^=st-] > a").count() == 8
             suite.wait_for_function(
-                "() => [...document.querySelectorAll('#grid td.cell')].every(td => "
+                "() => [...document.querySelectorAll('#grid td[class^=st-]')].every(td => "
                 + " || ".join(f"td.classList.contains('st-{s}')" for s in TERMINAL)
                 + ")",
                 timeout=120_000,
@@ -150,10 +149,10 @@ def test_the_viewer_in_a_browser(store_url, tmp_path, browser):
         assert run.returncode == 1, out  # one cell failed, on purpose
         for p in (home, suite):
             assert p.evaluate("window.__noReload") == "still here"  # updated in place, never reloaded
-        failed = suite.locator("#grid td.cell.st-failed")
+        failed = suite.locator("#grid td.st-failed")
         assert failed.count() == 1
         assert "500" in suite.inner_text("#failures") and "failed at step" in suite.inner_text("#failures")
-        assert suite.locator("#grid td.cell.st-limit").count() == 7  # max_turns ended the others
+        assert suite.locator("#grid td.st-limit").count() == 7  # max_turns ended the others
         assert "8 of 8 cells ended" in suite.inner_text("#summary")
         home.wait_for_function("document.querySelector('#campaigns').innerText.includes('8 of 8 cells ended')")
 

@@ -15,9 +15,9 @@ from typing import Any
 __all__ = ["create_app"]
 
 
-def create_app(warehouse_path: str, db_url: str | None = None, sync: bool = False) -> Any:
+def create_app(warehouse_path: str, db_url: str | None = None, sync: bool = False, stale_after: float = 300.0) -> Any:
     """The viewer's Starlette application over the warehouse at ``warehouse_path`` (and the store at
     ``db_url``, for live campaigns; ``sync``: catch the warehouse up with the store as it moves)."""
     from inquitree.viewer.app import create_app as make
 
-    return make(warehouse_path, db_url, sync)
+    return make(warehouse_path, db_url, sync, stale_after)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import tempfile
 import threading
 import time
@@ -31,6 +32,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from inquitree.events.errors import InquiTreeError
 from inquitree.viewer.live import Campaigns
 from inquitree.viewer.search import KINDS, SearchIndex
 from inquitree.viewer.treeview import GraphvizMissing, episode_path, shipped_tree, tree_dot, tree_svg
@@ -51,7 +53,7 @@ CATCH_UP_SECONDS = 1.0  # at most one warehouse sync this often, when the store 
 
 
 class Viewer:
-    def __init__(self, warehouse_path: str, db_url: str | None = None, sync: bool = False):
+    def __init__(self, warehouse_path: str, db_url: str | None = None, sync: bool = False, stale_after: float = 300.0):
         self.path = warehouse_path
         self.db_url = db_url
         self.sync = sync
@@ -61,9 +63,10 @@ class Viewer:
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader([str(TEMPLATES), str(REPORT_CSS.parent)]), autoescape=True
         )
-        self.live = Campaigns(db_url) if db_url is not None or sync else None
+        self.live = Campaigns(db_url, stale_after) if db_url is not None or sync else None
         self.caught_up = time.monotonic()
-        self.figures_dir = Path(tempfile.mkdtemp(prefix="inquitree-view-figures-"))
+        self._figures_tmp = tempfile.TemporaryDirectory(prefix="inquitree-view-figures-")  # removed at exit
+        self.figures_dir = Path(self._figures_tmp.name)
         self.figures: tuple[int, dict[str, dict]] | None = None
         self.refresh_index()
 
@@ -93,34 +96,39 @@ class Viewer:
         }
         self.choices["kind"] = list(KINDS)
 
-    def catch_up(self, force: bool = False) -> None:
+    def catch_up(self, force: bool = False) -> bool:
         """Sync the warehouse if the store has moved on (with ``--sync``; at most once a second unless
-        ``force``): the read-only connection is closed while the sync writes."""
+        ``force``): the read-only connection is closed while the sync writes. True if it synced."""
         if not self.sync or self.live is None:
-            return
+            return False
         if not force and time.monotonic() - self.caught_up < CATCH_UP_SECONDS:
-            return
+            return False
         with self.lock:
             head = self.live.store.last_position()
             if head <= self.position():
-                return
+                return False
             self.caught_up = time.monotonic()
             self.wh.close()
             try:
                 with Warehouse(self.path) as writer:
                     writer.sync(self.db_url)
+            except InquiTreeError as exc:  # another process holds the warehouse: show what it has
+                print(f"inquitree view: the warehouse was not synced ({exc}); pages show it as it was", file=sys.stderr)
             finally:
                 self.wh = Warehouse(self.path, read_only=True)
             self.refresh_index()
+            return True
 
     def page(self, name: str, status_code: int = 200, **values: Any) -> HTMLResponse:
         return HTMLResponse(self.env.get_template(name).render(**values), status_code=status_code)
 
 
-def create_app(warehouse_path: str, db_url: str | None = None, sync: bool = False) -> Starlette:  # noqa: C901 - one route a nested function, over one viewer
+def create_app(  # noqa: C901 - one route a nested function, over one viewer
+    warehouse_path: str, db_url: str | None = None, sync: bool = False, stale_after: float = 300.0
+) -> Starlette:
     """The viewer over the warehouse at ``warehouse_path``; with ``db_url`` (or ``sync``) its
     campaign pages follow the store, and with ``sync`` its other pages catch up with it too."""
-    viewer = Viewer(warehouse_path, db_url, sync)
+    viewer = Viewer(warehouse_path, db_url, sync, stale_after)
 
     def home(request: Request) -> Response:
         viewer.catch_up()
@@ -139,8 +147,7 @@ def create_app(warehouse_path: str, db_url: str | None = None, sync: bool = Fals
     def episode(request: Request) -> Response:
         episode_id = request.path_params["episode_id"]
         found = viewer.rows("SELECT * FROM episodes WHERE episode_id = ?", [episode_id])
-        if not found or found[0]["status"] not in ("finished", "failed"):
-            viewer.catch_up(force=not found)
+        if (not found or found[0]["status"] not in ("done", "failed")) and viewer.catch_up(force=not found):
             found = viewer.rows("SELECT * FROM episodes WHERE episode_id = ?", [episode_id])
         if not found:
             return viewer.page("missing.html.j2", what=f"episode {episode_id}", status_code=404)

@@ -26,6 +26,7 @@ from typing import Any
 from inquitree.core.campaign import CAMPAIGN_PREFIX, Cell, cells_of, episode_prefix
 from inquitree.core.limits import PriceTable, tokens_of
 from inquitree.core.runner import STREAM_PREFIX
+from inquitree.events.base import registered_types
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.store import EventStore, RecordedEvent
 from inquitree.events.types import CampaignStarted
@@ -44,6 +45,9 @@ _FOLDED = (
     "TurnLimitReached",
     "EpisodeScored",
 )
+
+
+_VERSIONS = {name: cls.VERSION for name, cls in registered_types().items() if name in _FOLDED}
 
 
 def _epoch(recorded_at: str) -> float:
@@ -68,8 +72,8 @@ class _Episode:
 class _Campaign:
     name: str
     starts: list[tuple[float, CampaignStarted]] = dataclasses.field(default_factory=list)
-    cells: list[Cell] = dataclasses.field(default_factory=list)
-    ids: dict[str, Cell] = dataclasses.field(default_factory=dict)
+    ids: dict[str, Cell] = dataclasses.field(default_factory=dict)  # episode id -> cell, in the suite's order
+    layout: dict[str, Any] | None = None  # the grid, made once (Campaigns.layout)
 
 
 class Campaigns:
@@ -133,7 +137,7 @@ class Campaigns:
             eid = cell.episode_id(ev.name)
             if eid not in c.ids:
                 c.ids[eid] = cell
-                c.cells.append(cell)
+                c.layout = None
         return [key] if first else []
 
     def _fold(self, r: RecordedEvent) -> None:
@@ -141,26 +145,30 @@ class Campaigns:
         at = _epoch(r.recorded_at)
         e = self.episodes.setdefault(eid, _Episode(started=at))
         e.last = at
-        ev: Any = r.event
         kind = r.event_type
+        # The payload as the current event class has it: stored at the current version it is read
+        # as it is (decoding every reply into its class was half of a large campaign's first fold).
+        ev = r.payload if r.schema_version == _VERSIONS.get(kind) else r.event.to_payload()
         if kind in ("AgentReplied", "JudgeVerdict"):
-            e.tokens += tokens_of(ev.usage)
-            cost = self.prices.cost(ev.model, ev.usage) if self.prices is not None else None
+            usage = ev.get("usage") or {}
+            e.tokens += tokens_of(usage)
+            cost = self.prices.cost(ev.get("model"), usage) if self.prices is not None else None
             if cost is None:
-                e.unpriced_calls += int(bool(tokens_of(ev.usage)))
+                e.unpriced_calls += int(bool(tokens_of(usage)))
             else:
                 e.cost_usd += cost
             if kind == "AgentReplied":
-                e.step = max(e.step, ev.step)
+                e.step = max(e.step, ev["step"])
         elif kind == "EpisodeFailed":
+            retry = ", retryable" if ev.get("retryable") else ""
             e.state, e.ended = "failed", at
-            e.reason = f"[{ev.kind or ev.error_class or '?'}{', retryable' if ev.retryable else ''}] {ev.error}"
+            e.reason = f"[{ev.get('kind') or ev.get('error_class') or '?'}{retry}] {ev.get('error')}"
         elif kind == "EpisodeResumed":
             e.state, e.ended, e.reason = "running", None, None
         elif kind == "LimitReached":
-            e.limit = f"{ev.limit} ({ev.used:g} of {ev.threshold:g})"
+            e.limit = f"{ev['limit']} ({ev['used']:g} of {ev['threshold']:g})"
         elif kind == "TurnLimitReached":
-            e.limit = f"max_turns ({ev.max_turns})"
+            e.limit = f"max_turns ({ev['max_turns']})"
         elif kind == "EpisodeScored":
             e.state, e.ended = ("limit" if e.limit else "finished"), at
 
@@ -228,27 +236,28 @@ class Campaigns:
 
     def layout(self, key: str) -> dict[str, Any] | None:
         """The grid's rows (tree, agent[, judge]) and columns (randomness level, run), each cell
-        with its episode id, in the suite's order."""
+        with its episode id, in the suite's order (made again only when a run adds cells)."""
         with self.lock:
             c = self.campaigns.get(key)
             if c is None:
                 return None
-            judges = len({cell.judge for cell in c.cells}) > 1
-            rows: dict[tuple[str, ...], dict[tuple[int, int], str]] = {}
-            columns: list[tuple[int, int]] = []
-            for cell in c.cells:
-                row = (cell.tree, cell.agent, cell.judge) if judges else (cell.tree, cell.agent)
-                col = (cell.randomness, cell.run)
-                if col not in columns:
-                    columns.append(col)
-                rows.setdefault(row, {})[col] = cell.episode_id(c.name)
-            columns.sort()
-            return {
-                "name": c.name,
-                "judges": judges,
-                "columns": columns,
-                "rows": [{"key": row, "cells": [by.get(col) for col in columns]} for row, by in rows.items()],
-            }
+            if c.layout is None:
+                judges = len({cell.judge for cell in c.ids.values()}) > 1
+                rows: dict[tuple[str, ...], dict[tuple[int, int], str]] = {}
+                columns: dict[tuple[int, int], None] = {}
+                for eid, cell in c.ids.items():
+                    row = (cell.tree, cell.agent, cell.judge) if judges else (cell.tree, cell.agent)
+                    col = (cell.randomness, cell.run)
+                    columns[col] = None
+                    rows.setdefault(row, {})[col] = eid
+                ordered = sorted(columns)
+                c.layout = {
+                    "name": c.name,
+                    "judges": judges,
+                    "columns": ordered,
+                    "rows": [{"key": row, "cells": [by.get(col) for col in ordered]} for row, by in rows.items()],
+                }
+            return c.layout
 
 
 def suite_key(name: str) -> str:

@@ -46,13 +46,13 @@ function follow(url, onData) {
   window.addEventListener("pagehide", () => source.close());
 }
 
-function cell(td, state, note) {
-  const id = td.dataset.episode;
+const EPISODE = "/episodes/";
+
+function cell(link, state, note) {
+  // A grid cell is a link to its episode inside a cell coloured by its state.
+  const td = link.parentElement;
   for (const s of STATES) td.classList.toggle("st-" + s, s === state);
-  td.title = `${id}: ${state}, ${note}`;
-  td.dataset.note = note;
-  const link = td.querySelector("a");
-  if (link) link.setAttribute("aria-label", `${id}: ${state}`);
+  link.title = `${state}: ${note}`;
 }
 
 async function swapSuite(root) {
@@ -67,8 +67,14 @@ async function swapSuite(root) {
 
 function suitePage(root) {
   let swapping = false;
+  const failed = new Map(); // episode id -> why, from the stream's first (whole) message on
+  let seenAll = false;
   follow(root.dataset.live, async (data) => {
     if (data.missing) return;
+    if (!data.diff) { failed.clear(); seenAll = true; }
+    for (const [id, [state, note]] of Object.entries(data.states)) {
+      if (state === "failed") failed.set(id, note); else failed.delete(id);
+    }
     if (String(data.layout) !== root.dataset.cells) {
       if (!swapping) {
         swapping = true;
@@ -82,20 +88,20 @@ function suitePage(root) {
       const el = document.getElementById("s-" + key);
       if (el) el.textContent = String(value);
     }
-    const cells = new Map([...root.querySelectorAll("td.cell")].map((td) => [td.dataset.episode, td]));
+    const links = new Map(
+      [...root.querySelectorAll(`#grid a[href^="${EPISODE}"]`)].map((a) => [a.getAttribute("href").slice(EPISODE.length), a]));
     for (const [id, [state, note]] of Object.entries(data.states)) {
-      const td = cells.get(id);
-      if (td) cell(td, state, note);
+      const link = links.get(id);
+      if (link) cell(link, state, note);
     }
-    const failures = document.getElementById("failures");
-    if (failures) {
-      const failed = [...cells.values()].filter((td) => td.classList.contains("st-failed"));
-      const items = failed.map((td) => {
+    const list = document.getElementById("failures");
+    if (list && seenAll) {
+      const items = [...failed].map(([id, note]) => {
         const li = document.createElement("li");
         const a = document.createElement("a");
-        a.href = "/episodes/" + encodeURIComponent(td.dataset.episode);
-        a.textContent = td.dataset.episode;
-        li.append(a, ": " + td.dataset.note);
+        a.href = EPISODE + encodeURIComponent(id);
+        a.textContent = id;
+        li.append(a, ": " + note);
         return li;
       });
       if (!items.length) {
@@ -104,7 +110,7 @@ function suitePage(root) {
         li.textContent = "none";
         items.push(li);
       }
-      failures.replaceChildren(...items);
+      list.replaceChildren(...items);
     }
   });
 }
