@@ -252,9 +252,9 @@ def test_play_a_campaign_and_the_inspect_task_record_the_same_cell_identically(t
     suite_db = f"sqlite:///{tmp_path / 'suite.sqlite'}"
     assert CliRunner().invoke(main, ["suite", "run", str(suite), "--db", suite_db]).exit_code == 0
 
-    def started(url: str) -> dict:
+    def started(url: str) -> dict:  # the episode's start (a campaign's store begins with its CampaignStarted)
         with EventStore(url, create=False) as store:
-            return store.read_all()[0].event.to_payload()
+            return next(r.event for r in store.read_all() if r.event_type == "EpisodeStarted").to_payload()
 
     by_suite = started(suite_db)
     play_db = f"sqlite:///{tmp_path / 'play.sqlite'}"
