@@ -53,4 +53,10 @@ def view(db_url, warehouse_path, host, port, sync, open_browser, stale_after) ->
         import webbrowser
 
         webbrowser.open(where)
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:  # Ctrl-C: the pages' event streams end, then the server
+            app.state.viewer.stopping.set()
+            super().handle_exit(sig, frame)
+
+    Server(uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)).run()

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from inquitree.core.campaign import Suite, campaign_stream, run_suite
+from inquitree.core.campaign import Suite, campaign_stream, cells_of, run_suite
 from inquitree.core.runner import stream_id
 from inquitree.core.tree import load_tree_file, resolve_tree
 from inquitree.events.errors import StoreError
 from inquitree.events.store import EventStore
-from inquitree.events.types import CampaignStarted, EpisodeStarted
+from inquitree.events.types import CampaignStarted, EpisodeScored, EpisodeStarted
 from inquitree.viewer.live import Campaigns
 from inquitree.viewer.treeview import dot_quote, episode_path, tree_dot, tree_svg
 
@@ -139,3 +139,55 @@ def test_tree_texts_reach_the_picture_as_text(tmp_path):
     assert svg.startswith("<svg") and "<script" not in svg and "<img" not in svg and "&lt;script&gt;" in svg
     assert "\\N" in svg  # shown as typed, not replaced by the node's name
     assert "visit #1" in svg and "hint 2" in svg and "fake result met ×1, 1 redo" in svg
+
+
+def test_the_time_left_weighs_each_cell_by_its_agents_pace(sqlite_url):
+    """Two agents, one ten times slower: each cell left takes its own agent's mean time, a running
+    cell less the time it has had, shared by the cells running now (not the campaign's one mean,
+    which would price the slow agent's cells at the quick one's rate)."""
+    now = [0.0]
+
+    def clock() -> str:
+        return _iso(now[0])
+
+    started = CampaignStarted(
+        name="pace", source="test", trees=["synthetic-diamond-4"], agents=["fast", "slow"], judges=["embedding"],
+        randomness=[0], runs=4, shard=[1, 1], cells=8, concurrency=1,
+    )  # fmt: skip
+    with EventStore(sqlite_url, clock=clock) as store:
+        store.append(campaign_stream("pace"), [started], 0)
+        ids = {(c.agent, c.run): c.episode_id("pace") for c in cells_of(started)}
+        for agent, run, begin, end in (
+            ("fast", 0, 0, 10),
+            ("fast", 1, 10, 20),
+            ("slow", 0, 0, 100),
+            ("slow", 1, 100, None),
+        ):
+            now[0] = begin
+            store.append(stream_id(ids[agent, run]), [_started(ids[agent, run])], 0)
+            if end is not None:
+                now[0] = end
+                store.append(stream_id(ids[agent, run]), [_scored()], 1)
+    live = Campaigns(sqlite_url, stale_seconds=3600)
+    try:
+        state = live.summary("pace", now=130.0)
+        assert state is not None and state["counts"] == {
+            "pending": 4, "running": 1, "interrupted": 0, "failed": 0, "limit": 0, "finished": 3,
+        }  # fmt: skip
+        # fast: 2 left x 10 s; slow: 2 left x 100 s and the running one's 100 - 30 s; one cell running
+        assert state["eta_s"] == pytest.approx(2 * 10 + 2 * 100 + 70)
+    finally:
+        live.close()
+
+
+def _iso(seconds: float) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _scored() -> EpisodeScored:
+    return EpisodeScored(
+        judge_id="j", coverage=1.0, evidence={}, scores={}, q_sum=None, q_norm=None, k=0, steps=12, lower_bound=12,
+        upper_bound=44, within_bounds=True, visited_subtopics=[], hints_issued=0, forced_transitions=0,
+    )  # fmt: skip

@@ -64,6 +64,7 @@ class Viewer:
             loader=jinja2.FileSystemLoader([str(TEMPLATES), str(REPORT_CSS.parent)]), autoescape=True
         )
         self.live = Campaigns(db_url, stale_after) if db_url is not None or sync else None
+        self.stopping = threading.Event()  # set when the server stops: open event streams end at once
         self.caught_up = time.monotonic()
         self._figures_tmp = tempfile.TemporaryDirectory(prefix="inquitree-view-figures-")  # removed at exit
         self.figures_dir = Path(self._figures_tmp.name)
@@ -326,7 +327,7 @@ def create_app(  # noqa: C901 - one route a nested function, over one viewer
         async def stream() -> Any:
             sent: dict[str, Any] | None = None
             quiet = 0
-            while not await request.is_disconnected():
+            while not viewer.stopping.is_set() and not await request.is_disconnected():
                 now = await run_in_threadpool(read)
                 if now != sent:
                     out = dict(now)

@@ -12,7 +12,9 @@ appended since the last look.
 A cell is *pending* (no episode yet), *running* (an episode with no end, its last event recent),
 *interrupted* (no end and nothing recorded for ``stale_seconds``: its process was stopped or
 died; the next ``suite run`` resumes it), *failed* (with the recorded reason), *limit* (scored,
-but a turn or run limit ended it) or *finished*.
+but a turn or run limit ended it) or *finished*. The estimate of time left weighs each cell left
+by its agent's mean time per cell in this run, so a slow model's cells are not priced at a quick
+baseline's rate.
 """
 
 from __future__ import annotations
@@ -209,12 +211,9 @@ class Campaigns:
             latest = max(at for at, _ in c.starts)
             active = counts["running"] > 0
             last = max([e.last for e in folds] + [latest])
-            ended_since = [e for e in folds if e.ended is not None and e.ended >= latest]
             left = counts["pending"] + counts["running"] + counts["interrupted"]
             elapsed = (now if active else last) - latest
-            eta = None
-            if active and ended_since and left:
-                eta = elapsed / len(ended_since) * left
+            eta = self._time_left(c, cells, latest, now, counts["running"]) if active and left else None
             return {
                 "key": key,
                 "name": c.name,
@@ -233,6 +232,32 @@ class Campaigns:
                 "states": {eid: [v["state"], v["note"]] for eid, v in cells.items()},
                 "position": self.position,
             }
+
+    def _time_left(
+        self, c: _Campaign, cells: dict[str, dict[str, Any]], since: float, now: float, running: int
+    ) -> float | None:
+        """An estimate of the time left: each cell not ended takes its agent's mean time per cell
+        ended since the latest run started (the campaign's mean for an agent with none ended yet),
+        less the time a running cell has had; the sum is shared by the cells running now. None
+        until a cell has ended in this run."""
+        took: dict[str, list[float]] = {}
+        for eid, cell in c.ids.items():
+            e = self.episodes.get(eid)
+            if e is not None and e.ended is not None and e.ended >= since:
+                took.setdefault(cell.agent, []).append(e.ended - max(e.started, since))
+        if not took:
+            return None
+        everyone = [t for ts in took.values() for t in ts]
+        overall = sum(everyone) / len(everyone)
+        work = 0.0
+        for eid, cell in c.ids.items():
+            state = cells[eid]["state"]
+            if state in ("pending", "running", "interrupted"):
+                ts = took.get(cell.agent)
+                mean = sum(ts) / len(ts) if ts else overall
+                e = self.episodes.get(eid)
+                work += max(0.0, mean - (now - e.started)) if state == "running" and e is not None else mean
+        return work / max(1, running)
 
     def layout(self, key: str) -> dict[str, Any] | None:
         """The grid's rows (tree, agent[, judge]) and columns (randomness level, run), each cell
