@@ -15,7 +15,12 @@ from inquitree.cli.warehouse import warehouse_option
     "--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback: this machine only)."
 )
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535))
-@click.option("--sync/--no-sync", default=True, show_default=True, help="Sync the warehouse from the store first.")
+@click.option(
+    "--sync/--no-sync",
+    default=True,
+    show_default=True,
+    help="Sync the warehouse from the store first, and again when pages find the store moved on.",
+)
 @click.option("--open", "open_browser", is_flag=True, help="Open the viewer in a browser.")
 @click.option(
     "--stale-after",
@@ -26,7 +31,8 @@ from inquitree.cli.warehouse import warehouse_option
     help="A campaign cell with no end and nothing recorded for this long is shown as interrupted.",
 )
 def view(db_url, warehouse_path, host, port, sync, open_browser, stale_after) -> None:
-    """Browse episodes and search every transcript in a local, read-only web viewer."""
+    """A local, read-only web viewer: campaigns as they run, episodes, trees with an episode's path,
+    search over every transcript, two agents side by side, and the report's figures."""
     import importlib.util
 
     if importlib.util.find_spec("starlette") is None or importlib.util.find_spec("uvicorn") is None:

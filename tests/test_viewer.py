@@ -139,3 +139,23 @@ def test_two_agents_side_by_side_mark_where_their_paths_part(tmp_path):
     pair = client.get("/compare/episodes", params={"a": oracle.episode_id, "b": parted.episode_id}).text
     assert 'they part at <a href="#divergence">step 4</a>' in pair
     assert pair.count('id="divergence"') == 1
+
+
+def test_side_by_side_aligns_turns_by_tree_state_and_rejoins_after_a_detour():
+    """B misses once at the Topic, then walks A's path: B's extra turn faces a gap, the rest pair
+    up level again (A's step k beside B's step k+1), and only the detour is marked."""
+    from inquitree.viewer.app import aligned
+
+    def turns(keys):
+        return [
+            {"step": k, "state": state, "best": best, "accepted": best is not None}
+            for k, (state, best) in enumerate(keys, 1)
+        ]
+
+    path = [("topic", "s1"), ("subtopic", "s1.study"), ("result", None), ("topic", "s2")]
+    rows, first = aligned(turns(path), turns([("topic", None), *path]))
+    assert first == "– / 1"
+    assert [r["label"] for r in rows] == ["– / 1", "1 / 2", "2 / 3", "3 / 4", "4 / 5"]
+    assert [r["parted"] for r in rows] == [True, False, False, False, False]
+    same, none = aligned(turns(path), turns(path))
+    assert none is None and [r["label"] for r in same] == ["1", "2", "3", "4"]

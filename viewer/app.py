@@ -467,21 +467,37 @@ WHERE r.episode_id = ? ORDER BY r.step
 """
 
 
-def aligned(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int | None]:
-    """Two episodes' turns side by side, step by step (both start at the Topic and every step answers
-    one state), and the first step where they part: another state, or another candidate accepted."""
-    rows, divergence = [], None
-    for k in range(max(len(a), len(b))):
-        left, right = (a[k] if k < len(a) else None), (b[k] if k < len(b) else None)
+def aligned(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+    """Two episodes' turns side by side, aligned by tree state: a turn's place is the state it
+    answered and the candidate it had accepted (``difflib``'s longest matching runs over those), so
+    where one agent takes detours the other's turns wait beside a gap, and both are level again where
+    their paths rejoin. Returns the rows (``label``: the step, or each side's step where they differ)
+    and the label of the first row where they part (another state, another candidate, or a turn only
+    one of them took)."""
+    import difflib
 
-        def where(t: dict[str, Any] | None) -> tuple[Any, ...] | None:
-            return None if t is None else (t["state"], t["best"] if t["accepted"] else None)
+    def where(t: dict[str, Any]) -> tuple[Any, ...]:
+        return (t["state"], t["best"] if t["accepted"] else None)
 
-        parted = where(left) != where(right)
-        if parted and divergence is None:
-            divergence = k + 1
-        rows.append({"step": k + 1, "a": left, "b": right, "parted": parted})
-    return rows, divergence
+    rows: list[dict[str, Any]] = []
+
+    def row(left: dict[str, Any] | None, right: dict[str, Any] | None, parted: bool) -> None:
+        steps = [t["step"] if t is not None else None for t in (left, right)]
+        label = str(steps[0]) if steps[0] == steps[1] else " / ".join("–" if x is None else str(x) for x in steps)
+        rows.append({"label": label, "a": left, "b": right, "parted": parted, "first": False})
+
+    matcher = difflib.SequenceMatcher(None, [where(t) for t in a], [where(t) for t in b], autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+                row(a[i], b[j], False)
+            continue
+        for k in range(max(i2 - i1, j2 - j1)):  # replaced turns face each other; the longer side's rest face gaps
+            row(a[i1 + k] if i1 + k < i2 else None, b[j1 + k] if j1 + k < j2 else None, True)
+    parted = next((r for r in rows if r["parted"]), None)
+    if parted is not None:
+        parted["first"] = True
+    return rows, parted["label"] if parted is not None else None
 
 
 def _system_prompt(template_set: str | None) -> str | None:
