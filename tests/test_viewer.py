@@ -159,3 +159,16 @@ def test_side_by_side_aligns_turns_by_tree_state_and_rejoins_after_a_detour():
     assert [r["parted"] for r in rows] == [True, False, False, False, False]
     same, none = aligned(turns(path), turns(path))
     assert none is None and [r["label"] for r in same] == ["1", "2", "3", "4"]
+
+
+def test_without_graphviz_the_tree_page_says_so_and_keeps_its_tables(warehouse, monkeypatch):
+    from inquitree.viewer import treeview
+
+    path, oracle, _ = warehouse
+    monkeypatch.setattr(treeview.shutil, "which", lambda name: None)
+    treeview.tree_svg.cache_clear()
+    page = TestClient(create_app(path)).get("/trees/synthetic-diamond-4", params={"episode": oracle})
+    treeview.tree_svg.cache_clear()
+    assert page.status_code == 200 and "<svg" not in page.text
+    assert "No picture: Graphviz&#39;s `dot` is not installed (Debian: apt-get install graphviz)" in page.text
+    assert 'id="subtopic-0"' in page.text and "Ground-truth conclusions" in page.text
