@@ -313,7 +313,7 @@ def create_app(  # noqa: C901 - one route a nested function, over one viewer
         state = viewer.live.summary(key)
         if state is None:
             return {"key": key, "missing": True}
-        return {**state, "brief": _brief(state), "layout": len(viewer.live.campaigns[key].ids)}
+        return {**state, "brief": _brief(state)}
 
     async def live_campaigns(request: Request) -> Response:
         return _events(request, lambda: {"campaigns": campaign_list()})

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import itertools
 import threading
 import time
 from typing import Any
 
-from inquitree.core.campaign import CAMPAIGN_PREFIX, Cell, cells_of, episode_prefix
+from inquitree.core.campaign import CAMPAIGN_PREFIX, Cell, cells_of
 from inquitree.core.limits import PriceTable, tokens_of
 from inquitree.core.runner import STREAM_PREFIX
 from inquitree.events.base import registered_types
@@ -110,20 +111,26 @@ class Campaigns:
             head = self.store.last_position()
             if head == self.position:
                 return head
-            new: list[str] = []
-            for r in self.store.read_prefix(CAMPAIGN_PREFIX, ["CampaignStarted"], head):
-                if r.global_position > self.position:
-                    new.extend(self._started(r))
+            # The first look reads the campaigns' starts by their streams; later looks read only the
+            # events appended since, which hold any new start.
+            tail: list[RecordedEvent] = []
+            if self.position:
+                tail = list(
+                    itertools.takewhile(lambda r: r.global_position <= head, self.store.iter_all(self.position))
+                )
+                starts = [
+                    r for r in tail if r.event_type == "CampaignStarted" and r.stream_id.startswith(CAMPAIGN_PREFIX)
+                ]
+            else:
+                starts = list(self.store.read_prefix(CAMPAIGN_PREFIX, ["CampaignStarted"], head))
+            new = [key for r in starts for key in self._started(r)]
             for key in new:  # a campaign seen for the first time: its episodes so far, stream by stream
                 for r in self.store.read_prefix(STREAM_PREFIX + key + ".", _FOLDED, head):
                     self._fold(r)
-            if self.position:
-                known = tuple(STREAM_PREFIX + k + "." for k in self.campaigns if k not in new)
-                for r in self.store.iter_all(self.position):
-                    if r.global_position > head:
-                        break
-                    if r.event_type in _FOLDED and r.stream_id.startswith(known):
-                        self._fold(r)
+            known = tuple(STREAM_PREFIX + k + "." for k in self.campaigns if k not in new)
+            for r in tail:
+                if r.event_type in _FOLDED and r.stream_id.startswith(known):
+                    self._fold(r)
             self.position = head
             return head
 
@@ -189,7 +196,7 @@ class Campaigns:
             "limit": f"ended by {e.limit} at step {e.step}",
             "finished": f"finished in {e.step} steps",
         }[state]
-        return {"state": state, "note": note, "tokens": e.tokens}
+        return {"state": state, "note": note}
 
     def names(self) -> list[str]:
         with self.lock:
@@ -283,8 +290,3 @@ class Campaigns:
                     "rows": [{"key": row, "cells": [by.get(col) for col in ordered]} for row, by in rows.items()],
                 }
             return c.layout
-
-
-def suite_key(name: str) -> str:
-    """The key of suite ``name``'s campaign (its stream id's last part), as ``/suites/{key}`` shows it."""
-    return episode_prefix(name).rstrip(".")

@@ -75,7 +75,7 @@ function suitePage(root) {
     for (const [id, [state, note]] of Object.entries(data.states)) {
       if (state === "failed") failed.set(id, note); else failed.delete(id);
     }
-    if (String(data.layout) !== root.dataset.cells) {
+    if (String(data.cells) !== root.dataset.cells) {
       if (!swapping) {
         swapping = true;
         try { await swapSuite(root); } finally { swapping = false; }
