@@ -76,40 +76,27 @@ def measure(url: str, d: Path, runs: int) -> dict:
 
 def first_paints(app, pages: dict[str, tuple[str, dict]], runs: int) -> dict[str, float]:
     """Each page's first contentful paint in headless Chromium (median of ``runs`` fresh loads)."""
-    import threading
     import urllib.parse
 
-    import uvicorn
+    from tests_support import chromium_browser, served
 
-    from tests_support import chromium_browser, free_port
-
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
     out = {}
-    try:
-        with chromium_browser() as browser:
-            for name, (route, params) in pages.items():
-                url = f"http://127.0.0.1:{port}{route}" + ("?" + urllib.parse.urlencode(params) if params else "")
-                paints = []
-                for _ in range(runs):
-                    page = browser.new_page()
-                    page.goto(url, wait_until="load")
-                    paints.append(
-                        page.evaluate(
-                            "() => new Promise(done => new PerformanceObserver((list, obs) => {"
-                            " done(list.getEntriesByName('first-contentful-paint')[0].startTime); obs.disconnect(); })"
-                            ".observe({type: 'paint', buffered: true}))"
-                        )
+    with served(app) as base, chromium_browser() as browser:
+        for name, (route, params) in pages.items():
+            url = base + route + ("?" + urllib.parse.urlencode(params) if params else "")
+            paints = []
+            for _ in range(runs):
+                page = browser.new_page()
+                page.goto(url, wait_until="load")
+                paints.append(
+                    page.evaluate(
+                        "() => new Promise(done => new PerformanceObserver((list, obs) => {"
+                        " done(list.getEntriesByName('first-contentful-paint')[0].startTime); obs.disconnect(); })"
+                        ".observe({type: 'paint', buffered: true}))"
                     )
-                    page.close()
-                out[name] = round(statistics.median(paints), 1)
-    finally:
-        server.should_exit = True
-        thread.join(10)
+                )
+                page.close()
+            out[name] = round(statistics.median(paints), 1)
     return out
 
 

@@ -5,10 +5,6 @@ client and, for scripts planted in a reply, in headless Chromium."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
-
 import pytest
 
 pytest.importorskip("starlette", reason="the viewer's extra is not installed (pip install 'inquitree[view]')")
@@ -22,6 +18,7 @@ from inquitree.viewer.app import create_app  # noqa: E402
 from inquitree.warehouse.sync import Warehouse  # noqa: E402
 
 from enginekit import OracleAgent, ScriptAgent, follower, play  # noqa: E402
+from tests_support import served  # noqa: E402
 
 PLANTED = "zebrafish cortical whirlpool"
 XSS = (
@@ -89,25 +86,8 @@ def test_search_finds_a_planted_phrase_and_links_to_its_turn(warehouse):
 
 def test_a_script_planted_in_a_reply_never_runs_in_a_browser(warehouse):
     path, _, scripted = warehouse
-    app = create_app(path)
-    import uvicorn
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        for _ in range(100):
-            if server.started:
-                break
-            time.sleep(0.05)
-        dom = dump_dom(f"http://127.0.0.1:{port}/episodes/{scripted}")
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with served(create_app(path)) as base:
+        dom = dump_dom(f"{base}/episodes/{scripted}")
     assert 'id="turn-1"' in dom and PLANTED in dom
     assert "data-pwned" not in dom  # neither the script nor the onerror handler ran
 

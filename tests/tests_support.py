@@ -132,3 +132,27 @@ def viewer_process(db_url: str, warehouse: str, *extra: str) -> Iterator[str]:
             proc.kill()
             proc.wait()
         log.close()
+
+
+@contextlib.contextmanager
+def served(app: Any) -> Iterator[str]:
+    """An ASGI application served by uvicorn in a thread of this process, on a free loopback port;
+    yields its base URL once it listens, and stops it at the end."""
+    import threading
+    import time
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the application did not start listening")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{server.config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
