@@ -331,14 +331,22 @@ def shipped_tree_paths() -> list[Path]:
     return sorted(TREES_DIR.glob("*.json"))
 
 
+def shipped_tree(tree_id: str, memo: bool = True) -> Tree | None:
+    """The shipped tree whose file is named ``tree_id``; never a path (the viewer passes ids from URLs)."""
+    for path in shipped_tree_paths():
+        if path.stem == tree_id:
+            return load_tree_file(path, memo)
+    return None
+
+
 def resolve_tree(ref: str, memo: bool = True) -> Tree:
     """A tree by path (anything ending in .json or an existing file) or by shipped id."""
     p = Path(ref)
     if p.suffix == ".json" or p.exists():
         return load_tree_file(p, memo)
-    for path in shipped_tree_paths():
-        if path.stem == ref:
-            return load_tree_file(path, memo)
+    found = shipped_tree(ref, memo)
+    if found is not None:
+        return found
     known = ", ".join(p.stem for p in shipped_tree_paths()) or "(none)"
     raise TreeError(ref, [f"unknown tree id {ref!r}; shipped trees: {known}"])
 

@@ -32,10 +32,11 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from inquitree.core.tree import load_tree_file, shipped_tree, shipped_tree_paths
 from inquitree.events.errors import InquiTreeError
 from inquitree.viewer.live import Campaigns
 from inquitree.viewer.search import KINDS, SearchIndex
-from inquitree.viewer.treeview import GraphvizMissing, episode_path, shipped_tree, tree_dot, tree_svg
+from inquitree.viewer.treeview import GraphvizMissing, episode_path, tree_dot, tree_svg
 from inquitree.warehouse.report import episode_items, figures, table_html
 from inquitree.warehouse.sync import Warehouse
 
@@ -210,21 +211,11 @@ def create_app(  # noqa: C901 - one route a nested function, over one viewer
         )
 
     def trees_index(request: Request) -> Response:
-        from inquitree.core.tree import shipped_tree_paths
-
         counts = {r["tree_id"]: r["n"] for r in viewer.rows("SELECT tree_id, count(*) AS n FROM episodes GROUP BY ALL")}
-        trees = []
-        for p in shipped_tree_paths():
-            t = shipped_tree(p.stem)
-            if t is not None:
-                trees.append(
-                    {
-                        "tree_id": t.id,
-                        "title": t.title,
-                        "n_subtopics": len(t.subtopics),
-                        "episodes": counts.get(t.id, 0),
-                    }
-                )
+        trees = [
+            {"tree_id": t.id, "title": t.title, "n_subtopics": len(t.subtopics), "episodes": counts.get(t.id, 0)}
+            for t in map(load_tree_file, shipped_tree_paths())
+        ]
         return viewer.page("trees.html.j2", trees=trees)
 
     def figures_page(request: Request) -> Response:

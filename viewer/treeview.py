@@ -15,21 +15,13 @@ import shutil
 import subprocess
 from typing import Any
 
-from inquitree.core.tree import Tree, load_tree_file, shipped_tree_paths
+from inquitree.core.tree import Tree
 
-__all__ = ["dot_quote", "episode_path", "shipped_tree", "tree_dot", "tree_svg", "GraphvizMissing"]
+__all__ = ["dot_quote", "episode_path", "tree_dot", "tree_svg", "GraphvizMissing"]
 
 
 class GraphvizMissing(RuntimeError):
     pass
-
-
-def shipped_tree(tree_id: str) -> Tree | None:
-    """The shipped tree whose file is named ``tree_id`` (never a path: the id comes from a URL)."""
-    for path in shipped_tree_paths():
-        if path.stem == tree_id:
-            return load_tree_file(path)
-    return None
 
 
 def dot_quote(text: str) -> str:
