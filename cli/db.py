@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from inquitree.cli.common import db_option, key_option, output_file
+from inquitree.events.names import IMPORT_PREFIX, shown
 
 
 @click.group()
@@ -46,6 +47,23 @@ _CANNOT = (
 )
 
 
+_TAIL = (
+    "cannot prove: that no events were cut from the end of the log together with their checkpoints (a signature "
+    "covers what it signed, not what came after it); keep an anchor outside the database and check with --anchor FILE"
+)
+
+
+def _word(ev) -> str:
+    """On whose word an imported episode stands (``EpisodeImported``)."""
+    if not ev.hashes:
+        return "on no one's word: the file carried no hashes"
+    if ev.signed_by is None:
+        return "hashes matched, but the file was not signed: on the word of whoever sent it"
+    if ev.checked_with is None:
+        return f"signed by key {ev.signed_by}, not checked at import: pass that key's public key to --key to check it"
+    return f"on the word of key {ev.checked_with}, whose signature was checked at import"
+
+
 @db.command()
 @db_option
 @click.option(
@@ -79,6 +97,7 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
                 progress=lambda n: click.echo(f"  ... {n:,} events checked", err=True), anchor=anchor, verifier=verifier
             )
             missing = store.missing_guards()
+            imports = [r.event for s in store.streams(prefix=IMPORT_PREFIX) for r in store.read_stream(s.stream_id)]
     except StoreDamaged as exc:
         _report_damage(db_url, exc)
         sys.exit(1)
@@ -101,6 +120,8 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
     )
     for note in report.notes:
         click.echo(f"note: {note}")
+    for ev in imports:
+        click.echo(f"imported: episode {ev.episode_id} from {shown(ev.file_name)} ({ev.events} events): {_word(ev)}")
     if not report.proof:
         click.echo(_CANNOT)
         sys.exit(1 if missing else 0)
@@ -118,6 +139,8 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
             f"proved by {proved_by}: the {report.stream_covered:,} events{after} are in streams whose signed heads "
             "cover them (episodes recorded, exported or imported under the key)"
         )
+    if "anchor" not in report.proof:  # a signature covers what it signed, never what was cut after it
+        click.echo(_TAIL)
     if report.uncovered:
         sign = (
             " (a recorder holding the key signs only what it recorded; to vouch for other events, check them "

@@ -24,6 +24,7 @@ from inquitree.cli.common import (
 from inquitree.core.spec import MAX_HINTS, MAX_REASKS
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
+from inquitree.events.names import IMPORT_PREFIX, check_episode_id, episode_stream, shown
 from inquitree.events.types import (
     AgentReplied,
     ConclusionSubmitted,
@@ -199,7 +200,12 @@ def print_scores(episode_id: str, scored: EpisodeScored | None) -> None:
 @call_options
 @limit_options
 @click.option("--embedder-base-url", default=None, help="OpenAI-compatible base URL for the embedder.")
-@click.option("--episode-id", default=None, help="Default: a new random id.")
+@click.option(
+    "--episode-id",
+    default=None,
+    callback=lambda _ctx, _param, value: value if value is None else check_episode_id(value, "--episode-id"),
+    help="Default: a new random id. Letters, digits and ._- (at most 180).",
+)
 @click.option(
     "--resume",
     is_flag=True,
@@ -547,25 +553,47 @@ def episodes_import(path: str, db_url: str | None, key_path: str | None) -> None
     """Append an exported episode (JSON lines) to the store as a new stream.
 
     A file that carries hashes is checked first: an edited file is refused, naming the first event
-    that does not match; with --key its signature must verify. The episode keeps its timestamps
-    and hashes, and its signature is kept in the store, so it stays provable where it is imported.
-    An episode already in the store is left alone: importing the same events again does nothing,
-    and a file that differs from the stored episode is refused."""
+    that does not match; with --key its signature must verify (and a file without hashes or without
+    a signature is refused). The episode keeps its timestamps and hashes, and its signature is kept
+    in the store, so it stays provable where it is imported. The import is recorded beside it
+    (``import/<episode>``: the file, its hashes, the key that signed it and the key that checked it),
+    and this lab's own key ($INQUITREE_SIGNING_KEY) never signs the imported episode: `db verify
+    --key` proves it only with the key of whoever signed it. An episode already in the store is
+    left alone: importing the same events again does nothing, and a file that differs from the
+    stored episode is refused."""
+    import hashlib
     from pathlib import Path
 
-    from inquitree.core.golden import dump_jsonl, load_export
-    from inquitree.core.runner import stream_id
+    from inquitree.core.golden import MAX_IMPORT_BYTES, dump_jsonl, load_export
     from inquitree.events.signing import load_verifier
     from inquitree.events.store import EventStore
+    from inquitree.events.types import EpisodeImported
 
+    size = Path(path).stat().st_size
+    if size > MAX_IMPORT_BYTES:
+        raise InquiTreeError(
+            f"{path}: {size:,} bytes is more than an export may hold ({MAX_IMPORT_BYTES:,}); nothing was imported"
+        )
     exported = load_export(path)
     events = exported.events
     first = events[0]
     if not isinstance(first, EpisodeStarted):
         raise InquiTreeError(f"{path}: line 1 is a {first.TYPE} event: an episode starts with EpisodeStarted")
-    sid = stream_id(first.episode_id)
-    established = exported.check(sid, load_verifier(key_path) if key_path else None)
-    with EventStore(db_url) as store:
+    sid = episode_stream(first.episode_id, where=f"{path}: line 1")
+    verifier = load_verifier(key_path) if key_path else None
+    established = exported.check(sid, verifier)
+    record = EpisodeImported(
+        episode_id=first.episode_id,
+        file_name=shown(Path(path).name, 120).strip("'"),
+        file_sha256=hashlib.sha256(Path(path).read_bytes()).hexdigest(),
+        events=len(events),
+        hashes=exported.rows is not None,
+        signed_by=str(exported.signature.get("key_id")) if exported.signature else None,
+        checked_with=verifier.key_id if verifier is not None and exported.signature else None,
+    )
+    # No signer: the lab's key vouches only for what this lab recorded (the import record is signed
+    # by the next recording that holds the key; the episode only by the key that exported it).
+    with EventStore(db_url, signer=None) as store:
         stored = [r.event for r in store.read_stream(sid)]
         if stored:
             if dump_jsonl(stored) == dump_jsonl(events):
@@ -580,7 +608,8 @@ def episodes_import(path: str, db_url: str | None, key_path: str | None) -> None
         else:
             store.append_exported(sid, exported.rows)
         if exported.signature is not None:
-            store.add_signature(exported.signature, note=f"imported from {Path(path).name}")
+            store.add_signature(exported.signature, note=f"imported from {record.file_name}")
+        store.append(IMPORT_PREFIX + first.episode_id, [record], 0)
     for sentence in established:
         click.echo(f"{path}: {sentence}")
     click.echo(f"imported {len(events)} events as {sid}")

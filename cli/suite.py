@@ -38,18 +38,24 @@ def suite() -> None:
     show_default=True,
     help="Processes: each runs its share of the cells (a sub-shard) with its own -j episodes in flight.",
 )
-def run(suite_file, db_url, shard, concurrency, agents, workers) -> None:
+@click.option(
+    "--trust-suite",
+    is_flag=True,
+    help="Let the suite name files outside its folder and the current directory, and send $OPENAI_API_KEY to "
+    "its base URLs (only for a suite you wrote or checked).",
+)
+def run(suite_file, db_url, shard, concurrency, agents, workers, trust_suite) -> None:
     """Run every unfinished cell: skip finished episodes, continue interrupted ones."""
     from inquitree.core.campaign import Suite, parse_shard
     from inquitree.events.store import EventStore
 
-    s = Suite.load(suite_file, agents)
+    s = Suite.load(suite_file, agents, trusted=trust_suite)
     index, count = parse_shard(shard)
     if workers > 1:
         # The store is opened (made, or checked) once here, not by every worker at once; it is
         # closed again before the workers start, so that none inherits a connection.
         EventStore(db_url).close()
-        sys.exit(_run_workers(suite_file, db_url, (index, count), concurrency, agents, workers))
+        sys.exit(_run_workers(suite_file, db_url, (index, count), concurrency, agents, workers, trust_suite))
     sys.exit(run_shard(s, suite_file, db_url, (index, count), concurrency))
 
 
@@ -199,7 +205,7 @@ def _can_fork() -> bool:
     return hasattr(os, "fork") and sys.platform != "darwin" and os.environ.get("INQUITREE_WORKERS_FORK", "1") != "0"
 
 
-def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int) -> int:
+def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int, trusted: bool = False) -> int:
     """Run the campaign in ``workers`` child processes (each `suite run --shard`, so each keeps the
     guarantees of a shard: cells run once, a finished cell is skipped, an interrupted one resumed),
     and relay what each says. The store URL goes to them in the environment, not in their
@@ -221,9 +227,16 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int) -
             args += ["-j", str(concurrency)]
         for spec in agents:
             args += ["--agent", spec]
+        if trusted:
+            args.append("--trust-suite")
         if fork:
             work = functools.partial(
-                run_shard, Suite.load(suite_file, agents), suite_file, db_url, parse_shard(sub), concurrency
+                run_shard,
+                Suite.load(suite_file, agents, trusted=trusted),
+                suite_file,
+                db_url,
+                parse_shard(sub),
+                concurrency,
             )
             procs.append((k, _ForkedWorker(work, env)))
         else:
@@ -274,7 +287,7 @@ def status(suite_file, db_url, agents) -> None:
     from inquitree.events.store import EventStore
     from inquitree.events.types import EpisodeFailed
 
-    s = Suite.load(suite_file, agents)
+    s = Suite.load(suite_file, agents, trusted=True)  # status reads no file the suite names and calls nothing
     with EventStore(db_url, create=False) as store:
         started = {x.stream_id for x in store.streams(prefix=STREAM_PREFIX)}
         finished = store.streams_with_event(STREAM_PREFIX, "EpisodeScored")

@@ -234,7 +234,7 @@ def query(name, warehouse_path, fmt, out, columns, list_) -> None:
             first = (QUERIES_DIR / f"{q}.sql").read_text().splitlines()[0].removeprefix("-- ")
             click.echo(f"{q:28} {first}")
         return
-    with _existing(warehouse_path) as wh:
+    with _existing(warehouse_path, read_only=True) as wh:  # the same sandbox as `inquitree sql`
         _emit(wh.query(name), fmt, out, columns)
 
 
@@ -276,7 +276,7 @@ def compare(agent_a, agent_b, warehouse_path, fmt, out, columns) -> None:
 def sql(text, warehouse_path, fmt, out, columns) -> None:
     """Run one SQL statement against the warehouse, on a read-only connection (it cannot change it)."""
     with _existing(warehouse_path, read_only=True) as wh:
-        _emit(wh.sql(text), fmt, out, columns)
+        _emit(wh.sql(text, one_statement=True), fmt, out, columns)
 
 
 def _existing(warehouse_path: str | None, read_only: bool = False):

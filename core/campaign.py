@@ -49,12 +49,14 @@ from inquitree.core.agents import ModelConfig, RateLimiter, make_agent
 from inquitree.core.embed import make_embedder
 from inquitree.core.judges import make_judge
 from inquitree.core.limits import Budget, Limits, PriceTable, tokens_of
-from inquitree.core.models import CallSettings, option_label
+from inquitree.core.models import CallSettings, option_label, redact_url
 from inquitree.core.runner import STREAM_PREFIX, EpisodeFailure, EpisodeStopped, run_episode, stream_id
 from inquitree.core.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
+from inquitree.core.templates import TEMPLATES_DIR as SHIPPED_TEMPLATES
 from inquitree.core.templates import TemplateSet
 from inquitree.core.tree import Tree, resolve_tree
 from inquitree.events.errors import ConcurrencyError, InquiTreeError
+from inquitree.events.names import check_episode_id, shown
 from inquitree.events.store import EventStore
 from inquitree.events.types import AgentReplied, CampaignStarted
 
@@ -119,6 +121,45 @@ def find_suite(name: str | Path) -> Path:
     return shipped if shipped.exists() else path
 
 
+MAX_CELLS = 200_000  # far above any campaign run here; a typo (runs = 1000000000) is refused before anything
+
+
+def check_suite_trust(suite: "Suite", path: Path, file_agents: list) -> None:
+    """Refuse what a suite written by someone else could do with the user's rights: read or write
+    files outside its own folder and the current directory, or send $OPENAI_API_KEY to an endpoint
+    the user did not choose. ``--trust-suite`` lifts both; a path or URL the user passes on the
+    command line is never questioned."""
+    import os
+
+    allowed = [path.resolve().parent, Path.cwd().resolve()]
+    named: list[tuple[str, str]] = []
+    for a in file_agents:
+        spec = a if isinstance(a, str) else a.get("agent", "") if isinstance(a, dict) else ""
+        if isinstance(spec, str) and spec.startswith("script:"):
+            named.append(("agents", spec.split(":", 1)[1]))
+    t = suite.templates
+    if "/" in t or "\\" in t or not (SHIPPED_TEMPLATES / t).is_dir():  # a folder, not a shipped set
+        named.append(("templates", t))
+    named += [(key, getattr(suite, key)) for key in ("call_cache", "prices") if getattr(suite, key)]
+    for key, name in named:
+        where = Path(name).expanduser().resolve()
+        if not any(where == root or where.is_relative_to(root) for root in allowed):
+            raise SuiteError(
+                f"{path}: {key} names {shown(name)}, outside the suite's folder ({allowed[0]}) and the current "
+                "directory: a suite may only use files beside it. Pass --trust-suite if you wrote this suite"
+            )
+    key_set = bool(os.environ.get("OPENAI_API_KEY"))
+    env_url = os.environ.get("OPENAI_BASE_URL")
+    for key in ("base_url", "judge_base_url", "embedder_base_url"):
+        url = getattr(suite, key)
+        if url and key_set and url.rstrip("/") != (env_url or "").rstrip("/"):
+            raise SuiteError(
+                f"{path}: {key} = {shown(redact_url(url))} would receive your $OPENAI_API_KEY, and the suite, not you, "
+                "chose that endpoint. Pass --trust-suite if you trust it, set OPENAI_BASE_URL to it, or unset "
+                "OPENAI_API_KEY for a local server (it takes any key)"
+            )
+
+
 @dataclasses.dataclass(frozen=True)
 class AgentEntry:
     """One agent of a suite: its spec, and for model agents the label and call settings."""
@@ -135,7 +176,7 @@ class SuiteError(InquiTreeError):
 @functools.cache
 def _slug(x: str) -> str:
     """A name as it goes into episode ids (a suite's few names, each made once)."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", x).strip("-")
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", x).strip("-.") or "_"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,7 +192,7 @@ class Cell:
         eid = f"{names}.a{self.randomness}.r{self.run}"
         if len(eid) > 180:  # the store's stream ids are at most 200 characters
             eid = eid[:160] + "." + hashlib.sha256(eid.encode()).hexdigest()[:16]
-        return eid
+        return check_episode_id(eid, f"suite {suite!r}")
 
 
 @dataclasses.dataclass
@@ -194,9 +235,16 @@ class Suite:
     entries: dict[str, AgentEntry] = dataclasses.field(default_factory=dict)  # label -> entry
 
     @classmethod
-    def load(cls, path: str | Path, agents: list[str] | tuple[str, ...] = ()) -> "Suite":  # noqa: C901 - one check a key of the file, each naming it
+    def load(  # noqa: C901 - one check a key of the file, each naming it
+        cls, path: str | Path, agents: list[str] | tuple[str, ...] = (), trusted: bool = False
+    ) -> "Suite":
         """The suite in ``path``; ``agents`` (``suite run --agent``), when given, replace its agents
-        (a suite such as suites/fig3-protocol.toml leaves them to the user)."""
+        (a suite such as suites/fig3-protocol.toml leaves them to the user).
+
+        A suite may have been written by someone else, so unless ``trusted`` (``--trust-suite``) the
+        files it names (``script:`` agents, ``templates``, ``call_cache``, ``prices``) must lie in its
+        own folder or the current directory, and its endpoints (``base_url``, ...) may not receive
+        $OPENAI_API_KEY unless they are $OPENAI_BASE_URL (see :func:`check_suite_trust`)."""
         path = find_suite(path)
         try:
             doc = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -234,6 +282,14 @@ class Suite:
                 raise SuiteError(f"{path}: randomness {a!r}: levels are integers 0..10")
         if suite.runs < 1 or suite.concurrency < 1:
             raise SuiteError(f"{path}: runs and concurrency must be at least 1")
+        size = len(suite.trees) * len(suite.agents) * max(1, len(suite.judges)) * len(suite.randomness) * suite.runs
+        if size > MAX_CELLS:
+            raise SuiteError(
+                f"{path}: the grid has {size:,} cells (trees x agents x judges x levels x runs), more than a campaign "
+                f"may have ({MAX_CELLS:,}); split it into several suites"
+            )
+        if not trusted:
+            check_suite_trust(suite, path, [a for a in raw_agents if not agents])
         return suite
 
     def _entry(self, a, path: Path) -> AgentEntry:

@@ -23,6 +23,10 @@ from inquitree.events.errors import InquiTreeError
 from inquitree.events.signing import Signer, Verifier, checkpoint_message
 
 PROOF_FIELDS = ("stream_version", "recorded_at", "prev_hash", "hash")
+# An export is one episode: even at the turn limit with every reply at its 20,000-character cut it
+# stays far below this. Larger files are refused before they are read (each event is also held to
+# the store's MAX_EVENT_BYTES when it is appended).
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
 
 def as_stored(payload: dict[str, Any]) -> str:
@@ -81,6 +85,11 @@ class Export:
     def check(self, stream_id: str, verifier: Verifier | None = None) -> list[str]:
         """Recompute the stream chain and check the signature; raise at the first thing that does not
         hold (naming the line and event), else return what was established, one sentence each."""
+        if self.rows is None and verifier is not None:
+            raise InquiTreeError(
+                f"{self.path}: the file carries no hashes, so key {verifier.key_id} cannot check it "
+                "(export it again with `inquitree episodes export --key PRIVATE_KEY`); nothing was imported"
+            )
         if self.rows is None:
             return ["the file carries no hashes: nothing shows whether it was edited"]
         prev = GENESIS_HASH

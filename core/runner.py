@@ -27,10 +27,11 @@ from inquitree.core.templates import TemplateSet
 from inquitree.core.tree import Tree
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
+from inquitree.events.names import EPISODE_PREFIX, episode_stream
 from inquitree.events.store import EventStore
 from inquitree.events.types import AgentReplied, EpisodeFailed, EpisodeScored
 
-STREAM_PREFIX = "episode/"
+STREAM_PREFIX = EPISODE_PREFIX
 
 
 def new_episode_id() -> str:
@@ -38,7 +39,8 @@ def new_episode_id() -> str:
 
 
 def stream_id(episode_id: str) -> str:
-    return STREAM_PREFIX + episode_id
+    """The episode's stream; an id outside the grammar (``events/names.py``) is refused here."""
+    return episode_stream(episode_id)
 
 
 class Recorder:

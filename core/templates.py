@@ -3,7 +3,8 @@
 The shipped set ``inquitree`` is the paper's text exactly as printed (see
 ``core/paper_templates.py``); another directory with the same file names can be
 chosen per run. A set's identity is its name plus a hash of its files, both
-recorded in ``EpisodeStarted``.
+recorded in ``EpisodeStarted``. Every set renders in Jinja2's sandbox: a set may come from a
+suite written by someone else.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import hashlib
 from pathlib import Path
 
 import jinja2
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from inquitree.events.errors import InquiTreeError
 
@@ -51,7 +54,9 @@ class TemplateSet:
             raise TemplateError(f"template set {path}: missing {', '.join(missing)}")
         self.name = name_or_dir if (TEMPLATES_DIR / name_or_dir) == path else str(path.resolve())
         self.path = path
-        self.env = jinja2.Environment(
+        # Sandboxed: a set may come from a suite or a user's folder, and a plain Environment lets a
+        # template reach Python objects (``cycler.__init__.__globals__.os``) and run anything.
+        self.env = ImmutableSandboxedEnvironment(
             loader=jinja2.FileSystemLoader(str(path)),
             trim_blocks=True,
             lstrip_blocks=True,
@@ -63,11 +68,20 @@ class TemplateSet:
         for key in sorted(FILES):
             digest.update(FILES[key].encode() + b"\0" + (path / FILES[key]).read_bytes() + b"\0")
         self.hash = digest.hexdigest()
-        self._compiled = {key: self.env.get_template(f) for key, f in FILES.items() if f.endswith(".j2")}
+        try:
+            self._compiled = {key: self.env.get_template(f) for key, f in FILES.items() if f.endswith(".j2")}
+        except jinja2.TemplateError as exc:
+            where = getattr(exc, "filename", None) or path
+            raise TemplateError(f"template set {path}: {where}: {exc}") from exc
         self.system_prompt = (path / FILES["system"]).read_text(encoding="utf-8").rstrip("\n")
 
     def render(self, template_id: str, **values) -> str:
         try:
             return self._compiled[template_id].render(**values).rstrip("\n")
+        except SecurityError as exc:
+            raise TemplateError(
+                f"template {template_id} in {self.path}: refused by the sandbox ({exc}); a template may use the "
+                "values it is given (the paper's placeholders), not Python's objects"
+            ) from exc
         except jinja2.TemplateError as exc:
             raise TemplateError(f"template {template_id} in {self.path}: {exc}") from exc

@@ -397,6 +397,11 @@ def make_engine(url: str, read_only: bool = False) -> sa.Engine:
     )
 
 
+# The largest event the log takes: far above any real one (a reply is cut at 20,000 characters, a
+# tree file at 5 MB is refused before it is played), far below what stops the warehouse's loader.
+MAX_EVENT_BYTES = 4 * 1024 * 1024
+
+
 class FromEnv:
     """The default signer: the key named by ``$INQUITREE_SIGNING_KEY`` (for a store that may create)."""
 
@@ -624,6 +629,12 @@ class EventStore:
         Appends go through this store's own DBAPI connection and one cursor on it (under the write
         lock): SQLAlchemy's connection checkout, events and reset-on-return, and even its proxies'
         attribute lookups, cost more than the insert (bench/integrity.py)."""
+        for etype, _v, _at, payload in content:
+            if len(payload) > MAX_EVENT_BYTES:
+                raise StoreError(
+                    f"append to {stream_id!r}: a {etype} event of {len(payload):,} bytes is larger than an event may "
+                    f"be ({MAX_EVENT_BYTES:,} bytes); nothing was written"
+                )
         dbapi = self._dbapi
         with self._write_lock:
             for _attempt in range(3):

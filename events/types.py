@@ -291,3 +291,21 @@ class CampaignStarted(Event):
     concurrency: int
     budget_tokens: int | None = None
     budget_cost_usd: float | None = None
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EpisodeImported(Event):
+    """``episodes import`` appended an episode made elsewhere. Stream ``import/<episode id>``, recorded
+    beside the episode (whose own events keep the exporter's hashes). It says on whose word the
+    episode stands: whether the file carried hashes, which key signed it, and which key, if any,
+    checked that signature at import. The importing lab's key never signs the imported stream."""
+
+    TYPE = "EpisodeImported"
+    episode_id: str
+    file_name: str
+    file_sha256: str
+    events: int
+    hashes: bool  # the file carried each event's hashes, and they matched
+    signed_by: str | None = None  # the key id the file's signature names
+    checked_with: str | None = None  # the key that verified that signature at import (None: unchecked)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import html
 import re
+import sys
 from pathlib import Path
 
 import jinja2
 import polars as pl
 
+from inquitree.events.names import confined, is_episode_id, shown
 from inquitree.warehouse.sync import Warehouse
 
 TEMPLATES = Path(__file__).resolve().parent / "report_templates"
@@ -516,12 +518,20 @@ def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200) ->
     figs = figures(wh, out)
     summary = wh.query("episode_summary")
     episodes = summary.unique("episode_id", keep="last", maintain_order=True).tail(max_episodes)
+    bad = [e for e in episodes["episode_id"].to_list() if not is_episode_id(e)]
+    if bad:  # written into the store by someone other than InquiTree (ids are checked where they enter)
+        print(
+            f"inquitree: warning: {len(bad)} episode(s) with an id outside the grammar get no page: "
+            + ", ".join(shown(e) for e in bad[:5]),
+            file=sys.stderr,
+        )
+        episodes = episodes.filter(~pl.col("episode_id").is_in(bad))
     for row in episodes.iter_rows(named=True):
         scores = summary.filter(pl.col("episode_id") == row["episode_id"])
         page = env.get_template("episode.html.j2").render(
             ep=row, items=episode_items(wh, row["episode_id"]), scores=table_html(scores)
         )
-        (out / "episodes" / f"{row['episode_id']}.html").write_text(page, encoding="utf-8")
+        confined(out / "episodes", row["episode_id"], ".html").write_text(page, encoding="utf-8")
     total = wh.sql("SELECT count(*) AS n FROM episodes").item()
     index = env.get_template("index.html.j2").render(
         leaderboard=table_html(wh.query("table2_leaderboard")),

@@ -34,6 +34,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from inquitree.events.names import shown
 from inquitree.events.store import default_url, redact
 from inquitree.warehouse.bootstrap import Bootstrap
 from inquitree.warehouse.bootstrap import register as register_bootstrap
@@ -408,18 +409,24 @@ class Warehouse:
         con.execute("INSERT INTO dimension_state VALUES (?)", [rows.fingerprint])
 
     # -- analyses --------------------------------------------------------------------------------
-    def sql(self, text: str) -> pl.DataFrame:
+    def sql(self, text: str, one_statement: bool = False) -> pl.DataFrame:
+        """Run ``text``; with ``one_statement`` (``inquitree sql``), anything but one statement is refused."""
         try:
+            if one_statement:
+                count = len(duckdb.extract_statements(text))
+                if count != 1:
+                    raise WarehouseError(f"`inquitree sql` runs one SQL statement; this text holds {count}")
             rel = self.con.sql(text)
+            return rel.pl() if rel is not None else pl.DataFrame()  # a relation runs here, when it is read
         except duckdb.Error as exc:
-            raise WarehouseError(f"SQL error: {exc}") from exc
-        return rel.pl() if rel is not None else pl.DataFrame()
+            raise WarehouseError(f"SQL error: {str(exc).strip()}") from exc
 
     def query(self, name: str, variables: dict[str, str] | None = None) -> pl.DataFrame:
-        """Run ``queries/NAME.sql``, with ``variables`` for the ones it reads by ``getvariable``."""
+        """Run ``queries/NAME.sql``, with ``variables`` for the ones it reads by ``getvariable``.
+        ``name`` is a query's name (one of :func:`query_names`), never a path."""
+        if name not in query_names():
+            raise WarehouseError(f"no query {shown(name)}; available: {', '.join(query_names())}")
         path = QUERIES_DIR / f"{name}.sql"
-        if not path.exists():
-            raise WarehouseError(f"no query {name!r}; available: {', '.join(query_names())}")
         text = path.read_text()
         needed = sorted(set(re.findall(r"getvariable\('([a-z_]+)'\)", text)))
         missing = [v for v in needed if v not in (variables or {})]

@@ -1,0 +1,101 @@
+"""Names that come from outside and become keys: episode ids, stream names, file names.
+
+An episode id is typed by a user (``play --episode-id``), made from a suite's names, read from an
+imported file, or read back from a database that others can write to. It then becomes a stream
+name, part of a URL, a file name (``report``'s episode pages) and text on a terminal. So it has one
+grammar, checked wherever an id enters: letters, digits and ``._-``, starting with a letter, a
+digit or ``_``, at most :data:`MAX_ID` characters. No path separator, no ``..`` on its own, no
+markup, no control character can pass. And no file name is ever built from a stored name without
+:func:`confined`, which refuses any name that would leave its folder, whatever the grammar said
+when the name was stored.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import Path
+
+from inquitree.events.errors import InquiTreeError
+
+__all__ = [
+    "EPISODE_PREFIX",
+    "IMPORT_PREFIX",
+    "MAX_ID",
+    "BadName",
+    "check_episode_id",
+    "confined",
+    "episode_stream",
+    "is_episode_id",
+    "shown",
+]
+
+EPISODE_PREFIX = "episode/"
+IMPORT_PREFIX = "import/"  # events.types.EpisodeImported: which episodes came from elsewhere, on whose word
+MAX_ID = 180  # the store's stream ids are at most 200 characters, "episode/" included
+_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,%d}" % (MAX_ID - 1))
+
+
+class BadName(InquiTreeError):
+    """A name from outside (an episode id, a query name, a file name) that breaks its grammar."""
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """``value`` as a quoted, printable string for an error message or a terminal: every control or
+    format character escaped, cut at ``limit`` characters (a hostile name is never echoed raw)."""
+    text = str(value)
+    cut = len(text) > limit
+    text = text[:limit]
+    out = []
+    for ch in text:
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp"):
+            out.append(ch.encode("unicode_escape").decode("ascii") if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}")
+        else:
+            out.append(ch)
+    return "'" + "".join(out) + "'" + ("..." if cut else "")
+
+
+def is_episode_id(value: object) -> bool:
+    return isinstance(value, str) and _ID.fullmatch(value) is not None
+
+
+def check_episode_id(value: object, where: str = "") -> str:
+    """``value`` if it is a valid episode id; otherwise :class:`BadName` naming it and the rule."""
+    if is_episode_id(value):
+        return str(value)
+    prefix = f"{where}: " if where else ""
+    raise BadName(
+        f"{prefix}episode id {shown(value)} is not allowed: an episode id is 1 to {MAX_ID} letters, digits, "
+        "'.', '_' or '-', and starts with a letter, a digit or '_'"
+    )
+
+
+def episode_stream(episode_id: str, where: str = "") -> str:
+    """The store's stream name of an episode, after checking its id."""
+    return EPISODE_PREFIX + check_episode_id(episode_id, where)
+
+
+def confined(folder: str | Path, name: str, suffix: str = "") -> Path:
+    """``folder/name+suffix``, refused unless it is a plain file name that stays inside ``folder``
+    (no separator, no ``..``, no NUL or control character): for every file named after a stored
+    or imported name."""
+    base = Path(folder)
+    if not is_episode_id(name) and not _plain_file_name(name):
+        raise BadName(f"{shown(name)} cannot name a file in {base}: it is not a plain file name")
+    path = base / f"{name}{suffix}"
+    root = base.resolve()
+    if path.resolve().parent != root:
+        raise BadName(f"{shown(name)} cannot name a file in {base}: it would leave the folder")
+    return path
+
+
+def _plain_file_name(name: str) -> bool:
+    return (
+        bool(name)
+        and len(name) <= 200
+        and name not in (".", "..")
+        and not any(c in name for c in "/\\\x00")
+        and all(unicodedata.category(c)[0] != "C" for c in name)
+    )
