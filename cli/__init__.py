@@ -13,6 +13,7 @@ import click
 
 from inquitree import __version__
 from inquitree.events.errors import InquiTreeError, is_damage
+from inquitree.events.names import printable
 
 __all__ = ["main"]
 
@@ -24,14 +25,14 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except InquiTreeError as exc:
-            click.echo(f"inquitree: error: {exc}", err=True)
+            click.echo(f"inquitree: error: {printable(str(exc))}", err=True)
             sys.exit(2)
         except click.UsageError as exc:  # a bad option or argument: the same one line, exit 2
             hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
-            click.echo(f"inquitree: error: {exc.format_message()}{hint}", err=True)
+            click.echo(f"inquitree: error: {printable(exc.format_message())}{hint}", err=True)
             sys.exit(2)
         except click.ClickException as exc:
-            click.echo(f"inquitree: error: {exc.format_message()}", err=True)
+            click.echo(f"inquitree: error: {printable(exc.format_message())}", err=True)
             sys.exit(2)
         except Exception as exc:  # a damaged database read by a driver of its own (the warehouse's reader)
             if not is_damage(exc):

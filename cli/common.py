@@ -8,7 +8,30 @@ from typing import Any, Callable
 import click
 
 from inquitree.core.models import BACKOFF_CAP_S, DEFAULT_MAX_REPLY_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
+from inquitree.events.names import printable
 from inquitree.events.signing import KEY_ENV
+
+
+def echo(message: object = None, **kw: Any) -> None:
+    """``click.echo`` for anything a person reads on a terminal: model replies, tree text, error
+    messages from endpoints and ids reach it with every control character escaped
+    (``events.names.printable``), so none can clear the screen, retitle the window, hide a link
+    or overwrite a line, on a terminal or through a pipe."""
+    click.echo(None if message is None else printable(str(message)), **kw)
+
+
+def secho(message: object = None, **styles: Any) -> None:
+    """``click.secho`` with the text escaped as :func:`echo` does, then styled."""
+    click.secho(None if message is None else printable(str(message)), **styles)
+
+
+def echo_data(text: str, **kw: Any) -> None:
+    """Machine-readable output (JSON lines, CSV, JSON) as it is, byte for byte, except on a terminal,
+    where a person reads it and it is escaped like everything else."""
+    import sys
+
+    click.echo(printable(text) if sys.stdout.isatty() else text, **kw)
+
 
 AGENT_MAX_TOKENS = 1024
 JUDGE_MAX_TOKENS = 512

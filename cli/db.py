@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from inquitree.cli.common import db_option, key_option, output_file
+from inquitree.cli.common import db_option, echo, key_option, output_file
 from inquitree.events.names import IMPORT_PREFIX, shown
 
 
@@ -27,7 +27,7 @@ def upgrade(db_url: str | None) -> None:
     engine = make_engine(url)
     before = migrate.current_revision(engine)
     migrate.upgrade(engine)
-    click.echo(f"{redact(url)}: schema {before or '(empty)'} -> {migrate.current_revision(engine)}")
+    echo(f"{redact(url)}: schema {before or '(empty)'} -> {migrate.current_revision(engine)}")
     raw = engine.raw_connection()
     try:
         restored = guards.restore(raw, engine.dialect.name)
@@ -37,7 +37,7 @@ def upgrade(db_url: str | None) -> None:
         raw.close()
         engine.dispose()
     for done in restored:
-        click.echo(f"{redact(url)}: {done} (an immutability guard was missing)")
+        echo(f"{redact(url)}: {done} (an immutability guard was missing)")
 
 
 _CANNOT = (
@@ -94,7 +94,7 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
     try:
         with EventStore(db_url, create=False) as store:
             report = store.verify(
-                progress=lambda n: click.echo(f"  ... {n:,} events checked", err=True), anchor=anchor, verifier=verifier
+                progress=lambda n: echo(f"  ... {n:,} events checked", err=True), anchor=anchor, verifier=verifier
             )
             missing = store.missing_guards()
             imports = [r.event for s in store.streams(prefix=IMPORT_PREFIX) for r in store.read_stream(s.stream_id)]
@@ -104,26 +104,26 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
     if report.first_problem is not None:
         stream, version, what = report.first_problem
         where = f"stream {stream!r} version {version}: " if stream is not None else ""
-        click.echo(f"TAMPERED: {where}{what}")
+        echo(f"TAMPERED: {where}{what}")
         sys.exit(1)
     if missing:
-        click.echo(
+        echo(
             "UNGUARDED: the database no longer enforces immutability: "
             + "; ".join(missing)
             + " (`inquitree db upgrade`, as the store's owner, restores them;"
             + " then check the log with an anchor or a key)"
         )
-    click.echo(
+    echo(
         f"chains ok: {report.events_checked:,} events in {report.streams_checked:,} streams; no event inside the log "
         f"was changed, removed, inserted or moved (head: position {report.head_position}, "
         f"log hash {report.head_hash[:16]}...)"
     )
     for note in report.notes:
-        click.echo(f"note: {note}")
+        echo(f"note: {note}")
     for ev in imports:
-        click.echo(f"imported: episode {ev.episode_id} from {shown(ev.file_name)} ({ev.events} events): {_word(ev)}")
+        echo(f"imported: episode {ev.episode_id} from {shown(ev.file_name)} ({ev.events} events): {_word(ev)}")
     if not report.proof:
-        click.echo(_CANNOT)
+        echo(_CANNOT)
         sys.exit(1 if missing else 0)
     by = []
     if "anchor" in report.proof:
@@ -132,15 +132,15 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
         by.append(f"checkpoints signed by {verifier.describe()}")
     proved_by = " and ".join(by)
     if report.covered_to:
-        click.echo(f"proved by {proved_by}: the log up to global position {report.covered_to} is the one recorded")
+        echo(f"proved by {proved_by}: the log up to global position {report.covered_to} is the one recorded")
     if report.stream_covered:
         after = f" after global position {report.covered_to}" if report.covered_to else ""
-        click.echo(
+        echo(
             f"proved by {proved_by}: the {report.stream_covered:,} events{after} are in streams whose signed heads "
             "cover them (episodes recorded, exported or imported under the key)"
         )
     if "anchor" not in report.proof:  # a signature covers what it signed, never what was cut after it
-        click.echo(_TAIL)
+        echo(_TAIL)
     if report.uncovered:
         sign = (
             " (a recorder holding the key signs only what it recorded; to vouch for other events, check them "
@@ -154,7 +154,7 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
             else f"{report.uncovered:,} events after global position {report.covered_to} (the last covered by "
             f"{proved_by}) are covered by nothing"
         )
-        click.echo(f"NOT PROVEN: {what}{sign}")
+        echo(f"NOT PROVEN: {what}{sign}")
         sys.exit(1)
     if missing:
         sys.exit(1)
@@ -167,39 +167,37 @@ def _report_damage(db_url: str | None, exc: Exception) -> None:
 
     url = db_url or default_url()
     path = sqlite_database(url)
-    click.echo(f"DAMAGED: {redact(url)} cannot be read whole ({getattr(exc, 'reason', exc)})")
+    echo(f"DAMAGED: {redact(url)} cannot be read whole ({getattr(exc, 'reason', exc)})")
     if path is None:  # PostgreSQL: the server's own tools (pg_amcheck) look inside
-        click.echo("the server reports the damage; check the database with PostgreSQL's tools (pg_amcheck)")
+        echo("the server reports the damage; check the database with PostgreSQL's tools (pg_amcheck)")
         return
     found = inspect_file(Path(path).expanduser())
     if not found.opened:
-        click.echo(f"{redact(url)}: not a readable SQLite database ({found.check[0]}): nothing can be read from it")
+        echo(f"{redact(url)}: not a readable SQLite database ({found.check[0]}): nothing can be read from it")
         return
     said = [ln.strip() for line in found.check for ln in line.splitlines() if ln.strip()]
-    click.echo(
-        f"SQLite's integrity check: {'; '.join(said[:5]) or 'nothing reported'}" + (" ..." if len(said) > 5 else "")
-    )
+    echo(f"SQLite's integrity check: {'; '.join(said[:5]) or 'nothing reported'}" + (" ..." if len(said) > 5 else ""))
     end = "unknown" if found.last_position is None else f"{found.last_position:,}"
     ranges = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in found.unreadable[:10])
     more = f" and {len(found.unreadable) - 10} more ranges" if len(found.unreadable) > 10 else ""
-    click.echo(
+    echo(
         f"readable: {found.readable:,} events (the log ends at position {end}); unreadable: "
         f"{found.unreadable_events:,} events" + (f" at positions {ranges}{more}" if ranges else "")
     )
-    click.echo(f"the log is readable and both chains hold up to global position {found.log_ok_to:,}")
+    echo(f"the log is readable and both chains hold up to global position {found.log_ok_to:,}")
     intact = [s for s in found.intact if s.startswith("episode/")]
     if intact:
-        click.echo(
+        echo(
             f"{len(intact)} episode(s) are readable with their chains intact (`inquitree episodes export ID` "
             f"exports each with its hashes): {', '.join(s.removeprefix('episode/') for s in intact[:10])}"
             + (" ..." if len(intact) > 10 else "")
         )
     else:
-        click.echo("no episode is readable whole")
+        echo("no episode is readable whole")
     for sid, what in list(found.damaged.items())[:10]:
-        click.echo(f"damaged: {sid}: {what}")
+        echo(f"damaged: {sid}: {what}")
     if len(found.damaged) > 10:
-        click.echo(f"damaged: {len(found.damaged) - 10} more streams")
+        echo(f"damaged: {len(found.damaged) - 10} more streams")
 
 
 @db.command()
@@ -212,8 +210,8 @@ def keygen(prefix: str) -> None:
     from inquitree.events.signing import KEY_ENV, generate, load_verifier
 
     private, public = generate(prefix)
-    click.echo(f"wrote {private} (private, mode 600) and {public} (public); key id {load_verifier(public).key_id}")
-    click.echo(f"sign while recording: export {KEY_ENV}={private.resolve()}")
+    echo(f"wrote {private} (private, mode 600) and {public} (public); key id {load_verifier(public).key_id}")
+    echo(f"sign while recording: export {KEY_ENV}={private.resolve()}")
 
 
 @db.command()
@@ -260,17 +258,15 @@ def anchor(db_url: str | None, out: str, key_path: str | None, adopt: bool) -> N
                     f"not anchored: {signed.warning(signer.key_id)}; pass --adopt to vouch for them"
                 )
             if adopt and report.uncovered:
-                click.echo(
-                    f"vouched for {report.uncovered:,} event(s) no earlier checkpoint of the key covered", err=True
-                )
+                echo(f"vouched for {report.uncovered:,} event(s) no earlier checkpoint of the key covered", err=True)
         made = Anchor.of(report, redact(store.url), signer)
     if out == "-":
-        click.echo(made.to_json(), nl=False)
+        echo(made.to_json(), nl=False)
     else:
         with open(output_file(out), "w", encoding="utf-8") as f:
             f.write(made.to_json())
         by = f", signed by key {signer.key_id}" if signer else ""
-        click.echo(f"anchored position {made.position} ({made.events:,} events){by} in {out}", err=True)
+        echo(f"anchored position {made.position} ({made.events:,} events){by} in {out}", err=True)
 
 
 @db.command()
@@ -282,7 +278,7 @@ def streams(db_url: str | None, prefix: str | None) -> None:
 
     with EventStore(db_url, create=False) as store:
         for s in store.streams(prefix):
-            click.echo(f"{s.stream_id}\t{s.version}\t{s.first_recorded_at}\t{s.last_recorded_at}")
+            echo(f"{s.stream_id}\t{s.version}\t{s.first_recorded_at}\t{s.last_recorded_at}")
 
 
 @db.command("grant")
@@ -303,4 +299,4 @@ def grant_roles(db_url: str | None, owner: str, writer: str, reader: str) -> Non
 
     urls = grant(db_url or default_url(), {"owner": owner, "writer": writer, "reader": reader})
     for kind, url in urls.items():
-        click.echo(f"{kind}\t{url}")
+        echo(f"{kind}\t{url}")

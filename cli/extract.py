@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from inquitree.cli.common import call_options
+from inquitree.cli.common import call_options, echo
 
 
 @click.command()
@@ -74,16 +74,16 @@ def extract(
         tree_id=tree_id,
         hint_rounds=hint_rounds,
         attempts=attempts,
-        progress=lambda line: click.echo(line, err=True),
+        progress=lambda line: echo(line, err=True),
         settings=settings,
     )
     counts: dict[str, int] = {}
     for f in res.flags:
         counts[f.check] = counts.get(f.check, 0) + 1
     summary = ", ".join(f"{v} {k}" for k, v in counts.items()) or "none"
-    click.echo(f"tree:   {res.tree_path} ({len(res.doc['subtopics'])} subtopics)")
-    click.echo(f"review: {res.review_path} ({len(res.flags)} flags: {summary})")
-    click.echo(
+    echo(f"tree:   {res.tree_path} ({len(res.doc['subtopics'])} subtopics)")
+    echo(f"review: {res.review_path} ({len(res.flags)} flags: {summary})")
+    echo(
         f"model calls: {res.calls} (+{res.cached} reused from the cache); tokens in {res.tokens['input']}, "
         f"out {res.tokens['output']}"
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from inquitree.cli.common import agent_config, agent_options, call_options, db_option, judge_config, judge_options
+from inquitree.cli.common import agent_config, agent_options, call_options, db_option, echo, judge_config, judge_options
 
 
 @click.command()
@@ -34,7 +34,7 @@ def judge(episodes, all_, prefix, judge_spec, embedder_name, again, db_url, **mo
             n = rejudge(store, eid, j, again=again)
             added += n > 0
             skipped += n == 0
-    click.echo(f"judge {j.id}: {added} episodes judged, {skipped} already had its verdicts")
+    echo(f"judge {j.id}: {added} episodes judged, {skipped} already had its verdicts")
 
 
 @click.command()
@@ -59,7 +59,7 @@ def control(agent_spec, tree_refs, seed, db_url, **model_kw) -> None:
     unparsed = sum(a.answer is None for a in answers)
     fakes = [a for a in answers if a.shown_fake]
     trues = [a for a in answers if not a.shown_fake]
-    click.echo(
+    echo(
         f"{sid}: {answered} answered now, {len(answers)}/{total} in all; accuracy {right / max(1, len(answers)):.3f}, "
         f"fake detection {sum(a.answer == 'INVALID' for a in fakes) / max(1, len(fakes)):.3f}, "
         f"false alarms {sum(a.answer == 'INVALID' for a in trues) / max(1, len(trues)):.3f}, "

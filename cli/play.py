@@ -12,6 +12,8 @@ from inquitree.cli.common import (
     agent_options,
     call_options,
     db_option,
+    echo,
+    echo_data,
     judge_config,
     judge_options,
     key_option,
@@ -20,6 +22,7 @@ from inquitree.cli.common import (
     output_file,
     progress,
     progress_due,
+    secho,
 )
 from inquitree.core.spec import MAX_HINTS, MAX_REASKS
 from inquitree.events.base import Event
@@ -53,37 +56,35 @@ def _wrap(text: str, indent: str = "    ") -> str:
 def show_event(ev: Event, engine_notes: bool = True) -> None:
     """The live transcript: what each side said, and (optionally) what the engine decided."""
     if isinstance(ev, ObservationEmitted):
-        click.secho(f"\n[{ev.step}] ENVIRONMENT ({' + '.join(ev.templates)}) -> {ev.state}", fg="cyan", bold=True)
-        click.echo(_wrap(ev.text))
+        secho(f"\n[{ev.step}] ENVIRONMENT ({' + '.join(ev.templates)}) -> {ev.state}", fg="cyan", bold=True)
+        echo(_wrap(ev.text))
     elif isinstance(ev, AgentReplied):
-        click.secho(f"[{ev.step}] AGENT ({ev.state})", fg="green", bold=True)
-        click.echo(_wrap(ev.raw))
+        secho(f"[{ev.step}] AGENT ({ev.state})", fg="green", bold=True)
+        echo(_wrap(ev.raw))
     elif not engine_notes:
         return
     elif isinstance(ev, MatchScored) and ev.best is not None:
-        click.secho(
+        secho(
             f"    engine: best match {ev.best} cos={ev.best_cosine:.3f} tau={ev.tau} "
             f"{'accepted' if ev.accepted else 'below tau'}",
             fg="yellow",
         )
     elif isinstance(ev, DependencyBlocked):
-        click.secho(f"    engine: {ev.subtopic_id} is locked (needs {', '.join(ev.missing)})", fg="yellow")
+        secho(f"    engine: {ev.subtopic_id} is locked (needs {', '.join(ev.missing)})", fg="yellow")
     elif isinstance(ev, HintIssued):
-        click.secho(
-            f"    engine: hint level {ev.level}{' (final)' if ev.final else ''} towards {ev.target}", fg="yellow"
-        )
+        secho(f"    engine: hint level {ev.level}{' (final)' if ev.final else ''} towards {ev.target}", fg="yellow")
     elif isinstance(ev, ResultDrawn):
-        click.secho(
+        secho(
             f"    engine: result {ev.result_id}: draw {ev.draw:.3f} vs p={ev.probability:.1f} -> "
             f"{'FAKE #' + str(ev.fake_index) if ev.fake else 'true'}",
             fg="yellow",
         )
     elif isinstance(ev, TurnLimitReached):
-        click.secho(f"    engine: turn limit {ev.max_turns} reached", fg="red")
+        secho(f"    engine: turn limit {ev.max_turns} reached", fg="red")
     elif isinstance(ev, EpisodeFailed):
-        click.secho(f"    engine: episode failed [{ev.kind or ev.error_class or '?'}]: {ev.error}", fg="red")
+        secho(f"    engine: episode failed [{ev.kind or ev.error_class or '?'}]: {ev.error}", fg="red")
     elif isinstance(ev, LimitReached):
-        click.secho(
+        secho(
             f"    engine: limit {ev.limit} reached ({ev.used:g} of {ev.threshold:g}): the episode ends here", fg="red"
         )
 
@@ -103,9 +104,7 @@ class StepLine:
     def add(self, ev: Event) -> None:  # noqa: C901 - one branch an event type, as the line it prints
         if isinstance(ev, EpisodeStarted):
             self.max_turns = ev.params["max_turns"]
-            click.echo(
-                f"episode {ev.episode_id}: {ev.tree_id}, {ev.n_subtopics} subtopics, at most {self.max_turns} turns"
-            )
+            echo(f"episode {ev.episode_id}: {ev.tree_id}, {ev.n_subtopics} subtopics, at most {self.max_turns} turns")
         elif isinstance(ev, MatchScored):
             if ev.best is None:
                 self.parts.append("empty action")
@@ -126,38 +125,36 @@ class StepLine:
         elif isinstance(ev, TurnLimitReached):
             self.parts.append("turn limit: conclusion asked for")
         elif isinstance(ev, LimitReached):
-            click.echo(f"  limit {ev.limit} reached ({ev.used:g} of {ev.threshold:g}): the episode ends here")
+            echo(f"  limit {ev.limit} reached ({ev.used:g} of {ev.threshold:g}): the episode ends here")
         elif isinstance(ev, EpisodeFailed):
-            click.echo(f"  episode failed [{ev.kind or ev.error_class or '?'}]: {ev.error}")
+            echo(f"  episode failed [{ev.kind or ev.error_class or '?'}]: {ev.error}")
         elif isinstance(ev, ObservationEmitted) and ev.step > 0:
             left = max(0, self.max_turns - ev.step)
             what = "; ".join(self.parts) or ev.state
             if self.for_human:
                 level = ev.hidden.get("hint_level", 0)  # the level of the hint in this observation
-                click.secho(
-                    f"  [turn {ev.step} of {self.max_turns}, {left} left, hint level {level}] {what}", fg="blue"
-                )
+                secho(f"  [turn {ev.step} of {self.max_turns}, {left} left, hint level {level}] {what}", fg="blue")
             else:
-                click.echo(f"{ev.step:>4}/{self.max_turns} {self.asked:<10} {what}")
+                echo(f"{ev.step:>4}/{self.max_turns} {self.asked:<10} {what}")
             self.parts = []
         if isinstance(ev, ObservationEmitted):
             self.asked = ev.state
         elif isinstance(ev, ConclusionSubmitted):
-            click.echo(f"conclusion: {len(ev.items)} items")
+            echo(f"conclusion: {len(ev.items)} items")
 
 
 def print_scores(episode_id: str, scored: EpisodeScored | None) -> None:
-    click.secho(f"\nepisode {episode_id}", bold=True)
+    secho(f"\nepisode {episode_id}", bold=True)
     if scored is None:
-        click.echo("  not scored (no judge)")
+        echo("  not scored (no judge)")
         return
     q = (
         "n/a (judge error)"
         if scored.q_sum is None
         else f"{scored.q_sum:.3f} (q_norm {scored.q_norm:.3f}, k={scored.k})"
     )
-    click.echo(f"  coverage {scored.coverage:.3f}   Q {q}   judge {scored.judge_id}")
-    click.echo(
+    echo(f"  coverage {scored.coverage:.3f}   Q {q}   judge {scored.judge_id}")
+    echo(
         f"  steps {scored.steps} within [3n, n(2H+3)] = [{scored.lower_bound}, {scored.upper_bound}]: "
         f"{'yes' if scored.within_bounds else 'no'}   hints {scored.hints_issued}   forced {scored.forced_transitions}"
     )
@@ -314,9 +311,9 @@ def play(
         )
     except KeyboardInterrupt:
         if store is None or not store.current_version(stream_id(episode_id)):
-            click.echo("\ninterrupted (nothing was recorded)", err=True)
+            echo("\ninterrupted (nothing was recorded)", err=True)
         else:
-            click.echo(
+            echo(
                 f"\ninterrupted: the steps taken are recorded in {redact(store.url)} as episode {episode_id}; "
                 "the same command with --resume continues it",
                 err=True,
@@ -331,7 +328,7 @@ def play(
         if store is not None:
             store.close()  # signs the head (with a key) and folds SQLite's WAL into the file, here and not at exit
     print_scores(outcome.episode_id, outcome.scored)
-    click.echo(
+    echo(
         f"  recorded in {store.url} as stream episode/{outcome.episode_id}"
         if store
         else "  not recorded (use --record to keep the events)"
@@ -391,18 +388,18 @@ def replay(episode: str, db_url: str | None, quiet: bool, transcript: bool, tree
     state = fold(events)
     scored = [e for e in events if isinstance(e, EpisodeScored)]
     print_scores(episode_id, scored[-1] if scored else None)
-    click.echo(f"  state {state.state}, {len(events)} events")
+    echo(f"  state {state.state}, {len(events)} events")
     if chain.first_problem is not None:
         stream, version, what = chain.first_problem
-        click.echo(f"integrity: TAMPERED at version {version}: {what}")
+        echo(f"integrity: TAMPERED at version {version}: {what}")
         sys.exit(1)
-    click.echo(f"integrity: ok ({chain.events_checked} hashes)")
+    echo(f"integrity: ok ({chain.events_checked} hashes)")
     result = resimulate(events, resolve_tree(tree_ref) if tree_ref else None)
     elapsed = time.perf_counter() - t0
     if result.identical:
-        click.echo(f"replay: identical ({result.events} events, {elapsed * 1000:.0f} ms)")
+        echo(f"replay: identical ({result.events} events, {elapsed * 1000:.0f} ms)")
     else:
-        click.echo(f"replay: DIFFERENT: {result.first_difference}")
+        echo(f"replay: DIFFERENT: {result.first_difference}")
         sys.exit(1)
 
 
@@ -425,11 +422,11 @@ def episodes_list(db_url: str | None, limit: int, offset: int) -> None:
     from inquitree.events.store import EventStore
 
     with EventStore(db_url, create=False) as store:
-        click.echo("episode\tstarted\ttree\tagent\tseed\ta\tstate\tsteps\tcoverage\tq_norm")
+        echo("episode\tstarted\ttree\tagent\tseed\ta\tstate\tsteps\tcoverage\tq_norm")
         page = store.newest_streams(STREAM_PREFIX, limit + 1, offset)
         if len(page) > limit:
             page = page[:limit]
-            click.echo(
+            echo(
                 f"(episodes {offset + 1}-{offset + limit}, newest first; --offset {offset + limit} for older ones)",
                 err=True,
             )
@@ -441,7 +438,7 @@ def episodes_list(db_url: str | None, limit: int, offset: int) -> None:
             cov = f"{scored[-1].coverage:.3f}" if scored else "-"
             qn = f"{scored[-1].q_norm:.3f}" if scored and scored[-1].q_norm is not None else "-"
             agent = agent_name(start.agent) if start else "?"
-            click.echo(
+            echo(
                 f"{s.stream_id.removeprefix(STREAM_PREFIX)}\t{s.first_recorded_at[:19]}\t"
                 f"{start.tree_id if start else '?'}\t{agent}\t"
                 f"{start.params['seed'] if start else '?'}\t{start.params['randomness'] if start else '?'}\t"
@@ -490,12 +487,12 @@ def episodes_export(episode: str, db_url: str | None, out: str, key_path: str | 
         records = store.read_stream(stream_id(episode_id))
     text = dump_export(records, signer, utc_now())
     if out == "-":
-        click.echo(text, nl=False)
+        echo_data(text, nl=False)
     else:
         with open(output_file(out), "w", encoding="utf-8") as f:
             f.write(text)
         signed = f", signed by key {signer.key_id}" if signer else ""
-        click.echo(f"wrote {len(records)} events of {episode_id} to {out}{signed}", err=True)
+        echo(f"wrote {len(records)} events of {episode_id} to {out}{signed}", err=True)
 
 
 @episodes.command("to-inspect")
@@ -541,8 +538,8 @@ def episodes_to_inspect(
         logs = inspect_export.eval_logs(store, ids, progress=read)
     progress(f"  writing {len(logs)} log(s)", done=True)
     for path in inspect_export.write_logs(logs, log_dir):
-        click.echo(f"wrote {path}")
-    click.echo(f"{len(ids)} episode(s) in {len(logs)} log(s); view them with: inspect view --log-dir {log_dir}")
+        echo(f"wrote {path}")
+    echo(f"{len(ids)} episode(s) in {len(logs)} log(s); view them with: inspect view --log-dir {log_dir}")
 
 
 @episodes.command("import")
@@ -597,7 +594,7 @@ def episodes_import(path: str, db_url: str | None, key_path: str | None) -> None
         stored = [r.event for r in store.read_stream(sid)]
         if stored:
             if dump_jsonl(stored) == dump_jsonl(events):
-                click.echo(f"{sid} is already in the store with the same {len(events)} events: nothing to do")
+                echo(f"{sid} is already in the store with the same {len(events)} events: nothing to do")
                 return
             raise InquiTreeError(
                 f"{path}: episode {first.episode_id} is already in {store!r} with other content "
@@ -611,5 +608,5 @@ def episodes_import(path: str, db_url: str | None, key_path: str | None) -> None
             store.add_signature(exported.signature, note=f"imported from {record.file_name}")
         store.append(IMPORT_PREFIX + first.episode_id, [record], 0)
     for sentence in established:
-        click.echo(f"{path}: {sentence}")
-    click.echo(f"imported {len(events)} events as {sid}")
+        echo(f"{path}: {sentence}")
+    echo(f"imported {len(events)} events as {sid}")

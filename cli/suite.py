@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import click
 
-from inquitree.cli.common import db_option, progress, progress_due
+from inquitree.cli.common import db_option, echo, progress, progress_due
 
 
 @click.group()
@@ -89,19 +89,17 @@ def run_shard(s, suite_file: str, db_url: str | None, shard: tuple[int, int], co
         left = f", {report.not_started} not started (the campaign budget is spent)"
     else:
         left = ""
-    click.echo(
+    echo(
         f"suite {s.name} shard {index}/{count}: {report.cells} cells, {report.skipped} already finished, "
         f"{report.done} done now, {report.failed} failed, {report.taken_elsewhere} taken by another worker"
         f"{left} ({time.perf_counter() - t0:.1f} s)"
     )
     if interrupted:
-        click.echo("interrupted: run the same command again to continue where it stopped", err=True)
+        echo("interrupted: run the same command again to continue where it stopped", err=True)
     for err in report.errors[:50]:
-        click.echo(f"  failed: {err}", err=True)
+        echo(f"  failed: {err}", err=True)
     if len(report.errors) > 50:
-        click.echo(
-            f"  ... and {len(report.errors) - 50} more: `inquitree suite status {suite_file}` lists them", err=True
-        )
+        echo(f"  ... and {len(report.errors) - 50} more: `inquitree suite status {suite_file}` lists them", err=True)
     return 130 if interrupted else 1 if report.failed else 0
 
 
@@ -271,7 +269,7 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int, t
             r.join()
     for k, _ in procs:
         for line in "".join(outputs[k]).rstrip().splitlines():
-            click.echo(f"worker {k}/{workers}: {line}")
+            echo(f"worker {k}/{workers}: {line}")
     codes = [p.returncode for _, p in procs]
     return max(codes) if all(c >= 0 for c in codes) else 2
 
@@ -312,6 +310,6 @@ def status(suite_file, db_url, agents) -> None:
                     f"  failed: {sid.removeprefix(STREAM_PREFIX)} at step {last.step}: "
                     f"[{last.kind or '?'}{', retryable' if last.retryable else ''}] {last.error}"
                 )
-    click.echo(f"suite {s.name}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    echo(f"suite {s.name}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     for line in reasons:
-        click.echo(line)
+        echo(line)

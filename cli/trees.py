@@ -7,7 +7,7 @@ import time
 
 import click
 
-from inquitree.cli.common import progress
+from inquitree.cli.common import echo, progress
 from inquitree.core.tree import Tree, TreeError, load_tree_file, resolve_tree, shipped_tree_paths
 
 
@@ -52,18 +52,18 @@ def list_(max_hints: int) -> None:
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
-        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+        echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
     papers = it18_registry()
     ours = sum(covered[p["it18_id"]].n for p in papers if p["it18_id"] in covered)
     theirs = sum(p["subtopics"] for p in papers)
     have = [p for p in papers if p["it18_id"] in covered]
-    click.echo(
+    echo(
         f"\nIT-18 (paper's Table 4): {len(have)} of {len(papers)} papers have a tree; subtopics {ours} here "
         f"vs {theirs} in the paper; mean per paper {ours / max(len(have), 1):.1f} vs {theirs / len(papers):.1f}"
     )
     for p in papers:
         if p["it18_id"] not in covered:
-            click.echo(f"  no tree yet: IT-18 #{p['it18_id']} ({p['subtopics']} subtopics) {p['title']}")
+            echo(f"  no tree yet: IT-18 #{p['it18_id']} ({p['subtopics']} subtopics) {p['title']}")
 
 
 @trees.command()
@@ -73,26 +73,24 @@ def show(tree_ref: str) -> None:
     t = resolve_tree(tree_ref)
     lo, hi = t.bounds()
     p = t.paper
-    click.echo(f"{t.id}: {t.title}")
-    click.echo(
-        f"  journal: {p.get('journal') or '-'}   published: {p.get('published') or '-'}   doi: {p.get('doi') or '-'}"
-    )
-    click.echo(f"  provenance: {t.provenance['kind']}: {t.provenance['note']}")
+    echo(f"{t.id}: {t.title}")
+    echo(f"  journal: {p.get('journal') or '-'}   published: {p.get('published') or '-'}   doi: {p.get('doi') or '-'}")
+    echo(f"  provenance: {t.provenance['kind']}: {t.provenance['note']}")
     for src in t.provenance.get("sources", []):
-        click.echo(f"    source: {src}")
-    click.echo(f"  n = {t.n} subtopics; steps between 3n = {lo} and n(2H+3) = {hi} (H=4)")
-    click.echo(f"\nTOPIC  {t.topic}")
+        echo(f"    source: {src}")
+    echo(f"  n = {t.n} subtopics; steps between 3n = {lo} and n(2H+3) = {hi} (H=4)")
+    echo(f"\nTOPIC  {t.topic}")
     for s in t.subtopics:
         deps = f"  (after {', '.join(s.depends_on)})" if s.depends_on else ""
-        click.echo(f"\n  SUBTOPIC {s.id}{deps}: {s.text}")
+        echo(f"\n  SUBTOPIC {s.id}{deps}: {s.text}")
         for st in s.studies:
-            click.echo(f"    STUDY {st.id}: {st.text}")
-            click.echo(f"      RESULT {st.result.id}: {st.result.text}")
+            echo(f"    STUDY {st.id}: {st.text}")
+            echo(f"      RESULT {st.result.id}: {st.result.text}")
             for k, fake in enumerate(st.result.fakes):
-                click.echo(f"      fake {k}: {fake}")
-    click.echo("\nCONCLUSIONS")
+                echo(f"      fake {k}: {fake}")
+    echo("\nCONCLUSIONS")
     for c in t.conclusions:
-        click.echo(f"  {c.id} [needs {', '.join(c.requires_results) or 'nothing'}]: {c.text}")
+        echo(f"  {c.id} [needs {', '.join(c.requires_results) or 'nothing'}]: {c.text}")
 
 
 @trees.command()
@@ -107,22 +105,22 @@ def graph(tree_ref: str, fmt: str) -> None:
         return f"{s.id}: {text}".replace('"', "'")
 
     if fmt == "mermaid":
-        click.echo("graph TD")
+        echo("graph TD")
         for s in t.subtopics:
-            click.echo(f'  {s.id.replace(".", "_")}["{label(s)}"]')
+            echo(f'  {s.id.replace(".", "_")}["{label(s)}"]')
         for s in t.subtopics:
             for d in s.depends_on:
-                click.echo(f"  {d.replace('.', '_')} --> {s.id.replace('.', '_')}")
+                echo(f"  {d.replace('.', '_')} --> {s.id.replace('.', '_')}")
     else:
         from inquitree.viewer.treeview import dot_quote
 
-        click.echo(f"digraph {dot_quote(t.id)} {{\n  rankdir=TB; node [shape=box];")
+        echo(f"digraph {dot_quote(t.id)} {{\n  rankdir=TB; node [shape=box];")
         for s in t.subtopics:
-            click.echo(f"  {dot_quote(s.id)} [label={dot_quote(label(s))}];")
+            echo(f"  {dot_quote(s.id)} [label={dot_quote(label(s))}];")
         for s in t.subtopics:
             for d in s.depends_on:
-                click.echo(f"  {dot_quote(d)} -> {dot_quote(s.id)};")
-        click.echo("}")
+                echo(f"  {dot_quote(d)} -> {dot_quote(s.id)};")
+        echo("}")
 
 
 @trees.command()
@@ -153,7 +151,7 @@ def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, ba
             t = resolve_tree(ref, memo=False)  # always against the schema, whatever the cache says
         except TreeError as exc:
             for problem in exc.problems:
-                click.echo(f"ERROR {exc.source}: {problem}")
+                echo(f"ERROR {exc.source}: {problem}")
             errors += len(exc.problems)
             continue
         line = f"ok    {t.source}: {t.id}, {t.n} subtopics"
@@ -161,19 +159,19 @@ def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, ba
             cal = calibrate_tree(t, emb)
             for v in cal.violations:
                 c = ", ".join(f"h{i + 1}={x:.3f}" for i, x in enumerate(v.hint_cosines))
-                click.echo(f"ERROR {t.source}: {v.kind} {v.id}: hints are not monotone (Eq. 6): {c}")
+                echo(f"ERROR {t.source}: {v.kind} {v.id}: hints are not monotone (Eq. 6): {c}")
                 errors += 1
             for tc in cal.targets:
                 if tau is not None and tc.hint_cosines[3] < tau:
-                    click.echo(
+                    echo(
                         f"WARN  {t.source}: {tc.kind} {tc.id}: level-4 hint cosine "
                         f"{tc.hint_cosines[3]:.3f} is below tau={tau}"
                     )
                     warnings += 1
             line += f"; hints monotone under {emb.id}" if not cal.violations else ""
         progress("")
-        click.echo(line)
-    click.echo(f"{len(refs)} trees, {errors} errors, {warnings} warnings ({time.perf_counter() - t0:.2f} s)")
+        echo(line)
+    echo(f"{len(refs)} trees, {errors} errors, {warnings} warnings ({time.perf_counter() - t0:.2f} s)")
     sys.exit(1 if errors else 0)
 
 
@@ -193,19 +191,19 @@ def calibrate(refs: tuple[str, ...], embedder: str, base_url: str | None) -> Non
         progress(f"  calibrating {k}/{len(trees_)}: {t.id}")
         cals.append(calibrate_tree(t, emb))
     progress("")
-    click.echo(f"embedder {emb.id}: cos(hint, target) by level, and each target's highest cosine to another candidate")
+    echo(f"embedder {emb.id}: cos(hint, target) by level, and each target's highest cosine to another candidate")
     for cal in cals:
-        click.echo(f"\n{cal.tree_id} ({len(cal.targets)} targets, {len(cal.violations)} monotonicity violations)")
-        click.echo(f"  {'':14}{'mean':>7}{'min':>7}{'max':>7}")
+        echo(f"\n{cal.tree_id} ({len(cal.targets)} targets, {len(cal.violations)} monotonicity violations)")
+        echo(f"  {'':14}{'mean':>7}{'min':>7}{'max':>7}")
         for what, mean, lo, hi in summary_rows(cal):
-            click.echo(f"  {what:14}{mean:7.3f}{lo:7.3f}{hi:7.3f}")
-        click.echo(f"  recommended tau for this tree: {recommend_tau([cal])}")
+            echo(f"  {what:14}{mean:7.3f}{lo:7.3f}{hi:7.3f}")
+        echo(f"  recommended tau for this tree: {recommend_tau([cal])}")
     h1 = [c for cal in cals for c in cal.level(1)]
     h4 = [c for cal in cals for c in cal.level(4)]
     tau = recommend_tau(cals)
-    click.echo(
+    echo(
         f"\nall trees: P90(h1) = {percentile(h1, 90):.3f}, P10(h4) = {percentile(h4, 10):.3f} "
         f"-> recommended tau = {tau}"
     )
     if emb.id in DEFAULT_TAU:
-        click.echo(f"current default for {emb.id}: {DEFAULT_TAU[emb.id][0]}")
+        echo(f"current default for {emb.id}: {DEFAULT_TAU[emb.id][0]}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from inquitree.cli.common import db_option
+from inquitree.cli.common import db_option, echo
 from inquitree.cli.warehouse import warehouse_option
 
 
@@ -46,11 +46,11 @@ def view(db_url, warehouse_path, host, port, sync, open_browser, stale_after) ->
     if sync:
         with kept_only_if_used(path) as wh:
             report = wh.sync(db_url)
-        click.echo(f"{path}: {report.events:,} new events synced", err=True)
+        echo(f"{path}: {report.events:,} new events synced", err=True)
     app = create_app(path, db_url, sync, stale_after)
     where = f"http://{host}:{port}/"
     loopback = host in ("127.0.0.1", "localhost", "::1")
-    click.echo(
+    echo(
         f"InquiTree viewer on {where} (read-only; "
         + ("this machine only)" if loopback else "REACHABLE FROM OTHER MACHINES: --host 127.0.0.1 keeps it local)"),
         err=True,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from inquitree.cli.common import db_option, output_file, progress, progress_done
+from inquitree.cli.common import db_option, echo, echo_data, output_file, progress, progress_done
 
 
 def warehouse_option(f):
@@ -90,9 +90,7 @@ def sync(db_url, warehouse_path, trees_dirs, prices, registry, memory) -> None:
             registry=Path(registry) if registry else None,
         )
         progress_done()
-        click.echo(
-            f"{wh.path}: {r.events:,} new events in {r.seconds:.2f} s; checkpoint at position {r.last_position:,}"
-        )
+        echo(f"{wh.path}: {r.events:,} new events in {r.seconds:.2f} s; checkpoint at position {r.last_position:,}")
 
 
 @warehouse.command()
@@ -112,7 +110,7 @@ def rebuild(db_url, warehouse_path, trees_dirs, registry) -> None:
         path, db_url, progress=_progress, trees_dirs=list(trees_dirs), registry=Path(registry) if registry else None
     )
     progress_done()
-    click.echo(f"{path}: rebuilt from {r.events:,} events in {r.seconds:.2f} s")
+    echo(f"{path}: rebuilt from {r.events:,} events in {r.seconds:.2f} s")
 
 
 @warehouse.command()
@@ -122,7 +120,7 @@ def export(warehouse_path, out_dir) -> None:
     """Write every warehouse table as a Parquet file."""
     with _existing(warehouse_path) as wh:
         for p in wh.export_parquet(out_dir):
-            click.echo(str(p))
+            echo(str(p))
 
 
 TEXT_CELL = 28  # characters of a text cell in the terminal table
@@ -155,7 +153,7 @@ def _emit(df, fmt: str, out: str | None, columns: str | None = None) -> None:
         if not out:
             raise click.UsageError("--format parquet needs --out FILE")
         df.write_parquet(output_file(out))
-        click.echo(f"wrote {df.height} rows to {out}", err=True)
+        echo(f"wrote {df.height} rows to {out}", err=True)
         return
     note = ""
     if fmt == "csv":
@@ -184,9 +182,9 @@ def _emit(df, fmt: str, out: str | None, columns: str | None = None) -> None:
         with open(output_file(out), "w", encoding="utf-8") as f:
             f.write(text)
     else:
-        click.echo(text, nl=not text.endswith("\n"))
+        (echo if fmt == "table" else echo_data)(text, nl=not text.endswith("\n"))
         if note:
-            click.echo(note, err=True)
+            echo(note, err=True)
 
 
 def _fitting(df):
@@ -232,7 +230,7 @@ def query(name, warehouse_path, fmt, out, columns, list_) -> None:
     if list_ or not name:
         for q in query_names():
             first = (QUERIES_DIR / f"{q}.sql").read_text().splitlines()[0].removeprefix("-- ")
-            click.echo(f"{q:28} {first}")
+            echo(f"{q:28} {first}")
         return
     with _existing(warehouse_path, read_only=True) as wh:  # the same sandbox as `inquitree sql`
         _emit(wh.query(name), fmt, out, columns)
@@ -315,6 +313,6 @@ def report(out_dir, warehouse_path, db_url, sync, max_episodes, registry) -> Non
         if sync:
             r = wh.sync(db_url, progress=_progress, registry=Path(registry) if registry else None)
             progress_done()
-            click.echo(f"synced {r.events:,} new events", err=True)
+            echo(f"synced {r.events:,} new events", err=True)
         index = write_report(wh, out_dir, max_episodes=max_episodes)
-    click.echo(f"wrote {index}")
+    echo(f"wrote {index}")

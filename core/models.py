@@ -51,12 +51,26 @@ BACKOFF_CAP_S = 30.0
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_RETRIES = 2
 DEFAULT_MAX_REPLY_CHARS = 20_000
-_SECRET_PARAMS = re.compile(r"^(api[-_]?key|key|token|access[-_]?token|secret|password|sig|signature)$", re.I)
 # A request option whose name says it carries a credential (``api_key``, ``x-api-key``, ``auth_token``,
 # ``Authorization``, ``client_secret``, ``password``, ...): its value reaches the endpoint, and
 # nothing else (records, labels, messages) ever holds it.
-_SECRET_OPTION = re.compile(r"key|token|secret|passw|authori[sz]ation|credential|cookie|^auth$|bearer", re.I)
+_SECRET_OPTION = re.compile(r"key|token|secret|passw|auth|credential|cookie|bearer|sig|session|private|cert|pwd", re.I)
+# Where credentials travel in other spellings (``X-Custom-Auth``, ``?subscription-key=``, ``?code=``),
+# an allow-list: only these headers' and query parameters' values are recorded as given; every other
+# value is ``***``. A harmless one left out is only less informative in the record; a credential
+# spelled in a way nobody foresaw is never written down.
+_HEADER_OPTIONS = ("extra_headers", "headers", "default_headers")
+_QUERY_OPTIONS = ("extra_query", "query", "default_query", "params")
+_SHOWN_HEADERS = frozenset(
+    h.lower()
+    for h in (
+        "Accept", "Accept-Encoding", "Accept-Language", "Content-Type", "User-Agent", "OpenAI-Beta",
+        "anthropic-version", "anthropic-beta", "X-Title", "HTTP-Referer", "Cache-Control",
+    )
+)  # fmt: skip
+_SHOWN_QUERY = frozenset(("api-version", "api_version", "version", "model", "deployment", "format"))
 _URL_USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.I)
+_URL_QUERY = re.compile(r"\bhttps?://[^\s?#'\"<>]*\?[^\s#'\"<>]+", re.I)
 _CONTEXT = re.compile(
     r"context[ _-]?(length|window|size)|maximum context|too many tokens|exceeds? the (context|max)"
     r"|prompt is too long|n_ctx",
@@ -99,8 +113,8 @@ class DeadlineReached(ModelCallError):
 
 
 def redact_url(url: str | None) -> str | None:
-    """``url`` with its credentials replaced by ``***``: the user-info part and any query
-    parameter that names a key, token, secret or password."""
+    """``url`` with its credentials replaced by ``***``: the user-info part and the value of every
+    query parameter but the few known to be harmless (``api-version``, ...)."""
     if not url:
         return url
     try:
@@ -112,14 +126,16 @@ def redact_url(url: str | None) -> str | None:
         netloc = "***@" + netloc.rsplit("@", 1)[1]
     query = parts.query
     if query:
-        pairs = [(k, "***" if _SECRET_PARAMS.match(k) else v) for k, v in parse_qsl(query, keep_blank_values=True)]
+        pairs = [(k, v if k.lower() in _SHOWN_QUERY else "***") for k, v in parse_qsl(query, keep_blank_values=True)]
         query = urlencode(pairs, safe="*")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def redact_text(text: str, secrets: tuple[str | None, ...] = ()) -> str:
-    """``text`` with credentials in any URL, and each of ``secrets``, replaced by ``***``."""
+    """``text`` with credentials in any URL (its user-info and query values), and each of
+    ``secrets``, replaced by ``***``."""
     text = _URL_USERINFO.sub(r"\1***@", text)
+    text = _URL_QUERY.sub(lambda m: redact_url(m.group(0)) or "", text)
     for s in secrets:
         if s and len(s) >= 4:
             text = text.replace(s, "***")
@@ -152,12 +168,25 @@ def parse_options(pairs: tuple[str, ...] | list[str], what: str = "--agent-optio
 
 
 def redact_options(options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` as they may be recorded or printed: the value of every option (at any depth, so
-    ``extra_headers={"Authorization": ...}`` too) whose name looks like a credential is ``***``."""
+    """``options`` as they may be recorded or printed: the value of every option (at any depth) whose
+    name looks like a credential is ``***``, and so is every header and query parameter
+    (``extra_headers``, ``extra_query``, ...) but the few known to be harmless."""
 
-    def clean(value: Any) -> Any:
+    def clean(value: Any, allowed: frozenset[str] | None = None) -> Any:
         if isinstance(value, dict):
-            return {k: "***" if _SECRET_OPTION.search(str(k)) else clean(v) for k, v in value.items()}
+            out = {}
+            for k, v in value.items():
+                if allowed is not None:
+                    out[k] = clean(v) if str(k).lower() in allowed and not isinstance(v, (dict, list)) else "***"
+                elif _SECRET_OPTION.search(str(k)):
+                    out[k] = "***"
+                elif k in _HEADER_OPTIONS:
+                    out[k] = clean(v, _SHOWN_HEADERS) if isinstance(v, dict) else "***"
+                elif k in _QUERY_OPTIONS:
+                    out[k] = clean(v, _SHOWN_QUERY) if isinstance(v, dict) else "***"
+                else:
+                    out[k] = clean(v)
+            return out
         if isinstance(value, list):
             return [clean(v) for v in value]
         return value

@@ -27,6 +27,7 @@ __all__ = [
     "confined",
     "episode_stream",
     "is_episode_id",
+    "printable",
     "shown",
 ]
 
@@ -55,6 +56,25 @@ def shown(value: object, limit: int = 80) -> str:
         else:
             out.append(ch)
     return "'" + "".join(out) + "'" + ("..." if cut else "")
+
+
+# What a terminal would act on rather than show: C0 and C1 controls but newline and tab (ESC starts
+# colours, clear-screen, OSC titles and hyperlinks; CR overwrites a line), DEL, and the invisible
+# format characters that reorder or hide text (bidirectional overrides, zero-width marks).
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+def printable(text: str, one_line: bool = False) -> str:
+    """``text`` as it may reach a terminal: every control character escaped and shown (``\\x1b``),
+    so that model output or tree text can colour, clear, retitle or overwrite nothing. With
+    ``one_line``, newlines and tabs are escaped too."""
+    text = _UNPRINTABLE.sub(_escape, text)
+    return text.replace("\n", "\\n").replace("\t", "\\t") if one_line else text
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = ord(m.group(0))
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 
 
 def is_episode_id(value: object) -> bool:
