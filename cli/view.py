@@ -16,6 +16,14 @@ from inquitree.cli.warehouse import warehouse_option
 )
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535))
 @click.option(
+    "--allowed-host",
+    "allowed",
+    multiple=True,
+    metavar="NAME",
+    help="Another name the viewer answers to (besides loopback names and --host): requests naming any other "
+    "Host are refused, so that another site cannot reach the viewer through DNS rebinding.",
+)
+@click.option(
     "--sync/--no-sync",
     default=True,
     show_default=True,
@@ -30,7 +38,7 @@ from inquitree.cli.warehouse import warehouse_option
     metavar="SECONDS",
     help="A campaign cell with no end and nothing recorded for this long is shown as interrupted.",
 )
-def view(db_url, warehouse_path, host, port, sync, open_browser, stale_after) -> None:
+def view(db_url, warehouse_path, host, port, allowed, sync, open_browser, stale_after) -> None:
     """A local, read-only web viewer: campaigns as they run, episodes, trees with an episode's path,
     search over every transcript, two agents side by side, and the report's figures."""
     import importlib.util
@@ -47,7 +55,7 @@ def view(db_url, warehouse_path, host, port, sync, open_browser, stale_after) ->
         with kept_only_if_used(path) as wh:
             report = wh.sync(db_url)
         echo(f"{path}: {report.events:,} new events synced", err=True)
-    app = create_app(path, db_url, sync, stale_after)
+    app = create_app(path, db_url, sync, stale_after, host=host, extra_hosts=allowed, write_index=sync)
     where = f"http://{host}:{port}/"
     loopback = host in ("127.0.0.1", "localhost", "::1")
     echo(

@@ -46,7 +46,7 @@ def warehouse(tmp_path_factory):
 
 def test_pages_show_the_episodes_and_escape_every_reply(warehouse):
     path, oracle, scripted = warehouse
-    client = TestClient(create_app(path))
+    client = TestClient(create_app(path), base_url="http://127.0.0.1")
     home = client.get("/")
     assert home.status_code == 200 and oracle in home.text and scripted in home.text
     page = client.get(f"/episodes/{scripted}")
@@ -68,7 +68,7 @@ def test_pages_show_the_episodes_and_escape_every_reply(warehouse):
 
 def test_search_finds_a_planted_phrase_and_links_to_its_turn(warehouse):
     path, _, scripted = warehouse
-    client = TestClient(create_app(path))
+    client = TestClient(create_app(path), base_url="http://127.0.0.1")
     found = client.get("/api/search", params={"q": PLANTED}).json()["hits"]
     assert [(h["episode_id"], h["step"], h["kind"]) for h in found] == [(scripted, 1, "reply")]
     assert "<mark>zebrafish</mark>" in found[0]["snippet_html"] and "<script" not in found[0]["snippet_html"]
@@ -106,7 +106,7 @@ def test_two_agents_side_by_side_mark_where_their_paths_part(tmp_path):
     path = str(tmp_path / "w.duckdb")
     with Warehouse(path) as wh:
         wh.sync(url)
-    client = TestClient(create_app(path))
+    client = TestClient(create_app(path), base_url="http://127.0.0.1")
     page = client.get("/compare", params={"a": "oracle", "b": "follower"})
     assert page.status_code == 200 and "Paired comparison" in page.text
     link = f"/compare/episodes?a={oracle.episode_id}&amp;b={parted.episode_id}"
@@ -147,7 +147,9 @@ def test_without_graphviz_the_tree_page_says_so_and_keeps_its_tables(warehouse, 
     path, oracle, _ = warehouse
     monkeypatch.setattr(treeview.shutil, "which", lambda name: None)
     treeview.tree_svg.cache_clear()
-    page = TestClient(create_app(path)).get("/trees/synthetic-diamond-4", params={"episode": oracle})
+    page = TestClient(create_app(path), base_url="http://127.0.0.1").get(
+        "/trees/synthetic-diamond-4", params={"episode": oracle}
+    )
     treeview.tree_svg.cache_clear()
     assert page.status_code == 200 and "<svg" not in page.text
     assert "No picture: Graphviz&#39;s `dot` is not installed (Debian: apt-get install graphviz)" in page.text

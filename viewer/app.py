@@ -26,16 +26,15 @@ from typing import Any
 import jinja2
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from inquitree.core.tree import load_tree_file, shipped_tree, shipped_tree_paths
 from inquitree.events.errors import InquiTreeError
 from inquitree.viewer.live import Campaigns
-from inquitree.viewer.search import KINDS, SearchIndex
+from inquitree.viewer.search import KINDS, MAX_QUERY_CHARS, SEARCH_SECONDS, SearchIndex, SearchStopped, terms
 from inquitree.viewer.treeview import GraphvizMissing, episode_path, tree_dot, tree_svg
 from inquitree.warehouse.report import episode_items, figures, table_html
 from inquitree.warehouse.sync import Warehouse
@@ -50,14 +49,25 @@ CSP = (
     "default-src 'none'; script-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'unsafe-inline'; "
     "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
+SEARCHES = 2  # searches at once: the rest of the worker threads stay free for pages
 CATCH_UP_SECONDS = 1.0  # at most one warehouse sync this often, when the store has moved on
 
 
 class Viewer:
-    def __init__(self, warehouse_path: str, db_url: str | None = None, sync: bool = False, stale_after: float = 300.0):
+    def __init__(
+        self,
+        warehouse_path: str,
+        db_url: str | None = None,
+        sync: bool = False,
+        stale_after: float = 300.0,
+        write_index: bool = True,
+    ):
+        """``write_index=False`` (``view --no-sync``): nothing is written, the search index beside the
+        warehouse included; search uses the index as it is, and says so when there is none."""
         self.path = warehouse_path
         self.db_url = db_url
         self.sync = sync
+        self.write_index = write_index
         self.lock = threading.RLock()
         self.wh = Warehouse(warehouse_path, read_only=True)
         self.index = SearchIndex(warehouse_path + ".search.sqlite")
@@ -66,10 +76,11 @@ class Viewer:
         )
         self.live = Campaigns(db_url, stale_after) if db_url is not None or sync else None
         self.stopping = threading.Event()  # set when the server stops: open event streams end at once
+        self.searches = asyncio.Semaphore(SEARCHES)  # searches running at once (each in a worker thread)
         self.caught_up = time.monotonic()
-        self._figures_tmp = tempfile.TemporaryDirectory(prefix="inquitree-view-figures-")  # removed at exit
-        self.figures_dir = Path(self._figures_tmp.name)
-        self.figures: tuple[int, dict[str, dict]] | None = None
+        # (warehouse position, figures, their PNG bytes): drawn into a temporary folder that is gone
+        # before the page is served, so that no signal can leave one behind.
+        self.figures: tuple[int, dict[str, dict], dict[str, bytes]] | None = None
         self.refresh_index()
 
     def rows(self, sql: str, args: list[Any] | None = None) -> list[dict[str, Any]]:
@@ -85,7 +96,7 @@ class Viewer:
         """Bring the search index to the warehouse, and the search filters' choices (each a pass over
         the episodes view, too slow to repeat on every search of a large store)."""
         position = self.position()
-        if self.index.position() != position:
+        if self.index.position() != position and self.write_index:
             with self.lock:
                 self.index.update(self.wh, position)
         found = self.rows(
@@ -126,11 +137,18 @@ class Viewer:
 
 
 def create_app(  # noqa: C901 - one route a nested function, over one viewer
-    warehouse_path: str, db_url: str | None = None, sync: bool = False, stale_after: float = 300.0
+    warehouse_path: str,
+    db_url: str | None = None,
+    sync: bool = False,
+    stale_after: float = 300.0,
+    host: str = "127.0.0.1",
+    extra_hosts: tuple[str, ...] = (),
+    write_index: bool = True,
 ) -> Starlette:
     """The viewer over the warehouse at ``warehouse_path``; with ``db_url`` (or ``sync``) its
-    campaign pages follow the store, and with ``sync`` its other pages catch up with it too."""
-    viewer = Viewer(warehouse_path, db_url, sync, stale_after)
+    campaign pages follow the store, and with ``sync`` its other pages catch up with it too.
+    It answers requests whose Host is a loopback name, ``host`` or one of ``extra_hosts`` only."""
+    viewer = Viewer(warehouse_path, db_url, sync, stale_after, write_index)
 
     def home(request: Request) -> Response:
         viewer.catch_up()
@@ -231,7 +249,10 @@ def create_app(  # noqa: C901 - one route a nested function, over one viewer
         with viewer.lock:
             position = viewer.position()
             if viewer.figures is None or viewer.figures[0] != position:
-                viewer.figures = (position, figures(viewer.wh, viewer.figures_dir))
+                with tempfile.TemporaryDirectory(prefix="inquitree-view-figures-") as tmp:
+                    made = figures(viewer.wh, Path(tmp))
+                    pngs = {name: (Path(tmp) / f["file"]).read_bytes() for name, f in made.items()}
+                viewer.figures = (position, made, pngs)
             return viewer.figures[1]
 
     def figure_png(request: Request) -> Response:
@@ -239,21 +260,56 @@ def create_app(  # noqa: C901 - one route a nested function, over one viewer
         made = figures_now()
         if name not in made:
             return Response("no such figure", status_code=404, media_type="text/plain")
-        return FileResponse(viewer.figures_dir / made[name]["file"], media_type="image/png")
+        png = viewer.figures[2].get(name) if viewer.figures else None
+        if png is None:
+            return Response("no such figure", status_code=404, media_type="text/plain")
+        return Response(png, media_type="image/png")
 
-    def search_hits(request: Request) -> tuple[str, dict[str, str], list[dict[str, Any]]]:
-        query = request.query_params.get("q", "")
-        filters = {k: request.query_params.get(k, "") for k in FILTERS}
-        return query, filters, viewer.index.search(query, filters)
+    async def search_hits(request: Request) -> tuple[str, dict[str, str], list[dict[str, Any]], str | None]:
+        """Run a search in a worker thread, at most SEARCHES at a time (the others wait, then are
+        told the viewer is busy), stopping it when its client goes away: pages stay answering."""
+        query = request.query_params.get("q", "")[: 4 * MAX_QUERY_CHARS]
+        filters = {k: request.query_params.get(k, "")[:200] for k in FILTERS}
+        if not terms(query):
+            return query, filters, [], None
+        if not viewer.index.path.exists():
+            return query, filters, [], "no search index: the viewer was started with --no-sync, which writes nothing"
+        cancel = threading.Event()
 
-    def search(request: Request) -> Response:
-        viewer.catch_up()
-        query, filters, hits = search_hits(request)
-        return viewer.page("search.html.j2", query=query, filters=filters, choices=viewer.choices, hits=hits)
+        async def watch() -> None:
+            while not cancel.is_set():
+                if await request.is_disconnected() or viewer.stopping.is_set():
+                    cancel.set()
+                    return
+                await asyncio.sleep(0.1)
 
-    def api_search(request: Request) -> Response:
-        query, filters, hits = search_hits(request)
-        return JSONResponse({"query": query, "filters": filters, "hits": hits})
+        try:
+            await asyncio.wait_for(viewer.searches.acquire(), timeout=SEARCH_SECONDS)
+        except TimeoutError:
+            return query, filters, [], "the viewer is busy with other searches: try again in a moment"
+        watcher = asyncio.create_task(watch())
+        try:
+            hits = await run_in_threadpool(viewer.index.search, query, filters, 100, SEARCH_SECONDS, cancel)
+            return query, filters, hits, None
+        except SearchStopped as exc:
+            return query, filters, [], str(exc)
+        finally:
+            cancel.set()
+            viewer.searches.release()
+            await watcher
+
+    async def search(request: Request) -> Response:
+        await run_in_threadpool(viewer.catch_up)
+        query, filters, hits, problem = await search_hits(request)
+        return viewer.page(
+            "search.html.j2", query=query, filters=filters, choices=viewer.choices, hits=hits, problem=problem
+        )
+
+    async def api_search(request: Request) -> Response:
+        query, filters, hits, problem = await search_hits(request)
+        return JSONResponse(
+            {"query": query, "filters": filters, "hits": hits, "problem": problem}, status_code=503 if problem else 200
+        )
 
     def compare(request: Request) -> Response:
         viewer.catch_up()
@@ -335,8 +391,8 @@ def create_app(  # noqa: C901 - one route a nested function, over one viewer
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
-    app = Starlette(
-        middleware=[Middleware(_SecurityHeaders)],
+    app = _GuardedStarlette(
+        hosts=allowed_hosts(host, extra_hosts),
         routes=[
             Route("/", home),
             Route("/episodes/{episode_id:str}", episode),
@@ -361,31 +417,73 @@ def create_app(  # noqa: C901 - one route a nested function, over one viewer
     return app
 
 
-class _SecurityHeaders:
-    """Every response gets the Content Security Policy and two headers that stop a browser from
-    guessing types or sending this page's address on (a plain ASGI middleware: event streams pass
-    through it untouched)."""
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]
 
-    HEADERS = [
-        (b"content-security-policy", CSP.encode()),
-        (b"x-content-type-options", b"nosniff"),
-        (b"referrer-policy", b"no-referrer"),
-    ]
 
-    def __init__(self, app: Any):
-        self.app = app
+def allowed_hosts(host: str, extra: tuple[str, ...] = ()) -> frozenset[str]:
+    """The names a request's Host header may carry (without port): the loopback names, the address
+    the viewer listens on (unless it is a wildcard) and ``extra`` (``--allowed-host``)."""
+    names = {*LOOPBACK_HOSTS, *(h.lower().strip("[]") for h in extra)}
+    if host not in ("0.0.0.0", "::", ""):
+        names.add(host.lower().strip("[]"))
+    return frozenset(names)
+
+
+def host_name(header: str) -> str:
+    """``Host`` without its port: ``[::1]:8765`` -> ``::1``, ``localhost:8765`` -> ``localhost``."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class _GuardedStarlette(Starlette):
+    """The viewer's application, guarded before anything of Starlette's runs:
+
+    - a request whose ``Host`` is not one the viewer was started for is answered 421 (a page of
+      another site that rebinds its name to 127.0.0.1 cannot read transcripts through it);
+    - every response, errors included (Starlette's own 500 page comes from its outermost
+      middleware, inside this), carries the Content Security Policy, ``nosniff`` and
+      ``no-referrer``. Event streams pass through untouched."""
+
+    def __init__(self, *, hosts: frozenset[str], **kw: Any):
+        super().__init__(**kw)
+        self.hosts = hosts
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
+            await super().__call__(scope, receive, send)
             return
 
         async def with_headers(message: Any) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *self.HEADERS]
+                message["headers"] = [*message.get("headers", []), *_HEADERS]
             await send(message)
 
-        await self.app(scope, receive, with_headers)
+        host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), "")
+        if host_name(host) not in self.hosts:
+            body = (
+                f"This viewer answers only for {', '.join(sorted(self.hosts))}; start it with --allowed-host NAME "
+                "to add a name."
+            ).encode()
+            await with_headers(
+                {
+                    "type": "http.response.start",
+                    "status": 421,
+                    "headers": [
+                        (b"content-type", b"text/plain; charset=utf-8"),
+                        (b"content-length", b"%d" % len(body)),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await super().__call__(scope, receive, with_headers)
 
 
 def _brief(state: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import html
 import sqlite3
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from inquitree.core.runner import STREAM_PREFIX
 
-__all__ = ["SearchIndex", "KINDS"]
+__all__ = ["SearchIndex", "SearchStopped", "KINDS", "terms"]
 
 KINDS = ("observation", "reply", "conclusion", "rationale")
 _HIT, _END = "\x02", "\x03"  # snippet markers no text contains, turned into <mark> after escaping
@@ -27,6 +29,15 @@ UNION ALL SELECT r.episode_id, r.step, 'reply', r.raw FROM ev_agent_replied r
 UNION ALL SELECT c.episode_id, NULL, 'conclusion', array_to_string(c.items, '\n') FROM ev_conclusion_submitted c
 UNION ALL SELECT v.episode_id, NULL, 'rationale', v.item_id || ': ' || v.rationale FROM ev_judge_verdict v
 """
+
+
+MAX_QUERY_CHARS = 200
+MAX_TERMS = 8
+SEARCH_SECONDS = 2.0  # a search's own budget; the worst query's measured time is in bench/results/search_worst.json
+
+
+class SearchStopped(Exception):
+    """A search stopped by its time budget or its client, or refused by SQLite; the message says which."""
 
 
 class SearchIndex:
@@ -97,10 +108,22 @@ class SearchIndex:
         )
         return len(rows)
 
-    def search(self, query: str, filters: dict[str, str] | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    def search(
+        self,
+        query: str,
+        filters: dict[str, str] | None = None,
+        limit: int = 100,
+        budget: float = SEARCH_SECONDS,
+        cancel: threading.Event | None = None,
+    ) -> list[dict[str, Any]]:
         """Hits for ``query`` (its words, all of them, as typed: FTS5's own syntax is not exposed),
-        best first, each with an escaped snippet whose matches are in ``<mark>``."""
-        words = [w for w in query.split() if w]
+        best first, each with an escaped snippet whose matches are in ``<mark>``.
+
+        A query is bounded before it runs (:func:`terms`: at most MAX_QUERY_CHARS characters and
+        MAX_TERMS distinct words; a word repeated a thousand times is one word), and while it runs:
+        SQLite's progress handler stops it after ``budget`` seconds or as soon as ``cancel`` is set
+        (the client left), raising :class:`SearchStopped`."""
+        words = terms(query)
         if not words or not self.path.exists():
             return []
         match = " ".join('"' + w.replace('"', '""') + '"' for w in words)
@@ -109,8 +132,21 @@ class SearchIndex:
             value = (filters or {}).get(key)
             if value not in (None, ""):
                 where.append(f"{key} = ?")
-                args.append(str(value))
+                args.append(str(value).replace("\x00", ""))
         con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        deadline = time.monotonic() + budget
+        why: list[str] = []
+
+        def stop() -> int:
+            if cancel is not None and cancel.is_set():
+                why.append("the request was closed")
+                return 1
+            if time.monotonic() > deadline:
+                why.append(f"it took longer than {budget:g} s")
+                return 1
+            return 0
+
+        con.set_progress_handler(stop, 10_000)
         try:
             rows = con.execute(
                 f"SELECT episode_id, step, kind, agent, tree_id, randomness, status, "
@@ -118,6 +154,10 @@ class SearchIndex:
                 "ORDER BY rank LIMIT ?",
                 (*args, limit),
             ).fetchall()
+        except sqlite3.OperationalError as exc:
+            if why:
+                raise SearchStopped(f"the search was stopped: {why[0]}; add words or filters to narrow it") from None
+            raise SearchStopped(f"the search could not run ({exc})") from None
         finally:
             con.close()
         keys = ("episode_id", "step", "kind", "agent", "tree_id", "randomness", "status")
@@ -128,3 +168,16 @@ class SearchIndex:
             }
             for r in rows
         ]
+
+
+def terms(query: str) -> list[str]:
+    """The distinct words of ``query`` (case folded), control characters dropped, bounded: at most
+    MAX_QUERY_CHARS characters are read and MAX_TERMS words kept. What the snippet step costs grows
+    with the words it marks, so a query of one word repeated is one word."""
+    text = "".join(c if c.isprintable() else " " for c in query[:MAX_QUERY_CHARS])
+    seen: dict[str, None] = {}
+    for w in text.split():
+        seen.setdefault(w.casefold(), None)
+        if len(seen) == MAX_TERMS:
+            break
+    return list(seen)
