@@ -34,6 +34,12 @@ class _Group(click.Group):
         except click.ClickException as exc:
             click.echo(f"inquitree: error: {printable(exc.format_message())}", err=True)
             sys.exit(2)
+        except RecursionError:  # a file nested past Python's recursion limit (JSON, TOML): refused, not a traceback
+            click.echo(
+                "inquitree: error: an input file is nested too deeply to read (arrays or tables inside each other)",
+                err=True,
+            )
+            sys.exit(2)
         except Exception as exc:  # a damaged database read by a driver of its own (the warehouse's reader)
             if not is_damage(exc):
                 raise

@@ -84,12 +84,12 @@ class _Watchdog:
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._heap: list[list[Any]] = []  # [deadline, seq, connection, armed, fired]
+        self._heap: list[list[Any]] = []  # [deadline, seq, connection, armed, fired, socket]
         self._seq = itertools.count()
         self._pid = 0  # the process the thread runs in: a forked worker starts its own
 
     def arm(self, deadline: float, conn: http.client.HTTPConnection) -> list[Any]:
-        entry = [deadline, next(self._seq), conn, True, False]
+        entry = [deadline, next(self._seq), conn, True, False, None]
         with self._cond:
             if self._pid != os.getpid():
                 self._pid, self._heap = os.getpid(), []
@@ -97,6 +97,20 @@ class _Watchdog:
             heapq.heappush(self._heap, entry)
             self._cond.notify()
         return entry
+
+    def hold(self, entry: list[Any] | None, sock: Any) -> None:
+        """Keep the call's socket itself, once connected: http.client lets go of it (``conn.sock =
+        None``) as soon as a response says ``Connection: close``, while the response goes on reading
+        from it, so the connection alone no longer leads to the socket to shut. If the deadline
+        passed before the socket was known, shut it now."""
+        if entry is None or sock is None:
+            return
+        with self._cond:
+            entry[5] = sock
+            late = entry[4]
+        if late:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def disarm(self, entry: list[Any]) -> None:
         """Stop watching (it may have fired already: see :meth:`fired`)."""
@@ -123,7 +137,7 @@ class _Watchdog:
                     continue
                 entry = heapq.heappop(self._heap)
                 entry[3], entry[4] = False, True
-                sock = getattr(entry[2], "sock", None)
+                sock = entry[5] or getattr(entry[2], "sock", None)
                 if sock is not None:
                     with contextlib.suppress(OSError):
                         sock.shutdown(socket.SHUT_RDWR)
@@ -184,6 +198,7 @@ class Endpoint:
             watch = _WATCHDOG.arm(deadline, conn) if deadline is not None else None
             try:
                 conn.request("POST", target, body=data, headers=self.headers)
+                _WATCHDOG.hold(watch, conn.sock)
                 resp = conn.getresponse()
                 text = resp.read().decode("utf-8", "replace")
             except (TimeoutError, socket.timeout):

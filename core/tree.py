@@ -317,7 +317,14 @@ def load_tree_file(path: Path | str, memo: bool = True) -> Tree:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TreeError(str(path), [f"not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"]) from None
-    return parse_tree(doc, str(path), memo)
+    except RecursionError:
+        raise TreeError(
+            str(path), ["nested too deeply to be a research tree (JSON arrays or objects inside each other)"]
+        ) from None
+    try:
+        return parse_tree(doc, str(path), memo)
+    except RecursionError:
+        raise TreeError(str(path), ["nested too deeply to be a research tree"]) from None
 
 
 def it18_registry() -> list[dict]:

@@ -191,21 +191,38 @@ class OpenAICompatibleServer:
                     }
                     if fault == "drop_idle":
                         self.close_connection = True  # no "Connection: close": the client finds out later
-                    if fault == "drip":  # a valid answer, sent a byte at a time: every read is quick
+                    if fault in ("drip", "drip_close", "drip_chunked"):
+                        # A valid answer sent a byte at a time, so every read is quick: with a length
+                        # ("drip"), also saying "Connection: close" (HTTP/1.0 style: http.client lets go
+                        # of the socket as soon as it reads that header), or chunked, kept alive.
                         data = json.dumps(body).encode()
                         self.send_response(200)
                         self.send_header("Content-Type", "application/json")
-                        self.send_header("Content-Length", str(len(data)))
+                        if fault == "drip_chunked":
+                            self.send_header("Transfer-Encoding", "chunked")
+                        else:
+                            self.send_header("Content-Length", str(len(data)))
+                        if fault == "drip_close":
+                            self.send_header("Connection", "close")
                         self.end_headers()
                         self.close_connection = True
                         try:
                             for i in range(len(data)):
-                                self.wfile.write(data[i : i + 1])
+                                piece = data[i : i + 1]
+                                if fault == "drip_chunked":
+                                    piece = b"1\r\n" + piece + b"\r\n"
+                                self.wfile.write(piece)
                                 self.wfile.flush()
                                 if server._stopping.wait(server.drip_seconds):
                                     return None
+                            if fault == "drip_chunked":
+                                self.wfile.write(b"0\r\n\r\n")
                         except OSError:  # the client gave up
                             return None
+                        return None
+                    if fault == "silent":  # the request is read, and nothing, not even a status line, comes back
+                        server._stopping.wait(server.drip_seconds * 1000)
+                        self.close_connection = True
                         return None
                     return self._send(200, json.dumps(body).encode())
                 return self._send(404, b'{"error":{"message":"no such route"}}')
