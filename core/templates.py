@@ -83,5 +83,9 @@ class TemplateSet:
                 f"template {template_id} in {self.path}: refused by the sandbox ({exc}); a template may use the "
                 "values it is given (the paper's placeholders), not Python's objects"
             ) from exc
+        except jinja2.TemplateNotFound as exc:
+            raise TemplateError(
+                f"template {template_id} in {self.path}: it includes {exc.name!r}, which is not a file of this set"
+            ) from exc
         except jinja2.TemplateError as exc:
             raise TemplateError(f"template {template_id} in {self.path}: {exc}") from exc

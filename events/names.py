@@ -19,6 +19,7 @@ from pathlib import Path
 from inquitree.events.errors import InquiTreeError
 
 __all__ = [
+    "EPISODE_ID_PATTERN",
     "EPISODE_PREFIX",
     "IMPORT_PREFIX",
     "MAX_ID",
@@ -34,7 +35,8 @@ __all__ = [
 EPISODE_PREFIX = "episode/"
 IMPORT_PREFIX = "import/"  # events.types.EpisodeImported: which episodes came from elsewhere, on whose word
 MAX_ID = 180  # the store's stream ids are at most 200 characters, "episode/" included
-_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,%d}" % (MAX_ID - 1))
+EPISODE_ID_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9._-]{0,%d}" % (MAX_ID - 1)  # the whole id (fullmatch)
+_ID = re.compile(EPISODE_ID_PATTERN)
 
 
 class BadName(InquiTreeError):

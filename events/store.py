@@ -54,6 +54,7 @@ from inquitree.events.errors import (
     UnknownEventVersion,
     is_damage,
 )
+from inquitree.events.names import EPISODE_PREFIX, BadName, check_episode_id, shown
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -619,6 +620,7 @@ class EventStore:
             return expected_version
         if expected_version < 0:
             raise ValueError("expected_version must be >= 0")
+        _check_stream_name(stream_id)
         now = self.clock()
         content = [(ev.TYPE, ev.VERSION, now, ev.to_json()) for ev in events]
         return self._append(stream_id, content, expected_version)
@@ -738,6 +740,7 @@ class EventStore:
         """Append a new stream from exported rows, keeping each event's timestamp, schema version and
         stored payload, so the stream's hashes are the exporter's. Each row's ``hash`` (when given)
         must be the one this store computes: the first that is not is named, and nothing is written."""
+        _check_stream_name(stream_id)
         content, prev = [], GENESIS_HASH
         for i, row in enumerate(rows, start=1):
             payload = row["payload_json"]
@@ -1240,6 +1243,15 @@ def _rows(
         rows.append((position, stream_id, version, etype, sver, at, payload.decode(), prev, digest, prev_log))
         prev = digest
     return rows
+
+
+def _check_stream_name(stream_id: str) -> None:
+    """The last line of the id grammar (``events/names.py``): nothing InquiTree appends names an
+    episode outside it, whichever way the id came in."""
+    if stream_id.startswith(EPISODE_PREFIX):
+        check_episode_id(stream_id.removeprefix(EPISODE_PREFIX), f"stream {shown(stream_id)}")
+    elif len(stream_id) > 200 or not stream_id.isprintable():
+        raise BadName(f"stream {shown(stream_id)}: a stream name is at most 200 printable characters")
 
 
 def _schema_revision(cur: Any) -> str | None:

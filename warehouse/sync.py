@@ -22,6 +22,7 @@ import os
 import queue
 import re
 import shutil
+import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -34,7 +35,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from inquitree.events.names import shown
+from inquitree.events.names import EPISODE_ID_PATTERN, shown
 from inquitree.events.store import default_url, redact
 from inquitree.warehouse.bootstrap import Bootstrap
 from inquitree.warehouse.bootstrap import register as register_bootstrap
@@ -249,6 +250,7 @@ class Warehouse:
         default_flush, default_commit = sync_windows(self.memory)
         flush_rows, commit_rows = flush_rows or default_flush, commit_rows or default_commit
         recorded_source, position = self.checkpoint()
+        since = position
         if recorded_source is not None and recorded_source != source_id:
             raise WarehouseError(
                 f"the warehouse {self.path} holds events of {recorded_source}, not {source_id}: "
@@ -345,12 +347,31 @@ class Warehouse:
             # 16k-row row groups a 1M-event sync leaves ~12 MB of WAL (below DuckDB's automatic
             # threshold), which closing the warehouse would otherwise checkpoint (~0.35 s).
             con.execute("CHECKPOINT")
+        if loaded:
+            self._warn_foreign_ids(since)
         if recorded_source is None and loaded == 0:  # bind an empty warehouse to its store too
             con.execute(
                 "INSERT INTO sync_state VALUES (?, 0, 0, ?)",
                 [source_id, datetime.now(timezone.utc).replace(tzinfo=None)],
             )
         return SyncReport(loaded, position, time.perf_counter() - t0)
+
+    def _warn_foreign_ids(self, after: int) -> None:
+        """Say which episodes just loaded have ids outside the grammar (``events/names.py``): only a
+        writer other than InquiTree puts them there (a PostgreSQL writer role may INSERT). They are
+        kept, as the log is, and shown escaped; no file is ever named after them (``report``)."""
+        rows = self.con.execute(
+            "SELECT DISTINCT stream_id[9:] FROM raw_events WHERE global_position > ? "
+            "AND starts_with(stream_id, 'episode/') AND NOT regexp_full_match(stream_id[9:], ?) LIMIT 6",
+            [after, EPISODE_ID_PATTERN],
+        ).fetchall()
+        if rows:
+            names = ", ".join(shown(r[0]) for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
+            print(
+                f"inquitree: warning: the store holds episode ids outside InquiTree's grammar (written by "
+                f"something other than InquiTree): {names}",
+                file=sys.stderr,
+            )
 
     def _stage(self, batch: pa.Table, threads: int) -> None:
         """Copy one Arrow batch into the ``staged`` table (the caller's transaction), then give

@@ -1,0 +1,460 @@
+"""Hostile input at every boundary (docs/SECURITY.md): one catalogue of names, texts and files an
+attacker might send, fed to each place where something from outside enters, with the outcome
+asserted: refused with a clear error that names the input (escaped), or rendered inert; nothing
+written outside its folder, nothing executed, no secret sent or stored. The store cases run on
+SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from inquitree.cli import main
+from inquitree.core.tree import resolve_tree
+from inquitree.events.names import check_episode_id, confined, printable, shown
+from inquitree.events.store import MAX_EVENT_BYTES, EventStore
+from inquitree.events.types import AgentReplied, EpisodeStarted
+
+from enginekit import OracleAgent, play
+from openai_server import OpenAICompatibleServer
+
+ESC = "\x1b]0;PWNED\x07\x1b[2J"
+CATALOGUE = {
+    "traversal": "../../../PWNED",
+    "absolute": "/tmp/PWNED",
+    "separator": "a/b/c",
+    "backslash": "a\\b",
+    "dotdot": "..",
+    "dot": ".hidden",
+    "option": "-rf",
+    "markup": "<img src=x onerror=alert(1)>",
+    "terminal": ESC,
+    "carriage_return": "ok\roverwritten",
+    "nul": "a\x00b",
+    "bidi": "abc\u202edcb",
+    "space": "two words",
+    "huge": "x" * 5000,
+    "empty": "",
+}
+UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]")
+
+
+def run(*args: str, env: dict | None = None):
+    return CliRunner().invoke(main, list(args), env=env)
+
+
+def files_under(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*")}
+
+
+# -- the grammar and the confinement, unit by unit ----------------------------------------------
+@pytest.mark.parametrize("name", list(CATALOGUE), ids=list(CATALOGUE))
+def test_no_catalogue_name_is_an_episode_id_nor_a_file_outside_its_folder(name, tmp_path):
+    value = CATALOGUE[name]
+    with pytest.raises(Exception, match="not allowed") as info:
+        check_episode_id(value, "--episode-id")
+    assert not UNPRINTABLE.search(str(info.value)) and len(str(info.value)) < 400
+    if name in ("traversal", "absolute", "separator", "backslash", "dotdot", "nul", "terminal", "empty"):
+        with pytest.raises(Exception, match="cannot name a file"):
+            confined(tmp_path, value, ".html")
+
+
+def test_printable_escapes_what_a_terminal_would_act_on():
+    assert printable(f"a{ESC}b\rc\u202ed\ne") == "a\\x1b]0;PWNED\\x07\\x1b[2Jb\\x0dc\\u202ed\ne"
+    assert shown("a\x00\n") == "'a\\x00\\n'"
+
+
+# -- command-line arguments -----------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["traversal", "markup", "terminal", "nul", "huge"])
+def test_play_refuses_a_hostile_episode_id_before_writing_anything(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = run("play", "--tree", "synthetic-chain-7", "--agent", "oracle", "--record", "--episode-id", CATALOGUE[name])
+    assert out.exit_code == 2 and "episode id" in out.output and "not allowed" in out.output
+    assert not UNPRINTABLE.search(out.output)
+    assert files_under(tmp_path) == set() and not (tmp_path.parent / "PWNED.html").exists()
+
+
+@pytest.mark.parametrize("name", ["../../x", "../queries/compare", "/etc/passwd", "a;b"])
+def test_query_names_are_names(name, tmp_path):
+    (tmp_path / "x.sql").write_text("COPY (SELECT 1) TO 'wrote.csv'")
+    wh = tmp_path / "w.duckdb"
+    run(
+        "play",
+        "--tree",
+        "synthetic-chain-7",
+        "--agent",
+        "oracle",
+        "--record",
+        "--db",
+        f"sqlite:///{tmp_path / 'e.sqlite'}",
+    )
+    assert run("warehouse", "sync", "--db", f"sqlite:///{tmp_path / 'e.sqlite'}", "--warehouse", str(wh)).exit_code == 0
+    out = run("query", name, "--warehouse", str(wh))
+    assert out.exit_code == 2 and "no query" in out.output and not (tmp_path / "wrote.csv").exists()
+
+
+def test_sql_runs_one_statement_in_the_sandbox_and_says_why_it_refuses(tmp_path):
+    db, wh = f"sqlite:///{tmp_path / 'e.sqlite'}", str(tmp_path / "w.duckdb")
+    run("play", "--tree", "synthetic-chain-7", "--agent", "oracle", "--record", "--db", db)
+    run("warehouse", "sync", "--db", db, "--warehouse", wh)
+    two = run("sql", "SELECT 1; SELECT 2", "--warehouse", wh)
+    assert two.exit_code == 2 and "one SQL statement" in two.output
+    for text in ("SELECT * FROM sniff_csv('/etc/passwd')", "SELECT * FROM duckdb_extensions()"):
+        out = run("sql", text, "--warehouse", wh)
+        assert out.exit_code == 2 and out.output.startswith("inquitree: error: SQL error:"), out.output
+        assert "Traceback" not in out.output
+
+
+def test_a_tree_nested_too_deeply_is_an_error_line(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"a":' + "[" * 200_000 + "]" * 200_000 + "}")
+    out = run("trees", "validate", str(deep))
+    assert "nested too deeply" in out.output and "Traceback" not in out.output
+
+
+# -- imports ---------------------------------------------------------------------------------------
+@pytest.fixture
+def export(tmp_path):
+    db = f"sqlite:///{tmp_path / 'src.sqlite'}"
+    assert (
+        run(
+            "play", "--tree", "synthetic-chain-7", "--agent", "oracle", "--record", "--db", db, "--episode-id", "ok-1"
+        ).exit_code
+        == 0
+    )
+    path = tmp_path / "ep.jsonl"
+    assert run("episodes", "export", "ok-1", "--db", db, "--out", str(path)).exit_code == 0
+    return path
+
+
+@pytest.mark.parametrize("name", ["traversal", "separator", "markup", "terminal", "nul"])
+def test_import_refuses_an_export_whose_episode_id_is_hostile(name, export, tmp_path, store_url):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(export.read_text().replace('"ok-1"', json.dumps(CATALOGUE[name])))
+    out = run("episodes", "import", str(bad), "--db", store_url)
+    assert out.exit_code == 2 and "line 1: episode id" in out.output and not UNPRINTABLE.search(out.output)
+    with EventStore(store_url) as store:
+        assert store.last_position() == 0
+
+
+def test_import_refuses_a_file_over_the_size_limit(export, tmp_path, monkeypatch):
+    import inquitree.core.golden as golden
+
+    monkeypatch.setattr(golden, "MAX_IMPORT_BYTES", 1000)
+    out = run("episodes", "import", str(export), "--db", f"sqlite:///{tmp_path / 'o.sqlite'}")
+    assert out.exit_code == 2 and "more than an export may hold" in out.output
+    assert not (tmp_path / "o.sqlite").exists()
+
+
+def test_an_event_over_the_size_limit_is_refused_before_anything_is_written(store_url):
+    tree = resolve_tree("synthetic-chain-7")
+    with EventStore(store_url) as store:
+        play(tree, OracleAgent(tree), store=store)
+        before = store.last_position()
+        huge = AgentReplied(step=1, state="topic", raw="x" * (MAX_EVENT_BYTES + 1), action="x")
+        with pytest.raises(Exception, match="larger than an event may be"):
+            store.append("episode/big", [huge], 0)
+        assert store.last_position() == before
+
+
+def _without_proof(export: Path, out: Path) -> Path:
+    rows = [json.loads(line) for line in export.read_text().splitlines()]
+    out.write_text(
+        "".join(json.dumps({k: r[k] for k in ("type", "version", "payload")}) + "\n" for r in rows if "type" in r)
+    )
+    return out
+
+
+def test_an_import_is_never_signed_with_the_labs_key_and_verify_says_on_whose_word(export, tmp_path, store_url):
+    """With $INQUITREE_SIGNING_KEY set, an unsigned, hash-less import used to get the lab's signature,
+    and `db verify --key` then called the forged episode proved."""
+    assert run("db", "keygen", str(tmp_path / "lab")).exit_code == 0
+    env = {"INQUITREE_SIGNING_KEY": str(tmp_path / "lab.key")}
+    forged = _without_proof(export, tmp_path / "forged.jsonl")
+    refused = run("episodes", "import", str(forged), "--key", str(tmp_path / "lab.pub"), "--db", store_url, env=env)
+    assert refused.exit_code == 2 and "carries no hashes" in refused.output
+    assert run("episodes", "import", str(forged), "--db", store_url, env=env).exit_code == 0
+    out = run("db", "verify", "--key", str(tmp_path / "lab.pub"), "--db", store_url)
+    assert out.exit_code == 1, out.output
+    assert re.search(r"imported: episode ok-1 from 'forged.jsonl' \(\d+ events\): on no one's word", out.output)
+    assert "NOT PROVEN" in out.output and "is the one recorded" not in out.output
+
+
+def test_verify_with_a_key_alone_says_it_cannot_prove_the_tail(tmp_path, store_url):
+    assert run("db", "keygen", str(tmp_path / "lab")).exit_code == 0
+    env = {"INQUITREE_SIGNING_KEY": str(tmp_path / "lab.key")}
+    assert (
+        run(
+            "play", "--tree", "synthetic-chain-7", "--agent", "oracle", "--record", "--db", store_url, env=env
+        ).exit_code
+        == 0
+    )
+    out = run("db", "verify", "--key", str(tmp_path / "lab.pub"), "--db", store_url)
+    assert out.exit_code == 0 and "cannot prove: that no events were cut from the end" in out.output
+    assert "--anchor FILE" in out.output
+
+
+# -- stored names read back: the report and the viewer ---------------------------------------------
+def _foreign_episode(store_url: str, episode_id: str) -> None:
+    """An episode whose id breaks the grammar, appended as a writer other than InquiTree would (the
+    PostgreSQL writer role may INSERT): past the store's public append, which refuses it."""
+    tree = resolve_tree("synthetic-chain-7")
+    with EventStore(store_url) as store:
+        with pytest.raises(Exception, match="not allowed"):
+            store.append("episode/" + episode_id, [AgentReplied(step=1, state="topic", raw="x", action="x")], 0)
+        out = play(tree, OracleAgent(tree), store=None)
+        events = [
+            EpisodeStarted(**{**e.to_payload(), "episode_id": episode_id}) if isinstance(e, EpisodeStarted) else e
+            for e in out.events
+        ]
+        content = [(e.TYPE, e.VERSION, store.clock(), e.to_json()) for e in events]
+        store._append("episode/" + episode_id, content, 0)
+
+
+def test_a_foreign_episode_id_writes_no_file_outside_the_report(tmp_path, store_url, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _foreign_episode(store_url, "../../../PWNED<img src=x onerror=alert(1)>")
+    wh = str(tmp_path / "w.duckdb")
+    synced = run("warehouse", "sync", "--db", store_url, "--warehouse", wh)
+    assert synced.exit_code == 0 and "outside InquiTree's grammar" in synced.output
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    out = run("report", "--out", str(tmp_path / "deep" / "er" / "rep"), "--warehouse", wh, "--no-sync")
+    assert out.exit_code == 0, out.output
+    assert not list(tmp_path.rglob("PWNED*")), list(tmp_path.rglob("PWNED*"))
+    index = (tmp_path / "deep" / "er" / "rep" / "index.html").read_text()
+    assert "<img src=x" not in index
+
+
+# -- templates, suites --------------------------------------------------------------------------------
+def _template_set(tmp_path: Path, body: str) -> Path:
+    from inquitree.core.templates import TEMPLATES_DIR
+
+    d = tmp_path / "tpl"
+    d.mkdir()
+    for f in (TEMPLATES_DIR / "inquitree").iterdir():
+        (d / f.name).write_bytes(f.read_bytes())
+    (d / "C.1.1.j2").write_text(body)
+    return d
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{{ cycler.__init__.__globals__.os.popen('touch PWNED').read() }}",
+        "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+        "{% include '../../../../etc/passwd' %}",
+    ],
+)
+def test_a_template_set_runs_no_code(body, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    tpl = _template_set(tmp_path, body)
+    out = run("play", "--tree", "synthetic-chain-7", "--agent", "oracle", "--templates", str(tpl), "-q")
+    assert out.exit_code == 2 and ("sandbox" in out.output or "not a file of this set" in out.output), out.output
+    assert not (tmp_path / "PWNED").exists() and "root:" not in out.output
+
+
+def _suite(tmp_path: Path, extra: str, agents: str = '["oracle"]') -> Path:
+    path = tmp_path / "s.toml"
+    path.write_text(
+        f'name = "s"\ntrees = ["synthetic-chain-7"]\nagents = {agents}\njudges = ["embedding"]\n'
+        f'randomness = [0]\nruns = 1\nembedder = "hash"\n{extra}\n'
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    "extra, agents",
+    [
+        ("", '["script:/etc/passwd"]'),
+        ('templates = "/etc"', '["oracle"]'),
+        ('call_cache = "/tmp/inquitree-hostile-cache.sqlite"', '["oracle"]'),
+        ('prices = "../../prices.json"', '["oracle"]'),
+    ],
+)
+def test_a_suite_may_only_name_files_beside_it(extra, agents, tmp_path, monkeypatch):
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    suite = _suite(work, extra, agents)
+    db = f"sqlite:///{work / 'e.sqlite'}"
+    out = run("suite", "run", str(suite), "--db", db)
+    assert out.exit_code == 2 and "outside the suite's folder" in out.output and "--trust-suite" in out.output
+    assert not (work / "e.sqlite").exists()
+
+
+def test_a_suite_grid_too_large_is_refused_at_once(tmp_path):
+    suite = _suite(tmp_path, "").read_text().replace("runs = 1", "runs = 1000000000")
+    (tmp_path / "big.toml").write_text(suite)
+    t0 = time.perf_counter()
+    out = run("suite", "status", str(tmp_path / "big.toml"), "--db", f"sqlite:///{tmp_path / 'e.sqlite'}")
+    assert out.exit_code == 2 and "1,000,000,000 cells" in out.output and time.perf_counter() - t0 < 30
+
+
+def test_a_suites_endpoint_gets_the_users_key_only_when_trusted(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    seen: list[str] = []
+    with OpenAICompatibleServer(lambda m: "ACTION: draw_conclusion") as server:
+        orig = server.httpd.RequestHandlerClass.do_POST
+
+        def spy(handler):
+            seen.append(handler.headers.get("Authorization", ""))
+            return orig(handler)
+
+        server.httpd.RequestHandlerClass.do_POST = spy
+        suite = _suite(tmp_path, f'base_url = "{server.base_url}"\nmax_turns = 2', '["openai:m"]')
+        env = {"OPENAI_API_KEY": "sk-secret-of-the-user", "OPENAI_BASE_URL": None}
+        db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+        out = run("suite", "run", str(suite), "--db", db, env=env)
+        assert out.exit_code == 2 and "would receive your $OPENAI_API_KEY" in out.output and not seen
+        run("suite", "run", str(suite), "--db", db, "--trust-suite", env=env)
+    assert seen and all(h == "Bearer sk-secret-of-the-user" for h in seen)
+
+
+# -- secrets -------------------------------------------------------------------------------------------
+def test_credentials_in_other_spellings_are_never_recorded(tmp_path):
+    secrets = ("SUBKEY-123456", "CODE-654321", "HEADER-777777")
+    with OpenAICompatibleServer(lambda m: "ACTION: draw_conclusion") as server:
+        url = f"{server.base_url}?subscription-key={secrets[0]}&code={secrets[1]}&api-version=2024"
+        db = tmp_path / "e.sqlite"
+        out = run(
+            "play", "--tree", "synthetic-chain-7", "--agent", "openai:m", "--base-url", url, "--embedder", "hash",
+            "--agent-option", json.dumps({"X-Custom-Auth": secrets[2]}).join(["extra_headers=", ""]),
+            "--max-turns", "2", "--record", "--db", f"sqlite:///{db}",
+        )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    stored = db.read_bytes()
+    for s in secrets:
+        assert s.encode() not in stored and s not in out.output
+    assert b"api-version=2024" in stored
+
+
+# -- the terminal ------------------------------------------------------------------------------------
+def test_model_replies_reach_the_terminal_escaped(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "s.txt"
+    reply = f"THOUGHT: {ESC}\nACTION: hi\r\u202eevil"
+    script.write_text("\n---\n".join([reply, reply, reply, "ACTION:\n(1) " + ESC]))
+    played = ["play", "--tree", "synthetic-chain-7", "--agent", f"script:{script}", "--max-turns", "2"]
+    for args in (
+        [*played, "--transcript", "--record", "--episode-id", "t"],
+        ["replay", "t", "--transcript"],
+        ["episodes", "show", "t"],
+        ["episodes", "list"],
+    ):
+        out = run(*args)
+        assert out.exit_code == 0, out.output
+        assert "\x1b]" not in out.output and "\x07" not in out.output and "\u202e" not in out.output
+
+
+def test_tree_text_reaches_the_terminal_escaped(tmp_path):
+    doc = json.loads((Path(resolve_tree("synthetic-chain-7").source)).read_text())
+    doc["topic"]["text"] = "Sleep " + ESC + " and memory"
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    out = run("trees", "show", str(path))
+    assert out.exit_code == 0, out.output
+    assert "\x1b" not in out.output and "\\x1b]0;PWNED" in out.output
+
+
+# -- the viewer's HTTP surface ---------------------------------------------------------------------------
+@pytest.fixture
+def viewer(tmp_path):
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from inquitree.viewer.app import create_app
+
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    script = tmp_path / "s.txt"
+    reply = "THOUGHT: " + "word " * 300 + "\nACTION: lunch"
+    script.write_text("\n---\n".join([reply, reply, reply, "ACTION:\n(1) word"]))
+    assert (
+        run(
+            "play",
+            "--tree",
+            "synthetic-chain-7",
+            "--agent",
+            f"script:{script}",
+            "--max-turns",
+            "2",
+            "--record",
+            "--db",
+            db,
+        ).exit_code
+        == 0
+    )
+    wh = str(tmp_path / "w.duckdb")
+    assert run("warehouse", "sync", "--db", db, "--warehouse", wh).exit_code == 0
+    return TestClient(create_app(wh), base_url="http://127.0.0.1", raise_server_exceptions=False)
+
+
+@pytest.mark.parametrize("host", ["evil.example", "127.0.0.1.evil.example", "localhost.", "[::2]"])
+def test_the_viewer_answers_only_its_own_hosts(viewer, host):
+    r = viewer.get("/api/search?q=word", headers={"Host": host})
+    assert r.status_code == 421 and "content-security-policy" in r.headers
+    assert viewer.get("/api/search?q=word", headers={"Host": "localhost:8765"}).status_code == 200
+
+
+@pytest.mark.parametrize("q", ["word " * 3000, "\x00", "a\x00b word", '" OR 1=1 --', "NEAR(word word)", "*" * 500])
+def test_a_hostile_search_is_bounded_and_keeps_the_headers(viewer, q):
+    t0 = time.perf_counter()
+    r = viewer.get("/api/search", params={"q": q})
+    assert time.perf_counter() - t0 < 10
+    assert r.status_code in (200, 503) and "content-security-policy" in r.headers
+    assert "x-content-type-options" in r.headers
+
+
+def test_a_search_that_runs_past_its_budget_is_stopped(tmp_path):
+    from inquitree.viewer.search import SearchIndex, SearchStopped
+
+    path = tmp_path / "i.sqlite"
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.execute("CREATE VIRTUAL TABLE texts USING fts5(text, episode_id UNINDEXED, step UNINDEXED, kind UNINDEXED, "
+                "agent UNINDEXED, tree_id UNINDEXED, randomness UNINDEXED, status UNINDEXED)")  # fmt: skip
+    con.executemany(
+        "INSERT INTO texts (text, episode_id) VALUES (?, ?)", [("word " * 200, f"e{i}") for i in range(3000)]
+    )
+    con.commit()
+    con.close()
+    with pytest.raises(SearchStopped, match="longer than 0.001 s"):
+        SearchIndex(path).search("word", budget=0.001)
+    import threading
+
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(SearchStopped, match="request was closed"):
+        SearchIndex(path).search("word", cancel=cancel)
+
+
+def test_the_viewer_leaves_no_temporary_folder(viewer, tmp_path):
+    import tempfile
+
+    before = set(Path(tempfile.gettempdir()).glob("inquitree-view-figures-*"))
+    assert viewer.get("/figures").status_code == 200
+    assert set(Path(tempfile.gettempdir()).glob("inquitree-view-figures-*")) == before
+
+
+def test_view_no_sync_writes_nothing_beside_the_warehouse(tmp_path):
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from inquitree.viewer.app import create_app
+
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    run("play", "--tree", "synthetic-chain-7", "--agent", "oracle", "--record", "--db", db)
+    wh = tmp_path / "w.duckdb"
+    run("warehouse", "sync", "--db", db, "--warehouse", str(wh))
+    before = files_under(tmp_path)
+    client = TestClient(create_app(str(wh), write_index=False), base_url="http://127.0.0.1")
+    r = client.get("/api/search", params={"q": "sleep"})
+    assert r.status_code == 503 and "no search index" in r.json()["problem"]
+    assert files_under(tmp_path) == before
+    assert not os.path.exists(str(wh) + ".search.sqlite")
