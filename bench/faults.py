@@ -12,7 +12,9 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,6 +42,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="the smoke run: two faults, no hanging endpoint")
     args = ap.parse_args()
     d = Path(tempfile.mkdtemp(prefix="inquitree-faults-"))
+    atexit.register(shutil.rmtree, d, ignore_errors=True)  # no folder outlives the run
     rows = []
     for fault in [f for f in FAULTS if not args.quick or f in (500, "retry_after")]:
         r = run_fault(fault, d / str(fault))

@@ -8,7 +8,9 @@ synthetic chain of 7, 77 steps an episode, the hash embedder, nothing recorded.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -35,6 +37,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "inspect_overhead.json"))
     args = ap.parse_args()
     d = Path(tempfile.mkdtemp(prefix="inquitree-inspect-"))
+    atexit.register(shutil.rmtree, d, ignore_errors=True)  # no folder outlives the run
     tree = resolve_tree("synthetic-chain-7")
     emb = make_embedder("hash")
     script = always_miss_script(tree, 4, d / "miss.txt")

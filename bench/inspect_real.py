@@ -9,9 +9,11 @@ replay` on the recorded episode. A 135M model proves the plumbing, not science.
 from __future__ import annotations
 
 import argparse
+import atexit
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,6 +34,7 @@ def main() -> None:
     except OSError as exc:
         sys.exit(f"inspect_real: no server at {args.url} ({exc}); start one with scripts/local-model.sh start")
     d = Path(tempfile.mkdtemp(prefix="inquitree-inspect-real-"))
+    atexit.register(shutil.rmtree, d, ignore_errors=True)  # no folder outlives the run
     db = f"sqlite:///{d / 'real.sqlite'}"
     inspect = str(Path(sys.executable).parent / "inspect")
     cmd = [

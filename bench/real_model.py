@@ -15,7 +15,9 @@ ability, and nothing here compares agents.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -135,6 +137,7 @@ def main() -> None:
     except OSError as exc:
         sys.exit(f"real_model: no server at {args.url} ({exc}); start one with scripts/local-model.sh start")
     d = Path(tempfile.mkdtemp(prefix="inquitree-real-"))
+    atexit.register(shutil.rmtree, d, ignore_errors=True)  # no folder outlives the run
     if args.turns_only:
         return turns_only(args.url, d, Path(args.out).with_name("real_model_turns.json"))
     cache = d / "calls.sqlite"

@@ -11,6 +11,8 @@ paraphrase the hints, so that matching, dependency blocks and hints all occur.
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -62,7 +64,9 @@ def paraphrasing_model(tree):
 
 def main() -> None:
     out = ROOT / "tests" / "golden"
-    emb = make_embedder("local", cache=Path(tempfile.mkdtemp()) / "cache.sqlite")
+    scratch = Path(tempfile.mkdtemp())
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)  # no folder outlives the run
+    emb = make_embedder("local", cache=scratch / "cache.sqlite")
     judge = EmbeddingJudge(emb)
     t = TemplateSet()
     chain, diamond, indep = (

@@ -296,7 +296,7 @@ def create_app(  # noqa: C901 - one route a nested function, over one viewer
         finally:
             cancel.set()
             viewer.searches.release()
-            await watcher
+            watcher.cancel()  # not awaited through its sleep: a search's answer waits for nothing
 
     async def search(request: Request) -> Response:
         await run_in_threadpool(viewer.catch_up)
