@@ -185,7 +185,9 @@ def test_retry_after_is_honoured_and_capped():
 
 
 def test_credentials_never_reach_events_messages_or_ids(tmp_path):
-    assert redact_url("http://user:s3cret@host:8/v1?api_key=abc&x=1") == "http://***@host:8/v1?api_key=***&x=1"
+    # Query values are kept only for an allow-list of harmless names (api-version, ...): `x` is hidden too.
+    assert redact_url("http://user:s3cret@host:8/v1?api_key=abc&x=1") == "http://***@host:8/v1?api_key=***&x=***"
+    assert redact_url("http://h/v1?api-version=2024&code=c") == "http://h/v1?api-version=2024&code=***"
     with OpenAICompatibleServer(lambda m: "ACTION: x") as server:
         url = server.base_url.replace("http://", "http://alice:s3cret-pw@") + "?key=tok123"
         server.fail_after = (1, 500)
