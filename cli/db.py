@@ -141,6 +141,11 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
         )
     if "anchor" not in report.proof:  # a signature covers what it signed, never what was cut after it
         echo(_TAIL)
+    if report.unsigned_import_records:
+        echo(
+            f"note: {report.unsigned_import_records} record(s) of imports were written by an importer without a "
+            "signing key: the 'imported:' lines above are that importer's word"
+        )
     if report.uncovered:
         sign = (
             " (a recorder holding the key signs only what it recorded; to vouch for other events, check them "

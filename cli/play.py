@@ -588,8 +588,9 @@ def episodes_import(path: str, db_url: str | None, key_path: str | None) -> None
         signed_by=str(exported.signature.get("key_id")) if exported.signature else None,
         checked_with=verifier.key_id if verifier is not None and exported.signature else None,
     )
-    # No signer: the lab's key vouches only for what this lab recorded (the import record is signed
-    # by the next recording that holds the key; the episode only by the key that exported it).
+    # No signer for the episode: the lab's key vouches only for what this lab recorded, so the
+    # episode is proved only by the key that exported it. The record of the import is the lab's
+    # own act, appended (and signed, with $INQUITREE_SIGNING_KEY) by a store that holds the key.
     with EventStore(db_url, signer=None) as store:
         stored = [r.event for r in store.read_stream(sid)]
         if stored:
@@ -606,6 +607,7 @@ def episodes_import(path: str, db_url: str | None, key_path: str | None) -> None
             store.append_exported(sid, exported.rows)
         if exported.signature is not None:
             store.add_signature(exported.signature, note=f"imported from {record.file_name}")
+    with EventStore(db_url) as store:
         store.append(IMPORT_PREFIX + first.episode_id, [record], 0)
     for sentence in established:
         echo(f"{path}: {sentence}")

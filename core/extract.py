@@ -43,6 +43,7 @@ from inquitree.core.calibrate import hint_cosines, is_monotone
 from inquitree.core.models import CallSettings, ChatModel, ModelCallError, json_schema_format
 from inquitree.core.tree import TreeError, parse_tree
 from inquitree.events.errors import InquiTreeError
+from inquitree.events.names import confined
 
 PROMPT_VERSION = "extract-v1"
 
@@ -452,7 +453,8 @@ def extract_tree(
     digest = hashlib.sha256(text.encode()).hexdigest()
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = tree_id or f"extracted-{paper_path.stem}"
-    chat = JsonChat(model, base_url, out_dir / f"{stem}.calls.jsonl", attempts=attempts, settings=settings)
+    confined(out_dir, stem, ".json")  # every file below is named after the tree: none may leave --out
+    chat = JsonChat(model, base_url, confined(out_dir, stem, ".calls.jsonl"), attempts=attempts, settings=settings)
     provenance = {
         "kind": "extracted-by-model",
         "note": (
@@ -554,11 +556,11 @@ def extract_tree(
         obj = chat.ask(f"{stage} {name} check", system, user, check=_flags_check(known), schema=FLAGS_SCHEMA)
         flags += [Flag(stage, name, f["item"], f["issue"], str(f.get("suggestion") or "")) for f in obj["flags"]]
 
-    tree_path = out_dir / f"{stem}.json"
+    tree_path = confined(out_dir, stem, ".json")
     tmp = tree_path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, tree_path)
-    review_path = out_dir / f"{stem}.review.md"
+    review_path = confined(out_dir, stem, ".review.md")
     review_path.write_text(render_review(doc, flags, cosines, model, embedder.id, chat), encoding="utf-8")
     progress(f"wrote {tree_path} ({n} subtopics) and {review_path} ({len(flags)} flags)")
     return Extraction(tree_path, review_path, doc, flags, cosines, chat.calls, chat.cached, dict(chat.tokens))

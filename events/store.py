@@ -54,7 +54,7 @@ from inquitree.events.errors import (
     UnknownEventVersion,
     is_damage,
 )
-from inquitree.events.names import EPISODE_PREFIX, BadName, check_episode_id, shown
+from inquitree.events.names import EPISODE_PREFIX, IMPORT_PREFIX, BadName, check_episode_id, shown
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -260,6 +260,10 @@ class VerifyReport:
     covered_to: int = 0
     uncovered: int = 0
     stream_covered: int = 0  # events after ``covered_to`` proved by a signed head of their stream
+    # records of imports (``import/`` streams) covered by nothing: an importer without a key wrote
+    # them. They prove nothing and claim little (the episode's own signature is checked apart), so
+    # they are reported, not counted in ``uncovered``.
+    unsigned_import_records: int = 0
     notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
@@ -1113,7 +1117,9 @@ class EventStore:
                 heads[sid] = (version, digest)
                 prev_log, last_pos = lhash, pos
                 if report.proof and pos > covered_to:
-                    if version > stream_signed.get(sid, 0):
+                    if version > stream_signed.get(sid, 0) and sid.startswith(IMPORT_PREFIX):
+                        report.unsigned_import_records += 1
+                    elif version > stream_signed.get(sid, 0):
                         report.uncovered += 1
                     else:
                         report.stream_covered += 1

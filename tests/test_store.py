@@ -65,17 +65,17 @@ def test_streams_lists_versions_and_filters_by_prefix(store):
 def test_a_prefix_matches_exactly_on_both_backends(store):
     """Stream ids that start with the prefix, case and all; LIKE's wildcards in a prefix are
     plain characters. SQLite's LIKE alone ignored case (and so could not use the index)."""
-    ids = ["episode/a.x", "episode/A.x", "episode/a_x", "episode/a%x", "episode/ab", "episode/a.", "episode/a/"]
+    ids = ["notes/a.x", "notes/A.x", "notes/a_x", "notes/a%x", "notes/ab", "notes/a.", "notes/a/"]
     for sid in ids:
         store.append(sid, notes(1), 0)
-    store.append("episode/a.y", notes(1, 2), 0)
-    assert [s.stream_id for s in store.streams(prefix="episode/a.")] == ["episode/a.", "episode/a.x", "episode/a.y"]
-    assert [s.stream_id for s in store.streams(prefix="episode/a_")] == ["episode/a_x"]
-    assert [s.stream_id for s in store.streams(prefix="episode/a%")] == ["episode/a%x"]
-    assert [s.stream_id for s in store.streams(prefix="episode/A")] == ["episode/A.x"]
-    assert store.streams_with_event("episode/a.", "TestNoted") == {"episode/a.", "episode/a.x", "episode/a.y"}
-    assert store.streams_with_event("episode/a.", "Other") == set()
-    assert store.streams_with_event("episode/b", "TestNoted") == set()
+    store.append("notes/a.y", notes(1, 2), 0)
+    assert [s.stream_id for s in store.streams(prefix="notes/a.")] == ["notes/a.", "notes/a.x", "notes/a.y"]
+    assert [s.stream_id for s in store.streams(prefix="notes/a_")] == ["notes/a_x"]
+    assert [s.stream_id for s in store.streams(prefix="notes/a%")] == ["notes/a%x"]
+    assert [s.stream_id for s in store.streams(prefix="notes/A")] == ["notes/A.x"]
+    assert store.streams_with_event("notes/a.", "TestNoted") == {"notes/a.", "notes/a.x", "notes/a.y"}
+    assert store.streams_with_event("notes/a.", "Other") == set()
+    assert store.streams_with_event("notes/b", "TestNoted") == set()
 
 
 def test_a_prefix_is_an_index_range_on_sqlite(sqlite_url):
