@@ -10,7 +10,7 @@
     python bench/campaign.py --transports --out bench/results/campaign_transports.json
 
 ``--transports``: one process, 512 episodes at 0.2 s, the model calls over the direct HTTP
-transport (core/chat_http.py) against the OpenAI SDK's (``INQUITREE_CHAT_HTTP=sdk``), alternated
+transport (core/calls/chat_http.py) against the OpenAI SDK's (``INQUITREE_CHAT_HTTP=sdk``), alternated
 twice, with the campaign's CPU time beside its wall time.
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from inquitree.core.campaign import Suite, run_suite  # noqa: E402
+from inquitree.core.run.campaign import Suite, run_suite  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
 
 

@@ -32,13 +32,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from inquitree.core.agents import RandomAgent, ScriptAgent  # noqa: E402
-from inquitree.core.embed import CachedEmbedder, LocalEmbedder  # noqa: E402
-from inquitree.core.engine import DONE, Engine, extract_action, fold  # noqa: E402
-from inquitree.core.replay import resimulate  # noqa: E402
-from inquitree.core.runner import cosines, run_episode, stream_id  # noqa: E402
-from inquitree.core.templates import TemplateSet  # noqa: E402
-from inquitree.core.tree import resolve_tree  # noqa: E402
+from inquitree.core.game.engine import DONE, Engine, extract_action, fold  # noqa: E402
+from inquitree.core.game.prompts import TemplateSet  # noqa: E402
+from inquitree.core.game.tree import resolve_tree  # noqa: E402
+from inquitree.core.players.agents import RandomAgent, ScriptAgent  # noqa: E402
+from inquitree.core.players.embed import CachedEmbedder, LocalEmbedder  # noqa: E402
+from inquitree.core.run.replay import resimulate  # noqa: E402
+from inquitree.core.run.runner import cosines, run_episode, stream_id  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
 
 from enginekit import always_miss_script, params  # noqa: E402
@@ -69,7 +69,7 @@ def suite_cpu_per_step(d: Path, episodes: int, per_step_appends: bool = False) -
     append (what recording costs a model agent, without the model)."""
     import os
 
-    from inquitree.core.campaign import Suite, run_suite
+    from inquitree.core.run.campaign import Suite, run_suite
 
     os.environ["INQUITREE_CACHE"] = str(d / "suite-cache")
     RandomAgent.replayable = not per_step_appends

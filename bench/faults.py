@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from slow_drip import held_call  # noqa: E402
 
-from inquitree.core.models import CallSettings  # noqa: E402
+from inquitree.core.calls.models import CallSettings  # noqa: E402
 
 from faultkit import FAULTS, run_fault  # noqa: E402
 

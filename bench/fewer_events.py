@@ -33,7 +33,7 @@ FOLDED = ("MatchScored", "Transitioned")
 
 def suite_store(d: Path, episodes: int) -> Path:
     """A fresh store of a random-agent campaign (the embedding cache warmed by a first run)."""
-    from inquitree.core.campaign import Suite, run_suite
+    from inquitree.core.run.campaign import Suite, run_suite
     from inquitree.events.store import EventStore
 
     os.environ["INQUITREE_CACHE"] = str(d / "cache")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from inquitree.core.tree import resolve_tree  # noqa: E402
+from inquitree.core.game.tree import resolve_tree  # noqa: E402
 
 from enginekit import RandomAgent, play  # noqa: E402
 

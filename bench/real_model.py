@@ -25,9 +25,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from inquitree.core.campaign import Suite, run_suite
-from inquitree.core.replay import resimulate
-from inquitree.core.runner import STREAM_PREFIX
+from inquitree.core.run.campaign import Suite, run_suite
+from inquitree.core.run.replay import resimulate
+from inquitree.core.run.runner import STREAM_PREFIX
 from inquitree.events.store import EventStore
 from inquitree.warehouse.sync import Warehouse
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from inquitree.core.agents import ModelConfig, OpenAIChatAgent  # noqa: E402
-from inquitree.core.models import CallSettings  # noqa: E402
+from inquitree.core.calls.models import CallSettings  # noqa: E402
+from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent  # noqa: E402
 
 from faultkit import model  # noqa: E402
 from openai_server import OpenAICompatibleServer  # noqa: E402

@@ -4,7 +4,7 @@ Per tree: subtopics ours vs the paper's Table 4, the mean cosine of each hint le
 its target (Eq. 6), the mean highest cosine between a target and another candidate of
 the same state, and the tau that `inquitree trees calibrate` recommends for that tree
 alone. Then the totals against the paper's (120 subtopics over 18 papers) and the tau
-recommended over all shipped trees, which is the default (core/embed.py DEFAULT_TAU).
+recommended over all shipped trees, which is the default (core/players/embed.py DEFAULT_TAU).
 
     python bench/trees_calibration.py   # prints a Markdown table, writes bench/results/trees_calibration.json
 """
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from inquitree.core.calibrate import calibrate_tree, percentile, recommend_tau
-from inquitree.core.embed import LocalEmbedder
-from inquitree.core.tree import it18_registry, load_tree_file, shipped_tree_paths
+from inquitree.core.game.tree import it18_registry, load_tree_file, shipped_tree_paths
+from inquitree.core.players.calibrate import calibrate_tree, percentile, recommend_tau
+from inquitree.core.players.embed import LocalEmbedder
 
 OUT = Path(__file__).resolve().parent / "results" / "trees_calibration.json"
 

@@ -36,8 +36,8 @@ from typing import Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import inquitree.warehouse.sync as ws  # noqa: E402
-from inquitree.core.runner import stream_id  # noqa: E402
-from inquitree.core.tree import resolve_tree  # noqa: E402
+from inquitree.core.game.tree import resolve_tree  # noqa: E402
+from inquitree.core.run.runner import stream_id  # noqa: E402
 from inquitree.events.store import EventStore, sqlite_database  # noqa: E402
 from inquitree.warehouse.sources import open_source  # noqa: E402
 from inquitree.warehouse.sync import Warehouse, query_names  # noqa: E402
@@ -51,7 +51,7 @@ def generate(store: EventStore, events: int, start_seed: int = 0, campaign: str 
     """At least ``events`` events of whole episodes. With ``campaign``, the episodes are the cells of
     that suite's grid (the three trees, six agent labels, levels 0-10, run after run) and its
     ``CampaignStarted`` is recorded at the end: a campaign caught part way through its last run."""
-    from inquitree.core.campaign import Cell, campaign_stream
+    from inquitree.core.run.campaign import Cell, campaign_stream
     from inquitree.events.types import CampaignStarted
 
     trees = [resolve_tree(t) for t in TREES]

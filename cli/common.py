@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import click
 
-from inquitree.core.models import BACKOFF_CAP_S, DEFAULT_MAX_REPLY_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
+from inquitree.core.calls.models import BACKOFF_CAP_S, DEFAULT_MAX_REPLY_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
 from inquitree.events.names import printable
 from inquitree.events.signing import KEY_ENV
 
@@ -237,7 +237,7 @@ def limit_options(f):
 
 
 def _settings(kw: dict[str, Any], max_tokens: int | None, options: tuple[str, ...], what: str):
-    from inquitree.core.models import CallSettings, parse_options
+    from inquitree.core.calls.models import CallSettings, parse_options
 
     return CallSettings(
         timeout=kw["timeout"],
@@ -249,7 +249,7 @@ def _settings(kw: dict[str, Any], max_tokens: int | None, options: tuple[str, ..
 
 
 def agent_config(kw: dict[str, Any]):
-    from inquitree.core.agents import ModelConfig
+    from inquitree.core.players.agents import ModelConfig
 
     return ModelConfig(
         kw["base_url"],
@@ -262,7 +262,7 @@ def agent_config(kw: dict[str, Any]):
 
 
 def judge_config(kw: dict[str, Any]):
-    from inquitree.core.agents import ModelConfig
+    from inquitree.core.players.agents import ModelConfig
 
     return ModelConfig(
         kw["judge_base_url"],
@@ -272,7 +272,7 @@ def judge_config(kw: dict[str, Any]):
 
 
 def limits_of(kw: dict[str, Any]):
-    from inquitree.core.limits import Limits, PriceTable
+    from inquitree.core.run.limits import Limits, PriceTable
 
     limits = Limits(kw["max_episode_tokens"], kw["max_episode_cost"], kw["max_episode_seconds"])
     prices = PriceTable(kw["prices"]) if (kw["prices"] or limits.episode_cost_usd) else None

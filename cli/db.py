@@ -88,6 +88,7 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
     from inquitree.events.errors import StoreDamaged
     from inquitree.events.signing import load_keyring
     from inquitree.events.store import Anchor, EventStore
+    from inquitree.events.types import EpisodeImported
 
     anchor = Anchor.load(anchor_path) if anchor_path else None
     verifier = load_keyring(key_paths)
@@ -97,7 +98,12 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
                 progress=lambda n: echo(f"  ... {n:,} events checked", err=True), anchor=anchor, verifier=verifier
             )
             missing = store.missing_guards()
-            imports = [r.event for s in store.streams(prefix=IMPORT_PREFIX) for r in store.read_stream(s.stream_id)]
+            imports = [
+                r.event
+                for s in store.streams(prefix=IMPORT_PREFIX)
+                for r in store.read_stream(s.stream_id)
+                if isinstance(r.event, EpisodeImported)
+            ]
     except StoreDamaged as exc:
         _report_damage(db_url, exc)
         sys.exit(1)

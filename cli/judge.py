@@ -19,9 +19,9 @@ from inquitree.cli.common import agent_config, agent_options, call_options, db_o
 @db_option
 def judge(episodes, all_, prefix, judge_spec, embedder_name, again, db_url, **model_kw) -> None:
     """Append a judge's verdicts and scores to finished episodes (nothing is overwritten)."""
-    from inquitree.core.embed import make_embedder
-    from inquitree.core.judges import make_judge
-    from inquitree.core.rejudge import finished_episodes, rejudge
+    from inquitree.core.players.embed import make_embedder
+    from inquitree.core.players.judges import make_judge
+    from inquitree.core.run.rejudge import finished_episodes, rejudge
     from inquitree.events.store import EventStore
 
     j = make_judge(judge_spec, make_embedder(embedder_name), judge_config(model_kw))
@@ -46,8 +46,8 @@ def judge(episodes, all_, prefix, judge_spec, embedder_name, again, db_url, **mo
 @db_option
 def control(agent_spec, tree_refs, seed, db_url, **model_kw) -> None:
     """The decontextualized control: each true and fake result alone; VALID or INVALID."""
-    from inquitree.core.rejudge import run_control
-    from inquitree.core.tree import load_tree_file, resolve_tree, shipped_tree_paths
+    from inquitree.core.game.tree import load_tree_file, resolve_tree, shipped_tree_paths
+    from inquitree.core.run.rejudge import run_control
     from inquitree.events.store import EventStore
     from inquitree.events.types import ControlAnswered
 

@@ -24,7 +24,7 @@ from inquitree.cli.common import (
     progress_due,
     secho,
 )
-from inquitree.core.spec import MAX_HINTS, MAX_REASKS
+from inquitree.core.game.spec import MAX_HINTS, MAX_REASKS
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.names import IMPORT_PREFIX, check_episode_id, episode_stream, shown
@@ -245,13 +245,13 @@ def play(
 
     A failure of the agent, judge or embedder ends the episode with a recorded EpisodeFailed
     (exit 2); a reached limit ends it with LimitReached, and it is scored on what it reached."""
-    from inquitree.core.agents import make_agent
-    from inquitree.core.embed import make_embedder
-    from inquitree.core.judges import make_judge
-    from inquitree.core.runner import EpisodeFailure, new_episode_id, run_episode, stream_id
-    from inquitree.core.spec import EpisodeSpec
-    from inquitree.core.templates import TemplateSet
-    from inquitree.core.tree import resolve_tree
+    from inquitree.core.game.prompts import TemplateSet
+    from inquitree.core.game.spec import EpisodeSpec
+    from inquitree.core.game.tree import resolve_tree
+    from inquitree.core.players.agents import make_agent
+    from inquitree.core.players.embed import make_embedder
+    from inquitree.core.players.judges import make_judge
+    from inquitree.core.run.runner import EpisodeFailure, new_episode_id, run_episode, stream_id
     from inquitree.events.store import EventStore, redact
 
     tree = resolve_tree(tree_ref)
@@ -336,7 +336,7 @@ def play(
 
 
 def _episode_ids(store, ref: str) -> str:
-    from inquitree.core.runner import STREAM_PREFIX
+    from inquitree.core.run.runner import STREAM_PREFIX
 
     if ref == "last":
         streams = store.streams(prefix=STREAM_PREFIX)
@@ -347,7 +347,7 @@ def _episode_ids(store, ref: str) -> str:
 
 
 def _load(store, episode_id: str) -> list[Event]:
-    from inquitree.core.runner import stream_id
+    from inquitree.core.run.runner import stream_id
 
     recorded = store.read_stream(stream_id(episode_id))
     if not recorded:
@@ -367,10 +367,10 @@ def replay(episode: str, db_url: str | None, quiet: bool, transcript: bool, tree
     Exit 0 when the re-simulation is identical, 1 at the first differing event."""
     import time
 
-    from inquitree.core.engine import fold
-    from inquitree.core.replay import resimulate
-    from inquitree.core.runner import stream_id
-    from inquitree.core.tree import resolve_tree
+    from inquitree.core.game.engine import fold
+    from inquitree.core.game.tree import resolve_tree
+    from inquitree.core.run.replay import resimulate
+    from inquitree.core.run.runner import stream_id
     from inquitree.events.store import EventStore
 
     t0 = time.perf_counter()
@@ -416,9 +416,9 @@ def episodes_list(db_url: str | None, limit: int, offset: int) -> None:
     """One line per recorded episode, newest first, a page at a time: id, start time, tree, agent,
     seed, randomness, state, steps, coverage, q_norm (of its latest score). Only the page's
     episodes are read, so a page takes the same time in a store of any size."""
-    from inquitree.core.agents import agent_name
-    from inquitree.core.engine import fold
-    from inquitree.core.runner import STREAM_PREFIX
+    from inquitree.core.game.engine import fold
+    from inquitree.core.players.agents import agent_name
+    from inquitree.core.run.runner import STREAM_PREFIX
     from inquitree.events.store import EventStore
 
     with EventStore(db_url, create=False) as store:
@@ -476,8 +476,8 @@ def episodes_export(episode: str, db_url: str | None, out: str, key_path: str | 
     Each line holds {"type", "version", "payload"} (the golden-log format) and the event's stored
     timestamp and hashes; with a key, a last line signs the episode's head, so that `episodes
     import --key PUBLIC_KEY` can show the file is the one recorded."""
-    from inquitree.core.golden import dump_export
-    from inquitree.core.runner import stream_id
+    from inquitree.core.run.golden import dump_export
+    from inquitree.core.run.runner import stream_id
     from inquitree.events.signing import load_signer
     from inquitree.events.store import EventStore, utc_now
 
@@ -509,17 +509,17 @@ def episodes_to_inspect(
     tree and randomness level, its episodes as epochs, the dialogue as messages (the engine's
     notes on each reply), the recorded scores and inspect's metrics over them. EPISODE is an id
     or `last` (the default, without --suite). Needs `pip install 'inquitree[inspect]'`."""
-    from inquitree.core.runner import STREAM_PREFIX
+    from inquitree.core.run.runner import STREAM_PREFIX
     from inquitree.events.store import EventStore
 
     try:
-        from inquitree.core import inspect_export
+        from inquitree.core.inspect import export as inspect_export
     except ModuleNotFoundError as exc:
         raise InquiTreeError(f"inspect logs need inspect_ai: pip install 'inquitree[inspect]' ({exc})") from None
     with EventStore(db_url, create=False) as store:
         ids = [_episode_ids(store, ref) for ref in episode_refs]
         if suite_name is not None:
-            from inquitree.core.campaign import episode_prefix
+            from inquitree.core.run.campaign import episode_prefix
 
             prefix = STREAM_PREFIX + episode_prefix(suite_name)
             found = [s.stream_id.removeprefix(STREAM_PREFIX) for s in store.streams(prefix=prefix)]
@@ -561,7 +561,7 @@ def episodes_import(path: str, db_url: str | None, key_path: str | None) -> None
     import hashlib
     from pathlib import Path
 
-    from inquitree.core.golden import MAX_IMPORT_BYTES, dump_jsonl, load_export
+    from inquitree.core.run.golden import MAX_IMPORT_BYTES, dump_jsonl, load_export
     from inquitree.events.signing import load_verifier
     from inquitree.events.store import EventStore
     from inquitree.events.types import EpisodeImported

@@ -46,7 +46,7 @@ def suite() -> None:
 )
 def run(suite_file, db_url, shard, concurrency, agents, workers, trust_suite) -> None:
     """Run every unfinished cell: skip finished episodes, continue interrupted ones."""
-    from inquitree.core.campaign import Suite, parse_shard
+    from inquitree.core.run.campaign import Suite, parse_shard
     from inquitree.events.store import EventStore
 
     s = Suite.load(suite_file, agents, trusted=trust_suite)
@@ -62,7 +62,7 @@ def run(suite_file, db_url, shard, concurrency, agents, workers, trust_suite) ->
 def run_shard(s, suite_file: str, db_url: str | None, shard: tuple[int, int], concurrency: int | None) -> int:
     """Run one shard of the campaign with its progress and report (``suite run`` and each forked
     worker call this, the worker with its sub-shard); returns the command's exit code."""
-    from inquitree.core.campaign import CampaignInterrupted, run_suite
+    from inquitree.core.run.campaign import CampaignInterrupted, run_suite
     from inquitree.events.store import EventStore
 
     index, count = shard
@@ -212,7 +212,7 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int, t
     import os
     import subprocess
 
-    from inquitree.core.campaign import Suite, parse_shard
+    from inquitree.core.run.campaign import Suite, parse_shard
 
     env = dict(os.environ)
     if db_url:
@@ -280,8 +280,8 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int, t
 @click.option("--agent", "agents", multiple=True, metavar="SPEC", help="As given to `suite run --agent`.")
 def status(suite_file, db_url, agents) -> None:
     """How many cells are finished, failed, interrupted or not started; each failed cell with its reason."""
-    from inquitree.core.campaign import Suite
-    from inquitree.core.runner import STREAM_PREFIX, stream_id
+    from inquitree.core.run.campaign import Suite
+    from inquitree.core.run.runner import STREAM_PREFIX, stream_id
     from inquitree.events.store import EventStore
     from inquitree.events.types import EpisodeFailed
 

@@ -8,7 +8,7 @@ import time
 import click
 
 from inquitree.cli.common import echo, progress
-from inquitree.core.tree import Tree, TreeError, load_tree_file, resolve_tree, shipped_tree_paths
+from inquitree.core.game.tree import Tree, TreeError, load_tree_file, resolve_tree, shipped_tree_paths
 
 
 @click.group()
@@ -28,7 +28,7 @@ def list_(max_hints: int) -> None:
     Below the table, the IT-18 set (the paper's Table 4) against the shipped trees:
     papers covered, subtopics ours vs the paper's, and any paper without a tree.
     """
-    from inquitree.core.tree import it18_registry
+    from inquitree.core.game.tree import it18_registry
 
     rows = [("id", "IT-18", "n", "paper n", "3n", f"n(2H+3), H={max_hints}", "provenance", "title")]
     covered: dict[int, Tree] = {}
@@ -136,8 +136,8 @@ def graph(tree_ref: str, fmt: str) -> None:
 @click.option("--base-url", default=None, help="Base URL of an OpenAI-compatible embeddings endpoint.")
 def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, base_url: str | None) -> None:
     """Validate tree files (default: every shipped tree). Exit 1 on any error."""
-    from inquitree.core.calibrate import calibrate_tree
-    from inquitree.core.embed import default_tau, make_embedder
+    from inquitree.core.players.calibrate import calibrate_tree
+    from inquitree.core.players.embed import default_tau, make_embedder
 
     refs = paths or tuple(str(p) for p in shipped_tree_paths())
     emb = make_embedder(embedder, base_url=base_url) if embedder else None
@@ -181,8 +181,8 @@ def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, ba
 @click.option("--base-url", default=None)
 def calibrate(refs: tuple[str, ...], embedder: str, base_url: str | None) -> None:
     """Cosines of hints by level and between targets, per tree, and a recommended tau."""
-    from inquitree.core.calibrate import calibrate_tree, percentile, recommend_tau, summary_rows
-    from inquitree.core.embed import DEFAULT_TAU, make_embedder
+    from inquitree.core.players.calibrate import calibrate_tree, percentile, recommend_tau, summary_rows
+    from inquitree.core.players.embed import DEFAULT_TAU, make_embedder
 
     emb = make_embedder(embedder, base_url=base_url)
     trees_ = _load_all(refs)

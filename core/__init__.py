@@ -1,32 +1,95 @@
-"""The engine and what plays it: research trees, templates, embedders and matching, agents,
-judges, the episode runner, campaigns, replay and re-judging.
+"""The engine and what plays it, in rooms:
 
-What a user may import from here is listed in ``__all__``; each name is loaded from its module on
-first use (the command line imports this package at start-up, and nothing heavy may come with it).
-Everything else is the modules' own business.
+- ``game``: research trees, prompt templates, the episode's parameters, the pure engine;
+- ``calls``: the model client, its HTTP transport and the call cache;
+- ``players``: agents, judges, embedders, calibration, and the registry of their kinds;
+- ``run``: the episode runner, campaigns, replay, re-judging and the control, limits, exports;
+- ``inspect``: the inspect_ai task, models and log export;
+- ``extract``: research trees from papers.
+
+Imports go down this list and never up it, except that ``run`` uses ``players`` and ``calls``
+(docs/ARCHITECTURE.md draws the map). What a user may import from ``inquitree.core`` is listed in
+``__all__``; each name is loaded from its module on first use (the command line imports this
+package at start-up, and nothing heavy may come with it).
+
+The modules lived directly in ``core/`` before the rooms: ``inquitree.core.runner``,
+``inquitree.core.engine``, ... (README, notebooks, inspect_ai's entry point of older installs).
+Those names still import, as the very same module objects as the new ones (:class:`_MovedModules`).
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+from typing import Any
+
 from inquitree import lazy_exports
 
 _EXPORTS = {
-    "Tree": "tree",
-    "load_tree_file": "tree",
-    "resolve_tree": "tree",
-    "TemplateSet": "templates",
-    "Engine": "engine",
-    "Params": "engine",
-    "EpisodeSpec": "spec",
-    "make_embedder": "embed",
-    "make_agent": "agents",
-    "make_judge": "judges",
-    "Episode": "runner",
-    "run_episode": "runner",
-    "Suite": "campaign",
-    "run_suite": "campaign",
-    "resimulate": "replay",
-    "rejudge": "rejudge",
-    "run_control": "rejudge",
+    "Tree": "game.tree",
+    "load_tree_file": "game.tree",
+    "resolve_tree": "game.tree",
+    "TemplateSet": "game.prompts",
+    "Engine": "game.engine",
+    "Params": "game.engine",
+    "EpisodeSpec": "game.spec",
+    "make_embedder": "players.embed",
+    "make_agent": "players.agents",
+    "make_judge": "players.judges",
+    "Episode": "run.runner",
+    "run_episode": "run.runner",
+    "Suite": "run.campaign",
+    "run_suite": "run.campaign",
+    "resimulate": "run.replay",
+    "rejudge": "run.rejudge",
+    "run_control": "run.rejudge",
 }
 __all__, __getattr__ = lazy_exports(__name__, _EXPORTS)
+
+# Where each module of the old flat ``core/`` lives now.
+MOVED = {
+    "engine": "game.engine",
+    "tree": "game.tree",
+    "spec": "game.spec",
+    "templates": "game.prompts",
+    "paper_templates": "game.prompts_in_paper",
+    "models": "calls.models",
+    "chat_http": "calls.chat_http",
+    "cache": "calls.cache",
+    "agents": "players.agents",
+    "judges": "players.judges",
+    "embed": "players.embed",
+    "calibrate": "players.calibrate",
+    "runner": "run.runner",
+    "campaign": "run.campaign",
+    "replay": "run.replay",
+    "rejudge": "run.rejudge",
+    "limits": "run.limits",
+    "golden": "run.golden",
+    "inspect_task": "inspect.task",
+    "inspect_model": "inspect.model",
+    "inspect_export": "inspect.export",
+}
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import inquitree.core.runner`` gives ``inquitree.core.run.runner`` itself (one module
+    object under two names, so a patch through either name is seen through both)."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        prefix, _, name = fullname.rpartition(".")
+        if prefix != __name__ or name not in MOVED:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: Any) -> Any:
+        return importlib.import_module(f"{__name__}.{MOVED[spec.name.rpartition('.')[2]]}")
+
+    def exec_module(self, module: Any) -> None:
+        """The module was executed under its new name already."""
+
+
+if not any(isinstance(f, _MovedModules) for f in sys.meta_path):
+    sys.meta_path.append(_MovedModules())

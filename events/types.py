@@ -275,7 +275,7 @@ class EpisodeResumed(Event):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CampaignStarted(Event):
     """``suite run`` (or one of its shards or workers) began: the suite's grid, enough to name every
-    cell's episode (``core.campaign.Cell.episode_id``), so a viewer shows the cells not yet started.
+    cell's episode (``core.run.campaign.Cell.episode_id``), so a viewer shows the cells not yet started.
     Stream ``campaign/<suite>``; no endpoint, key or option is recorded here."""
 
     TYPE = "CampaignStarted"

@@ -128,8 +128,8 @@ def _toml_string(text: str) -> str:
 
 def order_hints() -> int:
     """Rewrite scripts/it18/*.toml so that each target's h1..h3 rise in cosine to it (local embedder)."""
-    from inquitree.core.calibrate import hint_cosines
-    from inquitree.core.embed import LocalEmbedder
+    from inquitree.core.players.calibrate import hint_cosines
+    from inquitree.core.players.embed import LocalEmbedder
 
     emb = LocalEmbedder()
     moved = 0

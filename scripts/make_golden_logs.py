@@ -20,13 +20,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from inquitree.core.agents import ModelConfig, OpenAIChatAgent, OracleAgent, RandomAgent, ScriptAgent  # noqa: E402
-from inquitree.core.embed import make_embedder  # noqa: E402
-from inquitree.core.golden import dump_jsonl  # noqa: E402
-from inquitree.core.judges import EmbeddingJudge  # noqa: E402
-from inquitree.core.runner import run_episode  # noqa: E402
-from inquitree.core.templates import TemplateSet  # noqa: E402
-from inquitree.core.tree import resolve_tree  # noqa: E402
+from inquitree.core.game.prompts import TemplateSet  # noqa: E402
+from inquitree.core.game.tree import resolve_tree  # noqa: E402
+from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent, OracleAgent, RandomAgent, ScriptAgent  # noqa: E402
+from inquitree.core.players.embed import make_embedder  # noqa: E402
+from inquitree.core.players.judges import EmbeddingJudge  # noqa: E402
+from inquitree.core.run.golden import dump_jsonl  # noqa: E402
+from inquitree.core.run.runner import run_episode  # noqa: E402
 
 from enginekit import always_miss_script, params  # noqa: E402
 from openai_server import OpenAICompatibleServer  # noqa: E402

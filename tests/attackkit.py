@@ -15,9 +15,9 @@ import sqlite3
 from pathlib import Path
 from typing import Callable
 
-from inquitree.core.engine import Engine, EpisodeState, Params
-from inquitree.core.templates import TemplateSet
-from inquitree.core.tree import resolve_tree
+from inquitree.core.game.engine import Engine, EpisodeState, Params
+from inquitree.core.game.prompts import TemplateSet
+from inquitree.core.game.tree import resolve_tree
 from inquitree.events.base import canonical_json, decode, parse_json
 from inquitree.events.chain import GENESIS_HASH, chain_hash, log_hash
 from inquitree.events.signing import checkpoint_message, generate, load_signer

@@ -69,7 +69,7 @@ def sqlite_url(tmp_path) -> str:
 @pytest.fixture(scope="session")
 def local_embedder():
     """The real offline all-MiniLM-L6-v2 embedder (loaded once per test session)."""
-    from inquitree.core.embed import LocalEmbedder
+    from inquitree.core.players.embed import LocalEmbedder
 
     return LocalEmbedder()
 

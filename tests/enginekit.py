@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inquitree.core.agents import OracleAgent, RandomAgent, ScriptAgent
-from inquitree.core.embed import HashEmbedder, default_tau
-from inquitree.core.engine import Params
-from inquitree.core.judges import EmbeddingJudge
-from inquitree.core.runner import run_episode
-from inquitree.core.templates import TemplateSet
-from inquitree.core.tree import Tree
+from inquitree.core.game.engine import Params
+from inquitree.core.game.prompts import TemplateSet
+from inquitree.core.game.tree import Tree
+from inquitree.core.players.agents import OracleAgent, RandomAgent, ScriptAgent
+from inquitree.core.players.embed import HashEmbedder, default_tau
+from inquitree.core.players.judges import EmbeddingJudge
+from inquitree.core.run.runner import run_episode
 
 TEMPLATES = TemplateSet("inquitree")
 MISS = "THOUGHT: I am not sure.\nACTION: Let us order lunch from the new noodle place downtown."

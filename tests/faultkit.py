@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from inquitree.core.campaign import Suite, run_suite
-from inquitree.core.runner import STREAM_PREFIX
+from inquitree.core.run.campaign import Suite, run_suite
+from inquitree.core.run.runner import STREAM_PREFIX
 from inquitree.events.store import EventStore
 
 from openai_server import OpenAICompatibleServer

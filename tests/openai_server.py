@@ -24,7 +24,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-from inquitree.core.embed import HashEmbedder
+from inquitree.core.players.embed import HashEmbedder
 
 
 class OpenAICompatibleServer:

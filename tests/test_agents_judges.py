@@ -8,12 +8,12 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
-from inquitree.core.agents import ModelConfig, OpenAIChatAgent
-from inquitree.core.embed import HashEmbedder
-from inquitree.core.judges import EmbeddingJudge, OpenAIJudge, parse_verdict
-from inquitree.core.models import CallSettings
-from inquitree.core.runner import run_episode
-from inquitree.core.tree import resolve_tree
+from inquitree.core.calls.models import CallSettings
+from inquitree.core.game.tree import resolve_tree
+from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent
+from inquitree.core.players.embed import HashEmbedder
+from inquitree.core.players.judges import EmbeddingJudge, OpenAIJudge, parse_verdict
+from inquitree.core.run.runner import run_episode
 
 from enginekit import TEMPLATES, params
 from openai_server import OpenAICompatibleServer

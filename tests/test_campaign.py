@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from conftest import fresh_pg_database
 
 from inquitree.cli import main
-from inquitree.core.campaign import Suite, SuiteError, parse_shard, run_suite
-from inquitree.core.runner import STREAM_PREFIX
+from inquitree.core.run.campaign import Suite, SuiteError, parse_shard, run_suite
+from inquitree.core.run.runner import STREAM_PREFIX
 from inquitree.events.store import EventStore
 
 from openai_server import OpenAICompatibleServer
@@ -198,8 +198,8 @@ def test_a_wrong_agent_spec_stops_the_suite_with_one_line(tmp_path):
 
 
 def test_agent_timeout_is_a_retryable_failure():
-    from inquitree.core.agents import AgentError, ModelConfig, OpenAIChatAgent
-    from inquitree.core.models import CallSettings
+    from inquitree.core.calls.models import CallSettings
+    from inquitree.core.players.agents import AgentError, ModelConfig, OpenAIChatAgent
 
     with OpenAICompatibleServer(lambda m: "ACTION: x") as server:
         server.faults = ["timeout"]
@@ -252,7 +252,7 @@ def test_a_locked_sqlite_store_is_a_clear_failure_not_a_crash(tmp_path, monkeypa
 
 
 def test_rate_limiter_spaces_calls_across_threads():
-    from inquitree.core.agents import RateLimiter
+    from inquitree.core.players.agents import RateLimiter
 
     now = [0.0]
     slept = []
@@ -350,12 +350,12 @@ def test_a_forked_worker_relays_its_output_and_exit_code(monkeypatch):
 def test_a_new_stream_that_exists_after_all_is_taken_not_written_twice(tmp_path):
     """A campaign starts the episodes whose streams it did not list without reading them back
     (new_stream): if another worker made the stream meanwhile, the first append is refused."""
-    from inquitree.core.agents import RandomAgent
-    from inquitree.core.embed import HashEmbedder
-    from inquitree.core.engine import Params
-    from inquitree.core.runner import run_episode, stream_id
-    from inquitree.core.templates import TemplateSet
-    from inquitree.core.tree import resolve_tree
+    from inquitree.core.game.engine import Params
+    from inquitree.core.game.prompts import TemplateSet
+    from inquitree.core.game.tree import resolve_tree
+    from inquitree.core.players.agents import RandomAgent
+    from inquitree.core.players.embed import HashEmbedder
+    from inquitree.core.run.runner import run_episode, stream_id
     from inquitree.events.errors import ConcurrencyError
 
     tree, emb, templates = resolve_tree("synthetic-diamond-4"), HashEmbedder(), TemplateSet()
@@ -450,7 +450,7 @@ def test_a_cell_that_raises_past_its_handler_ends_the_campaign_not_hangs_it(tmp_
     wake the caller, which waits for the last cell to be counted, and end the campaign with it."""
     import threading
 
-    import inquitree.core.campaign as campaign
+    import inquitree.core.run.campaign as campaign
 
     class Fatal(BaseException):
         pass
@@ -478,7 +478,7 @@ def test_a_cell_that_raises_past_its_handler_ends_the_campaign_not_hangs_it(tmp_
 
 def test_labelled_script_agents_stay_apart_in_every_query(tmp_path):
     """A suite's `label` used to reach model agents only: two labelled script agents pooled as `script`."""
-    from inquitree.core.tree import resolve_tree
+    from inquitree.core.game.tree import resolve_tree
     from inquitree.warehouse.sync import Warehouse
 
     from enginekit import always_miss_script

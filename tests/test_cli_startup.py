@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 HEAVY = ("sqlalchemy", "alembic", "duckdb", "polars", "openai", "numpy", "pyarrow", "onnxruntime", "jinja2")
-HEAVY += ("ssl", "http.client")  # the model calls' HTTP (core/chat_http.py): 40 ms, loaded when a model is made
+HEAVY += ("ssl", "http.client")  # the model calls' HTTP (core/calls/chat_http.py): 40 ms, loaded when a model is made
 
 
 def test_the_cli_group_and_every_help_import_no_heavy_library():
@@ -28,7 +28,7 @@ def test_the_cli_group_and_every_help_import_no_heavy_library():
 
 def test_a_campaign_worker_loads_neither_alembic_nor_the_openai_sdk(tmp_path):
     """A store already at head opens without Alembic, and model calls go over the direct HTTP
-    transport without the SDK (core/chat_http.py): what every `suite run --workers` process saves."""
+    transport without the SDK (core/calls/chat_http.py): what every `suite run --workers` process saves."""
     from inquitree.events.store import EventStore
 
     url = f"sqlite:///{tmp_path / 'e.sqlite'}"
@@ -36,7 +36,7 @@ def test_a_campaign_worker_loads_neither_alembic_nor_the_openai_sdk(tmp_path):
     code = (
         "import sys\n"
         "from inquitree.events.store import EventStore\n"
-        "from inquitree.core.models import ChatModel\n"
+        "from inquitree.core.calls.models import ChatModel\n"
         f"EventStore({url!r}).close()\n"
         "assert ChatModel('m', base_url='http://127.0.0.1:9/v1')._http.__class__.__name__ == 'Endpoint'\n"
         "print(sorted(m for m in ('alembic', 'openai') if m in sys.modules))\n"
@@ -55,3 +55,18 @@ def test_every_package_says_what_it_exports_and_each_name_resolves():
         assert module.__all__, package
         for name in module.__all__:
             assert getattr(module, name) is not None, f"{package}.{name}"
+
+
+def test_the_modules_of_the_flat_core_still_import_as_the_same_objects():
+    """core/ has rooms now (game, calls, players, run, inspect, extract); every old module path a
+    README, notebook or inspect_ai install may name gives the very module of its room."""
+    import importlib
+
+    from inquitree.core import MOVED
+
+    for old, new in MOVED.items():
+        assert importlib.import_module(f"inquitree.core.{old}") is importlib.import_module(f"inquitree.core.{new}")
+    from inquitree.core.runner import run_episode  # the README's Python entry points
+    from inquitree.core.run.runner import run_episode as moved
+
+    assert run_episode is moved

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
-from inquitree.core.tree import resolve_tree
+from inquitree.core.game.tree import resolve_tree
 from inquitree.events.store import EventStore
 
 from enginekit import RandomAgent, play

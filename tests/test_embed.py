@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inquitree.core.embed import CachedEmbedder, EmbedderError, HashEmbedder, OpenAIEmbedder, make_embedder
+from inquitree.core.players.embed import CachedEmbedder, EmbedderError, HashEmbedder, OpenAIEmbedder, make_embedder
 
 from openai_server import OpenAICompatibleServer
 
@@ -26,7 +26,7 @@ def test_local_embedder_unit_vectors_and_semantic_order(local_embedder):
 
 
 def test_the_local_model_loads_at_the_first_text_a_cache_does_not_hold(tmp_path):
-    from inquitree.core.embed import LocalEmbedder
+    from inquitree.core.players.embed import LocalEmbedder
 
     warm = CachedEmbedder(LocalEmbedder(), tmp_path / "c.sqlite")
     first = warm.embed(["sleep and memory"])
@@ -42,7 +42,7 @@ def test_the_local_model_loads_at_the_first_text_a_cache_does_not_hold(tmp_path)
 def test_a_missing_local_model_package_is_named_when_the_embedder_is_made(monkeypatch):
     import importlib.util
 
-    from inquitree.core.embed import LocalEmbedder
+    from inquitree.core.players.embed import LocalEmbedder
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a))

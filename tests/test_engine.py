@@ -10,8 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inquitree.core.embed import HashEmbedder
-from inquitree.core.engine import (
+from inquitree.core.game.engine import (
     Engine,
     EngineError,
     EpisodeState,
@@ -22,7 +21,8 @@ from inquitree.core.engine import (
     parse_decision,
     split_conclusion,
 )
-from inquitree.core.tree import parse_tree, resolve_tree, shipped_tree_paths
+from inquitree.core.game.tree import parse_tree, resolve_tree, shipped_tree_paths
+from inquitree.core.players.embed import HashEmbedder
 from inquitree.events.types import (
     DependencyBlocked,
     HintIssued,

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from inquitree.cli import main
 from inquitree.core import extract as ex
-from inquitree.core.tree import load_tree_file
+from inquitree.core.game.tree import load_tree_file
 from tests.openai_server import OpenAICompatibleServer
 
 PAPER = """Sleep after learning and spatial memory in mice (an invented study, test input only).

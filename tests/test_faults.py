@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
-from inquitree.core.agents import ModelConfig, OpenAIChatAgent
-from inquitree.core.chat_http import HTTP_ENV, Endpoint, direct_endpoint
-from inquitree.core.models import CallSettings, ModelCallError, redact_url
+from inquitree.core.calls.chat_http import HTTP_ENV, Endpoint, direct_endpoint
+from inquitree.core.calls.models import CallSettings, ModelCallError, redact_url
+from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent
 
 from faultkit import FAULTS, run_fault
 from openai_server import OpenAICompatibleServer
@@ -21,7 +21,7 @@ from tests_support import model_play
 @pytest.mark.parametrize("transport", ["direct", "sdk"])
 @pytest.mark.parametrize("fault", list(FAULTS), ids=[str(f) for f in FAULTS])
 def test_fault_matrix(fault, transport, tmp_path, monkeypatch):
-    """Both HTTP transports (core/chat_http.py) classify every fault alike."""
+    """Both HTTP transports (core/calls/chat_http.py) classify every fault alike."""
     monkeypatch.setenv(HTTP_ENV, transport)
     kind, permanent = FAULTS[fault]
     out = run_fault(fault, tmp_path)
@@ -65,7 +65,7 @@ def test_the_direct_transport_takes_only_endpoints_it_can_honour(monkeypatch):
 def test_the_direct_transport_trusts_the_certificates_the_sdk_trusts(monkeypatch):
     import certifi
 
-    from inquitree.core.chat_http import tls_context
+    from inquitree.core.calls.chat_http import tls_context
 
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
@@ -138,7 +138,7 @@ def test_a_slow_drip_endpoint_is_cut_off_at_the_timeout(transport, fault, monkey
         server.fail_after, server.drip_seconds = (0, fault), 0.05  # about 12 s for the whole answer
         agent = OpenAIChatAgent("m", "sys", ModelConfig(server.base_url, CallSettings(timeout=1.0, max_retries=0)))
         if transport == "sdk":  # the SDK's import and client set-up (seconds on a busy machine) are not the call's
-            from inquitree.core.chat_http import _sdk_client
+            from inquitree.core.calls.chat_http import _sdk_client
 
             _sdk_client(server.base_url, "unused", 1.0)
         t0 = time.perf_counter()
@@ -153,7 +153,7 @@ def test_the_episode_time_limit_holds_during_a_slow_call(tmp_path):
     """--max-episode-seconds used to be checked between calls only: a call with the default timeout
     and retries could run minutes past it. The limit now ends the call, and the episode is scored
     on what it reached, as at any limit."""
-    from inquitree.core.runner import stream_id
+    from inquitree.core.run.runner import stream_id
     from inquitree.events.store import EventStore
 
     db = f"sqlite:///{tmp_path / 'e.sqlite'}"

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
-from inquitree.core.campaign import Suite, SuiteError
-from inquitree.core.golden import load_jsonl
+from inquitree.core.run.campaign import Suite, SuiteError
+from inquitree.core.run.golden import load_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "oracle-independent-a3.jsonl"
@@ -195,7 +195,7 @@ def test_example_suites_ship_and_load():
 
 
 def test_the_local_embedder_needs_no_second_package():
-    from inquitree.core.embed import TOKENIZER_PATH, LocalEmbedder
+    from inquitree.core.players.embed import TOKENIZER_PATH, LocalEmbedder
 
     assert TOKENIZER_PATH.exists() and (TOKENIZER_PATH.parent / "LICENSE").exists()
     before = set(sys.modules)
@@ -280,7 +280,7 @@ def test_sql_csv_writes_list_and_struct_columns_as_json(tmp_path):
 def test_episodes_list_pages_newest_first(tmp_path):
     """`episodes list` used to decode and fold every event of the store (9.6 s at 1M events) and had
     no limit; it reads one page of streams, newest first, and says how to see older ones."""
-    from inquitree.core.tree import resolve_tree
+    from inquitree.core.game.tree import resolve_tree
     from inquitree.events.store import EventStore
 
     from enginekit import OracleAgent, play
@@ -329,7 +329,7 @@ def test_every_out_makes_the_folders_it_names(tmp_path):
 
 
 def test_end_of_input_is_the_human_leaving_and_the_episode_stays_resumable(tmp_path):
-    from inquitree.core.runner import stream_id
+    from inquitree.core.run.runner import stream_id
     from inquitree.events.store import EventStore
 
     db = f"sqlite:///{tmp_path / 'e.sqlite'}"

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
-from inquitree.core.tree import resolve_tree
+from inquitree.core.game.tree import resolve_tree
 from inquitree.events.names import check_episode_id, confined, printable, shown
 from inquitree.events.store import MAX_EVENT_BYTES, EventStore
 from inquitree.events.types import AgentReplied, EpisodeStarted
@@ -144,7 +144,7 @@ def test_import_refuses_an_export_whose_episode_id_is_hostile(name, export, tmp_
 
 
 def test_import_refuses_a_file_over_the_size_limit(export, tmp_path, monkeypatch):
-    import inquitree.core.golden as golden
+    import inquitree.core.run.golden as golden
 
     monkeypatch.setattr(golden, "MAX_IMPORT_BYTES", 1000)
     out = run("episodes", "import", str(export), "--db", f"sqlite:///{tmp_path / 'o.sqlite'}")
@@ -233,7 +233,7 @@ def test_a_foreign_episode_id_writes_no_file_outside_the_report(tmp_path, store_
 
 # -- templates, suites --------------------------------------------------------------------------------
 def _template_set(tmp_path: Path, body: str) -> Path:
-    from inquitree.core.templates import TEMPLATES_DIR
+    from inquitree.core.game.prompts import TEMPLATES_DIR
 
     d = tmp_path / "tpl"
     d.mkdir()

@@ -14,11 +14,11 @@ from inspect_ai import eval as inspect_eval  # noqa: E402
 from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 
 from inquitree.cli import main  # noqa: E402
-from inquitree.core.embed import make_embedder  # noqa: E402
-from inquitree.core.inspect_task import research_tree  # noqa: E402
-from inquitree.core.judges import EmbeddingJudge  # noqa: E402
-from inquitree.core.runner import run_episode  # noqa: E402
-from inquitree.core.tree import resolve_tree  # noqa: E402
+from inquitree.core.game.tree import resolve_tree  # noqa: E402
+from inquitree.core.inspect.task import research_tree  # noqa: E402
+from inquitree.core.players.embed import make_embedder  # noqa: E402
+from inquitree.core.players.judges import EmbeddingJudge  # noqa: E402
+from inquitree.core.run.runner import run_episode  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
 from inquitree.warehouse.sync import Warehouse  # noqa: E402
 
@@ -234,13 +234,13 @@ def test_inquitrees_own_models_run_the_task_offline_and_play_like_the_built_in_a
     log, _ = run_task(tmp_path / "s", get_model("inquitree/script", file=str(script)), trees="synthetic-diamond-4")
     assert log.samples[0].messages[2].text == "nothing useful"
     with pytest.raises(Exception, match="share this topic"):
-        from inquitree.core.inspect_model import _tree_of
+        from inquitree.core.inspect.model import _tree_of
 
         _tree_of(f"topic: {tree.topic}", None)
 
 
 def test_play_a_campaign_and_the_inspect_task_record_the_same_cell_identically(tmp_path):
-    """One episode specification (core/spec.py) builds every entry point's parameters. The same cell
+    """One episode specification (core/game/spec.py) builds every entry point's parameters. The same cell
     (tree, level, seed) under the same episode id: `inquitree play` and `suite run` record
     byte-identical EpisodeStarted payloads; the inspect task records the same parameters, tree and
     judge, and only its agent differs (inspect's model played, not the built-in oracle)."""

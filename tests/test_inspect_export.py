@@ -17,12 +17,12 @@ from inspect_ai.log import read_eval_log  # noqa: E402
 from test_inspect import EMB, replies_of, run_task, scripted  # noqa: E402
 
 from inquitree.cli import main  # noqa: E402
-from inquitree.core.agents import AgentError, RandomAgent  # noqa: E402
-from inquitree.core.campaign import Suite, run_suite  # noqa: E402
-from inquitree.core.inspect_export import episode_sample  # noqa: E402
-from inquitree.core.judges import EmbeddingJudge  # noqa: E402
-from inquitree.core.runner import EpisodeFailure, run_episode, stream_id  # noqa: E402
-from inquitree.core.tree import resolve_tree  # noqa: E402
+from inquitree.core.game.tree import resolve_tree  # noqa: E402
+from inquitree.core.inspect.export import episode_sample  # noqa: E402
+from inquitree.core.players.agents import AgentError, RandomAgent  # noqa: E402
+from inquitree.core.players.judges import EmbeddingJudge  # noqa: E402
+from inquitree.core.run.campaign import Suite, run_suite  # noqa: E402
+from inquitree.core.run.runner import EpisodeFailure, run_episode, stream_id  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
 
 from enginekit import TEMPLATES, OracleAgent, params  # noqa: E402
@@ -173,7 +173,7 @@ def test_without_inspect_installed_the_command_says_what_to_install(tmp_path, mo
         run_episode(tree, RandomAgent(tree, 1), EmbeddingJudge(EMB), EMB, params(tree, EMB), TEMPLATES, store, "ep")
     import inquitree.core
 
-    monkeypatch.delitem(sys.modules, "inquitree.core.inspect_export", raising=False)
+    monkeypatch.delitem(sys.modules, "inquitree.core.inspect.export", raising=False)
     monkeypatch.delattr(inquitree.core, "inspect_export", raising=False)  # as if never imported
     for name in [m for m in sys.modules if m == "inspect_ai" or m.startswith("inspect_ai.")]:
         monkeypatch.setitem(sys.modules, name, None)  # importing it now fails as if it were not installed

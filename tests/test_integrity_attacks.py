@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
-from inquitree.core.replay import resimulate
+from inquitree.core.run.replay import resimulate
 from inquitree.events.signing import load_verifier
 from inquitree.events.store import Anchor, EventStore
 
@@ -123,7 +123,7 @@ def _forge_valid_event(url: str) -> int:
 
 
 def _record(url: str, signer, seed: int) -> None:
-    from inquitree.core.tree import resolve_tree
+    from inquitree.core.game.tree import resolve_tree
 
     from attackkit import TREE
     from enginekit import RandomAgent, play
@@ -160,7 +160,7 @@ def test_a_forged_insert_is_never_signed_by_an_honest_recorder(store_url, tmp_pa
 def test_two_recorders_with_one_key_vouch_for_each_other(sqlite_url, tmp_path):
     """Workers of a campaign share the key: each signs its own streams' heads, so the other can sign
     the log across them; the last to finish signs it all."""
-    from inquitree.core.tree import resolve_tree
+    from inquitree.core.game.tree import resolve_tree
     from inquitree.events.signing import generate, load_signer
 
     from attackkit import TREE

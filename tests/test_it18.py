@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from inquitree.core.tree import it18_registry, load_tree_file, publication_window, shipped_tree_paths
+from inquitree.core.game.tree import it18_registry, load_tree_file, publication_window, shipped_tree_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT.parent / "shared" / "papers" / "inquitree-paper.md"

@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
-from inquitree.core.agents import ModelConfig, OpenAIChatAgent
-from inquitree.core.campaign import Suite, SuiteError, run_suite
-from inquitree.core.models import CallCache, CallSettings, option_label, parse_options
-from inquitree.core.runner import STREAM_PREFIX, stream_id
+from inquitree.core.calls.models import CallCache, CallSettings, option_label, parse_options
+from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent
+from inquitree.core.run.campaign import Suite, SuiteError, run_suite
+from inquitree.core.run.runner import STREAM_PREFIX, stream_id
 from inquitree.events.store import EventStore
 from inquitree.warehouse.sync import Warehouse
 
@@ -366,7 +366,7 @@ def test_a_cached_rerun_makes_no_call_even_with_the_endpoint_down(tmp_path):
 
 
 def test_placeholder_rationales_are_judge_errors():
-    from inquitree.core.judges import parse_verdict
+    from inquitree.core.players.judges import parse_verdict
 
     for why in ["Rationale: <one or two sentences>", "N/A", "n/a.", "<one or two sentences>", "none", "---", "TBD"]:
         score, reason = parse_verdict(f'{{"score": 1.0, "rationale": "{why}"}}')
@@ -378,7 +378,7 @@ def test_history_budget_and_context_errors_trim_the_history_never_the_episode(tm
     """A turn window does not bound tokens: with a small model the conclusion prompt overflowed the
     context and the whole played episode was left unscored. A call refused for its length is sent
     again with the history cut to the window the error names; --history-tokens sets a budget up front."""
-    from inquitree.core.agents import context_size, estimated_tokens, fit_history
+    from inquitree.core.players.agents import context_size, estimated_tokens, fit_history
 
     assert context_size("Requested tokens (4211) exceed context window of 4096") == 4096
     assert context_size("This model's maximum context length is 128000 tokens.") == 128000

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
-from inquitree.core.runner import stream_id
+from inquitree.core.run.runner import stream_id
 from inquitree.events.store import EventStore
 from inquitree.events.types import EpisodeFailed
 

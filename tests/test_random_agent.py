@@ -3,8 +3,8 @@ visits every subtopic before it may conclude, measured against [3n, n(2H+3)]."""
 
 from __future__ import annotations
 
-from inquitree.core.engine import RESULT, SUBTOPIC, TOPIC
-from inquitree.core.tree import resolve_tree
+from inquitree.core.game.engine import RESULT, SUBTOPIC, TOPIC
+from inquitree.core.game.tree import resolve_tree
 from inquitree.events.types import AgentReplied, Transitioned
 
 from enginekit import RandomAgent, play

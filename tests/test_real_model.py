@@ -25,7 +25,7 @@ except OSError:
     )
 
 from inquitree.cli import main  # noqa: E402
-from inquitree.core.runner import stream_id  # noqa: E402
+from inquitree.core.run.runner import stream_id  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
 from inquitree.warehouse.sync import Warehouse  # noqa: E402
 

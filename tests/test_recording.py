@@ -11,11 +11,11 @@ import threading
 
 import pytest
 
-from inquitree.core.agents import AgentError, RandomAgent
-from inquitree.core.embed import HashEmbedder
-from inquitree.core.judges import EmbeddingJudge
-from inquitree.core.runner import EpisodeFailure, EpisodeStopped, Recorder, run_episode, stream_id
-from inquitree.core.tree import resolve_tree
+from inquitree.core.game.tree import resolve_tree
+from inquitree.core.players.agents import AgentError, RandomAgent
+from inquitree.core.players.embed import HashEmbedder
+from inquitree.core.players.judges import EmbeddingJudge
+from inquitree.core.run.runner import EpisodeFailure, EpisodeStopped, Recorder, run_episode, stream_id
 from inquitree.events.store import EventStore
 
 from enginekit import TEMPLATES, params

@@ -6,13 +6,13 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
-from inquitree.core.agents import ModelConfig
-from inquitree.core.embed import HashEmbedder
-from inquitree.core.judges import EmbeddingJudge
-from inquitree.core.rejudge import RejudgeError, control_items, parse_validity, rejudge, run_control
-from inquitree.core.replay import resimulate
-from inquitree.core.runner import stream_id
-from inquitree.core.tree import resolve_tree
+from inquitree.core.game.tree import resolve_tree
+from inquitree.core.players.agents import ModelConfig
+from inquitree.core.players.embed import HashEmbedder
+from inquitree.core.players.judges import EmbeddingJudge
+from inquitree.core.run.rejudge import RejudgeError, control_items, parse_validity, rejudge, run_control
+from inquitree.core.run.replay import resimulate
+from inquitree.core.run.runner import stream_id
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.store import EventStore
 from inquitree.warehouse.sync import Warehouse
@@ -42,7 +42,7 @@ def test_rejudging_appends_and_overwrites_nothing(sqlite_url):
 def test_rejudging_an_unfinished_episode_is_refused(sqlite_url):
     tree = resolve_tree("synthetic-chain-7")
     store = EventStore(sqlite_url)
-    from inquitree.core.engine import Engine
+    from inquitree.core.game.engine import Engine
 
     from enginekit import TEMPLATES, params
 
@@ -144,8 +144,8 @@ def test_costs_per_episode_campaign_and_model(sqlite_url, tmp_path):
     with OpenAICompatibleServer(
         lambda m: "ACTION: (1) x" if "numbered" in m[-1]["content"] else "ACTION: hmm"
     ) as server:
-        from inquitree.core.agents import ModelConfig, OpenAIChatAgent
-        from inquitree.core.runner import run_episode
+        from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent
+        from inquitree.core.run.runner import run_episode
 
         from enginekit import TEMPLATES, params
 

@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
-from inquitree.core.engine import fold
-from inquitree.core.golden import dump_jsonl, load_export, load_jsonl
-from inquitree.core.replay import resimulate, transcript
-from inquitree.core.tree import parse_tree, resolve_tree
+from inquitree.core.game.engine import fold
+from inquitree.core.game.tree import parse_tree, resolve_tree
+from inquitree.core.run.golden import dump_jsonl, load_export, load_jsonl
+from inquitree.core.run.replay import resimulate, transcript
 from inquitree.events.types import AgentReplied, EpisodeScored, MatchScored, ResultDrawn
 
 GOLDEN = sorted((Path(__file__).parent / "golden").glob("*.jsonl"))

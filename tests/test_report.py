@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from inquitree.core.tree import resolve_tree
+from inquitree.core.game.tree import resolve_tree
 from inquitree.events.store import EventStore
 from inquitree.warehouse.report import write_report
 from inquitree.warehouse.sync import Warehouse

@@ -148,12 +148,12 @@ def test_a_store_at_head_is_opened_read_and_appended_without_sqlalchemy(tmp_path
     EventStore(url).close()  # made here, with Alembic
     script = f"""
 import sys
-from inquitree.core.agents import RandomAgent
-from inquitree.core.embed import HashEmbedder
-from inquitree.core.engine import Params
-from inquitree.core.runner import run_episode, stream_id
-from inquitree.core.templates import TemplateSet
-from inquitree.core.tree import resolve_tree
+from inquitree.core.players.agents import RandomAgent
+from inquitree.core.players.embed import HashEmbedder
+from inquitree.core.game.engine import Params
+from inquitree.core.run.runner import run_episode, stream_id
+from inquitree.core.game.prompts import TemplateSet
+from inquitree.core.game.tree import resolve_tree
 from inquitree.events.store import EventStore
 
 tree, emb, templates = resolve_tree("synthetic-diamond-4"), HashEmbedder(), TemplateSet()

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from inquitree.core.paper_templates import SECTIONS, default_paper_path, extract
-from inquitree.core.templates import FILES, TemplateError, TemplateSet
+from inquitree.core.game.prompts import FILES, TemplateError, TemplateSet
+from inquitree.core.game.prompts_in_paper import SECTIONS, default_paper_path, extract
 
-SHIPPED = Path(__file__).resolve().parent.parent / "core" / "templates" / "inquitree"
+SHIPPED = Path(__file__).resolve().parent.parent / "core" / "game" / "prompt_sets" / "inquitree"
 
 
 def paper_text() -> str:

@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
-from inquitree.core.calibrate import calibrate_tree, recommend_tau
-from inquitree.core.embed import DEFAULT_TAU, HashEmbedder
-from inquitree.core.tree import TreeError, load_tree_file, parse_tree, resolve_tree, shipped_tree_paths
+from inquitree.core.game.tree import TreeError, load_tree_file, parse_tree, resolve_tree, shipped_tree_paths
+from inquitree.core.players.calibrate import calibrate_tree, recommend_tau
+from inquitree.core.players.embed import DEFAULT_TAU, HashEmbedder
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +165,7 @@ def test_cli_list_show_graph():
 
 
 def test_a_tree_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path, monkeypatch):
-    from inquitree.core.tree import TreeError, load_tree_file
+    from inquitree.core.game.tree import TreeError, load_tree_file
 
     big = tmp_path / "big.json"
     big.write_text('{"id": "x", "topic": "' + "a" * 2_000 + '"}')
@@ -175,7 +175,7 @@ def test_a_tree_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path, 
 
 
 def test_a_tree_that_passed_the_schema_is_not_checked_against_it_again(chain_doc, monkeypatch):
-    import inquitree.core.tree as tree_module
+    import inquitree.core.game.tree as tree_module
 
     first = parse_tree(chain_doc, "chain")
     monkeypatch.setattr(tree_module, "_schema_validator", lambda: pytest.fail("checked against the schema again"))
@@ -188,7 +188,7 @@ def test_a_tree_that_passed_the_schema_is_not_checked_against_it_again(chain_doc
 
 
 def test_the_checks_beyond_the_schema_run_on_every_load(chain_doc, monkeypatch):
-    import inquitree.core.tree as tree_module
+    import inquitree.core.game.tree as tree_module
 
     broken = copy.deepcopy(chain_doc)
     broken["subtopics"][0]["depends_on"] = [broken["subtopics"][-1]["id"]]  # a cycle: the schema allows it
@@ -200,7 +200,7 @@ def test_the_checks_beyond_the_schema_run_on_every_load(chain_doc, monkeypatch):
 
 
 def test_a_changed_schema_trees_validate_and_an_unwritable_cache_each_check_again(chain_doc, monkeypatch, tmp_path):
-    import inquitree.core.tree as tree_module
+    import inquitree.core.game.tree as tree_module
 
     parse_tree(chain_doc, "chain")
     calls = []

@@ -12,7 +12,7 @@ pytest.importorskip("starlette", reason="the viewer's extra is not installed (pi
 from starlette.testclient import TestClient  # noqa: E402
 from test_report import dump_dom  # noqa: E402
 
-from inquitree.core.tree import resolve_tree  # noqa: E402
+from inquitree.core.game.tree import resolve_tree  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
 from inquitree.viewer.app import create_app  # noqa: E402
 from inquitree.warehouse.sync import Warehouse  # noqa: E402

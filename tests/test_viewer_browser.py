@@ -28,7 +28,7 @@ pytest.importorskip("playwright", reason="the browser tests need playwright (pip
 
 from test_viewer import PLANTED, XSS  # noqa: E402
 
-from inquitree.core.tree import resolve_tree  # noqa: E402
+from inquitree.core.game.tree import resolve_tree  # noqa: E402
 from inquitree.events.store import EventStore  # noqa: E402
 
 from enginekit import OracleAgent, ScriptAgent, follower, play  # noqa: E402

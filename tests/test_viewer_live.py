@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from inquitree.core.campaign import Suite, campaign_stream, cells_of, run_suite
-from inquitree.core.runner import stream_id
-from inquitree.core.tree import load_tree_file, resolve_tree
+from inquitree.core.game.tree import load_tree_file, resolve_tree
+from inquitree.core.run.campaign import Suite, campaign_stream, cells_of, run_suite
+from inquitree.core.run.runner import stream_id
 from inquitree.events.errors import StoreError
 from inquitree.events.store import EventStore
 from inquitree.events.types import CampaignStarted, EpisodeScored, EpisodeStarted

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
-from inquitree.core.embed import HashEmbedder
-from inquitree.core.judges import EmbeddingJudge
-from inquitree.core.runner import stream_id
-from inquitree.core.tree import resolve_tree
+from inquitree.core.game.tree import resolve_tree
+from inquitree.core.players.embed import HashEmbedder
+from inquitree.core.players.judges import EmbeddingJudge
+from inquitree.core.run.runner import stream_id
 from inquitree.events.store import EventStore
 from inquitree.events.types import (
     AgentReplied,
@@ -321,7 +321,7 @@ def _episode(store, tree_id, tree_hash, episode, model, a, visits, draws, decisi
 def hand_warehouse(sqlite_url, tmp_path):
     trees_dir = _dated_trees(tmp_path)
     early = json.loads((trees_dir / "hand-early.json").read_text())
-    from inquitree.core.tree import load_tree_file
+    from inquitree.core.game.tree import load_tree_file
 
     h_early = load_tree_file(trees_dir / "hand-early.json").content_hash
     h_late = load_tree_file(trees_dir / "hand-late.json").content_hash
@@ -751,7 +751,7 @@ def test_a_warehouse_of_another_schema_asks_for_a_rebuild(sqlite_url, tmp_path):
 def test_fig4_keeps_every_episode_and_takes_a_registry_file(sqlite_url, tmp_path):
     """A year-only date across the cutoff is 'date undetermined'; an agent with no registry entry
     is 'cutoff unknown'; --registry adds a cutoff for it, and an entry replaces a shipped one."""
-    from inquitree.core.tree import load_tree_file, publication_window
+    from inquitree.core.game.tree import load_tree_file, publication_window
 
     assert publication_window({"published": "2024"}) == ("2024-01-01", "2024-12-31")
     assert publication_window({"published": "2024-02"}) == ("2024-02-01", "2024-02-29")

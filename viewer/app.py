@@ -31,7 +31,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from inquitree.core.tree import load_tree_file, shipped_tree, shipped_tree_paths
+from inquitree.core.game.tree import load_tree_file, shipped_tree, shipped_tree_paths
 from inquitree.events.errors import InquiTreeError
 from inquitree.viewer.live import Campaigns
 from inquitree.viewer.search import KINDS, MAX_QUERY_CHARS, SEARCH_SECONDS, SearchIndex, SearchStopped, terms
@@ -40,9 +40,9 @@ from inquitree.warehouse.report import episode_items, figures, table_html
 from inquitree.warehouse.sync import Warehouse
 
 HERE = Path(__file__).resolve().parent
-TEMPLATES = HERE / "templates"
+TEMPLATES = HERE / "pages"
 STATIC = HERE / "static"
-REPORT_CSS = HERE.parent / "warehouse" / "report_templates" / "base.css.j2"
+REPORT_CSS = HERE.parent / "warehouse" / "report_pages" / "base.css.j2"
 FILTERS = ("agent", "tree_id", "randomness", "status", "kind")
 # Scripts and images from this server only; inline styles (the report's stylesheet) but no inline script.
 CSP = (
@@ -591,7 +591,7 @@ def aligned(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> tuple[list[dict
 
 def _system_prompt(template_set: str | None) -> str | None:
     """The system prompt the episode's agent was given (its template set's; None if not here)."""
-    from inquitree.core.templates import TemplateSet
+    from inquitree.core.game.prompts import TemplateSet
     from inquitree.events.errors import InquiTreeError
 
     try:

@@ -26,9 +26,9 @@ import threading
 import time
 from typing import Any
 
-from inquitree.core.campaign import CAMPAIGN_PREFIX, Cell, cells_of
-from inquitree.core.limits import PriceTable, tokens_of
-from inquitree.core.runner import STREAM_PREFIX
+from inquitree.core.run.campaign import CAMPAIGN_PREFIX, Cell, cells_of
+from inquitree.core.run.limits import PriceTable, tokens_of
+from inquitree.core.run.runner import STREAM_PREFIX
 from inquitree.events.base import registered_types
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.store import EventStore, RecordedEvent

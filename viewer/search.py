@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from inquitree.core.runner import STREAM_PREFIX
+from inquitree.core.run.runner import STREAM_PREFIX
 
 __all__ = ["SearchIndex", "SearchStopped", "KINDS", "terms"]
 

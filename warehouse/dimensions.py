@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from inquitree.core.limits import PRICES_ENV, PRICES_PATH, LimitError, PriceTable
-from inquitree.core.tree import TreeError, load_tree_file, publication_window, shipped_tree_paths
+from inquitree.core.game.tree import TreeError, load_tree_file, publication_window, shipped_tree_paths
+from inquitree.core.run.limits import PRICES_ENV, PRICES_PATH, LimitError, PriceTable
 from inquitree.warehouse.errors import WarehouseError
 
 REGISTRY_PATH = Path(__file__).resolve().parent.parent / "trees" / "registry" / "models.json"

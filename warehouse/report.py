@@ -20,7 +20,7 @@ import polars as pl
 from inquitree.events.names import confined, is_episode_id, shown
 from inquitree.warehouse.sync import Warehouse
 
-TEMPLATES = Path(__file__).resolve().parent / "report_templates"
+TEMPLATES = Path(__file__).resolve().parent / "report_pages"
 
 
 def _plt():
@@ -481,7 +481,7 @@ def registry_table(wh: Warehouse) -> pl.DataFrame:
 def trees_table() -> pl.DataFrame:
     """Table 4: the IT-18 papers as the paper lists them beside the shipped trees: journal,
     subtopic counts (ours and the paper's), publication date or window, and DOI."""
-    from inquitree.core.tree import it18_registry, load_tree_file, publication_window, shipped_tree_paths
+    from inquitree.core.game.tree import it18_registry, load_tree_file, publication_window, shipped_tree_paths
 
     trees = {}
     for path in shipped_tree_paths():

@@ -48,10 +48,10 @@ from inspect_ai.model import (
 )
 
 from inquitree import __version__
-from inquitree.core.agents import agent_name
-from inquitree.core.inspect_task import SCORE_KEYS, SCORER_NAME, episode_score
-from inquitree.core.templates import TemplateSet
-from inquitree.core.tree import Tree, resolve_tree
+from inquitree.core.game.prompts import TemplateSet
+from inquitree.core.game.tree import Tree, resolve_tree
+from inquitree.core.inspect.task import SCORE_KEYS, SCORER_NAME, episode_score
+from inquitree.core.players.agents import agent_name
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import (
     AgentReplied,
@@ -242,7 +242,7 @@ def _reply_usage(ev: AgentReplied) -> ModelUsage | None:
 def eval_logs(store, episode_ids: list[str], progress: Callable[[int, int], None] | None = None) -> dict[str, EvalLog]:
     """One eval log per agent label over the given episodes (see the module docstring);
     ``progress(read, total)`` after each episode read."""
-    from inquitree.core.runner import stream_id
+    from inquitree.core.run.runner import stream_id
     from inquitree.events.store import redact
 
     by_agent: dict[str, list[Exported]] = defaultdict(list)

@@ -25,8 +25,8 @@ from typing import Any, Iterable, Protocol, Sequence
 
 import numpy as np
 
-from inquitree.core.cache import cache_dir
-from inquitree.core.models import openai_endpoint, redact_text, redact_url
+from inquitree.core.calls.cache import cache_dir
+from inquitree.core.calls.models import openai_endpoint, redact_text, redact_url
 from inquitree.events.errors import InquiTreeError
 
 
@@ -47,7 +47,7 @@ def normalize(m: np.ndarray) -> np.ndarray:
     return (m / norms).astype(np.float32)
 
 
-TOKENIZER_PATH = Path(__file__).resolve().parent / "data" / "all_minilm_l6_v2" / "tokenizer.json"
+TOKENIZER_PATH = Path(__file__).resolve().parents[1] / "data" / "all_minilm_l6_v2" / "tokenizer.json"
 
 
 class LocalEmbedder:

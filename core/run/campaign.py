@@ -45,16 +45,16 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Callable
 
-from inquitree.core.agents import ModelConfig, RateLimiter, make_agent
-from inquitree.core.embed import make_embedder
-from inquitree.core.judges import make_judge
-from inquitree.core.limits import Budget, Limits, PriceTable, tokens_of
-from inquitree.core.models import CallSettings, option_label, redact_url
-from inquitree.core.runner import STREAM_PREFIX, EpisodeFailure, EpisodeStopped, run_episode, stream_id
-from inquitree.core.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
-from inquitree.core.templates import TEMPLATES_DIR as SHIPPED_TEMPLATES
-from inquitree.core.templates import TemplateSet
-from inquitree.core.tree import Tree, resolve_tree
+from inquitree.core.calls.models import CallSettings, option_label, redact_url
+from inquitree.core.game.prompts import TEMPLATES_DIR as SHIPPED_TEMPLATES
+from inquitree.core.game.prompts import TemplateSet
+from inquitree.core.game.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
+from inquitree.core.game.tree import Tree, resolve_tree
+from inquitree.core.players.agents import ModelConfig, RateLimiter, make_agent
+from inquitree.core.players.embed import make_embedder
+from inquitree.core.players.judges import make_judge
+from inquitree.core.run.limits import Budget, Limits, PriceTable, tokens_of
+from inquitree.core.run.runner import STREAM_PREFIX, EpisodeFailure, EpisodeStopped, run_episode, stream_id
 from inquitree.events.errors import ConcurrencyError, InquiTreeError
 from inquitree.events.names import check_episode_id, shown
 from inquitree.events.store import EventStore
@@ -108,7 +108,7 @@ _AGENT_FIELDS = {
 }
 
 
-SHIPPED_SUITES = Path(__file__).resolve().parent.parent / "suites"
+SHIPPED_SUITES = Path(__file__).resolve().parents[2] / "suites"
 
 
 def find_suite(name: str | Path) -> Path:

@@ -386,7 +386,7 @@ class ChatModel:
                     "bad_request",
                     retryable=False,
                 )
-        from inquitree.core.chat_http import endpoint  # http.client and ssl: not at start-up
+        from inquitree.core.calls.chat_http import endpoint  # http.client and ssl: not at start-up
 
         self._http = endpoint(self.base_url, key, self.settings.timeout)
         self.public_url = redact_url(self.base_url)
@@ -535,7 +535,7 @@ class ChatModel:
         )
 
     def _attempt(self, body: dict[str, Any], deadline: float | None = None) -> ChatResult:
-        from inquitree.core.chat_http import TransportError, TransportTimeout
+        from inquitree.core.calls.chat_http import TransportError, TransportTimeout
 
         try:
             status, headers, text = self._http.post("/chat/completions", body, deadline)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from inquitree.core.engine import Engine, EngineError, EpisodeState, Params, Reply, fold
-from inquitree.core.templates import TemplateError, TemplateSet
-from inquitree.core.tree import Tree, TreeError, resolve_tree
+from inquitree.core.game.engine import Engine, EngineError, EpisodeState, Params, Reply, fold
+from inquitree.core.game.prompts import TemplateError, TemplateSet
+from inquitree.core.game.tree import Tree, TreeError, resolve_tree
 from inquitree.events.base import Event, canonical_json
 from inquitree.events.types import (
     AgentReplied,

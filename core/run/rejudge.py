@@ -17,13 +17,13 @@ import json
 import re
 from typing import Any
 
-from inquitree.core.agents import ModelConfig, strip_code_fence
-from inquitree.core.engine import Engine, Params, fold, uniform
-from inquitree.core.judges import Judge
-from inquitree.core.models import ModelCallError, json_schema_format, option_label
-from inquitree.core.runner import STREAM_PREFIX, stream_id
-from inquitree.core.templates import TemplateSet
-from inquitree.core.tree import Tree, resolve_tree
+from inquitree.core.calls.models import ModelCallError, json_schema_format, option_label
+from inquitree.core.game.engine import Engine, Params, fold, uniform
+from inquitree.core.game.prompts import TemplateSet
+from inquitree.core.game.tree import Tree, resolve_tree
+from inquitree.core.players.agents import ModelConfig, strip_code_fence
+from inquitree.core.players.judges import Judge
+from inquitree.core.run.runner import STREAM_PREFIX, stream_id
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.store import EventStore

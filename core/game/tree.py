@@ -17,11 +17,11 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
-from inquitree.core.cache import cache_dir
+from inquitree.core.calls.cache import cache_dir
 from inquitree.events.base import canonical_json
 from inquitree.events.errors import InquiTreeError
 
-TREES_DIR = Path(__file__).resolve().parent.parent / "trees"
+TREES_DIR = Path(__file__).resolve().parents[2] / "trees"
 SCHEMA_PATH = TREES_DIR / "schema" / "research-tree.schema.json"
 N_HINTS = 4
 

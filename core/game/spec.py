@@ -2,7 +2,7 @@
 from them the same way by every entry point.
 
 ``inquitree play``, campaigns (``suite run``) and the inspect task each used to build the
-engine's :class:`~inquitree.core.engine.Params` with a parameter list and defaults of their own;
+engine's :class:`~inquitree.core.game.engine.Params` with a parameter list and defaults of their own;
 a default changed in one of them and not the others would have made the same cell record other
 parameters by entry point, the one thing a replayable benchmark must not do. Each now takes an
 :class:`EpisodeSpec` (their options' defaults come from here too) and asks it for the parameters
@@ -16,9 +16,9 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the CLI reads the defaults at start-up: nothing heavy is imported for them
-    from inquitree.core.engine import Params
-    from inquitree.core.templates import TemplateSet
-    from inquitree.core.tree import Tree
+    from inquitree.core.game.engine import Params
+    from inquitree.core.game.prompts import TemplateSet
+    from inquitree.core.game.tree import Tree
 
 __all__ = ["MAX_HINTS", "MAX_REASKS", "TEMPLATES", "EpisodeSpec"]
 
@@ -38,8 +38,8 @@ class EpisodeSpec:
 
     def params(self, tree: Tree, embedder_id: str, templates: TemplateSet, randomness: int, seed: int) -> Params:
         """The engine's parameters for one cell, validated."""
-        from inquitree.core.embed import default_tau
-        from inquitree.core.engine import Params
+        from inquitree.core.game.engine import Params
+        from inquitree.core.players.embed import default_tau
 
         params = Params(
             tau=default_tau(embedder_id) if self.tau is None else self.tau,

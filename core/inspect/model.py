@@ -25,8 +25,8 @@ from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageUser,
 from inspect_ai.model import modelapi as _modelapi
 from inspect_ai.tool import ToolChoice, ToolInfo
 
-from inquitree.core.agents import ScriptAgent
-from inquitree.core.tree import Tree, resolve_tree, shipped_tree_paths
+from inquitree.core.game.tree import Tree, resolve_tree, shipped_tree_paths
+from inquitree.core.players.agents import ScriptAgent
 from inquitree.events.errors import InquiTreeError
 
 __all__ = ["InquiTreeModel", "oracle_reply"]

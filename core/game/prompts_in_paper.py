@@ -1,6 +1,6 @@
 """Where each template of the InquiTree paper stands in the paper's text.
 
-Used by ``scripts/extract_templates.py`` (which wrote ``core/templates/inquitree``)
+Used by ``scripts/copy_prompts_from_paper.py`` (which wrote ``core/game/prompt_sets/inquitree``)
 and by the test that checks the shipped files still equal the paper, byte for
 byte, after undoing two artifacts of the paper's Markdown conversion:
 trailing double spaces (Markdown line breaks) and a ``#### `` the converter put
@@ -31,7 +31,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
 
 
 def default_paper_path() -> Path:
-    return Path(__file__).resolve().parent.parent.parent / "shared" / "papers" / "inquitree-paper.md"
+    return Path(__file__).resolve().parents[3] / "shared" / "papers" / "inquitree-paper.md"
 
 
 def extract(paper_text: str, name: str) -> str:

@@ -38,10 +38,10 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from inquitree.core.agents import strip_code_fence
-from inquitree.core.calibrate import hint_cosines, is_monotone
-from inquitree.core.models import CallSettings, ChatModel, ModelCallError, json_schema_format
-from inquitree.core.tree import TreeError, parse_tree
+from inquitree.core.calls.models import CallSettings, ChatModel, ModelCallError, json_schema_format
+from inquitree.core.game.tree import TreeError, parse_tree
+from inquitree.core.players.agents import strip_code_fence
+from inquitree.core.players.calibrate import hint_cosines, is_monotone
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.names import confined
 

@@ -6,7 +6,7 @@ inspect's token, time and cost limits work as for any task.
 
 - **Dataset**: one sample per tree and randomness level (``-T trees=it18|synthetic|all|ID,ID``,
   ``-T randomness=0`` or ``0,3,6``); epochs are the runs (run e uses seed ``seed + e - 1``).
-- **Solver**: the same :class:`~inquitree.core.runner.Episode` that ``inquitree play`` drives:
+- **Solver**: the same :class:`~inquitree.core.run.runner.Episode` that ``inquitree play`` drives:
   the paper's system prompt and templates, the same observations, matching, hints, fake draws
   and events. The model is inspect's model for the task (``state.messages`` is the agent's
   step-wise memory, as ``openai:MODEL`` keeps it; ``-T window=N`` keeps the last N turns).
@@ -39,11 +39,14 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Score, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, solver
 
-from inquitree.core import inspect_model  # noqa: F401 - registers inquitree/oracle and inquitree/script for inspect
-from inquitree.core.agents import last_turns, recorded_turns
-from inquitree.core.embed import make_embedder
-from inquitree.core.engine import Reply
-from inquitree.core.judges import (
+from inquitree.core.game.engine import Reply
+from inquitree.core.game.prompts import TemplateSet
+from inquitree.core.game.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
+from inquitree.core.game.tree import Tree, resolve_tree, shipped_tree_paths
+from inquitree.core.inspect import model as inspect_model  # noqa: F401 - registers inquitree/oracle and inquitree/script for inspect
+from inquitree.core.players.agents import last_turns, recorded_turns
+from inquitree.core.players.embed import make_embedder
+from inquitree.core.players.judges import (
     JUDGE_PROMPT_VERSION,
     JUDGE_REASK,
     JUDGE_SYSTEM,
@@ -53,10 +56,7 @@ from inquitree.core.judges import (
     parse_verdict,
     verdict,
 )
-from inquitree.core.runner import Episode
-from inquitree.core.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
-from inquitree.core.templates import TemplateSet
-from inquitree.core.tree import Tree, resolve_tree, shipped_tree_paths
+from inquitree.core.run.runner import Episode
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import JudgeVerdict
 

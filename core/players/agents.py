@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from inquitree.core.engine import RESULT, STUDY, SUBTOPIC, TOPIC, Reply, uniform
-from inquitree.core.models import CallSettings, ChatModel, ModelCallError, call_cache, option_label
-from inquitree.core.tree import Tree
+from inquitree.core.calls.models import CallSettings, ChatModel, ModelCallError, call_cache, option_label
+from inquitree.core.game.engine import RESULT, STUDY, SUBTOPIC, TOPIC, Reply, uniform
+from inquitree.core.game.tree import Tree
 from inquitree.events.errors import InquiTreeError
 
 

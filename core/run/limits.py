@@ -27,7 +27,7 @@ from typing import Any
 
 from inquitree.events.errors import InquiTreeError
 
-PRICES_PATH = Path(__file__).resolve().parent.parent / "trees" / "registry" / "prices.json"
+PRICES_PATH = Path(__file__).resolve().parents[2] / "trees" / "registry" / "prices.json"
 PRICES_ENV = "INQUITREE_PRICES"
 
 

@@ -1,4 +1,4 @@
-"""The HTTP under :class:`~inquitree.core.models.ChatModel`: one keep-alive connection per thread
+"""The HTTP under :class:`~inquitree.core.calls.models.ChatModel`: one keep-alive connection per thread
 and endpoint, from the standard library.
 
 Why not the client library's HTTP stack: every call of a campaign shares one GIL, and the

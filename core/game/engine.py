@@ -20,8 +20,8 @@ import math
 import re
 from typing import Any, Iterable
 
-from inquitree.core.templates import TemplateSet
-from inquitree.core.tree import Tree
+from inquitree.core.game.prompts import TemplateSet
+from inquitree.core.game.tree import Tree
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import (

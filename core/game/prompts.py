@@ -1,7 +1,7 @@
 """Prompt templates (paper Appendix A and C) as a named template set.
 
 The shipped set ``inquitree`` is the paper's text exactly as printed (see
-``core/paper_templates.py``); another directory with the same file names can be
+``core/game/prompts_in_paper.py``); another directory with the same file names can be
 chosen per run. A set's identity is its name plus a hash of its files, both
 recorded in ``EpisodeStarted``. Every set renders in Jinja2's sandbox: a set may come from a
 suite written by someone else.
@@ -18,7 +18,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from inquitree.events.errors import InquiTreeError
 
-TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
+TEMPLATES_DIR = Path(__file__).resolve().parent / "prompt_sets"
 FILES = {
     "system": "system.txt",
     "C.1.1": "C.1.1.j2",

@@ -18,13 +18,23 @@ from typing import Callable
 import numpy as np
 
 from inquitree import __version__
-from inquitree.core.agents import Agent
-from inquitree.core.engine import DONE, FAILED, Engine, EngineError, EpisodeState, Params, Reply, extract_action, fold
-from inquitree.core.judges import Judge
-from inquitree.core.limits import Budget, Limits, PriceTable, tokens_of
-from inquitree.core.models import call_deadline, redact_text
-from inquitree.core.templates import TemplateSet
-from inquitree.core.tree import Tree
+from inquitree.core.calls.models import call_deadline, redact_text
+from inquitree.core.game.engine import (
+    DONE,
+    FAILED,
+    Engine,
+    EngineError,
+    EpisodeState,
+    Params,
+    Reply,
+    extract_action,
+    fold,
+)
+from inquitree.core.game.prompts import TemplateSet
+from inquitree.core.game.tree import Tree
+from inquitree.core.players.agents import Agent
+from inquitree.core.players.judges import Judge
+from inquitree.core.run.limits import Budget, Limits, PriceTable, tokens_of
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.names import EPISODE_PREFIX, episode_stream

@@ -19,9 +19,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from inquitree.core.agents import ModelConfig, strip_code_fence
-from inquitree.core.models import ModelCallError, json_schema_format, option_label
-from inquitree.core.tree import Tree
+from inquitree.core.calls.models import ModelCallError, json_schema_format, option_label
+from inquitree.core.game.tree import Tree
+from inquitree.core.players.agents import ModelConfig, strip_code_fence
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import JudgeVerdict
 
