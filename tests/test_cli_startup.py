@@ -66,7 +66,7 @@ def test_the_modules_of_the_flat_core_still_import_as_the_same_objects():
 
     for old, new in MOVED.items():
         assert importlib.import_module(f"inquitree.core.{old}") is importlib.import_module(f"inquitree.core.{new}")
-    from inquitree.core.runner import run_episode  # the README's Python entry points
     from inquitree.core.run.runner import run_episode as moved
+    from inquitree.core.runner import run_episode  # the README's Python entry points
 
     assert run_episode is moved
