@@ -458,3 +458,11 @@ def test_view_no_sync_writes_nothing_beside_the_warehouse(tmp_path):
     assert r.status_code == 503 and "no search index" in r.json()["problem"]
     assert files_under(tmp_path) == before
     assert not os.path.exists(str(wh) + ".search.sqlite")
+
+
+def test_search_terms_are_bounded_distinct_and_never_a_cut_word():
+    from inquitree.viewer.search import MAX_TERMS, terms
+
+    assert terms("ACTION " * 3000) == ["action"]  # one word, not 3,000 (and not "acti" from the cut)
+    assert terms(" ".join(f"w{i}" for i in range(100))) == [f"w{i}" for i in range(MAX_TERMS)]
+    assert terms("a\x00b\x1b[2J word") == ["a", "b", "[2j", "word"]

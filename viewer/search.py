@@ -174,7 +174,10 @@ def terms(query: str) -> list[str]:
     """The distinct words of ``query`` (case folded), control characters dropped, bounded: at most
     MAX_QUERY_CHARS characters are read and MAX_TERMS words kept. What the snippet step costs grows
     with the words it marks, so a query of one word repeated is one word."""
-    text = "".join(c if c.isprintable() else " " for c in query[:MAX_QUERY_CHARS])
+    text = query[:MAX_QUERY_CHARS]
+    if len(query) > MAX_QUERY_CHARS and not query[MAX_QUERY_CHARS].isspace():
+        text = text.rpartition(" ")[0] or text  # the cut fell inside a word: that part-word is not searched
+    text = "".join(c if c.isprintable() else " " for c in text)
     seen: dict[str, None] = {}
     for w in text.split():
         seen.setdefault(w.casefold(), None)
