@@ -248,6 +248,7 @@ def play(
     from inquitree.core.game.prompts import TemplateSet
     from inquitree.core.game.spec import EpisodeSpec
     from inquitree.core.game.tree import resolve_tree
+    from inquitree.core.players import kinds
     from inquitree.core.players.agents import make_agent
     from inquitree.core.players.embed import make_embedder
     from inquitree.core.players.judges import make_judge
@@ -263,10 +264,10 @@ def play(
     if (
         prices is not None
         and limits.episode_cost_usd
-        and agent_spec.startswith("openai:")
-        and not prices.has(agent_spec.split(":", 1)[1])
+        and (model := kinds.parse("agent", agent_spec).model) is not None
+        and not prices.has(model)
     ):
-        raise click.UsageError(f"--max-episode-cost: {prices.path} has no price for {agent_spec.split(':', 1)[1]!r}")
+        raise click.UsageError(f"--max-episode-cost: {prices.path} has no price for {model!r}")
     judge = None if judge_spec == "none" else make_judge(judge_spec, embedder, judge_config(model_kw))
     if resume and not (record and episode_id):
         raise click.UsageError("--resume continues a recorded episode: give --record and its --episode-id")

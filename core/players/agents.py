@@ -452,19 +452,18 @@ def make_agent(
 ) -> Agent:
     """The agent ``spec`` names. ``label`` (a suite's ``label``) is its name in every query; a
     model agent takes it from ``config``, the others record it in their description."""
-    agent: Agent
-    if spec.startswith("openai:"):
-        return OpenAIChatAgent(spec.split(":", 1)[1], system_prompt, config, rate_limiter=rate_limiter)
-    if spec in ("random", "random-all"):
-        agent = RandomAgent(tree, seed, visit_all=spec == "random-all")
-    elif spec == "oracle":
-        agent = OracleAgent(tree)
-    elif spec == "human":
-        agent = HumanAgent()
-    elif spec.startswith("script:"):
-        agent = ScriptAgent(spec.split(":", 1)[1])
-    else:
-        raise AgentError(f"--agent {spec!r}: expected random, random-all, oracle, human, script:FILE or openai:MODEL")
+    from inquitree.core.players import kinds
+
+    try:
+        parsed = kinds.parse("agent", spec)
+    except kinds.SpecError as exc:
+        raise AgentError(str(exc)) from None
+    assert parsed.kind.factory is not None
+    agent: Agent = parsed.kind.factory(
+        parsed, tree=tree, seed=seed, system_prompt=system_prompt, config=config, rate_limiter=rate_limiter
+    )
+    if parsed.kind.needs_model:
+        return agent
     if label and label != spec:
         agent.description = {**agent.description, "label": label}
     return agent

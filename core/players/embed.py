@@ -264,15 +264,14 @@ def _chunks(items: list, n: int) -> Iterable[list]:
 
 
 def make_embedder(name: str, *, base_url: str | None = None, cache: bool | Path | str = True) -> Embedder:
-    """``local`` | ``hash`` | ``openai`` | ``openai:MODEL``, cached unless ``cache=False``."""
-    if name == "local":
-        inner: Embedder = LocalEmbedder()
-    elif name == "hash":
-        inner = HashEmbedder()
-    elif name == "openai" or name.startswith("openai:"):
-        inner = OpenAIEmbedder(name.split(":", 1)[1] if ":" in name else "text-embedding-3-small", base_url=base_url)
-    else:
-        raise EmbedderError(f"unknown embedder {name!r}: expected local, hash, openai or openai:MODEL")
+    """``local`` | ``hash`` | ``openai`` | ``openai:MODEL`` (``core/players/kinds.py``), cached unless
+    ``cache=False``."""
+    from inquitree.core.players import kinds
+
+    try:
+        inner: Embedder = kinds.make("embedder", name, base_url=base_url)
+    except kinds.SpecError as exc:
+        raise EmbedderError(f"unknown embedder {name!r}: {str(exc).partition(': ')[2]}") from None
     if cache is False:
         return inner
     return CachedEmbedder(inner, None if cache is True else cache)

@@ -249,8 +249,10 @@ def parse_verdict(raw: str) -> tuple[float | None, str]:
 
 
 def make_judge(spec: str, embedder, config: ModelConfig | None = None) -> Judge:
-    if spec == "embedding":
-        return EmbeddingJudge(embedder)
-    if spec.startswith("openai:"):
-        return OpenAIJudge(spec.split(":", 1)[1], config)
-    raise JudgeError(f"--judge {spec!r}: expected embedding or openai:MODEL")
+    """The judge ``spec`` names (``core/players/kinds.py``)."""
+    from inquitree.core.players import kinds
+
+    try:
+        return kinds.make("judge", spec, embedder=embedder, config=config)
+    except kinds.SpecError as exc:
+        raise JudgeError(str(exc)) from None

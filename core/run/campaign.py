@@ -50,6 +50,7 @@ from inquitree.core.game.prompts import TEMPLATES_DIR as SHIPPED_TEMPLATES
 from inquitree.core.game.prompts import TemplateSet
 from inquitree.core.game.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
 from inquitree.core.game.tree import Tree, resolve_tree
+from inquitree.core.players import kinds
 from inquitree.core.players.agents import ModelConfig, RateLimiter, make_agent
 from inquitree.core.players.embed import make_embedder
 from inquitree.core.players.judges import make_judge
@@ -135,8 +136,9 @@ def check_suite_trust(suite: "Suite", path: Path, file_agents: list) -> None:
     named: list[tuple[str, str]] = []
     for a in file_agents:
         spec = a if isinstance(a, str) else a.get("agent", "") if isinstance(a, dict) else ""
-        if isinstance(spec, str) and spec.startswith("script:"):
-            named.append(("agents", spec.split(":", 1)[1]))
+        parsed = kinds.parse("agent", spec) if isinstance(spec, str) and spec else None
+        if parsed is not None and parsed.kind.names_file and parsed.argument:
+            named.append(("agents", parsed.argument))
     t = suite.templates
     if "/" in t or "\\" in t or not (SHIPPED_TEMPLATES / t).is_dir():  # a folder, not a shipped set
         named.append(("templates", t))
@@ -306,7 +308,8 @@ class Suite:
             if not isinstance(value, want) and not (want is float and isinstance(value, int)):
                 raise SuiteError(f"{path}: agent {a['agent']!r}: {key} = {value!r}: expected {want.__name__}")
         spec = a["agent"]
-        if not spec.startswith("openai:"):
+        parsed = kinds.parse("agent", spec)
+        if not parsed.kind.needs_model:
             if set(a) - {"agent", "label"}:
                 raise SuiteError(f"{path}: agent {spec!r}: options and call settings apply to openai:MODEL agents only")
             return AgentEntry(spec, str(a.get("label", spec)))
@@ -317,7 +320,7 @@ class Suite:
             max_reply_chars=self.max_reply_chars,
             options=a.get("options", {}),
         )
-        label = a.get("label") or option_label(spec.split(":", 1)[1], settings.options)
+        label = a.get("label") or option_label(parsed.argument or "", settings.options)
         config = ModelConfig(
             self.base_url,
             settings,
@@ -326,7 +329,7 @@ class Suite:
             self.call_cache,
             a.get("history_tokens", self.history_tokens),
         )
-        return AgentEntry(spec, "openai:" + label if "label" not in a else label, config)
+        return AgentEntry(spec, f"{parsed.kind.name}:{label}" if "label" not in a else label, config)
 
     def judge_config(self) -> ModelConfig:
         return ModelConfig(
@@ -412,13 +415,10 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
         if (
             prices is not None
             and (limits.episode_cost_usd or suite.budget_cost_usd)
-            and entry.config
-            and not prices.has(entry.spec.split(":", 1)[1])
+            and (model := kinds.parse("agent", entry.spec).model) is not None
+            and not prices.has(model)
         ):
-            raise SuiteError(
-                f"{suite.source}: a cost limit is set but {prices.path} has no price for "
-                f"{entry.spec.split(':', 1)[1]!r}"
-            )
+            raise SuiteError(f"{suite.source}: a cost limit is set but {prices.path} has no price for {model!r}")
     index, count = shard
     mine = [c for k, c in enumerate(suite.cells()) if k % count == index - 1]
     finished = store.streams_with_event(STREAM_PREFIX + episode_prefix(suite.name), "EpisodeScored")

@@ -21,6 +21,7 @@ from inquitree.core.calls.models import ModelCallError, json_schema_format, opti
 from inquitree.core.game.engine import Engine, Params, fold, uniform
 from inquitree.core.game.prompts import TemplateSet
 from inquitree.core.game.tree import Tree, resolve_tree
+from inquitree.core.players import kinds
 from inquitree.core.players.agents import ModelConfig, strip_code_fence
 from inquitree.core.players.judges import Judge
 from inquitree.core.run.runner import STREAM_PREFIX, stream_id
@@ -127,14 +128,18 @@ def run_control(
     items = control_items(trees, seed)
     key = hashlib.sha256(f"{agent_spec}|{seed}|{','.join(t.id + ':' + t.content_hash for t in trees)}".encode())
     sid = f"control/{re.sub(r'[^A-Za-z0-9_.-]+', '-', agent_spec)}-{key.hexdigest()[:12]}"
-    if agent_spec == "oracle":
+    try:
+        kind = kinds.parse("control", agent_spec)
+    except kinds.SpecError as exc:
+        raise RejudgeError(f"{exc} (the control's answerers)") from None
+    if kind.kind.name == "oracle":
         answerer = _ControlOracle(trees)
         desc: dict[str, Any] = answerer.description
-    elif agent_spec == "random":
+    elif kind.kind.name == "random":
         desc = {"kind": "random", "seed": seed}
-    elif agent_spec.startswith("openai:"):
+    else:
         config = config or ModelConfig()
-        model = agent_spec.split(":", 1)[1]
+        model = kind.argument or ""
         try:
             chat = config.chat_model(model, "control model")
         except ModelCallError as exc:
@@ -144,8 +149,6 @@ def run_control(
             "label": config.label or option_label(model, config.settings.options),
             **chat.describe(),
         }
-    else:
-        raise RejudgeError(f"--agent {agent_spec!r}: the control takes oracle, random or openai:MODEL")
     version = store.current_version(sid)
     if version == 0:
         version = store.append(
@@ -166,9 +169,9 @@ def run_control(
     for n, (tree, rid, fake, k, text) in enumerate(items[done:], start=done):
         prompt = CONTROL_USER.format(topic=tree.topic, text=text)
         call: dict = {}
-        if agent_spec == "oracle":
+        if kind.kind.name == "oracle":
             raw = answerer.answer(text, prompt)
-        elif agent_spec == "random":
+        elif kind.kind.name == "random":
             raw = "VALID" if uniform(seed, n, "control-answer") < 0.5 else "INVALID"
         else:  # each item alone: no memory of earlier items
             try:

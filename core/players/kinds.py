@@ -1,0 +1,180 @@
+"""The kinds of agents, judges, embedders and control answerers, and the one parser of their specs.
+
+A spec is what a user writes: ``random``, ``script:FILE``, ``openai:MODEL``, ``embedding``. Every
+entry point (``play``, ``suite run``, ``judge``, ``control``, the inspect task) asks this registry
+what a spec names instead of parsing the string itself: whether the kind calls a model (so request
+options, call settings and prices apply to it), whether its argument is a file (which a suite may
+only name beside itself), and the factory that makes it. Adding a kind is one registration here;
+its implementation is imported only when that kind is made (start-up stays light).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+from inquitree.events.errors import InquiTreeError
+
+__all__ = ["Kind", "Spec", "SpecError", "kinds", "make", "parse"]
+
+ROLES = ("agent", "judge", "embedder", "control")
+_OPTION = {"agent": "--agent", "judge": "--judge", "embedder": "--embedder", "control": "--agent"}
+
+
+class SpecError(InquiTreeError):
+    """A spec that names no registered kind of its role."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    role: str  # agent | judge | embedder | control
+    name: str  # the spec's word before any ":"
+    argument: str | None = None  # what follows "name:" (MODEL, FILE); None: the kind takes none
+    default_argument: str | None = None  # the argument when the spec gives none (None: it must)
+    needs_model: bool = False  # calls a model endpoint: options, call settings and prices apply
+    names_file: bool = False  # its argument is a path to a file the kind reads
+    factory: Callable[..., Any] | None = None
+
+    def usage(self) -> str:
+        if self.argument is None:
+            return self.name
+        return f"{self.name}[:{self.argument}]" if self.default_argument else f"{self.name}:{self.argument}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """A parsed spec: its kind and argument (``openai:gpt-5`` -> kind openai, argument gpt-5)."""
+
+    kind: Kind
+    argument: str | None
+    text: str
+
+    @property
+    def model(self) -> str | None:
+        """The model a model-calling kind names (the key of its price), else None."""
+        return self.argument if self.kind.needs_model else None
+
+
+_KINDS: dict[tuple[str, str], Kind] = {}
+
+
+def register(role: str, name: str, **fields: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Bind ``name`` of ``role`` to the decorated factory, ``factory(spec, **context)``."""
+    assert role in ROLES, role
+
+    def bind(factory: Callable[..., Any]) -> Callable[..., Any]:
+        _KINDS[(role, name)] = Kind(role, name, factory=factory, **fields)
+        return factory
+
+    return bind
+
+
+def kinds(role: str) -> list[Kind]:
+    return [k for (r, _), k in _KINDS.items() if r == role]
+
+
+def parse(role: str, text: str) -> Spec:
+    """The kind ``text`` names among ``role``'s kinds, or :class:`SpecError` listing them."""
+    name, sep, argument = text.partition(":")
+    kind = _KINDS.get((role, name))
+    ok = kind is not None and (
+        (kind.argument is None and not sep) or (kind.argument is not None and (argument or kind.default_argument))
+    )
+    if not ok or kind is None:
+        usages = [k.usage() for k in kinds(role)]
+        listed = ", ".join(usages[:-1]) + " or " + usages[-1] if len(usages) > 1 else usages[0]
+        raise SpecError(f"{_OPTION[role]} {text!r}: expected {listed}")
+    return Spec(kind, (argument or kind.default_argument) if kind.argument is not None else None, text)
+
+
+def make(role: str, text: str, **context: Any) -> Any:
+    """Make what ``text`` names (``context``: what its factory needs, e.g. the tree and seed)."""
+    spec = parse(role, text)
+    assert spec.kind.factory is not None
+    return spec.kind.factory(spec, **context)
+
+
+# -- agents: factory(spec, tree, seed, system_prompt, config, rate_limiter) --------------------------
+@register("agent", "random")
+def _random(spec: Spec, tree: Any, seed: int, **_: Any) -> Any:
+    from inquitree.core.players.agents import RandomAgent
+
+    return RandomAgent(tree, seed)
+
+
+@register("agent", "random-all")
+def _random_all(spec: Spec, tree: Any, seed: int, **_: Any) -> Any:
+    from inquitree.core.players.agents import RandomAgent
+
+    return RandomAgent(tree, seed, visit_all=True)
+
+
+@register("agent", "oracle")
+def _oracle(spec: Spec, tree: Any, **_: Any) -> Any:
+    from inquitree.core.players.agents import OracleAgent
+
+    return OracleAgent(tree)
+
+
+@register("agent", "human")
+def _human(spec: Spec, **_: Any) -> Any:
+    from inquitree.core.players.agents import HumanAgent
+
+    return HumanAgent()
+
+
+@register("agent", "script", argument="FILE", names_file=True)
+def _script(spec: Spec, **_: Any) -> Any:
+    from inquitree.core.players.agents import ScriptAgent
+
+    return ScriptAgent(str(spec.argument))
+
+
+@register("agent", "openai", argument="MODEL", needs_model=True)
+def _openai_agent(spec: Spec, system_prompt: str, config: Any = None, rate_limiter: Any = None, **_: Any) -> Any:
+    from inquitree.core.players.agents import OpenAIChatAgent
+
+    return OpenAIChatAgent(str(spec.argument), system_prompt, config, rate_limiter=rate_limiter)
+
+
+# -- judges: factory(spec, embedder, config) ---------------------------------------------------------
+@register("judge", "embedding")
+def _embedding_judge(spec: Spec, embedder: Any, **_: Any) -> Any:
+    from inquitree.core.players.judges import EmbeddingJudge
+
+    return EmbeddingJudge(embedder)
+
+
+@register("judge", "openai", argument="MODEL", needs_model=True)
+def _openai_judge(spec: Spec, config: Any = None, **_: Any) -> Any:
+    from inquitree.core.players.judges import OpenAIJudge
+
+    return OpenAIJudge(str(spec.argument), config)
+
+
+# -- embedders: factory(spec, base_url) ---------------------------------------------------------------
+@register("embedder", "local")
+def _local(spec: Spec, **_: Any) -> Any:
+    from inquitree.core.players.embed import LocalEmbedder
+
+    return LocalEmbedder()
+
+
+@register("embedder", "hash")
+def _hash(spec: Spec, **_: Any) -> Any:
+    from inquitree.core.players.embed import HashEmbedder
+
+    return HashEmbedder()
+
+
+@register("embedder", "openai", argument="MODEL", default_argument="text-embedding-3-small", needs_model=True)
+def _openai_embedder(spec: Spec, base_url: str | None = None, **_: Any) -> Any:
+    from inquitree.core.players.embed import OpenAIEmbedder
+
+    return OpenAIEmbedder(str(spec.argument), base_url=base_url)
+
+
+# -- the decontextualized control's answerers (core/run/rejudge.py answers for each) ------------------
+for _name in ("oracle", "random"):
+    register("control", _name)(lambda spec, **_: spec)
+register("control", "openai", argument="MODEL", needs_model=True)(lambda spec, **_: spec)
