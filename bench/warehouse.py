@@ -51,7 +51,7 @@ def generate(store: EventStore, events: int, start_seed: int = 0, campaign: str 
     """At least ``events`` events of whole episodes. With ``campaign``, the episodes are the cells of
     that suite's grid (the three trees, six agent labels, levels 0-10, run after run) and its
     ``CampaignStarted`` is recorded at the end: a campaign caught part way through its last run."""
-    from inquitree.core.run.campaign import Cell, campaign_stream
+    from inquitree.events.names import Cell, campaign_stream
     from inquitree.events.types import CampaignStarted
 
     trees = [resolve_tree(t) for t in TREES]

@@ -520,7 +520,7 @@ def episodes_to_inspect(
     with EventStore(db_url, create=False) as store:
         ids = [_episode_ids(store, ref) for ref in episode_refs]
         if suite_name is not None:
-            from inquitree.core.run.campaign import episode_prefix
+            from inquitree.events.names import episode_prefix
 
             prefix = STREAM_PREFIX + episode_prefix(suite_name)
             found = [s.stream_id.removeprefix(STREAM_PREFIX) for s in store.streams(prefix=prefix)]

@@ -12,13 +12,26 @@ when the name was stored.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
 import re
 import unicodedata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from inquitree.events.errors import InquiTreeError
 
+if TYPE_CHECKING:
+    from inquitree.events.types import CampaignStarted
+
 __all__ = [
+    "CAMPAIGN_PREFIX",
+    "Cell",
+    "campaign_stream",
+    "cells_of",
+    "episode_prefix",
+    "grid",
     "EPISODE_ID_PATTERN",
     "EPISODE_PREFIX",
     "IMPORT_PREFIX",
@@ -34,6 +47,7 @@ __all__ = [
 
 EPISODE_PREFIX = "episode/"
 IMPORT_PREFIX = "import/"  # events.types.EpisodeImported: which episodes came from elsewhere, on whose word
+CAMPAIGN_PREFIX = "campaign/"  # a suite's CampaignStarted events
 MAX_ID = 180  # the store's stream ids are at most 200 characters, "episode/" included
 EPISODE_ID_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9._-]{0,%d}" % (MAX_ID - 1)  # the whole id (fullmatch)
 _ID = re.compile(EPISODE_ID_PATTERN)
@@ -121,3 +135,48 @@ def _plain_file_name(name: str) -> bool:
         and not any(c in name for c in "/\\\x00")
         and all(unicodedata.category(c)[0] != "C" for c in name)
     )
+
+
+# -- a campaign's cells and their episode ids (core/run/campaign.py runs them; the viewer folds them) --
+@functools.cache
+def _slug(x: str) -> str:
+    """A name as it goes into episode ids (a suite's few names, each made once)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", x).strip("-.") or "_"
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One cell of a suite's grid: tree x agent label x judge x randomness level x run."""
+
+    tree: str
+    agent: str
+    judge: str
+    randomness: int
+    run: int
+
+    def episode_id(self, suite: str) -> str:
+        names = ".".join(_slug(x) for x in (suite, self.tree, self.agent, self.judge))
+        eid = f"{names}.a{self.randomness}.r{self.run}"
+        if len(eid) > MAX_ID:  # the store's stream ids are at most 200 characters
+            eid = eid[:160] + "." + hashlib.sha256(eid.encode()).hexdigest()[:16]
+        return check_episode_id(eid, f"suite {suite!r}")
+
+
+def grid(trees: list[str], agents: list[str], judges: list[str], randomness: list[int], runs: int) -> list[Cell]:
+    """A suite's cells in their one order (``Suite.cells``, and a recorded ``CampaignStarted``'s)."""
+    return [Cell(t, a, j, r, k) for t in trees for a in agents for j in judges for r in randomness for k in range(runs)]
+
+
+def cells_of(started: CampaignStarted) -> list[Cell]:
+    """The cells a recorded run names."""
+    return grid(started.trees, started.agents, started.judges, started.randomness, started.runs)
+
+
+def episode_prefix(name: str) -> str:
+    """What the ids of suite ``name``'s episodes begin with."""
+    return Cell("", "", "", 0, 0).episode_id(name).split(".")[0] + "."
+
+
+def campaign_stream(name: str) -> str:
+    """The stream of suite ``name``'s runs (``CampaignStarted``)."""
+    return CAMPAIGN_PREFIX + episode_prefix(name).rstrip(".")

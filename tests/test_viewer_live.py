@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from inquitree.core.game.tree import load_tree_file, resolve_tree
-from inquitree.core.run.campaign import Suite, campaign_stream, cells_of, run_suite
+from inquitree.core.run.campaign import Suite, run_suite
 from inquitree.core.run.runner import stream_id
 from inquitree.events.errors import StoreError
+from inquitree.events.names import campaign_stream, cells_of
 from inquitree.events.store import EventStore
 from inquitree.events.types import CampaignStarted, EpisodeScored, EpisodeStarted
 from inquitree.viewer.live import Campaigns

@@ -26,11 +26,11 @@ import threading
 import time
 from typing import Any
 
-from inquitree.core.run.campaign import CAMPAIGN_PREFIX, Cell, cells_of
 from inquitree.core.run.limits import PriceTable, tokens_of
-from inquitree.core.run.runner import STREAM_PREFIX
 from inquitree.events.base import registered_types
 from inquitree.events.errors import InquiTreeError
+from inquitree.events.names import CAMPAIGN_PREFIX, Cell, cells_of
+from inquitree.events.names import EPISODE_PREFIX as STREAM_PREFIX
 from inquitree.events.store import EventStore, RecordedEvent
 from inquitree.events.types import CampaignStarted
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from inquitree.core.run.runner import STREAM_PREFIX
+from inquitree.events.names import EPISODE_PREFIX as STREAM_PREFIX
 
 __all__ = ["SearchIndex", "SearchStopped", "KINDS", "terms"]
 

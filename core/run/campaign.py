@@ -34,8 +34,6 @@ An agent may also be a table, for one model run with request options under its o
 from __future__ import annotations
 
 import dataclasses
-import functools
-import hashlib
 import re
 import sys
 import threading
@@ -57,7 +55,13 @@ from inquitree.core.players.judges import make_judge
 from inquitree.core.run.limits import Budget, Limits, PriceTable, tokens_of
 from inquitree.core.run.runner import STREAM_PREFIX, EpisodeFailure, EpisodeStopped, run_episode, stream_id
 from inquitree.events.errors import ConcurrencyError, InquiTreeError
-from inquitree.events.names import check_episode_id, shown
+from inquitree.events.names import (  # the grid's names live beside the store's (the viewer reads them)
+    Cell,
+    campaign_stream,
+    episode_prefix,
+    grid,
+    shown,
+)
 from inquitree.events.store import EventStore
 from inquitree.events.types import AgentReplied, CampaignStarted
 
@@ -173,28 +177,6 @@ class AgentEntry:
 
 class SuiteError(InquiTreeError):
     pass
-
-
-@functools.cache
-def _slug(x: str) -> str:
-    """A name as it goes into episode ids (a suite's few names, each made once)."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", x).strip("-.") or "_"
-
-
-@dataclasses.dataclass(frozen=True)
-class Cell:
-    tree: str
-    agent: str
-    judge: str
-    randomness: int
-    run: int
-
-    def episode_id(self, suite: str) -> str:
-        names = ".".join(_slug(x) for x in (suite, self.tree, self.agent, self.judge))
-        eid = f"{names}.a{self.randomness}.r{self.run}"
-        if len(eid) > 180:  # the store's stream ids are at most 200 characters
-            eid = eid[:160] + "." + hashlib.sha256(eid.encode()).hexdigest()[:16]
-        return check_episode_id(eid, f"suite {suite!r}")
 
 
 @dataclasses.dataclass
@@ -571,14 +553,6 @@ class CampaignInterrupted(KeyboardInterrupt):
         self.report = report
 
 
-CAMPAIGN_PREFIX = "campaign/"
-
-
-def campaign_stream(name: str) -> str:
-    """The stream of suite ``name``'s runs (``CampaignStarted``)."""
-    return CAMPAIGN_PREFIX + episode_prefix(name).rstrip(".")
-
-
 def record_start(suite: Suite, store: EventStore, shard: tuple[int, int], cells: int, concurrency: int) -> None:
     """Append this run's ``CampaignStarted`` (shards and workers append theirs to the same stream)."""
     event = CampaignStarted(
@@ -603,18 +577,3 @@ def record_start(suite: Suite, store: EventStore, shard: tuple[int, int], cells:
         except ConcurrencyError:
             time.sleep(0.01)
     raise SuiteError(f"{sid}: could not record the campaign's start (50 concurrent appends won the race)")
-
-
-def grid(trees: list[str], agents: list[str], judges: list[str], randomness: list[int], runs: int) -> list[Cell]:
-    """A suite's cells in their one order (``Suite.cells``, and a recorded ``CampaignStarted``'s)."""
-    return [Cell(t, a, j, r, k) for t in trees for a in agents for j in judges for r in randomness for k in range(runs)]
-
-
-def cells_of(started: CampaignStarted) -> list[Cell]:
-    """The cells a recorded run names."""
-    return grid(started.trees, started.agents, started.judges, started.randomness, started.runs)
-
-
-def episode_prefix(name: str) -> str:
-    """What the ids of suite ``name``'s episodes begin with."""
-    return Cell("", "", "", 0, 0).episode_id(name).split(".")[0] + "."
