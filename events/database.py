@@ -1,0 +1,453 @@
+"""The event store's database: where it is (URLs, the default, redaction), the one description of
+its ``events`` and ``checkpoints`` tables as the store reads them, and connections for the two
+dialects (SQLite through sqlite3 itself for a plain file, anything else through SQLAlchemy's pool),
+with what differs between them (cursors, the appends' connection, prefixes as index ranges, guards).
+``Database`` is the base of :class:`~inquitree.events.store.EventStore`; it knows nothing of events.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sqlite3
+import sys
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+from inquitree.events.chain import GENESIS_HASH
+from inquitree.events.errors import (
+    StoreDamaged,
+    StoreError,
+    is_damage,
+)
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+
+DB_ENV = "INQUITREE_DB"
+DEFAULT_URL = "sqlite:///inquitree.sqlite"
+SQLITE_PAGE_SIZE = 8192  # a new SQLite store's page size (see _sqlite_setup)
+_PG_APPEND_LOCK = 0x1A7E_7EE  # the advisory-lock key that serializes appends on PostgreSQL
+
+INSERT_COLUMNS = (
+    "global_position",
+    "stream_id",
+    "stream_version",
+    "event_type",
+    "schema_version",
+    "recorded_at",
+    "payload",
+    "prev_hash",
+    "hash",
+    "log_hash",
+)
+EVENT_COLUMNS = ", ".join(INSERT_COLUMNS)  # a SELECT's columns in RecordedEvent's order
+# What a projection (the warehouse) reads of each event, in this order: no hashes (verify checks those).
+NOTIFICATION_COLUMNS = INSERT_COLUMNS[:7]
+
+
+def notifications_sql(after: str, upto: str | None = None, limit: str | None = None) -> str:
+    """The store's one query for projections, in the manner of a notification log: the events
+    after a global position (and up to one), in order, with ``NOTIFICATION_COLUMNS``. The
+    arguments are the driver's placeholders (``?``, ``%s``, ``$1``)."""
+    where = f"global_position > {after}" + (f" AND global_position <= {upto}" if upto else "")
+    tail = f" LIMIT {limit}" if limit else ""
+    return f"SELECT {', '.join(NOTIFICATION_COLUMNS)} FROM events WHERE {where} ORDER BY global_position{tail}"
+
+
+CHECKPOINT_COLUMNS = ("seq", "kind", "subject", "position", "hash", "signed_at", "key_id", "signature", "note")
+
+
+def default_url() -> str:
+    """The store URL: ``$INQUITREE_DB`` or ``sqlite:///inquitree.sqlite`` (in the working directory)."""
+    return os.environ.get(DB_ENV) or DEFAULT_URL
+
+
+_SECOND: tuple[int, str] = (-1, "")  # the last whole second utc_now formatted, and its text
+
+
+def utc_now() -> str:
+    """``2026-11-22T04:00:00.123456Z``. On every append: the date and time are formatted once a
+    second, the microseconds every time (a fifth of ``datetime.isoformat``'s cost)."""
+    global _SECOND
+    sec, us = divmod(time.time_ns() // 1000, 1_000_000)
+    last = _SECOND  # one read: another thread may replace it, never half of it
+    if last[0] != sec:
+        last = _SECOND = (sec, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)))
+    return f"{last[1]}.{us:06d}Z"
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages (``user:***@``, as SQLAlchemy renders it)."""
+    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
+
+
+def _busy_ms() -> int:
+    return int(os.environ.get("INQUITREE_SQLITE_BUSY_MS", "30000"))
+
+
+def _check_parent(database: str, shown: str) -> None:
+    if database and database != ":memory:":
+        parent = Path(database).expanduser().resolve().parent
+        if not parent.is_dir():
+            raise StoreError(f"cannot open the event store {shown}: directory {parent} does not exist")
+
+
+def _sqlite_setup(dbapi_conn: sqlite3.Connection, busy_ms: int) -> None:
+    """Every SQLite connection of a store: statements in autocommit unless a BEGIN says otherwise,
+    SQLite's busy wait, WAL and synchronous=NORMAL; a new file gets 8 KiB pages."""
+    dbapi_conn.isolation_level = None
+    cur = dbapi_conn.cursor()
+    cur.execute(f"PRAGMA busy_timeout={busy_ms}")
+    # Only a file not yet written takes it (the WAL switch below writes it); an existing store keeps
+    # its page size. An event row is about 600 bytes and an append commits whole pages to the WAL:
+    # 8 KiB pages write fewer WAL frames per append: 2-9% less CPU to insert a campaign's rows,
+    # mostly the kernel's time in writes (bench/engine.py's store floor, alternated with 4 KiB).
+    cur.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
+    # Switching a new file to WAL needs it alone for a moment; processes opening a new store
+    # together can find it busy without SQLite waiting for them, so the switch is tried again.
+    deadline = time.monotonic() + busy_ms / 1000
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+def sqlite_database(url: str) -> str | None:
+    """The file of a ``sqlite:///PATH[?options]`` URL; None for memory and any other URL."""
+    if not url.startswith("sqlite:///"):
+        return None
+    path = url[len("sqlite:///") :].split("?", 1)[0]
+    return path if path and path != ":memory:" else None
+
+
+def _sqlite_file(url: str) -> str | None:
+    """The file of a plain ``sqlite:///PATH`` URL, which the store opens with sqlite3 itself; None
+    for any other URL (PostgreSQL, memory, options), opened through SQLAlchemy."""
+    return None if "?" in url else sqlite_database(url)
+
+
+def _sqlite_connect(path: str, read_only: bool = False) -> sqlite3.Connection:
+    busy_ms = _busy_ms()
+    if read_only:  # SQLite's own read-only mode: the file is never written, whatever SQL is sent
+        where = "file:" + urllib.parse.quote(str(Path(path).expanduser().resolve())) + "?mode=ro"
+        conn = sqlite3.connect(where, uri=True, timeout=busy_ms / 1000, check_same_thread=False)
+        conn.isolation_level = None
+        conn.execute(f"PRAGMA busy_timeout={busy_ms}")
+        conn.execute("PRAGMA query_only=1")
+        return conn
+    conn = sqlite3.connect(Path(path).expanduser(), timeout=busy_ms / 1000, check_same_thread=False)
+    try:
+        _sqlite_setup(conn, busy_ms)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _sqlite_engine(url: sa.URL, read_only: bool = False) -> sa.Engine:
+    import sqlalchemy as sa
+    from sqlalchemy import event as sa_event
+
+    _check_parent(url.database or "", str(url))
+    busy_ms = _busy_ms()
+    engine = sa.create_engine(url, connect_args={"timeout": busy_ms / 1000})
+
+    @sa_event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        _sqlite_setup(dbapi_conn, busy_ms)  # SQLAlchemy emits BEGIN itself (below)
+        if read_only:
+            dbapi_conn.execute("PRAGMA query_only=1")
+
+    @sa_event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("writer") else "BEGIN")
+
+    return engine
+
+
+def _is_db_error(exc: BaseException) -> bool:
+    """An error of a database or its driver (sqlite3, psycopg, or SQLAlchemy's wrapping of them)."""
+    if isinstance(exc, sqlite3.Error):
+        return True
+    for module, name in (("sqlalchemy.exc", "SQLAlchemyError"), ("psycopg", "Error")):
+        cls = getattr(sys.modules.get(module), name, None)
+        if cls is not None and isinstance(exc, cls):
+            return True
+    return False
+
+
+def make_engine(url: str, read_only: bool = False) -> sa.Engine:
+    """A SQLAlchemy engine for the store URL, with a clear error for a bad URL; with ``read_only``
+    its connections refuse to write (SQLite's query_only, PostgreSQL's read-only transactions)."""
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception as exc:  # noqa: BLE001
+        raise StoreError(
+            f"not a database URL: {url!r} (expected e.g. sqlite:///runs.sqlite or "
+            f"postgresql+psycopg://user@host:5432/db)"
+        ) from exc
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(parsed, read_only)
+    if parsed.get_backend_name() == "postgresql":
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        args = {"options": "-c default_transaction_read_only=on"} if read_only else {}
+        try:
+            return sa.create_engine(parsed, pool_pre_ping=True, connect_args=args)
+        except ModuleNotFoundError as exc:
+            raise StoreError(f"{redact(url)}: PostgreSQL needs psycopg: pip install 'inquitree[postgres]'") from exc
+    raise StoreError(
+        f"{redact(url)}: unsupported database {parsed.get_backend_name()!r} "
+        "(InquiTree stores events in SQLite or PostgreSQL)"
+    )
+
+
+def _schema_revision(cur: Any) -> str | None:
+    """The store's schema revision as Alembic records it, or None (no table, or not one row)."""
+    try:  # a failed statement ends the caller's transaction; its connection is rolled back right after
+        cur.execute("SELECT version_num FROM alembic_version")
+        rows = cur.fetchall()
+    except Exception as exc:
+        if not _is_db_error(exc):
+            raise
+        return None
+    return rows[0][0] if len(rows) == 1 else None
+
+
+def _prefix_end(prefix: str) -> str | None:
+    """The least string above every string that starts with ``prefix``, in code point (and so
+    UTF-8 byte) order: its last character moved on by one; None where there is no such string
+    to write (an empty prefix, or one ending in the last code point)."""
+    if not prefix or prefix[-1] == "\U0010ffff":
+        return None
+    nxt = ord(prefix[-1]) + 1
+    return prefix[:-1] + chr(0xE000 if 0xD800 <= nxt <= 0xDFFF else nxt)  # UTF-8 has no surrogates
+
+
+def _like_prefix(prefix: str) -> str:
+    """A LIKE pattern (with ESCAPE '/') for the strings that start with ``prefix``."""
+    return prefix.replace("/", "//").replace("%", "/%").replace("_", "/_") + "%"
+
+
+def _rollback(raw: Any) -> None:
+    with contextlib.suppress(Exception):
+        raw.rollback()
+
+
+def _short(exc: BaseException) -> str:
+    """The driver's own one-line reason, without SQLAlchemy's boilerplate."""
+    orig = getattr(exc, "orig", None) or exc
+    lines = [ln.strip() for ln in str(orig).strip().splitlines() if ln.strip()]
+    return "; ".join(lines[:2]) if lines else type(orig).__name__
+
+
+class Database:
+    """Connections to one event store's database, for either dialect."""
+
+    def __init__(self, url: str | None, read_only: bool, create: bool):
+        """Find the database at ``url`` and set up its connections (none is opened yet). Without
+        ``create``, a SQLite file that does not exist is an error, not a new store."""
+        self.url = url or default_url()
+        self.read_only = read_only
+        # A plain SQLite file is opened with sqlite3 itself: SQLAlchemy (a third of a second to
+        # import, in every command that opens a store and in every worker) is then loaded only to
+        # make or upgrade the schema. Other URLs go through SQLAlchemy's pool (PostgreSQL's with a
+        # liveness check before each use).
+        self._file = _sqlite_file(self.url)
+        if not create:
+            path = sqlite_database(self.url)
+            if path is not None and not Path(path).expanduser().exists():
+                raise StoreError(
+                    f"no event store at {redact(self.url)} (no such file: {Path(path).expanduser().resolve()}); "
+                    "`inquitree play --record`, `suite run` or `episodes import` create one"
+                )
+        self._engine: sa.Engine | None = None
+        self._engine_lock = threading.Lock()
+        if self._file is not None:
+            _check_parent(self._file, redact(self.url))
+            self.dialect = "sqlite"
+        else:
+            self.dialect = self.engine.dialect.name
+        self._dbapi: Any = sqlite3 if self.dialect == "sqlite" else self.engine.dialect.dbapi
+        self._idle: list[sqlite3.Connection] = []  # a plain file's reader connections, to reuse
+        self._pool_lock = threading.Lock()
+        # Appends of one process queue on a lock: on SQLite a writer that finds the file locked waits
+        # in SQLite's busy handler, which sleeps in growing steps (up to 100 ms), and the heads this
+        # store remembers are updated by one append at a time.
+        self._write_lock = threading.Lock()
+        self._mark = "?" if self.dialect == "sqlite" else "%s"
+        self._raw: Any = None  # the pooled connection appends use (see EventStore._append)
+        self._wconn: Any = None  # its driver connection, and a cursor on it kept between appends
+        self._wcur: Any = None
+        # (global position, log hash) after this store's last append: dropped with the appends' connection
+        self._log_head: tuple[int, str] | None = None
+
+    def __repr__(self) -> str:
+        return f"EventStore({redact(self.url)!r})"
+
+    def _damage(self, exc: BaseException) -> StoreDamaged:
+        return StoreDamaged(
+            f"the event store {redact(self.url)} is damaged ({_short(exc)}): `inquitree db verify --db URL` "
+            "reports the damage and what can still be proven and exported",
+            _short(exc),
+        )
+
+    @property
+    def engine(self) -> sa.Engine:
+        """The store's SQLAlchemy engine, made on first use (migrations, and every URL but a plain
+        SQLite file)."""
+        with self._engine_lock:
+            if self._engine is None:
+                self._engine = make_engine(self.url, self.read_only)
+            return self._engine
+
+    def _close_connections(self) -> None:
+        if self._raw is not None:
+            with contextlib.suppress(Exception):
+                self._wcur.close()
+                self._raw.close()
+            self._raw = self._wconn = self._wcur = None
+        with self._pool_lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+        if self._engine is not None:
+            self._engine.dispose()
+
+    # -- connections -----------------------------------------------------------------------
+    def _connect(self) -> Any:
+        """A DBAPI connection of this store's own (a plain SQLite file), or one from SQLAlchemy's
+        pool (closing it gives it back, rolled back)."""
+        if self._file is not None:
+            return _sqlite_connect(self._file, self.read_only)
+        return self.engine.raw_connection()
+
+    @contextlib.contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        """A cursor for reads, on a connection taken for as long as the block runs."""
+        conn = None
+        if self._file is not None:
+            with self._pool_lock:
+                conn = self._idle.pop() if self._idle else None
+        conn = conn or self._connect()
+        reusable = False
+        try:
+            cur = conn.cursor()
+            try:
+                yield cur
+            except Exception as exc:
+                if _is_db_error(exc) and is_damage(exc):
+                    raise self._damage(exc) from exc
+                raise
+            finally:
+                cur.close()
+            reusable = self._file is not None and not conn.in_transaction
+        finally:
+            if reusable:
+                with self._pool_lock:
+                    if len(self._idle) < 8:
+                        self._idle.append(conn)
+                        conn = None
+            if conn is not None:
+                if self._file is None:
+                    _rollback(conn)
+                conn.close()
+
+    # -- writing ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _write_transaction(self) -> Iterator[Any]:
+        """A cursor on the appends' connection in one transaction (under the write lock), committed
+        when the block ends and rolled back if it raises."""
+        with self._write_lock:
+            raw, cur = self._dbapi_writer()
+            try:
+                if self.dialect == "sqlite":
+                    cur.execute("BEGIN IMMEDIATE")
+                yield cur
+                raw.commit()
+            except BaseException:
+                _rollback(raw)
+                raise
+
+    def _dbapi_writer(self) -> tuple[Any, Any]:
+        """(driver connection, cursor) for appends, opened on first use."""
+        if self.read_only:
+            raise StoreError(f"{redact(self.url)} was opened read-only: nothing can be appended through it")
+        if self._raw is None:
+            self._raw = self._connect()
+            self._wconn = getattr(self._raw, "driver_connection", self._raw)
+            self._wcur = self._wconn.cursor()
+        return self._wconn, self._wcur
+
+    def _drop_dbapi_writer(self) -> None:
+        raw, self._raw, self._log_head = self._raw, None, None
+        self._wconn = self._wcur = None
+        if raw is not None:
+            with contextlib.suppress(Exception):
+                # closes it: a connection that failed is not reused (nor given back to a pool)
+                raw.invalidate() if hasattr(raw, "invalidate") else raw.close()
+
+    @staticmethod
+    def _read_log_head(cur: Any) -> tuple[int, str]:
+        cur.execute("SELECT global_position, log_hash FROM events ORDER BY global_position DESC LIMIT 1")
+        row = cur.fetchone()
+        return (row[0], row[1]) if row is not None else (0, GENESIS_HASH)
+
+    def missing_guards(self) -> list[str]:
+        """The immutability guards (triggers; on PostgreSQL also grants) that are not in force."""
+        from inquitree.events import guards
+
+        with self._cursor() as cur:
+            return guards.missing(cur, self.dialect)
+
+    def _starting_with(self, prefix: str) -> tuple[str, tuple[str, ...]]:
+        """A condition (and its arguments) for the stream ids that start with ``prefix``, exactly.
+
+        On SQLite it is a range of the (stream_id, stream_version) index, which holds exactly the
+        ids that start with the prefix: LIKE is case-insensitive there, so it could not use that
+        index and read every event (a campaign's start read a million-event store twice over,
+        0.85 s). On PostgreSQL LIKE is exact already; a range there would follow the database's
+        collation, not the bytes."""
+        m = self._mark
+        end = _prefix_end(prefix) if self.dialect == "sqlite" else None
+        if end is None:
+            return f"stream_id LIKE {m} ESCAPE '/'", (_like_prefix(prefix),)
+        return f"stream_id >= {m} AND stream_id < {m}", (prefix, end)
+
+    @contextlib.contextmanager
+    def _scan(self, sql: str) -> Iterator[Iterator[tuple[Any, ...]]]:
+        """The rows of ``sql`` straight from the driver, fetched in batches (a server-side cursor on
+        PostgreSQL), for walks over the whole log: SQLAlchemy's row objects cost more than the hashing."""
+        raw = self._connect()
+        try:
+            driver: Any = getattr(raw, "driver_connection", raw)
+            cur = driver.cursor(name="inquitree_scan") if self.dialect == "postgresql" else raw.cursor()
+            cur.execute(sql)
+
+            def rows() -> Iterator[tuple[Any, ...]]:
+                while batch := cur.fetchmany(20_000):
+                    yield from batch
+
+            yield rows()
+            cur.close()
+        except Exception as exc:
+            if _is_db_error(exc) and is_damage(exc):
+                raise self._damage(exc) from exc
+            raise
+        finally:
+            _rollback(raw)
+            raw.close()
