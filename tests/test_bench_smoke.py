@@ -34,6 +34,7 @@ RUNS = {
     "integrity.py": ["--events", "2000", "--rounds", "1", "--per-round", "20", "--out", "{out}"],
     "intervals.py": ["coverage", "--campaigns", "5", "--resamples", "100", "--out", "{out}"],
     "random_agent.py": ["--seeds", "1", "--out", "{out}"],
+    "search_worst.py": ["--quick", "--out", "{out}"],
     "slow_drip.py": ["--quick", "--out", "{out}"],
     "store_append.py": ["--events", "2000", "--batch", "500", "--single", "20", "--out", "{out}"],
     "trees_calibration.py": ["--quick", "--out", "{out}"],

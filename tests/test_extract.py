@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
-from inquitree.core import extract as ex
+from inquitree.core.extract import tree_from_paper as ex
 from inquitree.core.game.tree import load_tree_file
 from tests.openai_server import OpenAICompatibleServer
 

@@ -171,10 +171,10 @@ def test_without_inspect_installed_the_command_says_what_to_install(tmp_path, mo
     tree = resolve_tree("synthetic-chain-7")
     with EventStore(db) as store:
         run_episode(tree, RandomAgent(tree, 1), EmbeddingJudge(EMB), EMB, params(tree, EMB), TEMPLATES, store, "ep")
-    import inquitree.core
+    import inquitree.core.inspect
 
     monkeypatch.delitem(sys.modules, "inquitree.core.inspect.export", raising=False)
-    monkeypatch.delattr(inquitree.core, "inspect_export", raising=False)  # as if never imported
+    monkeypatch.delattr(inquitree.core.inspect, "export", raising=False)  # as if never imported
     for name in [m for m in sys.modules if m == "inspect_ai" or m.startswith("inspect_ai.")]:
         monkeypatch.setitem(sys.modules, name, None)  # importing it now fails as if it were not installed
     out = CliRunner().invoke(main, ["episodes", "to-inspect", "ep", "--db", db, "--log-dir", str(tmp_path / "logs")])

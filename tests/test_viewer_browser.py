@@ -26,6 +26,7 @@ import pytest
 pytest.importorskip("starlette", reason="the viewer's extra is not installed (pip install 'inquitree[view]')")
 pytest.importorskip("playwright", reason="the browser tests need playwright (pip install 'inquitree[test]')")
 
+from playwright.sync_api import expect  # noqa: E402
 from test_viewer import PLANTED, XSS  # noqa: E402
 
 from inquitree.core.game.tree import resolve_tree  # noqa: E402
@@ -125,6 +126,7 @@ def test_the_viewer_in_a_browser(store_url, tmp_path, browser):
                 str(_suite(tmp_path, server.base_url)),
                 "--db",
                 store_url,
+                "--trust-suite",  # the test's own suite, whose loopback server may see the (dummy) key
             ],
             env={**os.environ, "OPENAI_API_KEY": "none"},
             stdout=subprocess.PIPE,
@@ -135,12 +137,10 @@ def test_the_viewer_in_a_browser(store_url, tmp_path, browser):
             suite.wait_for_selector("#grid td.st-running", timeout=60_000)
             pages.shot(suite, "suite")
             assert suite.locator("#grid td[class^=st-] > a").count() == 8
-            suite.wait_for_function(
-                "() => [...document.querySelectorAll('#grid td[class^=st-]')].every(td => "
-                + " || ".join(f"td.classList.contains('st-{s}')" for s in TERMINAL)
-                + ")",
-                timeout=120_000,
-            )
+            # Playwright's locators and expectations, not a string predicate: the viewer's own CSP
+            # (no eval) refused that on a busy machine.
+            ended = ", ".join(f"#grid td.st-{s}" for s in TERMINAL)
+            expect(suite.locator(ended)).to_have_count(8, timeout=120_000)
             out = run.communicate(timeout=120)[0].decode()
         finally:
             if run.poll() is None:
@@ -154,7 +154,7 @@ def test_the_viewer_in_a_browser(store_url, tmp_path, browser):
         assert "500" in suite.inner_text("#failures") and "failed at step" in suite.inner_text("#failures")
         assert suite.locator("#grid td.st-limit").count() == 7  # max_turns ended the others
         assert "8 of 8 cells ended" in suite.inner_text("#summary")
-        home.wait_for_function("document.querySelector('#campaigns').innerText.includes('8 of 8 cells ended')")
+        expect(home.locator("#campaigns")).to_contain_text("8 of 8 cells ended")
 
         ids = _record_readers(store_url, tmp_path)  # after the viewer started: it catches up
         found = pages.open("/search?q=" + PLANTED.replace(" ", "+"))
@@ -192,9 +192,9 @@ def test_the_viewer_in_a_browser(store_url, tmp_path, browser):
 
         figures = pages.open("/figures")
         assert figures.locator("figure img").count() >= 4
-        figures.wait_for_function(
-            "() => [...document.querySelectorAll('figure img')].every(i => i.complete && i.naturalWidth > 0)"
-        )
+        for img in figures.locator("figure img").all():
+            expect(img).to_have_js_property("complete", True)
+            assert img.evaluate("i => i.naturalWidth") > 0
         pages.shot(figures, "figures")
         pages.open("/trees")
         pages.shot(pages.open("/"), "home")  # the campaign, and the episodes the viewer caught up with

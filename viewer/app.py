@@ -10,6 +10,9 @@ through a read-only connection (``viewer/live.py``), and pushed to open pages as
 events. When the store has moved on, a page first brings the warehouse up to it: the read-only
 connection is closed, the warehouse synced (as ``inquitree view`` does before serving), and
 reopened read-only; ``--no-sync`` leaves the warehouse as it is.
+
+The pages are module-level functions that read the :class:`Viewer` from ``request.app.state``;
+``ROUTES`` at the bottom lists every URL, and ``viewer/sql.py`` holds every statement they run.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from starlette.staticfiles import StaticFiles
 
 from inquitree.core.game.tree import load_tree_file, shipped_tree, shipped_tree_paths
 from inquitree.events.errors import InquiTreeError
+from inquitree.viewer import sql
 from inquitree.viewer.live import Campaigns
 from inquitree.viewer.search import KINDS, MAX_QUERY_CHARS, SEARCH_SECONDS, SearchIndex, SearchStopped, terms
 from inquitree.viewer.treeview import GraphvizMissing, episode_path, tree_dot, tree_svg
@@ -83,14 +87,15 @@ class Viewer:
         self.figures: tuple[int, dict[str, dict], dict[str, bytes]] | None = None
         self.refresh_index()
 
-    def rows(self, sql: str, args: list[Any] | None = None) -> list[dict[str, Any]]:
+    def rows(self, text: str, args: list[Any] | None = None) -> list[dict[str, Any]]:
+        """The rows of one of ``viewer/sql.py``'s statements, as dicts."""
         with self.lock:
-            cur = self.wh.con.execute(sql, args or [])
+            cur = self.wh.con.execute(text, args or [])
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
     def position(self) -> int:
-        return int(self.rows("SELECT coalesce(max(last_position), 0) AS p FROM sync_state")[0]["p"])
+        return int(self.rows(sql.POSITION)[0]["p"])
 
     def refresh_index(self) -> None:
         """Bring the search index to the warehouse, and the search filters' choices (each a pass over
@@ -99,11 +104,7 @@ class Viewer:
         if self.index.position() != position and self.write_index:
             with self.lock:
                 self.index.update(self.wh, position)
-        found = self.rows(
-            "SELECT list(DISTINCT agent ORDER BY agent) AS agent, list(DISTINCT tree_id ORDER BY tree_id) AS tree_id, "
-            "list(DISTINCT randomness::VARCHAR ORDER BY randomness::VARCHAR) AS randomness, "
-            "list(DISTINCT status ORDER BY status) AS status FROM episodes"
-        )[0]
+        found = self.rows(sql.FILTER_CHOICES)[0]
         self.choices = {
             key: [str(v) for v in (found[key] or [])] for key in ("agent", "tree_id", "randomness", "status")
         }
@@ -136,7 +137,7 @@ class Viewer:
         return HTMLResponse(self.env.get_template(name).render(**values), status_code=status_code)
 
 
-def create_app(  # noqa: C901 - one route a nested function, over one viewer
+def create_app(
     warehouse_path: str,
     db_url: str | None = None,
     sync: bool = False,
@@ -149,272 +150,298 @@ def create_app(  # noqa: C901 - one route a nested function, over one viewer
     campaign pages follow the store, and with ``sync`` its other pages catch up with it too.
     It answers requests whose Host is a loopback name, ``host`` or one of ``extra_hosts`` only."""
     viewer = Viewer(warehouse_path, db_url, sync, stale_after, write_index)
-
-    def home(request: Request) -> Response:
-        viewer.catch_up()
-        episodes = viewer.rows(
-            "SELECT episode_id, tree_id, agent, randomness, status, ended_by, steps, coverage, started_at "
-            "FROM episodes ORDER BY started_at DESC, episode_id LIMIT 100"
-        )
-        return viewer.page("index.html.j2", episodes=episodes, campaigns=campaign_list())
-
-    def campaign_list() -> list[dict[str, Any]] | None:
-        if viewer.live is None:
-            return None
-        viewer.live.refresh()
-        return [b for k in viewer.live.names() if (b := _brief(viewer.live.summary(k))) is not None]
-
-    def episode(request: Request) -> Response:
-        episode_id = request.path_params["episode_id"]
-        found = viewer.rows("SELECT * FROM episodes WHERE episode_id = ?", [episode_id])
-        if (not found or found[0]["status"] not in ("done", "failed")) and viewer.catch_up(force=not found):
-            found = viewer.rows("SELECT * FROM episodes WHERE episode_id = ?", [episode_id])
-        if not found:
-            return viewer.page("missing.html.j2", what=f"episode {episode_id}", status_code=404)
-        with viewer.lock:
-            items = episode_items(viewer.wh, episode_id)
-            scores = table_html(
-                viewer.wh.con.sql("SELECT * FROM episode_scores WHERE episode_id = ?", params=[episode_id]).pl()
-            )
-        template_set = viewer.rows("SELECT template_set FROM ev_episode_started WHERE episode_id = ?", [episode_id])
-        return viewer.page(
-            "episode.html.j2",
-            ep=found[0],
-            items=items,
-            scores=scores,
-            system_prompt=_system_prompt(template_set[0]["template_set"] if template_set else None),
-        )
-
-    def tree(request: Request) -> Response:
-        tree_id = request.path_params["tree_id"]
-        t = shipped_tree(tree_id)
-        if t is None:
-            return viewer.page("missing.html.j2", what=f"shipped tree {tree_id}", status_code=404)
-        episode_id = request.query_params.get("episode", "")
-        ep, path = None, None
-        verdicts: dict[str, list[dict[str, Any]]] = {}
-        if episode_id:
-            found = viewer.rows("SELECT * FROM episodes WHERE episode_id = ? AND tree_id = ?", [episode_id, tree_id])
-            if not found:
-                return viewer.page("missing.html.j2", what=f"episode {episode_id} of tree {tree_id}", status_code=404)
-            ep = found[0]
-            path = episode_path({name: viewer.rows(sql, [episode_id]) for name, sql in _PATH.items()})
-            for v in viewer.rows(_VERDICTS, [episode_id]):
-                verdicts.setdefault(v["item_id"], []).append(v)
-        try:
-            picture, problem = tree_svg(tree_dot(t, path)), None
-        except (GraphvizMissing, RuntimeError, OSError) as exc:
-            picture, problem = None, str(exc)
-        reached = {sid for sid, fakes in (path or {}).get("draws", {}).items() if not fakes[-1]}
-        result_of = {st.result.id: st.id for s in t.subtopics for st in s.studies}
-        return viewer.page(
-            "tree.html.j2",
-            tree=t,
-            ep=ep,
-            path=path,
-            picture=picture,
-            problem=problem,
-            verdicts=verdicts,
-            reached_results={r for r, st in result_of.items() if st in reached},
-            episodes=viewer.rows(
-                "SELECT episode_id, agent, randomness, status, coverage FROM episodes WHERE tree_id = ? "
-                "ORDER BY started_at DESC LIMIT 50",
-                [tree_id],
-            ),
-            tree_changed=bool(episode_id)
-            and any(
-                r["tree_hash"] != t.content_hash
-                for r in viewer.rows("SELECT tree_hash FROM ev_episode_started WHERE episode_id = ?", [episode_id])
-            ),
-        )
-
-    def trees_index(request: Request) -> Response:
-        counts = {r["tree_id"]: r["n"] for r in viewer.rows("SELECT tree_id, count(*) AS n FROM episodes GROUP BY ALL")}
-        trees = [
-            {"tree_id": t.id, "title": t.title, "n_subtopics": len(t.subtopics), "episodes": counts.get(t.id, 0)}
-            for t in map(load_tree_file, shipped_tree_paths())
-        ]
-        return viewer.page("trees.html.j2", trees=trees)
-
-    def figures_page(request: Request) -> Response:
-        viewer.catch_up()
-        made = figures_now()
-        with viewer.lock:
-            leaderboard = table_html(viewer.wh.query("table2_leaderboard"))
-        return viewer.page("figures.html.j2", figures=made, leaderboard=leaderboard)
-
-    def figures_now() -> dict[str, dict]:
-        """The report's figures (``warehouse.report.figures``: one source for a figure), drawn
-        again only when the warehouse has moved on."""
-        with viewer.lock:
-            position = viewer.position()
-            if viewer.figures is None or viewer.figures[0] != position:
-                with tempfile.TemporaryDirectory(prefix="inquitree-view-figures-") as tmp:
-                    made = figures(viewer.wh, Path(tmp))
-                    pngs = {name: (Path(tmp) / f["file"]).read_bytes() for name, f in made.items()}
-                viewer.figures = (position, made, pngs)
-            return viewer.figures[1]
-
-    def figure_png(request: Request) -> Response:
-        name = request.path_params["name"]
-        made = figures_now()
-        if name not in made:
-            return Response("no such figure", status_code=404, media_type="text/plain")
-        png = viewer.figures[2].get(name) if viewer.figures else None
-        if png is None:
-            return Response("no such figure", status_code=404, media_type="text/plain")
-        return Response(png, media_type="image/png")
-
-    async def search_hits(request: Request) -> tuple[str, dict[str, str], list[dict[str, Any]], str | None]:
-        """Run a search in a worker thread, at most SEARCHES at a time (the others wait, then are
-        told the viewer is busy), stopping it when its client goes away: pages stay answering."""
-        query = request.query_params.get("q", "")[: 4 * MAX_QUERY_CHARS]
-        filters = {k: request.query_params.get(k, "")[:200] for k in FILTERS}
-        if not terms(query):
-            return query, filters, [], None
-        if not viewer.index.path.exists():
-            return query, filters, [], "no search index: the viewer was started with --no-sync, which writes nothing"
-        cancel = threading.Event()
-
-        async def watch() -> None:
-            while not cancel.is_set():
-                if await request.is_disconnected() or viewer.stopping.is_set():
-                    cancel.set()
-                    return
-                await asyncio.sleep(0.1)
-
-        try:
-            await asyncio.wait_for(viewer.searches.acquire(), timeout=SEARCH_SECONDS)
-        except TimeoutError:
-            return query, filters, [], "the viewer is busy with other searches: try again in a moment"
-        watcher = asyncio.create_task(watch())
-        try:
-            hits = await run_in_threadpool(viewer.index.search, query, filters, 100, SEARCH_SECONDS, cancel)
-            return query, filters, hits, None
-        except SearchStopped as exc:
-            return query, filters, [], str(exc)
-        finally:
-            cancel.set()
-            viewer.searches.release()
-            watcher.cancel()  # not awaited through its sleep: a search's answer waits for nothing
-
-    async def search(request: Request) -> Response:
-        await run_in_threadpool(viewer.catch_up)
-        query, filters, hits, problem = await search_hits(request)
-        return viewer.page(
-            "search.html.j2", query=query, filters=filters, choices=viewer.choices, hits=hits, problem=problem
-        )
-
-    async def api_search(request: Request) -> Response:
-        query, filters, hits, problem = await search_hits(request)
-        return JSONResponse(
-            {"query": query, "filters": filters, "hits": hits, "problem": problem}, status_code=503 if problem else 200
-        )
-
-    def compare(request: Request) -> Response:
-        viewer.catch_up()
-        a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
-        agents = viewer.choices["agent"]
-        if a not in agents or b not in agents:
-            return viewer.page("compare.html.j2", a=a, b=b, agents=agents, table=None, cells=[])
-        with viewer.lock:
-            table = table_html(viewer.wh.query("compare", {"agent_a": a, "agent_b": b}))
-        cells = viewer.rows(_CELLS, [a, b])
-        return viewer.page("compare.html.j2", a=a, b=b, agents=agents, table=table, cells=cells)
-
-    def side_by_side(request: Request) -> Response:
-        a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
-        turns = {ep: viewer.rows(_TURNS, [ep]) for ep in (a, b)}
-        if not turns[a] or not turns[b]:
-            return viewer.page("missing.html.j2", what=f"pair of episodes {a!r} and {b!r}", status_code=404)
-        rows, divergence = aligned(turns[a], turns[b])
-        return viewer.page("side_by_side.html.j2", a=a, b=b, rows=rows, divergence=divergence)
-
-    def suite_page(request: Request) -> Response:
-        key = request.path_params["key"]
-        if viewer.live is None:
-            return viewer.page("missing.html.j2", what="event store (start the viewer with --db)", status_code=404)
-        viewer.live.refresh()
-        layout, state = viewer.live.layout(key), viewer.live.summary(key)
-        return viewer.page("suite.html.j2", key=key, layout=layout, state=state, brief=_brief(state))
-
-    def api_suite(request: Request) -> Response:
-        if viewer.live is None:
-            return JSONResponse({"error": "no event store"}, status_code=404)
-        viewer.live.refresh()
-        state = viewer.live.summary(request.path_params["key"])
-        return JSONResponse(
-            state if state is not None else {"error": "no such campaign"}, status_code=200 if state else 404
-        )
-
-    def api_campaigns(request: Request) -> Response:
-        return JSONResponse({"campaigns": campaign_list()})
-
-    async def live_suite(request: Request) -> Response:
-        key = request.path_params["key"]
-        return _events(request, lambda: _live_suite_state(key))
-
-    def _live_suite_state(key: str) -> dict[str, Any] | None:
-        assert viewer.live is not None
-        viewer.live.refresh()
-        state = viewer.live.summary(key)
-        if state is None:
-            return {"key": key, "missing": True}
-        return {**state, "brief": _brief(state)}
-
-    async def live_campaigns(request: Request) -> Response:
-        return _events(request, lambda: {"campaigns": campaign_list()})
-
-    def _events(request: Request, read: Any) -> Response:
-        """Server-sent events: ``read()``'s value whenever it changes (cells as a diff after the
-        first), looked at every second, with a comment line as a heartbeat."""
-        if viewer.live is None:
-            return JSONResponse({"error": "no event store"}, status_code=404)
-
-        async def stream() -> Any:
-            sent: dict[str, Any] | None = None
-            quiet = 0
-            while not viewer.stopping.is_set() and not await request.is_disconnected():
-                now = await run_in_threadpool(read)
-                if now != sent:
-                    out = dict(now)
-                    if sent is not None and "states" in now and "states" in sent:
-                        out["states"] = {k: v for k, v in now["states"].items() if sent["states"].get(k) != v}
-                        out["diff"] = True
-                    yield f"data: {json.dumps(out, default=str)}\n\n"
-                    sent, quiet = now, 0
-                else:
-                    quiet += 1
-                    if quiet % 15 == 0:
-                        yield ": still here\n\n"
-                await asyncio.sleep(1.0)
-
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
-
-    app = _GuardedStarlette(
-        hosts=allowed_hosts(host, extra_hosts),
-        routes=[
-            Route("/", home),
-            Route("/episodes/{episode_id:str}", episode),
-            Route("/trees", trees_index),
-            Route("/trees/{tree_id:str}", tree),
-            Route("/suites/{key:str}", suite_page),
-            Route("/figures", figures_page),
-            Route("/figures/{name:str}.png", figure_png),
-            Route("/search", search),
-            Route("/api/search", api_search),
-            Route("/api/campaigns", api_campaigns),
-            Route("/api/suites/{key:str}", api_suite),
-            Route("/live/campaigns", live_campaigns),
-            Route("/live/suites/{key:str}", live_suite),
-            Route("/compare", compare),
-            Route("/compare/episodes", side_by_side),
-            Mount("/static", StaticFiles(directory=STATIC), name="static"),
-        ],
-    )
-
+    app = _GuardedStarlette(hosts=allowed_hosts(host, extra_hosts), routes=ROUTES)
     app.state.viewer = viewer
     return app
+
+
+# -- the pages: each reads the viewer from ``request.app.state`` ----------------------------------
+
+
+def home(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    viewer.catch_up()
+    episodes = viewer.rows(sql.RECENT_EPISODES)
+    return viewer.page("index.html.j2", episodes=episodes, campaigns=campaign_list(viewer))
+
+
+def campaign_list(viewer: Viewer) -> list[dict[str, Any]] | None:
+    if viewer.live is None:
+        return None
+    viewer.live.refresh()
+    return [b for k in viewer.live.names() if (b := _brief(viewer.live.summary(k))) is not None]
+
+
+def episode(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    episode_id = request.path_params["episode_id"]
+    found = viewer.rows(sql.EPISODE, [episode_id])
+    if (not found or found[0]["status"] not in ("done", "failed")) and viewer.catch_up(force=not found):
+        found = viewer.rows(sql.EPISODE, [episode_id])
+    if not found:
+        return viewer.page("missing.html.j2", what=f"episode {episode_id}", status_code=404)
+    with viewer.lock:
+        items = episode_items(viewer.wh, episode_id)
+        scores = table_html(viewer.wh.con.sql(sql.EPISODE_SCORES, params=[episode_id]).pl())
+    template_set = viewer.rows(sql.TEMPLATE_SET, [episode_id])
+    return viewer.page(
+        "episode.html.j2",
+        ep=found[0],
+        items=items,
+        scores=scores,
+        system_prompt=_system_prompt(template_set[0]["template_set"] if template_set else None),
+    )
+
+
+def tree(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    tree_id = request.path_params["tree_id"]
+    t = shipped_tree(tree_id)
+    if t is None:
+        return viewer.page("missing.html.j2", what=f"shipped tree {tree_id}", status_code=404)
+    episode_id = request.query_params.get("episode", "")
+    ep, path = None, None
+    verdicts: dict[str, list[dict[str, Any]]] = {}
+    if episode_id:
+        found = viewer.rows(sql.EPISODE_OF_TREE, [episode_id, tree_id])
+        if not found:
+            return viewer.page("missing.html.j2", what=f"episode {episode_id} of tree {tree_id}", status_code=404)
+        ep = found[0]
+        path = episode_path({name: viewer.rows(text, [episode_id]) for name, text in sql.PATH.items()})
+        for v in viewer.rows(sql.VERDICTS, [episode_id]):
+            verdicts.setdefault(v["item_id"], []).append(v)
+    try:
+        picture, problem = tree_svg(tree_dot(t, path)), None
+    except (GraphvizMissing, RuntimeError, OSError) as exc:
+        picture, problem = None, str(exc)
+    reached = {sid for sid, fakes in (path or {}).get("draws", {}).items() if not fakes[-1]}
+    result_of = {st.result.id: st.id for s in t.subtopics for st in s.studies}
+    return viewer.page(
+        "tree.html.j2",
+        tree=t,
+        ep=ep,
+        path=path,
+        picture=picture,
+        problem=problem,
+        verdicts=verdicts,
+        reached_results={r for r, st in result_of.items() if st in reached},
+        episodes=viewer.rows(sql.TREE_EPISODES, [tree_id]),
+        tree_changed=bool(episode_id)
+        and any(r["tree_hash"] != t.content_hash for r in viewer.rows(sql.TREE_HASH, [episode_id])),
+    )
+
+
+def trees_index(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    counts = {r["tree_id"]: r["n"] for r in viewer.rows(sql.EPISODES_PER_TREE)}
+    trees = [
+        {"tree_id": t.id, "title": t.title, "n_subtopics": len(t.subtopics), "episodes": counts.get(t.id, 0)}
+        for t in map(load_tree_file, shipped_tree_paths())
+    ]
+    return viewer.page("trees.html.j2", trees=trees)
+
+
+def figures_page(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    viewer.catch_up()
+    made = figures_now(viewer)
+    with viewer.lock:
+        leaderboard = table_html(viewer.wh.query("table2_leaderboard"))
+    return viewer.page("figures.html.j2", figures=made, leaderboard=leaderboard)
+
+
+def figures_now(viewer: Viewer) -> dict[str, dict]:
+    """The report's figures (``warehouse.report.figures``: one source for a figure), drawn
+    again only when the warehouse has moved on."""
+    with viewer.lock:
+        position = viewer.position()
+        if viewer.figures is None or viewer.figures[0] != position:
+            with tempfile.TemporaryDirectory(prefix="inquitree-view-figures-") as tmp:
+                made = figures(viewer.wh, Path(tmp))
+                pngs = {name: (Path(tmp) / f["file"]).read_bytes() for name, f in made.items()}
+            viewer.figures = (position, made, pngs)
+        return viewer.figures[1]
+
+
+def figure_png(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    name = request.path_params["name"]
+    made = figures_now(viewer)
+    if name not in made:
+        return Response("no such figure", status_code=404, media_type="text/plain")
+    png = viewer.figures[2].get(name) if viewer.figures else None
+    if png is None:
+        return Response("no such figure", status_code=404, media_type="text/plain")
+    return Response(png, media_type="image/png")
+
+
+async def search_hits(request: Request) -> tuple[str, dict[str, str], list[dict[str, Any]], str | None]:
+    """Run a search in a worker thread, at most SEARCHES at a time (the others wait, then are
+    told the viewer is busy), stopping it when its client goes away: pages stay answering."""
+    viewer: Viewer = request.app.state.viewer
+    query = request.query_params.get("q", "")[: 4 * MAX_QUERY_CHARS]
+    filters = {k: request.query_params.get(k, "")[:200] for k in FILTERS}
+    if not terms(query):
+        return query, filters, [], None
+    if not viewer.index.path.exists():
+        return query, filters, [], "no search index: the viewer was started with --no-sync, which writes nothing"
+    cancel = threading.Event()
+
+    async def watch() -> None:
+        while not cancel.is_set():
+            if await request.is_disconnected() or viewer.stopping.is_set():
+                cancel.set()
+                return
+            await asyncio.sleep(0.1)
+
+    try:
+        await asyncio.wait_for(viewer.searches.acquire(), timeout=SEARCH_SECONDS)
+    except TimeoutError:
+        return query, filters, [], "the viewer is busy with other searches: try again in a moment"
+    watcher = asyncio.create_task(watch())
+    try:
+        hits = await run_in_threadpool(viewer.index.search, query, filters, 100, SEARCH_SECONDS, cancel)
+        return query, filters, hits, None
+    except SearchStopped as exc:
+        return query, filters, [], str(exc)
+    finally:
+        cancel.set()
+        viewer.searches.release()
+        watcher.cancel()  # not awaited through its sleep: a search's answer waits for nothing
+
+
+async def search(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    await run_in_threadpool(viewer.catch_up)
+    query, filters, hits, problem = await search_hits(request)
+    return viewer.page(
+        "search.html.j2", query=query, filters=filters, choices=viewer.choices, hits=hits, problem=problem
+    )
+
+
+async def api_search(request: Request) -> Response:
+    query, filters, hits, problem = await search_hits(request)
+    return JSONResponse(
+        {"query": query, "filters": filters, "hits": hits, "problem": problem}, status_code=503 if problem else 200
+    )
+
+
+def compare(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    viewer.catch_up()
+    a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
+    agents = viewer.choices["agent"]
+    if a not in agents or b not in agents:
+        return viewer.page("compare.html.j2", a=a, b=b, agents=agents, table=None, cells=[])
+    with viewer.lock:
+        table = table_html(viewer.wh.query("compare", {"agent_a": a, "agent_b": b}))
+    cells = viewer.rows(sql.CELLS, [a, b])
+    return viewer.page("compare.html.j2", a=a, b=b, agents=agents, table=table, cells=cells)
+
+
+def side_by_side(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
+    turns = {ep: viewer.rows(sql.TURNS, [ep]) for ep in (a, b)}
+    if not turns[a] or not turns[b]:
+        return viewer.page("missing.html.j2", what=f"pair of episodes {a!r} and {b!r}", status_code=404)
+    rows, divergence = aligned(turns[a], turns[b])
+    return viewer.page("side_by_side.html.j2", a=a, b=b, rows=rows, divergence=divergence)
+
+
+def suite_page(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    key = request.path_params["key"]
+    if viewer.live is None:
+        return viewer.page("missing.html.j2", what="event store (start the viewer with --db)", status_code=404)
+    viewer.live.refresh()
+    layout, state = viewer.live.layout(key), viewer.live.summary(key)
+    return viewer.page("suite.html.j2", key=key, layout=layout, state=state, brief=_brief(state))
+
+
+def api_suite(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    if viewer.live is None:
+        return JSONResponse({"error": "no event store"}, status_code=404)
+    viewer.live.refresh()
+    state = viewer.live.summary(request.path_params["key"])
+    return JSONResponse(
+        state if state is not None else {"error": "no such campaign"}, status_code=200 if state else 404
+    )
+
+
+def api_campaigns(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    return JSONResponse({"campaigns": campaign_list(viewer)})
+
+
+async def live_suite(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    key = request.path_params["key"]
+    return _events(request, lambda: _live_suite_state(viewer, key))
+
+
+def _live_suite_state(viewer: Viewer, key: str) -> dict[str, Any] | None:
+    assert viewer.live is not None
+    viewer.live.refresh()
+    state = viewer.live.summary(key)
+    if state is None:
+        return {"key": key, "missing": True}
+    return {**state, "brief": _brief(state)}
+
+
+async def live_campaigns(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    return _events(request, lambda: {"campaigns": campaign_list(viewer)})
+
+
+def _events(request: Request, read: Any) -> Response:
+    """Server-sent events: ``read()``'s value whenever it changes (cells as a diff after the
+    first), looked at every second, with a comment line as a heartbeat."""
+    viewer: Viewer = request.app.state.viewer
+    if viewer.live is None:
+        return JSONResponse({"error": "no event store"}, status_code=404)
+
+    async def stream() -> Any:
+        sent: dict[str, Any] | None = None
+        quiet = 0
+        while not viewer.stopping.is_set() and not await request.is_disconnected():
+            now = await run_in_threadpool(read)
+            if now != sent:
+                out = dict(now)
+                if sent is not None and "states" in now and "states" in sent:
+                    out["states"] = {k: v for k, v in now["states"].items() if sent["states"].get(k) != v}
+                    out["diff"] = True
+                yield f"data: {json.dumps(out, default=str)}\n\n"
+                sent, quiet = now, 0
+            else:
+                quiet += 1
+                if quiet % 15 == 0:
+                    yield ": still here\n\n"
+            await asyncio.sleep(1.0)
+
+    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
+
+# Every URL the viewer answers, in one place.
+ROUTES = [
+    Route("/", home),
+    Route("/episodes/{episode_id:str}", episode),
+    Route("/trees", trees_index),
+    Route("/trees/{tree_id:str}", tree),
+    Route("/suites/{key:str}", suite_page),
+    Route("/figures", figures_page),
+    Route("/figures/{name:str}.png", figure_png),
+    Route("/search", search),
+    Route("/api/search", api_search),
+    Route("/api/campaigns", api_campaigns),
+    Route("/api/suites/{key:str}", api_suite),
+    Route("/live/campaigns", live_campaigns),
+    Route("/live/suites/{key:str}", live_suite),
+    Route("/compare", compare),
+    Route("/compare/episodes", side_by_side),
+    Mount("/static", StaticFiles(directory=STATIC), name="static"),
+]
 
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -518,42 +545,6 @@ def _duration(seconds: float) -> str:
     h, rest = divmod(seconds, 3600)
     m, s = divmod(rest, 60)
     return f"{h} h {m:02d} min" if h else f"{m} min {s:02d} s" if m else f"{s} s"
-
-
-# What an episode did on its tree (``treeview.episode_path``).
-_PATH = {
-    "transitions": "SELECT step, to_state, node FROM ev_transitioned WHERE episode_id = ? ORDER BY global_position",
-    "hints": "SELECT target, level FROM ev_hint_issued WHERE episode_id = ? ORDER BY global_position",
-    "locked": "SELECT subtopic_id FROM ev_dependency_blocked WHERE episode_id = ?",
-    "draws": "SELECT study_id, fake FROM ev_result_drawn WHERE episode_id = ? ORDER BY global_position",
-}
-_VERDICTS = """
-SELECT item_id, judge_id, score, error, rationale FROM ev_judge_verdict WHERE episode_id = ? ORDER BY global_position
-"""
-# The cells both agents ran (tree, level, seed), each with its outcome and the subtopics it reached.
-_CELLS = """
-WITH reached AS (
-    SELECT episode_id, list(DISTINCT node ORDER BY node) AS subtopics FROM ev_transitioned
-    WHERE to_state = 'subtopic' GROUP BY ALL
-), cell AS (
-    SELECT e.agent, e.tree_id, e.randomness, e.seed, e.episode_id, e.status, e.ended_by, e.coverage,
-           coalesce(r.subtopics, []) AS subtopics
-    FROM episodes e LEFT JOIN reached r USING (episode_id) WHERE e.agent IN ($1, $2)
-)
-SELECT x.tree_id, x.randomness, x.seed, x.episode_id AS a_episode, y.episode_id AS b_episode,
-       x.status AS a_status, y.status AS b_status, x.coverage AS a_coverage, y.coverage AS b_coverage,
-       list_filter(x.subtopics, lambda s: NOT list_contains(y.subtopics, s)) AS only_a,
-       list_filter(y.subtopics, lambda s: NOT list_contains(x.subtopics, s)) AS only_b
-FROM cell x JOIN cell y USING (tree_id, randomness, seed)
-WHERE x.agent = $1 AND y.agent = $2
-ORDER BY x.tree_id, x.randomness, x.seed
-"""
-# An episode's turns with where each left the engine: the state answered, the candidate matched.
-_TURNS = """
-SELECT r.step, r.state, r.action, r.raw, m.best, m.accepted, m.best_cosine, m.tau
-FROM ev_agent_replied r LEFT JOIN ev_match_scored m USING (episode_id, step)
-WHERE r.episode_id = ? ORDER BY r.step
-"""
 
 
 def aligned(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:

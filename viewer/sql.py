@@ -1,0 +1,61 @@
+"""Every SQL statement the viewer runs against the warehouse, in one place (the pages in
+``viewer/app.py`` name them; the search index has its own in ``viewer/search.py``). All take their
+values as parameters; none is built from what a request carries."""
+
+POSITION = "SELECT coalesce(max(last_position), 0) AS p FROM sync_state"
+# The search filters' choices (one pass over the episodes view, read when the warehouse moves on).
+FILTER_CHOICES = """
+SELECT list(DISTINCT agent ORDER BY agent) AS agent, list(DISTINCT tree_id ORDER BY tree_id) AS tree_id,
+       list(DISTINCT randomness::VARCHAR ORDER BY randomness::VARCHAR) AS randomness,
+       list(DISTINCT status ORDER BY status) AS status
+FROM episodes
+"""
+RECENT_EPISODES = """
+SELECT episode_id, tree_id, agent, randomness, status, ended_by, steps, coverage, started_at
+FROM episodes ORDER BY started_at DESC, episode_id LIMIT 100
+"""
+EPISODE = "SELECT * FROM episodes WHERE episode_id = ?"
+EPISODE_OF_TREE = "SELECT * FROM episodes WHERE episode_id = ? AND tree_id = ?"
+EPISODE_SCORES = "SELECT * FROM episode_scores WHERE episode_id = ?"
+TEMPLATE_SET = "SELECT template_set FROM ev_episode_started WHERE episode_id = ?"
+TREE_HASH = "SELECT tree_hash FROM ev_episode_started WHERE episode_id = ?"
+TREE_EPISODES = """
+SELECT episode_id, agent, randomness, status, coverage FROM episodes WHERE tree_id = ?
+ORDER BY started_at DESC LIMIT 50
+"""
+EPISODES_PER_TREE = "SELECT tree_id, count(*) AS n FROM episodes GROUP BY ALL"
+
+# What an episode did on its tree (``treeview.episode_path``).
+PATH = {
+    "transitions": "SELECT step, to_state, node FROM ev_transitioned WHERE episode_id = ? ORDER BY global_position",
+    "hints": "SELECT target, level FROM ev_hint_issued WHERE episode_id = ? ORDER BY global_position",
+    "locked": "SELECT subtopic_id FROM ev_dependency_blocked WHERE episode_id = ?",
+    "draws": "SELECT study_id, fake FROM ev_result_drawn WHERE episode_id = ? ORDER BY global_position",
+}
+VERDICTS = """
+SELECT item_id, judge_id, score, error, rationale FROM ev_judge_verdict WHERE episode_id = ? ORDER BY global_position
+"""
+# The cells both agents ran (tree, level, seed), each with its outcome and the subtopics it reached.
+CELLS = """
+WITH reached AS (
+    SELECT episode_id, list(DISTINCT node ORDER BY node) AS subtopics FROM ev_transitioned
+    WHERE to_state = 'subtopic' GROUP BY ALL
+), cell AS (
+    SELECT e.agent, e.tree_id, e.randomness, e.seed, e.episode_id, e.status, e.ended_by, e.coverage,
+           coalesce(r.subtopics, []) AS subtopics
+    FROM episodes e LEFT JOIN reached r USING (episode_id) WHERE e.agent IN ($1, $2)
+)
+SELECT x.tree_id, x.randomness, x.seed, x.episode_id AS a_episode, y.episode_id AS b_episode,
+       x.status AS a_status, y.status AS b_status, x.coverage AS a_coverage, y.coverage AS b_coverage,
+       list_filter(x.subtopics, lambda s: NOT list_contains(y.subtopics, s)) AS only_a,
+       list_filter(y.subtopics, lambda s: NOT list_contains(x.subtopics, s)) AS only_b
+FROM cell x JOIN cell y USING (tree_id, randomness, seed)
+WHERE x.agent = $1 AND y.agent = $2
+ORDER BY x.tree_id, x.randomness, x.seed
+"""
+# An episode's turns with where each left the engine: the state answered, the candidate matched.
+TURNS = """
+SELECT r.step, r.state, r.action, r.raw, m.best, m.accepted, m.best_cosine, m.tau
+FROM ev_agent_replied r LEFT JOIN ev_match_scored m USING (episode_id, step)
+WHERE r.episode_id = ? ORDER BY r.step
+"""
