@@ -15,10 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from inquitree.events.signing import load_verifier  # noqa: E402
-from inquitree.events.store import Anchor, EventStore, VerifyReport  # noqa: E402
+from inquitree.events.signing import load_verifier
+from inquitree.events.store import Anchor, EventStore, VerifyReport
 
-from attackkit import ATTACKS, attacked_copy, record_lab  # noqa: E402
+from attackkit import ATTACKS, attacked_copy, record_lab
 
 
 def verdict(report: VerifyReport) -> tuple[bool, str]:

@@ -22,11 +22,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from inquitree.core.run.campaign import Suite, run_suite  # noqa: E402
-from inquitree.events.store import EventStore  # noqa: E402
+from inquitree.core.run.campaign import Suite, run_suite
+from inquitree.events.store import EventStore
 
-from faultkit import model as agent_model  # noqa: E402
-from openai_server import CountingProxy, OpenAICompatibleServer  # noqa: E402
+from faultkit import model as agent_model
+from openai_server import CountingProxy, OpenAICompatibleServer
 
 
 def judged(messages: list[dict]) -> str:

@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from inquitree.core.run.campaign import Suite, run_suite  # noqa: E402
-from inquitree.events.store import EventStore  # noqa: E402
+from inquitree.core.run.campaign import Suite, run_suite
+from inquitree.events.store import EventStore
 
 
 def model(messages):

@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from inquitree.core.game.tree import load_tree_file, shipped_tree_paths  # noqa: E402
-from inquitree.core.players.calibrate import calibrate_tree  # noqa: E402
-from inquitree.core.players.embed import CachedEmbedder, LocalEmbedder  # noqa: E402
+from inquitree.core.game.tree import load_tree_file, shipped_tree_paths
+from inquitree.core.players.calibrate import calibrate_tree
+from inquitree.core.players.embed import CachedEmbedder, LocalEmbedder
 
 
 def rss_mb() -> float:

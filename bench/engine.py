@@ -32,16 +32,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from inquitree.core.game.engine import DONE, Engine, extract_action, fold  # noqa: E402
-from inquitree.core.game.prompts import TemplateSet  # noqa: E402
-from inquitree.core.game.tree import resolve_tree  # noqa: E402
-from inquitree.core.players.agents import RandomAgent, ScriptAgent  # noqa: E402
-from inquitree.core.players.embed import CachedEmbedder, LocalEmbedder  # noqa: E402
-from inquitree.core.run.replay import resimulate  # noqa: E402
-from inquitree.core.run.runner import cosines, run_episode, stream_id  # noqa: E402
-from inquitree.events.store import EventStore  # noqa: E402
+from inquitree.core.game.engine import DONE, Engine, extract_action, fold
+from inquitree.core.game.prompts import TemplateSet
+from inquitree.core.game.tree import resolve_tree
+from inquitree.core.players.agents import RandomAgent, ScriptAgent
+from inquitree.core.players.embed import CachedEmbedder, LocalEmbedder
+from inquitree.core.run.replay import resimulate
+from inquitree.core.run.runner import cosines, run_episode, stream_id
+from inquitree.events.store import EventStore
 
-from enginekit import always_miss_script, params  # noqa: E402
+from enginekit import always_miss_script, params
 
 
 def record_inputs(tree, emb, p, templates, seeds):

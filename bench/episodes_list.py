@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from inquitree.cli import main as cli  # noqa: E402
-from inquitree.events.store import EventStore  # noqa: E402
-from warehouse import on_a_large_store  # noqa: E402  (bench/warehouse.py)
+from inquitree.cli import main as cli
+from inquitree.events.store import EventStore
+from warehouse import on_a_large_store  # bench/warehouse.py
 
 
 def timed(url: str, args: list[str], runs: int) -> dict:

@@ -23,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from slow_drip import held_call  # noqa: E402
+from slow_drip import held_call
 
-from inquitree.core.calls.models import CallSettings  # noqa: E402
+from inquitree.core.calls.models import CallSettings
 
-from faultkit import FAULTS, run_fault  # noqa: E402
+from faultkit import FAULTS, run_fault
 
 
 def never_answers() -> dict:

@@ -19,16 +19,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from inspect_ai import eval as inspect_eval  # noqa: E402
-from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
+from inspect_ai import eval as inspect_eval
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
-from inquitree.core.game.tree import resolve_tree  # noqa: E402
-from inquitree.core.inspect.task import research_tree  # noqa: E402
-from inquitree.core.players.embed import make_embedder  # noqa: E402
-from inquitree.core.players.judges import EmbeddingJudge  # noqa: E402
-from inquitree.core.run.runner import run_episode  # noqa: E402
+from inquitree.core.game.tree import resolve_tree
+from inquitree.core.inspect.task import research_tree
+from inquitree.core.players.embed import make_embedder
+from inquitree.core.players.judges import EmbeddingJudge
+from inquitree.core.run.runner import run_episode
 
-from enginekit import TEMPLATES, ScriptAgent, always_miss_script, params  # noqa: E402
+from enginekit import TEMPLATES, ScriptAgent, always_miss_script, params
 
 
 def main() -> None:

@@ -31,9 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from inquitree.warehouse.bootstrap import Bootstrap  # noqa: E402
+from inquitree.warehouse.bootstrap import Bootstrap
 
-from campaignsim import DESIGNS, PAIRED_DESIGNS, TRUE_MEAN, coverage, pair_level_flips, paired_rejections  # noqa: E402
+from campaignsim import DESIGNS, PAIRED_DESIGNS, TRUE_MEAN, coverage, pair_level_flips, paired_rejections
 
 SCHEMES = [
     ("default: t on paper means below 8 papers, else expanded-percentile bootstrap over trees", {}),

@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from inquitree.core.game.tree import resolve_tree  # noqa: E402
+from inquitree.core.game.tree import resolve_tree
 
-from enginekit import RandomAgent, play  # noqa: E402
+from enginekit import RandomAgent, play
 
 TREES = ("synthetic-chain-7", "synthetic-diamond-4", "synthetic-independent-7")
 

@@ -30,8 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests_support: uvicorn in a thread
 
-from inquitree.warehouse.sync import Warehouse  # noqa: E402
-from warehouse import on_a_large_store  # noqa: E402  (bench/warehouse.py)
+from inquitree.warehouse.sync import Warehouse
+from warehouse import on_a_large_store  # bench/warehouse.py
 
 QUERIES = {
     "a common word": "ACTION",

@@ -21,11 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from inquitree.core.calls.models import CallSettings  # noqa: E402
-from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent  # noqa: E402
+from inquitree.core.calls.models import CallSettings
+from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent
 
-from faultkit import model  # noqa: E402
-from openai_server import OpenAICompatibleServer  # noqa: E402
+from faultkit import model
+from openai_server import OpenAICompatibleServer
 
 
 def held_call(fault: str, settings: CallSettings, drip: float = 1.0) -> dict:
@@ -37,7 +37,7 @@ def held_call(fault: str, settings: CallSettings, drip: float = 1.0) -> dict:
         try:
             agent.reply("obs", "topic", 1)
             outcome = "answered"
-        except Exception as exc:  # noqa: BLE001 - the outcome is what is measured
+        except Exception as exc:  # the outcome is what is measured
             outcome = f"{getattr(exc, 'kind', type(exc).__name__)}: {exc}"
         held = time.perf_counter() - t0
         attempts = len(server.requests)

@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests_support: the browser
 
-from inquitree.warehouse.sync import Warehouse  # noqa: E402
-from warehouse import TREES, on_a_large_store  # noqa: E402  (bench/warehouse.py)
+from inquitree.warehouse.sync import Warehouse
+from warehouse import TREES, on_a_large_store  # bench/warehouse.py
 
 
 def measure(url: str, d: Path, runs: int) -> dict:

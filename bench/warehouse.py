@@ -35,14 +35,14 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import inquitree.warehouse.sync as ws  # noqa: E402
-from inquitree.core.game.tree import resolve_tree  # noqa: E402
-from inquitree.core.run.runner import stream_id  # noqa: E402
-from inquitree.events.store import EventStore, sqlite_database  # noqa: E402
-from inquitree.warehouse.sources import open_source  # noqa: E402
-from inquitree.warehouse.sync import Warehouse, query_names  # noqa: E402
+import inquitree.warehouse.sync as ws
+from inquitree.core.game.tree import resolve_tree
+from inquitree.core.run.runner import stream_id
+from inquitree.events.store import EventStore, sqlite_database
+from inquitree.warehouse.sources import open_source
+from inquitree.warehouse.sync import Warehouse, query_names
 
-from enginekit import OracleAgent, RandomAgent, play  # noqa: E402
+from enginekit import OracleAgent, RandomAgent, play
 
 TREES = ("synthetic-chain-7", "synthetic-diamond-4", "synthetic-independent-7")
 

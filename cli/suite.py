@@ -134,14 +134,14 @@ class _ForkedWorker:
                 os.close(write)
                 # Python-level streams on the new descriptors: sys.stdout may have been replaced
                 # (a test's capture, an embedding program) and would not reach the pipe.
-                sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
-                sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+                sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - the worker's own streams, for the life of the process
+                sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - the worker's own streams, for the life of the process
                 os.environ.clear()
                 os.environ.update(env)
                 code = work()
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-            except BaseException:  # noqa: BLE001 - reported on the relayed output, as a child process would
+            except BaseException:  # reported on the relayed output, as a child process would
                 import traceback
 
                 traceback.print_exc()

@@ -195,7 +195,7 @@ def make_engine(url: str, read_only: bool = False) -> sa.Engine:
 
     try:
         parsed = make_url(url)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise StoreError(
             f"not a database URL: {url!r} (expected e.g. sqlite:///runs.sqlite or "
             f"postgresql+psycopg://user@host:5432/db)"

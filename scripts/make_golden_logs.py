@@ -20,16 +20,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from inquitree.core.game.prompts import TemplateSet  # noqa: E402
-from inquitree.core.game.tree import resolve_tree  # noqa: E402
-from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent, OracleAgent, RandomAgent, ScriptAgent  # noqa: E402
-from inquitree.core.players.embed import make_embedder  # noqa: E402
-from inquitree.core.players.judges import EmbeddingJudge  # noqa: E402
-from inquitree.core.run.golden import dump_jsonl  # noqa: E402
-from inquitree.core.run.runner import run_episode  # noqa: E402
+from inquitree.core.game.prompts import TemplateSet
+from inquitree.core.game.tree import resolve_tree
+from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent, OracleAgent, RandomAgent, ScriptAgent
+from inquitree.core.players.embed import make_embedder
+from inquitree.core.players.judges import EmbeddingJudge
+from inquitree.core.run.golden import dump_jsonl
+from inquitree.core.run.runner import run_episode
 
-from enginekit import always_miss_script, params  # noqa: E402
-from openai_server import OpenAICompatibleServer  # noqa: E402
+from enginekit import always_miss_script, params
+from openai_server import OpenAICompatibleServer
 
 
 def paraphrasing_model(tree):

@@ -466,7 +466,7 @@ def test_a_cell_that_raises_past_its_handler_ends_the_campaign_not_hangs_it(tmp_
         with EventStore(f"sqlite:///{tmp_path / 'f.sqlite'}") as store:
             try:
                 run_suite(suite, store)
-            except BaseException as exc:  # noqa: BLE001 - what the campaign raised, checked below
+            except BaseException as exc:  # what the campaign raised, checked below
                 raised.append(exc)
 
     t = threading.Thread(target=run, daemon=True)

@@ -19,7 +19,7 @@ def _open(url: str, barrier, results) -> None:
         barrier.wait(timeout=60)
         EventStore(url).close()
         results.put("ok")
-    except Exception as exc:  # noqa: BLE001 - reported to the test
+    except Exception as exc:  # reported to the test
         results.put(f"{type(exc).__name__}: {exc}")
 
 

@@ -9,20 +9,20 @@ import pytest
 
 pytest.importorskip("inspect_ai", reason="inspect_ai is not installed (pip install 'inquitree[inspect]')")
 
-from click.testing import CliRunner  # noqa: E402
-from inspect_ai import eval as inspect_eval  # noqa: E402
-from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
+from click.testing import CliRunner
+from inspect_ai import eval as inspect_eval
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
-from inquitree.cli import main  # noqa: E402
-from inquitree.core.game.tree import resolve_tree  # noqa: E402
-from inquitree.core.inspect.task import research_tree  # noqa: E402
-from inquitree.core.players.embed import make_embedder  # noqa: E402
-from inquitree.core.players.judges import EmbeddingJudge  # noqa: E402
-from inquitree.core.run.runner import run_episode  # noqa: E402
-from inquitree.events.store import EventStore  # noqa: E402
-from inquitree.warehouse.sync import Warehouse  # noqa: E402
+from inquitree.cli import main
+from inquitree.core.game.tree import resolve_tree
+from inquitree.core.inspect.task import research_tree
+from inquitree.core.players.embed import make_embedder
+from inquitree.core.players.judges import EmbeddingJudge
+from inquitree.core.run.runner import run_episode
+from inquitree.events.store import EventStore
+from inquitree.warehouse.sync import Warehouse
 
-from enginekit import TEMPLATES, OracleAgent, ScriptAgent, always_miss_script, params  # noqa: E402
+from enginekit import TEMPLATES, OracleAgent, ScriptAgent, always_miss_script, params
 
 EMB = make_embedder("hash")
 

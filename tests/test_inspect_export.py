@@ -12,20 +12,20 @@ import pytest
 
 pytest.importorskip("inspect_ai", reason="inspect_ai is not installed (pip install 'inquitree[inspect]')")
 
-from click.testing import CliRunner  # noqa: E402
-from inspect_ai.log import read_eval_log  # noqa: E402
-from test_inspect import EMB, replies_of, run_task, scripted  # noqa: E402
+from click.testing import CliRunner
+from inspect_ai.log import read_eval_log
+from test_inspect import EMB, replies_of, run_task, scripted
 
-from inquitree.cli import main  # noqa: E402
-from inquitree.core.game.tree import resolve_tree  # noqa: E402
-from inquitree.core.inspect.export import episode_sample  # noqa: E402
-from inquitree.core.players.agents import AgentError, RandomAgent  # noqa: E402
-from inquitree.core.players.judges import EmbeddingJudge  # noqa: E402
-from inquitree.core.run.campaign import Suite, run_suite  # noqa: E402
-from inquitree.core.run.runner import EpisodeFailure, run_episode, stream_id  # noqa: E402
-from inquitree.events.store import EventStore  # noqa: E402
+from inquitree.cli import main
+from inquitree.core.game.tree import resolve_tree
+from inquitree.core.inspect.export import episode_sample
+from inquitree.core.players.agents import AgentError, RandomAgent
+from inquitree.core.players.judges import EmbeddingJudge
+from inquitree.core.run.campaign import Suite, run_suite
+from inquitree.core.run.runner import EpisodeFailure, run_episode, stream_id
+from inquitree.events.store import EventStore
 
-from enginekit import TEMPLATES, OracleAgent, params  # noqa: E402
+from enginekit import TEMPLATES, OracleAgent, params
 
 
 def to_inspect(*args: str) -> str:

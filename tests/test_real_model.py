@@ -24,10 +24,10 @@ except OSError:
         f"no local model server at {URL} (start one with scripts/local-model.sh start)", allow_module_level=True
     )
 
-from inquitree.cli import main  # noqa: E402
-from inquitree.core.run.runner import stream_id  # noqa: E402
-from inquitree.events.store import EventStore  # noqa: E402
-from inquitree.warehouse.sync import Warehouse  # noqa: E402
+from inquitree.cli import main
+from inquitree.core.run.runner import stream_id
+from inquitree.events.store import EventStore
+from inquitree.warehouse.sync import Warehouse
 
 
 def test_play_judge_replay_sync_and_report_with_a_real_model(tmp_path):

@@ -9,16 +9,16 @@ import pytest
 
 pytest.importorskip("starlette", reason="the viewer's extra is not installed (pip install 'inquitree[view]')")
 
-from starlette.testclient import TestClient  # noqa: E402
-from test_report import dump_dom  # noqa: E402
+from starlette.testclient import TestClient
+from test_report import dump_dom
 
-from inquitree.core.game.tree import resolve_tree  # noqa: E402
-from inquitree.events.store import EventStore  # noqa: E402
-from inquitree.viewer.app import create_app  # noqa: E402
-from inquitree.warehouse.sync import Warehouse  # noqa: E402
+from inquitree.core.game.tree import resolve_tree
+from inquitree.events.store import EventStore
+from inquitree.viewer.app import create_app
+from inquitree.warehouse.sync import Warehouse
 
-from enginekit import OracleAgent, ScriptAgent, follower, play  # noqa: E402
-from tests_support import served  # noqa: E402
+from enginekit import OracleAgent, ScriptAgent, follower, play
+from tests_support import served
 
 PLANTED = "zebrafish cortical whirlpool"
 XSS = (

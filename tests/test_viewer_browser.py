@@ -26,15 +26,15 @@ import pytest
 pytest.importorskip("starlette", reason="the viewer's extra is not installed (pip install 'inquitree[view]')")
 pytest.importorskip("playwright", reason="the browser tests need playwright (pip install 'inquitree[test]')")
 
-from playwright.sync_api import expect  # noqa: E402
-from test_viewer import PLANTED, XSS  # noqa: E402
+from playwright.sync_api import expect
+from test_viewer import PLANTED, XSS
 
-from inquitree.core.game.tree import resolve_tree  # noqa: E402
-from inquitree.events.store import EventStore  # noqa: E402
+from inquitree.core.game.tree import resolve_tree
+from inquitree.events.store import EventStore
 
-from enginekit import OracleAgent, ScriptAgent, follower, play  # noqa: E402
-from openai_server import OpenAICompatibleServer  # noqa: E402
-from tests_support import chromium_browser, chromium_path, viewer_process  # noqa: E402
+from enginekit import OracleAgent, ScriptAgent, follower, play
+from openai_server import OpenAICompatibleServer
+from tests_support import chromium_browser, chromium_path, viewer_process
 
 MARK = "window.__noReload = 'still here'"  # gone if the page reloads
 TERMINAL = ("finished", "limit", "failed")

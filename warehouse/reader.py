@@ -158,7 +158,7 @@ def _read_ranges(path: str, batch_rows: int, spool: str, ranges: _Ranges) -> Non
             with ranges.cond:
                 ranges.finished[i] = True
                 ranges.cond.notify_all()
-    except BaseException as exc:  # noqa: BLE001 - handed to the announcing thread
+    except BaseException as exc:  # handed to the announcing thread
         with ranges.cond:
             ranges.error = ranges.error or exc
             ranges.cond.notify_all()
@@ -183,6 +183,6 @@ def _write(spool: str, i: int, n: int, schema, batches: list, ranges: _Ranges) -
 if __name__ == "__main__":
     try:
         main()
-    except Exception as exc:  # noqa: BLE001 - one line for the parent's error message
+    except Exception as exc:  # one line for the parent's error message
         print(f"{type(exc).__name__}: {' '.join(str(exc).split())}", file=sys.stderr)
         sys.exit(1)

@@ -79,7 +79,7 @@ class _Source:
         """Refuse a store whose schema this code does not know, as every command does."""
         try:
             rows = self.conn.execute("SELECT version_num FROM alembic_version").fetchall()
-        except Exception:  # noqa: BLE001 - no such table: a database without InquiTree's schema
+        except Exception:  # no such table: a database without InquiTree's schema
             rows = []
         problem = revision_problem(redact(self.url), rows[0][0] if rows else None)
         if problem:
@@ -139,7 +139,7 @@ class _AdbcPostgresSource:
     def _connect(self):
         try:
             conn = self._adbc.connect(_libpq_uri(self.url))
-        except Exception as exc:  # noqa: BLE001 - the driver's own error types
+        except Exception as exc:  # the driver's own error types
             raise WarehouseError(f"cannot read the event store {redact(self.url)}: {exc}") from exc
         return conn
 

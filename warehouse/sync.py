@@ -267,7 +267,7 @@ class Warehouse:
         def read() -> None:
             try:
                 src = open_source(url, position, batch_size)
-            except Exception as exc:  # noqa: BLE001 - handed to the loading thread
+            except Exception as exc:  # handed to the loading thread
                 batches.put(exc)
                 return
             try:
@@ -275,7 +275,7 @@ class Warehouse:
                     if stop.is_set():
                         break
                     batches.put(batch)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 batches.put(exc)
             finally:
                 try:

@@ -289,7 +289,7 @@ class SdkEndpoint:
         except openai.APIStatusError as exc:
             try:
                 answer = exc.response.text
-            except Exception:  # noqa: BLE001 - the message is best effort
+            except Exception:  # the message is best effort
                 answer = str(exc)
             return exc.status_code, getattr(exc.response, "headers", None), answer
         return 200, None, text

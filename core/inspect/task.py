@@ -210,7 +210,7 @@ def inquiry(
                         out.completion, model=out.model, usage=_usage(out), latency_ms=(time.perf_counter() - t0) * 1000
                     )
                     ep.take(reply, emb)
-                except Exception as exc:  # noqa: BLE001 - recorded in the store, then raised to inspect
+                except Exception as exc:  # recorded in the store, then raised to inspect
                     raise ep.fail(exc, f"step {ep.state.step + 1} ({ep.state.state})") from exc
                 memory.append(ChatMessageAssistant(content=reply.text))
                 if ep.state.state != "done":  # the conclusion reply is the last message
@@ -224,7 +224,7 @@ def inquiry(
                         if judge == "grader"
                         else EmbeddingJudge(emb).judge(tree, items)
                     )
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     raise ep.fail(exc, "judging") from exc
                 ep.judged(verdicts)
             scored = ep.score(judge_id)

@@ -427,7 +427,7 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
             return "taken", 0  # another worker or process is recording this cell
         except EpisodeStopped:
             return "stopped", 0
-        except Exception as exc:  # noqa: BLE001 - one cell's failure never ends the campaign
+        except Exception as exc:  # one cell's failure never ends the campaign
             return f"failed: {eid}: {type(exc).__name__}: {exc}" if not isinstance(
                 exc, InquiTreeError
             ) else f"failed: {eid}: {exc}", 0

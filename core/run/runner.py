@@ -360,7 +360,7 @@ def run_episode(
                 with call_deadline(ep.deadline):  # a slow endpoint cannot hold the episode past its time limit
                     reply = agent.reply(ep.state.last_observation, ep.state.state, ep.state.step + 1)
                 ep.take(reply, embedder)
-            except Exception as exc:  # noqa: BLE001 - every failure is recorded, then raised
+            except Exception as exc:  # every failure is recorded, then raised
                 if getattr(exc, "kind", None) == "deadline" and not ep.playing:
                     break  # the wall-time limit, reached during the call: recorded as LimitReached
                 raise ep.fail(exc, f"step {ep.state.step + 1} ({ep.state.state})") from exc
@@ -371,7 +371,7 @@ def run_episode(
                     raise EpisodeStopped(ep.episode_id)
                 try:
                     verdicts = judge.judge(tree, ep.state.conclusion_items or [])
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     raise ep.fail(exc, "judging") from exc
                 ep.judged(verdicts)
             scored = ep.score(judge.id)
