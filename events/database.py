@@ -263,7 +263,7 @@ class Database:
         ``create``, a SQLite file that does not exist is an error, not a new store."""
         self.url = url or default_url()
         self.read_only = read_only
-        # A plain SQLite file is opened with sqlite3 itself: SQLAlchemy (a third of a second to
+        # A plain SQLite file is opened with sqlite3 itself: SQLAlchemy (slow to
         # import, in every command that opens a store and in every worker) is then loaded only to
         # make or upgrade the schema. Other URLs go through SQLAlchemy's pool (PostgreSQL's with a
         # liveness check before each use).

@@ -195,7 +195,7 @@ class EventStore(Verifying):
                 raise self._damage(exc) from exc
             raise StoreError(f"cannot open the event store {redact(self.url)}: {_short(exc)}") from exc
         if revision != revisions.head():
-            # Alembic (a fifth of a second to import, in every worker process) only when the
+            # Alembic (slow to import, in every worker process) only when the
             # schema is not at head: to make it, or to say why it cannot be used.
             from inquitree.events import migrate
 

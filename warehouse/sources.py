@@ -118,9 +118,8 @@ class _AdbcPostgresSource:
     """A large PostgreSQL backlog, read by the ADBC driver straight into Arrow: ``READERS``
     connections, each in a thread of its own, read ranges of positions side by side, and the
     tables are handed over in position order. The driver releases the GIL while it reads, and
-    one connection left a core idle: for 1.0M events, streaming alone took 1.24-1.38 s with two
-    connections against 2.14-2.51 s with one, and a full sync 2.99-3.23 s against 3.72-4.41 s
-    (4 runs each, alternated in one process, on 2 cores; three connections were no faster)."""
+    one connection left a core idle: two connections stream and sync clearly faster than one on
+    2 cores, and three were no faster (alternated in one process; the README's Measured table)."""
 
     READERS = 2
     AHEAD = 1  # ranges read past the one being handed over, beyond one per reader
@@ -273,7 +272,7 @@ def open_source(url: str, after: int, batch_size: int) -> "_Source | _AdbcPostgr
 def upcast_old(batch: pa.Table) -> pa.Table:
     """Bring payloads stored at an older schema version to the current one (rare, so in Python)."""
     current = {name: cls.VERSION for name, cls in registered_types().items()}
-    # The distinct (type, version) pairs first: listing a million rows in Python took 0.3 s.
+    # The distinct (type, version) pairs first: listing a million rows in Python is slow.
     pairs = batch.select(["event_type", "schema_version"]).group_by(["event_type", "schema_version"]).aggregate([])
     if all(
         current.get(t, v) == v for t, v in zip(*(pairs.column(c).to_pylist() for c in pairs.column_names), strict=False)

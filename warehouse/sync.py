@@ -9,8 +9,13 @@ transaction (one per ``COMMIT_ROWS`` events).
 Re-running loads only new events; ``rebuild`` starts from an empty file and
 gives identical tables.
 
-The Python API returns Polars DataFrames; every analysis is a SQL file in
-``queries/`` that any DuckDB user can read and run.
+The Python API returns Polars DataFrames; every analysis is a SQL file in ``queries/`` that
+anyone can read. Eight of the eleven call interval functions that InquiTree registers from Python
+on its own connections (``boot_mean``, ``boot_ratio``, ``boot_change``, ``sign_flip_p``:
+``warehouse/bootstrap.py``), and ``compare`` reads its two agents with ``getvariable``. With the
+DuckDB command-line client alone, ``costs``, ``episode_summary`` and ``judge_agreement`` run as
+they are, on the warehouse file opened read-only; the others need those functions, so run them
+through ``inquitree query`` or ``Warehouse.query``.
 """
 
 from __future__ import annotations
@@ -93,7 +98,7 @@ class SyncReport:
 
 
 FLUSH_ROWS = 1_000_000  # staged events parsed into the typed tables at a time (~0.5 GB staged)
-COMMIT_ROWS = 2_000_000  # events per warehouse commit in a long sync (about 5 s of work here)
+COMMIT_ROWS = 2_000_000  # events per warehouse commit in a long sync (a few seconds of work)
 MEMORY_ENV = "INQUITREE_WAREHOUSE_MEMORY"
 # DuckDB's memory limit; a sync's staging and commit windows follow from it (sync_windows). A
 # full sync's peak RSS at 1M and 4M events (bench/warehouse_memory.py,
@@ -140,9 +145,8 @@ def _insert_arrow(con: duckdb.DuckDBPyConnection, rows: pa.Table, sql: str) -> N
 
 
 # Rows per row group of the warehouse's tables (DuckDB's default: 122,880). A sync's inserts
-# then fill whole row groups, which DuckDB writes out during the insert rather than at commit:
-# a 1M-event full sync, opening to closing, took 2.91 s against 3.40 s with the default from
-# SQLite and 3.02 against 3.50 s from PostgreSQL (medians of 5, alternated in one process;
+# then fill whole row groups, which DuckDB writes out during the insert rather than at commit,
+# and a full sync is faster from either store (measured alternated against the default in
 # bench/results/warehouse_*.json).
 ROW_GROUP_SIZE = 16_384
 
@@ -195,8 +199,8 @@ class Warehouse:
             con.execute("COMMIT")
 
     def _schema_is_current(self) -> bool:
-        """True for a warehouse stamped with this code's schema (its tables and views exist: the
-        DDL took 60-130 ms of every open); False for a new one. A warehouse built by code with
+        """True for a warehouse stamped with this code's schema (its tables and views exist, so the
+        DDL is not run again on every open); False for a new one. A warehouse built by code with
         other typed tables or views must be rebuilt, not mixed."""
         self.con.execute("CREATE TABLE IF NOT EXISTS warehouse_schema (schema_hash VARCHAR)")
         rows = self.con.execute("SELECT schema_hash FROM warehouse_schema").fetchall()
@@ -242,8 +246,8 @@ class Warehouse:
         checkpoint every ``commit_rows`` events and at the end: a run that dies loses only the
         uncommitted part, and the next sync resumes from the checkpoint. The dimension rows are
         read from the tree files in a thread meanwhile and written with the first commit.
-        (Parsing and committing every batch instead took 5.0 s for 1M SQLite events against
-        4.0 s for staging, run alternately on the same machine.)
+        (Parsing and committing every batch instead was slower, measured alternately with
+        ``bench/warehouse.py``.)
         """
         url = store_url or default_url()
         source_id = redact(url)
@@ -285,7 +289,7 @@ class Warehouse:
 
         reader = threading.Thread(target=read, name="warehouse-reader", daemon=True)
         reader.start()
-        # The dimension rows are read (every tree file validated: ~0.2 s) in a thread beside the
+        # The dimension rows are read (every tree file validated) in a thread beside the
         # loading, and written in the first commit: a bad price table still stops the sync
         # before it commits any event, and the first batch is staged without waiting for them.
         dims_pool = ThreadPoolExecutor(1, thread_name_prefix="warehouse-dimensions")
@@ -344,8 +348,8 @@ class Warehouse:
             con.execute("DROP TABLE IF EXISTS staged")
         if loaded >= LARGE_BACKLOG:
             # Fold the write-ahead log into the file now, inside the time a sync reports. With
-            # 16k-row row groups a 1M-event sync leaves ~12 MB of WAL (below DuckDB's automatic
-            # threshold), which closing the warehouse would otherwise checkpoint (~0.35 s).
+            # 16k-row row groups a large sync leaves a write-ahead log below DuckDB's automatic
+            # threshold, which closing the warehouse would otherwise checkpoint, outside that time.
             con.execute("CHECKPOINT")
         if loaded:
             self._warn_foreign_ids(since)
@@ -377,11 +381,10 @@ class Warehouse:
         """Copy one Arrow batch into the ``staged`` table (the caller's transaction), then give
         DuckDB back its ``threads``.
 
-        With one DuckDB thread: on this 2-core machine the copy took half the time it took with
-        two (0.63 against 1.0-1.3 s per 1.04M events, the SQLite reader busy beside it; 0.026
-        against 0.067 s per 100k events alone), and a whole 1.04M-event sync 2.92 s against
-        2.99 s, 4.77 against 4.95 CPU-seconds (medians of 5, alternated in one process). The
-        parsing in ``_flush`` keeps every thread: with one, the sync took 3.9-4.2 s."""
+        With one DuckDB thread: on a 2-core machine the copy takes about half the time it takes
+        with two, the SQLite reader being busy beside it, and the whole sync is no slower and
+        uses less CPU (``bench/warehouse.py``, alternated). The parsing in ``_flush`` keeps every
+        thread: with one, the sync was clearly slower."""
         self.con.execute("SET threads = 1")
         _insert_arrow(self.con, batch, f"INSERT INTO staged {_STAGE_SELECT}")
         # After a failed insert sync() sets the threads back, once it has rolled back.
@@ -393,7 +396,7 @@ class Warehouse:
         con.execute("INSERT INTO raw_events SELECT * EXCLUDE (payload) FROM staged")
         present = {t for (t,) in con.execute("SELECT DISTINCT event_type FROM staged").fetchall()}
         for event_type, (table, cols) in TYPED.items():
-            if event_type in present:  # each INSERT costs ~3 ms even with nothing to insert
+            if event_type in present:  # an INSERT costs even with nothing to insert
                 con.execute(insert_typed(event_type, table, cols, "staged"))
         con.execute("DELETE FROM staged")
 

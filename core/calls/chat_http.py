@@ -2,10 +2,10 @@
 and endpoint, from the standard library.
 
 Why not the client library's HTTP stack: every call of a campaign shares one GIL, and the
-client's CPU is what stretched a campaign against a fast endpoint to 2-3x its ideal wall time.
-A 512-episode campaign at 64 in flight spends 6.4 s of CPU over this transport against 12-13 s
-through the OpenAI SDK's ``post`` (``python bench/campaign.py --transports``), and a process that
-calls no other SDK function does not import the SDK (about 1 s in every worker).
+client's CPU is what stretched a campaign against a fast endpoint well past its ideal wall time.
+A campaign spends about half the client CPU over this transport that it spends through the
+OpenAI SDK's ``post`` (``python bench/campaign.py --transports`` measures both), and a process that
+calls no other SDK function does not import the SDK (a slow import, paid in every worker).
 
 This transport takes an endpoint only when it can honour it exactly as the SDK would: an
 ``http`` or ``https`` base URL without credentials in it, and no proxy for its host (``$https_proxy``,
@@ -40,7 +40,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _TLS: list[ssl.SSLContext] = []  # built once (tens of ms), shared by every connection
 _TLS_LOCK = threading.Lock()
 _SDK_CLIENTS: dict[tuple, Any] = {}  # endpoint and settings -> the SDK client the threads' copies come from
-_SDK_SSL: list[Any] = []  # the SDK's TLS context, built once (about 50 ms), shared by its clients
+_SDK_SSL: list[Any] = []  # the SDK's TLS context, built once (it is slow to build), shared by its clients
 _THREAD = threading.local()
 # Request options for the SDK's ``post``: the API key as a bearer token (what the typed methods
 # ask for; clients before 2.x send it anyway and ignore the option).
@@ -310,9 +310,9 @@ def _sdk_client(base_url: str | None, api_key: str, timeout: float):
 
     Each thread has its own connection pool: with one pool shared by 64 threads, every request
     and every response walked all 64 connections, a third of a campaign's HTTP time
-    (bench/campaign.py). Building a client costs about 26 ms of CPU, nearly all of it the TLS
-    context; that is built once, and a thread's client is a copy of the endpoint's first client
-    with its own pool on the shared context (0.3 ms)."""
+    (bench/campaign.py). Building a client costs mostly its TLS context; that is built once, and
+    a thread's client is a cheap copy of the endpoint's first client with its own pool on the
+    shared context."""
     import openai
 
     key = (base_url, api_key, timeout)

@@ -149,7 +149,7 @@ def parse_tree(doc: Any, source: str, memo: bool = True) -> Tree:
 
     A document that passed the JSON Schema is marked in the cache directory by its content and
     the schema's, and is not checked against the schema again (loading jsonschema and checking
-    cost 0.15 s of every command that plays a tree); the checks beyond the schema always run.
+    weighed on every command that plays a tree); the checks beyond the schema always run.
     ``memo=False`` (``trees validate``) checks and marks nothing."""
     try:
         content_hash = _content_hash(doc) if isinstance(doc, dict) else ""
