@@ -85,7 +85,7 @@ INTERVAL_QUERIES = [
 
 
 def cost(url: str, runs: int = 5) -> dict:
-    from inquitree.warehouse.sync import Warehouse, query_names
+    from inquitree.warehouse.warehouse import Warehouse, query_names
 
     with tempfile.TemporaryDirectory() as d:
         path = str(Path(d) / "w.duckdb")

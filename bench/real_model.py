@@ -29,7 +29,7 @@ from inquitree.core.run.campaign import Suite, run_suite
 from inquitree.core.run.replay import resimulate
 from inquitree.core.run.runner import STREAM_PREFIX
 from inquitree.events.store import EventStore
-from inquitree.warehouse.sync import Warehouse
+from inquitree.warehouse.warehouse import Warehouse
 
 TREES = [
     "it18-24-concept-neurons-relations",

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests_support: the browser
 
-from inquitree.warehouse.sync import Warehouse
+from inquitree.warehouse.warehouse import Warehouse
 from warehouse import TREES, on_a_large_store  # bench/warehouse.py
 
 

@@ -40,7 +40,7 @@ from inquitree.core.game.tree import resolve_tree
 from inquitree.core.run.runner import stream_id
 from inquitree.events.store import EventStore, sqlite_database
 from inquitree.warehouse.sources import open_source
-from inquitree.warehouse.sync import Warehouse, query_names
+from inquitree.warehouse.warehouse import Warehouse, query_names
 
 from enginekit import OracleAgent, RandomAgent, play
 

@@ -25,7 +25,8 @@ CHILD = """
 import json, os, resource, sys, tempfile, time
 from pathlib import Path
 url, setting = sys.argv[1], sys.argv[2]
-from inquitree.warehouse.sync import COMMIT_ROWS, FLUSH_ROWS, Warehouse
+from inquitree.warehouse.warehouse import Warehouse
+from inquitree.warehouse.sync import COMMIT_ROWS, FLUSH_ROWS
 kw = {"flush_rows": FLUSH_ROWS, "commit_rows": COMMIT_ROWS} if setting == "before" else {}
 memory = "16GB" if setting == "before" else setting
 with tempfile.TemporaryDirectory() as d:

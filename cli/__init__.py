@@ -1,7 +1,7 @@
 """The ``inquitree`` command: one click group; each command group lives in a module of this
 package (``common`` holds the options several commands share), and each command is a thin layer
 over a Python call a user can make too (``core.run.runner.run_episode``, ``core.run.campaign.run_suite``,
-``warehouse.sync.Warehouse``, ...). A package of its own, outside ``core/``: the engine and its
+``warehouse.warehouse.Warehouse``, ...). A package of its own, outside ``core/``: the engine and its
 models do not depend on the command line, and ``core`` and ``warehouse`` no longer import each
 other through it."""
 

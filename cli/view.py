@@ -48,7 +48,7 @@ def view(db_url, warehouse_path, host, port, allowed, sync, open_browser, stale_
     import uvicorn
 
     from inquitree.viewer.app import create_app
-    from inquitree.warehouse.sync import default_warehouse_path, kept_only_if_used
+    from inquitree.warehouse.warehouse import default_warehouse_path, kept_only_if_used
 
     path = warehouse_path or default_warehouse_path()
     if sync:

@@ -79,7 +79,7 @@ def sync(db_url, warehouse_path, trees_dirs, prices, registry, memory) -> None:
     """Load the events recorded since the last sync."""
     from pathlib import Path
 
-    from inquitree.warehouse.sync import kept_only_if_used
+    from inquitree.warehouse.warehouse import kept_only_if_used
 
     with kept_only_if_used(warehouse_path, memory=memory) as wh:
         r = wh.sync(
@@ -102,8 +102,8 @@ def rebuild(db_url, warehouse_path, trees_dirs, registry) -> None:
     """Delete the warehouse and load every event again."""
     from pathlib import Path
 
-    from inquitree.warehouse.sync import default_warehouse_path
     from inquitree.warehouse.sync import rebuild as do_rebuild
+    from inquitree.warehouse.warehouse import default_warehouse_path
 
     path = warehouse_path or default_warehouse_path()
     r = do_rebuild(
@@ -225,7 +225,7 @@ def _fitting(df):
 @click.option("--list", "list_", is_flag=True, help="List the queries with their first comment line.")
 def query(name, warehouse_path, fmt, out, columns, list_) -> None:
     """Run queries/NAME.sql against the warehouse (sync first)."""
-    from inquitree.warehouse.sync import QUERIES_DIR, query_names
+    from inquitree.warehouse.warehouse import QUERIES_DIR, query_names
 
     if list_ or not name:
         for q in query_names():
@@ -281,7 +281,8 @@ def _existing(warehouse_path: str | None, read_only: bool = False):
     """The warehouse, which must exist and hold a sync: a query on an empty one says what to do."""
     from pathlib import Path
 
-    from inquitree.warehouse.sync import Warehouse, WarehouseError, default_warehouse_path
+    from inquitree.warehouse.sync import WarehouseError
+    from inquitree.warehouse.warehouse import Warehouse, default_warehouse_path
 
     path = warehouse_path or default_warehouse_path()
     if not Path(path).exists():
@@ -305,7 +306,7 @@ def report(out_dir, warehouse_path, db_url, sync, max_episodes, registry) -> Non
     from pathlib import Path
 
     from inquitree.warehouse.report import write_report
-    from inquitree.warehouse.sync import kept_only_if_used
+    from inquitree.warehouse.warehouse import kept_only_if_used
 
     if registry and not sync:
         raise click.UsageError("--registry is read by the sync: it needs --sync")

@@ -59,6 +59,9 @@ def notifications_sql(after: str, upto: str | None = None, limit: str | None = N
     return f"SELECT {', '.join(NOTIFICATION_COLUMNS)} FROM events WHERE {where} ORDER BY global_position{tail}"
 
 
+LAST_POSITION_SQL = "SELECT max(global_position) FROM events"
+SCHEMA_REVISION_SQL = "SELECT version_num FROM alembic_version"  # Alembic's record of the schema
+
 CHECKPOINT_COLUMNS = ("seq", "kind", "subject", "position", "hash", "signed_at", "key_id", "signature", "note")
 
 
@@ -219,7 +222,7 @@ def make_engine(url: str, read_only: bool = False) -> sa.Engine:
 def _schema_revision(cur: Any) -> str | None:
     """The store's schema revision as Alembic records it, or None (no table, or not one row)."""
     try:  # a failed statement ends the caller's transaction; its connection is rolled back right after
-        cur.execute("SELECT version_num FROM alembic_version")
+        cur.execute(SCHEMA_REVISION_SQL)
         rows = cur.fetchall()
     except Exception as exc:
         if not _is_db_error(exc):

@@ -59,7 +59,9 @@ from inquitree.events.database import (
     DEFAULT_URL,
     EVENT_COLUMNS,
     INSERT_COLUMNS,
+    LAST_POSITION_SQL,
     NOTIFICATION_COLUMNS,
+    SCHEMA_REVISION_SQL,
     SQLITE_PAGE_SIZE,
     _is_db_error,
     _rollback,
@@ -81,6 +83,8 @@ __all__ = [
     "FROM_ENV",
     "GENESIS_HASH",
     "INSERT_COLUMNS",
+    "LAST_POSITION_SQL",
+    "SCHEMA_REVISION_SQL",
     "MAX_EVENT_BYTES",
     "NOTIFICATION_COLUMNS",
     "SQLITE_PAGE_SIZE",
@@ -410,7 +414,7 @@ class EventStore(Verifying):
 
     def last_position(self) -> int:
         with self._cursor() as cur:
-            cur.execute("SELECT max(global_position) FROM events")
+            cur.execute(LAST_POSITION_SQL)
             return (cur.fetchone() or (0,))[0] or 0
 
     def streams(self, prefix: str | None = None) -> list[StreamInfo]:

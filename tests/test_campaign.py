@@ -479,7 +479,7 @@ def test_a_cell_that_raises_past_its_handler_ends_the_campaign_not_hangs_it(tmp_
 def test_labelled_script_agents_stay_apart_in_every_query(tmp_path):
     """A suite's `label` used to reach model agents only: two labelled script agents pooled as `script`."""
     from inquitree.core.game.tree import resolve_tree
-    from inquitree.warehouse.sync import Warehouse
+    from inquitree.warehouse.warehouse import Warehouse
 
     from enginekit import always_miss_script
 

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from inquitree.cli import main
 from inquitree.core.game.tree import resolve_tree
 from inquitree.events.store import EventStore
-from inquitree.warehouse.sync import Warehouse
+from inquitree.warehouse.warehouse import Warehouse
 
 from enginekit import OracleAgent, ScriptAgent, always_miss_script, play
 

@@ -89,7 +89,7 @@ def test_sql_is_read_only_and_query_says_to_sync_first(tmp_path):
     )  # fmt: skip
     assert counted.output.split()[1] == str(len(load_jsonl(GOLDEN)))
     empty = str(tmp_path / "empty.duckdb")
-    from inquitree.warehouse.sync import Warehouse
+    from inquitree.warehouse.warehouse import Warehouse
 
     Warehouse(empty).close()
     out = run("query", "table2_leaderboard", "--warehouse", empty)

@@ -20,7 +20,7 @@ from inquitree.core.players.embed import make_embedder
 from inquitree.core.players.judges import EmbeddingJudge
 from inquitree.core.run.runner import run_episode
 from inquitree.events.store import EventStore
-from inquitree.warehouse.sync import Warehouse
+from inquitree.warehouse.warehouse import Warehouse
 
 from enginekit import TEMPLATES, OracleAgent, ScriptAgent, always_miss_script, params
 

@@ -14,7 +14,7 @@ from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent
 from inquitree.core.run.campaign import Suite, SuiteError, run_suite
 from inquitree.core.run.runner import STREAM_PREFIX, stream_id
 from inquitree.events.store import EventStore
-from inquitree.warehouse.sync import Warehouse
+from inquitree.warehouse.warehouse import Warehouse
 
 from faultkit import model
 from openai_server import OpenAICompatibleServer

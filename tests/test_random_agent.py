@@ -53,7 +53,7 @@ def test_visit_all_variant_covers_every_subtopic_and_stays_at_or_above_3n():
 
 def test_plain_random_can_conclude_early_and_the_warehouse_says_why(sqlite_url, tmp_path):
     from inquitree.events.store import EventStore
-    from inquitree.warehouse.sync import Warehouse
+    from inquitree.warehouse.warehouse import Warehouse
 
     tree = resolve_tree("synthetic-chain-7")
     store = EventStore(sqlite_url)
@@ -77,7 +77,7 @@ def test_steps_bounds_counts_cut_off_episodes_apart_and_says_why_an_episode_is_a
     count as within them (22 of 42 random-all episodes). Above n(2H+3) (21 of 30 random-all episodes
     with the limit lifted) the query names the moves Appendix B leaves out."""
     from inquitree.events.store import EventStore
-    from inquitree.warehouse.sync import Warehouse
+    from inquitree.warehouse.warehouse import Warehouse
 
     tree = resolve_tree("synthetic-chain-7")
     lower, upper = tree.bounds(4)

@@ -27,7 +27,7 @@ except OSError:
 from inquitree.cli import main
 from inquitree.core.run.runner import stream_id
 from inquitree.events.store import EventStore
-from inquitree.warehouse.sync import Warehouse
+from inquitree.warehouse.warehouse import Warehouse
 
 
 def test_play_judge_replay_sync_and_report_with_a_real_model(tmp_path):

@@ -15,7 +15,7 @@ from inquitree.core.run.replay import resimulate
 from inquitree.core.run.runner import stream_id
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.store import EventStore
-from inquitree.warehouse.sync import Warehouse
+from inquitree.warehouse.warehouse import Warehouse
 
 from enginekit import OracleAgent, RandomAgent, play
 from openai_server import OpenAICompatibleServer

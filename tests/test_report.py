@@ -13,7 +13,7 @@ import pytest
 from inquitree.core.game.tree import resolve_tree
 from inquitree.events.store import EventStore
 from inquitree.warehouse.report import write_report
-from inquitree.warehouse.sync import Warehouse
+from inquitree.warehouse.warehouse import Warehouse
 
 from enginekit import OracleAgent, RandomAgent, ScriptAgent, play
 from tests_support import CHROMIUM_ARGS

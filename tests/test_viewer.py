@@ -15,7 +15,7 @@ from test_report import dump_dom
 from inquitree.core.game.tree import resolve_tree
 from inquitree.events.store import EventStore
 from inquitree.viewer.app import create_app
-from inquitree.warehouse.sync import Warehouse
+from inquitree.warehouse.warehouse import Warehouse
 
 from enginekit import OracleAgent, ScriptAgent, follower, play
 from tests_support import served

@@ -27,7 +27,8 @@ from inquitree.events.types import (
     Transitioned,
 )
 from inquitree.warehouse.schema import TYPED
-from inquitree.warehouse.sync import Warehouse, WarehouseError, rebuild
+from inquitree.warehouse.sync import WarehouseError, rebuild
+from inquitree.warehouse.warehouse import Warehouse
 
 from enginekit import OracleAgent, RandomAgent, ScriptAgent, always_miss_script, play
 
@@ -802,7 +803,8 @@ def test_fig4_keeps_every_episode_and_takes_a_registry_file(sqlite_url, tmp_path
 
 
 def test_the_memory_setting_bounds_duckdb_and_the_sync_windows(sqlite_url, tmp_path, monkeypatch):
-    from inquitree.warehouse.sync import memory_bytes, sync_windows
+    from inquitree.warehouse.sync import sync_windows
+    from inquitree.warehouse.warehouse import memory_bytes
 
     assert memory_bytes("512MB") == 512 * 10**6 and memory_bytes("1.5GiB") == 3 * 2**29
     assert sync_windows(memory_bytes("512MB")) == (512_000, 1_024_000)

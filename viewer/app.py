@@ -41,7 +41,7 @@ from inquitree.viewer.live import Campaigns
 from inquitree.viewer.search import KINDS, MAX_QUERY_CHARS, SEARCH_SECONDS, SearchIndex, SearchStopped, terms
 from inquitree.viewer.treeview import GraphvizMissing, episode_path, tree_dot, tree_svg
 from inquitree.warehouse.report import episode_items, figures, table_html
-from inquitree.warehouse.sync import Warehouse
+from inquitree.warehouse.warehouse import Warehouse
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "pages"

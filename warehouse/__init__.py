@@ -10,8 +10,8 @@ from __future__ import annotations
 from inquitree import lazy_exports
 
 _EXPORTS = {
-    "Warehouse": "sync",
-    "query_names": "sync",
+    "Warehouse": "warehouse",
+    "query_names": "warehouse",
     "Bootstrap": "bootstrap",
     "WarehouseError": "errors",
 }

@@ -18,7 +18,7 @@ import jinja2
 import polars as pl
 
 from inquitree.events.names import confined, is_episode_id, shown
-from inquitree.warehouse.sync import Warehouse
+from inquitree.warehouse.warehouse import Warehouse
 
 TEMPLATES = Path(__file__).resolve().parent / "report_pages"
 

@@ -24,21 +24,22 @@ import sqlalchemy as sa
 
 from inquitree.events.base import canonical_json, registered_types, upcast
 from inquitree.events.revisions import revision_problem
-from inquitree.events.store import make_engine, notifications_sql, redact
+from inquitree.events.store import (
+    LAST_POSITION_SQL,
+    NOTIFICATION_COLUMNS,
+    SCHEMA_REVISION_SQL,
+    make_engine,
+    notifications_sql,
+    redact,
+)
 from inquitree.warehouse.errors import WarehouseError
 
 LARGE_BACKLOG = 100_000  # events; below this, a sync reads row by row in-process
 
+# The store's notification columns (events/database.py, the one description of what a projection
+# reads) as Arrow types: the integers are positions and versions, the rest text.
 _ARROW_SCHEMA = pa.schema(
-    [
-        ("global_position", pa.int64()),
-        ("stream_id", pa.string()),
-        ("stream_version", pa.int64()),
-        ("event_type", pa.string()),
-        ("schema_version", pa.int64()),
-        ("recorded_at", pa.string()),
-        ("payload", pa.string()),
-    ]
+    [(c, pa.int64() if c.endswith(("_position", "_version")) else pa.string()) for c in NOTIFICATION_COLUMNS]
 )
 
 
@@ -78,7 +79,7 @@ class _Source:
     def _check_revision(self) -> None:
         """Refuse a store whose schema this code does not know, as every command does."""
         try:
-            rows = self.conn.execute("SELECT version_num FROM alembic_version").fetchall()
+            rows = self.conn.execute(SCHEMA_REVISION_SQL).fetchall()
         except Exception:  # no such table: a database without InquiTree's schema
             rows = []
         problem = revision_problem(redact(self.url), rows[0][0] if rows else None)
@@ -87,7 +88,7 @@ class _Source:
             raise WarehouseError(problem)
 
     def last_position(self) -> int:
-        return self.conn.execute("SELECT max(global_position) FROM events").fetchone()[0] or 0
+        return self.conn.execute(LAST_POSITION_SQL).fetchone()[0] or 0
 
     def batches(self, after: int, limit: int) -> Iterator[pa.Table]:
         """Tables of at most ``limit`` events each, in position order, until the store's end."""

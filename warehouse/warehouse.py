@@ -1,0 +1,224 @@
+"""The warehouse: a DuckDB file that is a projection of the event store, and the analyses over it.
+
+Opening it makes or checks its tables and views (``schema.py``, ``views.sql``) and registers the
+interval functions the queries call (``bootstrap.py``); a read-only warehouse runs any SQL a user
+writes in a sandbox (it reads the warehouse and nothing else). Filling it is ``sync.py``'s job
+(:meth:`Warehouse.sync`); every analysis is a SQL file in ``queries/`` that anyone can read.
+Eight of the eleven call the interval functions registered here (``boot_mean``, ``boot_ratio``,
+``boot_change``, ``sign_flip_p``), and ``compare`` reads its two agents with ``getvariable``: with
+the DuckDB command-line client alone, ``costs``, ``episode_summary`` and ``judge_agreement`` run
+as they are, on the warehouse file opened read-only; the others run through ``inquitree query``
+or :meth:`Warehouse.query`. The Python API returns Polars DataFrames.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+import polars as pl
+
+from inquitree.events.names import shown
+from inquitree.warehouse.bootstrap import Bootstrap
+from inquitree.warehouse.bootstrap import register as register_bootstrap
+from inquitree.warehouse.errors import WarehouseError
+from inquitree.warehouse.schema import (
+    BASE,
+    DIMENSIONS,
+    TYPED,
+    create_typed,
+)
+from inquitree.warehouse.sync import Syncing
+
+WAREHOUSE_ENV = "INQUITREE_WAREHOUSE"
+QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
+VIEWS_PATH = Path(__file__).resolve().parent / "views.sql"
+SCHEMA_HASH = hashlib.sha256(
+    (json.dumps(TYPED, sort_keys=True) + BASE + DIMENSIONS + VIEWS_PATH.read_text()).encode()
+).hexdigest()
+
+
+def default_warehouse_path() -> str:
+    return os.environ.get(WAREHOUSE_ENV) or "inquitree.duckdb"
+
+
+@contextlib.contextmanager
+def kept_only_if_used(path: str | None = None, **options) -> Iterator["Warehouse"]:
+    """A :class:`Warehouse` for a command that fills it (``warehouse sync``, ``report``): a warehouse
+    file this made is removed again when the command fails before its first sync (no store, a bad
+    registry), so that a mistake leaves nothing behind that later reads as an empty warehouse."""
+    path = path or default_warehouse_path()
+    existed = Path(path).exists()
+    wh = Warehouse(path, **options)
+    try:
+        yield wh
+    except BaseException:
+        made = not existed and not wh.con.execute("SELECT count(*) FROM sync_state").fetchall()[0][0]
+        wh.close()
+        if made:
+            for leftover in (Path(path), Path(path + ".wal")):
+                leftover.unlink(missing_ok=True)
+            shutil.rmtree(path + ".tmp", ignore_errors=True)
+        raise
+    wh.close()
+
+
+MEMORY_ENV = "INQUITREE_WAREHOUSE_MEMORY"
+
+# DuckDB's memory limit; a sync's staging and commit windows follow from it (``sync.sync_windows``).
+# The peak RSS each setting gives is measured by bench/warehouse_memory.py (the README's Measured).
+DEFAULT_MEMORY = "320MB"
+
+
+def memory_bytes(text: str) -> int:
+    """'512MB', '2GB', '1.5GiB' -> bytes; a clear error for anything else."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(KB|MB|GB|KiB|MiB|GiB)\s*", text, flags=re.I)
+    if not m:
+        raise WarehouseError(f"${MEMORY_ENV}={text!r}: expected a size such as 512MB or 2GB")
+    unit = m.group(2).lower()
+    scale = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}[unit]
+    value = int(float(m.group(1)) * scale)
+    if value < 64 * 10**6:
+        raise WarehouseError(f"${MEMORY_ENV}={text!r}: at least 64MB")
+    return value
+
+
+# Rows per row group of the warehouse's tables (DuckDB's default: 122,880). A sync's inserts
+# then fill whole row groups, which DuckDB writes out during the insert rather than at commit,
+# and a full sync is faster from either store (measured alternated against the default in
+# bench/results/warehouse_*.json).
+ROW_GROUP_SIZE = 16_384
+
+
+class Warehouse(Syncing):
+    """One warehouse file: open, fill (:meth:`sync`, from ``Syncing``), query."""
+
+    def __init__(
+        self,
+        path: str | None = None,
+        read_only: bool = False,
+        bootstrap: Bootstrap | None = None,
+        memory: str | None = None,
+    ):
+        """``memory`` (default ``$INQUITREE_WAREHOUSE_MEMORY`` or DEFAULT_MEMORY) bounds what DuckDB keeps
+        in memory, spilling the rest to ``PATH.tmp/``, and sets how many events a sync stages
+        and commits at a time, so that a sync's peak memory follows the setting, not the log."""
+        self.path = path or default_warehouse_path()
+        self.memory = memory_bytes(memory or os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY)
+        quoted = self.path.replace("'", "''")  # ATTACH takes no parameter for its path
+        options = "READ_ONLY" if read_only else f"ROW_GROUP_SIZE {ROW_GROUP_SIZE}"
+        self.con = duckdb.connect()
+        try:
+            self.con.execute(f"ATTACH '{quoted}' AS warehouse ({options})")
+            self.con.execute("USE warehouse")
+        except duckdb.Error as exc:
+            self.con.close()
+            raise WarehouseError(f"cannot open the warehouse {self.path}: {exc}") from exc
+        self.con.execute(f"SET memory_limit = '{self.memory // 2**20}MiB'")
+        self.con.execute("SET temp_directory = ?", [self.path + ".tmp"])
+        try:
+            self.bootstrap = bootstrap or Bootstrap.from_env()
+        except ValueError as exc:
+            self.con.close()
+            raise WarehouseError(str(exc)) from None
+        register_bootstrap(self.con, self.bootstrap)  # the interval functions queries/*.sql call
+        if read_only:
+            # A read-only warehouse runs SQL that users (and the viewer's visitors) write: it reads
+            # the warehouse and nothing else. No file, no ATTACH, no COPY TO or EXPORT, no extension;
+            # and the settings are locked, so a statement cannot turn this back on.
+            self.con.execute("SET enable_external_access = false")
+            self.con.execute("SET lock_configuration = true")
+        if not read_only and not self._schema_is_current():
+            con = self.con
+            con.execute("BEGIN TRANSACTION")  # the tables, the views and the stamp, all or nothing
+            con.execute(BASE)
+            con.execute(DIMENSIONS)
+            for table, cols in TYPED.values():
+                con.execute(create_typed(table, cols))
+            con.execute(VIEWS_PATH.read_text())
+            con.execute("INSERT INTO warehouse_schema VALUES (?)", [SCHEMA_HASH])
+            con.execute("COMMIT")
+
+    def _schema_is_current(self) -> bool:
+        """True for a warehouse stamped with this code's schema (its tables and views exist, so the
+        DDL is not run again on every open); False for a new one. A warehouse built by code with
+        other typed tables or views must be rebuilt, not mixed."""
+        self.con.execute("CREATE TABLE IF NOT EXISTS warehouse_schema (schema_hash VARCHAR)")
+        rows = self.con.execute("SELECT schema_hash FROM warehouse_schema").fetchall()
+        if rows and rows[0][0] != SCHEMA_HASH:
+            raise WarehouseError(
+                f"the warehouse {self.path} was built by another InquiTree version (schema "
+                f"{rows[0][0][:12]}, this one {SCHEMA_HASH[:12]}): run `inquitree warehouse rebuild`"
+            )
+        return bool(rows)
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> "Warehouse":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- analyses --------------------------------------------------------------------------------
+    def sql(self, text: str, one_statement: bool = False) -> pl.DataFrame:
+        """Run ``text``; with ``one_statement`` (``inquitree sql``), anything but one statement is refused."""
+        try:
+            if one_statement:
+                count = len(duckdb.extract_statements(text))
+                if count != 1:
+                    raise WarehouseError(f"`inquitree sql` runs one SQL statement; this text holds {count}")
+            rel = self.con.sql(text)
+            return rel.pl() if rel is not None else pl.DataFrame()  # a relation runs here, when it is read
+        except duckdb.Error as exc:
+            raise WarehouseError(f"SQL error: {str(exc).strip()}") from exc
+
+    def query(self, name: str, variables: dict[str, str] | None = None) -> pl.DataFrame:
+        """Run ``queries/NAME.sql``, with ``variables`` for the ones it reads by ``getvariable``.
+        ``name`` is a query's name (one of :func:`query_names`), never a path."""
+        if name not in query_names():
+            raise WarehouseError(f"no query {shown(name)}; available: {', '.join(query_names())}")
+        path = QUERIES_DIR / f"{name}.sql"
+        text = path.read_text()
+        needed = sorted(set(re.findall(r"getvariable\('([a-z_]+)'\)", text)))
+        missing = [v for v in needed if v not in (variables or {})]
+        if missing:
+            raise WarehouseError(
+                f"{path.name} needs {', '.join(missing)}"
+                + (": run `inquitree compare AGENT_A AGENT_B`" if name == "compare" else "")
+            )
+        try:
+            for key in needed:
+                self.con.execute(f"SET VARIABLE {key} = ?", [(variables or {})[key]])
+            return self.con.sql(text).pl()
+        except duckdb.Error as exc:
+            raise WarehouseError(f"{path.name}: {exc}") from exc
+
+    def export_parquet(self, out_dir: str | Path) -> list[Path]:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        tables = [
+            r[0]
+            for r in self.con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY table_name"
+            ).fetchall()
+        ]
+        for t in tables:
+            path = out / f"{t}.parquet"
+            quoted = str(path).replace("'", "''")  # COPY takes no parameter for its target
+            self.con.execute(f"COPY \"{t}\" TO '{quoted}' (FORMAT parquet)")
+            written.append(path)
+        return written
+
+
+def query_names() -> list[str]:
+    return sorted(p.stem for p in QUERIES_DIR.glob("*.sql"))
