@@ -24,7 +24,7 @@ from inquitree.cli.common import (
     progress_due,
     secho,
 )
-from inquitree.core.game.spec import MAX_HINTS, MAX_REASKS
+from inquitree.core.run.spec import MAX_HINTS, MAX_REASKS
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.names import IMPORT_PREFIX, check_episode_id, episode_stream, shown
@@ -246,13 +246,13 @@ def play(
     A failure of the agent, judge or embedder ends the episode with a recorded EpisodeFailed
     (exit 2); a reached limit ends it with LimitReached, and it is scored on what it reached."""
     from inquitree.core.game.prompts import TemplateSet
-    from inquitree.core.game.spec import EpisodeSpec
     from inquitree.core.game.tree import resolve_tree
     from inquitree.core.players import kinds
     from inquitree.core.players.agents import make_agent
     from inquitree.core.players.embed import make_embedder
     from inquitree.core.players.judges import make_judge
     from inquitree.core.run.runner import EpisodeFailure, new_episode_id, run_episode, stream_id
+    from inquitree.core.run.spec import EpisodeSpec
     from inquitree.events.store import EventStore, redact
 
     tree = resolve_tree(tree_ref)

@@ -1,16 +1,19 @@
 """The engine and what plays it, in rooms:
 
-- ``game``: research trees, prompt templates, the episode's parameters, the pure engine;
-- ``calls``: the model client, its HTTP transport and the call cache;
+- ``game``: research trees, prompt templates and the pure engine;
+- ``calls``: the model client (with its call cache) and its HTTP transport;
 - ``players``: agents, judges, embedders, calibration, and the registry of their kinds;
-- ``run``: the episode runner, campaigns, replay, re-judging and the control, limits, exports;
+- ``run``: an episode's specification, the runner, campaigns, replay, re-judging and the control,
+  limits, exports;
 - ``inspect``: the inspect_ai task, models and log export;
 - ``extract``: research trees from papers.
 
-Imports go down this list and never up it, except that ``run`` uses ``players`` and ``calls``
-(docs/ARCHITECTURE.md draws the map). What a user may import from ``inquitree.core`` is listed in
-``__all__``; each name is loaded from its module on first use (the command line imports this
-package at start-up, and nothing heavy may come with it).
+A room imports only the rooms above it in this list (``run`` uses ``players``, ``calls`` and
+``game``; ``game`` uses none of them), and ``events``; ``cache`` (where InquiTree keeps what it can
+compute again) is shared by all. docs/ARCHITECTURE.md draws the map, and
+tests/test_architecture.py keeps it true. What a user may import from ``inquitree.core`` is
+listed in ``__all__``; each name is loaded from its module on first use (the command line
+imports this package at start-up, and nothing heavy may come with it).
 
 The modules lived directly in ``core/`` before the rooms: ``inquitree.core.runner``,
 ``inquitree.core.engine``, ... (README, notebooks, inspect_ai's entry point of older installs).
@@ -34,7 +37,7 @@ _EXPORTS = {
     "TemplateSet": "game.prompts",
     "Engine": "game.engine",
     "Params": "game.engine",
-    "EpisodeSpec": "game.spec",
+    "EpisodeSpec": "run.spec",
     "make_embedder": "players.embed",
     "make_agent": "players.agents",
     "make_judge": "players.judges",
@@ -52,12 +55,11 @@ __all__, __getattr__ = lazy_exports(__name__, _EXPORTS)
 MOVED = {
     "engine": "game.engine",
     "tree": "game.tree",
-    "spec": "game.spec",
+    "spec": "run.spec",
     "templates": "game.prompts",
     "paper_templates": "game.prompts_in_paper",
     "models": "calls.models",
     "chat_http": "calls.chat_http",
-    "cache": "calls.cache",
     "agents": "players.agents",
     "judges": "players.judges",
     "embed": "players.embed",

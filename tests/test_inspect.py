@@ -240,7 +240,7 @@ def test_inquitrees_own_models_run_the_task_offline_and_play_like_the_built_in_a
 
 
 def test_play_a_campaign_and_the_inspect_task_record_the_same_cell_identically(tmp_path):
-    """One episode specification (core/game/spec.py) builds every entry point's parameters. The same cell
+    """One episode specification (core/run/spec.py) builds every entry point's parameters. The same cell
     (tree, level, seed) under the same episode id: `inquitree play` and `suite run` record
     byte-identical EpisodeStarted payloads; the inspect task records the same parameters, tree and
     judge, and only its agent differs (inspect's model played, not the built-in oracle)."""

@@ -1,3 +1,3 @@
-"""Model calls: an OpenAI-compatible chat client with its settings, deadlines, retries and
-redaction (``models``), the HTTP transport under it (``chat_http``) and the call cache
-(``cache``). Agents, judges, the control and extraction all call models through here."""
+"""Model calls: an OpenAI-compatible chat client with its settings, deadlines, retries, redaction
+and call cache (``models``), and the HTTP transport under it (``chat_http``). Agents, judges, the
+control and extraction all call models through here."""

@@ -17,7 +17,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
-from inquitree.core.calls.cache import cache_dir
+from inquitree.core.cache import cache_dir
 from inquitree.events.base import canonical_json
 from inquitree.events.errors import InquiTreeError
 

@@ -41,7 +41,6 @@ from inspect_ai.solver import Generate, TaskState, solver
 
 from inquitree.core.game.engine import Reply
 from inquitree.core.game.prompts import TemplateSet
-from inquitree.core.game.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
 from inquitree.core.game.tree import Tree, resolve_tree, shipped_tree_paths
 from inquitree.core.inspect import model as inspect_model  # noqa: F401 - registers inquitree/oracle and inquitree/script for inspect
 from inquitree.core.players.agents import last_turns, recorded_turns
@@ -57,6 +56,7 @@ from inquitree.core.players.judges import (
     verdict,
 )
 from inquitree.core.run.runner import Episode
+from inquitree.core.run.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import JudgeVerdict
 

@@ -46,7 +46,6 @@ from typing import Callable
 from inquitree.core.calls.models import CallSettings, option_label, redact_url
 from inquitree.core.game.prompts import TEMPLATES_DIR as SHIPPED_TEMPLATES
 from inquitree.core.game.prompts import TemplateSet
-from inquitree.core.game.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
 from inquitree.core.game.tree import Tree, resolve_tree
 from inquitree.core.players import kinds
 from inquitree.core.players.agents import ModelConfig, RateLimiter, make_agent
@@ -54,6 +53,7 @@ from inquitree.core.players.embed import make_embedder
 from inquitree.core.players.judges import make_judge
 from inquitree.core.run.limits import Budget, Limits, PriceTable, tokens_of
 from inquitree.core.run.runner import STREAM_PREFIX, EpisodeFailure, EpisodeStopped, run_episode, stream_id
+from inquitree.core.run.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
 from inquitree.events.errors import ConcurrencyError, InquiTreeError
 from inquitree.events.names import (  # the grid's names live beside the store's (the viewer reads them)
     Cell,

@@ -1,0 +1,83 @@
+"""The module map in docs/ARCHITECTURE.md, made from the code: each module of the package, what it
+owns (the first sentence of its docstring) and the test files that import it, so that changing a
+module tells you which tests to run. tests/test_architecture.py checks that the document holds
+exactly this map, and that imports go the way the document says.
+
+    python scripts/architecture_map.py            # print the map
+    python scripts/architecture_map.py --write    # write it into docs/ARCHITECTURE.md
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "ARCHITECTURE.md"
+BEGIN, END = "<!-- module map: begin (scripts/architecture_map.py) -->", "<!-- module map: end -->"
+PACKAGES = ("events", "core", "warehouse", "viewer", "cli")
+
+
+def modules() -> list[Path]:
+    return sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py") if p.name != "__init__.py")
+
+
+def dotted(path: Path) -> str:
+    return "inquitree." + ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def imported(path: Path) -> set[str]:
+    """Every ``inquitree...`` module a file imports (``from a.b import c`` counts a.b and a.b.c)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("inquitree"):
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("inquitree"))
+    return out
+
+
+def summary(path: Path) -> str:
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    first = " ".join(doc.split("\n\n")[0].split())
+    # the first sentence: up to a colon or a full stop that no abbreviation (Sec., Eq., e.g.) makes
+    sentence = re.split(r"(?<!Sec)(?<!Eq)(?<!App)(?<!e\.g)(?<!i\.e)(?<=[.:])\s(?=[A-Z`(])", first, maxsplit=1)[0]
+    return sentence.rstrip(":").replace("|", "\\|")
+
+
+def table() -> str:
+    tests = {p.name: imported(p) for p in sorted((ROOT / "tests").glob("test_*.py"))}
+    paths = modules()
+    users = {dotted(p): {dotted(q) for q in paths if dotted(p) in imported(q)} for p in paths}
+    rows = ["| module | what it owns | tests that import it |", "|---|---|---|"]
+    for path in paths:
+        name = dotted(path)
+        covering = ", ".join(t for t, mods in tests.items() if name in mods)
+        if not covering:  # tested through the modules that use it: name them, their rows list the tests
+            via = sorted(u.removeprefix("inquitree.").replace(".", "/") + ".py" for u in users[name])
+            covering = (
+                "through " + ", ".join(f"`{v}`" for v in via)
+                if via
+                else "through the `inquitree` command (`cli/__init__.py`)"
+            )
+        rel = path.relative_to(ROOT).as_posix()
+        rows.append(f"| `{rel}` | {summary(path)} | {covering} |")
+    return "\n".join(rows)
+
+
+def document_table() -> str:
+    text = DOC.read_text(encoding="utf-8")
+    return text[text.index(BEGIN) + len(BEGIN) : text.index(END)].strip()
+
+
+if __name__ == "__main__":
+    made = table()
+    if "--write" in sys.argv:
+        text = DOC.read_text(encoding="utf-8")
+        head, rest = text.split(BEGIN, 1)
+        DOC.write_text(head + BEGIN + "\n" + made + "\n" + END + rest.split(END, 1)[1], encoding="utf-8")
+    else:
+        print(made)

@@ -1,0 +1,60 @@
+"""docs/ARCHITECTURE.md stays true: its module map is the code's, and every import goes the way the
+document says (events <- core <- warehouse <- viewer <- cli; inside core, a room imports only the
+rooms before it: game, calls, players, run, then inspect and extract)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import architecture_map  # scripts/architecture_map.py
+
+LAYERS = ["events", "core", "warehouse", "viewer", "cli"]
+ROOMS = ["game", "calls", "players", "run", "inspect", "extract"]
+# inspect and extract are both at the top of core: neither imports the other.
+ROOM_RANK = {"game": 0, "calls": 1, "players": 2, "run": 3, "inspect": 4, "extract": 4}
+
+
+def place(module: str) -> tuple[int, int | None] | None:
+    """(layer, room rank or None) of an ``inquitree...`` module; None for the package's root."""
+    parts = module.split(".")
+    if len(parts) < 2 or parts[1] not in LAYERS:
+        return None
+    room = ROOM_RANK.get(parts[2]) if parts[1] == "core" and len(parts) > 2 else None
+    return LAYERS.index(parts[1]), room
+
+
+def test_the_documents_module_map_is_the_codes():
+    assert architecture_map.document_table() == architecture_map.table(), (
+        "docs/ARCHITECTURE.md's module map is out of date: run `python scripts/architecture_map.py --write`"
+    )
+
+
+@pytest.mark.parametrize("path", architecture_map.modules(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_imports_go_down_the_layers_and_rooms(path):
+    me = place(architecture_map.dotted(path))
+    assert me is not None
+    wrong = []
+    for target in architecture_map.imported(path):
+        there = place(target)
+        if there is None:
+            continue
+        if there[0] > me[0]:
+            wrong.append(f"{target} (a later layer)")
+            continue
+        both_rooms = there[0] == me[0] == 1 and me[1] is not None and there[1] is not None
+        sideways = both_rooms and there[1] == me[1] == 4 and target.split(".")[2] != path.relative_to(ROOT).parts[1]
+        if both_rooms and (there[1] > me[1] or sideways):
+            wrong.append(f"{target} (a later room of core)")
+    assert not wrong, f"{path.relative_to(ROOT)} imports against the map: {wrong}"
+
+
+def test_every_room_is_named_in_the_document_and_exists():
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    for room in ROOMS:
+        assert (ROOT / "core" / room / "__init__.py").exists() and f"`core/{room}/`" in text
