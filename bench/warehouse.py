@@ -35,7 +35,7 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import inquitree.warehouse.sync as ws
+import inquitree.warehouse.warehouse as ws
 from inquitree.core.game.tree import resolve_tree
 from inquitree.core.run.runner import stream_id
 from inquitree.events.store import EventStore, sqlite_database
