@@ -7,9 +7,10 @@ The warehouse is one read-only, sandboxed DuckDB connection (it reads the wareho
 else, see ``warehouse/sync.py``) behind a lock: DuckDB connections are not shared between threads,
 and Starlette runs each request in a thread. Campaign grids are folded from the store itself,
 through a read-only connection (``viewer/live.py``), and pushed to open pages as server-sent
-events. When the store has moved on, a page first brings the warehouse up to it: the read-only
-connection is closed, the warehouse synced (as ``inquitree view`` does before serving), and
-reopened read-only; ``--no-sync`` leaves the warehouse as it is.
+events. The warehouse is read as its last published snapshot: a sync (the viewer's own, when the
+store has moved on, or ``warehouse sync``, ``report`` and ``query``'s callers in other processes)
+writes the next one beside it and publishes it whole, and a page takes up the newest snapshot
+before it reads; ``--no-sync`` leaves the warehouse as it is.
 
 The pages are module-level functions that read the :class:`Viewer` from ``request.app.state``;
 ``ROUTES`` at the bottom lists every URL, and ``viewer/sql.py`` holds every statement they run.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import tempfile
 import threading
@@ -73,6 +75,7 @@ class Viewer:
         self.sync = sync
         self.write_index = write_index
         self.lock = threading.RLock()
+        self.opened = _identity(warehouse_path)  # which published snapshot ``self.wh`` reads
         self.wh = Warehouse(warehouse_path, read_only=True)
         self.index = SearchIndex(warehouse_path + ".search.sqlite")
         self.env = jinja2.Environment(
@@ -111,8 +114,11 @@ class Viewer:
         self.choices["kind"] = list(KINDS)
 
     def catch_up(self, force: bool = False) -> bool:
-        """Sync the warehouse if the store has moved on (with ``--sync``; at most once a second unless
-        ``force``): the read-only connection is closed while the sync writes. True if it synced."""
+        """Follow the warehouse: take up a snapshot another process published (``warehouse sync``,
+        ``report``), and with ``--sync`` sync it when the store has moved on (at most once a second
+        unless ``force``). The pages keep reading the last published snapshot while a sync writes
+        the next; a sync already running elsewhere is left to publish its own. True if it synced."""
+        self.follow_published()
         if not self.sync or self.live is None:
             return False
         if not force and time.monotonic() - self.caught_up < CATCH_UP_SECONDS:
@@ -122,16 +128,27 @@ class Viewer:
             if head <= self.position():
                 return False
             self.caught_up = time.monotonic()
-            self.wh.close()
             try:
-                with Warehouse(self.path) as writer:
+                with Warehouse(self.path, wait=0) as writer:
                     writer.sync(self.db_url)
-            except InquiTreeError as exc:  # another process holds the warehouse: show what it has
+            except InquiTreeError as exc:  # another process is syncing: its snapshot will be taken up
                 print(f"inquitree view: the warehouse was not synced ({exc}); pages show it as it was", file=sys.stderr)
-            finally:
-                self.wh = Warehouse(self.path, read_only=True)
-            self.refresh_index()
+                return False
+            self._reopen()
             return True
+
+    def follow_published(self) -> None:
+        """Read the newest published snapshot of the warehouse, if another has replaced the one open."""
+        if _identity(self.path) != self.opened:
+            with self.lock:
+                if _identity(self.path) != self.opened:
+                    self._reopen()
+
+    def _reopen(self) -> None:
+        old, self.opened = self.wh, _identity(self.path)
+        self.wh = Warehouse(self.path, read_only=True)
+        old.close()
+        self.refresh_index()
 
     def page(self, name: str, status_code: int = 200, **values: Any) -> HTMLResponse:
         return HTMLResponse(self.env.get_template(name).render(**values), status_code=status_code)
@@ -442,6 +459,15 @@ ROUTES = [
     Route("/compare/episodes", side_by_side),
     Mount("/static", StaticFiles(directory=STATIC), name="static"),
 ]
+
+
+def _identity(path: str) -> tuple[int, int]:
+    """A published warehouse file's identity: a publish replaces the file, so its inode changes."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return (0, 0)
+    return (st.st_ino, st.st_mtime_ns)
 
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")

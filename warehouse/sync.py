@@ -13,7 +13,6 @@ gives identical tables.
 from __future__ import annotations
 
 import contextlib
-import os
 import queue
 import sys
 import threading
@@ -296,13 +295,11 @@ class Syncing:
 
 
 def rebuild(path: str, store_url: str | None = None, **kw) -> SyncReport:
-    """Delete the warehouse file and sync from the first event."""
-    for suffix in ("", ".wal"):
-        if os.path.exists(path + suffix):
-            os.remove(path + suffix)
+    """Sync a new, empty warehouse from the first event, and publish it over ``path`` (readers of
+    the old one go on reading it until they open it again)."""
     from inquitree.warehouse.warehouse import Warehouse
 
-    with Warehouse(path) as wh:
+    with Warehouse(path, fresh=True) as wh:
         return wh.sync(store_url, **kw)
 
 

@@ -19,6 +19,8 @@ import json
 import os
 import re
 import shutil
+import sys
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -61,13 +63,49 @@ def kept_only_if_used(path: str | None = None, **options) -> Iterator["Warehouse
         yield wh
     except BaseException:
         made = not existed and not wh.con.execute("SELECT count(*) FROM sync_state").fetchall()[0][0]
-        wh.close()
+        wh.close(publish=not made)
         if made:
-            for leftover in (Path(path), Path(path + ".wal")):
-                leftover.unlink(missing_ok=True)
+            Path(path + ".lock").unlink(missing_ok=True)
             shutil.rmtree(path + ".tmp", ignore_errors=True)
         raise
     wh.close()
+
+
+WAIT_ENV = "INQUITREE_WAREHOUSE_WAIT"
+DEFAULT_WAIT = 600.0  # seconds a writer waits for another to finish
+
+
+class _WriterLock:
+    """One writer per warehouse at a time, across processes: an exclusive ``flock`` on
+    ``PATH.lock``, held from a writer's open to its close (released by the system if the process
+    dies). A second writer waits for it, saying so once, up to ``wait`` seconds, then refuses."""
+
+    def __init__(self, path: str, wait: float | None):
+        wait = float(os.environ.get(WAIT_ENV) or DEFAULT_WAIT) if wait is None else wait
+        self.file = open(path + ".lock", "a+")  # noqa: SIM115 - held open for as long as the lock
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: one writer at a time is then the user's to keep
+            return
+        deadline, said = time.monotonic() + wait, False
+        while True:
+            try:
+                fcntl.flock(self.file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    self.file.close()
+                    raise WarehouseError(
+                        f"another process is writing the warehouse {path} (a sync) and did not finish within "
+                        f"{wait:g} s: try again when it is done, or wait longer with ${WAIT_ENV}=SECONDS"
+                    ) from None
+                if not said:
+                    print(f"inquitree: waiting for another process's sync of {path} to finish", file=sys.stderr)
+                    said = True
+                time.sleep(0.1)
+
+    def release(self) -> None:
+        self.file.close()  # closing the file releases its lock
 
 
 MEMORY_ENV = "INQUITREE_WAREHOUSE_MEMORY"
@@ -106,13 +144,36 @@ class Warehouse(Syncing):
         read_only: bool = False,
         bootstrap: Bootstrap | None = None,
         memory: str | None = None,
+        wait: float | None = None,
+        fresh: bool = False,
     ):
         """``memory`` (default ``$INQUITREE_WAREHOUSE_MEMORY`` or DEFAULT_MEMORY) bounds what DuckDB keeps
         in memory, spilling the rest to ``PATH.tmp/``, and sets how many events a sync stages
-        and commits at a time, so that a sync's peak memory follows the setting, not the log."""
+        and commits at a time, so that a sync's peak memory follows the setting, not the log.
+
+        A read-only warehouse reads the file as it was last published, whoever writes meanwhile. A
+        writer (one per warehouse at a time, across processes: it waits up to ``wait`` seconds,
+        default ``$INQUITREE_WAREHOUSE_WAIT`` or 600, for another to finish, then refuses) works on
+        a copy, ``PATH.next`` (``fresh``: an empty one), and publishes it over ``PATH`` when it
+        closes: readers never hold a writer up and never see a sync half done."""
         self.path = path or default_warehouse_path()
         self.memory = memory_bytes(memory or os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY)
-        quoted = self.path.replace("'", "''")  # ATTACH takes no parameter for its path
+        self.read_only = read_only
+        self._lock: _WriterLock | None = None
+        self._fresh = fresh
+        self.file = self.path
+        if not read_only:
+            self._lock = _WriterLock(self.path, wait)
+            self.file = self.path + ".next"
+            try:
+                for leftover in (self.file, self.file + ".wal"):  # a writer that died before it published
+                    Path(leftover).unlink(missing_ok=True)
+                if not fresh and Path(self.path).exists():
+                    shutil.copyfile(self.path, self.file)
+            except OSError as exc:
+                self._lock.release()
+                raise WarehouseError(f"cannot prepare the warehouse {self.path} for writing: {exc}") from exc
+        quoted = self.file.replace("'", "''")  # ATTACH takes no parameter for its path
         options = "READ_ONLY" if read_only else f"ROW_GROUP_SIZE {ROW_GROUP_SIZE}"
         self.con = duckdb.connect()
         try:
@@ -120,6 +181,8 @@ class Warehouse(Syncing):
             self.con.execute("USE warehouse")
         except duckdb.Error as exc:
             self.con.close()
+            if self._lock is not None:
+                self._lock.release()
             raise WarehouseError(f"cannot open the warehouse {self.path}: {exc}") from exc
         self.con.execute(f"SET memory_limit = '{self.memory // 2**20}MiB'")
         self.con.execute("SET temp_directory = ?", [self.path + ".tmp"])
@@ -159,14 +222,33 @@ class Warehouse(Syncing):
             )
         return bool(rows)
 
-    def close(self) -> None:
-        self.con.close()
+    def close(self, publish: bool = True) -> None:
+        """Close; a writer publishes its work over ``PATH`` (atomically: a reader opening the
+        warehouse meanwhile gets the old file or the new one, never a part), unless ``publish``
+        is False (a command that failed before it filled anything)."""
+        if self._lock is None:
+            self.con.close()
+            return
+        try:
+            if publish:
+                self.con.execute("CHECKPOINT")
+            self.con.close()
+            if publish:
+                os.replace(self.file, self.path)
+            else:
+                Path(self.file).unlink(missing_ok=True)
+            Path(self.file + ".wal").unlink(missing_ok=True)
+        finally:
+            self._lock.release()
+            self._lock = None
 
     def __enter__(self) -> "Warehouse":
         return self
 
     def __exit__(self, *exc) -> None:
-        self.close()
+        # A sync that failed part way has committed whole batches: publish them (the next sync goes on
+        # from there), except for a rebuild, which must not replace a whole warehouse with a part.
+        self.close(publish=exc[0] is None or not self._fresh)
 
     # -- analyses --------------------------------------------------------------------------------
     def sql(self, text: str, one_statement: bool = False) -> pl.DataFrame:
