@@ -27,7 +27,7 @@ from inquitree.cli.common import (
 from inquitree.core.run.spec import MAX_HINTS, MAX_REASKS
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
-from inquitree.events.names import IMPORT_PREFIX, check_episode_id, episode_stream, shown
+from inquitree.events.names import IMPORT_PREFIX, check_episode_id, episode_stream, install_extra, shown
 from inquitree.events.types import (
     AgentReplied,
     ConclusionSubmitted,
@@ -95,9 +95,11 @@ class StepLine:
     left. For the human player (``for_human``) it says only what the player may know: the turn,
     the turns left and the hint level, never the hint's target or a fake draw."""
 
-    def __init__(self, for_human: bool):
+    def __init__(self, for_human: bool, max_turns: int = 0):
+        """``max_turns``: the turn limit before the episode's start is seen (a resumed episode's
+        start is not shown again: its turns used to read "turn 2 of 0")."""
         self.for_human = for_human
-        self.max_turns = 0
+        self.max_turns = max_turns
         self.parts: list[str] = []
         self.asked = "topic"  # the state of the observation the reply answers
 
@@ -287,14 +289,14 @@ def play(
     if quiet:
         hook = None
     elif transcript or human:
-        status = StepLine(for_human=human)
+        status = StepLine(for_human=human, max_turns=params.max_turns)
 
         def hook(ev: Event) -> None:
             show_event(ev, notes)
             if human:
                 status.add(ev)
     else:
-        hook = StepLine(for_human=False).add
+        hook = StepLine(for_human=False, max_turns=params.max_turns).add
     try:
         outcome = run_episode(
             tree,
@@ -486,6 +488,8 @@ def episodes_export(episode: str, db_url: str | None, out: str, key_path: str | 
     with EventStore(db_url, create=False) as store:
         episode_id = _episode_ids(store, episode)
         records = store.read_stream(stream_id(episode_id))
+        if not records:  # as show, replay and to-inspect: an unknown id is an error, not an empty file
+            raise InquiTreeError(f"no episode {episode_id!r} in {store!r} (see `inquitree episodes list`)")
     text = dump_export(records, signer, utc_now())
     if out == "-":
         echo_data(text, nl=False)
@@ -516,7 +520,7 @@ def episodes_to_inspect(
     try:
         from inquitree.core.inspect import export as inspect_export
     except ModuleNotFoundError as exc:
-        raise InquiTreeError(f"inspect logs need inspect_ai: pip install 'inquitree[inspect]' ({exc})") from None
+        raise InquiTreeError(f"inspect logs need inspect_ai: {install_extra('inspect')} ({exc})") from None
     with EventStore(db_url, create=False) as store:
         ids = [_episode_ids(store, ref) for ref in episode_refs]
         if suite_name is not None:

@@ -50,6 +50,10 @@ def run(suite_file, db_url, shard, concurrency, agents, workers, trust_suite) ->
     from inquitree.events.store import EventStore
 
     s = Suite.load(suite_file, agents, trusted=trust_suite)
+    from inquitree.core.game.tree import resolve_tree
+
+    for tree in s.trees:  # a typo in a tree is refused before the store is made
+        resolve_tree(tree)
     index, count = parse_shard(shard)
     if workers > 1:
         # The store is opened (made, or checked) once here, not by every worker at once; it is

@@ -6,6 +6,7 @@ import click
 
 from inquitree.cli.common import db_option, echo
 from inquitree.cli.warehouse import warehouse_option
+from inquitree.events.names import install_extra
 
 
 @click.command()
@@ -44,7 +45,7 @@ def view(db_url, warehouse_path, host, port, allowed, sync, open_browser, stale_
     import importlib.util
 
     if importlib.util.find_spec("starlette") is None or importlib.util.find_spec("uvicorn") is None:
-        raise click.ClickException("the viewer needs its extra: pip install 'inquitree[view]'")
+        raise click.ClickException(f"the viewer needs its extra: {install_extra('view')}")
     import uvicorn
 
     from inquitree.viewer.app import create_app
@@ -55,6 +56,7 @@ def view(db_url, warehouse_path, host, port, allowed, sync, open_browser, stale_
         with kept_only_if_used(path) as wh:
             report = wh.sync(db_url)
         echo(f"{path}: {report.events:,} new events synced", err=True)
+    _port_free(host, port)  # before anything is built or said: a port in use is one line, not a URL
     app = create_app(path, db_url, sync, stale_after, host=host, extra_hosts=allowed, write_index=sync)
     where = f"http://{host}:{port}/"
     loopback = host in ("127.0.0.1", "localhost", "::1")
@@ -74,3 +76,17 @@ def view(db_url, warehouse_path, host, port, allowed, sync, open_browser, stale_
             super().handle_exit(sig, frame)
 
     Server(uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)).run()
+
+
+def _port_free(host: str, port: int) -> None:
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise click.ClickException(
+                f"cannot listen on {host}:{port} ({exc.strerror or exc}): choose another port with --port"
+            ) from None

@@ -24,6 +24,7 @@ from inquitree.events.errors import (
     StoreError,
     is_damage,
 )
+from inquitree.events.names import install_extra
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -212,7 +213,7 @@ def make_engine(url: str, read_only: bool = False) -> sa.Engine:
         try:
             return sa.create_engine(parsed, pool_pre_ping=True, connect_args=args)
         except ModuleNotFoundError as exc:
-            raise StoreError(f"{redact(url)}: PostgreSQL needs psycopg: pip install 'inquitree[postgres]'") from exc
+            raise StoreError(f"{redact(url)}: PostgreSQL needs psycopg: {install_extra('postgres')}") from exc
     raise StoreError(
         f"{redact(url)}: unsupported database {parsed.get_backend_name()!r} "
         "(InquiTree stores events in SQLite or PostgreSQL)"

@@ -40,6 +40,7 @@ __all__ = [
     "check_episode_id",
     "confined",
     "episode_stream",
+    "install_extra",
     "is_episode_id",
     "printable",
     "shown",
@@ -91,6 +92,13 @@ def printable(text: str, one_line: bool = False) -> str:
 def _escape(m: re.Match[str]) -> str:
     c = ord(m.group(0))
     return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def install_extra(extra: str) -> str:
+    """How to install one of InquiTree's extras: from its checkout (it is not on a package index)."""
+    return (
+        f"pip install '.[{extra}]' in InquiTree's checkout (or pip install 'inquitree[{extra}]' where it is published)"
+    )
 
 
 def is_episode_id(value: object) -> bool:
