@@ -502,3 +502,16 @@ embedder = "hash"
         wh.sync(url)
         agents = wh.sql("SELECT agent, agent_kind FROM episodes ORDER BY agent").rows()
     assert agents == [("misser-a", "script"), ("misser-b", "script"), ("oracle", "oracle")]
+
+
+@pytest.mark.parametrize("typo", ['trees = ["synthetic-chain-77"]', 'agents = ["oracel"]'])
+def test_a_mistyped_tree_or_agent_is_refused_before_the_store_is_made(typo, tmp_path):
+    body = 'name = "t"\ntrees = ["synthetic-chain-7"]\nagents = ["oracle"]\njudges = ["embedding"]\n'
+    body += "randomness = [0]\nruns = 1\n"
+    key = typo.split(" =")[0]
+    body = "\n".join(typo if line.startswith(key + " =") else line for line in body.splitlines())
+    suite = tmp_path / "t.toml"
+    suite.write_text(body)
+    out = CliRunner().invoke(main, ["suite", "run", str(suite), "--db", f"sqlite:///{tmp_path / 'e.sqlite'}"])
+    assert out.exit_code == 2 and ("unknown tree id" in out.output or "'oracel'" in out.output), out.output
+    assert not (tmp_path / "e.sqlite").exists()

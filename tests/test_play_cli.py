@@ -200,8 +200,16 @@ def test_an_interrupted_play_is_refused_under_its_id_and_resumed_with_resume(tmp
         assert missing.exit_code == 2 and "no episode p2 is recorded" in missing.output, missing.output
         resumed = CliRunner().invoke(main, ["play", *common, "--resume"], env={"OPENAI_API_KEY": "none"})
         assert resumed.exit_code == 0, resumed.output
+        assert "/0 " not in resumed.output and "/77 " in resumed.output  # the turn limit, not "of 0"
     with EventStore(url) as store:
         events = [r.event_type for r in store.read_stream(stream_id("p1"))]
     assert events[: len(taken)] == taken and events.count("EpisodeStarted") == 1 and events[-1] == "EpisodeScored"
     replayed = run("replay", "p1", "--db", url, "-q")
     assert replayed.exit_code == 0 and "replay: identical" in replayed.output, replayed.output
+
+
+def test_exporting_an_unknown_episode_is_an_error_not_an_empty_file(tmp_path):
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    assert run("play", "--tree", "synthetic-chain-7", "--agent", "oracle", "--record", "--db", url).exit_code == 0
+    out = run("episodes", "export", "nope", "--db", url, "--out", str(tmp_path / "x.jsonl"))
+    assert out.exit_code == 2 and "no episode 'nope'" in out.output and not (tmp_path / "x.jsonl").exists()
