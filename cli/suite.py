@@ -284,7 +284,7 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int, t
 @click.option("--agent", "agents", multiple=True, metavar="SPEC", help="As given to `suite run --agent`.")
 def status(suite_file, db_url, agents) -> None:
     """How many cells are finished, failed, interrupted or not started; each failed cell with its reason."""
-    from inquitree.core.run.campaign import Suite
+    from inquitree.core.run.campaign import Suite, recorded_runs, run_status
     from inquitree.core.run.runner import STREAM_PREFIX, stream_id
     from inquitree.events.store import EventStore
     from inquitree.events.types import EpisodeFailed
@@ -314,6 +314,11 @@ def status(suite_file, db_url, agents) -> None:
                     f"  failed: {sid.removeprefix(STREAM_PREFIX)} at step {last.step}: "
                     f"[{last.kind or '?'}{', retryable' if last.retryable else ''}] {last.error}"
                 )
+        state, note = run_status(recorded_runs(store, s.name), time.time())
+    if state == "running":  # its cells without an end are in flight, not interrupted
+        counts["running"] = counts.pop("interrupted")
     echo(f"suite {s.name}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    if state is not None:
+        echo(f"  campaign: {state} ({note})")
     for line in reasons:
         echo(line)

@@ -291,6 +291,36 @@ class CampaignStarted(Event):
     concurrency: int
     budget_tokens: int | None = None
     budget_cost_usd: float | None = None
+    run_id: str | None = None  # this process's run: its CampaignAlive and CampaignEnded name it
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CampaignAlive(Event):
+    """A campaign's process is still running (``suite run``, a shard or a worker), appended every
+    ``core.run.campaign.HEARTBEAT_SECONDS`` to ``campaign/<suite>``: a run whose heartbeats stop
+    without a ``CampaignEnded`` died (killed, or its machine went down)."""
+
+    TYPE = "CampaignAlive"
+    run_id: str
+    done: int  # cells this run has ended so far
+    in_flight: int
+
+
+@event_type
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CampaignEnded(Event):
+    """A campaign's process ended: ``how`` is finished (every cell it took is ended), interrupted
+    (Ctrl-C: the episodes in flight stopped at a step; the next run resumes them) or failed (an
+    error ended the campaign itself, not one cell)."""
+
+    TYPE = "CampaignEnded"
+    run_id: str
+    how: str  # finished | interrupted | failed
+    done: int
+    failed: int
+    stopped: int
+    not_started: int
 
 
 @event_type

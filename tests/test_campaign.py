@@ -76,6 +76,12 @@ def test_kill_9_mid_campaign_then_resume_equals_an_uninterrupted_run(tmp_path):
     proc.wait()
     assert n > 1500, "the campaign finished before it could be killed"
     partial = logs(killed)
+    with EventStore(killed) as store:  # killed: no end recorded, and no heartbeat after it
+        from inquitree.core.run.campaign import ALIVE_WITHIN, recorded_runs, run_status
+
+        runs = recorded_runs(store, "grid")
+        assert run_status(runs, time.time())[0] == "running"  # heard from a moment ago
+        assert run_status(runs, time.time() + ALIVE_WITHIN + 1)[0] == "died"
     unfinished = [s for s, evs in partial.items() if evs[-1][0] != "EpisodeScored"]
     assert 0 < len(partial) < 54 or unfinished, "the kill did not land mid-campaign"
     resumed = cli("suite", "run", str(suite), "--db", killed)
@@ -408,6 +414,9 @@ def test_ctrl_c_stops_a_campaign_at_step_boundaries_and_a_rerun_finishes_it(tmp_
         assert not any(t == "EpisodeFailed" for evs in streams.values() for t, _ in evs)
         unfinished = [evs for evs in streams.values() if evs[-1][0] != "EpisodeScored"]
         assert all(evs[-1][0] in ("ObservationEmitted", "ConclusionSubmitted") for evs in unfinished)
+        # The interrupt is recorded (a CampaignEnded per process), not guessed from silence.
+        said = CliRunner().invoke(main, ["suite", "status", str(suite), "--db", url])
+        assert "campaign: interrupted (stopped by Ctrl-C)" in said.output, said.output
         again = cli("suite", "run", str(suite), "--db", url)
         out, err = again.communicate(timeout=300)
         assert again.returncode == 0, out + err
@@ -515,3 +524,16 @@ def test_a_mistyped_tree_or_agent_is_refused_before_the_store_is_made(typo, tmp_
     out = CliRunner().invoke(main, ["suite", "run", str(suite), "--db", f"sqlite:///{tmp_path / 'e.sqlite'}"])
     assert out.exit_code == 2 and ("unknown tree id" in out.output or "'oracel'" in out.output), out.output
     assert not (tmp_path / "e.sqlite").exists()
+
+
+def test_a_campaigns_state_is_read_from_its_recorded_runs():
+    from inquitree.core.run.campaign import ALIVE_WITHIN, run_status
+
+    now = 1_000_000.0
+    assert run_status([], now)[0] is None  # recorded before runs had ids
+    assert run_status([(now - 100, now - 5, None)], now)[0] == "running"
+    assert run_status([(now - 100, now - ALIVE_WITHIN - 1, None)], now)[0] == "died"
+    assert run_status([(now - 100, now - 50, "interrupted")], now) == ("interrupted", "stopped by Ctrl-C")
+    two = [(now - 100, now - 90, "finished"), (now - 50, now - 40, "interrupted")]
+    assert run_status(two, now)[0] == "interrupted"  # the latest run's end
+    assert run_status([*two, (now - 10, now - 1, None)], now)[0] == "running"

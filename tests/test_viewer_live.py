@@ -5,8 +5,10 @@ texts reach Graphviz quoted and the page escaped."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from inquitree.core.run.runner import stream_id
 from inquitree.events.errors import StoreError
 from inquitree.events.names import campaign_stream, cells_of
 from inquitree.events.store import EventStore
-from inquitree.events.types import CampaignStarted, EpisodeScored, EpisodeStarted
+from inquitree.events.types import CampaignEnded, CampaignStarted, EpisodeScored, EpisodeStarted
 from inquitree.viewer.live import Campaigns
 from inquitree.viewer.treeview import dot_quote, episode_path, tree_dot, tree_svg
 
@@ -45,8 +47,16 @@ def test_a_campaigns_cells_are_folded_from_the_store(store_url, tmp_path):
             assert run_suite(bigger, store, shard=(6, 12)).done == 1  # openai:m r1 only
             eid = bigger.cells()[9].episode_id(bigger.name)  # random r1: begun here and left
             store.append(stream_id(eid), [_started(eid)], 0)
-            starts = [r.event for r in store.read_stream(campaign_stream("fold test"))]
-    assert [type(e) for e in starts] == [CampaignStarted, CampaignStarted]
+            recorded = [r.event for r in store.read_stream(campaign_stream("fold test"))]
+    starts = [e for e in recorded if isinstance(e, CampaignStarted)]
+    assert [type(e).__name__ for e in recorded] == [
+        "CampaignStarted",
+        "CampaignEnded",
+        "CampaignStarted",
+        "CampaignEnded",
+    ]
+    assert [e.how for e in recorded if isinstance(e, CampaignEnded)] == ["finished", "finished"]
+    assert len(starts) == 2 and starts[0].run_id != starts[1].run_id
     assert starts[1].agents == ["oracle", "openai:m", "random"] and starts[1].shard == [6, 12]
 
     live = Campaigns(store_url, stale_seconds=3600)
@@ -57,19 +67,30 @@ def test_a_campaigns_cells_are_folded_from_the_store(store_url, tmp_path):
         by_state = {}
         for cell, (st, note) in state["states"].items():
             by_state.setdefault(st, []).append((cell, note))
+        # Both runs recorded their end: the cell begun and left by hand belongs to no live process.
         assert {k: len(v) for k, v in by_state.items()} == {
             "finished": 1,
             "failed": 1,
             "limit": 1,
-            "running": 1,
+            "interrupted": 1,
             "pending": 8,
         }
+        assert (state["status"], state["active"]) == ("finished", False)
         [(failed, why)] = by_state["failed"]
         assert ".openai-m." in failed and "500" in why and why.startswith("failed at step")
         assert "max_turns (4)" in by_state["limit"][0][1]
-        assert state["tokens"] > 0 and state["active"]
-        later = live.summary("fold-test", now=state["latest_started"] + 7200)
-        assert later is not None and later["counts"]["interrupted"] == 1 and not later["active"]
+        assert state["tokens"] > 0
+        # A third run starts and says nothing more: running while it is heard from, then died.
+        with EventStore(store_url) as store:
+            sid = campaign_stream("fold test")
+            alive = dataclasses.replace(starts[1], run_id="third")
+            store.append(sid, [alive], store.current_version(sid))
+        live.refresh(force=True)
+        now = live.summary("fold-test")
+        assert now is not None and now["status"] == "running" and now["active"] and now["counts"]["running"] == 1
+        later = live.summary("fold-test", now=time.time() + 7200)
+        assert later is not None and later["status"] == "died" and not later["active"]
+        assert later["counts"]["interrupted"] == 1 and "running" not in [v[0] for v in later["states"].values()]
         # Appended after the first look: folded from the tail, not read again from the start.
         with EventStore(store_url) as store:
             store.append(stream_id(eid), [Noted(n=1)], 1)

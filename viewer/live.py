@@ -26,17 +26,19 @@ import threading
 import time
 from typing import Any
 
+from inquitree.core.run.campaign import run_status
 from inquitree.core.run.limits import PriceTable, tokens_of
 from inquitree.events.base import registered_types
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.names import CAMPAIGN_PREFIX, Cell, cells_of
 from inquitree.events.names import EPISODE_PREFIX as STREAM_PREFIX
 from inquitree.events.store import EventStore, RecordedEvent
-from inquitree.events.types import CampaignStarted
+from inquitree.events.types import CampaignAlive, CampaignEnded, CampaignStarted
 
 __all__ = ["Campaigns", "STATES"]
 
 STATES = ("pending", "running", "interrupted", "failed", "limit", "finished")
+_RUN_EVENTS = ("CampaignStarted", "CampaignAlive", "CampaignEnded")
 # The events a cell's state, step, tokens and cost are folded from.
 _FOLDED = (
     "EpisodeStarted",
@@ -72,9 +74,20 @@ class _Episode:
 
 
 @dataclasses.dataclass
+class _Run:
+    """One ``suite run`` process (or shard, or worker) of a campaign: when it started, when it was
+    last heard from (a ``CampaignAlive``), and how it ended (``CampaignEnded``; None: not yet)."""
+
+    started: float
+    last: float
+    how: str | None = None
+
+
+@dataclasses.dataclass
 class _Campaign:
     name: str
     starts: list[tuple[float, CampaignStarted]] = dataclasses.field(default_factory=list)
+    runs: dict[str, _Run] = dataclasses.field(default_factory=dict)  # run id -> its fold
     ids: dict[str, Cell] = dataclasses.field(default_factory=dict)  # episode id -> cell, in the suite's order
     layout: dict[str, Any] | None = None  # the grid, made once (Campaigns.layout)
 
@@ -118,11 +131,9 @@ class Campaigns:
                 tail = list(
                     itertools.takewhile(lambda r: r.global_position <= head, self.store.iter_all(self.position))
                 )
-                starts = [
-                    r for r in tail if r.event_type == "CampaignStarted" and r.stream_id.startswith(CAMPAIGN_PREFIX)
-                ]
+                starts = [r for r in tail if r.event_type in _RUN_EVENTS and r.stream_id.startswith(CAMPAIGN_PREFIX)]
             else:
-                starts = list(self.store.read_prefix(CAMPAIGN_PREFIX, ["CampaignStarted"], head))
+                starts = list(self.store.read_prefix(CAMPAIGN_PREFIX, list(_RUN_EVENTS), head))
             new = [key for r in starts for key in self._started(r)]
             for key in new:  # a campaign seen for the first time: its episodes so far, stream by stream
                 for r in self.store.read_prefix(STREAM_PREFIX + key + ".", _FOLDED, head):
@@ -135,13 +146,25 @@ class Campaigns:
             return head
 
     def _started(self, r: RecordedEvent) -> list[str]:
-        """Fold a ``CampaignStarted``; the key of a campaign seen for the first time, in a list."""
+        """Fold a ``CampaignStarted`` (or a run's ``CampaignAlive`` and ``CampaignEnded``); the key of
+        a campaign seen for the first time, in a list."""
         ev = r.event
-        assert isinstance(ev, CampaignStarted)
         key = r.stream_id.removeprefix(CAMPAIGN_PREFIX)
+        at = _epoch(r.recorded_at)
+        if isinstance(ev, (CampaignAlive, CampaignEnded)):
+            c = self.campaigns.get(key)
+            run = c.runs.get(ev.run_id) if c is not None else None
+            if run is not None:
+                run.last = at
+                if isinstance(ev, CampaignEnded):
+                    run.how = ev.how
+            return []
+        assert isinstance(ev, CampaignStarted)
         first = key not in self.campaigns
         c = self.campaigns.setdefault(key, _Campaign(ev.name))
-        c.starts.append((_epoch(r.recorded_at), ev))
+        c.starts.append((at, ev))
+        if ev.run_id is not None:
+            c.runs[ev.run_id] = _Run(at, at)
         for cell in cells_of(ev):  # a run with other agents or levels adds its cells to the grid
             eid = cell.episode_id(ev.name)
             if eid not in c.ids:
@@ -182,12 +205,18 @@ class Campaigns:
             e.state, e.ended = ("limit" if e.limit else "finished"), at
 
     # -- reading -----------------------------------------------------------------------------
-    def _cell(self, eid: str, now: float) -> dict[str, Any]:
+    def status(self, c: _Campaign, now: float) -> tuple[str | None, str]:
+        """What the campaign's processes are doing, as recorded (``core.run.campaign.run_status``)."""
+        return run_status([(r.started, r.last, r.how) for r in c.runs.values()], now)
+
+    def _cell(self, eid: str, now: float, alive: bool | None = None) -> dict[str, Any]:
         e = self.episodes.get(eid)
         if e is None:
             return {"state": "pending", "note": "not started"}
         state = e.state
-        if state == "running" and now - e.last > self.stale_seconds:
+        # A cell mid-episode is interrupted as soon as no run of its campaign is alive (recorded), or,
+        # for campaigns that recorded no runs, once nothing was recorded for ``stale_seconds``.
+        if state == "running" and (alive is False or (alive is None and now - e.last > self.stale_seconds)):
             state = "interrupted"
         note = {
             "running": f"step {e.step}",
@@ -209,14 +238,16 @@ class Campaigns:
             c = self.campaigns.get(key)
             if c is None:
                 return None
-            cells = {eid: self._cell(eid, now) for eid in c.ids}
+            status, status_note = self.status(c, now)
+            alive = None if status is None else status == "running"
+            cells = {eid: self._cell(eid, now, alive) for eid in c.ids}
             folds = [self.episodes[eid] for eid in c.ids if eid in self.episodes]
             counts = {s: 0 for s in STATES}
             for v in cells.values():
                 counts[v["state"]] += 1
             first = min(at for at, _ in c.starts)
             latest = max(at for at, _ in c.starts)
-            active = counts["running"] > 0
+            active = status == "running" if status is not None else counts["running"] > 0
             last = max([e.last for e in folds] + [latest])
             left = counts["pending"] + counts["running"] + counts["interrupted"]
             elapsed = (now if active else last) - latest
@@ -224,6 +255,8 @@ class Campaigns:
             return {
                 "key": key,
                 "name": c.name,
+                "status": status or ("running" if active else "idle"),
+                "status_note": status_note,
                 "cells": len(c.ids),
                 "counts": counts,
                 "active": active,

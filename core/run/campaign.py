@@ -33,8 +33,10 @@ An agent may also be a table, for one model run with request options under its o
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
+import secrets
 import sys
 import threading
 import time
@@ -54,6 +56,7 @@ from inquitree.core.players.judges import make_judge
 from inquitree.core.run.limits import Budget, Limits, PriceTable, tokens_of
 from inquitree.core.run.runner import STREAM_PREFIX, EpisodeFailure, EpisodeStopped, run_episode, stream_id
 from inquitree.core.run.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
+from inquitree.events.base import Event
 from inquitree.events.errors import ConcurrencyError, InquiTreeError
 from inquitree.events.names import (  # the grid's names live beside the store's (the viewer reads them)
     Cell,
@@ -63,7 +66,7 @@ from inquitree.events.names import (  # the grid's names live beside the store's
     shown,
 )
 from inquitree.events.store import EventStore
-from inquitree.events.types import AgentReplied, CampaignStarted
+from inquitree.events.types import AgentReplied, CampaignAlive, CampaignEnded, CampaignStarted
 
 _FIELDS = {
     "name": str,
@@ -410,8 +413,11 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
     # worker start it meanwhile, the first append finds the stream taken, as a read would have.
     started = {s.stream_id for s in store.streams(STREAM_PREFIX + episode_prefix(suite.name))} if todo else set()
     report = CampaignReport(cells=len(mine), skipped=len(mine) - len(todo))
+    run_id = secrets.token_hex(6)
+    beat: _Heartbeat | None = None
     try:
-        record_start(suite, store, shard, len(mine), concurrency or suite.concurrency)
+        record_start(suite, store, shard, len(mine), concurrency or suite.concurrency, run_id)
+        beat = _Heartbeat(store, campaign_stream(suite.name), run_id, lambda: (report.done + report.failed, in_flight))
     except InquiTreeError as exc:  # the cells still run (or fail, each with its reason)
         print(
             f"inquitree: warning: the campaign's start was not recorded ({exc}); `inquitree view` "
@@ -518,6 +524,8 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
 
     if not todo:
         all_counted.set()
+    in_flight = min(len(todo), concurrency or suite.concurrency)
+    how = "failed"
     pool = ThreadPoolExecutor(max_workers=concurrency or suite.concurrency)
     futures = [pool.submit(cell, c, eid) for c, eid in todo]
     try:
@@ -525,7 +533,9 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
         if raised:
             raise raised[0]
         pool.shutdown()
+        how = "finished"
     except KeyboardInterrupt:
+        how = "interrupted"
         # Leaving the pool would otherwise run every cell still queued before the interrupt ends.
         stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
@@ -541,7 +551,98 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
         raise CampaignInterrupted(report) from None
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+        if beat is not None:  # recorded, so every page and `suite status` say how this run ended
+            beat.end(how, report)
     return report
+
+
+HEARTBEAT_SECONDS = 15.0  # a running campaign's CampaignAlive, so a page can tell it from a dead one
+# A run not heard from for this long, and not ended, has died (two heartbeats missed, and slack).
+ALIVE_WITHIN = 2 * HEARTBEAT_SECONDS + 15
+
+
+def run_status(runs: list[tuple[float, float, str | None]], now: float) -> tuple[str | None, str]:
+    """A campaign's state from its runs' (started, last heard from, how it ended): running (a run
+    heard from within ALIVE_WITHIN seconds and not ended), died (the latest run not ended and not
+    heard from since), else how the latest run ended (finished, interrupted, failed), with a note;
+    None where the runs were recorded before runs had ids (their cells are all there is to go by)."""
+    if not runs:
+        return None, "recorded before campaigns reported their state"
+    live = [last for _, last, how in runs if how is None and now - last <= ALIVE_WITHIN]
+    if live:
+        return "running", f"{len(live)} process(es) running, heard from {now - max(live):.0f} s ago"
+    _, last, how = max(runs)
+    if how is None:
+        return "died", f"its process stopped without ending (last heard from {now - last:.0f} s ago)"
+    notes = {"finished": "every cell it took ended", "interrupted": "stopped by Ctrl-C", "failed": "an error ended it"}
+    return how, notes.get(how, how)
+
+
+def recorded_runs(store: EventStore, name: str) -> list[tuple[float, float, str | None]]:
+    """Suite ``name``'s runs as its stream records them (for :func:`run_status`)."""
+    import datetime as dt
+
+    runs: dict[str, list] = {}
+    for r in store.read_stream(campaign_stream(name)):
+        at = dt.datetime.fromisoformat(r.recorded_at.replace("Z", "+00:00")).timestamp()
+        ev = r.event
+        run_id = getattr(ev, "run_id", None)
+        if run_id is None:
+            continue
+        if isinstance(ev, CampaignStarted):
+            runs[run_id] = [at, at, None]
+        elif run_id in runs:
+            runs[run_id][1] = at
+            if isinstance(ev, CampaignEnded):
+                runs[run_id][2] = ev.how
+    return [(a, b, c) for a, b, c in runs.values()]
+
+
+class _Heartbeat:
+    """A campaign run's ``CampaignAlive`` every HEARTBEAT_SECONDS from a thread of its own, and its
+    ``CampaignEnded`` when it ends (events/types.py). A run that dies sends neither: its silence is
+    what a reader sees."""
+
+    def __init__(self, store: EventStore, stream: str, run_id: str, progress: Callable[[], tuple[int, int]]):
+        self.store, self.stream, self.run_id, self.progress = store, stream, run_id, progress
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="inquitree-campaign-alive", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.wait(HEARTBEAT_SECONDS):
+            done, in_flight = self.progress()
+            with contextlib.suppress(InquiTreeError):  # a heartbeat lost is only a page less sure
+                append_campaign(
+                    self.store, self.stream, CampaignAlive(run_id=self.run_id, done=done, in_flight=in_flight)
+                )
+
+    def end(self, how: str, report: "CampaignReport") -> None:
+        self.stop.set()
+        self.thread.join()
+        ended = CampaignEnded(
+            run_id=self.run_id,
+            how=how,
+            done=report.done,
+            failed=report.failed,
+            stopped=report.stopped,
+            not_started=report.not_started,
+        )
+        try:
+            append_campaign(self.store, self.stream, ended)
+        except InquiTreeError as exc:
+            print(f"inquitree: warning: the campaign's end was not recorded ({exc})", file=sys.stderr)
+
+
+def append_campaign(store: EventStore, stream: str, event: Event) -> None:
+    """Append to a campaign's stream, which its shards and workers append to as well."""
+    for _ in range(50):  # each appends after the version it read
+        try:
+            store.append(stream, [event], store.current_version(stream))
+            return
+        except ConcurrencyError:
+            time.sleep(0.01)
+    raise SuiteError(f"{stream}: could not append {event.TYPE} (50 concurrent appends won the race)")
 
 
 class CampaignInterrupted(KeyboardInterrupt):
@@ -553,7 +654,9 @@ class CampaignInterrupted(KeyboardInterrupt):
         self.report = report
 
 
-def record_start(suite: Suite, store: EventStore, shard: tuple[int, int], cells: int, concurrency: int) -> None:
+def record_start(
+    suite: Suite, store: EventStore, shard: tuple[int, int], cells: int, concurrency: int, run_id: str | None = None
+) -> None:
     """Append this run's ``CampaignStarted`` (shards and workers append theirs to the same stream)."""
     event = CampaignStarted(
         name=suite.name,
@@ -568,12 +671,6 @@ def record_start(suite: Suite, store: EventStore, shard: tuple[int, int], cells:
         concurrency=concurrency,
         budget_tokens=suite.budget_tokens,
         budget_cost_usd=suite.budget_cost_usd,
+        run_id=run_id,
     )
-    sid = campaign_stream(suite.name)
-    for _ in range(50):  # workers start together: each appends after the version it read
-        try:
-            store.append(sid, [event], store.current_version(sid))
-            return
-        except ConcurrencyError:
-            time.sleep(0.01)
-    raise SuiteError(f"{sid}: could not record the campaign's start (50 concurrent appends won the race)")
+    append_campaign(store, campaign_stream(suite.name), event)
