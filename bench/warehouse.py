@@ -189,6 +189,16 @@ def measure(url: str, runs: int = 3, allow_writes: bool = False) -> dict:
             inc_open_close.append(seconds)
             assert inc.events == new
             incs.append(inc.seconds)
+        # What publishing costs a writer (issue 41): a writer copies the warehouse to PATH.next and
+        # renames it back when it closes, so readers never wait; against opening it read-only.
+        publish, read_open = [], []
+        for _ in range(max(3, runs)):
+            t0 = time.perf_counter()
+            Warehouse(str(path)).close()
+            publish.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            Warehouse(str(path), read_only=True).close()
+            read_open.append(time.perf_counter() - t0)
         with Warehouse(str(path)) as wh:
             queries = {}
             agents = wh.sql("SELECT list(DISTINCT agent ORDER BY agent) FROM episodes").item()
@@ -219,6 +229,9 @@ def measure(url: str, runs: int = 3, allow_writes: bool = False) -> dict:
             "incremental_sync_ms": round(statistics.median(incs) * 1000, 1) if incs else None,
             "incremental_with_open_close_runs_ms": [round(x * 1000, 1) for x in inc_open_close],
             "incremental_with_open_close_ms": round(statistics.median(inc_open_close) * 1000, 1) if incs else None,
+            "warehouse_mb": round(path.stat().st_size / 1e6, 1),
+            "writer_open_close_nothing_new_ms": round(statistics.median(publish) * 1000, 1),
+            "reader_open_close_ms": round(statistics.median(read_open) * 1000, 1),
             "queries": queries,
         }
 
