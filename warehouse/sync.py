@@ -226,7 +226,8 @@ class Syncing:
         writer other than InquiTree puts them there (a PostgreSQL writer role may INSERT). They are
         kept, as the log is, and shown escaped; no file is ever named after them (``report``)."""
         rows = self.con.execute(
-            "SELECT DISTINCT stream_id[9:] FROM raw_events WHERE global_position > ? "
+            # each new stream once (its first event), not every event of it
+            "SELECT stream_id[9:] FROM raw_events WHERE global_position > ? AND stream_version = 1 "
             "AND starts_with(stream_id, 'episode/') AND NOT regexp_full_match(stream_id[9:], ?) LIMIT 6",
             [after, EPISODE_ID_PATTERN],
         ).fetchall()
