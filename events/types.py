@@ -304,7 +304,7 @@ class CampaignAlive(Event):
     TYPE = "CampaignAlive"
     run_id: str
     done: int  # cells this run has ended so far
-    in_flight: int
+    left: int  # cells this run has yet to end
 
 
 @event_type

@@ -537,3 +537,20 @@ def test_a_campaigns_state_is_read_from_its_recorded_runs():
     two = [(now - 100, now - 90, "finished"), (now - 50, now - 40, "interrupted")]
     assert run_status(two, now)[0] == "interrupted"  # the latest run's end
     assert run_status([*two, (now - 10, now - 1, None)], now)[0] == "running"
+
+
+def test_a_running_campaign_is_heard_from_until_it_ends(tmp_path, monkeypatch):
+    from inquitree.core.run import campaign
+    from inquitree.events.names import campaign_stream
+
+    monkeypatch.setattr(campaign, "HEARTBEAT_SECONDS", 0.02)
+    suite = Suite.load(write_suite(tmp_path, "beat", GRID.replace("concurrency = 2", "concurrency = 1")))
+    with EventStore(f"sqlite:///{tmp_path / 'b.sqlite'}") as store:
+        assert run_suite(suite, store).done == 54
+        recorded = [r.event for r in store.read_stream(campaign_stream("beat"))]
+    kinds = [type(e).__name__ for e in recorded]
+    assert kinds[0] == "CampaignStarted" and kinds[-1] == "CampaignEnded" and "CampaignAlive" in kinds
+    alive = [e for e in recorded if type(e).__name__ == "CampaignAlive"]
+    assert all(e.run_id == recorded[0].run_id for e in alive)
+    assert all(e.done + e.left == 54 for e in alive)  # what it had ended, and what it had left
+    assert (recorded[-1].how, recorded[-1].done) == ("finished", 54)

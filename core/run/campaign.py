@@ -417,7 +417,9 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
     beat: _Heartbeat | None = None
     try:
         record_start(suite, store, shard, len(mine), concurrency or suite.concurrency, run_id)
-        beat = _Heartbeat(store, campaign_stream(suite.name), run_id, lambda: (report.done + report.failed, in_flight))
+        beat = _Heartbeat(
+            store, campaign_stream(suite.name), run_id, lambda: (report.done + report.failed, remaining())
+        )
     except InquiTreeError as exc:  # the cells still run (or fail, each with its reason)
         print(
             f"inquitree: warning: the campaign's start was not recorded ({exc}); `inquitree view` "
@@ -524,7 +526,6 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
 
     if not todo:
         all_counted.set()
-    in_flight = min(len(todo), concurrency or suite.concurrency)
     how = "failed"
     pool = ThreadPoolExecutor(max_workers=concurrency or suite.concurrency)
     futures = [pool.submit(cell, c, eid) for c, eid in todo]
@@ -611,11 +612,9 @@ class _Heartbeat:
 
     def _run(self) -> None:
         while not self.stop.wait(HEARTBEAT_SECONDS):
-            done, in_flight = self.progress()
+            done, left = self.progress()
             with contextlib.suppress(InquiTreeError):  # a heartbeat lost is only a page less sure
-                append_campaign(
-                    self.store, self.stream, CampaignAlive(run_id=self.run_id, done=done, in_flight=in_flight)
-                )
+                append_campaign(self.store, self.stream, CampaignAlive(run_id=self.run_id, done=done, left=left))
 
     def end(self, how: str, report: "CampaignReport") -> None:
         self.stop.set()
