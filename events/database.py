@@ -85,6 +85,13 @@ def utc_now() -> str:
     return f"{last[1]}.{us:06d}Z"
 
 
+def epoch_of(recorded_at: str) -> float:
+    """Seconds since the epoch of a ``recorded_at`` that :func:`utc_now` wrote."""
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(recorded_at.replace("Z", "+00:00")).timestamp()
+
+
 def redact(url: str) -> str:
     """The URL without its password, for messages (``user:***@``, as SQLAlchemy renders it)."""
     return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)

@@ -527,16 +527,16 @@ def test_a_mistyped_tree_or_agent_is_refused_before_the_store_is_made(typo, tmp_
 
 
 def test_a_campaigns_state_is_read_from_its_recorded_runs():
-    from inquitree.core.run.campaign import ALIVE_WITHIN, run_status
+    from inquitree.core.run.campaign import ALIVE_WITHIN, RunState, run_status
 
     now = 1_000_000.0
     assert run_status([], now)[0] is None  # recorded before runs had ids
-    assert run_status([(now - 100, now - 5, None)], now)[0] == "running"
-    assert run_status([(now - 100, now - ALIVE_WITHIN - 1, None)], now)[0] == "died"
-    assert run_status([(now - 100, now - 50, "interrupted")], now) == ("interrupted", "stopped by Ctrl-C")
-    two = [(now - 100, now - 90, "finished"), (now - 50, now - 40, "interrupted")]
+    assert run_status([RunState(now - 100, now - 5, None)], now)[0] == "running"
+    assert run_status([RunState(now - 100, now - ALIVE_WITHIN - 1, None)], now)[0] == "died"
+    assert run_status([RunState(now - 100, now - 50, "interrupted")], now) == ("interrupted", "stopped by Ctrl-C")
+    two = [RunState(now - 100, now - 90, "finished"), RunState(now - 50, now - 40, "interrupted")]
     assert run_status(two, now)[0] == "interrupted"  # the latest run's end
-    assert run_status([*two, (now - 10, now - 1, None)], now)[0] == "running"
+    assert run_status([*two, RunState(now - 10, now - 1, None)], now)[0] == "running"
 
 
 def test_a_running_campaign_is_heard_from_until_it_ends(tmp_path, monkeypatch):

@@ -20,19 +20,18 @@ baseline's rate.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import itertools
 import threading
 import time
 from typing import Any
 
-from inquitree.core.run.campaign import run_status
+from inquitree.core.run.campaign import RunState, fold_run, run_status
 from inquitree.core.run.limits import PriceTable, tokens_of
 from inquitree.events.base import registered_types
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.names import CAMPAIGN_PREFIX, Cell, cells_of
 from inquitree.events.names import EPISODE_PREFIX as STREAM_PREFIX
-from inquitree.events.store import EventStore, RecordedEvent
+from inquitree.events.store import EventStore, RecordedEvent, epoch_of
 from inquitree.events.types import CampaignAlive, CampaignEnded, CampaignStarted
 
 __all__ = ["Campaigns", "STATES"]
@@ -55,10 +54,6 @@ _FOLDED = (
 _VERSIONS = {name: cls.VERSION for name, cls in registered_types().items() if name in _FOLDED}
 
 
-def _epoch(recorded_at: str) -> float:
-    return dt.datetime.fromisoformat(recorded_at.replace("Z", "+00:00")).timestamp()
-
-
 @dataclasses.dataclass
 class _Episode:
     state: str = "running"
@@ -74,20 +69,10 @@ class _Episode:
 
 
 @dataclasses.dataclass
-class _Run:
-    """One ``suite run`` process (or shard, or worker) of a campaign: when it started, when it was
-    last heard from (a ``CampaignAlive``), and how it ended (``CampaignEnded``; None: not yet)."""
-
-    started: float
-    last: float
-    how: str | None = None
-
-
-@dataclasses.dataclass
 class _Campaign:
     name: str
     starts: list[tuple[float, CampaignStarted]] = dataclasses.field(default_factory=list)
-    runs: dict[str, _Run] = dataclasses.field(default_factory=dict)  # run id -> its fold
+    runs: dict[str, RunState] = dataclasses.field(default_factory=dict)  # run id -> its fold
     ids: dict[str, Cell] = dataclasses.field(default_factory=dict)  # episode id -> cell, in the suite's order
     layout: dict[str, Any] | None = None  # the grid, made once (Campaigns.layout)
 
@@ -150,21 +135,16 @@ class Campaigns:
         a campaign seen for the first time, in a list."""
         ev = r.event
         key = r.stream_id.removeprefix(CAMPAIGN_PREFIX)
-        at = _epoch(r.recorded_at)
+        at = epoch_of(r.recorded_at)
         if isinstance(ev, (CampaignAlive, CampaignEnded)):
-            c = self.campaigns.get(key)
-            run = c.runs.get(ev.run_id) if c is not None else None
-            if run is not None:
-                run.last = at
-                if isinstance(ev, CampaignEnded):
-                    run.how = ev.how
+            if key in self.campaigns:
+                fold_run(self.campaigns[key].runs, ev, at)
             return []
         assert isinstance(ev, CampaignStarted)
         first = key not in self.campaigns
         c = self.campaigns.setdefault(key, _Campaign(ev.name))
         c.starts.append((at, ev))
-        if ev.run_id is not None:
-            c.runs[ev.run_id] = _Run(at, at)
+        fold_run(c.runs, ev, at)
         for cell in cells_of(ev):  # a run with other agents or levels adds its cells to the grid
             eid = cell.episode_id(ev.name)
             if eid not in c.ids:
@@ -174,7 +154,7 @@ class Campaigns:
 
     def _fold(self, r: RecordedEvent) -> None:
         eid = r.stream_id.removeprefix(STREAM_PREFIX)
-        at = _epoch(r.recorded_at)
+        at = epoch_of(r.recorded_at)
         e = self.episodes.setdefault(eid, _Episode(started=at))
         e.last = at
         kind = r.event_type
@@ -207,7 +187,7 @@ class Campaigns:
     # -- reading -----------------------------------------------------------------------------
     def status(self, c: _Campaign, now: float) -> tuple[str | None, str]:
         """What the campaign's processes are doing, as recorded (``core.run.campaign.run_status``)."""
-        return run_status([(r.started, r.last, r.how) for r in c.runs.values()], now)
+        return run_status(c.runs.values(), now)
 
     def _cell(self, eid: str, now: float, alive: bool | None = None) -> dict[str, Any]:
         e = self.episodes.get(eid)

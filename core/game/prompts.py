@@ -39,13 +39,16 @@ class TemplateError(InquiTreeError):
     pass
 
 
+def is_shipped(name_or_dir: str) -> bool:
+    """Whether ``name_or_dir`` names a shipped set (a bare name; anything with a separator is a path)."""
+    return "/" not in name_or_dir and "\\" not in name_or_dir and (TEMPLATES_DIR / name_or_dir).is_dir()
+
+
 class TemplateSet:
     def __init__(self, name_or_dir: str = "inquitree"):
         """A shipped set by name (always from the package, whatever the current directory holds),
         or a directory given as a path (one with a ``/`` in it, or a name no shipped set has)."""
-        shipped_dir = TEMPLATES_DIR / name_or_dir
-        is_name = "/" not in name_or_dir and "\\" not in name_or_dir and shipped_dir.is_dir()
-        path = shipped_dir if is_name else Path(name_or_dir)
+        path = TEMPLATES_DIR / name_or_dir if is_shipped(name_or_dir) else Path(name_or_dir)
         if not path.is_dir():
             shipped = ", ".join(sorted(p.name for p in TEMPLATES_DIR.iterdir() if p.is_dir()))
             raise TemplateError(f"template set {name_or_dir!r}: no such directory or shipped set (shipped: {shipped})")

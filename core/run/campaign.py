@@ -43,11 +43,10 @@ import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from inquitree.core.calls.models import CallSettings, option_label, redact_url
-from inquitree.core.game.prompts import TEMPLATES_DIR as SHIPPED_TEMPLATES
-from inquitree.core.game.prompts import TemplateSet
+from inquitree.core.game.prompts import TemplateSet, is_shipped
 from inquitree.core.game.tree import Tree, resolve_tree
 from inquitree.core.players import kinds
 from inquitree.core.players.agents import ModelConfig, RateLimiter, make_agent
@@ -65,7 +64,7 @@ from inquitree.events.names import (  # the grid's names live beside the store's
     grid,
     shown,
 )
-from inquitree.events.store import EventStore
+from inquitree.events.store import EventStore, epoch_of
 from inquitree.events.types import AgentReplied, CampaignAlive, CampaignEnded, CampaignStarted
 
 _FIELDS = {
@@ -146,9 +145,8 @@ def check_suite_trust(suite: "Suite", path: Path, file_agents: list) -> None:
         parsed = kinds.parse("agent", spec) if isinstance(spec, str) and spec else None
         if parsed is not None and parsed.kind.names_file and parsed.argument:
             named.append(("agents", parsed.argument))
-    t = suite.templates
-    if "/" in t or "\\" in t or not (SHIPPED_TEMPLATES / t).is_dir():  # a folder, not a shipped set
-        named.append(("templates", t))
+    if not is_shipped(suite.templates):  # a folder, not a shipped set
+        named.append(("templates", suite.templates))
     named += [(key, getattr(suite, key)) for key in ("call_cache", "prices") if getattr(suite, key)]
     for key, name in named:
         where = Path(name).expanduser().resolve()
@@ -562,41 +560,54 @@ HEARTBEAT_SECONDS = 15.0  # a running campaign's CampaignAlive, so a page can te
 ALIVE_WITHIN = 2 * HEARTBEAT_SECONDS + 15
 
 
-def run_status(runs: list[tuple[float, float, str | None]], now: float) -> tuple[str | None, str]:
-    """A campaign's state from its runs' (started, last heard from, how it ended): running (a run
-    heard from within ALIVE_WITHIN seconds and not ended), died (the latest run not ended and not
-    heard from since), else how the latest run ended (finished, interrupted, failed), with a note;
-    None where the runs were recorded before runs had ids (their cells are all there is to go by)."""
+@dataclasses.dataclass
+class RunState:
+    """One run of a campaign (a ``suite run`` process, shard or worker): when it started, when it
+    was last heard from, and how it ended (None: not yet)."""
+
+    started: float
+    last: float
+    how: str | None = None
+
+
+def fold_run(runs: dict[str, RunState], ev: Event, at: float) -> None:
+    """Fold one event of a campaign's stream (recorded at ``at``) into its runs, by run id. Runs
+    recorded before runs had ids are left out."""
+    run_id = getattr(ev, "run_id", None)
+    if run_id is None:
+        return
+    if isinstance(ev, CampaignStarted):
+        runs[run_id] = RunState(at, at)
+    elif (run := runs.get(run_id)) is not None:
+        run.last = at
+        if isinstance(ev, CampaignEnded):
+            run.how = ev.how
+
+
+def run_status(runs: Iterable[RunState], now: float) -> tuple[str | None, str]:
+    """A campaign's state from its runs: running (a run heard from within ALIVE_WITHIN seconds and
+    not ended), died (the latest run not ended and not heard from since), else how the latest run
+    ended (finished, interrupted, failed), with a note; None where the runs were recorded before
+    runs had ids (their cells are all there is to go by)."""
+    runs = list(runs)
     if not runs:
         return None, "recorded before campaigns reported their state"
-    live = [last for _, last, how in runs if how is None and now - last <= ALIVE_WITHIN]
+    live = [r.last for r in runs if r.how is None and now - r.last <= ALIVE_WITHIN]
     if live:
         return "running", f"{len(live)} process(es) running, heard from {now - max(live):.0f} s ago"
-    _, last, how = max(runs)
-    if how is None:
-        return "died", f"its process stopped without ending (last heard from {now - last:.0f} s ago)"
+    latest = max(runs, key=lambda r: r.started)
+    if latest.how is None:
+        return "died", f"its process stopped without ending (last heard from {now - latest.last:.0f} s ago)"
     notes = {"finished": "every cell it took ended", "interrupted": "stopped by Ctrl-C", "failed": "an error ended it"}
-    return how, notes.get(how, how)
+    return latest.how, notes.get(latest.how, latest.how)
 
 
-def recorded_runs(store: EventStore, name: str) -> list[tuple[float, float, str | None]]:
+def recorded_runs(store: EventStore, name: str) -> list[RunState]:
     """Suite ``name``'s runs as its stream records them (for :func:`run_status`)."""
-    import datetime as dt
-
-    runs: dict[str, list] = {}
+    runs: dict[str, RunState] = {}
     for r in store.read_stream(campaign_stream(name)):
-        at = dt.datetime.fromisoformat(r.recorded_at.replace("Z", "+00:00")).timestamp()
-        ev = r.event
-        run_id = getattr(ev, "run_id", None)
-        if run_id is None:
-            continue
-        if isinstance(ev, CampaignStarted):
-            runs[run_id] = [at, at, None]
-        elif run_id in runs:
-            runs[run_id][1] = at
-            if isinstance(ev, CampaignEnded):
-                runs[run_id][2] = ev.how
-    return [(a, b, c) for a, b, c in runs.values()]
+        fold_run(runs, r.event, epoch_of(r.recorded_at))
+    return list(runs.values())
 
 
 class _Heartbeat:
