@@ -1,22 +1,10 @@
-"""Intervals benchmark (issue: results a paper can cite; numbers that survive a reviewer).
+"""What the intervals cost a query: every query in ``queries/`` over a store, with its intervals
+and with the estimates alone (``Settings(point_only=True)``: the same SQL, the interval
+functions returning the estimate only), alternated in the same process (median of 5).
 
-    python bench/intervals.py coverage [--campaigns 1000]     # how often the 95% interval covers,
-                                                              # and the paired test's size
-    python bench/intervals.py cost --db URL                   # each query's time with intervals
+    python bench/intervals.py cost --db URL [--out FILE]
 
-``coverage`` simulates campaigns whose truth is known (``tests/campaignsim.py``: few papers,
-IT-18-like, unbalanced, skewed and 0/1 designs) and asks how often the interval of
-``warehouse/bootstrap.py`` covers the true mean: the method a row gets by default (#25 as
-revised: the t interval on paper means below 8 papers, the expanded-percentile cluster
-bootstrap from 8), beside the plain percentile bootstrap over trees that every row had before.
-Then the paired test's size (#26 as revised): how often it rejects at 5% when papers differ in
-their true difference and the mean difference is 0, flipping papers' mean differences (now)
-or single pairs (before).
-
-``cost`` syncs the store into a fresh warehouse and times every query in ``queries/`` (median
-of 5), beside the same query with resampling switched off (``resamples=0``: the point estimates
-only, through the same functions) in the same process; queries without intervals take the same
-time in both.
+Whether the intervals hold their rate is ``bench/stats_sim.py``.
 """
 
 from __future__ import annotations
@@ -24,54 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from inquitree.warehouse.bootstrap import Bootstrap
-
-from campaignsim import DESIGNS, PAIRED_DESIGNS, TRUE_MEAN, coverage, pair_level_flips, paired_rejections
-
-SCHEMES = [
-    ("default: t on paper means below 8 papers, else expanded-percentile bootstrap over trees", {}),
-    ("before: percentile bootstrap over trees at any size", {"t_below": 0, "expanded": False}),
-]
-
-
-def coverage_table(campaigns: int, resamples: int) -> dict:
-    rows = []
-    for design in DESIGNS:
-        for scheme, options in SCHEMES:
-            t0 = time.perf_counter()
-            share, width = coverage(Bootstrap(resamples=resamples, seed=0, **options), design, campaigns)
-            row = {
-                "design": design.name,
-                "scheme": scheme,
-                "papers": design.papers,
-                "runs": design.runs,
-                "campaigns": campaigns,
-                "coverage": round(share, 4),
-                "coverage_se": round((share * (1 - share) / campaigns) ** 0.5, 4),
-                "median_width": round(width, 4),
-                "seconds": round(time.perf_counter() - t0, 1),
-            }
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    size = []
-    for design in PAIRED_DESIGNS:
-        for test_name, test in (
-            ("papers' mean differences flipped (now)", Bootstrap().sign_flip_p),
-            ("single pairs flipped (before)", pair_level_flips()),
-        ):
-            rate = paired_rejections(test, design, campaigns)
-            row = {"design": design.name, "test": test_name, "campaigns": campaigns, "rejected_at_5pct": round(rate, 4)}
-            size.append(row)
-            print(json.dumps(row), flush=True)
-    return {"true_mean": TRUE_MEAN, "resamples": resamples, "rows": rows, "paired_test_size": size}
-
+from inquitree.warehouse.intervals import Settings
 
 INTERVAL_QUERIES = [
     "table2_leaderboard",
@@ -98,9 +43,9 @@ def cost(url: str, runs: int = 5) -> dict:
         rows = []
         with (
             Warehouse(path, read_only=True) as wh,
-            Warehouse(path, read_only=True, bootstrap=Bootstrap(resamples=0)) as base,
+            Warehouse(path, read_only=True, settings=Settings(point_only=True)) as base,
         ):
-            pair = {"agent_a": agents[0], "agent_b": agents[-1]}
+            pair = {"agents": [agents[0], agents[-1]], "one_off": True}
             queries = [(q, pair if q == "compare" else None) for q in query_names()]
             for name, variables in queries:
                 with_ci, point = [], []
@@ -124,20 +69,12 @@ def cost(url: str, runs: int = 5) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("command", choices=["coverage", "cost"])
-    ap.add_argument("--campaigns", type=int, default=1000)
-    ap.add_argument("--resamples", type=int, default=2000)
-    ap.add_argument("--db")
+    ap.add_argument("command", choices=["cost"])
+    ap.add_argument("--db", required=True)
     ap.add_argument("--out")
     args = ap.parse_args()
-    if args.command == "coverage":
-        result = coverage_table(args.campaigns, args.resamples)
-        out = args.out or str(Path(__file__).parent / "results" / "intervals_coverage.json")
-    else:
-        if not args.db:
-            ap.error("cost needs --db URL")
-        result = cost(args.db)
-        out = args.out or str(Path(__file__).parent / "results" / "intervals_cost.json")
+    result = cost(args.db)
+    out = args.out or str(Path(__file__).parent / "results" / "intervals_cost.json")
     Path(out).write_text(json.dumps(result, indent=1) + "\n")
 
 

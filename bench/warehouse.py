@@ -202,7 +202,7 @@ def measure(url: str, runs: int = 3, allow_writes: bool = False) -> dict:
         with Warehouse(str(path)) as wh:
             queries = {}
             agents = wh.sql("SELECT list(DISTINCT agent ORDER BY agent) FROM episodes").item()
-            pair = {"agent_a": agents[0], "agent_b": agents[-1]}
+            pair = {"agents": [agents[0], agents[-1]], "one_off": True}
             for name in query_names():
                 times = []
                 for _ in range(5):

@@ -72,6 +72,7 @@ def _register() -> None:
     main.add_command(warehouse.warehouse)
     main.add_command(warehouse.query)
     main.add_command(warehouse.compare)
+    main.add_command(warehouse.power)
     main.add_command(warehouse.sql)
     main.add_command(warehouse.report)
     main.add_command(suite.suite)

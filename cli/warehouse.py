@@ -183,6 +183,13 @@ def _emit(df, fmt: str, out: str | None, columns: str | None = None) -> None:
             f.write(text)
     else:
         (echo if fmt == "table" else echo_data)(text, nl=not text.endswith("\n"))
+        if fmt == "table":
+            import shutil
+
+            from inquitree.warehouse.notes import table_notes
+
+            for line in table_notes(df, max(40, min(shutil.get_terminal_size((80, 24)).columns, 120))):
+                echo(line)
         if note:
             echo(note, err=True)
 
@@ -237,34 +244,126 @@ def query(name, warehouse_path, fmt, out, columns, list_) -> None:
 
 
 @click.command()
-@click.argument("agent_a")
-@click.argument("agent_b")
+@click.argument("agents", nargs=-1, required=True)
+@click.option(
+    "--one-off/--suites-only",
+    default=False,
+    show_default=True,
+    help="Also pair episodes played outside a suite (by their order in the cell).",
+)
+@click.option("--pairs", "show_pairs", is_flag=True, help="List the pairs of episodes each row was computed from.")
 @warehouse_option
 @output_options
-def compare(agent_a, agent_b, warehouse_path, fmt, out, columns) -> None:
-    """Paired comparison of two agents (B - A) over the cells both ran: tree, level, run, judge.
+def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns) -> None:
+    """Paired comparison of two or more agents (B - A for every pair, in the order given).
 
-    Per headline metric: both means, the difference with a cluster-bootstrap 95% interval, a
-    sign-flip permutation p-value, and how many cells were paired or lacked a partner
-    (queries/compare.sql; docs/DECISIONS.md #26). Agents are named as in the warehouse's
+    A pair is two episodes of the same suite, tree, randomness level, judge and run; episodes
+    played outside a suite only with --one-off. Per pair of agents, headline metric, judge and
+    level: both means, the difference B - A, the sign-flip test of the papers' mean differences
+    (exact up to 20 papers) with the interval that inverts it (so the two never disagree), the
+    smallest p the papers allow (p_min: with 5 papers or fewer no difference can reach 5%), and
+    Holm's adjustment over every p-value printed (p_holm). Methods and warnings are printed under
+    the table (queries/compare.sql; docs/statistics.md). Agents are named as in the warehouse's
     `agent` column (see `inquitree query table2_leaderboard`).
     """
     from inquitree.warehouse.errors import WarehouseError
 
+    if len(set(agents)) < 2:
+        raise click.UsageError("name at least two different agents")
     with _existing(warehouse_path, read_only=True) as wh:
         known = {r[0] for r in wh.con.execute("SELECT DISTINCT agent FROM episodes").fetchall()}
-        for name in (agent_a, agent_b):
+        for name in agents:
             if name not in known:
                 raise WarehouseError(f"no episodes of agent {name!r}; agents: {', '.join(sorted(known)) or '(none)'}")
-        df = wh.query("compare", {"agent_a": agent_a, "agent_b": agent_b})
+        df = wh.query("compare", {"agents": list(dict.fromkeys(agents)), "one_off": one_off})
     if df.is_empty() or not df["paired_cells"].max():
-        only_a = int(df["only_a"].max() or 0) if not df.is_empty() else 0
-        only_b = int(df["only_b"].max() or 0) if not df.is_empty() else 0
         raise WarehouseError(
-            f"no cell was run by both {agent_a!r} ({only_a} cells) and {agent_b!r} ({only_b} cells): a pair needs "
-            "the same tree, randomness level, run index and judge; nothing to compare"
+            f"no cell was run by two of {', '.join(map(repr, agents))}: a pair needs the same suite, tree, "
+            "randomness level, judge and run"
+            + ("" if one_off else " (--one-off also pairs episodes played outside a suite)")
         )
-    _emit(df, fmt, out, columns)
+    pairs = df["pairs"]
+    listed = ["pairs", "pair_trees", "pair_differences"]
+    _emit(df.drop(listed) if fmt == "table" else df, fmt, out, columns)
+    if show_pairs and fmt == "table" and not out:
+        seen: set[tuple] = set()
+        for row, these in zip(df.drop(listed).iter_rows(named=True), pairs.to_list(), strict=True):
+            key = (row["agent_a"], row["agent_b"], row["judge_id"], row["randomness"], tuple(these or ()))
+            if key in seen:
+                continue
+            seen.add(key)
+            echo(f"pairs of {row['agent_a']} ~ {row['agent_b']}, judge {row['judge_id']}, level {row['randomness']}:")
+            for pair in these or ():
+                echo(f"  {pair}")
+
+
+@click.command()
+@click.option(
+    "--difference", type=float, required=True, help="The true difference B - A to detect (in the metric's units)."
+)
+@click.option("--agents", nargs=2, default=None, metavar="A B", help="A pilot: estimate the spreads from their pairs.")
+@click.option(
+    "--metric",
+    type=click.Choice(["conclusion_score", "coverage", "steps", "redo_frequency"]),
+    default="conclusion_score",
+    show_default=True,
+)
+@click.option("--randomness", "-a", type=int, default=0, show_default=True, help="The pilot's level.")
+@click.option("--one-off", is_flag=True, help="Let the pilot pair episodes played outside a suite.")
+@click.option("--sd-between", type=float, default=None, help="SD of the papers' true differences (no pilot).")
+@click.option(
+    "--sd-within", type=float, default=None, help="SD of one pair's difference around its paper's (no pilot)."
+)
+@click.option("--runs", default="1,2,3,5", show_default=True, help="Pairs per paper to plan for, comma-separated.")
+@click.option("--power", "target", type=float, default=0.8, show_default=True)
+@click.option("--simulations", type=int, default=2000, show_default=True, help="Simulated campaigns per paper count.")
+@warehouse_option
+def power(
+    difference, agents, metric, randomness, one_off, sd_between, sd_within, runs, target, simulations, warehouse_path
+):
+    """How many papers (and runs per paper) a paired comparison needs to detect DIFFERENCE with the
+    given power at the 5% level: from a pilot of two agents in the warehouse (--agents A B), or from
+    stated spreads (--sd-between, --sd-within). Simulated with the test `compare` prints (the
+    sign-flip test over papers), normal differences; 5 papers or fewer can never reach p < 0.05."""
+    from inquitree import stats
+    from inquitree.warehouse.errors import WarehouseError
+
+    try:
+        plan = sorted({int(r) for r in runs.split(",") if r.strip()})
+    except ValueError:
+        raise click.BadParameter(f"{runs!r}: expected whole numbers such as 1,2,3", param_hint="--runs") from None
+    if not plan or plan[0] < 1:
+        raise click.BadParameter(f"{runs!r}: at least one run per paper", param_hint="--runs")
+    if not 0 < target < 1:
+        raise click.BadParameter(f"{target}: a share between 0 and 1", param_hint="--power")
+    source = "stated"
+    if agents:
+        if sd_between is not None or sd_within is not None:
+            raise click.UsageError("--agents estimates the spreads: give either a pilot or --sd-between/--sd-within")
+        with _existing(warehouse_path, read_only=True) as wh:
+            df = wh.query("compare", {"agents": list(agents), "one_off": one_off})
+        df = df.filter((df["metric"] == metric) & (df["randomness"] == randomness) & (df["paired_cells"] > 0))
+        if df.is_empty():
+            raise WarehouseError(
+                f"no pair of {agents[0]!r} and {agents[1]!r} at level {randomness} for {metric}: a pilot needs both "
+                "agents on the same suite cells" + ("" if one_off else " (--one-off pairs episodes outside a suite)")
+            )
+        row = df.row(0, named=True)
+        sd_between, sd_within, note = stats.spreads(row["pair_trees"], row["pair_differences"])
+        source = f"pilot: {row['papers']} papers, {row['paired_cells']} pairs, judge {row['judge_id']}; {note}"
+    elif sd_between is None or sd_within is None:
+        raise click.UsageError("give a pilot (--agents A B) or both --sd-between and --sd-within")
+    echo(
+        f"difference {difference:g} in {metric}; spreads ({source}): between papers {sd_between:.4g}, "
+        f"within a paper {sd_within:.4g}"
+    )
+    for r in plan:
+        found = stats.papers_needed(difference, sd_between, sd_within, runs=r, power=target, simulations=simulations)
+        if found.papers is None:
+            echo(f"  {r} pair(s) per paper: more than 200 papers (power {found.power:.2f} at 200)")
+        else:
+            echo(f"  {r} pair(s) per paper: {found.papers} papers (simulated power {found.power:.3f})")
+    echo(f"method: {found.method}")
 
 
 @click.command()

@@ -1,55 +1,70 @@
--- Paired comparison of two agents (#26): `inquitree compare AGENT_A AGENT_B` sets agent_a and
--- agent_b. Cells are paired by tree, randomness level, run index and judge (the run index is
--- a suite cell's run number, else the order of the episodes of that agent in that cell). Per
--- headline metric, judge and level: each agent's mean over the paired cells (mean over papers of
--- per-paper means), the difference B - A with its interval by boot_mean over the pairs'
--- differences (warehouse/bootstrap.py, #25: below 8 papers a t interval over the papers' mean
--- differences, else the cluster bootstrap over papers), the two-sided sign-flip permutation
--- p-value (sign_flip_p, #26: the sign of each paper's mean difference flipped; exact up to 16
--- papers), and how many cells were paired and how many had no partner on the other side.
-WITH cells AS (
-    SELECT e.agent, e.tree_id, e.randomness, s.judge_id, e.episode_id, e.coverage, s.q_norm, e.steps::DOUBLE AS steps,
-           CASE WHEN e.result_observations > 0 THEN e.redo_decisions / e.result_observations END AS redo_frequency,
-           coalesce(TRY_CAST(regexp_extract(e.episode_id, '\.r([0-9]+)$', 1) AS INTEGER),
-                    row_number() OVER (PARTITION BY e.agent, e.tree_id, e.randomness, s.judge_id
-                                       ORDER BY e.started_at, e.episode_id) - 1) AS run_index
-    FROM episodes e JOIN episode_scores s USING (episode_id)
-    WHERE e.status = 'done' AND e.agent IN (getvariable('agent_a'), getvariable('agent_b'))
-), a AS (
-    SELECT * FROM cells WHERE agent = getvariable('agent_a')
-), b AS (
-    SELECT * FROM cells WHERE agent = getvariable('agent_b')
+-- Paired comparison of agents (#26, docs/statistics.md): `inquitree compare A B [C ...]` sets
+-- agents (every pair, B - A in the order given) and one_off. A pair (the view pair_keys) is two
+-- episodes of the same suite, tree, randomness level and run, scored by the same judge; an
+-- episode played outside a suite is paired only with --one-off. Per pair of agents, headline metric, judge and level:
+-- each agent's mean over the paired cells (mean over papers of per-paper means), the difference
+-- B - A with the sign-flip test of the papers' mean differences and the interval that inverts it
+-- (paired_ci: p, p_min, ci), Holm's adjustment over every p-value of the result (p_holm), and
+-- how many cells were paired or had no partner. interval_method and interval_warning say how
+-- and when a number cannot be trusted; `compare --pairs` lists the pairs themselves.
+WITH keyed AS (
+    SELECT e.agent, k.pair_suite, k.pair_run, e.tree_id, e.randomness, s.judge_id, e.episode_id, e.coverage,
+           s.q_norm, e.steps::DOUBLE AS steps,
+           CASE WHEN e.result_observations > 0 THEN e.redo_decisions / e.result_observations END AS redo_frequency
+    FROM episodes e JOIN pair_keys k USING (episode_id) JOIN episode_scores s USING (episode_id)
+    WHERE e.status = 'done' AND list_contains(getvariable('agents'), e.agent)
+      AND (k.in_suite OR getvariable('one_off'))
+), listed AS (
+    SELECT unnest(getvariable('agents')) AS agent, generate_subscripts(getvariable('agents'), 1) AS i
+), agent_pairs AS (
+    SELECT a.agent AS agent_a, b.agent AS agent_b, a.i AS ia, b.i AS ib FROM listed a, listed b WHERE a.i < b.i
+), a_side AS (
+    SELECT ap.*, k.* EXCLUDE (agent) FROM agent_pairs ap JOIN keyed k ON k.agent = ap.agent_a
+), b_side AS (
+    SELECT ap.*, k.* EXCLUDE (agent) FROM agent_pairs ap JOIN keyed k ON k.agent = ap.agent_b
 ), pairs AS (
-    SELECT tree_id, randomness, judge_id, run_index, a.episode_id IS NOT NULL AS has_a, b.episode_id IS NOT NULL AS has_b,
+    SELECT agent_a, agent_b, ia, ib, pair_suite AS suite, tree_id, randomness, judge_id, pair_run AS run,
+           a.episode_id AS episode_a, b.episode_id AS episode_b,
            a.coverage AS a_coverage, b.coverage AS b_coverage, a.q_norm AS a_conclusion_score,
            b.q_norm AS b_conclusion_score, a.steps AS a_steps, b.steps AS b_steps,
            a.redo_frequency AS a_redo_frequency, b.redo_frequency AS b_redo_frequency
-    FROM a FULL JOIN b USING (tree_id, randomness, judge_id, run_index)
+    FROM a_side a FULL JOIN b_side b USING (agent_a, agent_b, ia, ib, pair_suite, tree_id, randomness, judge_id, pair_run)
 ), long AS (
-    SELECT m.metric, p.tree_id, p.randomness, p.judge_id, p.run_index, p.has_a, p.has_b, m.va, m.vb
-    FROM pairs p, LATERAL (VALUES ('coverage', p.a_coverage, p.b_coverage),
-                                  ('conclusion_score', p.a_conclusion_score, p.b_conclusion_score),
-                                  ('steps', p.a_steps, p.b_steps),
-                                  ('redo_frequency', p.a_redo_frequency, p.b_redo_frequency)) AS m(metric, va, vb)
+    SELECT p.*, m.metric, m.va, m.vb, m.low, m.high
+    FROM pairs p, LATERAL (VALUES ('coverage', p.a_coverage, p.b_coverage, 0.0, 1.0),
+                                  ('conclusion_score', p.a_conclusion_score, p.b_conclusion_score, 0.0, 1.0),
+                                  ('steps', p.a_steps, p.b_steps, 0.0, NULL),
+                                  ('redo_frequency', p.a_redo_frequency, p.b_redo_frequency, 0.0, 1.0))
+                      AS m(metric, va, vb, low, high)
 ), tested AS (
-    SELECT metric, judge_id, randomness,
-           count(*) FILTER (WHERE has_a AND has_b) AS paired_cells,
-           count(*) FILTER (WHERE has_a AND NOT has_b) AS only_a,
-           count(*) FILTER (WHERE has_b AND NOT has_a) AS only_b,
-           boot_mean(list(tree_id ORDER BY tree_id, run_index) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL),
-                     list(va ORDER BY tree_id, run_index) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL)) AS ma,
-           boot_mean(list(tree_id ORDER BY tree_id, run_index) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL),
-                     list(vb ORDER BY tree_id, run_index) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL)) AS mb,
-           boot_mean(list(tree_id ORDER BY tree_id, run_index) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL),
-                     list(vb - va ORDER BY tree_id, run_index) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL)) AS d,
-           sign_flip_p(list(tree_id ORDER BY tree_id, run_index) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL),
-                       list(vb - va ORDER BY tree_id, run_index) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL)) AS p
+    SELECT agent_a, agent_b, ia, ib, metric, judge_id, randomness, any_value(low) AS low, any_value(high) AS high,
+           count(*) FILTER (WHERE episode_a IS NOT NULL AND episode_b IS NOT NULL) AS paired_cells,
+           count(*) FILTER (WHERE episode_a IS NOT NULL AND episode_b IS NULL) AS only_a,
+           count(*) FILTER (WHERE episode_b IS NOT NULL AND episode_a IS NULL) AS only_b,
+           list(tree_id ORDER BY tree_id, suite, run) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL) AS trees,
+           list(va ORDER BY tree_id, suite, run) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL) AS vas,
+           list(vb ORDER BY tree_id, suite, run) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL) AS vbs,
+           list(vb - va ORDER BY tree_id, suite, run) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL) AS ds,
+           list(episode_a || ' ~ ' || episode_b ORDER BY tree_id, suite, run)
+               FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL) AS pairs
     FROM long GROUP BY ALL
+), scored AS (
+    SELECT *, mean_ci(trees, vas, low, high) AS ma, mean_ci(trees, vbs, low, high) AS mb, paired_ci(trees, ds) AS d
+    FROM tested
+), adjusted AS (
+    SELECT *, row_number() OVER (ORDER BY d.p NULLS LAST, metric, judge_id, randomness, ia, ib) AS p_rank,
+           count(d.p) OVER () AS tests
+    FROM scored
 )
-SELECT metric, randomness, d.estimate AS difference, d.ci_low AS difference_ci_low, d.ci_high AS difference_ci_high,
-       p AS p_value, ma.estimate AS mean_a, mb.estimate AS mean_b, paired_cells, only_a, only_b, d.papers AS papers,
-       d.se AS difference_se, judge_id, getvariable('agent_a') AS agent_a, getvariable('agent_b') AS agent_b,
-       d.method AS interval_method
-FROM tested
-ORDER BY CASE metric WHEN 'conclusion_score' THEN 0 WHEN 'coverage' THEN 1 WHEN 'steps' THEN 2 ELSE 3 END,
+SELECT metric, randomness, agent_a, agent_b, d.estimate AS difference, d.ci_low AS difference_ci_low,
+       d.ci_high AS difference_ci_high, d.p AS p_value,
+       CASE WHEN d.p IS NOT NULL THEN
+           max(least(1.0, (tests - p_rank + 1) * d.p)) OVER (ORDER BY p_rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+       END AS p_holm,
+       d.p_min AS p_min, ma.estimate AS mean_a, mb.estimate AS mean_b, paired_cells, only_a, only_b,
+       d.papers AS papers, d.se AS difference_se, judge_id, d.method AS interval_method,
+       d.warning AS interval_warning, tests AS holm_family, pairs, trees AS pair_trees,
+       ds AS pair_differences
+FROM adjusted
+ORDER BY ia, ib, CASE metric WHEN 'conclusion_score' THEN 0 WHEN 'coverage' THEN 1 WHEN 'steps' THEN 2 ELSE 3 END,
          judge_id, randomness;

@@ -1,8 +1,8 @@
 -- Decontextualized control (Sec. 4.3, #21): per agent, accuracy on result texts shown alone, the
 -- fake-detection rate (fakes called INVALID), the false-alarm rate (true results called INVALID),
 -- and the share of replies that were not exactly VALID or INVALID (parsed strictly; unparsed_share).
--- Intervals: boot_ratio, warehouse/bootstrap.py: below 8 papers a t interval over the papers' means, else the cluster bootstrap (#25): trees drawn with
--- replacement, each with its items (result texts).
+-- Intervals: ratio_ci (warehouse/intervals.py, docs/statistics.md): a t interval on each rate's
+-- jackknife standard error over papers (items grouped by their tree), clipped to [0, 1].
 WITH items AS (
     SELECT coalesce(agent_label, agent_model, agent_kind) AS agent, tree_id, result_id, shown_fake, global_position,
            CASE WHEN correct THEN 1.0 ELSE 0.0 END AS correct,
@@ -11,12 +11,12 @@ WITH items AS (
     FROM ev_control_answered
 ), boot AS (
     SELECT agent, count(*) AS items, count(DISTINCT tree_id) AS papers,
-           boot_ratio(list(tree_id ORDER BY global_position), list(correct ORDER BY global_position),
+           ratio_ci(list(tree_id ORDER BY global_position), list(correct ORDER BY global_position),
                       list(1.0 ORDER BY global_position)) AS acc,
-           boot_ratio(list(tree_id ORDER BY global_position) FILTER (WHERE shown_fake),
+           ratio_ci(list(tree_id ORDER BY global_position) FILTER (WHERE shown_fake),
                       list(invalid ORDER BY global_position) FILTER (WHERE shown_fake),
                       list(1.0 ORDER BY global_position) FILTER (WHERE shown_fake)) AS det,
-           boot_ratio(list(tree_id ORDER BY global_position) FILTER (WHERE NOT shown_fake),
+           ratio_ci(list(tree_id ORDER BY global_position) FILTER (WHERE NOT shown_fake),
                       list(invalid ORDER BY global_position) FILTER (WHERE NOT shown_fake),
                       list(1.0 ORDER BY global_position) FILTER (WHERE NOT shown_fake)) AS fa,
            avg(unparsed) AS unparsed_share
@@ -27,6 +27,8 @@ SELECT agent, items, acc.estimate AS accuracy, acc.se AS accuracy_se, acc.ci_low
        det.estimate AS fake_detection_rate, det.ci_low AS fake_detection_rate_ci_low,
        det.ci_high AS fake_detection_rate_ci_high,
        fa.estimate AS false_alarm_rate, fa.ci_low AS false_alarm_rate_ci_low, fa.ci_high AS false_alarm_rate_ci_high,
-       unparsed_share, papers, acc.method AS interval_method
+       unparsed_share, papers, acc.method AS interval_method,
+       nullif(concat_ws('; ', 'accuracy: ' || acc.warning, 'fake detection: ' || det.warning,
+                        'false alarms: ' || fa.warning), '') AS interval_warning
 FROM boot
 ORDER BY agent;

@@ -2,18 +2,19 @@
 -- Per episode f = redo decisions / Result observations; per agent and level, the mean over papers
 -- of per-paper means; relative change = 100 (f_a - f_0) / f_0, NULL where f_0 = 0 (the absolute
 -- values are beside it), 0 at level 0 itself.
--- Intervals: warehouse/bootstrap.py: below 8 papers a t interval over the papers' means, else the cluster bootstrap (#25): boot_mean for the frequency;
--- boot_change for the relative change, which resamples the agent's trees once for both levels,
--- so that f_a and f_0 come from the same papers, as they would in a re-run campaign.
+-- Intervals (warehouse/intervals.py, docs/statistics.md): mean_ci for the frequency (a rate in [0, 1]);
+-- change_ci for the relative change: a t interval on its jackknife standard error over the papers,
+-- leaving each paper out of both levels at once, as a re-run campaign would share them. None below
+-- 3 papers; interval_method and interval_warning say which and why.
 WITH per_episode AS (
     SELECT agent, randomness, tree_id, episode_id, redo_decisions / result_observations AS f
     FROM episodes WHERE status = 'done' AND result_observations > 0
 ), levels AS (
-    SELECT agent, randomness, boot_mean(list(tree_id ORDER BY episode_id), list(f ORDER BY episode_id)) AS r
+    SELECT agent, randomness, mean_ci(list(tree_id ORDER BY episode_id), list(f ORDER BY episode_id), 0, 1) AS r
     FROM per_episode GROUP BY ALL
 ), changes AS (
     SELECT l.agent, l.randomness,
-           boot_change(list(p.tree_id ORDER BY p.randomness, p.episode_id), list(p.f ORDER BY p.randomness, p.episode_id),
+           change_ci(list(p.tree_id ORDER BY p.randomness, p.episode_id), list(p.f ORDER BY p.randomness, p.episode_id),
                        list(p.randomness = 0 ORDER BY p.randomness, p.episode_id)) AS c
     FROM levels l JOIN per_episode p ON p.agent = l.agent AND p.randomness IN (0, l.randomness)
     WHERE l.randomness > 0
@@ -27,7 +28,8 @@ SELECT l.agent, l.randomness,
            AS relative_change_pct,
        c.c.se AS relative_change_pct_se, c.c.ci_low AS relative_change_pct_ci_low,
        c.c.ci_high AS relative_change_pct_ci_high,
-       l.r.papers AS papers, l.r.episodes AS episodes, l.r.method AS interval_method
+       l.r.papers AS papers, l.r.episodes AS episodes, l.r.method AS interval_method,
+       nullif(concat_ws('; ', 'redo frequency: ' || l.r.warning, 'relative change: ' || c.c.warning), '') AS interval_warning
 FROM levels l
 LEFT JOIN levels b ON b.agent = l.agent AND b.randomness = 0
 LEFT JOIN changes c ON c.agent = l.agent AND c.randomness = l.randomness

@@ -2,8 +2,9 @@
 -- Result state, #19) beside the false-alarm rate (redo after true observations / true observations,
 -- #20) and the decontextualized baseline (Sec. 4.3, #21: the same agent judging result texts in
 -- isolation; NULL until `inquitree control` has been run for that model). Pooled per agent and level.
--- Intervals: boot_ratio, warehouse/bootstrap.py: below 8 papers a t interval over the papers' means, else the cluster bootstrap (#25) on the pooled rate
--- (trees drawn with replacement, each with its episodes and their counts).
+-- Intervals: ratio_ci (warehouse/intervals.py, docs/statistics.md): a t interval on the pooled rate's
+-- jackknife standard error over papers, clipped to [0, 1]; none below 3 papers; interval_warning
+-- says when many papers' rates sit at 0 or 1.
 WITH per_episode AS (
     SELECT e.agent, e.randomness, e.tree_id, e.episode_id,
            count(*) FILTER (WHERE o.fake) AS fakes_seen,
@@ -15,9 +16,9 @@ WITH per_episode AS (
 ), in_loop AS (
     SELECT agent, randomness, sum(fakes_seen) AS fakes_seen, sum(fakes_spotted) AS fakes_spotted,
            sum(true_seen) AS true_seen, sum(false_alarms) AS false_alarms,
-           boot_ratio(list(tree_id ORDER BY episode_id), list(fakes_spotted ORDER BY episode_id),
+           ratio_ci(list(tree_id ORDER BY episode_id), list(fakes_spotted ORDER BY episode_id),
                       list(fakes_seen ORDER BY episode_id)) AS hit,
-           boot_ratio(list(tree_id ORDER BY episode_id), list(false_alarms ORDER BY episode_id),
+           ratio_ci(list(tree_id ORDER BY episode_id), list(false_alarms ORDER BY episode_id),
                       list(true_seen ORDER BY episode_id)) AS fa,
            count(DISTINCT tree_id) AS papers, count(*) AS episodes
     FROM per_episode GROUP BY ALL
@@ -34,6 +35,7 @@ SELECT l.agent, l.randomness, l.fakes_seen, l.fakes_spotted,
        l.false_alarms / nullif(l.true_seen, 0) AS false_alarm_rate,
        l.fa.se AS false_alarm_rate_se, l.fa.ci_low AS false_alarm_rate_ci_low, l.fa.ci_high AS false_alarm_rate_ci_high,
        c.control_fake_detection, c.control_false_alarm, c.control_accuracy, c.control_items,
-       l.papers, l.episodes, l.hit.method AS interval_method
+       l.papers, l.episodes, l.hit.method AS interval_method,
+       nullif(concat_ws('; ', 'hit rate: ' || l.hit.warning, 'false alarms: ' || l.fa.warning), '') AS interval_warning
 FROM in_loop l LEFT JOIN control c USING (agent)
 ORDER BY l.agent, l.randomness;

@@ -6,7 +6,9 @@
 -- day is on or before it, and "date undetermined" otherwise (no date, or a window across the
 -- cutoff). An agent with no registry entry, or one whose cutoff is null, is "cutoff unknown".
 -- Nothing is dropped: every scored episode at level 0 is in exactly one row.
--- Intervals: boot_mean, warehouse/bootstrap.py: below 8 papers a t interval over the papers' means, else the cluster bootstrap (#25).
+-- Intervals: mean_ci (warehouse/intervals.py on inquitree.stats, docs/statistics.md): a t interval on the
+-- paper means, clipped to [0, 1], or a distribution-free one when a fifth of the papers sit at 0 or 1;
+-- none below 3 papers. *_se, *_ci_low, *_ci_high; interval_method and interval_warning say which and why.
 WITH scored AS (
     SELECT e.agent, s.judge_id, e.tree_id, e.episode_id, e.published_from, e.published_to,
            m.model AS registry_model, m.cutoff, s.q_norm
@@ -22,13 +24,14 @@ WITH scored AS (
     FROM scored
 ), boot AS (
     SELECT agent, registry_model, cutoff, judge_id, split,
-           boot_mean(list(tree_id ORDER BY episode_id), list(q_norm ORDER BY episode_id)) AS q,
+           mean_ci(list(tree_id ORDER BY episode_id), list(q_norm ORDER BY episode_id), 0, 1) AS q,
            string_agg(DISTINCT tree_id, ', ' ORDER BY tree_id) AS trees
     FROM split GROUP BY ALL
 )
 SELECT agent, registry_model, cutoff, judge_id, split,
        q.estimate AS conclusion_score, q.se AS conclusion_score_se,
        q.ci_low AS conclusion_score_ci_low, q.ci_high AS conclusion_score_ci_high,
-       q.papers AS papers, q.episodes AS episodes, trees, q.method AS interval_method
+       q.papers AS papers, q.episodes AS episodes, trees, q.method AS interval_method,
+       q.warning AS interval_warning
 FROM boot
 ORDER BY agent, judge_id, CASE split WHEN 'pre-cutoff' THEN 0 WHEN 'post-cutoff' THEN 1 ELSE 2 END;

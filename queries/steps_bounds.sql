@@ -6,8 +6,9 @@
 -- once, one design, one return), so each side says why a concluded episode falls outside:
 -- below 3n it concluded before visiting every subtopic; above n(2H+3) it made moves the bounds
 -- leave out (redo decisions, invalid decisions the engine asked again, repeat subtopic visits).
--- Intervals: boot_mean on mean_steps, warehouse/bootstrap.py (#25); one tree per row, so it
--- resamples the episodes only (interval_method says so).
+-- Intervals: unit_mean_ci on mean_steps (warehouse/intervals.py, docs/statistics.md): one tree per row,
+-- so each concluded episode is a unit; steps are positive, so a log-scale (Cox) t interval; none
+-- below 3 episodes (interval_warning says so).
 WITH done AS (
     SELECT *, ended_by = 'conclusion' AS concluded,
            CASE WHEN ended_by <> 'conclusion' OR steps >= lower_bound THEN NULL
@@ -24,8 +25,7 @@ WITH done AS (
 SELECT tree_id, agent, n_subtopics AS n, max_hints AS H, lower_bound, upper_bound,
        count(*) AS episodes,
        min(steps) FILTER (WHERE concluded) AS min_steps, avg(steps) FILTER (WHERE concluded) AS mean_steps,
-       boot_mean(list(tree_id ORDER BY episode_id) FILTER (WHERE concluded),
-                 list(steps ORDER BY episode_id) FILTER (WHERE concluded)) AS b,
+       unit_mean_ci(list(steps ORDER BY episode_id) FILTER (WHERE concluded), 0, NULL) AS b,
        max(steps) FILTER (WHERE concluded) AS max_steps,
        avg(CASE WHEN steps BETWEEN lower_bound AND upper_bound THEN 1.0 ELSE 0.0 END) FILTER (WHERE concluded)
            AS share_within_bounds,
@@ -46,7 +46,7 @@ GROUP BY ALL
 SELECT tree_id, agent, n, H, lower_bound, upper_bound, episodes, min_steps, mean_steps,
        b.se AS mean_steps_se, b.ci_low AS mean_steps_ci_low, b.ci_high AS mean_steps_ci_high, max_steps,
        share_within_bounds, share_at_lower_bound, share_at_upper_bound, below_lower_bound, below_lower_bound_why,
-       mean_coverage, b.method AS interval_method, concluded, above_upper_bound, above_upper_bound_why,
+       mean_coverage, b.method AS interval_method, b.warning AS interval_warning, concluded, above_upper_bound, above_upper_bound_why,
        cut_off, cut_off_by
 FROM agg
 ORDER BY tree_id, agent, H;

@@ -1,23 +1,35 @@
 -- Table 2 (model performance summary): coverage and conclusion score per agent and judge, at
 -- randomness level 0, as the mean over papers of the per-paper mean over runs (#17).
 -- The conclusion score is q_norm = Q / k (#15), comparable with the paper's numbers.
--- Intervals: boot_mean, warehouse/bootstrap.py: below 8 papers a t interval over the papers' means, else the cluster bootstrap (trees drawn with
--- replacement, each with its episodes; #25): *_se is the standard error, *_ci_low/*_ci_high the 95% interval;
--- papers and episodes count what the conclusion score rests on.
+-- Intervals: mean_ci (warehouse/intervals.py on inquitree.stats, docs/statistics.md): a t interval on the
+-- paper means, clipped to [0, 1], or a distribution-free one when a fifth of the papers sit at 0 or 1;
+-- none below 3 papers. *_se, *_ci_low, *_ci_high; interval_method and interval_warning say which and why.
+-- papers and episodes count what the conclusion score rests on. rank, rank_low and rank_high: the
+-- agent's rank by conclusion score among the agents of its judge and the 95% interval of that rank
+-- over resampled papers (rank_ci, stats.rank_intervals).
 WITH per_episode AS (
     SELECT e.agent, s.judge_id, e.tree_id, e.episode_id, e.coverage, s.q_norm
     FROM episodes e JOIN episode_scores s USING (episode_id)
     WHERE e.randomness = 0 AND e.status = 'done'
 ), boot AS (
     SELECT agent, judge_id,
-           boot_mean(list(tree_id ORDER BY episode_id), list(coverage ORDER BY episode_id)) AS c,
-           boot_mean(list(tree_id ORDER BY episode_id), list(q_norm ORDER BY episode_id)) AS q
+           mean_ci(list(tree_id ORDER BY episode_id), list(coverage ORDER BY episode_id), 0, 1) AS c,
+           mean_ci(list(tree_id ORDER BY episode_id), list(q_norm ORDER BY episode_id), 0, 1) AS q
     FROM per_episode GROUP BY ALL
+), rank_lists AS (
+    SELECT judge_id, rank_ci(list(agent ORDER BY episode_id), list(tree_id ORDER BY episode_id),
+                             list(q_norm ORDER BY episode_id)) AS ranks
+    FROM per_episode GROUP BY ALL
+), ranked AS (
+    SELECT judge_id, r.agent AS agent, r FROM (SELECT judge_id, unnest(ranks) AS r FROM rank_lists)
 )
 SELECT agent, judge_id,
        c.estimate AS coverage, c.se AS coverage_se, c.ci_low AS coverage_ci_low, c.ci_high AS coverage_ci_high,
        q.estimate AS conclusion_score, q.se AS conclusion_score_se,
        q.ci_low AS conclusion_score_ci_low, q.ci_high AS conclusion_score_ci_high,
-       q.papers AS papers, q.episodes AS episodes, q.method AS interval_method
-FROM boot
+       r.rank AS rank, r.rank_low AS rank_low, r.rank_high AS rank_high,
+       q.papers AS papers, q.episodes AS episodes, q.method AS interval_method,
+       nullif(concat_ws('; ', 'conclusion score: ' || q.warning, 'coverage: ' || c.warning), '') AS interval_warning,
+       c.method AS coverage_interval_method, r.method AS rank_method
+FROM boot LEFT JOIN ranked USING (agent, judge_id)
 ORDER BY conclusion_score DESC NULLS LAST, agent, judge_id;

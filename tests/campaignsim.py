@@ -1,21 +1,26 @@
-"""Simulated campaigns whose truth is known, to measure the intervals and the paired test of
-``warehouse/bootstrap.py`` (docs/DECISIONS.md #25, #26): ``tests/test_bootstrap.py`` checks the
-coverage and the test's size on them, and ``bench/intervals.py`` writes the full tables.
+"""Simulated campaigns whose truth is known, to measure the statistics of ``inquitree.stats``:
+``tests/test_stats.py`` checks a few cells quickly, ``bench/statistics.py`` writes the full tables
+(docs/statistics.md).
 
-A campaign is the paper's design: T papers, runs per paper; a paper's own mean is drawn around
-the true mean (between-paper spread sigma_b), each run around its paper's mean (within-paper
-spread sigma_w), and the estimate is the mean over papers of per-paper means, as in Table 2. The
-estimand is the true mean over the population of papers. Kinds:
+A campaign is T papers with runs per paper; each paper has its own true mean, each run its value
+around it, and the estimand is the mean over the population of papers. The shapes are those the
+benchmark produces and those issue #40 found the old intervals failing on:
 
-- ``normal``: the above, every paper with the same number of runs;
-- ``unbalanced``: papers with 1 to ``runs`` runs each (cells that failed or were cut short);
-- ``skewed``: paper means from a log-normal (a few papers far above the rest, as coverage
-  often is), scaled so that the population mean is the true mean;
-- ``bernoulli``: 0/1 runs (a fake spotted or not) with paper-level probabilities ~ Beta(2, 3).
+- ``normal``: a metric in [0, 1] (coverage), paper means ~ N(0.5, 0.15), runs +- 0.08, 3 runs;
+- ``unbalanced``: the same with 1 to 6 runs per paper (cells that failed or were cut short);
+- ``floor70`` / ``floor50`` / ``ceiling70``: 70% (50%) of the papers at exactly 0 (or 1) in every
+  run, as a weak agent scores; the rest ~ U(0.1, 0.9), each run a share of 6 subtopics;
+- ``ushape``: paper difficulty ~ Beta(0.3, 0.3) (most papers all-or-nothing), runs a share of 6;
+- ``skewed08`` / ``skewed05``: steps, paper means log-normal (sigma 0.8 or 0.5) around 30, runs
+  log-normal (sigma 0.2) around their paper's mean: positive and unbounded above.
 
-For the paired test, the papers' true differences B - A are drawn around 0 (spread sigma_b)
-and each pair around its paper's difference: the null is true on average over papers, while
-single papers differ, which is what made flipping single pairs reject far too often.
+Paired designs give the papers' true differences B - A and pairs around them (SD 0.05):
+
+- ``paired-normal``: differences ~ N(0, 0.10), 3 pairs per paper;
+- ``paired-unbalanced``: the same with 1 to 6 pairs;
+- ``paired-asymmetric``: +0.30 on a quarter of the papers, -0.10 on the rest (mean 0).
+
+``effect`` shifts every paper's difference (power); 0 is the null (size).
 """
 
 from __future__ import annotations
@@ -24,98 +29,84 @@ import dataclasses
 
 import numpy as np
 
-TRUE_MEAN = 0.4
-
 
 @dataclasses.dataclass(frozen=True)
 class Design:
     name: str
-    papers: int
-    runs: int
-    sigma_b: float
-    sigma_w: float
-    kind: str = "normal"
+    truth: float
+    bounds: tuple[float | None, float | None] | None
+    what: str
 
 
-DESIGNS = [
-    Design("2 papers, 3 runs", 2, 3, 0.15, 0.08),
-    Design("3 papers, 3 runs", 3, 3, 0.15, 0.08),
-    Design("5 papers, 3 runs", 5, 3, 0.15, 0.08),
-    Design("7 papers, 3 runs", 7, 3, 0.15, 0.08),
-    Design("10 papers, 3 runs", 10, 3, 0.15, 0.08),
-    Design("IT-18-like, between-paper spread dominates", 18, 3, 0.15, 0.08),
-    Design("IT-18-like, equal spreads", 18, 3, 0.10, 0.10 * 3**0.5),
-    Design("IT-18-like, within-paper spread dominates", 18, 3, 0.05, 0.20),
-    Design("3 papers, 1-6 runs (unbalanced)", 3, 6, 0.15, 0.15, "unbalanced"),
-    Design("10 papers, 1-6 runs (unbalanced)", 10, 6, 0.15, 0.15, "unbalanced"),
-    Design("5 papers, skewed paper means (log-normal)", 5, 3, 0.0, 0.08, "skewed"),
-    Design("10 papers, skewed paper means (log-normal)", 10, 3, 0.0, 0.08, "skewed"),
-    Design("18 papers, skewed paper means (log-normal)", 18, 3, 0.0, 0.08, "skewed"),
-    Design("18 papers, 0/1 outcomes, p ~ Beta(2, 3)", 18, 3, 0.0, 0.0, "bernoulli"),
-]
-
-PAIRED_DESIGNS = [
-    Design("3 papers, 3 pairs each", 3, 3, 0.10, 0.05),
-    Design("5 papers, 3 pairs each", 5, 3, 0.10, 0.05),
-    Design("10 papers, 3 pairs each", 10, 3, 0.10, 0.05),
-    Design("18 papers, 3 pairs each", 18, 3, 0.10, 0.05),
-    Design("18 papers, 1-6 pairs each (unbalanced)", 18, 6, 0.10, 0.05, "unbalanced"),
-]
+DESIGNS = {
+    d.name: d
+    for d in [
+        Design("normal", 0.5, (0.0, 1.0), "coverage-like, paper means ~ N(0.5, 0.15), 3 runs"),
+        Design("unbalanced", 0.5, (0.0, 1.0), "as normal, 1-6 runs per paper"),
+        Design("floor70", 0.15, (0.0, 1.0), "70% of papers at 0, the rest ~ U(0.1, 0.9)"),
+        Design("floor50", 0.25, (0.0, 1.0), "50% of papers at 0, the rest ~ U(0.1, 0.9)"),
+        Design("ceiling70", 0.85, (0.0, 1.0), "70% of papers at 1, the rest ~ U(0.1, 0.9)"),
+        Design("ushape", 0.5, (0.0, 1.0), "paper difficulty ~ Beta(0.3, 0.3)"),
+        Design("skewed08", 30.0, (0.0, None), "steps, paper means log-normal sigma 0.8"),
+        Design("skewed05", 30.0, (0.0, None), "steps, paper means log-normal sigma 0.5"),
+    ]
+}
+PAIRED = {
+    "paired-normal": "paper differences ~ N(0, 0.10), 3 pairs",
+    "paired-unbalanced": "paper differences ~ N(0, 0.10), 1-6 pairs",
+    "paired-asymmetric": "+0.30 on a quarter of papers, -0.10 on the rest (mean 0), 3 pairs",
+}
+PAPERS = (2, 3, 5, 8, 12, 18)
 
 
-def campaign(rng: np.random.Generator, d: Design) -> tuple[list[str], list[float]]:
-    """(tree of each episode, its value) for one simulated campaign of design ``d``."""
-    if d.kind == "bernoulli":
-        probs = rng.beta(2, 3, d.papers)  # mean 0.4
-        values = (rng.random((d.papers, d.runs)) < probs[:, None]).astype(float)
-        return [f"p{i}" for i in range(d.papers) for _ in range(d.runs)], list(values.ravel())
-    if d.kind == "skewed":
-        means = TRUE_MEAN * np.exp(rng.normal(0, 1, d.papers) - 0.5)  # E[exp(N(0,1))] = e^0.5
+def _share_of_six(rng: np.random.Generator, theta: np.ndarray, runs: np.ndarray) -> list[np.ndarray]:
+    return [rng.binomial(6, t, int(r)) / 6 for t, r in zip(theta, runs, strict=True)]
+
+
+def campaign(rng: np.random.Generator, design: str, papers: int) -> tuple[list[str], list[float]]:
+    """(paper of each episode, its value) for one simulated campaign."""
+    runs = rng.integers(1, 7, papers) if design == "unbalanced" else np.full(papers, 3)
+    if design in ("normal", "unbalanced"):
+        theta = rng.normal(0.5, 0.15, papers)
+        values = [np.clip(t + rng.normal(0, 0.08, int(r)), 0, 1) for t, r in zip(theta, runs, strict=True)]
+    elif design in ("floor70", "floor50", "ceiling70"):
+        share = 0.5 if design == "floor50" else 0.7
+        at = rng.random(papers) < share
+        theta = np.where(at, 1.0 if design == "ceiling70" else 0.0, rng.uniform(0.1, 0.9, papers))
+        values = _share_of_six(rng, theta, runs)
+    elif design == "ushape":
+        values = _share_of_six(rng, rng.beta(0.3, 0.3, papers), runs)
+    elif design in ("skewed08", "skewed05"):
+        sigma = 0.8 if design == "skewed08" else 0.5
+        means = 30 * np.exp(rng.normal(0, sigma, papers) - sigma**2 / 2)
+        values = [m * np.exp(rng.normal(0, 0.2, int(r)) - 0.02) for m, r in zip(means, runs, strict=True)]
     else:
-        means = TRUE_MEAN + rng.normal(0, d.sigma_b, d.papers)
-    runs = rng.integers(1, d.runs + 1, d.papers) if d.kind == "unbalanced" else np.full(d.papers, d.runs)
-    trees, values = [], []
-    for i, (mean, n) in enumerate(zip(means, runs, strict=False)):
-        trees += [f"p{i}"] * int(n)
-        values += list(mean + rng.normal(0, d.sigma_w, int(n)))
+        raise ValueError(f"no design {design!r}")
+    trees = [f"p{i}" for i, r in enumerate(runs) for _ in range(int(r))]
+    return trees, [float(v) for vs in values for v in vs]
+
+
+def paired_campaign(rng: np.random.Generator, design: str, papers: int, effect: float = 0.0):
+    """(paper of each pair, its difference B - A) for one simulated paired campaign."""
+    runs = rng.integers(1, 7, papers) if design == "paired-unbalanced" else np.full(papers, 3)
+    if design in ("paired-normal", "paired-unbalanced"):
+        truth = rng.normal(0, 0.10, papers)
+    elif design == "paired-asymmetric":
+        truth = np.where(rng.random(papers) < 0.25, 0.30, -0.10)
+    else:
+        raise ValueError(f"no paired design {design!r}")
+    truth = truth + effect
+    trees = [f"p{i}" for i, r in enumerate(runs) for _ in range(int(r))]
+    values = [float(v) for t, r in zip(truth, runs, strict=True) for v in t + rng.normal(0, 0.05, int(r))]
     return trees, values
 
 
-def coverage(boot, d: Design, campaigns: int, seed: int = 2026) -> tuple[float, float]:
-    """(share of campaigns whose interval covers the true mean, median interval width)."""
-    rng = np.random.default_rng(seed)
-    covered, widths = 0, []
-    for _ in range(campaigns):
-        r = boot.mean(*campaign(rng, d))
-        covered += r["ci_low"] <= TRUE_MEAN <= r["ci_high"]
-        widths.append(r["ci_high"] - r["ci_low"])
-    return covered / campaigns, float(np.median(widths))
-
-
-def paired_rejections(test, d: Design, campaigns: int, seed: int = 2026, level: float = 0.05) -> float:
-    """The share of null campaigns (true mean difference 0) where ``test(trees, differences)``
-    gives p < ``level``: the test's size, which should be ``level``."""
-    rng = np.random.default_rng(seed)
-    rejected = 0
-    for _ in range(campaigns):
-        # A paper's true difference, then its pairs around it: the same shape as a campaign.
-        trees, values = campaign(rng, dataclasses.replace(d, kind="unbalanced" if d.kind == "unbalanced" else "normal"))
-        differences = [v - TRUE_MEAN for v in values]  # centred: the papers' differences average to 0
-        rejected += test(trees, differences) < level
-    return rejected / campaigns
-
-
-def pair_level_flips(permutations: int = 2000, seed: int = 0):
-    """The test as it was before (#26 as first written): signs flipped pair by pair, the run as
-    the unit. Kept to measure what the paper-level test fixed."""
-
-    def test(trees, differences) -> float:
-        codes = np.unique(np.asarray(trees), return_inverse=True)[1]
-        n_trees = codes.max() + 1
-        sizes = np.bincount(codes)
-        w = np.asarray(differences) / (sizes[codes] * n_trees)
-        observed = abs(w.sum())
-        signs = np.random.default_rng(seed).integers(0, 2, size=(permutations, len(w))) * 2 - 1
-        return (int((np.abs(signs @ w) >= observed - 1e-12).sum()) + 1) / (permutations + 1)
-
-    return test
+def equal_agents(rng: np.random.Generator, agents: int, papers: int) -> tuple[list, list, list]:
+    """(agent, paper, value) of ``agents`` agents that are equal in truth: every paper has its own
+    difficulty, shared by all, and each agent's run on it varies around it."""
+    difficulty = rng.normal(0.5, 0.15, papers)
+    rows = [
+        (f"agent{a}", f"p{p}", float(difficulty[p] + rng.normal(0, 0.08))) for a in range(agents) for p in range(papers)
+    ]
+    a, p, v = zip(*rows, strict=True)
+    return list(a), list(p), list(v)

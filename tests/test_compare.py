@@ -3,7 +3,6 @@ number is worked out by hand (docs/DECISIONS.md #26); and the terminal table tha
 
 from __future__ import annotations
 
-import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
@@ -36,21 +35,24 @@ def _log(sqlite_url, tmp_path) -> str:
 def test_paired_differences_by_hand(sqlite_url, tmp_path):
     w = _log(sqlite_url, tmp_path)
     with Warehouse(w, read_only=True) as wh:
-        rows = {r["metric"]: r for r in wh.query("compare", {"agent_a": "oracle", "agent_b": "script"}).to_dicts()}
+        variables = {"agents": ["oracle", "script"], "one_off": True}
+        rows = {r["metric"]: r for r in wh.query("compare", variables).to_dicts()}
+        # The episodes were played outside a suite: they pair only when one-off episodes are asked for.
+        assert wh.query("compare", {"agents": ["oracle", "script"], "one_off": False}).is_empty()
     steps = rows["steps"]
     # Per tree, script - oracle = n(2H+3) - 3n = 8n: 56, 32, 56 -> mean over trees 48.
     assert (steps["mean_a"], steps["mean_b"], steps["difference"]) == (18.0, 66.0, 48.0)
-    # Three papers (#25 as revised: under 8, the t interval on the paper means): the differences
-    # 56, 32, 56 have SD sqrt((8^2 + 16^2 + 8^2) / 2) = 13.8564, SE 13.8564 / sqrt(3) = 8, and the
-    # interval is 48 +- t_{2, 0.975} x 8 = 48 +- 34.4212.
+    # The differences 56, 32, 56 have SD sqrt((8^2 + 16^2 + 8^2) / 2) = 13.8564, SE 13.8564 / sqrt(3) = 8.
     assert steps["difference_se"] == 8.0
-    assert (steps["difference_ci_low"], steps["difference_ci_high"]) == (
-        pytest.approx(13.5788, abs=1e-3),
-        pytest.approx(82.4212, abs=1e-3),
-    )
-    assert steps["interval_method"] == "t interval over 3 papers (2 df, jackknife standard error)"
-    # Three papers: 8 sign patterns of the paper means, of which only all-plus and all-minus reach |48|: p = 2/8.
-    assert steps["p_value"] == 0.25
+    # Three papers: 8 sign patterns of the paper means, of which only all-plus and all-minus reach
+    # |48|: p = 2/8, which is also the smallest p three papers allow. So no interval (it would
+    # be every shift), and the warning says why.
+    assert (steps["p_value"], steps["p_min"]) == (0.25, 0.25)
+    assert steps["difference_ci_low"] is None and steps["difference_ci_high"] is None
+    assert steps["interval_warning"].startswith("3 papers: the smallest p this test can give is 0.25")
+    assert steps["interval_method"].startswith("sign-flip test of 3 paper mean differences (exact over all 8")
+    # Holm over the 8 p-values printed (4 metrics x 2 levels? one level here: 4).
+    assert steps["holm_family"] == 4 and steps["p_holm"] >= steps["p_value"]
     assert (steps["paired_cells"], steps["only_a"], steps["only_b"], steps["papers"]) == (3, 1, 0, 3)
     # Both cover every subtopic: no difference, and every sign pattern is as extreme (p = 1).
     assert (rows["coverage"]["difference"], rows["coverage"]["p_value"]) == (0.0, 1.0)
@@ -62,14 +64,36 @@ def test_compare_command_names_unknown_agents_and_fits_the_terminal(sqlite_url, 
     bad = runner.invoke(main, ["compare", "oracle", "gpt-9", "--warehouse", w])
     assert bad.exit_code == 2 and "no episodes of agent 'gpt-9'; agents: oracle, script" in bad.output
     needs = runner.invoke(main, ["query", "compare", "--warehouse", w])
-    assert needs.exit_code == 2 and "compare.sql needs agent_a, agent_b" in needs.output
-    ok = runner.invoke(main, ["compare", "oracle", "script", "--warehouse", w], env={"COLUMNS": "100"})
+    assert needs.exit_code == 2 and "compare.sql needs agents, one_off" in needs.output
+    ok = runner.invoke(main, ["compare", "oracle", "script", "--one-off", "--warehouse", w], env={"COLUMNS": "80"})
     assert ok.exit_code == 0, ok.output
     table = [ln for ln in ok.stdout.splitlines() if ln.startswith(("┌", "│", "╞", "└"))]
-    assert table and max(len(ln) for ln in table) <= 100
+    assert table and max(len(ln) for ln in table) <= 80
     assert "more column(s) do not fit: " in ok.stderr and "--format csv or json shows them all" in ok.stderr
+    # What the numbers rest on is printed under the table at 80 columns, not hidden in a column.
+    notes = ok.stdout.split(table[-1], 1)[1].splitlines()
+    assert notes and max(len(ln) for ln in notes) <= 80
+    assert any(ln.startswith("interval_method: sign-flip test of 3 paper mean differences") for ln in notes)
+    assert any(
+        ln.startswith("WARNING [every row]: 3 papers: the smallest p this test can give is 0.25") for ln in notes
+    )
+    listed = runner.invoke(main, ["compare", "oracle", "script", "--one-off", "--pairs", "--warehouse", w])
+    pairs = [ln for ln in listed.stdout.splitlines() if ln.startswith("  ep-") and " ~ ep-" in ln]
+    assert len(pairs) == 3 and "pairs of oracle ~ script, judge " in listed.stdout
     picked = runner.invoke(
-        main, ["compare", "oracle", "script", "--warehouse", w, "--columns", "metric,p_value", "--format", "csv"]
+        main,
+        [
+            "compare",
+            "oracle",
+            "script",
+            "--one-off",
+            "--warehouse",
+            w,
+            "--columns",
+            "metric,p_value",
+            "--format",
+            "csv",
+        ],
     )
     lines = picked.stdout.splitlines()
     assert lines[0] == "metric,p_value" and [ln.split(",")[0] for ln in lines[1:]] == [
@@ -92,8 +116,8 @@ def test_compare_with_no_paired_cell_says_so_and_fails(sqlite_url, tmp_path):
     w = str(tmp_path / "w.duckdb")
     with Warehouse(w) as wh:
         wh.sync(sqlite_url)
-    out = CliRunner().invoke(main, ["compare", "oracle", "script", "--warehouse", w])
-    assert out.exit_code == 2 and "no cell was run by both 'oracle' (1 cells) and 'script' (1 cells)" in out.output
+    out = CliRunner().invoke(main, ["compare", "oracle", "script", "--one-off", "--warehouse", w])
+    assert out.exit_code == 2 and "no cell was run by two of 'oracle', 'script'" in out.output
 
 
 def test_report_captions_name_the_interval_rules(sqlite_url, tmp_path):
@@ -103,4 +127,4 @@ def test_report_captions_name_the_interval_rules(sqlite_url, tmp_path):
     for fig in ("fig3a", "fig3b", "fig3c", "fig4"):
         assert BARS in CAPTIONS[fig] and "then runs within them" not in CAPTIONS[fig]
         assert "then episodes within them" not in CAPTIONS[fig]
-    assert "below 8 papers a t interval" in BARS
+    assert "distribution-free" in BARS and "no bar below 3 papers" in BARS

@@ -107,8 +107,11 @@ def test_two_agents_side_by_side_mark_where_their_paths_part(tmp_path):
     with Warehouse(path) as wh:
         wh.sync(url)
     client = TestClient(create_app(path), base_url="http://127.0.0.1")
-    page = client.get("/compare", params={"a": "oracle", "b": "follower"})
-    assert page.status_code == 200 and "Paired comparison" in page.text
+    # Played outside a suite: paired only when one-off episodes are asked for, as `compare --one-off`.
+    alone = client.get("/compare", params={"a": "oracle", "b": "follower"})
+    assert alone.status_code == 200 and "No pair:" in alone.text and "The pairs (0)" in alone.text
+    page = client.get("/compare", params={"a": "oracle", "b": "follower", "one_off": "1"})
+    assert page.status_code == 200 and "Paired comparison" in page.text and "The pairs (1)" in page.text
     link = f"/compare/episodes?a={oracle.episode_id}&amp;b={parted.episode_id}"
 
     def reached(out) -> set[str]:

@@ -182,7 +182,7 @@ def test_the_viewer_in_a_browser(store_url, tmp_path, browser):
         assert "visit #1" in tree.inner_text("#tree-picture")
         pages.shot(tree, "tree")
 
-        compare = pages.open("/compare?a=oracle&b=follower")
+        compare = pages.open("/compare?a=oracle&b=follower&one_off=1")
         assert "Paired comparison" in compare.inner_text("body")
         pages.shot(compare, "compare")
         pair = pages.open(f"/compare/episodes?a={ids['oracle']}&b={ids['follower']}")

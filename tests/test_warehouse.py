@@ -408,12 +408,13 @@ def test_hand_built_leaderboard_and_fig3(hand_warehouse):
     assert [{k: r[k] for k in point} for r in t2] == [
         {"agent": "gpt-5", "judge_id": "j1", "coverage": 0.625, "conclusion_score": 0.65, "papers": 2, "episodes": 2}
     ]
-    # Its interval by hand (#25 as revised: two papers get the t interval on the paper means, and
-    # the row says they are too few): SE = sd(0.5333, 0.7667) / sqrt(2) = 0.116667, and
-    # 0.65 +- t_{1, 0.975} x 0.116667 = 0.65 +- 12.7062 x 0.116667 = [-0.832391, 2.132391].
-    assert (t2[0]["conclusion_score_ci_low"], t2[0]["conclusion_score_ci_high"]) == (-0.832391, 2.132391)
+    # Two papers: the standard error SE = sd(0.5333, 0.7667) / sqrt(2) = 0.116667, but no interval
+    # (docs/statistics.md: below 3 papers none holds on a bounded metric), and a warning says why.
+    assert (t2[0]["conclusion_score_ci_low"], t2[0]["conclusion_score_ci_high"]) == (None, None)
     assert abs(t2[0]["conclusion_score_se"] - 0.116667) < 1e-6
-    assert t2[0]["interval_method"] == "too few papers (2): t interval over 2 papers (1 df, jackknife standard error)"
+    assert t2[0]["interval_method"] == "no interval"
+    assert t2[0]["interval_warning"].startswith("conclusion score: 2 papers: a 95% interval needs at least 3 papers")
+    assert (t2[0]["rank"], t2[0]["rank_low"], t2[0]["rank_high"]) == (1, 1, 1)  # the only agent of judge j1
     f3b = {r["randomness"]: r for r in rows(hand_warehouse.query("fig3b_redo_frequency"))}
     # level 0: A 1/3, C 1/4 -> papers hand-early 1/3, hand-late 1/4 -> 0.291667; level 3: B 0/1
     assert f3b[0]["redo_frequency"] == 0.291667 and f3b[3]["redo_frequency"] == 0.0
@@ -512,7 +513,8 @@ def test_every_query_names_what_it_computes():
     means |= {"fig4_cutoff", "steps_bounds", "control_accuracy", "compare"}
     for name in means:
         header = "".join(ln for ln in (qdir / f"{name}.sql").read_text().splitlines() if ln.startswith("--"))
-        assert "warehouse/bootstrap.py" in header and "boot_" in header, name
+        assert "warehouse/intervals.py" in header or "paired_ci" in header, name
+        assert "_ci" in header, name
 
 
 def test_the_large_backlog_readers_give_identical_tables(store_url, tmp_path, monkeypatch):

@@ -347,13 +347,17 @@ def compare(request: Request) -> Response:
     viewer: Viewer = request.app.state.viewer
     viewer.catch_up()
     a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
+    one_off = request.query_params.get("one_off") == "1"
     agents = viewer.choices["agent"]
-    if a not in agents or b not in agents:
-        return viewer.page("compare.html.j2", a=a, b=b, agents=agents, table=None, cells=[])
+    page: dict[str, Any] = {"a": a, "b": b, "agents": agents, "one_off": one_off}
+    if a not in agents or b not in agents or a == b:
+        return viewer.page("compare.html.j2", table=None, cells=[], **page)
     with viewer.lock:
-        table = table_html(viewer.wh.query("compare", {"agent_a": a, "agent_b": b}))
-    cells = viewer.rows(sql.CELLS, [a, b])
-    return viewer.page("compare.html.j2", a=a, b=b, agents=agents, table=table, cells=cells)
+        df = viewer.wh.query("compare", {"agents": [a, b], "one_off": one_off})
+        listed = ["pairs", "pair_trees", "pair_differences"]  # the pairs are listed below the table
+        table = table_html(df.drop(listed)) if df.height and df["paired_cells"].max() else None
+    cells = viewer.rows(sql.CELLS, [a, b, one_off])
+    return viewer.page("compare.html.j2", table=table, cells=cells, **page)
 
 
 def side_by_side(request: Request) -> Response:

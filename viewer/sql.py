@@ -35,23 +35,26 @@ PATH = {
 VERDICTS = """
 SELECT item_id, judge_id, score, error, rationale FROM ev_judge_verdict WHERE episode_id = ? ORDER BY global_position
 """
-# The cells both agents ran (tree, level, seed), each with its outcome and the subtopics it reached.
+# The pairs of finished episodes of two agents, by the one definition of a pair (the warehouse's
+# pair_keys view, which `inquitree compare` uses too), each with the subtopics it reached.
 CELLS = """
 WITH reached AS (
     SELECT episode_id, list(DISTINCT node ORDER BY node) AS subtopics FROM ev_transitioned
     WHERE to_state = 'subtopic' GROUP BY ALL
 ), cell AS (
-    SELECT e.agent, e.tree_id, e.randomness, e.seed, e.episode_id, e.status, e.ended_by, e.coverage,
+    SELECT k.agent, k.pair_suite, k.pair_run, k.tree_id, k.randomness, k.seed, k.episode_id, e.status, e.coverage,
            coalesce(r.subtopics, []) AS subtopics
-    FROM episodes e LEFT JOIN reached r USING (episode_id) WHERE e.agent IN ($1, $2)
+    FROM pair_keys k JOIN episodes e USING (episode_id) LEFT JOIN reached r USING (episode_id)
+    WHERE k.agent IN ($1, $2) AND k.status = 'done' AND (k.in_suite OR $3)
 )
-SELECT x.tree_id, x.randomness, x.seed, x.episode_id AS a_episode, y.episode_id AS b_episode,
-       x.status AS a_status, y.status AS b_status, x.coverage AS a_coverage, y.coverage AS b_coverage,
+SELECT x.pair_suite AS suite, x.tree_id, x.randomness, x.pair_run AS run, x.episode_id AS a_episode,
+       y.episode_id AS b_episode, x.status AS a_status, y.status AS b_status, x.coverage AS a_coverage,
+       y.coverage AS b_coverage,
        list_filter(x.subtopics, lambda s: NOT list_contains(y.subtopics, s)) AS only_a,
        list_filter(y.subtopics, lambda s: NOT list_contains(x.subtopics, s)) AS only_b
-FROM cell x JOIN cell y USING (tree_id, randomness, seed)
+FROM cell x JOIN cell y USING (pair_suite, tree_id, randomness, pair_run)
 WHERE x.agent = $1 AND y.agent = $2
-ORDER BY x.tree_id, x.randomness, x.seed
+ORDER BY x.tree_id, x.randomness, x.pair_suite, x.pair_run
 """
 # An episode's turns with where each left the engine: the state answered, the candidate matched.
 TURNS = """

@@ -1,5 +1,5 @@
 """The analytics side: a DuckDB warehouse kept in step with the event store, the paper's metrics
-as SQL (``queries/``), their intervals (``bootstrap.py``) and the HTML report.
+as SQL (``queries/``), their intervals (``intervals.py``, on ``inquitree.stats``) and the HTML report.
 
 ``Warehouse(path).sync(url)``, then ``.query(name)`` or ``.sql(text)`` (Polars DataFrames). What a
 user may import from here is listed in ``__all__``, loaded on first use (DuckDB and Polars are
@@ -12,7 +12,7 @@ from inquitree import lazy_exports
 _EXPORTS = {
     "Warehouse": "warehouse",
     "query_names": "warehouse",
-    "Bootstrap": "bootstrap",
+    "Settings": "intervals",
     "WarehouseError": "errors",
 }
 __all__, __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -18,6 +18,7 @@ import jinja2
 import polars as pl
 
 from inquitree.events.names import confined, is_episode_id, shown
+from inquitree.warehouse.notes import table_notes
 from inquitree.warehouse.warehouse import Warehouse
 
 TEMPLATES = Path(__file__).resolve().parent / "report_pages"
@@ -84,25 +85,11 @@ def _legend(ax) -> None:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
 
 
-def _notes_interval(df: pl.DataFrame, method_col: str = "interval_method") -> list[str]:
-    if method_col not in df.columns or not df.height:
-        return []
-    methods = sorted({m for m in df[method_col].drop_nulls().to_list() if m})
-    notes = []
-    if any(m.startswith("too few papers") for m in methods):
-        notes.append(
-            'Some points rest on fewer than 3 papers (the table\'s interval_method says "too few papers"): with one '
-            "paper the bar resamples its episodes only, with two it is a t interval with 1 degree of freedom."
-        )
-    elif any(m.startswith("one") for m in methods):
-        notes.append("Some points rest on one episode: they have no bar.")
-    return notes
-
-
 # How every bar of the report is made (#25): said once, in each caption that draws intervals.
 BARS = (
-    "Bars: 95% intervals with the paper as the unit: below 8 papers a t interval over the papers' means, from 8 "
-    "papers a cluster bootstrap that resamples papers (expanded percentile); each point's method is in the table."
+    "Bars: 95% intervals with the paper as the unit (docs/statistics.md): a t interval over the papers' means, "
+    "clipped to the metric's range, or a distribution-free one where a fifth of the papers sit at a bound; no bar "
+    "below 3 papers. Under the table: each method, and a warning wherever a number cannot be trusted."
 )
 
 CAPTIONS = {
@@ -162,7 +149,7 @@ def figures(wh: Warehouse, out: Path) -> dict[str, dict]:  # noqa: C901 - one se
     ax.set(xlabel="randomness level a (fake with p = 10a%)", ylabel="conclusion score (q_norm)")
     _level_axis(ax, df)
     _legend(ax)
-    notes = _notes_interval(df)
+    notes = []
     if drawn and df["randomness"].n_unique() == 1:
         notes.append(f"Only level {df['randomness'][0]} has scored episodes: the figure has one point per line.")
     save("fig3a", "Figure 3a: conclusion score by randomness level", df, fig, notes)
@@ -197,7 +184,7 @@ def figures(wh: Warehouse, out: Path) -> dict[str, dict]:  # noqa: C901 - one se
             else:
                 why = "it has no episodes above level 0"
             notes.append(f"{agent} is not drawn: {why}.")
-    save("fig3b", "Figure 3b: relative change in redo_study frequency", df, fig, notes + _notes_interval(df))
+    save("fig3b", "Figure 3b: relative change in redo_study frequency", df, fig, notes)
 
     df = wh.query("fig3c_fake_hit_rate")
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
@@ -339,8 +326,10 @@ def table_html(df: pl.DataFrame, limit: int = 200) -> str:
             cells.append(f"<td>{html.escape('' if v is None else str(v))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     more = f"<p class='empty'>{df.height - limit} more rows</p>" if df.height > limit else ""
+    notes = "".join(f"<li>{html.escape(line)}</li>" for line in table_notes(df, width=None))
     return (
         f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{more}"
+        + (f"<ul class='notes'>{notes}</ul>" if notes else "")
     )
 
 

@@ -1,7 +1,7 @@
 """The warehouse: a DuckDB file that is a projection of the event store, and the analyses over it.
 
 Opening it makes or checks its tables and views (``schema.py``, ``views.sql``) and registers the
-interval functions the queries call (``bootstrap.py``); a read-only warehouse runs any SQL a user
+interval functions the queries call (``intervals.py``); a read-only warehouse runs any SQL a user
 writes in a sandbox (it reads the warehouse and nothing else). Filling it is ``sync.py``'s job
 (:meth:`Warehouse.sync`); every analysis is a SQL file in ``queries/`` that anyone can read.
 Eight of the eleven call the interval functions registered here (``boot_mean``, ``boot_ratio``,
@@ -22,15 +22,15 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import duckdb
 import polars as pl
 
 from inquitree.events.names import shown
-from inquitree.warehouse.bootstrap import Bootstrap
-from inquitree.warehouse.bootstrap import register as register_bootstrap
 from inquitree.warehouse.errors import WarehouseError
+from inquitree.warehouse.intervals import Settings
+from inquitree.warehouse.intervals import register as register_intervals
 from inquitree.warehouse.schema import (
     BASE,
     DIMENSIONS,
@@ -142,7 +142,7 @@ class Warehouse(Syncing):
         self,
         path: str | None = None,
         read_only: bool = False,
-        bootstrap: Bootstrap | None = None,
+        settings: Settings | None = None,
         memory: str | None = None,
         wait: float | None = None,
         fresh: bool = False,
@@ -187,11 +187,11 @@ class Warehouse(Syncing):
         self.con.execute(f"SET memory_limit = '{self.memory // 2**20}MiB'")
         self.con.execute("SET temp_directory = ?", [self.path + ".tmp"])
         try:
-            self.bootstrap = bootstrap or Bootstrap.from_env()
+            self.settings = settings or Settings.from_env()
         except ValueError as exc:
             self.con.close()
             raise WarehouseError(str(exc)) from None
-        register_bootstrap(self.con, self.bootstrap)  # the interval functions queries/*.sql call
+        register_intervals(self.con, self.settings)  # the interval functions queries/*.sql call
         if read_only:
             # A read-only warehouse runs SQL that users (and the viewer's visitors) write: it reads
             # the warehouse and nothing else. No file, no ATTACH, no COPY TO or EXPORT, no extension;
@@ -263,7 +263,7 @@ class Warehouse(Syncing):
         except duckdb.Error as exc:
             raise WarehouseError(f"SQL error: {str(exc).strip()}") from exc
 
-    def query(self, name: str, variables: dict[str, str] | None = None) -> pl.DataFrame:
+    def query(self, name: str, variables: dict[str, Any] | None = None) -> pl.DataFrame:
         """Run ``queries/NAME.sql``, with ``variables`` for the ones it reads by ``getvariable``.
         ``name`` is a query's name (one of :func:`query_names`), never a path."""
         if name not in query_names():

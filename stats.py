@@ -1,0 +1,532 @@
+"""The statistics InquiTree prints, on plain lists: intervals for a mean over papers, the paired
+test with its interval, Holm's adjustment, rank intervals and the papers a comparison needs.
+
+    from inquitree.stats import mean_interval, paired_test
+    mean_interval(["p1", "p1", "p2", "p3"], [0.2, 0.4, 0.9, 0.0], bounds=(0, 1))
+    paired_test(["p1", "p2", "p3", "p4", "p5", "p6"], [0.1, 0.05, 0.2, -0.02, 0.12, 0.08])
+
+The paper is the unit (docs/DECISIONS.md #25, #26): one entry per episode (or per pair of
+episodes), each with its paper's id; an estimate is the mean over papers of per-paper means,
+so a paper with five runs weighs what a paper with one does. The warehouse's SQL functions
+(``warehouse/intervals.py``) call these same functions, so a notebook that calls them on the
+numbers of a query gets the query's interval.
+
+Why these methods (measured by ``bench/statistics.py``, table in docs/statistics.md): a t
+interval on paper means holds on symmetric designs and covered 48-92% on the shapes a weak
+agent produces, so the interval follows the metric's scale:
+
+- a metric in ``bounds=(low, high)`` (coverage, a conclusion score, a rate): the t interval on
+  paper means, clipped to the range, while fewer than a fifth of the papers sit at a bound;
+  from a fifth on (a floor or ceiling agent, U-shaped difficulty) a distribution-free interval
+  for a mean in the range, by betting (Waudby-Smith and Ramdas, JRSS B 86(1), 2024), which
+  holds for any distribution of paper means in the range, however few papers, at about twice
+  the t interval's width;
+- a positive metric, ``bounds=(0, None)`` (steps): the t interval for the mean of a log-normal
+  (Cox's method, the log-scale mean plus half the variance, with t quantiles), which held on
+  skewed paper means where the t interval covered 85-89%;
+- anything else (a difference): the t interval.
+
+Fewer than 3 papers get no interval, with a warning that says so; an interval is never of zero
+width (a spread of 0 gets a warning instead) and never outside the metric's range.
+
+The paired test flips the signs of the papers' mean differences (exact over every sign pattern
+up to ``EXACT_PAPERS`` papers, else ``FLIPS`` seeded patterns) and its interval is the set of
+shifts the same test does not reject at 5%, so the two never disagree. Its smallest attainable
+p-value, ``p_min``, is 2 / 2^papers: with 5 papers or fewer it is above 0.05, no difference can
+be shown, and no interval is printed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+LEVEL = 0.95
+ALPHA = 1 - LEVEL
+MIN_PAPERS = 3  # fewer papers: no interval (a warning says why)
+AT_BOUND_SHARE = 0.2  # from this share of papers at a bound: the distribution-free interval
+EXACT_PAPERS = 20  # up to this many papers the paired test enumerates every sign pattern
+FLIPS = 20_000  # beyond: this many seeded sign patterns
+BET_ORDERINGS = 16  # orderings of the papers whose betting capital is averaged
+_GRID = 4000  # the betting interval's ends are found on this grid over the range, rounded outwards
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A 95% interval for a mean over papers. ``low``/``high`` are None when no interval holds
+    (``warning`` says why); ``se`` is the standard error of the mean of paper means."""
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+    se: float | None
+    method: str
+    warning: str | None
+    papers: int
+    episodes: int
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class PairedTest(Interval):
+    """The paired sign-flip test of a mean difference over papers, with the interval that
+    inverts it: ``p`` (two-sided) and ``p_min``, the smallest p this many papers can give."""
+
+    p: float | None = None
+    p_min: float | None = None
+
+
+# -- grouping ------------------------------------------------------------------------------------
+def paper_means(papers: Sequence, values: Sequence) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The papers (sorted ids), the mean of each paper's values and how many values it has;
+    entries whose paper or value is None or NaN are left out."""
+    keep = [
+        (str(p), float(v))
+        for p, v in zip(papers, values, strict=True)
+        if p is not None and v is not None and not math.isnan(float(v))
+    ]
+    if not keep:
+        return [], np.zeros(0), np.zeros(0, np.int64)
+    ids = np.array([p for p, _ in keep])
+    x = np.array([v for _, v in keep])
+    names, codes = np.unique(ids, return_inverse=True)
+    counts = np.bincount(codes, minlength=len(names))
+    return [str(n) for n in names], np.bincount(codes, weights=x, minlength=len(names)) / counts, counts
+
+
+# -- Student's t without SciPy -------------------------------------------------------------------
+def t_cdf_two_sided(t: float, df: int) -> float:
+    """P(|T| <= t) for Student's t with a whole number of degrees of freedom, in closed form
+    (Abramowitz and Stegun 26.7.3-26.7.4: a finite series in theta = atan(t / sqrt(df)))."""
+    theta = math.atan(abs(t) / math.sqrt(df))
+    c2, sin = math.cos(theta) ** 2, math.sin(theta)
+    if df % 2 == 1:
+        term, total = math.cos(theta), 0.0
+        if df > 1:
+            total = term
+            for k in range(3, df - 1, 2):
+                term *= c2 * (k - 1) / k
+                total += term
+        return 2 / math.pi * (theta + sin * total)
+    term, total = 1.0, 1.0
+    for k in range(2, df - 1, 2):
+        term *= c2 * (k - 1) / k
+        total += term
+    return sin * total
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The p quantile (p > 0.5) of Student's t with ``df`` degrees of freedom, by bisection on
+    :func:`t_cdf_two_sided` (no SciPy): t_{1, 0.975} = 12.706, t_{4, 0.975} = 2.776."""
+    target, low, high = 2 * p - 1, 0.0, 1e6
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if t_cdf_two_sided(mid, df) < target else (low, mid)
+    return (low + high) / 2
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+# -- intervals for a mean over papers ------------------------------------------------------------
+def mean_interval(
+    papers: Sequence, values: Sequence, bounds: tuple[float | None, float | None] | None = None
+) -> Interval:
+    """The 95% interval for the mean over papers of per-paper means of ``values``.
+
+    ``bounds``: the metric's range, ``(low, high)``, e.g. ``(0, 1)`` for coverage; ``(0, None)``
+    for a positive metric without an upper bound (steps); None for a metric of any sign."""
+    _, means, counts = paper_means(papers, values)
+    return interval_of_means(means, int(counts.sum()), bounds)
+
+
+def interval_of_means(
+    means: np.ndarray,
+    episodes: int,
+    bounds: tuple[float | None, float | None] | None = None,
+    unit: str = "paper",
+) -> Interval:
+    """:func:`mean_interval` from the per-paper means themselves (``unit``: what one of them
+    is, for the method's text: ``episode`` when the values are one paper's episodes)."""
+    n = len(means)
+    low_b, high_b = bounds if bounds is not None else (None, None)
+    if n == 0:
+        return Interval(None, None, None, None, "no data", "no episodes", 0, 0)
+    for b, side in ((low_b, "below"), (high_b, "above")):
+        if b is not None and ((means < b - 1e-9) if side == "below" else (means > b + 1e-9)).any():
+            bad = float(means[(means < b - 1e-9) if side == "below" else (means > b + 1e-9)][0])
+            raise ValueError(f"a paper's mean {_fmt(bad)} is {side} the metric's bound {_fmt(b)}")
+    estimate = float(means.mean())
+    sd = float(means.std(ddof=1)) if n > 1 else 0.0
+    se = sd / math.sqrt(n) if n > 1 else None
+    if n < MIN_PAPERS:
+        return Interval(
+            estimate,
+            None,
+            None,
+            se,
+            "no interval",
+            f"{n} {unit}{'s' if n != 1 else ''}: a 95% interval needs at least {MIN_PAPERS} {unit}s "
+            "to hold on bounded or skewed metrics",
+            n,
+            episodes,
+        )
+    if low_b is not None and high_b is not None:
+        width = high_b - low_b
+        x = (means - low_b) / width
+        at_low, at_high = int((x <= 1e-9).sum()), int((x >= 1 - 1e-9).sum())
+        if at_low + at_high >= max(1, math.ceil(AT_BOUND_SHARE * n)):
+            lo, hi = betting_interval(np.clip(x, 0, 1))
+            where = ", ".join(f"{k} at {_fmt(b)}" for k, b in ((at_low, low_b), (at_high, high_b)) if k)
+            return Interval(
+                estimate,
+                low_b + lo * width,
+                low_b + hi * width,
+                se,
+                f"distribution-free interval for a mean in [{_fmt(low_b)}, {_fmt(high_b)}] "
+                f"(betting, {BET_ORDERINGS} orderings) over {n} {unit}s: {where} of {n}",
+                None,
+                n,
+                episodes,
+            )
+    if sd == 0.0:
+        return Interval(
+            estimate,
+            None,
+            None,
+            0.0,
+            "no interval",
+            f"all {n} {unit}s have the same value ({_fmt(estimate)}): no spread to build an interval from",
+            n,
+            episodes,
+        )
+    q = t_quantile(1 - ALPHA / 2, n - 1)
+    if low_b == 0 and high_b is None and (means > 0).all():
+        y = np.log(means)
+        ybar, s2 = float(y.mean()), float(y.var(ddof=1))
+        centre, half = ybar + s2 / 2, q * math.sqrt(s2 / n + s2**2 / (2 * (n - 1)))
+        return Interval(
+            estimate,
+            math.exp(centre - half),
+            math.exp(centre + half),
+            se,
+            f"log-scale t interval for a positive mean (Cox's method) over {n} {unit}s ({n - 1} df)",
+            None,
+            n,
+            episodes,
+        )
+    lo, hi = estimate - q * sd / math.sqrt(n), estimate + q * sd / math.sqrt(n)
+    method = (
+        f"t interval over {n} {unit} means ({n - 1} df)"
+        if unit == "paper"
+        else f"t interval over {n} {unit}s ({n - 1} df)"
+    )
+    if (low_b is not None and lo < low_b) or (high_b is not None and hi > high_b):
+        method += f", clipped to the range [{_fmt(low_b) if low_b is not None else '-inf'}, "
+        method += f"{_fmt(high_b) if high_b is not None else 'inf'}]"
+        lo = max(lo, float(low_b)) if low_b is not None else lo
+        hi = min(hi, float(high_b)) if high_b is not None else hi
+    return Interval(estimate, lo, hi, se, method, None, n, episodes)
+
+
+def betting_interval(x: np.ndarray, alpha: float = ALPHA, orderings: int = BET_ORDERINGS) -> tuple[float, float]:
+    """A (1 - alpha) interval for the mean of independent values in [0, 1], valid for any
+    distribution and any n: the hedged-capital interval of Waudby-Smith and Ramdas (2024,
+    section 4), a mean m is rejected when a gambler betting on the values exceeding m (or
+    falling short of it) with predictable bet sizes turns 1 into 2 / alpha. The capital is
+    averaged over ``orderings`` orderings of the values (the sorted order, then seeded
+    permutations: an average of such capitals is still a valid test), so the order of the
+    papers does not decide the interval. The ends are found on a grid and rounded outwards."""
+    n = len(x)
+    grid = np.linspace(0.0, 1.0, _GRID + 1)
+    rng = np.random.default_rng(0)
+    capital_up = np.zeros(len(grid))
+    capital_down = np.zeros(len(grid))
+    base = np.sort(x)
+    log_term = math.log(2 / alpha)
+    for k in range(orderings):
+        xs = base if k == 0 else base[rng.permutation(n)]
+        seen = np.arange(n)  # values seen before the i-th
+        cum_mu = (0.5 + np.cumsum(xs)) / (seen + 2)  # mean after the i-th value
+        sq = np.concatenate([[0.0], np.cumsum((xs - cum_mu) ** 2)[:-1]])
+        var_hat = (0.25 + sq) / (seen + 1)
+        lam = np.sqrt(2 * log_term / (n * var_hat))
+        up = np.ones(len(grid))
+        down = np.ones(len(grid))
+        for i in range(n):
+            bet_up = np.minimum(lam[i], 0.75 / np.maximum(grid, 1e-12))
+            bet_down = np.minimum(lam[i], 0.75 / np.maximum(1 - grid, 1e-12))
+            up *= 1 + bet_up * (xs[i] - grid)
+            down *= 1 - bet_down * (xs[i] - grid)
+        capital_up += up
+        capital_down += down
+    capital_up /= orderings
+    capital_down /= orderings
+    kept = np.maximum(capital_up, capital_down) / 2 < 1 / alpha
+    if not kept.any():  # cannot happen for values in [0, 1]; the whole range, to be safe
+        return 0.0, 1.0
+    first, last = int(np.argmax(kept)), len(grid) - 1 - int(np.argmax(kept[::-1]))
+    return float(grid[max(first - 1, 0)]), float(grid[min(last + 1, len(grid) - 1)])
+
+
+# -- the paired test -------------------------------------------------------------------------------
+def paired_test(papers: Sequence, differences: Sequence, seed: int = 0) -> PairedTest:
+    """The two-sided sign-flip test that the mean over papers of per-paper mean differences is
+    0, and the 95% interval of the shifts it does not reject (docs/DECISIONS.md #26)."""
+    _, d, counts = paper_means(papers, differences)
+    return paired_test_of_means(d, int(counts.sum()), seed)
+
+
+def _patterns(d: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Sign patterns of ``d``: the signed sum and the sum of the signs of each, the weight each
+    stands for and the number of patterns in all. Up to ``EXACT_PAPERS`` papers every pattern
+    whose first sign is + (a pattern and its mirror are extreme at the same shifts, so each
+    stands for two); beyond, ``FLIPS`` seeded patterns, each for itself."""
+    n = len(d)
+    if n <= EXACT_PAPERS:
+        sums, signs = np.array([d[0]]), np.ones(1, np.int64)
+        for value in d[1:]:  # doubling: every pattern once, without a 2^n x n table
+            sums = np.concatenate([sums - value, sums + value])
+            signs = np.concatenate([signs - 1, signs + 1])
+        return sums, signs, 2, 2**n
+    flips = np.random.default_rng(seed).integers(0, 2, size=(FLIPS, n), dtype=np.int8) * 2 - 1
+    return flips @ d, flips.sum(axis=1).astype(np.int64), 1, FLIPS + 1
+
+
+def sign_flip_p(d: np.ndarray, seed: int = 0) -> float:
+    """The two-sided sign-flip p-value of the per-paper mean differences ``d`` alone (what
+    :func:`paired_test_of_means` prints as ``p``, without its interval)."""
+    sums, _, weight, total = _patterns(d, seed)
+    D = float(d.sum())
+    tol = 1e-12 * max(1.0, float(np.abs(d).sum()))
+    hits = weight * int((np.abs(sums) >= abs(D) - tol).sum())
+    return (hits + (1 if weight == 1 else 0)) / total
+
+
+def paired_test_of_means(d: np.ndarray, pairs: int, seed: int = 0) -> PairedTest:
+    """:func:`paired_test` from the per-paper mean differences themselves.
+
+    At a shift delta, pattern s (signed sum S, sum of signs k) is at least as extreme as the
+    observed one (sum D over n papers) when |S - k delta| >= |D - n delta|: a difference of
+    squares, (S - D + (n - k) delta) (S + D - (n + k) delta) >= 0, which holds on the closed
+    interval between its two roots (always, for the observed pattern and its mirror). Counting
+    the intervals that hold a shift gives the p-value at every shift: the printed p is the count
+    at 0 and the interval is every shift whose p exceeds 5%, so they cannot disagree."""
+    n = len(d)
+    if n == 0:
+        return PairedTest(None, None, None, None, "no data", "no pairs", 0, 0)
+    estimate = float(d.mean())
+    se = float(d.std(ddof=1)) / math.sqrt(n) if n > 1 else None
+    sums, signs, weight, total = _patterns(d, seed)
+    exact = weight == 2
+    D = float(d.sum())
+    whole = np.abs(signs) == n  # the observed pattern (and its mirror): extreme at every shift
+    s, k = sums[~whole], signs[~whole].astype(np.float64)
+    first, second = (D - s) / (n - k), (D + s) / (n + k)
+    starts, ends = np.sort(np.minimum(first, second)), np.sort(np.maximum(first, second))
+    always = weight * int(whole.sum()) + (0 if exact else 1)  # Monte Carlo: the observed pattern, once more
+    tol = 1e-12 * max(1.0, float(np.abs(d).sum()) / n)
+
+    def count(x: np.ndarray) -> np.ndarray:
+        inside = np.searchsorted(starts, x + tol, "right") - np.searchsorted(ends, x - tol, "left")
+        return always + weight * inside
+
+    p = float(count(np.zeros(1))[0]) / total
+    p_min = (2 if exact else 1) / total
+    kind = f"exact over all {total} sign patterns" if exact else f"Monte Carlo, {FLIPS} sign patterns, seed {seed}"
+    method = (
+        f"sign-flip test of {n} paper mean differences ({kind}), exact when they spread symmetrically "
+        "about their mean; interval: the shifts it does not reject at 5%"
+    )
+    warnings = []
+    low = high = None
+    if p_min > ALPHA:
+        warnings.append(
+            f"{n} paper{'s' if n != 1 else ''}: the smallest p this test can give is {_fmt(p_min)}; "
+            "it cannot show a difference at the 5% level"
+        )
+    elif se == 0.0:
+        warnings.append(f"all {n} papers have the same mean difference: no spread to build an interval from")
+    else:
+        need = ALPHA * total
+        kept_starts = starts[count(starts) > need]
+        kept_ends = ends[count(ends) > need]
+        if len(kept_starts) and len(kept_ends):
+            low, high = float(kept_starts.min()), float(kept_ends.max())
+    return PairedTest(estimate, low, high, se, method, "; ".join(warnings) or None, n, pairs, p=p, p_min=p_min)
+
+
+# -- multiplicity ----------------------------------------------------------------------------------
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment over the p-values given (None stays None and does not count):
+    the family-wise error rate is at most 5% when each adjusted p is compared with 0.05."""
+    ps = [(p, i) for i, p in enumerate(pvalues) if p is not None]
+    m = len(ps)
+    out: list[float | None] = [None] * len(pvalues)
+    running = 0.0
+    for rank, (p, i) in enumerate(sorted(ps)):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
+
+
+# -- ranks -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Rank:
+    agent: str
+    rank: int
+    low: int
+    high: int
+    method: str = field(default="")
+
+
+def rank_intervals(
+    agents: Sequence,
+    papers: Sequence,
+    values: Sequence,
+    higher_is_better: bool = True,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> list[Rank]:
+    """Each agent's rank (1 = best) by its mean over papers of per-paper means, and the 95%
+    interval of its rank over resamples of the papers (drawn with replacement, each drawn paper
+    bringing every agent's episodes on it): the ranks an agent plausibly holds. An agent without
+    episodes on a drawn paper is ranked on the papers it has."""
+    names = sorted({str(a) for a in agents if a is not None})
+    if not names:
+        return []
+    paper_ids = sorted({str(p) for p in papers if p is not None})
+    index = {p: i for i, p in enumerate(paper_ids)}
+    sums = np.zeros((len(names), len(paper_ids)))
+    counts = np.zeros((len(names), len(paper_ids)))
+    a_index = {a: i for i, a in enumerate(names)}
+    for a, p, v in zip(agents, papers, values, strict=True):
+        if a is None or p is None or v is None or math.isnan(float(v)):
+            continue
+        sums[a_index[str(a)], index[str(p)]] += float(v)
+        counts[a_index[str(a)], index[str(p)]] += 1
+    has = counts > 0
+    means = np.where(has, sums / np.maximum(counts, 1), 0.0)
+    sign = -1.0 if higher_is_better else 1.0
+
+    def ranks_of(weights: np.ndarray) -> np.ndarray:  # weights: (b, papers) copies of each paper
+        w = weights[:, None, :] * has[None, :, :]  # (b, agents, papers)
+        denominator = w.sum(axis=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            score = (w * means[None]).sum(axis=2) / denominator
+        score = np.where(denominator > 0, score, np.inf if not higher_is_better else -np.inf)
+        order = np.argsort(sign * score, axis=1, kind="stable")
+        ranks = np.empty_like(order)
+        np.put_along_axis(ranks, order, np.arange(1, len(names) + 1)[None, :].repeat(len(weights), 0), axis=1)
+        return ranks
+
+    point = ranks_of(np.ones((1, len(paper_ids))))[0]
+    rng = np.random.default_rng(seed)
+    copies = rng.multinomial(len(paper_ids), np.full(len(paper_ids), 1 / len(paper_ids)), size=resamples)
+    drawn = ranks_of(copies.astype(np.float64))
+    low = np.floor(np.percentile(drawn, 100 * ALPHA / 2, axis=0)).astype(int)
+    high = np.ceil(np.percentile(drawn, 100 * (1 - ALPHA / 2), axis=0)).astype(int)
+    method = f"ranks over {resamples} resamples of {len(paper_ids)} papers, seed {seed}"
+    return [Rank(names[i], int(point[i]), int(low[i]), int(high[i]), method) for i in range(len(names))]
+
+
+# -- power -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Power:
+    papers: int | None  # the fewest papers reaching the power (None: more than ``most``)
+    power: float | None  # the simulated power at that many papers
+    runs: int
+    sd_paper: float  # the spread of a paper's mean difference at this many runs
+    method: str
+
+
+def papers_needed(
+    difference: float,
+    sd_between: float,
+    sd_within: float,
+    runs: int = 1,
+    power: float = 0.8,
+    most: int = 200,
+    simulations: int = 2000,
+    seed: int = 0,
+) -> Power:
+    """How many papers the paired test of :func:`paired_test` needs to reject at 5% with
+    ``power``, when the true mean difference is ``difference``, papers' true differences spread
+    with SD ``sd_between`` and one pair of runs with SD ``sd_within`` around its paper's
+    (``runs`` pairs per paper). Simulated with the test itself (its sign patterns: exact up to
+    ``EXACT_PAPERS`` papers, then Monte Carlo), normal differences."""
+    if difference == 0:
+        raise ValueError("a difference of 0 cannot be detected: name the difference to detect")
+    if sd_between < 0 or sd_within < 0 or sd_between + sd_within == 0:
+        raise ValueError("the standard deviations must be >= 0 and not both 0")
+    sd_paper = math.sqrt(sd_between**2 + sd_within**2 / runs)
+    rng = np.random.default_rng(seed)
+    cache: dict[int, float] = {}
+
+    def power_at(n: int) -> float:
+        if n not in cache:
+            if 2 / 2**n > ALPHA:  # 5 papers or fewer cannot reach p < 0.05
+                cache[n] = 0.0
+            else:
+                d = rng.normal(difference, sd_paper, size=(simulations, n))
+                cache[n] = float(np.mean([sign_flip_p(row, seed) <= ALPHA for row in d]))
+        return cache[n]
+
+    method = _power_method(simulations, seed)
+    if power_at(most) < power:
+        return Power(None, power_at(most), runs, sd_paper, method)
+    low, high = 5, 6  # power_at(low) < power <= power_at(high), searched by doubling then halving
+    while power_at(high) < power:
+        low, high = high, min(most, high * 2)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if power_at(mid) >= power else (mid, high)
+    return Power(high, power_at(high), runs, sd_paper, method)
+
+
+def spreads(papers: Sequence, differences: Sequence) -> tuple[float, float, str]:
+    """The spreads :func:`papers_needed` takes, estimated from a pilot's pairs: within a paper,
+    the pooled SD of its pairs' differences (papers with 2 or more pairs); between papers, what
+    is left of the variance of the papers' mean differences once the within part (divided by
+    each paper's pairs) is taken out, never below 0. Returns them with a note on how."""
+    groups: dict[str, list[float]] = {}
+    for p, v in zip(papers, differences, strict=True):
+        if p is not None and v is not None and not math.isnan(float(v)):
+            groups.setdefault(str(p), []).append(float(v))
+    if len(groups) < 2:
+        raise ValueError(f"a pilot needs pairs on at least 2 papers; it has {len(groups)}")
+    means = np.array([np.mean(g) for g in groups.values()])
+    repeated = [g for g in groups.values() if len(g) > 1]
+    if repeated:
+        within = sum(((np.array(g) - np.mean(g)) ** 2).sum() for g in repeated) / sum(len(g) - 1 for g in repeated)
+        inverse_runs = float(np.mean([1 / len(g) for g in groups.values()]))
+        between = max(0.0, float(means.var(ddof=1)) - within * inverse_runs)
+        note = f"within from {len(repeated)} papers with 2 or more pairs"
+        return math.sqrt(between), math.sqrt(within), note
+    return float(means.std(ddof=1)), 0.0, "one pair per paper: its spread counted as between papers"
+
+
+def _power_method(simulations: int, seed: int) -> str:
+    return f"{simulations} simulated campaigns per paper count, normal differences, the sign-flip test, seed {seed}"
+
+
+__all__ = [
+    "Interval",
+    "PairedTest",
+    "Power",
+    "Rank",
+    "holm",
+    "mean_interval",
+    "paired_test",
+    "papers_needed",
+    "rank_intervals",
+    "sign_flip_p",
+    "spreads",
+    "t_quantile",
+]

@@ -1,0 +1,327 @@
+"""The interval functions the warehouse's SQL calls: thin adapters from DuckDB's lists to
+``inquitree.stats``, so a query's interval is the one a notebook gets from the same numbers.
+
+Registered on every connection (``register``), each taking lists gathered per group:
+
+- ``mean_ci(trees, values, low, high)``: the mean over papers of per-paper means, with the
+  interval of ``stats.mean_interval`` for a metric in [low, high] (NULL for an open end);
+- ``unit_mean_ci(values, low, high)``: the same with each value its own unit (one tree's
+  episodes: ``steps_bounds``);
+- ``ratio_ci(trees, numerators, denominators)``: a pooled rate, sum over sum (Fig. 3c, the
+  control's accuracy), with a t interval on its jackknife standard error over papers;
+- ``change_ci(trees, values, is_baseline)``: 100 (f - f0) / f0 between two per-paper means of the
+  same papers (Fig. 3b's relative change), the same way;
+- ``paired_ci(trees, differences)``: ``stats.paired_test``: the sign-flip p-value, the smallest p
+  the papers allow and the interval that inverts the test;
+- ``rank_ci(agents, trees, values)``: ``stats.rank_intervals``, a list of (agent, rank, low, high).
+
+Each interval is a struct: ``estimate``, ``se``, ``ci_low``, ``ci_high``, ``papers``,
+``episodes``, ``method`` and ``warning`` (NULL when none; then ``ci_low``/``ci_high`` may be NULL
+too: no interval is better than one that does not hold); ``paired_ci`` adds ``p`` and ``p_min``.
+The methods, and the measurements behind them, are in ``stats.py`` and docs/statistics.md.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from inquitree import stats
+
+RESAMPLES_ENV = "INQUITREE_RANK_RESAMPLES"
+SEED_ENV = "INQUITREE_STATS_SEED"
+
+_INTERVAL_FIELDS = [
+    ("estimate", pa.float64()),
+    ("se", pa.float64()),
+    ("ci_low", pa.float64()),
+    ("ci_high", pa.float64()),
+    ("papers", pa.int32()),
+    ("episodes", pa.int32()),
+    ("method", pa.string()),
+    ("warning", pa.string()),
+]
+_INTERVAL = pa.struct(_INTERVAL_FIELDS)
+_PAIRED = pa.struct(_INTERVAL_FIELDS + [("p", pa.float64()), ("p_min", pa.float64())])
+_RANKS = pa.list_(
+    pa.struct(
+        [
+            ("agent", pa.string()),
+            ("rank", pa.int32()),
+            ("rank_low", pa.int32()),
+            ("rank_high", pa.int32()),
+            ("method", pa.string()),
+        ]
+    )
+)
+_SQL_TYPES = {pa.float64(): "DOUBLE", pa.int32(): "INTEGER", pa.string(): "VARCHAR"}
+
+
+def _sql_type(arrow_type) -> str:
+    """The SQL spelling of the functions' Arrow return types."""
+    if isinstance(arrow_type, pa.StructType):
+        return "STRUCT(" + ", ".join(f"{f.name} {_sql_type(f.type)}" for f in arrow_type) + ")"
+    if isinstance(arrow_type, pa.ListType):
+        return _sql_type(arrow_type.value_type) + "[]"
+    return _SQL_TYPES[arrow_type]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a warehouse's statistics may be told: the resamples of the rank intervals and the
+    seed of every seeded draw (rank resamples; the paired test's patterns beyond 20 papers)."""
+
+    resamples: int = 2000
+    seed: int = 0
+    point_only: bool = False  # estimates without intervals: the baseline of bench/intervals.py
+
+    @classmethod
+    def from_env(cls) -> "Settings":
+        def read(name: str, default: int, least: int) -> int:
+            text = os.environ.get(name)
+            if not text:
+                return default
+            try:
+                value = int(text)
+            except ValueError:
+                value = least - 1
+            if value < least:
+                raise ValueError(f"${name}={text!r}: expected a whole number >= {least}")
+            return value
+
+        return cls(read(RESAMPLES_ENV, cls.resamples, 100), read(SEED_ENV, cls.seed, 0))
+
+    # -- the SQL functions ---------------------------------------------------------------------
+    def mean(self, trees, values, low=None, high=None) -> dict | None:
+        units = _units(trees, values)
+        if units is None:
+            return None
+        codes, n, (v,) = units
+        counts = np.bincount(codes, minlength=n)
+        means = np.bincount(codes, weights=v, minlength=n) / counts
+        if self.point_only:
+            return _point(float(means.mean()), n, len(v))
+        return _row(stats.interval_of_means(means, len(v), _bounds(low, high)))
+
+    def unit_mean(self, values, low=None, high=None) -> dict | None:
+        if values is None:
+            return None
+        x = _floats(values)
+        x = x[~np.isnan(x)]
+        if len(x) == 0:
+            return None
+        if self.point_only:
+            return _point(float(x.mean()), len(x), len(x))
+        return _row(stats.interval_of_means(x, len(x), _bounds(low, high), unit="episode"))
+
+    def ratio(self, trees, numerators, denominators) -> dict | None:
+        units = _units(trees, numerators, denominators)
+        if units is None:
+            return None
+        codes, n, (num, den) = units
+        tree_num = np.bincount(codes, weights=num, minlength=n)
+        tree_den = np.bincount(codes, weights=den, minlength=n)
+        total_num, total_den = tree_num.sum(), tree_den.sum()
+        if total_den == 0:
+            return _row(stats.Interval(None, None, None, None, "no interval", "no denominator", n, len(num)))
+        if self.point_only:
+            return _point(total_num / total_den, n, len(num))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            leave_one_out = (total_num - tree_num) / (total_den - tree_den)
+            per_tree = tree_num / tree_den
+        at_bound = int(((per_tree <= 0) | (per_tree >= 1)).sum())
+        warning = None
+        if at_bound and at_bound >= math.ceil(stats.AT_BOUND_SHARE * n):
+            warning = (
+                f"{at_bound} of {n} papers' rates at 0 or 1: the t interval on a rate near its bound "
+                "may cover less than 95%"
+            )
+        return _jackknife(total_num / total_den, leave_one_out, n, len(num), (0.0, 1.0), "pooled rate", warning)
+
+    def change(self, trees, values, is_baseline) -> dict | None:
+        units = _units(trees, values, is_baseline)
+        if units is None:
+            return None
+        codes, n, (v, base) = units
+        is_base = base > 0
+        if not is_base.any() or is_base.all():
+            return None
+        sums = [np.bincount(codes[mask], weights=v[mask], minlength=n) for mask in (is_base, ~is_base)]
+        counts = [np.bincount(codes[mask], minlength=n) for mask in (is_base, ~is_base)]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = [s / c for s, c in zip(sums, counts, strict=True)]  # NaN where a paper lacks a side
+
+        def change_of(keep: np.ndarray) -> float:
+            f0 = np.nanmean(np.where(keep, means[0], np.nan)) if (keep & (counts[0] > 0)).any() else np.nan
+            f1 = np.nanmean(np.where(keep, means[1], np.nan)) if (keep & (counts[1] > 0)).any() else np.nan
+            return float(100 * (f1 - f0) / f0) if f0 > 0 else float("nan")
+
+        everyone = np.ones(n, bool)
+        point = change_of(everyone)
+        if self.point_only:
+            return _point(point, n, len(v))
+        leave_one_out = np.array([change_of(everyone & (np.arange(n) != i)) for i in range(n)])
+        return _jackknife(point, leave_one_out, n, len(v), None, "relative change", None)
+
+    def paired(self, trees, differences) -> dict | None:
+        units = _units(trees, differences)
+        if units is None:
+            return None
+        codes, n, (d,) = units
+        means = np.bincount(codes, weights=d, minlength=n) / np.bincount(codes, minlength=n)
+        if self.point_only:
+            return _point(float(means.mean()), n, len(d)) | {"p": None, "p_min": None}
+        result = stats.paired_test_of_means(means, len(d), self.seed)
+        return _row(result) | {"p": result.p, "p_min": result.p_min}
+
+    def ranks(self, agents, trees, values) -> list | None:
+        if agents is None or trees is None or values is None or self.point_only:
+            return None
+        a, t, v = (x.to_pylist() if isinstance(x, pa.Array) else list(x) for x in (agents, trees, values))
+        found = stats.rank_intervals(a, t, v, resamples=self.resamples, seed=self.seed)
+        return [
+            {"agent": r.agent, "rank": r.rank, "rank_low": r.low, "rank_high": r.high, "method": r.method}
+            for r in found
+        ]
+
+
+def _bounds(low, high) -> tuple[float | None, float | None] | None:
+    low = None if low is None else float(low)
+    high = None if high is None else float(high)
+    return None if low is None and high is None else (low, high)
+
+
+def _point(estimate: float, papers: int, episodes: int) -> dict:
+    value = float(estimate) if np.isfinite(estimate) else None
+    return _row(stats.Interval(value, None, None, None, "estimate only", None, papers, episodes))
+
+
+def _row(r: stats.Interval) -> dict:
+    return {
+        "estimate": r.estimate,
+        "se": r.se,
+        "ci_low": r.low,
+        "ci_high": r.high,
+        "papers": r.papers,
+        "episodes": r.episodes,
+        "method": r.method,
+        "warning": r.warning,
+    }
+
+
+def _jackknife(point, leave_one_out, n, episodes, bounds, what, warning) -> dict:
+    """The t interval on an estimator's jackknife standard error over papers (for a mean of
+    paper means, exactly the t interval on paper means), clipped to ``bounds``."""
+    estimate = float(point) if np.isfinite(point) else None
+    if n < stats.MIN_PAPERS or estimate is None:
+        why = f"{n} paper{'s' if n != 1 else ''}: a 95% interval needs at least {stats.MIN_PAPERS} papers"
+        if estimate is None:
+            why = f"the {what} is undefined (a zero baseline or denominator)"
+        return _row(stats.Interval(estimate, None, None, None, "no interval", why, n, episodes))
+    finite = leave_one_out[np.isfinite(leave_one_out)]
+    k = len(finite)
+    method = f"t interval on the {what}'s jackknife standard error over {n} papers ({k - 1} df)"
+    if k < n:
+        method += f"; {n - k} papers' leave-one-out estimates undefined (a zero denominator) left out"
+    se = float(((k - 1) / k * ((finite - finite.mean()) ** 2).sum()) ** 0.5) if k >= 2 else 0.0
+    if se == 0.0:
+        why = f"no spread over the {n} papers to build an interval from"
+        return _row(
+            stats.Interval(
+                estimate, None, None, 0.0, "no interval", "; ".join(filter(None, [warning, why])), n, episodes
+            )
+        )
+    half = stats.t_quantile(1 - stats.ALPHA / 2, k - 1) * se
+    low, high = estimate - half, estimate + half
+    if bounds is not None and (low < bounds[0] or high > bounds[1]):
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+        method += f", clipped to [{bounds[0]:g}, {bounds[1]:g}]"
+    return _row(stats.Interval(estimate, low, high, se, method, warning, n, episodes))
+
+
+def _floats(column) -> np.ndarray:
+    array = column if isinstance(column, pa.Array) else pa.array(column)
+    return array.cast(pa.float64()).fill_null(float("nan")).to_numpy(zero_copy_only=False)
+
+
+def _units(trees: Sequence, *columns: Sequence) -> tuple[np.ndarray, int, list[np.ndarray]] | None:
+    """Tree codes (0..T-1 in the order of the sorted ids) and float columns, with the units
+    where any value is NULL left out; None when nothing is left (a NULL list, as
+    ``list(...) FILTER (...)`` gives for a group with no matching row, counts as empty).
+    The lists come as Arrow arrays from the SQL functions, or as Python sequences (made Arrow
+    arrays here), without a Python object per value."""
+    if trees is None or any(c is None for c in columns):
+        return None
+    ids = trees if isinstance(trees, pa.Array) else pa.array([None if t is None else str(t) for t in trees])
+    arrays = [c if isinstance(c, pa.Array) else pa.array(c) for c in columns]
+    valid = ids.is_valid()
+    for c in arrays:
+        valid = pc.and_(valid, c.is_valid())
+    keep = valid.to_numpy(zero_copy_only=False)
+    if not keep.any():
+        return None
+    encoded = pc.dictionary_encode(ids)
+    found = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)[keep].astype(np.int64)
+    dictionary = encoded.dictionary.to_pylist()
+    used = np.unique(found)
+    names = sorted(str(dictionary[k]) for k in used)
+    rank = {name: k for k, name in enumerate(names)}
+    remap = np.zeros(len(dictionary), np.int64)
+    for k in used:
+        remap[k] = rank[str(dictionary[k])]
+    values = [c.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)[keep] for c in arrays]
+    return remap[found], len(names), [np.asarray(v, np.float64) for v in values]
+
+
+def _per_group(function, returns, arity: int):
+    """``function`` as a vectorized (Arrow) DuckDB function: one call per row, each list handed
+    over as an Arrow array (a scalar as a Python value), a NULL as None."""
+
+    def run(*columns):
+        columns = tuple(c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns)
+        out = []
+        for i in range(len(columns[0])):
+            row = []
+            for c in columns:
+                cell = c[i]
+                if not cell.is_valid:
+                    row.append(None)
+                elif isinstance(cell, pa.ListScalar):
+                    row.append(cell.values)
+                else:
+                    row.append(cell.as_py())
+            out.append(function(*row))
+        return pa.array(out, type=returns)
+
+    positional = inspect.Parameter.POSITIONAL_ONLY
+    run.__signature__ = inspect.Signature([inspect.Parameter(f"arg{k}", positional) for k in range(arity)])  # type: ignore[attr-defined]
+    return run
+
+
+def register(con, settings: Settings) -> None:
+    """Make the interval functions callable on a DuckDB connection."""
+    functions = [
+        ("mean_ci", settings.mean, ["VARCHAR[]", "DOUBLE[]", "DOUBLE", "DOUBLE"], _INTERVAL),
+        ("unit_mean_ci", settings.unit_mean, ["DOUBLE[]", "DOUBLE", "DOUBLE"], _INTERVAL),
+        ("ratio_ci", settings.ratio, ["VARCHAR[]", "DOUBLE[]", "DOUBLE[]"], _INTERVAL),
+        ("change_ci", settings.change, ["VARCHAR[]", "DOUBLE[]", "BOOLEAN[]"], _INTERVAL),
+        ("paired_ci", settings.paired, ["VARCHAR[]", "DOUBLE[]"], _PAIRED),
+        ("rank_ci", settings.ranks, ["VARCHAR[]", "VARCHAR[]", "DOUBLE[]"], _RANKS),
+    ]
+    for name, function, parameters, returns in functions:
+        con.create_function(
+            name,
+            _per_group(function, returns, len(parameters)),
+            parameters,
+            _sql_type(returns),
+            type="arrow",
+            null_handling="special",
+            side_effects=False,
+        )
