@@ -49,6 +49,9 @@ ALPHA = 1 - LEVEL
 MIN_PAPERS = 3  # fewer papers: no interval (a warning says why)
 AT_BOUND_SHARE = 0.2  # from this share of papers at a bound: the distribution-free interval
 EXACT_PAPERS = 20  # up to this many papers the paired test enumerates every sign pattern
+LIKE = "about papers like these"  # what a default interval or test speaks of (DECISIONS #27)
+FIXED = "about these papers only"  # what population="these" speaks of
+SYMMETRY_PAPERS = 13  # fewer papers: the paired test's symmetry assumption carries a warning (docs/statistics.md)
 FLIPS = 20_000  # beyond: this many seeded sign patterns
 BET_ORDERINGS = 16  # orderings of the papers whose betting capital is averaged
 _GRID = 4000  # the betting interval's ends are found on this grid over the range, rounded outwards
@@ -136,14 +139,75 @@ def _fmt(x: float) -> str:
 
 # -- intervals for a mean over papers ------------------------------------------------------------
 def mean_interval(
-    papers: Sequence, values: Sequence, bounds: tuple[float | None, float | None] | None = None
+    papers: Sequence,
+    values: Sequence,
+    bounds: tuple[float | None, float | None] | None = None,
+    population: str = "papers",
 ) -> Interval:
     """The 95% interval for the mean over papers of per-paper means of ``values``.
 
     ``bounds``: the metric's range, ``(low, high)``, e.g. ``(0, 1)`` for coverage; ``(0, None)``
-    for a positive metric without an upper bound (steps); None for a metric of any sign."""
+    for a positive metric without an upper bound (steps); None for a metric of any sign.
+    ``population``: ``papers`` (papers like these, the default) or ``these`` (exactly these
+    papers: :func:`fixed_paper_interval`)."""
+    if population == "these":
+        return fixed_paper_interval(papers, values, bounds)
     _, means, counts = paper_means(papers, values)
     return interval_of_means(means, int(counts.sum()), bounds)
+
+
+def _groups(papers: Sequence, values: Sequence) -> list[list[float]]:
+    """Each paper's values (papers in sorted order), None and NaN left out."""
+    groups: dict[str, list[float]] = {}
+    for p, v in zip(papers, values, strict=True):
+        if p is not None and v is not None and not math.isnan(float(v)):
+            groups.setdefault(str(p), []).append(float(v))
+    return [groups[k] for k in sorted(groups)]
+
+
+def _fixed_se(groups: list[list[float]]) -> float | None:
+    """The standard error of the mean of paper means when the papers are fixed: the runs' spread
+    within papers, pooled over the papers with two or more runs, divided by each paper's runs."""
+    n = len(groups)
+    df = sum(len(g) - 1 for g in groups)
+    if df < 1:
+        return None
+    pooled = sum(float(((np.asarray(g) - np.mean(g)) ** 2).sum()) for g in groups) / df
+    return math.sqrt(pooled * sum(1 / len(g) for g in groups)) / n
+
+
+def fixed_paper_interval(
+    papers: Sequence, values: Sequence, bounds: tuple[float | None, float | None] | None = None
+) -> Interval:
+    """The interval for the mean over exactly these papers (DECISIONS #27): only the runs vary.
+    A t interval on the pooled within-paper spread (degrees of freedom: runs minus papers),
+    clipped to the metric's range; none when no paper has two runs."""
+    return interval_of_groups(_groups(papers, values), bounds)
+
+
+def interval_of_groups(groups: list[list[float]], bounds: tuple[float | None, float | None] | None = None) -> Interval:
+    """:func:`fixed_paper_interval` from each paper's values."""
+    n, runs = len(groups), sum(len(g) for g in groups)
+    if n == 0:
+        return Interval(None, None, None, None, "no data", "no episodes", 0, 0)
+    estimate = float(np.mean([np.mean(g) for g in groups]))
+    se = _fixed_se(groups)
+    df = runs - n
+    method = f"{FIXED}: t interval on the spread of {runs} runs within {n} papers ({df} df)"
+    if se is None:
+        why = "one run per paper: the spread of runs within a paper is unknown"
+        return Interval(estimate, None, None, None, "no interval", why, n, runs)
+    if se == 0.0:
+        why = f"no run differs from its paper's other runs: no spread to build an interval from ({FIXED})"
+        return Interval(estimate, None, None, 0.0, "no interval", why, n, runs)
+    half = t_quantile(1 - ALPHA / 2, df) * se
+    lo, hi = estimate - half, estimate + half
+    low_b, high_b = bounds if bounds is not None else (None, None)
+    if low_b is not None and lo < low_b:
+        lo, method = float(low_b), method + ", clipped to the range"
+    if high_b is not None and hi > high_b:
+        hi, method = float(high_b), method + (", clipped to the range" if "clipped" not in method else "")
+    return Interval(estimate, lo, hi, se, method, None, n, runs)
 
 
 def interval_of_means(
@@ -155,6 +219,7 @@ def interval_of_means(
     """:func:`mean_interval` from the per-paper means themselves (``unit``: what one of them
     is, for the method's text: ``episode`` when the values are one paper's episodes)."""
     n = len(means)
+    about = LIKE if unit == "paper" else f"about {unit}s like these"
     low_b, high_b = bounds if bounds is not None else (None, None)
     if n == 0:
         return Interval(None, None, None, None, "no data", "no episodes", 0, 0)
@@ -189,7 +254,7 @@ def interval_of_means(
                 low_b + lo * width,
                 low_b + hi * width,
                 se,
-                f"distribution-free interval for a mean in [{_fmt(low_b)}, {_fmt(high_b)}] "
+                f"{about}: distribution-free interval for a mean in [{_fmt(low_b)}, {_fmt(high_b)}] "
                 f"(betting, {BET_ORDERINGS} orderings) over {n} {unit}s: {where} of {n}",
                 None,
                 n,
@@ -216,17 +281,15 @@ def interval_of_means(
             math.exp(centre - half),
             math.exp(centre + half),
             se,
-            f"log-scale t interval for a positive mean (Cox's method) over {n} {unit}s ({n - 1} df)",
+            f"{about}: log-scale t interval for a positive mean (Cox's method) over {n} {unit}s ({n - 1} df)",
             None,
             n,
             episodes,
         )
     lo, hi = estimate - q * sd / math.sqrt(n), estimate + q * sd / math.sqrt(n)
-    method = (
-        f"t interval over {n} {unit} means ({n - 1} df)"
-        if unit == "paper"
-        else f"t interval over {n} {unit}s ({n - 1} df)"
-    )
+    method = f"{about}: t interval over {n} {unit} means ({n - 1} df)"
+    if unit != "paper":
+        method = f"{about}: t interval over {n} {unit}s ({n - 1} df)"
     if (low_b is not None and lo < low_b) or (high_b is not None and hi > high_b):
         method += f", clipped to the range [{_fmt(low_b) if low_b is not None else '-inf'}, "
         method += f"{_fmt(high_b) if high_b is not None else 'inf'}]"
@@ -276,62 +339,85 @@ def betting_interval(x: np.ndarray, alpha: float = ALPHA, orderings: int = BET_O
 
 
 # -- the paired test -------------------------------------------------------------------------------
-def paired_test(papers: Sequence, differences: Sequence, seed: int = 0) -> PairedTest:
+def paired_test(papers: Sequence, differences: Sequence, seed: int = 0, population: str = "papers") -> PairedTest:
     """The two-sided sign-flip test that the mean over papers of per-paper mean differences is
-    0, and the 95% interval of the shifts it does not reject (docs/DECISIONS.md #26)."""
-    _, d, counts = paper_means(papers, differences)
-    return paired_test_of_means(d, int(counts.sum()), seed)
+    0, and the 95% interval of the shifts it does not reject (docs/statistics.md).
+
+    ``population``: ``papers`` (the default) speaks of papers like these: the papers' mean
+    differences are flipped. ``these`` speaks of exactly these papers: single pairs are flipped
+    (each weighted 1 / (its paper's pairs x papers)), which tests that B and A do alike on each of
+    these papers, run to run; it says nothing of other papers."""
+    if population == "these":
+        groups = _groups(papers, differences)
+        if not groups:
+            return PairedTest(None, None, None, None, "no data", "no pairs", 0, 0)
+        n = len(groups)
+        d = np.concatenate([np.asarray(g) for g in groups])
+        w = np.concatenate([np.full(len(g), 1 / (len(g) * n)) for g in groups])
+        means = np.array([np.mean(g) for g in groups])
+        se = _fixed_se(groups)
+        return _sign_flip(d, w, n, len(d), seed, se, f"{FIXED}: sign-flip test of {len(d)} single pairs", "pairs")
+    _, means, counts = paper_means(papers, differences)
+    return paired_test_of_means(means, int(counts.sum()), seed)
 
 
-def _patterns(d: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """Sign patterns of ``d``: the signed sum and the sum of the signs of each, the weight each
-    stands for and the number of patterns in all. Up to ``EXACT_PAPERS`` papers every pattern
-    whose first sign is + (a pattern and its mirror are extreme at the same shifts, so each
-    stands for two); beyond, ``FLIPS`` seeded patterns, each for itself."""
+def _patterns(d: np.ndarray, w: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Sign patterns of the weighted values ``w * d``: the signed sum of each, its signed sum of
+    weights, the weight each pattern stands for and the number of patterns in all. Up to
+    ``EXACT_PAPERS`` values every pattern whose first sign is + (a pattern and its mirror are
+    extreme at the same shifts, so each stands for two); beyond, ``FLIPS`` seeded patterns."""
     n = len(d)
+    x = w * d
     if n <= EXACT_PAPERS:
-        sums, signs = np.array([d[0]]), np.ones(1, np.int64)
-        for value in d[1:]:  # doubling: every pattern once, without a 2^n x n table
+        sums, ks = np.array([x[0]]), np.array([w[0]])
+        for value, weight in zip(x[1:], w[1:], strict=True):  # doubling, without a 2^n x n table
             sums = np.concatenate([sums - value, sums + value])
-            signs = np.concatenate([signs - 1, signs + 1])
-        return sums, signs, 2, 2**n
-    flips = np.random.default_rng(seed).integers(0, 2, size=(FLIPS, n), dtype=np.int8) * 2 - 1
-    return flips @ d, flips.sum(axis=1).astype(np.int64), 1, FLIPS + 1
+            ks = np.concatenate([ks - weight, ks + weight])
+        return sums, ks, 2, 2**n
+    flips = (np.random.default_rng(seed).integers(0, 2, size=(FLIPS, n), dtype=np.int8) * 2 - 1).astype(np.float64)
+    return flips @ x, flips @ w, 1, FLIPS + 1
 
 
 def sign_flip_p(d: np.ndarray, seed: int = 0) -> float:
     """The two-sided sign-flip p-value of the per-paper mean differences ``d`` alone (what
     :func:`paired_test_of_means` prints as ``p``, without its interval)."""
-    sums, _, weight, total = _patterns(d, seed)
-    D = float(d.sum())
-    tol = 1e-12 * max(1.0, float(np.abs(d).sum()))
+    w = np.full(len(d), 1 / len(d))
+    sums, _, weight, total = _patterns(d, w, seed)
+    D = float((w * d).sum())
+    tol = 1e-12 * max(1.0, float(np.abs(d).mean()))
     hits = weight * int((np.abs(sums) >= abs(D) - tol).sum())
     return (hits + (1 if weight == 1 else 0)) / total
 
 
 def paired_test_of_means(d: np.ndarray, pairs: int, seed: int = 0) -> PairedTest:
-    """:func:`paired_test` from the per-paper mean differences themselves.
-
-    At a shift delta, pattern s (signed sum S, sum of signs k) is at least as extreme as the
-    observed one (sum D over n papers) when |S - k delta| >= |D - n delta|: a difference of
-    squares, (S - D + (n - k) delta) (S + D - (n + k) delta) >= 0, which holds on the closed
-    interval between its two roots (always, for the observed pattern and its mirror). Counting
-    the intervals that hold a shift gives the p-value at every shift: the printed p is the count
-    at 0 and the interval is every shift whose p exceeds 5%, so they cannot disagree."""
+    """:func:`paired_test` (papers like these) from the per-paper mean differences themselves."""
     n = len(d)
     if n == 0:
         return PairedTest(None, None, None, None, "no data", "no pairs", 0, 0)
-    estimate = float(d.mean())
     se = float(d.std(ddof=1)) / math.sqrt(n) if n > 1 else None
-    sums, signs, weight, total = _patterns(d, seed)
+    what = f"{LIKE}: sign-flip test of {n} paper mean differences"
+    return _sign_flip(d, np.full(n, 1 / n), n, pairs, seed, se, what, "papers")
+
+
+def _sign_flip(d, w, papers: int, pairs: int, seed: int, se, what: str, units: str) -> PairedTest:
+    """The test and its inverted interval for the weighted mean sum(w d) (weights summing to 1).
+
+    At a shift delta, pattern s (signed sum S of w d, signed weights k) is at least as extreme
+    as the observed one (sum D) when |S - k delta| >= |D - delta|: a difference of squares,
+    (S - D + (1 - k) delta) (S + D - (1 + k) delta) >= 0, which holds on the closed interval
+    between its two roots (always, for the observed pattern and its mirror). Counting the
+    intervals that hold a shift gives the p-value at every shift: the printed p is the count at
+    0 and the interval is every shift whose p exceeds 5%, so they cannot disagree."""
+    m = len(d)
+    estimate = float((w * d).sum())
+    sums, ks, weight, total = _patterns(d, w, seed)
     exact = weight == 2
-    D = float(d.sum())
-    whole = np.abs(signs) == n  # the observed pattern (and its mirror): extreme at every shift
-    s, k = sums[~whole], signs[~whole].astype(np.float64)
-    first, second = (D - s) / (n - k), (D + s) / (n + k)
+    whole = np.abs(np.abs(ks) - 1) < 1e-9  # every sign alike: extreme at every shift
+    s, k = sums[~whole], ks[~whole]
+    first, second = (estimate - s) / (1 - k), (estimate + s) / (1 + k)
     starts, ends = np.sort(np.minimum(first, second)), np.sort(np.maximum(first, second))
     always = weight * int(whole.sum()) + (0 if exact else 1)  # Monte Carlo: the observed pattern, once more
-    tol = 1e-12 * max(1.0, float(np.abs(d).sum()) / n)
+    tol = 1e-12 * max(1.0, float(np.abs(d).mean()))
 
     def count(x: np.ndarray) -> np.ndarray:
         inside = np.searchsorted(starts, x + tol, "right") - np.searchsorted(ends, x - tol, "left")
@@ -340,26 +426,32 @@ def paired_test_of_means(d: np.ndarray, pairs: int, seed: int = 0) -> PairedTest
     p = float(count(np.zeros(1))[0]) / total
     p_min = (2 if exact else 1) / total
     kind = f"exact over all {total} sign patterns" if exact else f"Monte Carlo, {FLIPS} sign patterns, seed {seed}"
-    method = (
-        f"sign-flip test of {n} paper mean differences ({kind}), exact when they spread symmetrically "
-        "about their mean; interval: the shifts it does not reject at 5%"
-    )
+    method = f"{what} ({kind}); interval: the shifts it does not reject at 5%"
+    if units == "papers":
+        method += "; exact when the papers' differences spread symmetrically about their mean"
     warnings = []
     low = high = None
     if p_min > ALPHA:
         warnings.append(
-            f"{n} paper{'s' if n != 1 else ''}: the smallest p this test can give is {_fmt(p_min)}; "
+            f"{m} {units if m != 1 else units[:-1]}: the smallest p this test can give is {_fmt(p_min)}; "
             "it cannot show a difference at the 5% level"
         )
     elif se == 0.0:
-        warnings.append(f"all {n} papers have the same mean difference: no spread to build an interval from")
+        warnings.append(f"all {m} {units} have the same difference: no spread to build an interval from")
     else:
         need = ALPHA * total
         kept_starts = starts[count(starts) > need]
         kept_ends = ends[count(ends) > need]
         if len(kept_starts) and len(kept_ends):
             low, high = float(kept_starts.min()), float(kept_ends.max())
-    return PairedTest(estimate, low, high, se, method, "; ".join(warnings) or None, n, pairs, p=p, p_min=p_min)
+    if units == "papers" and p_min <= ALPHA and m < SYMMETRY_PAPERS:
+        warnings.append(
+            f"{m} papers: p and the interval hold if the papers' differences spread symmetrically, which {m} "
+            "papers cannot show; when a few papers carry a large effect, p can be too small "
+            "(docs/statistics.md measures how much)"
+        )
+    warning = "; ".join(warnings) or None
+    return PairedTest(estimate, low, high, se, method, warning, papers, pairs, p=p, p_min=p_min)
 
 
 # -- multiplicity ----------------------------------------------------------------------------------
@@ -475,7 +567,7 @@ def papers_needed(
                 cache[n] = 0.0
             else:
                 d = rng.normal(difference, sd_paper, size=(simulations, n))
-                cache[n] = float(np.mean([sign_flip_p(row, seed) <= ALPHA for row in d]))
+                cache[n] = float(np.mean(_sign_flip_pvalues(d, seed) <= ALPHA))
         return cache[n]
 
     method = _power_method(simulations, seed)
@@ -510,6 +602,28 @@ def spreads(papers: Sequence, differences: Sequence) -> tuple[float, float, str]
         note = f"within from {len(repeated)} papers with 2 or more pairs"
         return math.sqrt(between), math.sqrt(within), note
     return float(means.std(ddof=1)), 0.0, "one pair per paper: its spread counted as between papers"
+
+
+def _sign_flip_pvalues(d: np.ndarray, seed: int) -> np.ndarray:
+    """:func:`sign_flip_p` of every row of ``d`` at once (rows: campaigns, columns: papers), the
+    same patterns for every row: exact up to ``EXACT_PAPERS`` papers, else ``FLIPS`` seeded."""
+    n = d.shape[1]
+    if n <= EXACT_PAPERS:
+        patterns = (((np.arange(2 ** (n - 1))[:, None] >> np.arange(n - 1)) & 1) * 2 - 1).astype(np.float64)
+        patterns = np.hstack([np.ones((len(patterns), 1)), patterns])  # first sign +: each stands for two
+        weight, extra, total = 2, 0, 2**n
+    else:
+        flips = np.random.default_rng(seed).integers(0, 2, size=(FLIPS, n), dtype=np.int8) * 2 - 1
+        patterns, weight, extra, total = flips.astype(np.float64), 1, 1, FLIPS + 1
+    observed = np.abs(d.sum(axis=1))
+    tol = 1e-12 * np.maximum(1.0, np.abs(d).sum(axis=1))
+    out = np.empty(len(d))
+    step = max(1, 2**22 // len(patterns))  # rows at a time: patterns x rows stays near 4M numbers
+    for start in range(0, len(d), step):
+        block = np.abs(patterns @ d[start : start + step].T)  # (patterns, rows)
+        hits = (block >= (observed - tol)[None, start : start + step]).sum(axis=0)
+        out[start : start + step] = (weight * hits + extra) / total
+    return out
 
 
 def _power_method(simulations: int, seed: int) -> str:

@@ -310,6 +310,8 @@ def main() -> None:
     parts = set((args.only or "intervals,paired,power,fwer,ranks").split(","))
     t0 = time.perf_counter()
     result: dict = {"campaigns": args.campaigns, "before": args.before}
+    if args.only and Path(args.out).exists():  # a part run again replaces that part of an earlier result
+        result = json.loads(Path(args.out).read_text()) | {"campaigns": args.campaigns}
     if "intervals" in parts:
         result["intervals"] = intervals(args.campaigns, before)
     if "paired" in parts:
@@ -320,11 +322,11 @@ def main() -> None:
         result["family_wise"] = family_wise(args.campaigns)
     if "ranks" in parts:
         result["ranks"] = ranks(args.campaigns)
-    result["seconds"] = round(time.perf_counter() - t0, 1)
+    result["seconds" if not args.only else f"seconds_{args.only}"] = round(time.perf_counter() - t0, 1)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(markdown(result))
-    print(f"wrote {args.out} in {result['seconds']} s")
+    print(f"wrote {args.out} in {time.perf_counter() - t0:.1f} s")
 
 
 if __name__ == "__main__":

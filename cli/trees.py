@@ -176,6 +176,60 @@ def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, ba
 
 
 @trees.command()
+@click.argument("tree_ref", metavar="TREE")
+@click.argument("text")
+@click.option(
+    "--subtopic", default=None, metavar="ID", help="Match against this subtopic's study (the Subtopic state)."
+)
+@click.option("--embedder", default="local", show_default=True, help="local | hash | openai[:MODEL]")
+@click.option("--embedder-base-url", "base_url", default=None)
+@click.option("--tau", type=float, default=None, help="Match threshold (default: the embedder's).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def match(tree_ref: str, text: str, subtopic: str | None, embedder: str, base_url, tau: float | None, fmt: str):
+    """What the engine would make of TEXT as an ACTION: the candidates of the state (the subtopics
+    at the Topic, or --subtopic's study), each with its cosine, the best, tau and the decision."""
+    import json
+
+    from inquitree.core.game.engine import best_candidate
+    from inquitree.core.players.embed import make_embedder
+    from inquitree.core.run.runner import cosines
+
+    tree = resolve_tree(tree_ref)
+    if subtopic is None:
+        candidates = [(s.id, s.text) for s in tree.subtopics]
+    elif subtopic in tree.subtopic:
+        candidates = [(st.id, st.text) for st in tree.subtopic[subtopic].studies]
+    else:
+        known = ", ".join(s.id for s in tree.subtopics)
+        raise click.BadParameter(f"{subtopic!r} is not a subtopic of {tree.id}; its subtopics: {known}")
+    emb = make_embedder(embedder, base_url=base_url)
+    if tau is None:
+        from inquitree.core.players.embed import default_tau
+
+        tau = default_tau(emb.id)
+    found = cosines(emb, text, candidates)
+    best = best_candidate([c for c, _ in candidates], found)
+    result = {
+        "tree": tree.id,
+        "state": "subtopic" if subtopic else "topic",
+        "embedder": emb.id,
+        "candidates": [{"id": c, "cosine": found[c]} for c, _ in candidates],
+        "best": best,
+        "tau": tau,
+        "match": best if found[best] >= tau else None,
+    }
+    if fmt == "json":
+        click.echo(json.dumps(result, indent=1))
+        return
+    texts = dict(candidates)
+    for c, _ in sorted(candidates, key=lambda ct: -found[ct[0]]):
+        mark = "*" if c == best else " "
+        echo(f"{mark} {found[c]:.3f}  {c}  {texts[c][:90]}")
+    verdict = f"matches {best}" if result["match"] else "a miss (the hint level rises)"
+    echo(f"best {best} at {found[best]:.3f} against tau {tau}: {verdict}")
+
+
+@trees.command()
 @click.argument("refs", nargs=-1)
 @click.option("--embedder", default="local", show_default=True, help="local | hash | openai[:MODEL]")
 @click.option("--base-url", default=None)

@@ -42,6 +42,21 @@ def output_options(f):
     )(f)
 
 
+def fixed_papers_option(f):
+    """--fixed-papers: intervals and tests about exactly these papers (DECISIONS #27)."""
+    return click.option(
+        "--fixed-papers",
+        is_flag=True,
+        help="Intervals and tests about exactly these papers (only the runs vary), not papers like these.",
+    )(f)
+
+
+def _settings(fixed_papers: bool):
+    from inquitree.warehouse.intervals import Settings
+
+    return Settings.from_env().about("these" if fixed_papers else "papers")
+
+
 @click.group()
 def warehouse() -> None:
     """The DuckDB warehouse: an incremental projection of the event store."""
@@ -230,7 +245,8 @@ def _fitting(df):
 @warehouse_option
 @output_options
 @click.option("--list", "list_", is_flag=True, help="List the queries with their first comment line.")
-def query(name, warehouse_path, fmt, out, columns, list_) -> None:
+@fixed_papers_option
+def query(name, warehouse_path, fmt, out, columns, list_, fixed_papers) -> None:
     """Run queries/NAME.sql against the warehouse (sync first)."""
     from inquitree.warehouse.warehouse import QUERIES_DIR, query_names
 
@@ -239,7 +255,7 @@ def query(name, warehouse_path, fmt, out, columns, list_) -> None:
             first = (QUERIES_DIR / f"{q}.sql").read_text().splitlines()[0].removeprefix("-- ")
             echo(f"{q:28} {first}")
         return
-    with _existing(warehouse_path, read_only=True) as wh:  # the same sandbox as `inquitree sql`
+    with _existing(warehouse_path, read_only=True, settings=_settings(fixed_papers)) as wh:  # `sql`'s sandbox
         _emit(wh.query(name), fmt, out, columns)
 
 
@@ -254,7 +270,8 @@ def query(name, warehouse_path, fmt, out, columns, list_) -> None:
 @click.option("--pairs", "show_pairs", is_flag=True, help="List the pairs of episodes each row was computed from.")
 @warehouse_option
 @output_options
-def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns) -> None:
+@fixed_papers_option
+def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, fixed_papers) -> None:
     """Paired comparison of two or more agents (B - A for every pair, in the order given).
 
     A pair is two episodes of the same suite, tree, randomness level, judge and run; episodes
@@ -270,7 +287,7 @@ def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns) -> N
 
     if len(set(agents)) < 2:
         raise click.UsageError("name at least two different agents")
-    with _existing(warehouse_path, read_only=True) as wh:
+    with _existing(warehouse_path, read_only=True, settings=_settings(fixed_papers)) as wh:
         known = {r[0] for r in wh.con.execute("SELECT DISTINCT agent FROM episodes").fetchall()}
         for name in agents:
             if name not in known:
@@ -376,7 +393,7 @@ def sql(text, warehouse_path, fmt, out, columns) -> None:
         _emit(wh.sql(text, one_statement=True), fmt, out, columns)
 
 
-def _existing(warehouse_path: str | None, read_only: bool = False):
+def _existing(warehouse_path: str | None, read_only: bool = False, settings=None):
     """The warehouse, which must exist and hold a sync: a query on an empty one says what to do."""
     from pathlib import Path
 
@@ -386,7 +403,7 @@ def _existing(warehouse_path: str | None, read_only: bool = False):
     path = warehouse_path or default_warehouse_path()
     if not Path(path).exists():
         raise WarehouseError(f"no warehouse at {path}: run `inquitree warehouse sync` first (it reads the store)")
-    wh = Warehouse(path, read_only=read_only)
+    wh = Warehouse(path, read_only=read_only, settings=settings)
     if not wh.con.execute("SELECT count(*) FROM sync_state").fetchall()[0][0]:
         wh.close()
         raise WarehouseError(f"the warehouse {path} holds nothing yet: run `inquitree warehouse sync` first")
@@ -400,7 +417,8 @@ def _existing(warehouse_path: str | None, read_only: bool = False):
 @click.option("--sync/--no-sync", default=True, show_default=True, help="Sync the warehouse from the store first.")
 @click.option("--max-episodes", default=200, show_default=True, help="Episode pages to write (the most recent).")
 @registry_option
-def report(out_dir, warehouse_path, db_url, sync, max_episodes, registry) -> None:
+@fixed_papers_option
+def report(out_dir, warehouse_path, db_url, sync, max_episodes, registry, fixed_papers) -> None:
     """Write an HTML report: leaderboard, the paper's figures, and an episode viewer."""
     from pathlib import Path
 
@@ -409,7 +427,7 @@ def report(out_dir, warehouse_path, db_url, sync, max_episodes, registry) -> Non
 
     if registry and not sync:
         raise click.UsageError("--registry is read by the sync: it needs --sync")
-    with kept_only_if_used(warehouse_path) as wh:
+    with kept_only_if_used(warehouse_path, settings=_settings(fixed_papers)) as wh:
         if sync:
             r = wh.sync(db_url, progress=_progress, registry=Path(registry) if registry else None)
             progress_done()

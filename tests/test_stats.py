@@ -164,3 +164,33 @@ def test_paired_test_size_on_a_symmetric_null():
     rng = np.random.default_rng(11)
     rejected = sum(paired_test(*paired_campaign(rng, "paired-normal", 8)).p <= 0.05 for _ in range(400))
     assert rejected / 400 <= 0.085  # 5% +- 2 SE at 400 campaigns
+
+
+def test_fixed_papers_speak_of_the_runs_only_by_hand():
+    # Papers a (0.1, 0.3), b (0.5, 0.6), c (0.9, 0.8): runs differ from their paper's mean by
+    # +-0.1, +-0.05, +-0.05: pooled variance (0.02 + 0.005 + 0.005) / 3 = 0.01; the mean of three
+    # paper means has SE sqrt(0.01 x 3 / 2) / 3 = 0.040825 and t_{3, 0.975} = 3.18245.
+    papers, values = ["a", "a", "b", "b", "c", "c"], [0.1, 0.3, 0.5, 0.6, 0.9, 0.8]
+    r = mean_interval(papers, values, bounds=(0, 1), population="these")
+    assert r.se == pytest.approx(0.040825, abs=1e-6)
+    assert r.high - r.estimate == pytest.approx(3.18245 * 0.040825, abs=1e-5)
+    assert r.method.startswith("about these papers only: t interval on the spread of 6 runs within 3 papers (3 df)")
+    # Papers like these (the default) spread far more: the paper means 0.2, 0.55, 0.85.
+    assert mean_interval(papers, values, bounds=(0, 1)).method.startswith("about papers like these:")
+    one_run = mean_interval(["a", "b", "c"], [0.1, 0.5, 0.9], population="these")
+    assert one_run.low is None and "one run per paper" in one_run.warning
+    # The paired test about these papers flips single pairs: 18 pairs, 2^18 patterns.
+    rng = np.random.default_rng(1)
+    trees, d = [f"p{i}" for i in range(6) for _ in range(3)], list(rng.normal(0.05, 0.1, 18))
+    fixed = paired_test(trees, d, population="these")
+    assert fixed.p_min == 2 / 2**18 and fixed.method.startswith("about these papers only: sign-flip test of 18 single")
+    assert (fixed.low <= 0 <= fixed.high) == (fixed.p > 0.05)
+    assert paired_test(trees, d).p_min == 2 / 2**6  # papers like these: six papers, 64 patterns
+
+
+def test_paired_rows_below_13_papers_say_they_assume_symmetry():
+    rng = np.random.default_rng(2)
+    for n, warned in ((8, True), (12, True), (13, False), (18, False)):
+        r = paired_test([f"p{i}" for i in range(n)], list(rng.normal(0, 0.1, n)))
+        assert (r.warning is not None and "spread symmetrically" in r.warning) == warned, n
+        assert r.low is not None  # the warning does not take the interval away

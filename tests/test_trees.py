@@ -214,3 +214,36 @@ def test_a_changed_schema_trees_validate_and_an_unwritable_cache_each_check_agai
     parse_tree(chain_doc, "chain")
     parse_tree(chain_doc, "chain")
     assert len(calls) == 4
+
+
+def test_trees_match_shows_what_the_engine_would_decide():
+    """`inquitree trees match`: the state's candidates with their cosines, the best, tau and the
+    decision, as the engine computes them (the oracle's action is a subtopic's own text)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from inquitree.cli import main
+
+    tree = resolve_tree("synthetic-diamond-4")
+    first = tree.subtopics[0]
+    runner = CliRunner()
+    out = runner.invoke(main, ["trees", "match", tree.id, first.text, "--format", "json"])
+    assert out.exit_code == 0, out.output
+    got = json.loads(out.output)
+    assert [c["id"] for c in got["candidates"]] == [s.id for s in tree.subtopics]
+    assert got["best"] == first.id and got["match"] == first.id and got["tau"] == 0.75
+    assert max(c["cosine"] for c in got["candidates"]) == pytest.approx(1.0, abs=1e-3)
+    study = first.studies[0]
+    inside = json.loads(
+        runner.invoke(
+            main,
+            ["trees", "match", tree.id, "something else", "--subtopic", first.id, "--tau", "0.99"]
+            + ["--format", "json"],
+        ).output
+    )
+    assert inside["candidates"][0]["id"] == study.id and inside["match"] is None and inside["tau"] == 0.99
+    table = runner.invoke(main, ["trees", "match", tree.id, first.text])
+    assert f"best {first.id} at 1.000 against tau 0.75: matches {first.id}" in table.output
+    wrong = runner.invoke(main, ["trees", "match", tree.id, "x", "--subtopic", "nope"])
+    assert wrong.exit_code == 2 and "'nope' is not a subtopic of synthetic-diamond-4" in wrong.output

@@ -23,6 +23,7 @@ The methods, and the measurements behind them, are in ``stats.py`` and docs/stat
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import os
@@ -81,6 +82,7 @@ class Settings:
     resamples: int = 2000
     seed: int = 0
     point_only: bool = False  # estimates without intervals: the baseline of bench/intervals.py
+    population: str = "papers"  # papers like these | these: exactly these papers (DECISIONS #27)
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -98,6 +100,12 @@ class Settings:
 
         return cls(read(RESAMPLES_ENV, cls.resamples, 100), read(SEED_ENV, cls.seed, 0))
 
+    def about(self, population: str) -> "Settings":
+        """The same settings, speaking of ``population`` (``papers`` or ``these``)."""
+        if population not in ("papers", "these"):
+            raise ValueError(f"population {population!r}: expected papers or these")
+        return dataclasses.replace(self, population=population)
+
     # -- the SQL functions ---------------------------------------------------------------------
     def mean(self, trees, values, low=None, high=None) -> dict | None:
         units = _units(trees, values)
@@ -108,6 +116,9 @@ class Settings:
         means = np.bincount(codes, weights=v, minlength=n) / counts
         if self.point_only:
             return _point(float(means.mean()), n, len(v))
+        if self.population == "these":
+            groups = [v[codes == i].tolist() for i in range(n)]
+            return _row(stats.interval_of_groups(groups, _bounds(low, high)))
         return _row(stats.interval_of_means(means, len(v), _bounds(low, high)))
 
     def unit_mean(self, values, low=None, high=None) -> dict | None:
@@ -178,7 +189,10 @@ class Settings:
         means = np.bincount(codes, weights=d, minlength=n) / np.bincount(codes, minlength=n)
         if self.point_only:
             return _point(float(means.mean()), n, len(d)) | {"p": None, "p_min": None}
-        result = stats.paired_test_of_means(means, len(d), self.seed)
+        if self.population == "these":
+            result = stats.paired_test(codes.tolist(), d.tolist(), self.seed, population="these")
+        else:
+            result = stats.paired_test_of_means(means, len(d), self.seed)
         return _row(result) | {"p": result.p, "p_min": result.p_min}
 
     def ranks(self, agents, trees, values) -> list | None:
@@ -227,7 +241,7 @@ def _jackknife(point, leave_one_out, n, episodes, bounds, what, warning) -> dict
         return _row(stats.Interval(estimate, None, None, None, "no interval", why, n, episodes))
     finite = leave_one_out[np.isfinite(leave_one_out)]
     k = len(finite)
-    method = f"t interval on the {what}'s jackknife standard error over {n} papers ({k - 1} df)"
+    method = f"{stats.LIKE}: t interval on the {what}'s jackknife standard error over {n} papers ({k - 1} df)"
     if k < n:
         method += f"; {n - k} papers' leave-one-out estimates undefined (a zero denominator) left out"
     se = float(((k - 1) / k * ((finite - finite.mean()) ** 2).sum()) ** 0.5) if k >= 2 else 0.0

@@ -57,6 +57,11 @@ _DECISION_RE = {d: re.compile(r"\b" + r"[_\s]+".join(d.split("_")) + r"\b", re.I
 _ITEM_RE = re.compile(r"^\s*(?:[-*\u2022]\s*)?(?:\(\d+\)|\d+[.)]|[-*\u2022])\s+(.+?)\s*$")
 
 
+def best_candidate(order: list[str], cosines: dict[str, float]) -> str:
+    """The candidate an ACTION matches best (Eq. 2): the highest cosine, the earlier candidate on a tie."""
+    return max(order, key=lambda c: (cosines[c], -order.index(c)))
+
+
 class EngineError(InquiTreeError):
     pass
 
@@ -480,7 +485,7 @@ class Engine:
         for cid in cands:
             if not math.isfinite(cosines[cid]):
                 raise EngineError(f"step {step}: cosine for {cid} is {cosines[cid]}, not a finite number")
-        best = max(cands, key=lambda c: (cosines[c], -cands.index(c)))
+        best = best_candidate(cands, cosines)
         accepted = cosines[best] >= self.p.tau
         s.emit(
             MatchScored(
