@@ -409,7 +409,7 @@ def _sign_flip(d, w, papers: int, pairs: int, seed: int, se, what: str, units: s
     intervals that hold a shift gives the p-value at every shift: the printed p is the count at
     0 and the interval is every shift whose p exceeds 5%, so they cannot disagree."""
     m = len(d)
-    estimate = float((w * d).sum())
+    estimate = float(d.mean()) if np.all(w == w[0]) else float((w * d).sum())  # equal weights: the plain mean
     sums, ks, weight, total = _patterns(d, w, seed)
     exact = weight == 2
     whole = np.abs(np.abs(ks) - 1) < 1e-9  # every sign alike: extreme at every shift

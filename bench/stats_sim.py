@@ -252,7 +252,10 @@ def markdown(result: dict) -> str:
         out += [
             "",
             'The paired test\'s size under a true null (rejections at 5%; "cannot": p_min > 0.05, no '
-            "rejection is possible and the row says so), and in brackets the size before:",
+            'rejection is possible and the row says so; "warned": the share of rows that carry a warning). '
+            "Its interval is the test inverted, so it holds the true difference exactly when the test does not "
+            "reject. In brackets, before: the size, and how often the old interval and test disagreed (one "
+            "said there was a difference, the other not):",
             "",
             "| design | " + " | ".join(f"{n} papers" for n in counts) + " |",
             "|---" * (len(counts) + 1) + "|",
@@ -263,6 +266,8 @@ def markdown(result: dict) -> str:
             for n in counts:
                 r = by[(name, n)]
                 cell = "cannot" if r["interval_printed"] == 0 else f"{100 * r['size']:.1f}%"
+                if r["interval_printed"] and r["warned"]:
+                    cell += f" (warned {100 * r['warned']:.0f}%)"
                 if "before_size" in r:
                     cell += f" [{100 * r['before_size']:.1f}%; disagreed {100 * r['before_disagree']:.1f}%]"
                 cells.append(cell)

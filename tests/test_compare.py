@@ -50,7 +50,9 @@ def test_paired_differences_by_hand(sqlite_url, tmp_path):
     assert (steps["p_value"], steps["p_min"]) == (0.25, 0.25)
     assert steps["difference_ci_low"] is None and steps["difference_ci_high"] is None
     assert steps["interval_warning"].startswith("3 papers: the smallest p this test can give is 0.25")
-    assert steps["interval_method"].startswith("sign-flip test of 3 paper mean differences (exact over all 8")
+    assert steps["interval_method"].startswith(
+        "about papers like these: sign-flip test of 3 paper mean differences (exact over all 8"
+    )
     # Holm over the 8 p-values printed (4 metrics x 2 levels? one level here: 4).
     assert steps["holm_family"] == 4 and steps["p_holm"] >= steps["p_value"]
     assert (steps["paired_cells"], steps["only_a"], steps["only_b"], steps["papers"]) == (3, 1, 0, 3)
@@ -73,7 +75,7 @@ def test_compare_command_names_unknown_agents_and_fits_the_terminal(sqlite_url, 
     # What the numbers rest on is printed under the table at 80 columns, not hidden in a column.
     notes = ok.stdout.split(table[-1], 1)[1].splitlines()
     assert notes and max(len(ln) for ln in notes) <= 80
-    assert any(ln.startswith("interval_method: sign-flip test of 3 paper mean differences") for ln in notes)
+    assert any(ln.startswith("interval_method: about papers like these: sign-flip test of 3") for ln in notes)
     assert any(
         ln.startswith("WARNING [every row]: 3 papers: the smallest p this test can give is 0.25") for ln in notes
     )

@@ -21,7 +21,7 @@ def test_three_papers_get_the_t_interval_on_paper_means_by_hand():
     r = mean_interval(["a", "a", "b", "c"], [0.1, 0.3, 0.5, 0.9])
     assert r.estimate == pytest.approx(0.533333, abs=1e-6) and r.se == pytest.approx(0.20276, abs=1e-5)
     assert r.high - r.estimate == pytest.approx(4.30265 * 0.20276, abs=1e-4)
-    assert r.method == "t interval over 3 paper means (2 df)" and r.warning is None
+    assert r.method == "about papers like these: t interval over 3 paper means (2 df)" and r.warning is None
     assert (r.papers, r.episodes) == (3, 4)
     # The same metric in [0, 1]: the interval never leaves the range, and says it was clipped.
     bounded = mean_interval(["a", "a", "b", "c"], [0.1, 0.3, 0.5, 0.9], bounds=(0, 1))
@@ -47,7 +47,8 @@ def test_fewer_than_three_papers_print_no_interval_but_say_why():
 def test_papers_at_a_bound_get_the_distribution_free_interval():
     # 4 of 5 papers at 0 (a weak agent): never the zero-width or negative interval the t gave.
     r = mean_interval(list("abcde"), [0, 0, 0, 0, 0.4], bounds=(0, 1))
-    assert r.method.startswith("distribution-free interval for a mean in [0, 1]") and "4 at 0 of 5" in r.method
+    assert r.method.startswith("about papers like these: distribution-free interval for a mean in [0, 1]")
+    assert "4 at 0 of 5" in r.method
     assert r.low == 0.0 and 0.4 < r.high < 1.0
     # Every paper at 0: still an interval that holds, [0, u] with u > 0, not [0, 0].
     zero = mean_interval(list("abcdefgh"), [0.0] * 8, bounds=(0, 1))
