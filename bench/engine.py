@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from inquitree.core.game.engine import DONE, Engine, extract_action, fold
+from inquitree.core.game.engine import DONE, Engine, fold
 from inquitree.core.game.prompts import TemplateSet
 from inquitree.core.game.tree import resolve_tree
 from inquitree.core.players.agents import RandomAgent, ScriptAgent
@@ -54,7 +54,7 @@ def record_inputs(tree, emb, p, templates, seeds):
         inputs = []
         while state.state != DONE:
             reply = agent.reply(state.last_observation, state.state, state.step + 1)
-            action = extract_action(reply.text)
+            action = engine.action_of(reply.text)
             cos = cosines(emb, action, engine.candidates(state)) if engine.needs_cosines(state) else None
             inputs.append((reply, cos))
             state = fold(engine.step(state, reply, cos), state)
@@ -230,7 +230,7 @@ def main() -> None:
                 engine = Engine(tree, p, templates)
                 state = fold(engine.start("e", {}, {}, "bench"))
                 for reply, _ in inputs:
-                    action = extract_action(reply.text)
+                    action = engine.action_of(reply.text)
                     cos = cosines(emb, action, engine.candidates(state)) if engine.needs_cosines(state) else None
                     state = fold(engine.step(state, reply, cos), state)
             return time.perf_counter() - t0, (time.process_time() - c0) / steps * 1e6
@@ -247,7 +247,7 @@ def main() -> None:
             version = store.append(stream_id(f"r{i}"), start, 0)
             state = fold(start)
             for reply, _ in inputs:
-                action = extract_action(reply.text)
+                action = engine.action_of(reply.text)
                 cos = cosines(emb, action, engine.candidates(state)) if engine.needs_cosines(state) else None
                 new = engine.step(state, reply, cos)
                 version = store.append(stream_id(f"r{i}"), new, version)

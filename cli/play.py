@@ -177,6 +177,13 @@ def print_scores(episode_id: str, scored: EpisodeScored | None) -> None:
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--randomness", "-a", default=0, show_default=True, type=int, help="Fake results with probability 10a%.")
 @click.option("--tau", type=float, default=None, help="Match threshold (default: the embedder's, see README).")
+@click.option(
+    "--tau-study",
+    type=float,
+    default=None,
+    help="Threshold at the Subtopic state, whose one candidate is the study (default: the embedder's study "
+    "threshold when --tau is its default too, else --tau).",
+)
 @click.option("--max-hints", "-H", default=MAX_HINTS, show_default=True, type=int)
 @click.option("--max-turns", type=click.IntRange(min=1), default=None, help="Default: n(2H+3).")
 @click.option(
@@ -229,6 +236,7 @@ def play(
     seed,
     randomness,
     tau,
+    tau_study,
     max_hints,
     max_turns,
     max_reasks,
@@ -260,7 +268,8 @@ def play(
     tree = resolve_tree(tree_ref)
     templates = TemplateSet(template_set)
     embedder = make_embedder(embedder_name, base_url=embedder_base_url)
-    params = EpisodeSpec(tau, max_hints, max_turns, max_reasks).params(tree, embedder.id, templates, randomness, seed)
+    spec = EpisodeSpec(tau, max_hints, max_turns, max_reasks, tau_study)
+    params = spec.params(tree, embedder.id, templates, randomness, seed)
     limits, prices = limits_of(model_kw)
     agent = make_agent(agent_spec, tree, seed, templates.system_prompt, agent_config(model_kw))
     if (

@@ -152,3 +152,22 @@ def test_power_plans_papers_from_stated_spreads_and_from_a_pilot(sqlite_url, tmp
     assert "pilot: 3 papers, 3 pairs" in pilot.output and "one pair per paper" in pilot.output
     refused = runner.invoke(main, ["power", "--difference", "5", "--agents", "oracle", "script", "--warehouse", w])
     assert refused.exit_code == 2 and "--one-off pairs episodes outside a suite" in refused.output
+
+
+def test_report_and_viewer_tables_print_methods_and_warnings_under_the_table():
+    """What the terminal prints under a table, the report and the viewer print under theirs (escaped)."""
+    import polars as pl
+
+    from inquitree.warehouse.report import table_html
+
+    df = pl.DataFrame(
+        {
+            "agent": ["a<b>", "c"],
+            "coverage": [0.5, 0.6],
+            "interval_method": ["t interval", "t interval"],
+            "interval_warning": [None, "2 papers: <no> interval"],
+        }
+    )
+    html = table_html(df)
+    assert "<ul class='notes'><li>interval_method: t interval</li>" in html
+    assert "<li>WARNING [c]: 2 papers: &lt;no&gt; interval</li>" in html and "<no>" not in html

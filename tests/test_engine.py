@@ -249,6 +249,12 @@ def test_action_extraction_and_decision_parsing():
     assert extract_action("no marker at all") == "no marker at all"
     assert extract_action("ACTION:   ") == ""
     assert extract_action("**ACTION:** draw_conclusion") == "draw_conclusion"
+    # Rule 2 (issue #42): a reply without ACTION: loses its leading THOUGHT: label; rule 1, which
+    # episodes recorded before it replay with, keeps it.
+    assert extract_action("THOUGHT: I will study grid cells.") == "I will study grid cells."
+    assert extract_action("**Thought:** I will study grid cells.", rule=2) == "I will study grid cells."
+    assert extract_action("THOUGHT: I will study grid cells.", rule=1) == "THOUGHT: I will study grid cells."
+    assert extract_action("THOUGHT: a\nACTION: b") == "b"
     assert parse_decision("I choose DRAW_CONCLUSION now") == ("draw_conclusion", ["draw_conclusion"])
     assert parse_decision("redo_study, then draw conclusion") == (None, ["redo_study", "draw_conclusion"])
     assert parse_decision("the study was fine") == (None, [])
@@ -363,3 +369,37 @@ def test_a_run_limit_ends_the_episode_with_no_items_and_replays():
     assert done.state == "done"
     with pytest.raises(EngineError, match="no limit can end it"):
         engine.end_by_limit(done, "episode_tokens", 1.0, 2.0)
+
+
+def test_the_study_threshold_applies_at_the_subtopic_state_only():
+    """tau_study (issue #42) decides the Subtopic state's one candidate; the Topic keeps tau; an
+    episode recorded before the parameter existed reads it back as None (one tau, as it ran)."""
+    tree = resolve_tree("synthetic-diamond-4")
+    p = Params(
+        tau=0.75,
+        max_hints=4,
+        max_turns=44,
+        randomness=0,
+        seed=0,
+        embedder="hash",
+        template_set="inquitree",
+        template_hash="x",
+        tau_study=0.5,
+        action_rule=2,
+    )
+    assert (p.tau_at("topic"), p.tau_at("subtopic")) == (0.75, 0.5)
+    old = {k: v for k, v in dataclasses.asdict(p).items() if k not in ("tau_study", "action_rule", "max_reasks")}
+    back = Params.from_dict(old)
+    assert (back.tau_study, back.action_rule, back.max_reasks, back.tau_at("subtopic")) == (None, 1, None, 0.75)
+    with pytest.raises(EngineError, match="--tau-study 1.5"):
+        dataclasses.replace(p, tau_study=1.5).validate()
+    engine = Engine(tree, p, TEMPLATES)
+    state = fold(engine.start("e", {}, {}, "test"))
+    first = tree.subtopics[0]
+    cos = {s.id: (1.0 if s is first else 0.1) for s in tree.subtopics}
+    state = fold(engine.step(state, Reply(f"ACTION: {first.text}"), cos), state)
+    assert state.state == "subtopic"
+    study = first.studies[0].id
+    events = engine.step(state, Reply("ACTION: a study"), {study: 0.6})
+    match = next(e for e in events if e.TYPE == "MatchScored")
+    assert (match.tau, match.accepted) == (0.5, True)  # 0.6 clears 0.5 here, not 0.75

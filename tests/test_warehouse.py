@@ -309,8 +309,8 @@ def _episode(store, tree_id, tree_hash, episode, model, a, visits, draws, decisi
                 judge={"kind": "openai"},
                 prompt_version="v",
                 item_id=i,
-                score=s,
-                rationale="",
+                score=s[0] if isinstance(s, tuple) else s,
+                rationale=s[1] if isinstance(s, tuple) else "",
                 raw_output="",
             )
             for i, s in scores.items()
@@ -868,3 +868,39 @@ def test_the_events_table_is_described_once():
         "SELECT global_position, stream_id, stream_version, event_type, schema_version, recorded_at, payload "
         "FROM events WHERE global_position > ? AND global_position <= ? ORDER BY global_position"
     )
+
+
+def test_judge_flags_catch_a_judge_that_contradicts_itself_or_never_varies(sqlite_url, tmp_path):
+    """issue #42: the same model as judge gave 0.6 to every item and said in its rationales that
+    the items were not stated. Judge "self" does that here; "careful" varies and agrees with itself."""
+    trees_dir = _dated_trees(tmp_path)
+    from inquitree.core.game.tree import load_tree_file
+
+    h_early = load_tree_file(trees_dir / "hand-early.json").content_hash
+    store = EventStore(sqlite_url)
+    absent = "The conclusions do not mention the reward location at all."
+    _episode(
+        store,
+        "hand-early",
+        h_early,
+        "A",
+        "gpt-5",
+        0,
+        visits=[(1, "s1")],
+        draws=[(2, "r1", False)],
+        decisions=[(3, "draw_conclusion")],
+        verdicts={
+            "self": {"c1": (0.6, absent), "c2": (0.6, "Not stated in the conclusions."), "c3": (0.6, "Partly stated.")},
+            "careful": {"c1": (0.0, absent), "c2": (1.0, "Stated exactly."), "c3": (0.6, "Partly stated.")},
+        },
+    )
+    store.close()
+    with Warehouse(str(tmp_path / "flags.duckdb")) as wh:
+        wh.sync(sqlite_url)
+        rows = {r["judge_id"]: r for r in wh.query("judge_flags").to_dicts()}
+    assert rows["self"]["verdicts_contradicting_rationale"] == 2 and rows["self"]["episodes_never_varying"] == 1
+    assert rows["self"]["flag_warning"] == (
+        "2 of 3 verdicts give credit while their rationale says the item is absent; 1 of 1 episodes got one score "
+        "for every item"
+    )
+    assert rows["careful"]["verdicts_contradicting_rationale"] == 0 and rows["careful"]["flag_warning"] is None

@@ -531,6 +531,7 @@ def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200) ->
         shown=episodes.height,
         total=total,
         agreement=table_html(wh.query("judge_agreement")),
+        judge_flags=table_html(wh.query("judge_flags")),
         control=table_html(wh.query("control_accuracy")),
         costs=table_html(wh.query("costs").filter(pl.col("level") != "episode")),
     )

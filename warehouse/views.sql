@@ -89,7 +89,8 @@ GROUP BY e.episode_id, i.item_id, i.n_required;
 -- S(c_i) per judge: the latest verdict for each (episode, judge, item); re-judging appends (#16).
 CREATE OR REPLACE VIEW latest_verdicts AS
 SELECT episode_id, judge_id, item_id, arg_max(score, global_position) AS score,
-       arg_max(error, global_position) AS error, max(recorded_at) AS judged_at
+       arg_max(error, global_position) AS error, arg_max(rationale, global_position) AS rationale,
+       max(recorded_at) AS judged_at
 FROM ev_judge_verdict GROUP BY episode_id, judge_id, item_id;
 
 -- Eq. 9: Q = sum_i p_i S(c_i), and q_norm = Q / k (#15). NULL when any item lacks a usable verdict.

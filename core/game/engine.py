@@ -79,21 +79,35 @@ class Params:
     template_set: str
     template_hash: str
     max_reasks: int | None = 3  # C.4.2 re-asks in one Result visit before the engine asks for the conclusion
+    tau_study: float | None = None  # the threshold at the Subtopic state (one candidate); None: tau (#1)
+    action_rule: int = 1  # which text is the ACTION (#12): 1 as first written, 2 drops a leading THOUGHT: label
+
+    # Recorded before these existed: the value that replays such an episode as it ran.
+    _ABSENT = {"max_reasks": None, "tau_study": None, "action_rule": 1}
 
     @classmethod
     def from_dict(cls, recorded: dict[str, Any]) -> "Params":
         """The parameters as recorded in EpisodeStarted (keys this version does not know are ignored).
 
-        An episode recorded before ``max_reasks`` existed had no bound: None, so it replays as it ran."""
+        A parameter added after an episode was recorded gets the value it had then (``_ABSENT``):
+        no bound on re-asks, one tau for both states, the first ACTION rule, so it replays as it ran."""
         values: dict[str, Any] = {
-            f.name: recorded.get(f.name) if f.name == "max_reasks" else recorded[f.name]
+            f.name: recorded.get(f.name, cls._ABSENT[f.name]) if f.name in cls._ABSENT else recorded[f.name]
             for f in dataclasses.fields(cls)
         }
         return cls(**values)
 
+    def tau_at(self, state: str) -> float:
+        """The threshold a match at ``state`` must reach."""
+        return self.tau_study if state == SUBTOPIC and self.tau_study is not None else self.tau
+
     def validate(self) -> None:
         if not (0 < self.tau <= 1):
             raise EngineError(f"--tau {self.tau}: tau must be in (0, 1]")
+        if self.tau_study is not None and not (0 < self.tau_study <= 1):
+            raise EngineError(f"--tau-study {self.tau_study}: tau must be in (0, 1]")
+        if self.action_rule not in ACTION_RULES:
+            raise EngineError(f"action_rule {self.action_rule}: this version knows rules {sorted(ACTION_RULES)}")
         if self.randomness not in range(0, 11):
             raise EngineError(
                 f"--randomness {self.randomness}: the randomness level a must be an integer 0..10 "
@@ -132,10 +146,20 @@ class Reply:
         )
 
 
-def extract_action(reply: str) -> str:
-    """#12: the text after the last ``ACTION:``; without one, the whole reply; trimmed."""
+ACTION_RULES = {1, 2}
+ACTION_RULE = 2  # what new episodes are played with
+_THOUGHT_LABEL = re.compile(r"^\W*THOUGHT\W*:\W*", re.IGNORECASE)
+
+
+def extract_action(reply: str, rule: int = ACTION_RULE) -> str:
+    """#12: the text after the last ``ACTION:``; without one, the whole reply; trimmed. Rule 2
+    (issue #42) also drops a leading ``THOUGHT:`` label from a reply that has no ``ACTION:``: a
+    real model that forgets the marker writes ``THOUGHT: I will study ...``, and the label made
+    the action's text score lower against every candidate."""
     idx = reply.rfind("ACTION:")
     text = reply[idx + len("ACTION:") :] if idx >= 0 else reply
+    if idx < 0 and rule >= 2:
+        text = _THOUGHT_LABEL.sub("", text.strip(), count=1)
     return text.strip().strip("*").strip()
 
 
@@ -342,6 +366,10 @@ class Engine:
         self.prompt_lines = _prompt_lines(templates)
 
     # -- public API ----------------------------------------------------------------------------
+    def action_of(self, reply_text: str) -> str:
+        """The ACTION of a reply, by this episode's rule (#12)."""
+        return extract_action(reply_text, self.p.action_rule)
+
     def start(self, episode_id: str, agent: dict[str, Any], judge: dict[str, Any], code_version: str) -> list[Event]:
         s = _Step(EpisodeState())
         s.emit(
@@ -377,7 +405,7 @@ class Engine:
         if state.state in (DONE, FAILED):
             raise EngineError(f"episode {state.episode_id} is {state.state}: it takes no more replies")
         s = _Step(state)
-        action = extract_action(reply.text)
+        action = self.action_of(reply.text)
         if state.state == CONCLUSION:
             s.emit(reply.replied(state.step, CONCLUSION, action))
             s.emit(ConclusionSubmitted(items=split_conclusion(action, self.prompt_lines)))
@@ -475,7 +503,7 @@ class Engine:
                     candidates=[],
                     best=None,
                     best_cosine=None,
-                    tau=self.p.tau,
+                    tau=self.p.tau_at(s.state.state),
                     accepted=False,
                 )
             )
@@ -486,7 +514,8 @@ class Engine:
             if not math.isfinite(cosines[cid]):
                 raise EngineError(f"step {step}: cosine for {cid} is {cosines[cid]}, not a finite number")
         best = best_candidate(cands, cosines)
-        accepted = cosines[best] >= self.p.tau
+        tau = self.p.tau_at(s.state.state)
+        accepted = cosines[best] >= tau
         s.emit(
             MatchScored(
                 step=step,
@@ -494,7 +523,7 @@ class Engine:
                 candidates=[{"id": c, "cosine": cosines[c]} for c in cands],
                 best=best,
                 best_cosine=cosines[best],
-                tau=self.p.tau,
+                tau=tau,
                 accepted=accepted,
             )
         )

@@ -289,6 +289,16 @@ DEFAULT_TAU: dict[str, tuple[float, str]] = {
 }
 
 
+# The threshold at the Subtopic state, where the one candidate is the subtopic's study (DECISIONS
+# #1 as revised for issue #42): calibrated on real actions (tests/data/matching/, bench/matching.py).
+# An embedder without an entry uses its tau there too, as the paper does.
+DEFAULT_TAU_STUDY: dict[str, tuple[float, str]] = {}
+
+
+def default_tau_study(embedder_id: str) -> float | None:
+    return DEFAULT_TAU_STUDY[embedder_id][0] if embedder_id in DEFAULT_TAU_STUDY else None
+
+
 def default_tau(embedder_id: str) -> float:
     if embedder_id in DEFAULT_TAU:
         return DEFAULT_TAU[embedder_id][0]

@@ -77,6 +77,7 @@ _FIELDS = {
     "seed": int,
     "embedder": str,
     "tau": float,
+    "tau_study": float,
     "max_hints": int,
     "max_turns": int,
     "concurrency": int,
@@ -191,6 +192,7 @@ class Suite:
     seed: int = 0
     embedder: str = "local"
     tau: float | None = None
+    tau_study: float | None = None
     max_hints: int = MAX_HINTS
     max_turns: int | None = None
     concurrency: int = 4
@@ -328,7 +330,7 @@ class Suite:
         )
 
     def spec(self) -> EpisodeSpec:
-        return EpisodeSpec(self.tau, self.max_hints, self.max_turns, self.max_reasks)
+        return EpisodeSpec(self.tau, self.max_hints, self.max_turns, self.max_reasks, self.tau_study)
 
     def limits(self) -> Limits:
         return Limits(self.episode_tokens, self.episode_cost_usd, self.episode_seconds)

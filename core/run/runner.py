@@ -27,7 +27,6 @@ from inquitree.core.game.engine import (
     EpisodeState,
     Params,
     Reply,
-    extract_action,
     fold,
 )
 from inquitree.core.game.prompts import TemplateSet
@@ -266,7 +265,7 @@ class Episode:
             self.budget.add(tokens_of(reply.usage), self._cost(reply.model, reply.usage))
         cos = None
         if self.engine.needs_cosines(self.state):
-            action = extract_action(reply.text)
+            action = self.engine.action_of(reply.text)
             cos = cosines(embedder, action, self.engine.candidates(self.state)) if action else {}
         self.record(self.engine.step(self.state, reply, cos))
 

@@ -35,12 +35,16 @@ class EpisodeSpec:
     max_hints: int = MAX_HINTS
     max_turns: int | None = None  # None: the upper bound n(2H+3) of the tree (Eq. 12)
     max_reasks: int | None = MAX_REASKS
+    tau_study: float | None = None  # None: the embedder's study threshold if tau is its default too, else tau
 
     def params(self, tree: Tree, embedder_id: str, templates: TemplateSet, randomness: int, seed: int) -> Params:
         """The engine's parameters for one cell, validated."""
-        from inquitree.core.game.engine import Params
-        from inquitree.core.players.embed import default_tau
+        from inquitree.core.game.engine import ACTION_RULE, Params
+        from inquitree.core.players.embed import default_tau, default_tau_study
 
+        tau_study = self.tau_study
+        if tau_study is None and self.tau is None:
+            tau_study = default_tau_study(embedder_id)
         params = Params(
             tau=default_tau(embedder_id) if self.tau is None else self.tau,
             max_hints=self.max_hints,
@@ -51,6 +55,8 @@ class EpisodeSpec:
             template_set=templates.name,
             template_hash=templates.hash,
             max_reasks=self.max_reasks,
+            tau_study=tau_study,
+            action_rule=ACTION_RULE,
         )
         params.validate()
         return params
