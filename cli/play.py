@@ -34,6 +34,7 @@ from inquitree.events.types import (
     DecisionParsed,
     DependencyBlocked,
     EpisodeFailed,
+    EpisodeResumed,
     EpisodeScored,
     EpisodeStarted,
     HintIssued,
@@ -51,6 +52,14 @@ def _wrap(text: str, indent: str = "    ") -> str:
         textwrap.fill(line, 100, initial_indent=indent, subsequent_indent=indent) if line else ""
         for line in text.splitlines()
     )
+
+
+def resumed_note(ev: EpisodeResumed) -> str:
+    """What a resume says: after which step, why it had stopped, and which settings changed."""
+    changed = [who for who, now in (("agent", ev.agent), ("judge", ev.judge)) if now is not None]
+    why = f" (it had failed: {ev.after_error})" if ev.after_error else ""
+    note = f"; the {' and '.join(changed)} settings changed and are recorded" if changed else ""
+    return f"resumed after step {ev.step}{why}{note}"
 
 
 def show_event(ev: Event, engine_notes: bool = True) -> None:
@@ -83,6 +92,8 @@ def show_event(ev: Event, engine_notes: bool = True) -> None:
         secho(f"    engine: turn limit {ev.max_turns} reached", fg="red")
     elif isinstance(ev, EpisodeFailed):
         secho(f"    engine: episode failed [{ev.kind or ev.error_class or '?'}]: {ev.error}", fg="red")
+    elif isinstance(ev, EpisodeResumed):
+        secho(f"    engine: {resumed_note(ev)}", fg="yellow")
     elif isinstance(ev, LimitReached):
         secho(
             f"    engine: limit {ev.limit} reached ({ev.used:g} of {ev.threshold:g}): the episode ends here", fg="red"
@@ -130,6 +141,8 @@ class StepLine:
             echo(f"  limit {ev.limit} reached ({ev.used:g} of {ev.threshold:g}): the episode ends here")
         elif isinstance(ev, EpisodeFailed):
             echo(f"  episode failed [{ev.kind or ev.error_class or '?'}]: {ev.error}")
+        elif isinstance(ev, EpisodeResumed):
+            echo(f"  {resumed_note(ev)}")
         elif isinstance(ev, ObservationEmitted) and ev.step > 0:
             left = max(0, self.max_turns - ev.step)
             what = "; ".join(self.parts) or ev.state

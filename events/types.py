@@ -264,11 +264,17 @@ class ControlAnswered(Event):
 @event_type
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class EpisodeResumed(Event):
-    """A failed episode continues from the state its failure interrupted (a campaign's resume)."""
+    """A failed episode continues from the state its failure interrupted (a campaign's resume).
+
+    ``agent`` and ``judge``: the descriptions it continues with where they differ from the ones
+    recorded at its start (a longer timeout, other request options), so the log says how every
+    step was played; None when nothing changed (and in episodes recorded before they existed)."""
 
     TYPE = "EpisodeResumed"
     step: int
     after_error: str
+    agent: dict[str, Any] | None = None
+    judge: dict[str, Any] | None = None
 
 
 @event_type

@@ -213,3 +213,29 @@ def test_exporting_an_unknown_episode_is_an_error_not_an_empty_file(tmp_path):
     assert run("play", "--tree", "synthetic-chain-7", "--agent", "oracle", "--record", "--db", url).exit_code == 0
     out = run("episodes", "export", "nope", "--db", url, "--out", str(tmp_path / "x.jsonl"))
     assert out.exit_code == 2 and "no episode 'nope'" in out.output and not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_resume_with_other_request_settings_records_them_and_replays(tmp_path):
+    """issue #42: --resume --timeout 300 finished an episode whose log then did not say how."""
+    url = f"sqlite:///{tmp_path / 'r.sqlite'}"
+    env = {"OPENAI_API_KEY": "none"}
+    with OpenAICompatibleServer(lambda m: "ACTION: not sure yet") as server:
+        server.fail_after = (2, 500)  # two turns, then the endpoint keeps failing: the episode fails
+        common = ["--agent", "openai:m", "--base-url", server.base_url, "--embedder", "hash", "--record", "--db", url]
+        common += ["--episode-id", "r1", "--max-retries", "0"]
+        first = CliRunner().invoke(main, ["play", *common], env=env)
+        assert first.exit_code == 2, first.output
+    with EventStore(url) as store:
+        before = [r.event for r in store.read_stream(stream_id("r1"))]
+    assert before[0].agent["timeout"] == 60.0 and before[-1].TYPE == "EpisodeFailed"
+    with OpenAICompatibleServer(lambda m: "ACTION: not sure yet") as server:
+        common[3] = server.base_url
+        resumed = CliRunner().invoke(main, ["play", *common, "--resume", "--timeout", "300"], env=env)
+    assert resumed.exit_code == 0, resumed.output
+    with EventStore(url) as store:
+        after = [r.event for r in store.read_stream(stream_id("r1"))]
+    note = next(e for e in after if e.TYPE == "EpisodeResumed")
+    assert note.agent is not None and note.agent["timeout"] == 300.0 and note.judge is None
+    assert "the agent settings changed and are recorded" in resumed.output
+    replayed = run("replay", "r1", "--db", url, "-q")
+    assert replayed.exit_code == 0 and "replay: identical" in replayed.output, replayed.output

@@ -293,7 +293,7 @@ class EpisodeState:
             self.scored_judges.add(ev.judge_id)
         elif isinstance(ev, EpisodeFailed):
             self.failed_from, self.state, self.error = self.state, FAILED, ev.error
-        elif isinstance(ev, EpisodeResumed):
+        elif isinstance(ev, EpisodeResumed) and self.state == FAILED:  # else: only a change of settings
             self.state, self.error, self.failed_from = self.failed_from or TOPIC, None, None
 
 
@@ -454,10 +454,18 @@ class Engine:
         events.append(ConclusionSubmitted(items=[]))
         return events
 
-    def resume(self, state: EpisodeState) -> list[Event]:
-        if state.state != FAILED:
+    def resume(
+        self, state: EpisodeState, agent: dict[str, Any] | None = None, judge: dict[str, Any] | None = None
+    ) -> list[Event]:
+        """Continue a failed episode, or an interrupted one whose agent or judge settings changed;
+        ``agent``/``judge``: the changed descriptions it continues with."""
+        if (
+            state.state in (DONE, FAILED)
+            and state.state != FAILED
+            or (state.state != FAILED and agent is None and judge is None)
+        ):
             raise EngineError(f"episode {state.episode_id} is {state.state}, not failed: nothing to resume")
-        return [EpisodeResumed(step=state.step, after_error=state.error or "")]
+        return [EpisodeResumed(step=state.step, after_error=state.error or "", agent=agent, judge=judge)]
 
     def score(self, state: EpisodeState, judge_id: str) -> EpisodeScored:
         """Eq. 7 (coverage), Eq. 8 (evidence), Eq. 9 (Q) with q_norm = Q/k (#15), and Eq. 11-12 bounds."""

@@ -114,7 +114,7 @@ def resimulate(recorded: list[Event], tree: Tree | None = None, templates: Templ
             elif isinstance(ev, LimitReached):
                 produced = engine.end_by_limit(state, ev.limit, ev.threshold, ev.used)
             elif isinstance(ev, EpisodeResumed):
-                produced = engine.resume(state)
+                produced = engine.resume(state, ev.agent, ev.judge)
             elif isinstance(ev, EpisodeScored):
                 produced = [engine.score(state, ev.judge_id)]
             else:

@@ -38,7 +38,7 @@ from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.names import EPISODE_PREFIX, episode_stream
 from inquitree.events.store import EventStore
-from inquitree.events.types import AgentReplied, EpisodeFailed, EpisodeScored
+from inquitree.events.types import AgentReplied, EpisodeFailed, EpisodeResumed, EpisodeScored
 
 STREAM_PREFIX = EPISODE_PREFIX
 
@@ -118,6 +118,23 @@ def cosines(embedder, action: str, candidates: list[tuple[str, str]]) -> dict[st
     vecs = embedder.embed([action] + [text for _, text in candidates])
     sims = vecs[1:] @ vecs[0]
     return {cid: round(float(c), 6) for (cid, _), c in zip(candidates, np.asarray(sims), strict=False)}
+
+
+def _last_description(events: list, who: str) -> dict:
+    """The agent's (or judge's) description an episode was last played with: its start's, or the
+    latest resume that recorded a change."""
+    found = dict(getattr(events[0], who) or {})
+    for e in events:
+        if isinstance(e, EpisodeResumed) and getattr(e, who) is not None:
+            found = dict(getattr(e, who))
+    found.pop("limits", None)
+    return found
+
+
+def _changed(before: dict, now: dict) -> dict | None:
+    """``now`` when it differs from ``before`` (the run limits aside), else None."""
+    now = {k: v for k, v in now.items() if k != "limits"}
+    return now if now != before else None
 
 
 @dataclasses.dataclass
@@ -211,16 +228,22 @@ class Episode:
         self.existing = [r.event for r in recorded]
         if self.existing:
             started = self.existing[0]
-            if started.params != dataclasses.asdict(params) or started.tree_hash != tree.content_hash:
+            asked = dataclasses.asdict(params)
+            differ = sorted(k for k, v in started.params.items() if k in asked and asked[k] != v)
+            if differ or started.tree_hash != tree.content_hash:
+                what = ", ".join(f"{k} {started.params[k]!r} (now {asked[k]!r})" for k in differ) or "another tree"
                 raise EngineError(
-                    f"episode {self.episode_id} was recorded with other parameters or another tree; "
-                    "it cannot be continued with these"
+                    f"episode {self.episode_id} was recorded with {what}; it cannot be continued with these"
                 )
+            # Parameters added after it was recorded keep the values it was played with (Params._ABSENT).
+            self.engine = Engine(tree, Params.from_dict(started.params), templates)
             self.rec.events = list(self.existing)
             self.state = fold(self.existing)
             self._count(self.existing)
-            if self.state.state == FAILED:
-                self.record(self.engine.resume(self.state))
+            agent_now = _changed(_last_description(self.existing, "agent"), agent_description)
+            judge_now = _changed(_last_description(self.existing, "judge"), judge_description)
+            if self.state.state == FAILED or (self.state.state != DONE and (agent_now or judge_now)):
+                self.record(self.engine.resume(self.state, agent_now, judge_now))
         else:
             agent_desc = dict(agent_description)
             if self.limits.describe():
