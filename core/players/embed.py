@@ -292,7 +292,14 @@ DEFAULT_TAU: dict[str, tuple[float, str]] = {
 # The threshold at the Subtopic state, where the one candidate is the subtopic's study (DECISIONS
 # #1 as revised for issue #42): calibrated on real actions (tests/data/matching/, bench/matching.py).
 # An embedder without an entry uses its tau there too, as the paper does.
-DEFAULT_TAU_STUDY: dict[str, tuple[float, str]] = {}
+DEFAULT_TAU_STUDY: dict[str, tuple[float, str]] = {
+    LocalEmbedder.id: (
+        0.45,
+        "real Qwen 1.5B actions at the Subtopic state (tests/data/matching, calibration half): the midpoint of "
+        "the highest cosine of an action that meant no study and the lowest of one that meant the study, "
+        "rounded to 0.05 (tests/test_matching_set.py re-derives it)",
+    ),
+}
 
 
 def default_tau_study(embedder_id: str) -> float | None:

