@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from inquitree.core.game.tree import resolve_tree
-from inquitree.core.players.embed import make_embedder, normalize
+from inquitree.core.players.embed import DEFAULT_TAU, make_embedder, normalize
 
 LABELS = Path(__file__).resolve().parent.parent / "tests" / "data" / "matching" / "qwen-actions.jsonl"
 TAUS = [round(0.30 + 0.01 * k, 2) for k in range(66)]  # 0.30 .. 0.95
@@ -107,6 +107,16 @@ def rates(rows, tau: float, tau_study: float | None = None) -> dict:
     }
 
 
+def study_threshold(calibrate, tau: float) -> float:
+    """The Subtopic state's threshold chosen on the calibration half with ``tau`` at the Topic:
+    the one (on a 0.01 grid) that recognises the most intended moves with at most 5% false
+    matches, the highest of equals. DEFAULT_TAU_STUDY of core/players/embed.py is this for the
+    local embedder (tests/test_matching_set.py re-derives it)."""
+    found = [rates(calibrate, tau, ts) for ts in TAUS]
+    ok = [r for r in found if r["false_match"] is not None and r["false_match"] <= 0.05]
+    return max(ok, key=lambda r: (r["recognised"] or 0, r["tau_study"]))["tau_study"] if ok else tau
+
+
 def evaluate(items: list[dict], embedder) -> dict:
     t0 = time.perf_counter()
     rows = scored(items, embedder)
@@ -120,6 +130,8 @@ def evaluate(items: list[dict], embedder) -> dict:
     pairs = [rates(calibrate, t, ts) for t in TAUS for ts in TAUS]
     ok = [r for r in pairs if r["false_match"] is not None and r["false_match"] <= 0.05]
     chosen = max(ok, key=lambda r: (r["recognised"] or 0, r["tau"], r["tau_study"])) if ok else None
+    topic_tau = DEFAULT_TAU.get(embedder.id, (tau, ""))[0]  # the hint-calibrated default at the Topic
+    study_tau = study_threshold(calibrate, topic_tau)
     best_possible = sum(1 for best, _, want, _ in held_out if want is not None and best == want)
     wanted = sum(1 for r in held_out if r[2] is not None)
     return {
@@ -132,6 +144,14 @@ def evaluate(items: list[dict], embedder) -> dict:
         and {"tau": chosen["tau"], "tau_study": chosen["tau_study"]},
         "held_out_two_thresholds": chosen and rates(held_out, chosen["tau"], chosen["tau_study"]),
         "all_at_chosen_tau": rates(rows, tau),
+        "study_threshold_with_default_tau": {
+            "tau": topic_tau,
+            "tau_study": study_tau,
+            "calibrate": rates(calibrate, topic_tau, study_tau),
+            "held_out": rates(held_out, topic_tau, study_tau),
+            "all": rates(rows, topic_tau, study_tau),
+            "all_one_tau": rates(rows, topic_tau),
+        },
         "calibration_curve": curve,
         "seconds": round(time.perf_counter() - t0, 1),
     }
@@ -161,6 +181,13 @@ def main() -> None:
         found = evaluate(items, embedder)
         results.append(found)
         h = found["held_out"]
+        d = found["study_threshold_with_default_tau"]
+        print(
+            f"{found['embedder']}: tau {d['tau']} and tau_study {d['tau_study']} (chosen on the calibration half): "
+            f"held-out recognised {d['held_out']['recognised']}, false matches {d['held_out']['false_match']}; "
+            f"all {d['all']['recognised']} / {d['all']['false_match']} (one tau: {d['all_one_tau']['recognised']} / "
+            f"{d['all_one_tau']['false_match']})"
+        )
         two = found["held_out_two_thresholds"]
         if two:
             print(
@@ -173,7 +200,10 @@ def main() -> None:
             f"{found['held_out_at_default_0.75']['recognised']} / {found['held_out_at_default_0.75']['false_match']}; "
             f"top-1 right {found['held_out_top1_right']}"
         )
-    result = {"labels": args.labels, "items": len(items), "results": results}
+    root = Path(__file__).resolve().parent.parent
+    labels = Path(args.labels).resolve()
+    shown = str(labels.relative_to(root)) if labels.is_relative_to(root) else str(labels)
+    result = {"labels": shown, "items": len(items), "results": results}
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {args.out}")
 

@@ -294,10 +294,10 @@ DEFAULT_TAU: dict[str, tuple[float, str]] = {
 # An embedder without an entry uses its tau there too, as the paper does.
 DEFAULT_TAU_STUDY: dict[str, tuple[float, str]] = {
     LocalEmbedder.id: (
-        0.45,
-        "real Qwen 1.5B actions at the Subtopic state (tests/data/matching, calibration half): the midpoint of "
-        "the highest cosine of an action that meant no study and the lowest of one that meant the study, "
-        "rounded to 0.05 (tests/test_matching_set.py re-derives it)",
+        0.42,
+        "real Qwen 1.5B actions (tests/data/matching, calibration half), tau 0.75 at the Topic: the study "
+        "threshold that recognises the most intended moves with at most 5% false matches, the highest of "
+        "equals (bench/matching.py study_threshold; tests/test_matching_set.py re-derives it)",
     ),
 }
 
