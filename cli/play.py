@@ -439,7 +439,8 @@ def episodes() -> None:
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True, help="Newest episodes to skip.")
 def episodes_list(db_url: str | None, limit: int, offset: int) -> None:
     """One line per recorded episode, newest first, a page at a time: id, start time, tree, agent,
-    seed, randomness, state, steps, coverage, q_norm (of its latest score). Only the page's
+    seed, randomness, state, steps, coverage, q_norm and the judge that gave it (the latest score;
+    an episode judged twice is scored once per judge: `inquitree query episode_summary`). Only the page's
     episodes are read, so a page takes the same time in a store of any size."""
     from inquitree.core.game.engine import fold
     from inquitree.core.players.agents import agent_name
@@ -447,7 +448,7 @@ def episodes_list(db_url: str | None, limit: int, offset: int) -> None:
     from inquitree.events.store import EventStore
 
     with EventStore(db_url, create=False) as store:
-        echo("episode\tstarted\ttree\tagent\tseed\ta\tstate\tsteps\tcoverage\tq_norm")
+        echo("episode\tstarted\ttree\tagent\tseed\ta\tstate\tsteps\tcoverage\tq_norm\tjudge")
         page = store.newest_streams(STREAM_PREFIX, limit + 1, offset)
         if len(page) > limit:
             page = page[:limit]
@@ -462,12 +463,13 @@ def episodes_list(db_url: str | None, limit: int, offset: int) -> None:
             scored = [e for e in events if isinstance(e, EpisodeScored)]
             cov = f"{scored[-1].coverage:.3f}" if scored else "-"
             qn = f"{scored[-1].q_norm:.3f}" if scored and scored[-1].q_norm is not None else "-"
+            judge = scored[-1].judge_id if scored else "-"
             agent = agent_name(start.agent) if start else "?"
             echo(
                 f"{s.stream_id.removeprefix(STREAM_PREFIX)}\t{s.first_recorded_at[:19]}\t"
                 f"{start.tree_id if start else '?'}\t{agent}\t"
                 f"{start.params['seed'] if start else '?'}\t{start.params['randomness'] if start else '?'}\t"
-                f"{st.state}\t{st.step}\t{cov}\t{qn}"
+                f"{st.state}\t{st.step}\t{cov}\t{qn}\t{judge}"
             )
 
 

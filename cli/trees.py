@@ -252,6 +252,14 @@ def calibrate(refs: tuple[str, ...], embedder: str, base_url: str | None) -> Non
         for what, mean, lo, hi in summary_rows(cal):
             echo(f"  {what:14}{mean:7.3f}{lo:7.3f}{hi:7.3f}")
         echo(f"  recommended tau for this tree: {recommend_tau([cal])}")
+        tau_now = DEFAULT_TAU.get(emb.id, (None, ""))[0]
+        close = [t for t in cal.targets if t.kind == "subtopic" and t.max_cross >= (tau_now or 1.0)]
+        if tau_now is not None and close:
+            listed = ", ".join(f"{t.id} {t.max_cross:.2f}" for t in close)
+            echo(
+                f"  WARNING: {len(close)} subtopics are closer to another subtopic than tau {tau_now} ({listed}): "
+                "an action meant for one can match its neighbour"
+            )
     h1 = [c for cal in cals for c in cal.level(1)]
     h4 = [c for cal in cals for c in cal.level(4)]
     tau = recommend_tau(cals)

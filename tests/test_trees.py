@@ -247,3 +247,16 @@ def test_trees_match_shows_what_the_engine_would_decide():
     assert f"best {first.id} at 1.000 against tau 0.75: matches {first.id}" in table.output
     wrong = runner.invoke(main, ["trees", "match", tree.id, "x", "--subtopic", "nope"])
     assert wrong.exit_code == 2 and "'nope' is not a subtopic of synthetic-diamond-4" in wrong.output
+
+
+def test_calibrate_warns_where_subtopics_are_closer_to_each_other_than_tau():
+    """issue #42: it18-29's subtopics score about 0.9 against one another, above tau 0.75, and
+    `trees calibrate` said nothing about it."""
+    from click.testing import CliRunner
+
+    from inquitree.cli import main
+
+    out = CliRunner().invoke(main, ["trees", "calibrate", "it18-29-illusory-contour-pattern-completion"])
+    assert out.exit_code == 0, out.output
+    warning = next(ln for ln in out.output.splitlines() if "WARNING:" in ln)
+    assert "subtopics are closer to another subtopic than tau 0.75" in warning and "(s2 0.9" in warning
