@@ -85,21 +85,21 @@ class PairedTest(Interval):
 
 
 # -- grouping ------------------------------------------------------------------------------------
+def by_paper(papers: Sequence, values: Sequence) -> dict[str, list[float]]:
+    """Each paper's values, the papers in sorted order; entries whose paper or value is None or
+    NaN are left out."""
+    groups: dict[str, list[float]] = {}
+    for p, v in zip(papers, values, strict=True):
+        if p is not None and v is not None and not math.isnan(float(v)):
+            groups.setdefault(str(p), []).append(float(v))
+    return {k: groups[k] for k in sorted(groups)}
+
+
 def paper_means(papers: Sequence, values: Sequence) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """The papers (sorted ids), the mean of each paper's values and how many values it has;
-    entries whose paper or value is None or NaN are left out."""
-    keep = [
-        (str(p), float(v))
-        for p, v in zip(papers, values, strict=True)
-        if p is not None and v is not None and not math.isnan(float(v))
-    ]
-    if not keep:
-        return [], np.zeros(0), np.zeros(0, np.int64)
-    ids = np.array([p for p, _ in keep])
-    x = np.array([v for _, v in keep])
-    names, codes = np.unique(ids, return_inverse=True)
-    counts = np.bincount(codes, minlength=len(names))
-    return [str(n) for n in names], np.bincount(codes, weights=x, minlength=len(names)) / counts, counts
+    """The papers (sorted ids), the mean of each paper's values and how many values it has."""
+    groups = by_paper(papers, values)
+    means = np.array([np.mean(g) for g in groups.values()]) if groups else np.zeros(0)
+    return list(groups), means, np.array([len(g) for g in groups.values()], np.int64)
 
 
 # -- Student's t without SciPy -------------------------------------------------------------------
@@ -156,24 +156,22 @@ def mean_interval(
     return interval_of_means(means, int(counts.sum()), bounds)
 
 
-def _groups(papers: Sequence, values: Sequence) -> list[list[float]]:
-    """Each paper's values (papers in sorted order), None and NaN left out."""
-    groups: dict[str, list[float]] = {}
-    for p, v in zip(papers, values, strict=True):
-        if p is not None and v is not None and not math.isnan(float(v)):
-            groups.setdefault(str(p), []).append(float(v))
-    return [groups[k] for k in sorted(groups)]
+def _pooled_within(groups: list[list[float]]) -> float | None:
+    """The variance of values around their paper's mean, pooled over the papers with two or more
+    values (degrees of freedom: values minus papers); None when no paper has two."""
+    df = sum(len(g) - 1 for g in groups)
+    if df < 1:
+        return None
+    return sum(float(((np.asarray(g) - np.mean(g)) ** 2).sum()) for g in groups) / df
 
 
 def _fixed_se(groups: list[list[float]]) -> float | None:
     """The standard error of the mean of paper means when the papers are fixed: the runs' spread
     within papers, pooled over the papers with two or more runs, divided by each paper's runs."""
-    n = len(groups)
-    df = sum(len(g) - 1 for g in groups)
-    if df < 1:
+    pooled = _pooled_within(groups)
+    if pooled is None:
         return None
-    pooled = sum(float(((np.asarray(g) - np.mean(g)) ** 2).sum()) for g in groups) / df
-    return math.sqrt(pooled * sum(1 / len(g) for g in groups)) / n
+    return math.sqrt(pooled * sum(1 / len(g) for g in groups)) / len(groups)
 
 
 def fixed_paper_interval(
@@ -182,7 +180,7 @@ def fixed_paper_interval(
     """The interval for the mean over exactly these papers (DECISIONS #27): only the runs vary.
     A t interval on the pooled within-paper spread (degrees of freedom: runs minus papers),
     clipped to the metric's range; none when no paper has two runs."""
-    return interval_of_groups(_groups(papers, values), bounds)
+    return interval_of_groups(list(by_paper(papers, values).values()), bounds)
 
 
 def interval_of_groups(groups: list[list[float]], bounds: tuple[float | None, float | None] | None = None) -> Interval:
@@ -348,13 +346,12 @@ def paired_test(papers: Sequence, differences: Sequence, seed: int = 0, populati
     (each weighted 1 / (its paper's pairs x papers)), which tests that B and A do alike on each of
     these papers, run to run; it says nothing of other papers."""
     if population == "these":
-        groups = _groups(papers, differences)
+        groups = list(by_paper(papers, differences).values())
         if not groups:
             return PairedTest(None, None, None, None, "no data", "no pairs", 0, 0)
         n = len(groups)
         d = np.concatenate([np.asarray(g) for g in groups])
         w = np.concatenate([np.full(len(g), 1 / (len(g) * n)) for g in groups])
-        means = np.array([np.mean(g) for g in groups])
         se = _fixed_se(groups)
         return _sign_flip(d, w, n, len(d), seed, se, f"{FIXED}: sign-flip test of {len(d)} single pairs", "pairs")
     _, means, counts = paper_means(papers, differences)
@@ -362,14 +359,15 @@ def paired_test(papers: Sequence, differences: Sequence, seed: int = 0, populati
 
 
 def _patterns(d: np.ndarray, w: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """Sign patterns of the weighted values ``w * d``: the signed sum of each, its signed sum of
-    weights, the weight each pattern stands for and the number of patterns in all. Up to
-    ``EXACT_PAPERS`` values every pattern whose first sign is + (a pattern and its mirror are
-    extreme at the same shifts, so each stands for two); beyond, ``FLIPS`` seeded patterns."""
-    n = len(d)
-    x = w * d
+    """Sign patterns of the weighted values ``w * d`` (one row of values, or rows x values): the
+    signed sum of each (per row: patterns x rows), its signed sum of weights, the weight each
+    pattern stands for and the number of patterns in all. Up to ``EXACT_PAPERS`` values every
+    pattern whose first sign is + (a pattern and its mirror are extreme at the same shifts, so
+    each stands for two); beyond, ``FLIPS`` seeded patterns."""
+    n = d.shape[-1]
+    x = (w * d).T  # values x rows (or values)
     if n <= EXACT_PAPERS:
-        sums, ks = np.array([x[0]]), np.array([w[0]])
+        sums, ks = x[:1], w[:1]
         for value, weight in zip(x[1:], w[1:], strict=True):  # doubling, without a 2^n x n table
             sums = np.concatenate([sums - value, sums + value])
             ks = np.concatenate([ks - weight, ks + weight])
@@ -381,12 +379,7 @@ def _patterns(d: np.ndarray, w: np.ndarray, seed: int) -> tuple[np.ndarray, np.n
 def sign_flip_p(d: np.ndarray, seed: int = 0) -> float:
     """The two-sided sign-flip p-value of the per-paper mean differences ``d`` alone (what
     :func:`paired_test_of_means` prints as ``p``, without its interval)."""
-    w = np.full(len(d), 1 / len(d))
-    sums, _, weight, total = _patterns(d, w, seed)
-    D = float((w * d).sum())
-    tol = 1e-12 * max(1.0, float(np.abs(d).mean()))
-    hits = weight * int((np.abs(sums) >= abs(D) - tol).sum())
-    return (hits + (1 if weight == 1 else 0)) / total
+    return float(_sign_flip_pvalues(np.asarray(d, np.float64)[None, :], seed)[0])
 
 
 def paired_test_of_means(d: np.ndarray, pairs: int, seed: int = 0) -> PairedTest:
@@ -587,19 +580,16 @@ def spreads(papers: Sequence, differences: Sequence) -> tuple[float, float, str]
     the pooled SD of its pairs' differences (papers with 2 or more pairs); between papers, what
     is left of the variance of the papers' mean differences once the within part (divided by
     each paper's pairs) is taken out, never below 0. Returns them with a note on how."""
-    groups: dict[str, list[float]] = {}
-    for p, v in zip(papers, differences, strict=True):
-        if p is not None and v is not None and not math.isnan(float(v)):
-            groups.setdefault(str(p), []).append(float(v))
+    groups = list(by_paper(papers, differences).values())
     if len(groups) < 2:
         raise ValueError(f"a pilot needs pairs on at least 2 papers; it has {len(groups)}")
-    means = np.array([np.mean(g) for g in groups.values()])
-    repeated = [g for g in groups.values() if len(g) > 1]
-    if repeated:
-        within = sum(((np.array(g) - np.mean(g)) ** 2).sum() for g in repeated) / sum(len(g) - 1 for g in repeated)
-        inverse_runs = float(np.mean([1 / len(g) for g in groups.values()]))
+    means = np.array([np.mean(g) for g in groups])
+    within = _pooled_within(groups)
+    if within is not None:
+        repeated = sum(1 for g in groups if len(g) > 1)
+        inverse_runs = float(np.mean([1 / len(g) for g in groups]))
         between = max(0.0, float(means.var(ddof=1)) - within * inverse_runs)
-        note = f"within from {len(repeated)} papers with 2 or more pairs"
+        note = f"within from {repeated} papers with 2 or more pairs"
         return math.sqrt(between), math.sqrt(within), note
     return float(means.std(ddof=1)), 0.0, "one pair per paper: its spread counted as between papers"
 
@@ -608,21 +598,15 @@ def _sign_flip_pvalues(d: np.ndarray, seed: int) -> np.ndarray:
     """:func:`sign_flip_p` of every row of ``d`` at once (rows: campaigns, columns: papers), the
     same patterns for every row: exact up to ``EXACT_PAPERS`` papers, else ``FLIPS`` seeded."""
     n = d.shape[1]
-    if n <= EXACT_PAPERS:
-        patterns = (((np.arange(2 ** (n - 1))[:, None] >> np.arange(n - 1)) & 1) * 2 - 1).astype(np.float64)
-        patterns = np.hstack([np.ones((len(patterns), 1)), patterns])  # first sign +: each stands for two
-        weight, extra, total = 2, 0, 2**n
-    else:
-        flips = np.random.default_rng(seed).integers(0, 2, size=(FLIPS, n), dtype=np.int8) * 2 - 1
-        patterns, weight, extra, total = flips.astype(np.float64), 1, 1, FLIPS + 1
-    observed = np.abs(d.sum(axis=1))
-    tol = 1e-12 * np.maximum(1.0, np.abs(d).sum(axis=1))
+    w = np.full(n, 1 / n)
+    observed = np.abs(d.mean(axis=1))
+    tol = 1e-12 * np.maximum(1.0, np.abs(d).mean(axis=1))
     out = np.empty(len(d))
-    step = max(1, 2**22 // len(patterns))  # rows at a time: patterns x rows stays near 4M numbers
+    step = max(1, 2**22 // min(2 ** (n - 1), FLIPS))  # rows at a time: patterns x rows near 4M numbers
     for start in range(0, len(d), step):
-        block = np.abs(patterns @ d[start : start + step].T)  # (patterns, rows)
-        hits = (block >= (observed - tol)[None, start : start + step]).sum(axis=0)
-        out[start : start + step] = (weight * hits + extra) / total
+        sums, _, weight, total = _patterns(d[start : start + step], w, seed)  # patterns x rows
+        hits = (np.abs(sums) >= (observed - tol)[None, start : start + step]).sum(axis=0)
+        out[start : start + step] = (weight * hits + (weight == 1)) / total
     return out
 
 

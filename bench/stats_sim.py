@@ -223,6 +223,32 @@ def ranks(campaigns: int) -> list[dict]:
     return rows
 
 
+def _grid(rows: list[dict], names, counts, cell) -> list[str]:
+    """A markdown table: one line per design in ``names``, one column per paper count, each cell
+    ``cell(row)`` of that design's row at that count."""
+    by = {(r["design"], r["papers"]): r for r in rows}
+    lines = ["| design | " + " | ".join(f"{n} papers" for n in counts) + " |", "|---" * (len(counts) + 1) + "|"]
+    return lines + [f"| {name} | " + " | ".join(cell(by[(name, n)]) for n in counts) + " |" for name in names]
+
+
+def _coverage_cell(r: dict) -> str:
+    cell = "none" if r["coverage"] is None else f"{100 * r['coverage']:.1f}%"
+    if r["warned"] and r["coverage"] is not None:
+        cell += f" (warned {100 * r['warned']:.1f}%)"
+    if "before_coverage" in r:
+        cell += f" [{100 * r['before_coverage']:.1f}%]"
+    return cell
+
+
+def _size_cell(r: dict) -> str:
+    cell = "cannot" if r["interval_printed"] == 0 else f"{100 * r['size']:.1f}%"
+    if r["interval_printed"] and r["warned"]:
+        cell += f" (warned {100 * r['warned']:.0f}%)"
+    if "before_size" in r:
+        cell += f" [{100 * r['before_size']:.1f}%; disagreed {100 * r['before_disagree']:.1f}%]"
+    return cell
+
+
 def markdown(result: dict) -> str:
     """The tables of docs/statistics.md, from a result of this bench."""
     out = []
@@ -232,23 +258,9 @@ def markdown(result: dict) -> str:
             '"none": no interval is printed, with a warning), and in brackets the warehouse\'s method '
             "before issue #40 on the same campaigns:",
             "",
-            "| design | " + " | ".join(f"{n} papers" for n in PAPERS) + " |",
-            "|---" * (len(PAPERS) + 1) + "|",
+            *_grid(result["intervals"], DESIGNS, PAPERS, _coverage_cell),
         ]
-        by = {(r["design"], r["papers"]): r for r in result["intervals"]}
-        for name in DESIGNS:
-            cells = []
-            for n in PAPERS:
-                r = by[(name, n)]
-                cell = "none" if r["coverage"] is None else f"{100 * r['coverage']:.1f}%"
-                if r["warned"] and r["coverage"] is not None:
-                    cell += f" (warned {100 * r['warned']:.1f}%)"
-                if "before_coverage" in r:
-                    cell += f" [{100 * r['before_coverage']:.1f}%]"
-                cells.append(cell)
-            out.append(f"| {name} | " + " | ".join(cells) + " |")
     if "paired" in result:
-        counts = sorted({r["papers"] for r in result["paired"]})
         out += [
             "",
             'The paired test\'s size under a true null (rejections at 5%; "cannot": p_min > 0.05, no '
@@ -257,21 +269,8 @@ def markdown(result: dict) -> str:
             "reject. In brackets, before: the size, and how often the old interval and test disagreed (one "
             "said there was a difference, the other not):",
             "",
-            "| design | " + " | ".join(f"{n} papers" for n in counts) + " |",
-            "|---" * (len(counts) + 1) + "|",
+            *_grid(result["paired"], PAIRED, sorted({r["papers"] for r in result["paired"]}), _size_cell),
         ]
-        by = {(r["design"], r["papers"]): r for r in result["paired"]}
-        for name in PAIRED:
-            cells = []
-            for n in counts:
-                r = by[(name, n)]
-                cell = "cannot" if r["interval_printed"] == 0 else f"{100 * r['size']:.1f}%"
-                if r["interval_printed"] and r["warned"]:
-                    cell += f" (warned {100 * r['warned']:.0f}%)"
-                if "before_size" in r:
-                    cell += f" [{100 * r['before_size']:.1f}%; disagreed {100 * r['before_disagree']:.1f}%]"
-                cells.append(cell)
-            out.append(f"| {name} | " + " | ".join(cells) + " |")
     if "power" in result:
         out += [
             "",

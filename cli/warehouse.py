@@ -284,6 +284,7 @@ def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, fixe
     `agent` column (see `inquitree query table2_leaderboard`).
     """
     from inquitree.warehouse.errors import WarehouseError
+    from inquitree.warehouse.warehouse import PAIR_COLUMNS
 
     if len(set(agents)) < 2:
         raise click.UsageError("name at least two different agents")
@@ -299,12 +300,11 @@ def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, fixe
             "randomness level, judge and run"
             + ("" if one_off else " (--one-off also pairs episodes played outside a suite)")
         )
-    pairs = df["pairs"]
-    listed = ["pairs", "pair_trees", "pair_differences"]
-    _emit(df.drop(listed) if fmt == "table" else df, fmt, out, columns)
+    rows = df.drop(PAIR_COLUMNS)  # the table; the pairs are listed under it (--pairs), or kept in CSV/JSON
+    _emit(rows if fmt == "table" else df, fmt, out, columns)
     if show_pairs and fmt == "table" and not out:
         seen: set[tuple] = set()
-        for row, these in zip(df.drop(listed).iter_rows(named=True), pairs.to_list(), strict=True):
+        for row, these in zip(rows.iter_rows(named=True), df["pairs"].to_list(), strict=True):
             key = (row["agent_a"], row["agent_b"], row["judge_id"], row["randomness"], tuple(these or ()))
             if key in seen:
                 continue

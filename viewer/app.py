@@ -43,7 +43,7 @@ from inquitree.viewer.live import Campaigns
 from inquitree.viewer.search import KINDS, MAX_QUERY_CHARS, SEARCH_SECONDS, SearchIndex, SearchStopped, terms
 from inquitree.viewer.treeview import GraphvizMissing, episode_path, tree_dot, tree_svg
 from inquitree.warehouse.report import episode_items, figures, table_html
-from inquitree.warehouse.warehouse import Warehouse
+from inquitree.warehouse.warehouse import PAIR_COLUMNS, Warehouse
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "pages"
@@ -354,8 +354,8 @@ def compare(request: Request) -> Response:
         return viewer.page("compare.html.j2", table=None, cells=[], **page)
     with viewer.lock:
         df = viewer.wh.query("compare", {"agents": [a, b], "one_off": one_off})
-        listed = ["pairs", "pair_trees", "pair_differences"]  # the pairs are listed below the table
-        table = table_html(df.drop(listed)) if df.height and df["paired_cells"].max() else None
+        paired = df.height and df["paired_cells"].max()
+        table = table_html(df.drop(PAIR_COLUMNS)) if paired else None  # the pairs are listed below it
     cells = viewer.rows(sql.CELLS, [a, b, one_off])
     return viewer.page("compare.html.j2", table=table, cells=cells, **page)
 

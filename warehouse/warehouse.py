@@ -41,6 +41,9 @@ from inquitree.warehouse.sync import Syncing
 
 WAREHOUSE_ENV = "INQUITREE_WAREHOUSE"
 QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
+# The columns of queries/compare.sql that list each row's pairs (ids, papers, differences): the
+# terminal and the viewer show them under the table, not in it.
+PAIR_COLUMNS = ("pairs", "pair_trees", "pair_differences")
 VIEWS_PATH = Path(__file__).resolve().parent / "views.sql"
 SCHEMA_HASH = hashlib.sha256(
     (json.dumps(TYPED, sort_keys=True) + BASE + DIMENSIONS + VIEWS_PATH.read_text()).encode()
