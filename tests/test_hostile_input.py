@@ -466,3 +466,30 @@ def test_search_terms_are_bounded_distinct_and_never_a_cut_word():
     assert terms("ACTION " * 3000) == ["action"]  # one word, not 3,000 (and not "acti" from the cut)
     assert terms(" ".join(f"w{i}" for i in range(100))) == [f"w{i}" for i in range(MAX_TERMS)]
     assert terms("a\x00b\x1b[2J word") == ["a", "b", "[2j", "word"]
+
+
+# -- session 17: commands that print what a user typed ------------------------------------------------
+@pytest.mark.parametrize("name", list(CATALOGUE), ids=list(CATALOGUE))
+def test_trees_match_prints_any_text_escaped_and_refuses_a_hostile_subtopic(name):
+    text = CATALOGUE[name]
+    out = run("trees", "match", "--embedder", "hash", "--", "synthetic-diamond-4", text)  # "--": "-rf" is text
+    assert out.exit_code == 0, out.output
+    assert not UNPRINTABLE.search(out.output.replace("\n", "")), out.output
+    wrong = run("trees", "match", "synthetic-diamond-4", "x", "--subtopic", text, "--embedder", "hash")
+    assert wrong.exit_code == 2 and "is not a subtopic of synthetic-diamond-4" in wrong.output
+    assert not UNPRINTABLE.search(wrong.output.replace("\n", "")), wrong.output
+
+
+@pytest.mark.parametrize("name", ["terminal", "markup", "bidi", "carriage_return", "traversal"])
+def test_compare_and_power_name_an_unknown_hostile_agent_escaped(name, tmp_path):
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    w = str(tmp_path / "w.duckdb")
+    assert run("play", "--tree", "synthetic-chain-7", "--agent", "oracle", "--record", "--db", url, "-q").exit_code == 0
+    assert run("warehouse", "sync", "--db", url, "--warehouse", w).exit_code == 0
+    agent = CATALOGUE[name]
+    for args in (["compare", "oracle", agent], ["power", "--difference", "0.1", "--agents", "oracle", agent]):
+        out = run(*args, "--warehouse", w)
+        assert out.exit_code == 2, out.output
+        assert "no episodes of agent" in out.output or "no pair of" in out.output, out.output
+        assert not UNPRINTABLE.search(out.output.replace("\n", "")), out.output
+    assert not (tmp_path.parent / "PWNED").exists()
