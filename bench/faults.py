@@ -4,7 +4,8 @@
    (tests/faultkit.py, the same runs the tests check): how each episode ended, and whether every
    cell was accounted for.
 2. A server that accepts the connection and never answers, with the default call settings
-   (timeout 60 s, 2 retries): the wall time one agent step is held, against the stated bound.
+   (timeout 60 s, 2 retries, each retry after a timeout waiting twice as long): the wall time one
+   agent step is held, against the stated bound.
 
     python bench/faults.py [--out bench/results/faults.json] [--skip-hang]
 """

@@ -7,7 +7,14 @@ from typing import Any, Callable
 
 import click
 
-from inquitree.core.calls.models import BACKOFF_CAP_S, DEFAULT_MAX_REPLY_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
+from inquitree.core.calls.models import (
+    BACKOFF_CAP_S,
+    DEFAULT_CALL_LIMIT_S,
+    DEFAULT_MAX_REPLY_CHARS,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    CallSettings,
+)
 from inquitree.events.names import printable
 from inquitree.events.signing import KEY_ENV
 
@@ -106,7 +113,7 @@ def _stack(*decorators: Callable) -> Callable:
     return apply
 
 
-_WORST = (DEFAULT_MAX_RETRIES + 1) * DEFAULT_TIMEOUT_S + DEFAULT_MAX_RETRIES * BACKOFF_CAP_S
+_WORST = CallSettings().worst_case_seconds()
 
 
 def call_options(f):
@@ -117,9 +124,26 @@ def call_options(f):
             type=click.FloatRange(min=0, min_open=True),
             default=DEFAULT_TIMEOUT_S,
             show_default=True,
-            help=f"Seconds one attempt waits for the endpoint to answer. A stuck endpoint holds one call at "
-            f"most (max-retries + 1) x timeout + max-retries x {BACKOFF_CAP_S:g} s: {_WORST:g} s with the "
-            f"defaults.",
+            help="Seconds the endpoint may stay silent: before the first token and between tokens of a "
+            "streamed answer, for the whole of one that is not streamed. A retry after a timeout waits twice "
+            "as long as the attempt before it; an endpoint that never answers holds one call at most "
+            f"timeout x (2^(max-retries + 1) - 1) + max-retries x {BACKOFF_CAP_S:g} s: {_WORST:g} s with the "
+            "defaults.",
+        ),
+        click.option(
+            "--call-limit",
+            type=click.FloatRange(min=0, min_open=True),
+            default=DEFAULT_CALL_LIMIT_S,
+            show_default=True,
+            help="Seconds a streamed answer may keep arriving (a CPU model's long reply); one still arriving "
+            "then is kept as far as it got (finish reason call_limit).",
+        ),
+        click.option(
+            "--stream/--no-stream",
+            default=True,
+            show_default=True,
+            help="Ask for answers as a stream, so a slow model is not cut off while its tokens arrive and a "
+            "call given up on stops the server's work.",
         ),
         click.option(
             "--max-retries",
@@ -245,6 +269,8 @@ def _settings(kw: dict[str, Any], max_tokens: int | None, options: tuple[str, ..
         max_tokens=max_tokens,
         max_reply_chars=kw["max_reply_chars"],
         options=parse_options(options, what),
+        stream=kw.get("stream", True),
+        call_limit=kw.get("call_limit", DEFAULT_CALL_LIMIT_S),
     )
 
 

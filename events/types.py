@@ -48,10 +48,13 @@ class ObservationEmitted(Event):
 @event_type
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class AgentReplied(Event):
-    """One agent reply. v2 splits token usage (v1 had a single ``tokens`` total)."""
+    """One agent reply. v2 splits token usage (v1 had a single ``tokens`` total); v3 adds why the
+    reply ended (``finish_reason``: ``stop``, ``length`` when ``max_tokens`` cut it, ``repeat``,
+    ``call_limit``, ...) and the call's attempts that failed before it (kind, seconds, streamed
+    chunks received): every attempt is accounted, failed ones too."""
 
     TYPE = "AgentReplied"
-    VERSION = 2
+    VERSION = 3
     step: int
     state: str
     raw: str
@@ -61,12 +64,21 @@ class AgentReplied(Event):
     latency_ms: float | None = None
     cache_hit: bool = False  # served from the call cache: no call was made
     truncated_from: int | None = None  # the reply's length in characters when it was cut to the size limit
+    finish_reason: str | None = None  # None: not reported (replies recorded before v3, or agents without a call)
+    failed_attempts: list[dict[str, Any]] = field(default_factory=list)
 
 
 @upcaster("AgentReplied", 1)
 def _agent_replied_v1_to_v2(p: Payload) -> Payload:
     total = p.pop("tokens", None)
     p["usage"] = {"input": None, "cached_input": None, "cache_write": None, "output": None, "total": total}
+    return p
+
+
+@upcaster("AgentReplied", 2)
+def _agent_replied_v2_to_v3(p: Payload) -> Payload:
+    p["finish_reason"] = None  # a v2 reply did not record why it ended, nor failed attempts
+    p["failed_attempts"] = []
     return p
 
 

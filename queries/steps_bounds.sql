@@ -6,6 +6,10 @@
 -- once, one design, one return), so each side says why a concluded episode falls outside:
 -- below 3n it concluded before visiting every subtopic; above n(2H+3) it made moves the bounds
 -- leave out (redo decisions, invalid decisions the engine asked again, repeat subtopic visits).
+-- The shares within and at the bounds count only the concluded episodes that visited every
+-- subtopic (concluded_visited_all): an episode that saw one subtopic of three falls between 3n and
+-- n(2H+3) only by the misses it added, which says nothing about the bounds. (The engine's own
+-- within_bounds, recorded with each score, is Eq. 11-12 taken literally, as the paper states it.)
 -- Intervals: unit_mean_ci on mean_steps (warehouse/intervals.py, docs/statistics.md): one tree per row,
 -- so each concluded episode is a unit; steps are positive, so a log-scale (Cox) t interval; none
 -- below 3 episodes (interval_warning says so).
@@ -27,10 +31,13 @@ SELECT tree_id, agent, n_subtopics AS n, max_hints AS H, lower_bound, upper_boun
        min(steps) FILTER (WHERE concluded) AS min_steps, avg(steps) FILTER (WHERE concluded) AS mean_steps,
        unit_mean_ci(list(steps ORDER BY episode_id) FILTER (WHERE concluded), 0, NULL) AS b,
        max(steps) FILTER (WHERE concluded) AS max_steps,
-       avg(CASE WHEN steps BETWEEN lower_bound AND upper_bound THEN 1.0 ELSE 0.0 END) FILTER (WHERE concluded)
+       count(*) FILTER (WHERE concluded AND visited_all) AS concluded_visited_all,
+       avg(CASE WHEN within_bounds THEN 1.0 ELSE 0.0 END) FILTER (WHERE concluded AND visited_all)
            AS share_within_bounds,
-       avg(CASE WHEN steps = lower_bound THEN 1.0 ELSE 0.0 END) FILTER (WHERE concluded) AS share_at_lower_bound,
-       avg(CASE WHEN steps = upper_bound THEN 1.0 ELSE 0.0 END) FILTER (WHERE concluded) AS share_at_upper_bound,
+       avg(CASE WHEN steps = lower_bound THEN 1.0 ELSE 0.0 END) FILTER (WHERE concluded AND visited_all)
+           AS share_at_lower_bound,
+       avg(CASE WHEN steps = upper_bound THEN 1.0 ELSE 0.0 END) FILTER (WHERE concluded AND visited_all)
+           AS share_at_upper_bound,
        count(*) FILTER (WHERE concluded AND steps < lower_bound) AS below_lower_bound,
        string_agg(DISTINCT why_below, '; ' ORDER BY why_below) AS below_lower_bound_why,
        avg(coverage) FILTER (WHERE concluded) AS mean_coverage,
@@ -45,7 +52,8 @@ GROUP BY ALL
 )
 SELECT tree_id, agent, n, H, lower_bound, upper_bound, episodes, min_steps, mean_steps,
        b.se AS mean_steps_se, b.ci_low AS mean_steps_ci_low, b.ci_high AS mean_steps_ci_high, max_steps,
-       share_within_bounds, share_at_lower_bound, share_at_upper_bound, below_lower_bound, below_lower_bound_why,
+       concluded_visited_all, share_within_bounds, share_at_lower_bound, share_at_upper_bound, below_lower_bound,
+       below_lower_bound_why,
        mean_coverage, b.method AS interval_method, b.warning AS interval_warning, concluded, above_upper_bound, above_upper_bound_why,
        cut_off, cut_off_by
 FROM agg

@@ -96,7 +96,7 @@ case "${1:-}" in
     cores=$(nproc 2>/dev/null || echo 2)
     threads=${THREADS:-$(( cores > 1 ? cores / 2 : 1 ))}
     nohup "$VENV/bin/python" "$HERE/llama_server.py" --model "$model" --model_alias "$alias" --host 127.0.0.1 \
-      --port "$PORT" --n_ctx "$ctx" --n_threads "$threads" > "$STATE/server.log" 2>&1 &
+      --port "$PORT" --n_ctx "$ctx" --n_threads "$threads" --interrupt_requests False > "$STATE/server.log" 2>&1 &
     echo $! > "$STATE/pid"
     for _ in $(seq 1 180); do
       if curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null 2>&1; then echo "http://127.0.0.1:$PORT/v1"; exit 0; fi

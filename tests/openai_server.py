@@ -13,6 +13,14 @@ JSON, then the connection closes), ``"retry_after"`` (429 with Retry-After: 1), 
 response), ``"hang"`` (accepts, never answers, until the server stops), ``"drop_idle"`` (a
 normal reply, then the kept-alive connection is closed without saying so, as servers do with
 idle connections).
+With ``streams`` set, a chat request that asks for a stream is answered as llama.cpp's server
+answers it: server-sent events, one chunk per ``stream_piece`` characters every
+``stream_seconds``, a keep-alive comment line between them, the finish reason, ``[DONE]``; and
+no usage. Stream faults: ``"stream_stall"`` (two chunks, then only keep-alive comments),
+``"stream_interrupted"`` (``[DONE]`` with no finish reason, as llama.cpp ends an answer another
+request interrupts), ``"stream_cut"`` (the connection closes mid-answer). ``abandoned`` counts
+the streamed answers whose client closed the connection before their end (a real server stops
+generating them).
 Every request is kept in ``requests`` for the test to inspect.
 """
 
@@ -44,6 +52,11 @@ class OpenAICompatibleServer:
         # A context window, in tokens of 4 characters: a chat call whose messages and max_tokens do not
         # fit is refused as llama.cpp's server refuses it (HTTP 400, "exceed context window of N").
         self.context_tokens: int | None = None
+        self.streams = False
+        self.stream_piece = 8
+        self.stream_seconds = 0.0
+        self.abandoned = 0
+        self.streamed_chunks = 0  # chunks written before the client stopped reading, over all streams
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -61,6 +74,48 @@ class OpenAICompatibleServer:
                     self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(body)
+
+            def _stream(self, content: str, fault: object) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+
+                def event(data: str) -> None:
+                    self.wfile.write(f"data: {data}\r\n\r\n".encode())
+                    self.wfile.flush()
+
+                def chunk(delta: dict, finish: str | None = None) -> str:
+                    return json.dumps(
+                        {"model": "streamed", "object": "chat.completion.chunk",
+                         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+                    )  # fmt: skip
+
+                pieces = [content[i : i + server.stream_piece] for i in range(0, len(content), server.stream_piece)]
+                try:
+                    event(chunk({"role": "assistant"}))
+                    for n, piece in enumerate(pieces):
+                        if fault == "stream_cut" and n == 2:
+                            return None
+                        if fault == "stream_stall" and n == 2:
+                            while not server._stopping.wait(0.05):
+                                self.wfile.write(b": ping\r\n\r\n")
+                                self.wfile.flush()
+                            return None
+                        event(chunk({"content": piece}))
+                        with server._lock:
+                            server.streamed_chunks += 1
+                        if server.stream_seconds and server._stopping.wait(server.stream_seconds):
+                            return None
+                        self.wfile.write(b": ping\r\n\r\n")
+                    if fault != "stream_interrupted":
+                        event(chunk({}, "stop"))
+                    event("[DONE]")
+                except OSError:  # the client closed the connection: a real server stops generating
+                    with server._lock:
+                        server.abandoned += 1
+                return None
 
             def do_POST(self) -> None:  # noqa: C901 - one branch a fault the tests inject
                 length = int(self.headers.get("Content-Length", 0))
@@ -189,6 +244,8 @@ class OpenAICompatibleServer:
                             "prompt_tokens_details": {"cached_tokens": 0},
                         },
                     }
+                    if server.streams and req.get("stream"):
+                        return self._stream(content, fault)
                     if fault == "drop_idle":
                         self.close_connection = True  # no "Connection: close": the client finds out later
                     if fault in ("drip", "drip_close", "drip_chunked"):

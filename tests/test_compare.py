@@ -171,3 +171,56 @@ def test_report_and_viewer_tables_print_methods_and_warnings_under_the_table():
     html = table_html(df)
     assert "<ul class='notes'><li>interval_method: t interval</li>" in html
     assert "<li>WARNING [c]: 2 papers: &lt;no&gt; interval</li>" in html and "<no>" not in html
+
+
+def test_the_cli_the_viewer_and_the_report_name_the_same_pairs(sqlite_url, tmp_path):
+    """Issue #41: one pairing everywhere. A campaign of two agents on three trees, two runs each,
+    and a one-off oracle episode outside the suite, which pairs nowhere unless asked."""
+    import re
+
+    from starlette.testclient import TestClient
+
+    from inquitree.core.run.campaign import Suite, run_suite
+    from inquitree.viewer.app import create_app
+    from inquitree.warehouse.report import write_report
+
+    suite = tmp_path / "pairs.toml"
+    suite.write_text(
+        'name = "pairs"\ntrees = ["synthetic-chain-7", "synthetic-diamond-4", "synthetic-independent-7"]\n'
+        'agents = ["oracle", "random"]\njudges = ["embedding"]\nrandomness = [0]\nruns = 2\nseed = 0\n'
+        'embedder = "hash"\nconcurrency = 2\n'
+    )
+    store = EventStore(sqlite_url)
+    run_suite(Suite.load(suite), store)
+    chain = resolve_tree("synthetic-chain-7")
+    one_off = play(chain, OracleAgent(chain), store=store).episode_id
+    store.close()
+    w = str(tmp_path / "w.duckdb")
+    with Warehouse(w) as wh:
+        wh.sync(sqlite_url)
+        expected = {
+            (a, b)
+            for a, b in wh.con.execute(
+                "SELECT x.episode_id, y.episode_id FROM pair_keys x JOIN pair_keys y "
+                "USING (pair_suite, tree_id, randomness, pair_run) WHERE x.agent = 'oracle' AND y.agent = 'random' "
+                "AND x.in_suite AND y.in_suite"
+            ).fetchall()
+        }
+        write_report(wh, tmp_path / "report")
+    assert len(expected) == 6 and not any(one_off in p for p in expected)
+
+    cli = CliRunner().invoke(main, ["compare", "oracle", "random", "--pairs", "--warehouse", w])
+    assert cli.exit_code == 0, cli.output
+    listed = [line.strip() for line in cli.output.splitlines() if line.startswith("  ") and " ~ " in line]
+    from_cli = {tuple(line.split(" ~ ")) for line in listed}
+
+    page = TestClient(create_app(w), base_url="http://127.0.0.1").get("/compare", params={"a": "oracle", "b": "random"})
+    links = re.findall(r'/compare/episodes\?a=([^&"]+)&amp;b=([^&"]+)"', page.text)
+    from urllib.parse import unquote
+
+    from_viewer = {(unquote(a), unquote(b)) for a, b in links}
+
+    report = (tmp_path / "report" / "index.html").read_text()
+    from_report = {tuple(p.split(" ~ ")) for p in re.findall(r"<li><code>([^<]+ ~ [^<]+)</code></li>", report)}
+    assert from_cli == from_viewer == from_report == expected
+    assert "Paired comparison of agents" in report and one_off not in report.split('id="comparison"')[1].split("<h2")[0]

@@ -102,3 +102,15 @@ def test_an_episode_recorded_before_the_call_fields_existed_still_replays():
     result = resimulate(events)
     assert result.identical, result.first_difference
     assert all(not e.cache_hit for e in events if e.TYPE == "AgentReplied")
+
+
+def test_an_episode_recorded_before_replies_said_why_they_ended_still_replays():
+    """Logs written while AgentReplied was version 2 (no finish_reason, no failed attempts) decode
+    through the upcaster with neither and replay identically."""
+    path = Path(__file__).parent / "golden" / "before-finish-reason" / "openai-chain-a2.jsonl"
+    assert '"finish_reason"' not in path.read_text() and '"AgentReplied","version":2' in path.read_text()
+    events = load_jsonl(path)
+    result = resimulate(events)
+    assert result.identical, result.first_difference
+    replies = [e for e in events if e.TYPE == "AgentReplied"]
+    assert replies and all(e.finish_reason is None and e.failed_attempts == [] for e in replies)

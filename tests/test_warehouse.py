@@ -483,7 +483,8 @@ def test_cli_query_sql_and_export(sqlite_url, tmp_path):
     synced = runner.invoke(main, ["warehouse", "sync", "--db", sqlite_url, "--warehouse", w])
     assert synced.exit_code == 0 and "new events" in synced.output
     csv = runner.invoke(main, ["query", "steps_bounds", "--warehouse", w, "--format", "csv"])
-    assert csv.output.splitlines()[1].startswith("synthetic-diamond-4,oracle,4,4,12,44,1,12,12.0,,,,12,1.0,1.0,0.0,0,")
+    row = "synthetic-diamond-4,oracle,4,4,12,44,1,12,12.0,,,,12,1,1.0,1.0,0.0,0,"
+    assert csv.output.splitlines()[1].startswith(row)
     js = runner.invoke(main, ["query", "episode_summary", "--warehouse", w, "--format", "json"])
     assert json.loads(js.output)[0]["q_norm"] == 1.0
     pq = tmp_path / "t2.parquet"
@@ -703,7 +704,7 @@ def test_events_stored_at_an_older_schema_version_are_upcast_at_load(sqlite_url,
         monkeypatch.setattr(wsrc, "LARGE_BACKLOG", 0)
     rebuild(str(tmp_path / "w.duckdb"), sqlite_url)
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
-        assert wh.sql(f"SELECT schema_version FROM raw_events WHERE global_position = {position}").item() == 2
+        assert wh.sql(f"SELECT schema_version FROM raw_events WHERE global_position = {position}").item() == 3
         row = wh.sql(
             f"SELECT raw, model, step, input_tokens, output_tokens FROM ev_agent_replied "
             f"WHERE global_position = {position}"

@@ -19,7 +19,7 @@ import polars as pl
 
 from inquitree.events.names import confined, is_episode_id, shown
 from inquitree.warehouse.notes import table_notes
-from inquitree.warehouse.warehouse import Warehouse
+from inquitree.warehouse.warehouse import PAIR_COLUMNS, Warehouse
 
 TEMPLATES = Path(__file__).resolve().parent / "report_pages"
 
@@ -500,6 +500,27 @@ def trees_table() -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
+def comparison(wh: Warehouse) -> tuple[pl.DataFrame, list[dict]]:
+    """``inquitree compare`` over every agent with a pair in a suite (the same query, the same
+    pairing: queries/compare.sql, the ``pair_keys`` view): its table, and for each pair of agents,
+    judge and level, the pairs of episodes its numbers were computed from."""
+    agents = [
+        r[0]
+        for r in wh.con.execute(
+            "SELECT DISTINCT agent FROM pair_keys WHERE in_suite AND status = 'done' ORDER BY agent"
+        ).fetchall()
+    ]
+    if len(agents) < 2:
+        return pl.DataFrame(), []
+    df = wh.query("compare", {"agents": agents, "one_off": False}).filter(pl.col("paired_cells") > 0)
+    groups: dict[tuple, dict] = {}
+    for row in df.iter_rows(named=True):
+        key = (row["agent_a"], row["agent_b"], row["judge_id"], row["randomness"])
+        group = groups.setdefault(key, {"a": key[0], "b": key[1], "judge": key[2], "level": key[3], "pairs": []})
+        group["pairs"] = sorted(set(group["pairs"]) | set(row["pairs"] or ()))
+    return df.drop(PAIR_COLUMNS), list(groups.values())
+
+
 def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200) -> Path:
     out = Path(out_dir)
     (out / "episodes").mkdir(parents=True, exist_ok=True)
@@ -522,6 +543,7 @@ def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200) ->
         )
         confined(out / "episodes", row["episode_id"], ".html").write_text(page, encoding="utf-8")
     total = wh.sql("SELECT count(*) AS n FROM episodes").item()
+    compared, pairs = comparison(wh)
     index = env.get_template("index.html.j2").render(
         leaderboard=table_html(wh.query("table2_leaderboard")),
         figures=figs,
@@ -532,6 +554,8 @@ def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200) ->
         total=total,
         agreement=table_html(wh.query("judge_agreement")),
         judge_flags=table_html(wh.query("judge_flags")),
+        comparison=table_html(compared) if compared.height else None,
+        pairs=pairs,
         control=table_html(wh.query("control_accuracy")),
         costs=table_html(wh.query("costs").filter(pl.col("level") != "episode")),
     )

@@ -68,6 +68,8 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
             ("model", "VARCHAR", "model"),
             *CALL_COLUMNS,
             ("truncated_from", "INTEGER", "truncated_from"),
+            ("finish_reason", "VARCHAR", "finish_reason"),  # NULL for replies recorded before v3
+            ("output_chunks", "BIGINT", "usage.output_chunks"),  # a stream without usage: its chunks, counted
             ("raw", "VARCHAR", "raw"),
             ("action", "VARCHAR", "action"),
         ],

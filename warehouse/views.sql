@@ -51,6 +51,9 @@ SELECT s.episode_id, s.tree_id, s.tree_hash, s.n_subtopics,
        3 * s.n_subtopics AS lower_bound,                                   -- Eq. 11
        s.n_subtopics * (2 * s.max_hints + 3) AS upper_bound,               -- Eq. 12
        coalesce(st.steps, 0) BETWEEN 3 * s.n_subtopics AND s.n_subtopics * (2 * s.max_hints + 3) AS within_bounds,
+       -- the bounds describe a whole inquiry (Appendix B): an episode that saw one subtopic of three
+       -- lands between them only by the misses it added, so bound statistics count these alone
+       coalesce(v.visited, 0) >= s.n_subtopics AS visited_all,
        coalesce(v.visited, 0) / s.n_subtopics AS coverage,                  -- Eq. 7
        coalesce(h.hints_issued, 0) AS hints_issued, coalesce(fo.forced_transitions, 0) AS forced_transitions,
        coalesce(d.result_observations, 0) AS result_observations, coalesce(d.fake_observations, 0) AS fake_observations,

@@ -29,7 +29,7 @@ import ssl
 import threading
 import time
 import urllib.request
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import orjson
@@ -48,7 +48,33 @@ _BEARER: Any = {"security": {"bearer_auth": True}}
 
 
 class TransportTimeout(Exception):
-    """The endpoint said nothing within the timeout, or did not finish its answer by the call's deadline."""
+    """The endpoint said nothing within the timeout, or did not finish its answer by the call's
+    deadline. ``partial``: what a streamed answer had sent by then (None when it was not streamed)."""
+
+    def __init__(self, message: str, partial: str | None = None):
+        super().__init__(message)
+        self.partial = partial
+
+
+class Stream(Protocol):
+    """What a caller of :meth:`Endpoint.post` wants of a streamed answer: ``feed`` gets each
+    event's data and returns True once the caller has enough (the read stops and the connection
+    closes); ``deadline`` (``time.monotonic()`` seconds, or None) bounds the whole streamed answer,
+    which may run longer than an answer that is not streamed, since its tokens keep arriving.
+    The transport sets ``done`` at the server's ``[DONE]`` and ``stopped`` when ``feed`` asked to
+    stop; ``text`` is what was fed, one event a line."""
+
+    deadline: float | None
+    done: bool
+    stopped: bool
+
+    def feed(self, data: str) -> bool: ...
+
+    def text(self) -> str: ...
+
+
+def _is_event_stream(resp: http.client.HTTPResponse) -> bool:
+    return (resp.getheader("content-type") or "").split(";")[0].strip().lower() == "text/event-stream"
 
 
 class TransportError(Exception):
@@ -185,29 +211,65 @@ class Endpoint:
             conn.close()
 
     def post(
-        self, path: str, body: dict[str, Any], deadline: float | None = None
+        self,
+        path: str,
+        body: dict[str, Any],
+        deadline: float | None = None,
+        stream: Stream | None = None,
+        silence: float | None = None,
     ) -> tuple[int, http.client.HTTPMessage, str]:
         """``(status, headers, text)`` of ``POST base_url + path``, the whole answer by ``deadline``
-        (``time.monotonic()`` seconds; the socket's timeout still bounds each read). A kept-alive
-        connection that the server closed in the meantime is replaced once, as other HTTP clients
-        do, when nothing came back on it; any other failure raises."""
+        (``time.monotonic()`` seconds; the socket's timeout, ``silence`` or the endpoint's, still
+        bounds each read). A kept-alive connection that the server closed in the meantime is
+        replaced once, as other HTTP clients do, when nothing came back on it; any other failure
+        raises.
+
+        With ``stream``, an answer the server streams (``text/event-stream``) is read event by
+        event until it ends, ``stream.feed`` says it has enough, the endpoint sends no data for
+        ``silence`` seconds, or ``stream.deadline`` passes; ``text`` is then the events' data, one
+        a line. Whenever the read stops early the connection is closed, which is how a streaming
+        server learns to stop generating. An answer that is not streamed must still arrive whole
+        by ``deadline``."""
         data = orjson.dumps(body)  # the C encoder: the history is sent again on every turn
         target = f"{self.prefix}{path}{self.query}"
+        wait = silence or self.timeout
+
+        def partial() -> str | None:  # what a streamed answer had sent, for the caller to keep or count
+            return stream.text() if stream is not None and streamed else None
+
         while True:
             conn, reused = self._connection()
-            watch = _WATCHDOG.arm(deadline, conn) if deadline is not None else None
+            sock, resp, streamed = None, None, False
+            conn.timeout = wait
+            if conn.sock is not None:
+                conn.sock.settimeout(wait)
+            first = stream.deadline if stream is not None and stream.deadline is not None else deadline
+            watch = _WATCHDOG.arm(first, conn) if first is not None else None
             try:
                 conn.request("POST", target, body=data, headers=self.headers)
-                _WATCHDOG.hold(watch, conn.sock)
+                sock = conn.sock
+                _WATCHDOG.hold(watch, sock)
                 resp = conn.getresponse()
-                text = resp.read().decode("utf-8", "replace")
+                streamed = stream is not None and resp.status == 200 and _is_event_stream(resp)
+                if not streamed and watch is not None and deadline is not None and first != deadline:
+                    _WATCHDOG.disarm(watch)  # not streamed: the whole answer is due by ``deadline``
+                    watch = _WATCHDOG.arm(deadline, conn)
+                    _WATCHDOG.hold(watch, sock)
+                if streamed:
+                    assert stream is not None
+                    text = self._read_events(resp, stream, wait, watch)
+                else:
+                    text = resp.read().decode("utf-8", "replace")
+            except TransportTimeout:  # a stream that went silent: closed, so the server stops
+                self._abandon(resp, sock)
+                raise
             except (TimeoutError, socket.timeout):
                 self._drop()
-                raise TransportTimeout(f"no answer within {self.timeout:g} s") from None
+                raise TransportTimeout(f"no answer within {wait:g} s", partial()) from None
             except (OSError, http.client.HTTPException) as exc:
                 self._drop()
                 if _WATCHDOG.fired(watch):
-                    raise TransportTimeout(_CUT_OFF) from None
+                    raise TransportTimeout(_CUT_OFF, partial()) from None
                 stale = isinstance(exc, (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError))
                 if reused and stale:
                     continue  # a stale keep-alive connection: the request never reached the server
@@ -217,10 +279,47 @@ class Endpoint:
                     _WATCHDOG.disarm(watch)
             if _WATCHDOG.fired(watch):  # the deadline shut the socket just as the read finished
                 self._drop()
-                raise TransportTimeout(_CUT_OFF)
-            if resp.will_close:
+                raise TransportTimeout(_CUT_OFF, partial())
+            if stream is not None and stream.stopped:
+                self._abandon(resp, sock)  # the server notices the closed connection and stops generating
+            elif resp.will_close:
                 self._drop()
             return resp.status, resp.headers, text
+
+    def _abandon(self, resp: http.client.HTTPResponse | None, sock: socket.socket | None) -> None:
+        """Close a connection whose answer is not read to its end. Once a response says
+        ``Connection: close``, http.client hands the socket to the response alone, so closing the
+        connection would leave it open: the socket itself is shut."""
+        self._drop()
+        if resp is not None:
+            resp.close()
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def _read_events(
+        self, resp: http.client.HTTPResponse, stream: Stream, silence: float, watch: list[Any] | None
+    ) -> str:
+        """The data of a server-sent event stream, until ``[DONE]``, its end, or ``stream.feed``
+        saying it has enough. Comment lines (a server's keep-alive pings) do not count as the
+        endpoint speaking: ``silence`` seconds without data end the read."""
+        heard = time.monotonic()
+        while True:
+            line = resp.readline()
+            if not line:
+                return stream.text()
+            if line.startswith(b"data:"):
+                heard = time.monotonic()
+                payload = line[5:].strip().decode("utf-8", "replace")
+                if payload == "[DONE]":
+                    stream.done = True
+                    return stream.text()
+                if stream.feed(payload):
+                    stream.stopped = True
+                    return stream.text()
+            elif time.monotonic() - heard > silence:
+                raise TransportTimeout(f"no data for {silence:g} s", stream.text())
 
 
 def direct_endpoint(base_url: str | None, api_key: str, timeout: float) -> Endpoint | None:
@@ -258,10 +357,18 @@ class SdkEndpoint:
             self.query = tuple(parse_qsl(parts.query, keep_blank_values=True))
         self.base_url, self.api_key, self.timeout = base_url, api_key, timeout
 
-    def post(self, path: str, body: dict[str, Any], deadline: float | None = None) -> tuple[int, Any, str]:
-        """As :meth:`Endpoint.post`. The SDK bounds each read only, so with a ``deadline`` the call
-        runs in a helper thread and is given up at the deadline (the thread ends at its next read
-        timeout)."""
+    def post(
+        self,
+        path: str,
+        body: dict[str, Any],
+        deadline: float | None = None,
+        stream: Stream | None = None,
+        silence: float | None = None,
+    ) -> tuple[int, Any, str]:
+        """As :meth:`Endpoint.post`, never streamed (``stream`` and ``silence`` are not used: the
+        answer comes whole, by ``deadline``). The SDK bounds each read only, so with a ``deadline``
+        the call runs in a helper thread and is given up at the deadline (the thread ends at its
+        next read timeout)."""
         t0 = time.monotonic()
         client = _sdk_client(self.base_url, self.api_key, self.timeout)  # this thread's, made once
         if deadline is None:

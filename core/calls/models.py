@@ -9,13 +9,24 @@ What a researcher paying for calls needs, in one class (:class:`ChatModel`):
   does not apply (a proxy, credentials in the URL, ``INQUITREE_CHAT_HTTP=sdk``); never through
   the SDK's typed methods, whose per-argument transform was half of a call's CPU in a campaign
   (bench/campaign.py). What the endpoint rejects is a readable :class:`ModelCallError`.
-- **Bounded waiting.** Each attempt must be answered in full within ``timeout`` seconds (a
-  deadline for the whole attempt, not for each read: a server that answers a byte at a time is
-  cut off); a failed attempt is retried at most ``max_retries`` times, after a pause of
-  ``min(30 s, Retry-After or 2**attempt s)``. So a stuck or slow endpoint holds one call at most
-  ``(max_retries + 1) * timeout + max_retries * 30`` seconds (:meth:`CallSettings.worst_case_seconds`;
-  240 s with the defaults), and never past the episode's wall-time limit (:func:`call_deadline`).
-  The client library's own retries are off, so nothing retries twice.
+- **Bounded waiting, sized for a CPU model too.** Answers are asked for as a stream (``stream``,
+  on by default over the direct transport). A streamed answer may run as long as its tokens keep
+  coming, up to ``call_limit`` seconds; ``timeout`` bounds the silence before the first token and
+  between tokens. An answer that is not streamed must arrive whole within ``timeout`` (a deadline
+  for the whole attempt, not for each read: a server that answers a byte at a time is cut off).
+  A call given up on closes its connection, so a streaming server stops generating the abandoned
+  answer instead of making the retry queue behind it; a streamed answer still arriving at
+  ``call_limit`` is kept as far as it got, its ``finish_reason`` ``call_limit``. A failed attempt
+  is retried at most ``max_retries`` times, after a pause of ``min(30 s, Retry-After or 2**attempt
+  s)``, and a retry after a timeout waits twice as long as the attempt before it (an identical
+  wait would be doomed the same way). So an endpoint that never answers holds one call at most
+  ``timeout * (2**(max_retries + 1) - 1) + max_retries * 30`` seconds
+  (:meth:`CallSettings.worst_case_seconds`; 480 s with the defaults), and never past the episode's
+  wall-time limit (:func:`call_deadline`). The client library's own retries are off, so nothing
+  retries twice.
+- **Every attempt accounted**: a reply carries the endpoint's ``finish_reason`` (``length``: cut
+  by ``max_tokens``; ``repeat``: the caller stopped a reply that went round in circles) and the
+  attempts that failed before it (kind, seconds, tokens seen).
 - **Every failure classified** (``kind``: timeout, connection, rate_limit, server_error,
   context_length, bad_request, auth, not_found, malformed, wrong_shape, empty), with a readable
   message and whether a later attempt may succeed. A 200 whose body is HTML, cut short, or
@@ -49,6 +60,7 @@ from inquitree.events.errors import InquiTreeError
 
 BACKOFF_CAP_S = 30.0
 DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_CALL_LIMIT_S = 900.0  # a streamed answer still arriving is kept as far as it got after this long
 DEFAULT_MAX_RETRIES = 2
 DEFAULT_MAX_REPLY_CHARS = 20_000
 # A request option whose name says it carries a credential (``api_key``, ``x-api-key``, ``auth_token``,
@@ -96,13 +108,17 @@ def call_deadline(at: float | None) -> Iterator[None]:
 
 class ModelCallError(InquiTreeError):
     """A model call that produced no usable reply. ``kind`` classifies it; ``retryable``: a later
-    attempt may succeed (the endpoint was busy or broken, not the request)."""
+    attempt may succeed (the endpoint was busy or broken, not the request). ``chunks``: the
+    streamed chunks one attempt received before it failed; ``attempts``: every failed attempt of
+    the call (kind, seconds, chunks), set on the error that ends it."""
 
     def __init__(
         self, message: str, kind: str, retryable: bool, status: int | None = None, retry_after: float | None = None
     ):
         super().__init__(message)
         self.kind, self.retryable, self.status, self.retry_after = kind, retryable, status, retry_after
+        self.chunks: int | None = None
+        self.attempts: list[dict[str, Any]] = []
 
 
 class DeadlineReached(ModelCallError):
@@ -215,6 +231,8 @@ class CallSettings:
     max_tokens: int | None = None
     max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    stream: bool = True
+    call_limit: float = DEFAULT_CALL_LIMIT_S
 
     def __post_init__(self) -> None:
         if not self.timeout > 0:
@@ -225,10 +243,13 @@ class CallSettings:
             raise InquiTreeError(f"--max-tokens {self.max_tokens}: must be at least 1")
         if self.max_reply_chars < 1:
             raise InquiTreeError(f"--max-reply-chars {self.max_reply_chars}: must be at least 1")
+        if not self.call_limit > 0:
+            raise InquiTreeError(f"--call-limit {self.call_limit}: must be more than 0 seconds")
 
     def worst_case_seconds(self) -> float:
-        """The longest one call can take when the endpoint never answers."""
-        return (self.max_retries + 1) * self.timeout + self.max_retries * BACKOFF_CAP_S
+        """The longest one call can take when the endpoint never answers (each retry after a
+        timeout waits twice as long as the attempt before it)."""
+        return self.timeout * (2 ** (self.max_retries + 1) - 1) + self.max_retries * BACKOFF_CAP_S
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -237,6 +258,8 @@ class CallSettings:
             "max_tokens": self.max_tokens,
             "max_reply_chars": self.max_reply_chars,
             "options": redact_options(self.options),
+            "stream": self.stream,
+            "call_limit": self.call_limit,
         }
 
 
@@ -248,6 +271,8 @@ class ChatResult:
     latency_ms: float
     cache_hit: bool = False
     truncated_from: int | None = None  # the reply's length in characters, when it was cut
+    finish_reason: str | None = None  # as the endpoint said it (stop, length, ...), or repeat / call_limit
+    failed: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # attempts before this one
 
     def record(self) -> dict[str, Any]:
         """What the events keep of a call beside its text."""
@@ -394,6 +419,8 @@ class ChatModel:
         self.cache, self.rate_limiter, self.sleep = cache, rate_limiter, sleep
         self.temperature = temperature
         self._formats_refused: set[str] = set()
+        self._streams = True  # False once the endpoint refused a streamed request
+        self._usage_in_stream = True  # False once it refused ``stream_options``
         self._refusals_read = False  # the cache file's refusals, read on the first structured call
 
     def describe(self) -> dict[str, Any]:
@@ -419,13 +446,22 @@ class ChatModel:
         req.update(self.settings.options)  # an option given explicitly wins over the defaults above
         return req
 
-    def chat(self, messages: list[dict[str, str]], response_format: dict | None = None) -> ChatResult:
+    def chat(
+        self,
+        messages: list[dict[str, str]],
+        response_format: dict | None = None,
+        stop: Callable[[str], bool] | None = None,
+    ) -> ChatResult:
         """One reply. Structured output is asked for in the most precise form the endpoint takes:
         a JSON schema (OpenAI's ``json_schema``), then the schema in ``json_object`` form (llama.cpp's
         server constrains its output with it), then plain ``json_object``, then none. A form the
         endpoint refuses is remembered, so later calls start with the next; with a call cache it is
         remembered in the cache file too, and an answer cached under any form is served before
-        anything is sent, so a cached re-run makes no call at all, even with the endpoint down."""
+        anything is sent, so a cached re-run makes no call at all, even with the endpoint down.
+
+        ``stop`` is asked, each time a streamed reply completes a line, whether the reply so far
+        is enough (a conclusion list going round in circles): the stream is then closed and the
+        reply kept as it stands, its ``finish_reason`` ``repeat``."""
         formats: list[tuple[str, dict | None]] = []
         if response_format and response_format.get("type") == "json_schema":
             schema = response_format["json_schema"]["schema"]
@@ -452,10 +488,11 @@ class ChatModel:
                         0.0,
                         cache_hit=True,
                         truncated_from=hit.get("truncated_from"),
+                        finish_reason=hit.get("finish_reason"),
                     )
         for i, (name, req) in enumerate(requests):
             try:
-                result = self._send(req)
+                result = self._send(req, stop)
             except ModelCallError as exc:
                 if not (exc.kind == "format_refused" and i + 1 < len(requests)):
                     raise
@@ -473,20 +510,23 @@ class ChatModel:
                         "model": result.model,
                         "usage": result.usage,
                         "truncated_from": result.truncated_from,
+                        "finish_reason": result.finish_reason,
                         "latency_ms": result.latency_ms,
                     },
                 )
             return result
         raise AssertionError("unreachable")
 
-    def _send(self, req: dict[str, Any]) -> ChatResult:
-        """The call with its retries. Each attempt must be answered in full within ``timeout``
-        seconds (a server that sends its answer slowly is cut off, not waited for), and none runs
-        past the deadline of :func:`call_deadline`."""
+    def _send(self, req: dict[str, Any], stop: Callable[[str], bool] | None = None) -> ChatResult:
+        """The call with its retries (see the module's docstring for how long each may wait);
+        none runs past the deadline of :func:`call_deadline`. The attempts that failed are kept
+        in the result (``failed``) and in the error that ends the call (``attempts``)."""
         body = {"model": self.model, **req}
         last: ModelCallError | None = None
         attempt = 0
         limit = getattr(_DEADLINE, "at", None)
+        failed: list[dict[str, Any]] = []
+        silence = self.settings.timeout
         while attempt <= self.settings.max_retries:
             if attempt and last is not None:
                 wait = min(
@@ -499,52 +539,108 @@ class ChatModel:
             if self.rate_limiter:
                 self.rate_limiter.acquire()
             t0 = time.perf_counter()
-            deadline = time.monotonic() + self.settings.timeout
+            now = time.monotonic()
+            deadline, streamed_by = now + silence, now + self.settings.call_limit
             if limit is not None:
-                if limit <= time.monotonic():
+                if limit <= now:
                     raise DeadlineReached(f"{self._where()}: the episode's time ran out")
-                deadline = min(deadline, limit)
+                deadline, streamed_by = min(deadline, limit), min(streamed_by, limit)
             try:
-                result = self._attempt(body, deadline)
+                result = self._attempt(body, deadline, silence, stop, streamed_by, limit)
                 result.latency_ms = (time.perf_counter() - t0) * 1000
+                result.failed = failed
                 return result
             except ModelCallError as exc:
                 if exc.kind == "timeout" and limit is not None and time.monotonic() >= limit:
                     raise DeadlineReached(f"{self._where()}: the episode's time ran out during a call") from None
-                if exc.kind == "bad_request" and "temperature" in str(exc).lower() and "temperature" in body:
+                message = str(exc).lower()
+                if exc.kind == "bad_request" and "temperature" in message and "temperature" in body:
                     body.pop("temperature")  # the model does not take it (#24: "where the model accepts it");
                     self.temperature = None  # sent again at once, not counted as a retry
                     continue
+                if exc.kind == "bad_request" and "stream" in message and (self._streams or self._usage_in_stream):
+                    # an endpoint that refuses streaming or its usage option: asked again at once without
+                    if "stream_options" in message or "include_usage" in message:
+                        self._usage_in_stream = False
+                    else:
+                        self._streams = False
+                    continue
+                failed.append(
+                    {"kind": exc.kind, "seconds": round(time.perf_counter() - t0, 3), "output_chunks": exc.chunks}
+                )
                 if not exc.retryable:
+                    exc.attempts = failed
                     raise
+                if exc.kind == "timeout":
+                    silence *= 2  # the same wait again would end the same way
                 last = exc
                 attempt += 1
         assert last is not None
-        raise ModelCallError(
+        error = ModelCallError(
             f"{last} (gave up after {self.settings.max_retries + 1} attempts)",
             last.kind,
             retryable=True,
             status=last.status,
         )
+        error.attempts = failed
+        raise error
 
     def _error(
-        self, message: str, kind: str, retryable: bool, status: int | None = None, retry_after: float | None = None
+        self,
+        message: str,
+        kind: str,
+        retryable: bool,
+        status: int | None = None,
+        retry_after: float | None = None,
+        chunks: int | None = None,
     ) -> ModelCallError:
-        return ModelCallError(
+        error = ModelCallError(
             redact_text(f"{self._where()}: {message}", (self._key,)), kind, retryable, status, retry_after
         )
+        error.chunks = chunks
+        return error
 
-    def _attempt(self, body: dict[str, Any], deadline: float | None = None) -> ChatResult:
-        from inquitree.core.calls.chat_http import TransportError, TransportTimeout
+    def _attempt(
+        self,
+        body: dict[str, Any],
+        deadline: float | None = None,
+        silence: float | None = None,
+        stop: Callable[[str], bool] | None = None,
+        streamed_by: float | None = None,
+        limit: float | None = None,
+    ) -> ChatResult:
+        """One attempt: streamed where the transport and the endpoint allow (see the module's
+        docstring), else the answer whole by ``deadline``."""
+        from inquitree.core.calls.chat_http import Endpoint, TransportError, TransportTimeout
 
+        wait = silence or self.settings.timeout
+        reply: _StreamedReply | None = None
+        if self.settings.stream and self._streams and isinstance(self._http, Endpoint):
+            reply = _StreamedReply(streamed_by, stop, self.settings.max_reply_chars)
+            body = {**body, "stream": True}
+            if self._usage_in_stream:
+                body["stream_options"] = {"include_usage": True}
         try:
-            status, headers, text = self._http.post("/chat/completions", body, deadline)
-        except TransportTimeout:
-            raise self._error(f"no complete answer within {self.settings.timeout:g} s", "timeout", True) from None
+            status, headers, text = self._http.post("/chat/completions", body, deadline, reply, wait)
+        except TransportTimeout as exc:
+            if reply is None or exc.partial is None:  # not streamed: the old rule, the whole answer in time
+                raise self._error(f"no complete answer within {wait:g} s", "timeout", True) from None
+            episode_over = limit is not None and time.monotonic() >= limit
+            if "cut off" in str(exc) and reply.content and not episode_over:
+                reply.finish_reason = "call_limit"  # still arriving after call_limit seconds: kept as far as it got
+                return self._streamed(reply)
+            what = (
+                f"the streamed answer was still arriving after {self.settings.call_limit:g} s (call_limit)"
+                if "cut off" in str(exc)
+                else f"the streamed answer stopped: no token for {wait:g} s"
+            )
+            raise self._error(what, "timeout", True, chunks=reply.chunks) from None
         except TransportError as exc:
             raise self._error(f"connection failed ({exc})", "connection", True) from None
         if not 200 <= status < 300:
             raise self._status_error(status, text, headers, "response_format" in body)
+        if reply is not None and (reply.events or reply.done):
+            return self._streamed(reply)
         if not text.strip():
             raise self._error("HTTP 200 with an empty body", "malformed", True, 200)
         try:
@@ -554,6 +650,48 @@ class ChatModel:
             what = "an HTML page" if looks_html else f"a body that is not JSON ({len(text)} bytes, cut short?)"
             raise self._error(f"HTTP 200 with {what}: {text[:80]!r}", "malformed", True, 200) from None
         return self._parse(doc)
+
+    def _streamed(self, reply: _StreamedReply) -> ChatResult:
+        """The reply a stream made, or the error it amounts to."""
+        chunks = reply.chunks
+        if reply.error is not None:
+            raise self._error(reply.error, "malformed", True, 200, chunks=chunks)
+        if not (reply.done or reply.stopped or reply.finish_reason):
+            raise self._error("the stream ended before the answer did", "connection", True, chunks=chunks)
+        if reply.finish_reason is None:
+            # llama.cpp's Python server ends a streamed answer this way when another request
+            # arrives (its --interrupt_requests, on by default)
+            raise self._error(
+                "the endpoint ended the stream without a finish reason (interrupted by another request? "
+                "llama.cpp's server: start it with --interrupt_requests False)",
+                "server_error",
+                True,
+                200,
+                chunks=chunks,
+            )
+        content = reply.content
+        if not content.strip():
+            raise self._error(
+                f"the endpoint returned an empty reply (finish_reason {reply.finish_reason!r})", "empty", True, 200
+            )
+        truncated_from = None
+        if len(content) > self.settings.max_reply_chars:
+            truncated_from, content = len(content), content[: self.settings.max_reply_chars]
+        usage = (
+            _usage(reply.usage)
+            if reply.usage is not None
+            else {
+                "input": None,
+                "cached_input": None,
+                "cache_write": None,
+                "output": None,
+                "output_chunks": chunks,  # the endpoint reported no usage for the stream: its chunks, counted
+            }
+        )
+        return ChatResult(
+            content, reply.model or self.model, usage, 0.0, truncated_from=truncated_from,
+            finish_reason=reply.finish_reason,
+        )  # fmt: skip
 
     def _parse(self, doc: Any) -> ChatResult:
         choices = doc.get("choices") if isinstance(doc, dict) else None
@@ -578,19 +716,13 @@ class ChatModel:
         truncated_from = None
         if len(content) > self.settings.max_reply_chars:
             truncated_from, content = len(content), content[: self.settings.max_reply_chars]
-        u: dict[str, Any] = doc["usage"] if isinstance(doc.get("usage"), dict) else {}
-        details: dict[str, Any] = u["prompt_tokens_details"] if isinstance(u.get("prompt_tokens_details"), dict) else {}
-        cached = details.get("cached_tokens") if isinstance(details.get("cached_tokens"), int) else None
-        prompt = u.get("prompt_tokens") if isinstance(u.get("prompt_tokens"), int) else None
-        output = u.get("completion_tokens") if isinstance(u.get("completion_tokens"), int) else None
-        usage = {
-            "input": None if prompt is None else prompt - (cached or 0),
-            "cached_input": cached,
-            "cache_write": None,
-            "output": output,
-        }
+        usage = _usage(doc["usage"] if isinstance(doc.get("usage"), dict) else {})
         model = doc["model"] if isinstance(doc.get("model"), str) and doc["model"] else self.model
-        return ChatResult(content, model, usage, 0.0, truncated_from=truncated_from)
+        finish = first.get("finish_reason") if isinstance(first, dict) else None
+        return ChatResult(
+            content, model, usage, 0.0, truncated_from=truncated_from,
+            finish_reason=finish if isinstance(finish, str) else None,
+        )  # fmt: skip
 
     def _status_error(self, status: int, text: str, headers, response_format: bool = False) -> ModelCallError:
         message = _error_message(text)
@@ -634,6 +766,78 @@ class ChatModel:
         if status == 404:
             return self._error(f"HTTP 404 (no such model or route): {message}", "not_found", False, status)
         return self._error(f"HTTP {status}, the endpoint rejected the request: {message}", "bad_request", False, status)
+
+
+def _usage(u: dict[str, Any]) -> dict[str, int | None]:
+    """An endpoint's ``usage`` object as the events keep it (input less its cached part)."""
+    details: dict[str, Any] = u["prompt_tokens_details"] if isinstance(u.get("prompt_tokens_details"), dict) else {}
+    cached = details.get("cached_tokens") if isinstance(details.get("cached_tokens"), int) else None
+    prompt = u.get("prompt_tokens") if isinstance(u.get("prompt_tokens"), int) else None
+    output = u.get("completion_tokens") if isinstance(u.get("completion_tokens"), int) else None
+    return {
+        "input": None if prompt is None else prompt - (cached or 0),
+        "cached_input": cached,
+        "cache_write": None,
+        "output": output,
+    }
+
+
+class _StreamedReply:
+    """A streamed chat completion as its events arrive (a :class:`~inquitree.core.calls.chat_http.Stream`
+    for the transport to feed): the content so far, the finish reason, usage and model when the endpoint
+    sends them. It asks to stop when ``stop`` says the reply is enough, when the reply is longer
+    than it could be kept, or at an event that is not a chunk."""
+
+    def __init__(self, deadline: float | None, stop: Callable[[str], bool] | None, max_chars: int):
+        self.deadline, self.stop, self.max_chars = deadline, stop, max_chars
+        self.events: list[str] = []
+        self.done = self.stopped = False
+        self.parts: list[str] = []
+        self.size = self.chunks = 0
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.model: str | None = None
+        self.error: str | None = None
+
+    @property
+    def content(self) -> str:
+        return "".join(self.parts)
+
+    def text(self) -> str:
+        return "\n".join(self.events)
+
+    def feed(self, data: str) -> bool:
+        self.events.append(data)
+        try:
+            doc = json.loads(data)
+        except ValueError:
+            self.error = f"a streamed event that is not JSON: {data[:80]!r}"
+            return True
+        if not isinstance(doc, dict) or "error" in doc:
+            self.error = f"the stream carried an error: {_error_message(data)}"
+            return True
+        if isinstance(doc.get("model"), str) and doc["model"]:
+            self.model = doc["model"]
+        if isinstance(doc.get("usage"), dict):
+            self.usage = doc["usage"]
+        choices = doc.get("choices")
+        first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+        if isinstance(first.get("finish_reason"), str):
+            self.finish_reason = first["finish_reason"]
+        delta = first.get("delta")
+        piece = delta.get("content") if isinstance(delta, dict) else None
+        if not isinstance(piece, str) or not piece:
+            return False
+        self.parts.append(piece)
+        self.size += len(piece)
+        self.chunks += 1
+        if self.size > self.max_chars:
+            self.finish_reason = "max_reply_chars"  # cut here anyway: the rest is not worth generating
+            return True
+        if self.stop is not None and "\n" in piece and self.stop(self.content):
+            self.finish_reason = "repeat"
+            return True
+        return False
 
 
 def _error_message(text: str) -> str:

@@ -131,6 +131,8 @@ class Reply:
     latency_ms: float | None = None
     cache_hit: bool = False  # served from the call cache, not by a new call
     truncated_from: int | None = None  # the reply's length before it was cut to the size limit
+    finish_reason: str | None = None  # why the reply ended, as the call reports it
+    failed_attempts: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # the call's attempts before
 
     def replied(self, step: int, state: str, action: str) -> AgentReplied:
         return AgentReplied(
@@ -143,6 +145,8 @@ class Reply:
             latency_ms=self.latency_ms,
             cache_hit=self.cache_hit,
             truncated_from=self.truncated_from,
+            finish_reason=self.finish_reason,
+            failed_attempts=list(self.failed_attempts),
         )
 
 
@@ -188,6 +192,31 @@ def split_conclusion(action: str, prompt_lines: frozenset[str] = frozenset()) ->
     if items:
         return [i for i in items if has_content(i)]
     return [action.strip()] if action.strip() and has_content(action.strip()) else []
+
+
+REPEATED_ITEMS = 3  # a conclusion reply is cut once this many of its lines repeat earlier ones
+
+
+def repeats_itself(reply: str) -> bool:
+    """Whether a conclusion reply goes round in circles: :data:`REPEATED_ITEMS` of its complete
+    lines (items with their numbers and bullets dropped, compared after :func:`_plain`) repeat
+    earlier ones. A small model at temperature 0 can list the same five items until its token
+    limit (issue #42: 17 items, 5 distinct); a model agent stops reading its reply here (the
+    reply records ``finish_reason`` ``repeat``), and the items it listed stay as they were."""
+    lines = reply.splitlines() if reply.endswith("\n") else reply.splitlines()[:-1]
+    seen: set[str] = set()
+    repeats = 0
+    for line in lines:
+        m = _ITEM_RE.match(line)
+        key = _plain(m.group(1) if m else line)
+        if not key:
+            continue
+        if key in seen:
+            repeats += 1
+            if repeats >= REPEATED_ITEMS:
+                return True
+        seen.add(key)
+    return False
 
 
 def uniform(seed: int, index: int, purpose: str) -> float:

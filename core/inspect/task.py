@@ -207,7 +207,11 @@ def inquiry(
                 try:
                     out = await model.generate(sent)
                     reply = Reply(
-                        out.completion, model=out.model, usage=_usage(out), latency_ms=(time.perf_counter() - t0) * 1000
+                        out.completion,
+                        model=out.model,
+                        usage=_usage(out),
+                        latency_ms=(time.perf_counter() - t0) * 1000,
+                        finish_reason=getattr(out, "stop_reason", None),
                     )
                     ep.take(reply, emb)
                 except Exception as exc:  # recorded in the store, then raised to inspect

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from inquitree.core.calls.models import CallSettings, ChatModel, ModelCallError, call_cache, option_label
-from inquitree.core.game.engine import RESULT, STUDY, SUBTOPIC, TOPIC, Reply, uniform
+from inquitree.core.game.engine import CONCLUSION, RESULT, STUDY, SUBTOPIC, TOPIC, Reply, repeats_itself, uniform
 from inquitree.core.game.tree import Tree
 from inquitree.events.errors import InquiTreeError
 
@@ -422,7 +422,7 @@ class OpenAIChatAgent:
         while True:
             sent = self.messages()
             try:
-                out = self.chat.chat(sent)
+                out = self.chat.chat(sent, stop=repeats_itself if state == CONCLUSION else None)
                 break
             except ModelCallError as exc:
                 smaller = self._smaller_budget(exc, sent)
@@ -438,6 +438,8 @@ class OpenAIChatAgent:
             latency_ms=out.latency_ms,
             cache_hit=out.cache_hit,
             truncated_from=out.truncated_from,
+            finish_reason=out.finish_reason,
+            failed_attempts=out.failed,
         )
 
 

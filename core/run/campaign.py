@@ -93,6 +93,8 @@ _FIELDS = {
     "window": int,
     "history_tokens": int,
     "max_reply_chars": int,
+    "stream": bool,
+    "call_limit": float,
     "judge_options": dict,
     "judge_max_tokens": int,
     "call_cache": str,
@@ -113,6 +115,7 @@ _AGENT_FIELDS = {
     "max_tokens": int,
     "timeout": float,
     "max_retries": int,
+    "call_limit": float,
 }
 
 
@@ -208,6 +211,8 @@ class Suite:
     window: int | None = None
     history_tokens: int | None = None
     max_reply_chars: int = CallSettings.max_reply_chars
+    stream: bool = CallSettings.stream
+    call_limit: float = CallSettings.call_limit
     judge_options: dict = dataclasses.field(default_factory=dict)
     judge_max_tokens: int | None = 512
     call_cache: str | None = None
@@ -304,6 +309,8 @@ class Suite:
             max_tokens=a.get("max_tokens", self.max_tokens),
             max_reply_chars=self.max_reply_chars,
             options=a.get("options", {}),
+            stream=self.stream,
+            call_limit=a.get("call_limit", self.call_limit),
         )
         label = a.get("label") or option_label(parsed.argument or "", settings.options)
         config = ModelConfig(
@@ -325,6 +332,8 @@ class Suite:
                 max_tokens=self.judge_max_tokens,
                 max_reply_chars=self.max_reply_chars,
                 options=self.judge_options,
+                stream=self.stream,
+                call_limit=self.call_limit,
             ),
             call_cache=self.call_cache,
         )

@@ -103,7 +103,16 @@ def resimulate(recorded: list[Event], tree: Tree | None = None, templates: Templ
         ev = recorded[pos]
         try:
             if isinstance(ev, AgentReplied):
-                reply = Reply(ev.raw, ev.model, dict(ev.usage), ev.latency_ms, ev.cache_hit, ev.truncated_from)
+                reply = Reply(
+                    ev.raw,
+                    ev.model,
+                    dict(ev.usage),
+                    ev.latency_ms,
+                    ev.cache_hit,
+                    ev.truncated_from,
+                    ev.finish_reason,
+                    [dict(a) for a in ev.failed_attempts],
+                )
                 cos = None
                 if engine.needs_cosines(state):
                     nxt = recorded[pos + 1] if pos + 1 < len(recorded) else None

@@ -1,0 +1,123 @@
+"""Model calls a CPU model survives (issue #42): answers streamed, so a slow reply whose tokens keep
+arriving is not cut off by a timeout sized for a GPU; a call given up on closes its stream, so the
+server stops generating it; a retry after a timeout waits longer; a conclusion that goes round in
+circles is cut; every reply says why it ended and which attempts failed before it."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from inquitree.core.calls.models import CallCache, CallSettings, ChatModel, ModelCallError
+from inquitree.core.game.engine import CONCLUSION, repeats_itself
+from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent
+
+from openai_server import OpenAICompatibleServer
+
+LONG = "THOUGHT: a long answer.\nACTION: " + "word " * 40  # 232 characters: 29 chunks of 8
+
+
+def _eventually(check, seconds: float = 3.0) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.02)
+    return check()
+
+
+def test_a_streamed_answer_is_assembled_and_says_why_it_ended(tmp_path):
+    with OpenAICompatibleServer([LONG, LONG]) as server:
+        server.streams = True
+        cache = CallCache(tmp_path / "calls.sqlite")
+        chat = ChatModel("m", server.base_url, settings=CallSettings(max_tokens=64), cache=cache)
+        out = chat.chat([{"role": "user", "content": "go"}])
+        body = server.requests[0]["body"]
+    assert out.text == LONG and out.finish_reason == "stop" and out.failed == []
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    # llama.cpp's server reports no usage in a stream: the chunks are counted, nothing is invented
+    assert out.usage == {"input": None, "cached_input": None, "cache_write": None, "output": None, "output_chunks": 29}
+    # streaming is how the answer travels, not part of the request: a cached re-run needs no server
+    again = ChatModel("m", server.base_url, settings=CallSettings(max_tokens=64), cache=cache)
+    hit = again.chat([{"role": "user", "content": "go"}])
+    assert hit.cache_hit and hit.text == LONG and hit.finish_reason == "stop"
+
+
+def test_an_answer_that_keeps_arriving_outlasts_the_timeout_and_stops_at_the_call_limit():
+    with OpenAICompatibleServer([LONG, LONG]) as server:
+        server.streams, server.stream_seconds = True, 0.05  # 29 chunks: about 1.5 s, three timeouts long
+        slow = ChatModel("m", server.base_url, settings=CallSettings(timeout=0.5, max_retries=0))
+        t0 = time.monotonic()
+        out = slow.chat([{"role": "user", "content": "go"}])
+        assert out.text == LONG and out.finish_reason == "stop" and time.monotonic() - t0 > 1.0
+        # the call limit keeps what arrived, says so, and closes the stream: the server stops
+        capped = ChatModel("m", server.base_url, settings=CallSettings(timeout=0.5, max_retries=0, call_limit=0.4))
+        out = capped.chat([{"role": "user", "content": "go"}])
+        assert out.finish_reason == "call_limit" and 0 < len(out.text) < len(LONG) and LONG.startswith(out.text)
+        assert _eventually(lambda: server.abandoned == 1)
+    # without a stream the old rule holds: the whole answer within the timeout
+    with OpenAICompatibleServer([LONG]) as server:
+        server.delay = 0.8
+        plain = ChatModel("m", server.base_url, settings=CallSettings(timeout=0.5, max_retries=0, stream=False))
+        with pytest.raises(ModelCallError) as err:
+            plain.chat([{"role": "user", "content": "go"}])
+        assert err.value.kind == "timeout" and "stream" not in server.requests[0]["body"]
+
+
+def test_a_stalled_stream_is_given_up_closed_and_retried_with_more_patience():
+    with OpenAICompatibleServer([LONG, LONG]) as server:
+        server.streams = True
+        server.faults = ["stream_stall"]  # two chunks, then keep-alive comments only
+        chat = ChatModel("m", server.base_url, settings=CallSettings(timeout=0.3, max_retries=1), sleep=lambda s: None)
+        out = chat.chat([{"role": "user", "content": "go"}])
+        assert out.text == LONG and out.finish_reason == "stop"
+        [failed] = out.failed
+        assert failed["kind"] == "timeout" and failed["output_chunks"] == 2 and failed["seconds"] >= 0.3
+        assert _eventually(lambda: server.abandoned == 1)  # the stalled answer's stream was closed
+
+
+def test_a_stream_that_ends_early_or_unfinished_is_an_error_of_its_own_kind():
+    for fault, kind in (("stream_interrupted", "server_error"), ("stream_cut", "connection")):
+        with OpenAICompatibleServer([LONG, LONG]) as server:
+            server.streams, server.faults = True, [fault]
+            chat = ChatModel("m", server.base_url, settings=CallSettings(max_retries=1), sleep=lambda s: None)
+            out = chat.chat([{"role": "user", "content": "go"}])
+            assert out.text == LONG and [a["kind"] for a in out.failed] == [kind], fault
+            server.faults = [fault, fault]
+            with pytest.raises(ModelCallError) as err:
+                chat.chat([{"role": "user", "content": "again"}])
+            assert err.value.kind == kind and [a["kind"] for a in err.value.attempts] == [kind, kind]
+            if fault == "stream_interrupted":
+                assert "--interrupt_requests False" in str(err.value)
+
+
+def test_a_conclusion_going_round_in_circles_is_cut_and_recorded_as_such():
+    items = ["Grid cells encode position.", "Place cells remap.", "Theta phase orders spikes."]
+    looping = "".join(f"{n + 1}. {items[n % 3]}\n" for n in range(17))  # 17 items, 3 distinct
+    with OpenAICompatibleServer([looping]) as server:
+        server.streams, server.stream_seconds = True, 0.01  # still generating when the client has enough
+        agent = OpenAIChatAgent("m", "sys", ModelConfig(server.base_url, CallSettings()))
+        reply = agent.reply("List your conclusions.", CONCLUSION, 9)
+        assert _eventually(lambda: server.abandoned == 1)
+    event = reply.replied(9, CONCLUSION, reply.text)
+    assert event.finish_reason == "repeat" and event.failed_attempts == []
+    assert reply.text.count("\n") == 6  # three items, three repeats, then the stream was closed
+    assert all(item in reply.text for item in items)
+
+
+def test_repeats_itself_counts_complete_lines_with_their_numbers_dropped():
+    assert not repeats_itself("1. a\n2. b\n3. a\n4. b\n")  # two repeats
+    assert repeats_itself("1. a\n2. b\n3. a\n4. b\n- **A**\n")  # the third, whatever its numbering and emphasis
+    assert not repeats_itself("1. a\n2. a\n3. a\n4. a")  # the fourth line is not complete yet
+    assert not repeats_itself("\n\n\n\n1. a\n")  # blank lines are not items
+
+
+def test_without_streams_the_request_is_as_before():
+    with OpenAICompatibleServer(["ACTION: x"]) as server:
+        server.streams = True
+        chat = ChatModel("m", server.base_url, settings=CallSettings(stream=False))
+        out = chat.chat([{"role": "user", "content": "go"}])
+        body = server.requests[0]["body"]
+    assert "stream" not in body and "stream_options" not in body
+    assert out.finish_reason == "stop" and out.usage["output"] is not None
