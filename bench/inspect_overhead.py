@@ -18,8 +18,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from inspect_ai import eval as inspect_eval
+from needs import need  # bench/needs.py
+
+need("inspect_ai")
+
+from inspect_ai import eval as inspect_eval  # noqa: E402 - after the check that it is installed
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from inquitree.core.game.tree import resolve_tree

@@ -25,6 +25,10 @@ TREE = "it18-24-concept-neurons-relations"
 
 
 def main() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from needs import need  # bench/needs.py
+
+    need("inspect_ai")
     ap = argparse.ArgumentParser()
     ap.add_argument("--url", default="http://127.0.0.1:8011/v1")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "inspect_real.json"))

@@ -141,4 +141,7 @@ def pages_under_load(app, query: str, runs: int) -> dict:
 
 
 if __name__ == "__main__":
+    from needs import need  # bench/needs.py
+
+    need("starlette", "httpx", "uvicorn")
     on_a_large_store(__doc__, measure)

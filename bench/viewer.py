@@ -22,6 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests_support: the browser
 
+from needs import browser_missing, need  # bench/needs.py
+
 from inquitree.warehouse.warehouse import Warehouse
 from warehouse import TREES, on_a_large_store  # bench/warehouse.py
 
@@ -61,7 +63,10 @@ def measure(url: str, d: Path, runs: int) -> dict:
             assert response.status_code == 200, (route, response.status_code)
         rows.append({"page": name, "route": route, "median_ms": round(statistics.median(times) * 1000, 1)})
     painted = [name for name in pages if name.startswith(("campaign grid", "an episode", "search, a common"))]
-    paints = first_paints(app, {name: pages[name] for name in painted}, runs)
+    no_browser = browser_missing()
+    if no_browser:
+        print(f"viewer.py: first paints skipped: {no_browser}", file=sys.stderr)
+    paints = {} if no_browser else first_paints(app, {name: pages[name] for name in painted}, runs)
     for row in rows:
         row["first_contentful_paint_ms"] = paints.get(row["page"])
     return {
@@ -101,6 +106,7 @@ def first_paints(app, pages: dict[str, tuple[str, dict]], runs: int) -> dict[str
 
 
 def main() -> None:
+    need("starlette", "httpx", "uvicorn")  # the viewer and its test client; the browser part is optional
     on_a_large_store(__doc__ or "", measure, campaign="bench")
 
 

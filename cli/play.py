@@ -57,7 +57,7 @@ def _wrap(text: str, indent: str = "    ") -> str:
 def resumed_note(ev: EpisodeResumed) -> str:
     """What a resume says: after which step, why it had stopped, and which settings changed."""
     changed = [who for who, now in (("agent", ev.agent), ("judge", ev.judge)) if now is not None]
-    why = f" (it had failed: {ev.after_error})" if ev.after_error else ""
+    why = f" (it had failed: {ev.after_error}; that failure no longer ends the episode)" if ev.after_error else ""
     note = f"; the {' and '.join(changed)} settings changed and are recorded" if changed else ""
     return f"resumed after step {ev.step}{why}{note}"
 
