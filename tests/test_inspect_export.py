@@ -180,3 +180,29 @@ def test_without_inspect_installed_the_command_says_what_to_install(tmp_path, mo
     out = CliRunner().invoke(main, ["episodes", "to-inspect", "ep", "--db", db, "--log-dir", str(tmp_path / "logs")])
     assert out.exit_code != 0 and "pip install '.[inspect]' in InquiTree's checkout" in out.output, out.output
     assert not (tmp_path / "logs").exists()
+
+
+def test_the_transcript_holds_the_episodes_calls_and_engine_notes_as_real_events(tmp_path):
+    """Issue #41: exported logs carried no transcript events, so inspect's Transcript tab said they
+    had been removed for size. Each reply is a model event (what the window sent, the reply, its
+    tokens), each engine note an info event, in the recorded order, and the score comes last."""
+    from inspect_ai.event import InfoEvent, ModelEvent, ScoreEvent
+
+    tree = resolve_tree("synthetic-diamond-4")
+    texts, _ = replies_of(OracleAgent(tree), tree)
+    log, db = run_task(tmp_path, scripted(texts), trees=tree.id, randomness=0)
+    eid = log.samples[0].scores["inquitree_scores"].metadata["episode_id"]
+    to_inspect(eid, "--db", db, "--log-dir", str(tmp_path / "out"))
+    (path,) = (tmp_path / "out").glob("*.eval")
+    (sample,) = read_eval_log(str(path), resolve_attachments=True).samples  # inspect stores repeats once
+    calls = [e for e in sample.events if isinstance(e, ModelEvent)]
+    notes = [e for e in sample.events if isinstance(e, InfoEvent)]
+    assert [c.output.completion for c in calls] == texts
+    assert [(m.role, m.text) for m in calls[0].input] == dialogue(sample)[:2]  # the system prompt, the topic
+    assert [(m.role, m.text) for m in calls[-1].input] == dialogue(sample)[:-1]  # no window: the whole dialogue
+    assert all(c.output.usage is not None and c.output.usage.input_tokens == 100 for c in calls)
+    assert notes and all(n.source == "inquitree engine" for n in notes)
+    assert {n.data["type"] for n in notes} >= {"MatchScored", "Transitioned", "ResultDrawn", "EpisodeScored"}
+    assert isinstance(sample.events[-1], ScoreEvent) and sample.events[-1].score.value["coverage"] == 1.0
+    stamps = [e.timestamp for e in sample.events[:-1]]
+    assert stamps == sorted(stamps)  # in the order, and at the times, they were recorded

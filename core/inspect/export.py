@@ -10,6 +10,11 @@ gives its own samples, so a campaign run by ``suite run`` reads in the viewer li
 - the messages are the episode's dialogue: the paper's system prompt, each observation and each
   reply. Each reply carries what the engine recorded after it (match, hints, transitions, result
   draws) in its metadata, as events;
+- the transcript (what inspect's Transcript tab shows) holds real events, in the order they were
+  recorded and at the times they were: a model event per agent reply (the messages the agent's
+  window kept, the reply, its tokens, why it ended, how long it took), an info event per engine
+  note (source ``inquitree engine``), and the score. A window trimmed further by a token budget
+  (``--history-tokens``) is not reconstructed: the model event then shows the window's turns;
 - the scores are the episode's own ``EpisodeScored`` (the last one, after any re-judging), under
   the task's scorer name, and the log's metrics are computed from them by inspect;
 - an episode that failed, or that has no score yet, is a sample with an error and no score.
@@ -23,10 +28,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from inspect_ai.event import InfoEvent, ModelEvent, ScoreEvent
 from inspect_ai.log import (
     EvalConfig,
     EvalDataset,
@@ -43,6 +49,7 @@ from inspect_ai.model import (
     ChatMessageAssistant,
     ChatMessageSystem,
     ChatMessageUser,
+    GenerateConfig,
     ModelOutput,
     ModelUsage,
 )
@@ -51,7 +58,7 @@ from inquitree import __version__
 from inquitree.core.game.prompts import TemplateSet
 from inquitree.core.game.tree import Tree, resolve_tree
 from inquitree.core.inspect.task import SCORE_KEYS, SCORER_NAME, episode_score
-from inquitree.core.players.agents import agent_name
+from inquitree.core.players.agents import agent_name, last_turns
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import (
     AgentReplied,
@@ -117,11 +124,18 @@ def episode_sample(episode_id: str, records: list, installed: Installed | None =
     scored: EpisodeScored | None = None
     failed: EpisodeFailed | None = None
     items: list[str] = []
-    for ev in events[1:]:
+    transcript: list[Any] = []
+    begun = _when(records[0].recorded_at)
+    window = started.agent.get("window") if isinstance(started.agent.get("window"), int) else None
+    name = agent_name(started.agent)
+    for record, ev in zip(records[1:], events[1:], strict=True):
+        at = _when(record.recorded_at)
+        since = (at - begun).total_seconds() if at and begun else 0.0
         if isinstance(ev, ObservationEmitted):  # the last one may be unanswered (a limit or a failure ended it)
             messages.append(ChatMessageUser(content=ev.text, metadata={"step": ev.step, "state": ev.state}))
             engine_notes = None
         elif isinstance(ev, AgentReplied):
+            sent = messages[:1] + last_turns(messages[1:], window) if system else last_turns(messages, window)
             engine_notes = []
             messages.append(
                 ChatMessageAssistant(
@@ -133,6 +147,7 @@ def episode_sample(episode_id: str, records: list, installed: Installed | None =
             used = _reply_usage(ev)
             if used is not None:
                 _add_usage(usage, ev.model or "unknown", used)
+            transcript.append(_model_event(ev, name, list(sent), used, at, since))
         else:
             if isinstance(ev, EpisodeScored):
                 scored = ev
@@ -142,6 +157,7 @@ def episode_sample(episode_id: str, records: list, installed: Installed | None =
                 items = list(ev.items)
             if engine_notes is not None:
                 engine_notes.append({"type": ev.TYPE, **ev.to_payload()})
+            transcript.append(_note(ev, at, since))
     completion = "\n".join(f"({i}) {x}" for i, x in enumerate(items, 1))
     target = _target(started, notes, installed)
     first = next((ev.text for ev in events if isinstance(ev, ObservationEmitted)), "")
@@ -162,6 +178,9 @@ def episode_sample(episode_id: str, records: list, installed: Installed | None =
     if scored is None:
         why = f"the episode failed: {failed.error}" if failed is not None else "the episode has no score yet"
         error = EvalError(message=why, traceback="", traceback_ansi="")
+    score = episode_score({"episode_id": episode_id, **scored.to_payload()}, completion) if scored is not None else None
+    if score is not None:
+        transcript.append(ScoreEvent(score=score, target=target))
     sample = EvalSample(
         id=f"{started.tree_id}.a{started.params.get('randomness')}",
         epoch=1,
@@ -169,19 +188,63 @@ def episode_sample(episode_id: str, records: list, installed: Installed | None =
         target=target,
         messages=messages,
         output=ModelOutput.from_content(model=agent_name(started.agent), content=completion),
-        scores=(
-            {SCORER_NAME: episode_score({"episode_id": episode_id, **scored.to_payload()}, completion)}
-            if scored is not None
-            else None
-        ),
+        scores={SCORER_NAME: score} if score is not None else None,
         metadata=metadata,
         model_usage=usage,
         error=error,
+        events=transcript,
         started_at=records[0].recorded_at,
         completed_at=records[-1].recorded_at,
         total_time=_seconds_between(records[0].recorded_at, records[-1].recorded_at),
     )
     return Exported(episode_id, started, sample)
+
+
+def _model_event(
+    ev: AgentReplied, name: str, sent: list[ChatMessage], used: ModelUsage | None, at: datetime | None, since: float
+) -> ModelEvent:
+    """One agent call as inspect records a model call: what was sent, what came back, its tokens,
+    why it ended and how long it took (from the reply's recorded latency)."""
+    stop = _STOP_REASONS.get(ev.finish_reason or "", "unknown")
+    output = ModelOutput.from_content(model=ev.model or name, content=ev.raw, stop_reason=stop)  # type: ignore[arg-type]
+    output.usage = used
+    seconds = (ev.latency_ms or 0.0) / 1000
+    output.time = seconds
+    event = ModelEvent(
+        model=ev.model or name,
+        input=sent,
+        tools=[],
+        tool_choice="none",
+        config=GenerateConfig(),
+        output=output,
+        working_start=max(0.0, since - seconds),
+        working_time=seconds,
+        cache="read" if ev.cache_hit else None,
+    )
+    if at is not None:
+        event.timestamp = at
+        event.completed = at
+    return event
+
+
+_STOP_REASONS = {"stop": "stop", "length": "max_tokens", "max_reply_chars": "max_tokens"}  # ours -> inspect's
+
+
+def _note(ev: Any, at: datetime | None, since: float) -> InfoEvent:
+    """An engine event as an info event of the transcript, at the time it was recorded."""
+    note = InfoEvent(source="inquitree engine", data={"type": ev.TYPE, **ev.to_payload()}, working_start=since)
+    if at is not None:
+        note.timestamp = at
+    return note
+
+
+def _when(recorded_at: str) -> datetime | None:
+    """A recorded timestamp as an aware datetime (None if it cannot be read)."""
+    try:
+        when = datetime.fromisoformat(recorded_at.replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
 
 
 def _seconds_between(start: str, end: str) -> float | None:
