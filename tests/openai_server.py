@@ -53,6 +53,7 @@ class OpenAICompatibleServer:
         # fit is refused as llama.cpp's server refuses it (HTTP 400, "exceed context window of N").
         self.context_tokens: int | None = None
         self.streams = False
+        self.stream_keepalive = False
         self.stream_piece = 8
         self.stream_seconds = 0.0
         self.abandoned = 0
@@ -76,15 +77,19 @@ class OpenAICompatibleServer:
                 self.wfile.write(body)
 
             def _stream(self, content: str, fault: object) -> None:
+                kept = server.stream_keepalive  # chunked and kept alive, as uvicorn serves llama.cpp's streams
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-                self.send_header("Connection", "close")
+                self.send_header(*(("Transfer-Encoding", "chunked") if kept else ("Connection", "close")))
                 self.end_headers()
-                self.close_connection = True
+                self.close_connection = not kept
+
+                def write(data: bytes) -> None:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if kept else data)
+                    self.wfile.flush()
 
                 def event(data: str) -> None:
-                    self.wfile.write(f"data: {data}\r\n\r\n".encode())
-                    self.wfile.flush()
+                    write(f"data: {data}\r\n\r\n".encode())
 
                 def chunk(delta: dict, finish: str | None = None) -> str:
                     return json.dumps(
@@ -97,21 +102,24 @@ class OpenAICompatibleServer:
                     event(chunk({"role": "assistant"}))
                     for n, piece in enumerate(pieces):
                         if fault == "stream_cut" and n == 2:
+                            self.close_connection = True
                             return None
                         if fault == "stream_stall" and n == 2:
+                            self.close_connection = True
                             while not server._stopping.wait(0.05):
-                                self.wfile.write(b": ping\r\n\r\n")
-                                self.wfile.flush()
+                                write(b": ping\r\n\r\n")
                             return None
                         event(chunk({"content": piece}))
                         with server._lock:
                             server.streamed_chunks += 1
                         if server.stream_seconds and server._stopping.wait(server.stream_seconds):
                             return None
-                        self.wfile.write(b": ping\r\n\r\n")
+                        write(b": ping\r\n\r\n")
                     if fault != "stream_interrupted":
                         event(chunk({}, "stop"))
                     event("[DONE]")
+                    if kept:
+                        self.wfile.write(b"0\r\n\r\n")
                 except OSError:  # the client closed the connection: a real server stops generating
                     with server._lock:
                         server.abandoned += 1

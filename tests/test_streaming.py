@@ -121,3 +121,16 @@ def test_without_streams_the_request_is_as_before():
         body = server.requests[0]["body"]
     assert "stream" not in body and "stream_options" not in body
     assert out.finish_reason == "stop" and out.usage["output"] is not None
+
+
+def test_a_kept_alive_stream_leaves_its_connection_ready_for_the_next_call():
+    """Found on the real server: a streamed answer read up to ``[DONE]`` but not to the end of its
+    chunked body left the connection unusable, so every next call failed once ("connection") and
+    paid a retry's pause. The body is read to its end; a connection left in that state anyway is
+    replaced without counting an attempt."""
+    with OpenAICompatibleServer([LONG] * 3) as server:
+        server.streams = server.stream_keepalive = True
+        chat = ChatModel("m", server.base_url, settings=CallSettings(max_retries=0))
+        outs = [chat.chat([{"role": "user", "content": f"turn {n}"}]) for n in range(3)]
+    assert [o.text for o in outs] == [LONG] * 3 and all(o.failed == [] for o in outs)
+    assert len(server.requests) == 3

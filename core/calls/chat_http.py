@@ -270,7 +270,15 @@ class Endpoint:
                 self._drop()
                 if _WATCHDOG.fired(watch):
                     raise TransportTimeout(_CUT_OFF, partial()) from None
-                stale = isinstance(exc, (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError))
+                stale = isinstance(
+                    exc,
+                    (
+                        http.client.RemoteDisconnected,
+                        ConnectionResetError,
+                        BrokenPipeError,
+                        http.client.ImproperConnectionState,  # the last answer was not read to its end
+                    ),
+                )
                 if reused and stale:
                     continue  # a stale keep-alive connection: the request never reached the server
                 raise TransportError(f"{type(exc).__name__}: {exc}") from None
@@ -314,6 +322,7 @@ class Endpoint:
                 payload = line[5:].strip().decode("utf-8", "replace")
                 if payload == "[DONE]":
                     stream.done = True
+                    resp.read()  # the body's end (a chunked stream's last chunk): the connection is reusable
                     return stream.text()
                 if stream.feed(payload):
                     stream.stopped = True
