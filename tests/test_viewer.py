@@ -1,4 +1,4 @@
-"""`inquitree view` (first part of the viewer): the recent episodes, an episode's dialogue with the
+"""`inquitree view` (first part of the viewer): the episode list, an episode's dialogue with the
 engine's notes and a permanent link per turn, and full-text search over every transcript; model
 output is untrusted, so every reply is shown as text. Served by Starlette; checked through its test
 client and, for scripts planted in a reply, in headless Chromium."""
@@ -157,3 +157,50 @@ def test_without_graphviz_the_tree_page_says_so_and_keeps_its_tables(warehouse, 
     assert page.status_code == 200 and "<svg" not in page.text
     assert "No picture: Graphviz&#39;s `dot` is not installed (Debian: apt-get install graphviz)" in page.text
     assert 'id="subtopic-0"' in page.text and "Ground-truth conclusions" in page.text
+
+
+def test_the_episode_list_sorts_filters_and_pages_with_its_state_in_the_url(tmp_path):
+    """Issue #41: the list of episodes can be sorted and filtered by its columns, the state kept in
+    the URL, one page read at a time; a value that is not a choice is ignored, never run."""
+    import re
+    from html import unescape
+
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    with EventStore(url) as store:
+        for tid in ("synthetic-diamond-4", "synthetic-chain-7"):
+            tree = resolve_tree(tid)
+            for seed in range(3):
+                play(tree, OracleAgent(tree), store=store, seed=seed)
+            script = tmp_path / f"{tid}.txt"
+            script.write_text("\n---\n".join(["ACTION: (1) nothing"] * 30) + "\n")
+            play(tree, ScriptAgent(str(script)), store=store, max_turns=5)
+    path = str(tmp_path / "w.duckdb")
+    with Warehouse(path) as wh:
+        wh.sync(url)
+        truth = wh.sql("SELECT episode_id, agent, tree_id, steps FROM episodes").to_dicts()
+    client = TestClient(create_app(path), base_url="http://127.0.0.1")
+
+    def listed(**params) -> list[str]:
+        page = client.get("/", params=params)
+        assert page.status_code == 200
+        body = page.text.split('id="episodes"', 1)[1]
+        return re.findall(r'<tr><td><a href="/episodes/([^"]+)">', body)
+
+    everything = listed()
+    assert sorted(everything) == sorted(t["episode_id"] for t in truth)
+    by_steps = listed(sort="steps", dir="asc")
+    steps = {t["episode_id"]: t["steps"] for t in truth}
+    assert [steps[e] for e in by_steps] == sorted(steps.values())
+    assert [steps[e] for e in listed(sort="steps", dir="desc")] == sorted(steps.values(), reverse=True)
+    oracle_chain = listed(agent="oracle", tree="synthetic-chain-7")
+    assert sorted(oracle_chain) == sorted(
+        t["episode_id"] for t in truth if t["agent"] == "oracle" and t["tree_id"] == "synthetic-chain-7"
+    )
+    assert len(oracle_chain) == 3
+    # the state is in the links: a header keeps the filters and turns the sort around
+    page = unescape(client.get("/", params={"agent": "oracle", "sort": "steps", "dir": "asc"}).text)
+    assert "/?agent=oracle&sort=steps&dir=desc#episodes" in page
+    assert '<option value="oracle" selected>' in page
+    # values that are not choices, and a sort that is not a column, change nothing and run nothing
+    assert listed(agent="x' OR 1=1 --", sort="steps; DROP TABLE episodes") == everything
+    assert "no episode matches" not in client.get("/", params={"status": "<script>"}).text

@@ -27,6 +27,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import jinja2
 from starlette.applications import Starlette
@@ -112,6 +113,7 @@ class Viewer:
             key: [str(v) for v in (found[key] or [])] for key in ("agent", "tree_id", "randomness", "status")
         }
         self.choices["kind"] = list(KINDS)
+        self.choices["judge"] = [str(v) for v in (self.rows(sql.FILTER_CHOICES_JUDGES)[0]["judge"] or [])]
 
     def catch_up(self, force: bool = False) -> bool:
         """Follow the warehouse: take up a snapshot another process published (``warehouse sync``,
@@ -175,11 +177,47 @@ def create_app(
 # -- the pages: each reads the viewer from ``request.app.state`` ----------------------------------
 
 
+LIST_FILTERS = (("agent", "agent"), ("tree", "tree_id"), ("a", "randomness"), ("judge", "judge"), ("status", "status"))
+
+
 def home(request: Request) -> Response:
+    """The campaigns, and the episodes sorted and filtered as the URL says (``sort``, ``dir``, one
+    parameter per filter, ``page``), so a view of the list can be bookmarked and shared. Only a
+    page of rows is read; a value that is not one of the choices is ignored, never sent to SQL
+    text."""
     viewer: Viewer = request.app.state.viewer
     viewer.catch_up()
-    episodes = viewer.rows(sql.RECENT_EPISODES)
-    return viewer.page("index.html.j2", episodes=episodes, campaigns=campaign_list(viewer))
+    q = request.query_params
+    asked = q.get("sort", "")
+    sort = asked if asked in sql.LIST_SORTS else "started"
+    direction = "ASC" if q.get("dir") == "asc" else "DESC" if q.get("dir") == "desc" else (
+        "DESC" if sort in ("started", "score", "coverage", "steps") else "ASC"
+    )  # fmt: skip
+    filters = {key: q.get(key) for key, choices in LIST_FILTERS if q.get(key) in viewer.choices.get(choices, [])}
+    page = int(q["page"]) if q.get("page", "").isdigit() and int(q["page"]) < 1_000_000 else 0
+    episodes = viewer.rows(
+        sql.EPISODE_LIST[(sort, direction)],
+        [filters.get("agent"), filters.get("tree"), filters.get("a"), filters.get("judge"), filters.get("status"),
+         page * sql.LIST_PAGE],
+    )  # fmt: skip
+    state = {**filters, "sort": sort, "dir": direction.lower()}
+
+    def link(**changes: Any) -> str:
+        """This list's URL with ``changes`` (None drops a parameter; page 0 is the default)."""
+        merged = {**state, "page": page or None, **changes}
+        return "/?" + urlencode({k: v for k, v in merged.items() if v not in (None, "", 0)}) + "#episodes"
+
+    return viewer.page(
+        "index.html.j2",
+        episodes=episodes,
+        campaigns=campaign_list(viewer),
+        state=state,
+        page=page,
+        page_size=sql.LIST_PAGE,
+        matching=episodes[0]["matching"] if episodes else 0,
+        choices={key: viewer.choices.get(choices, []) for key, choices in LIST_FILTERS},
+        link=link,
+    )
 
 
 def campaign_list(viewer: Viewer) -> list[dict[str, Any]] | None:

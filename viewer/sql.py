@@ -10,10 +10,42 @@ SELECT list(DISTINCT agent ORDER BY agent) AS agent, list(DISTINCT tree_id ORDER
        list(DISTINCT status ORDER BY status) AS status
 FROM episodes
 """
-RECENT_EPISODES = """
-SELECT episode_id, tree_id, agent, randomness, status, ended_by, steps, coverage, started_at
-FROM episodes ORDER BY started_at DESC, episode_id LIMIT 100
+FILTER_CHOICES_JUDGES = "SELECT list(DISTINCT judge_id ORDER BY judge_id) AS judge FROM ev_episode_scored"
+# The episode list (home page): sorted by one of its columns and filtered by agent, tree, level,
+# judge and status, a page at a time. The sort column and direction pick one of these fixed
+# statements (LIST_SORTS); the filters and the offset are parameters.
+LIST_PAGE = 100
+LIST_SORTS = {
+    "episode": "e.episode_id",
+    "tree": "e.tree_id",
+    "agent": "e.agent",
+    "a": "e.randomness",
+    "judge": "s.judge_id",
+    "status": "e.status",
+    "ended": "e.ended_by",
+    "steps": "e.steps",
+    "coverage": "e.coverage",
+    "score": "s.q_norm",
+    "started": "e.started_at",
+}
+_LIST = """
+WITH s AS (  -- the score an episode was given last, and by which judge (as `episodes list` shows it)
+    SELECT episode_id, arg_max(judge_id, global_position) AS judge_id, arg_max(q_norm, global_position) AS q_norm
+    FROM ev_episode_scored GROUP BY ALL
+)
+SELECT e.episode_id, e.tree_id, e.agent, e.randomness, s.judge_id, e.status, e.ended_by, e.steps, e.coverage,
+       s.q_norm, e.started_at, count(*) OVER () AS matching
+FROM episodes e LEFT JOIN s USING (episode_id)
+WHERE ($1 IS NULL OR e.agent = $1) AND ($2 IS NULL OR e.tree_id = $2) AND ($3 IS NULL OR e.randomness::VARCHAR = $3)
+  AND ($4 IS NULL OR s.judge_id = $4) AND ($5 IS NULL OR e.status = $5)
+ORDER BY {column} {direction} NULLS LAST, e.episode_id
+LIMIT {page} OFFSET $6
 """
+EPISODE_LIST = {
+    (key, direction): _LIST.format(column=column, direction=direction, page=LIST_PAGE)
+    for key, column in LIST_SORTS.items()
+    for direction in ("ASC", "DESC")
+}
 EPISODE = "SELECT * FROM episodes WHERE episode_id = ?"
 EPISODE_OF_TREE = "SELECT * FROM episodes WHERE episode_id = ? AND tree_id = ?"
 EPISODE_SCORES = "SELECT * FROM episode_scores WHERE episode_id = ?"
