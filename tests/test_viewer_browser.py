@@ -8,7 +8,10 @@ PostgreSQL, served by ``inquitree view`` in a process of its own:
   and links to its turn; the side-by-side page marks the first divergence of two scripted agents
   whose paths are known; a reply holding a script, an ``onerror`` image and a ``javascript:`` link
   runs nothing; the tree page draws the episode's path;
-- no page logs a console error.
+- no page logs a console error;
+- a lab at work: while a campaign runs with the viewer open, `warehouse sync`, `query` and
+  `report` run from other processes at once, the episode list is sorted and filtered in the page,
+  and Ctrl-C on the campaign shows as "interrupted" on the page and in `suite status`.
 
 With ``$INQUITREE_SCREENSHOTS`` set to a folder, the SQLite run saves a screenshot of each page kind
 there (the README's pictures, ``docs/viewer/``).
@@ -202,3 +205,83 @@ def test_the_viewer_in_a_browser(store_url, tmp_path, browser):
         errors = list(pages.errors)
         pages.context.close()
     assert errors == []
+
+
+def test_a_lab_at_work_beside_the_viewer(store_url, tmp_path, browser):
+    """Issue #41, as a lab works: a campaign runs with the viewer open; meanwhile `warehouse sync`,
+    `query` and `report` run from other processes, all at once; the episode list is sorted and
+    filtered in the page (its state in the URL); the campaign is interrupted with Ctrl-C, and the
+    page and `suite status` say so within seconds."""
+    import re
+    import signal
+    import time
+
+    EventStore(store_url).close()
+    wh = str(tmp_path / "w.duckdb")
+    suite = tmp_path / "lab.toml"
+    with (
+        OpenAICompatibleServer(
+            lambda m: "ACTION: (1) nothing" if "numbered" in m[-1]["content"] else "THOUGHT: hm\nACTION: not sure yet",
+            delay=0.25,
+        ) as server,
+        viewer_process(store_url, wh) as base,
+    ):
+        suite.write_text(
+            'name = "lab"\ntrees = ["synthetic-diamond-4", "synthetic-chain-7"]\nagents = ["openai:m"]\n'
+            'randomness = [0]\nruns = 60\nembedder = "hash"\nmax_turns = 6\nconcurrency = 1\nretries = 0\n'
+            f'max_retries = 0\nbase_url = "{server.base_url}"\n'
+        )
+        inquitree = [sys.executable, "-m", "inquitree"]
+        run = subprocess.Popen(
+            [*inquitree, "suite", "run", str(suite), "--db", store_url, "--trust-suite"],
+            env={**os.environ, "OPENAI_API_KEY": "none"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            pages = _Pages(browser, base, None)
+            home = pages.open("/")
+            row = home.locator('#campaigns tr[data-key="lab"]')
+            expect(row).to_contain_text("running", timeout=60_000)
+            expect(row).to_contain_text(re.compile(r"[1-9][0-9]* of 120 cells ended"), timeout=60_000)
+            others = [
+                subprocess.Popen([*inquitree, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for args in (
+                    ["warehouse", "sync", "--db", store_url, "--warehouse", wh],
+                    ["query", "episode_summary", "--warehouse", wh, "--format", "csv"],
+                    ["report", "--out", str(tmp_path / "report"), "--db", store_url, "--warehouse", wh],
+                )
+            ]
+            for proc in others:  # side by side with the viewer, the campaign and one another
+                out, err = proc.communicate(timeout=300)
+                assert proc.returncode == 0, (proc.args, out[-1500:], err[-1500:])
+            assert run.poll() is None, "the campaign should still be running"
+            assert (tmp_path / "report" / "index.html").exists()
+
+            listing = pages.open("/")  # the snapshot the sync published
+            listing.locator("table.episodes th a", has_text="steps").click()
+            listing.wait_for_url("**/?sort=steps&dir=asc#episodes")
+            listing.select_option("select[name=status]", "done")
+            listing.locator("form.filters button").click()
+            listing.wait_for_url("**status=done**")
+            assert "sort=steps" in listing.url and "dir=asc" in listing.url  # the sort survives the filter
+            statuses = listing.locator("table.episodes tr td:nth-child(6)").all_inner_texts()
+            assert statuses and set(statuses) == {"done"}
+            steps = [int(s) for s in listing.locator("table.episodes tr td:nth-child(8)").all_inner_texts()]
+            assert steps == sorted(steps)
+
+            run.send_signal(signal.SIGINT)  # Ctrl-C
+            out = run.communicate(timeout=120)[0].decode()
+            t0 = time.monotonic()
+            expect(row).to_contain_text("interrupted", timeout=30_000)
+            assert time.monotonic() - t0 < 30
+            assert "running" not in row.inner_text()
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+        status = subprocess.run(
+            [*inquitree, "suite", "status", str(suite), "--db", store_url], capture_output=True, text=True, timeout=120
+        )
+        assert "interrupted" in status.stdout + status.stderr, (out[-1500:], status.stdout, status.stderr)
+        assert not pages.errors, pages.errors
