@@ -48,6 +48,7 @@ def measure(url: str, d: Path, runs: int) -> dict:
     pages = {
         "campaign grid (/suites/bench)": ("/suites/bench", {}),
         "home: campaigns and recent episodes (/)": ("/", {}),
+        "home: episodes by q_norm, finished only": ("/", {"sort": "score", "dir": "asc", "status": "done"}),
         "an episode": (f"/episodes/{episode}", {}),
         "the tree with the episode's path": (f"/trees/{tree}", {"episode": episode}),
         "search, a common word (100 hits shown)": ("/search", {"q": "sleep"}),
