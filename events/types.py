@@ -218,14 +218,24 @@ class EpisodeScored(Event):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class EpisodeFailed(Event):
     """The episode stopped on an error. ``error_class``: the exception's class; ``kind``: what went
-    wrong in words a query can group by (timeout, context_length, wrong_shape, judge, ...)."""
+    wrong in words a query can group by (timeout, context_length, wrong_shape, judge, ...). v2 adds
+    ``attempts``: when a model call ended the episode, each of its attempts (kind, seconds,
+    streamed chunks received), so the time and tokens of failed calls are accounted too."""
 
     TYPE = "EpisodeFailed"
+    VERSION = 2
     step: int
     error: str
     retryable: bool
     error_class: str = ""
     kind: str = ""
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+
+
+@upcaster("EpisodeFailed", 1)
+def _episode_failed_v1_to_v2(p: Payload) -> Payload:
+    p["attempts"] = []  # v1 did not record the failed call's attempts
+    return p
 
 
 @event_type

@@ -134,3 +134,27 @@ def test_a_kept_alive_stream_leaves_its_connection_ready_for_the_next_call():
         outs = [chat.chat([{"role": "user", "content": f"turn {n}"}]) for n in range(3)]
     assert [o.text for o in outs] == [LONG] * 3 and all(o.failed == [] for o in outs)
     assert len(server.requests) == 3
+
+
+def test_a_call_that_ends_the_episode_leaves_its_attempts_in_the_failure(tmp_path):
+    """Every attempt is accounted, failed ones too: a model call that gives up ends the episode
+    with an EpisodeFailed that lists each attempt (kind, seconds, chunks)."""
+    from click.testing import CliRunner
+
+    from inquitree.cli import main
+    from inquitree.events.store import EventStore
+
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    with OpenAICompatibleServer(["ACTION: x"]) as server:
+        server.fail_after = (0, 500)
+        out = CliRunner().invoke(
+            main,
+            ["play", "--agent", "openai:m", "--base-url", server.base_url, "--embedder", "hash", "--max-retries", "1",
+             "--record", "--db", db, "-q"],
+        )  # fmt: skip
+    assert out.exit_code != 0
+    with EventStore(db) as store:
+        (stream,) = store.streams("episode/")
+        (failed,) = [r.event for r in store.read_stream(stream.stream_id) if r.event.TYPE == "EpisodeFailed"]
+    assert failed.kind == "server_error" and [a["kind"] for a in failed.attempts] == ["server_error"] * 2
+    assert all(a["seconds"] >= 0 for a in failed.attempts)

@@ -459,9 +459,24 @@ class Engine:
         return s.events
 
     def fail(
-        self, state: EpisodeState, error: str, retryable: bool, error_class: str = "", kind: str = ""
+        self,
+        state: EpisodeState,
+        error: str,
+        retryable: bool,
+        error_class: str = "",
+        kind: str = "",
+        attempts: list[dict[str, Any]] | None = None,
     ) -> list[Event]:
-        return [EpisodeFailed(step=state.step, error=error, retryable=retryable, error_class=error_class, kind=kind)]
+        return [
+            EpisodeFailed(
+                step=state.step,
+                error=error,
+                retryable=retryable,
+                error_class=error_class,
+                kind=kind,
+                attempts=list(attempts or []),
+            )
+        ]
 
     def end_by_limit(self, state: EpisodeState, limit: str, threshold: float, used: float) -> list[Event]:
         """A run limit (tokens, cost, wall time, the campaign's budget) was reached before the next

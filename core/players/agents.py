@@ -56,9 +56,12 @@ def recorded_turns(events: list) -> list[tuple[str, Any]]:
 class AgentError(InquiTreeError):
     """The agent could not produce a reply. ``retryable``: a later attempt may succeed."""
 
-    def __init__(self, message: str, retryable: bool = False, kind: str = "agent"):
+    def __init__(
+        self, message: str, retryable: bool = False, kind: str = "agent", attempts: list[dict[str, Any]] | None = None
+    ):
         super().__init__(message)
         self.retryable, self.kind = retryable, kind
+        self.attempts = list(attempts or [])  # the model call's failed attempts, when one was made
 
 
 class Agent(Protocol):
@@ -357,7 +360,7 @@ def context_size(message: str) -> int | None:
 
 
 def model_error(exc: ModelCallError) -> AgentError:
-    return AgentError(str(exc), retryable=exc.retryable, kind=exc.kind)
+    return AgentError(str(exc), retryable=exc.retryable, kind=exc.kind, attempts=exc.attempts)
 
 
 class OpenAIChatAgent:

@@ -29,9 +29,12 @@ SCORES = (1.0, 0.6, 0.0)
 
 
 class JudgeError(InquiTreeError):
-    def __init__(self, message: str, retryable: bool = False, kind: str = "judge"):
+    def __init__(
+        self, message: str, retryable: bool = False, kind: str = "judge", attempts: list[dict[str, Any]] | None = None
+    ):
         super().__init__(message)
         self.retryable, self.kind = retryable, kind
+        self.attempts = list(attempts or [])  # the model call's failed attempts, when one was made
 
 
 class Judge(Protocol):
@@ -194,7 +197,7 @@ class OpenAIJudge:
                 try:
                     res = self.chat.chat(messages, json_schema_format("verdict", VERDICT_SCHEMA))
                 except ModelCallError as exc:
-                    raise JudgeError(f"{exc} (judging item {c.id})", exc.retryable, exc.kind) from None
+                    raise JudgeError(f"{exc} (judging item {c.id})", exc.retryable, exc.kind, exc.attempts) from None
                 if res.cache_hit:
                     served = _add_usage(served, res.usage)
                 else:

@@ -295,7 +295,8 @@ class Episode:
     def fail(self, exc: BaseException, phase: str) -> EpisodeFailure:
         """Record ``exc`` as the episode's failure; the error to raise."""
         message, retryable, kind, cls = _failure(exc, phase)
-        self.record(self.engine.fail(self.state, message, retryable, cls, kind))
+        attempts = getattr(exc, "attempts", None) or []  # a model call's failed attempts, when one ended it
+        self.record(self.engine.fail(self.state, message, retryable, cls, kind, attempts))
         return EpisodeFailure(message, self.episode_id, retryable, kind, cls)
 
     def needs_verdicts(self, judge_id: str) -> bool:
