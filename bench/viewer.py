@@ -8,8 +8,10 @@ caught part way through its last run), syncs a warehouse, builds the search inde
 campaign (both timed), then times each page in this process through Starlette's test client
 (server side: routing, queries, rendering; median of ``--runs``): the campaign grid, recent
 episodes, an episode page, the tree with that episode's path, a search for a common phrase and
-for a rare one. Then it serves the same application with uvicorn and opens the grid, the episode
-and the search in headless Chromium (Playwright), reading each page's first contentful paint.
+for a rare one; then the same pages again, in turn, while ``inquitree warehouse rebuild`` loads
+every event again in another process. Then it serves the same application with uvicorn and opens
+the grid, the episode and the search in headless Chromium (Playwright), reading each page's first
+contentful paint.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ def measure(url: str, d: Path, runs: int) -> dict:
             times.append(time.perf_counter() - t)
             assert response.status_code == 200, (route, response.status_code)
         rows.append({"page": name, "route": route, "median_ms": round(statistics.median(times) * 1000, 1)})
+    during = pages_during_rebuild(client, pages, url, path)
+    for row in rows:
+        row["median_ms_during_rebuild"] = during["pages"].get(row["page"])
     painted = [name for name in pages if name.startswith(("campaign grid", "an episode", "search, a common"))]
     no_browser = browser_missing()
     if no_browser:
@@ -76,7 +81,40 @@ def measure(url: str, d: Path, runs: int) -> dict:
         "campaign_counts": campaign["counts"],
         "sync_s": round(sync_s, 2),
         "viewer_start_s (search index, campaign fold)": round(start_s, 2),
+        "rebuild_beside_s": during["rebuild_s"],
+        "page_loads_during_rebuild": during["loads"],
         "pages": rows,
+    }
+
+
+def pages_during_rebuild(client, pages: dict[str, tuple[str, dict]], url: str, path: str) -> dict:
+    """Each page's median time while ``inquitree warehouse rebuild`` loads every event again in
+    another process (the viewer keeps reading the published snapshot; the rebuild publishes the
+    next one when it is whole): the pages are loaded in turn until the rebuild ends."""
+    import subprocess
+
+    rebuild = subprocess.Popen(
+        [sys.executable, "-m", "inquitree", "warehouse", "rebuild", "--db", url, "--warehouse", path],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    t0 = time.perf_counter()
+    times: dict[str, list[float]] = {name: [] for name in pages}
+    loads = 0
+    while rebuild.poll() is None or loads < len(pages):
+        for name, (route, params) in pages.items():
+            t = time.perf_counter()
+            response = client.get(route, params=params)
+            times[name].append(time.perf_counter() - t)
+            assert response.status_code == 200, (route, response.status_code)
+            loads += 1
+    rebuild_s = time.perf_counter() - t0
+    assert rebuild.wait() == 0, rebuild.stderr.read() if rebuild.stderr else ""
+    return {
+        "rebuild_s": round(rebuild_s, 2),
+        "loads": loads,
+        "pages": {name: round(statistics.median(ts) * 1000, 1) for name, ts in times.items()},
     }
 
 
