@@ -257,17 +257,17 @@ class Endpoint:
                     _WATCHDOG.hold(watch, sock)
                 if streamed:
                     assert stream is not None
-                    text = self._read_events(resp, stream, wait, watch)
+                    text = self._read_events(resp, stream, wait)
                 else:
                     text = resp.read().decode("utf-8", "replace")
             except TransportTimeout:  # a stream that went silent: closed, so the server stops
                 self._abandon(resp, sock)
                 raise
             except (TimeoutError, socket.timeout):
-                self._drop()
+                self._abandon(resp, sock)
                 raise TransportTimeout(f"no answer within {wait:g} s", partial()) from None
             except (OSError, http.client.HTTPException) as exc:
-                self._drop()
+                self._abandon(resp, sock)
                 if _WATCHDOG.fired(watch):
                     raise TransportTimeout(_CUT_OFF, partial()) from None
                 stale = isinstance(
@@ -306,9 +306,8 @@ class Endpoint:
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
 
-    def _read_events(
-        self, resp: http.client.HTTPResponse, stream: Stream, silence: float, watch: list[Any] | None
-    ) -> str:
+    @staticmethod
+    def _read_events(resp: http.client.HTTPResponse, stream: Stream, silence: float) -> str:
         """The data of a server-sent event stream, until ``[DONE]``, its end, or ``stream.feed``
         saying it has enough. Comment lines (a server's keep-alive pings) do not count as the
         endpoint speaking: ``silence`` seconds without data end the read."""
