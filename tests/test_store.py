@@ -259,14 +259,16 @@ def test_unknown_event_type_on_read_names_stream_and_version(store):
     assert store.verify().ok  # the chains are intact; only this code cannot read the type
 
 
-def test_stored_v1_agent_reply_is_upcast_to_v2_on_read(store):
-    """AgentReplied v1 kept one token total; v2 splits usage for cost accounting."""
+def test_stored_v1_agent_reply_is_upcast_to_the_current_version_on_read(store):
+    """AgentReplied v1 kept one token total; v2 splits usage for cost accounting; v3 adds why the
+    reply ended and the failed attempts, which a v1 reply did not record. v1 reaches v3 through both."""
     v1 = '{"action":"x","latency_ms":1.0,"model":"m","raw":"ACTION: x","state":"topic","step":1,"tokens":321}'
     _store_as_written_elsewhere(store, "old", 0, "AgentReplied", 1, v1)
     ev = store.read_stream("old")[0].event
-    assert type(ev).__name__ == "AgentReplied" and ev.VERSION == 2
+    assert type(ev).__name__ == "AgentReplied" and ev.VERSION == 3
     assert ev.usage == {"input": None, "cached_input": None, "cache_write": None, "output": None, "total": 321}
     assert ev.raw == "ACTION: x" and ev.step == 1
+    assert ev.finish_reason is None and ev.failed_attempts == []
 
 
 def test_event_newer_than_this_code_is_a_clear_error(store):
