@@ -370,7 +370,12 @@ async def search(request: Request) -> Response:
     await run_in_threadpool(viewer.catch_up)
     query, filters, hits, problem = await search_hits(request)
     return viewer.page(
-        "search.html.j2", query=query, filters=filters, choices=viewer.choices, hits=hits, problem=problem
+        "search.html.j2",
+        query=query,
+        filters=filters,
+        choices={k: v for k, v in viewer.choices.items() if k != "judge"},  # the index has no judge to filter by
+        hits=hits,
+        problem=problem,
     )
 
 
