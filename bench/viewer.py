@@ -50,7 +50,12 @@ def measure(url: str, d: Path, runs: int) -> dict:
     client = TestClient(app, base_url="http://127.0.0.1")  # the viewer answers loopback names only
     grid = client.get("/api/suites/bench")  # a store from `bench/warehouse.py generate` holds that campaign
     campaign = grid.json() if grid.status_code == 200 else {"cells": None, "counts": None}
-    pages = {} if grid.status_code != 200 else {"campaign grid (/suites/bench)": ("/suites/bench", {})}
+    pages = {}
+    if grid.status_code == 200:
+        pages = {
+            "campaign grid (/suites/bench)": ("/suites/bench", {}),
+            "campaign cells by q_norm, one agent": ("/suites/bench", {"sort": "score", "agent": "agent-0"}),
+        }
     pages |= {
         "home: campaigns and recent episodes (/)": ("/", {}),
         "home: episodes by q_norm, finished only": ("/", {"sort": "score", "dir": "asc", "status": "done"}),

@@ -221,3 +221,50 @@ def test_the_search_index_is_built_a_batch_at_a_time_with_the_same_hits(warehous
     for q in (PLANTED, "nothing", "hippocampus"):
         assert batched.search(q) == whole.search(q)
     assert whole.search(PLANTED)
+
+
+def test_a_campaigns_cells_sort_filter_and_page_with_their_state_in_the_url(tmp_path):
+    """Issue #41: the suite page lists its cells (pending ones too) sortable and filterable by
+    tree, agent, judge, level and state, with steps, coverage, score and time; the state in the URL."""
+    import re
+    from html import unescape
+
+    from inquitree.core.run.campaign import Suite, run_suite
+
+    suite_file = tmp_path / "cells.toml"
+    suite_file.write_text(
+        'name = "cells"\ntrees = ["synthetic-diamond-4", "synthetic-chain-7"]\nagents = ["random", "oracle"]\n'
+        'randomness = [0, 4]\nruns = 2\nembedder = "hash"\n'
+    )
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    suite = Suite.load(suite_file)
+    with EventStore(url) as store:
+        run_suite(suite, store, shard=(1, 2))  # half the grid: the other half stays pending
+    path = str(tmp_path / "w.duckdb")
+    with Warehouse(path) as wh:
+        wh.sync(url)
+        truth = {
+            r["episode_id"]: r for r in wh.sql("SELECT episode_id, agent, tree_id, steps FROM episodes").to_dicts()
+        }
+    client = TestClient(create_app(path, db_url=url), base_url="http://127.0.0.1")
+
+    def listed(**params) -> list[str]:
+        page = client.get("/suites/cells", params=params)
+        assert page.status_code == 200
+        return re.findall(r'<tr><td><a href="/episodes/([^"]+)">', page.text.split('id="cell-list"', 1)[1])
+
+    everything = listed()
+    assert len(everything) == 16 and len(truth) == 8  # every cell, the pending ones too
+    assert set(truth) < set(everything)
+    by_steps = listed(sort="steps", dir="asc")
+    assert [truth[e]["steps"] for e in by_steps[:8]] == sorted(t["steps"] for t in truth.values())
+    assert set(by_steps[8:]) == set(everything) - set(truth)  # cells not started: last, either way
+    assert set(listed(sort="steps", dir="desc")[8:]) == set(everything) - set(truth)
+    oracle_chain = listed(agent="oracle", tree="synthetic-chain-7")
+    assert len(oracle_chain) == 4 and all(".synthetic-chain-7.oracle." in e for e in oracle_chain)
+    assert sorted(listed(state="pending")) == sorted(set(everything) - set(truth))
+    assert set(listed(state="finished")) == set(truth)
+    page = unescape(client.get("/suites/cells", params={"agent": "oracle", "sort": "score", "dir": "asc"}).text)
+    assert "/suites/cells?agent=oracle&sort=score&dir=desc#cells" in page
+    assert '<option value="oracle" selected>' in page
+    assert listed(agent="x' OR 1=1 --", sort="steps; DROP TABLE episodes") == everything

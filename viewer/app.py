@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import jinja2
 from starlette.applications import Starlette
@@ -419,8 +419,80 @@ def suite_page(request: Request) -> Response:
     if viewer.live is None:
         return viewer.page("missing.html.j2", what="event store (start the viewer with --db)", status_code=404)
     viewer.live.refresh()
-    layout, state = viewer.live.layout(key), viewer.live.summary(key)
-    return viewer.page("suite.html.j2", key=key, layout=layout, state=state, brief=_brief(state))
+    now = time.time()
+    layout, state = viewer.live.layout(key), viewer.live.summary(key, now)
+    cells = viewer.live.cells(key, now) or []
+    return viewer.page(
+        "suite.html.j2", key=key, layout=layout, state=state, brief=_brief(state),
+        **cell_list(viewer, cells, request.query_params, f"/suites/{quote(key, safe='')}"),
+    )  # fmt: skip
+
+
+# The suite page's list of cells: its columns, the filters (each must be one of the values the
+# campaign's cells have) and the columns sorted largest first by default.
+CELL_COLUMNS = (
+    "episode",
+    "tree",
+    "agent",
+    "judge",
+    "a",
+    "run",
+    "state",
+    "steps",
+    "coverage",
+    "score",
+    "started",
+    "time",
+)
+CELL_FILTERS = ("tree", "agent", "judge", "a", "state")
+_CELL_KEYS = {"episode": "episode_id", "score": "q_norm", "time": "seconds"}
+
+
+def cell_list(viewer: Viewer, cells: list[dict[str, Any]], q: Any, path: str) -> dict[str, Any]:
+    """A campaign's cells, filtered, sorted and paged as the URL says (``sort``, ``dir``, one
+    parameter per filter, ``page``), with the coverage and last score of the cells the warehouse
+    has. Every cell is sorted in memory (the campaign's fold holds them all), only a page is
+    rendered; a parameter that is not one of the choices is ignored."""
+    choices = {key: [str(v) for v in sorted({c[key] for c in cells}, key=_natural)] for key in CELL_FILTERS}
+    filters = {key: q.get(key) for key in CELL_FILTERS if q.get(key) in choices[key]}
+    sort = q.get("sort") if q.get("sort") in CELL_COLUMNS else "tree"
+    default_desc = sort in ("steps", "coverage", "score", "started", "time")
+    desc = q.get("dir") == "desc" if q.get("dir") in ("asc", "desc") else default_desc
+    page = int(q["page"]) if q.get("page", "").isdigit() and int(q["page"]) < 1_000_000 else 0
+    rows = [c for c in cells if all(str(c[k]) == v for k, v in filters.items())]
+    scores = {r["episode_id"]: r for r in viewer.rows(sql.CELL_SCORES, [[c["episode_id"] for c in rows]])}
+    for c in rows:
+        found = scores.get(c["episode_id"], {})
+        c.update(coverage=found.get("coverage"), q_norm=found.get("q_norm"), scored_by=found.get("judge_id"))
+    key = _CELL_KEYS.get(sort, sort)
+    present = sorted((c for c in rows if c[key] is not None), key=lambda c: _natural(c[key]), reverse=desc)
+    rows = present + [c for c in rows if c[key] is None]  # cells without a value last, either way
+    state = {**filters, "sort": sort, "dir": "desc" if desc else "asc"}
+
+    def link(**changes: Any) -> str:
+        merged = {**state, "page": page or None, **changes}
+        return path + "?" + urlencode({k: v for k, v in merged.items() if v not in (None, "", 0)}) + "#cells"
+
+    shown = rows[page * sql.LIST_PAGE : (page + 1) * sql.LIST_PAGE]
+    for c in shown:
+        c["started_text"] = (
+            "" if c["started"] is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(c["started"]))
+        )
+        c["time_text"] = "" if c["seconds"] is None else _duration(c["seconds"])
+    return {
+        "cells": shown,
+        "cell_state": state,
+        "cell_page": page,
+        "cell_matching": len(rows),
+        "cell_choices": choices,
+        "cell_link": link,
+        "page_size": sql.LIST_PAGE,
+    }
+
+
+def _natural(value: Any) -> Any:
+    """A sort key that puts numbers in numeric order, and text in text order."""
+    return (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value))
 
 
 def api_suite(request: Request) -> Response:

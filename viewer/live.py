@@ -279,6 +279,38 @@ class Campaigns:
                 work += max(0.0, mean - (now - e.started)) if state == "running" and e is not None else mean
         return work / max(1, running)
 
+    def cells(self, key: str, now: float | None = None) -> list[dict[str, Any]] | None:
+        """Every cell of a campaign as a row of the suite page's list, in the suite's order: its
+        episode, tree, agent, judge, level, run, state (as the grid shows it), step, and when it
+        started and how long it has run (None for a cell not started)."""
+        now = time.time() if now is None else now
+        with self.lock:
+            c = self.campaigns.get(key)
+            if c is None:
+                return None
+            status, _ = self.status(c, now)
+            alive = None if status is None else status == "running"
+            rows = []
+            for eid, cell in c.ids.items():
+                e = self.episodes.get(eid)
+                state = self._cell(eid, now, alive)["state"]
+                until = None if e is None else e.ended if e.ended is not None else now if state == "running" else e.last
+                rows.append(
+                    {
+                        "episode_id": eid,
+                        "tree": cell.tree,
+                        "agent": cell.agent,
+                        "judge": cell.judge,
+                        "a": cell.randomness,
+                        "run": cell.run,
+                        "state": state,
+                        "steps": e.step if e is not None else None,
+                        "started": e.started if e is not None else None,
+                        "seconds": None if e is None or until is None else until - e.started,
+                    }
+                )
+            return rows
+
     def layout(self, key: str) -> dict[str, Any] | None:
         """The grid's rows (tree, agent[, judge]) and columns (randomness level, run), each cell
         with its episode id, in the suite's order (made again only when a run adds cells)."""

@@ -46,6 +46,16 @@ EPISODE_LIST = {
     for key, column in LIST_SORTS.items()
     for direction in ("ASC", "DESC")
 }
+# The coverage and last score of a campaign's cells (the suite page's list: its cells come from
+# the live fold, pending ones too; these columns from the warehouse, joined on the ids given).
+CELL_SCORES = """
+WITH s AS (
+    SELECT episode_id, arg_max(judge_id, global_position) AS judge_id, arg_max(q_norm, global_position) AS q_norm
+    FROM ev_episode_scored GROUP BY ALL
+)
+SELECT e.episode_id, e.coverage, s.judge_id, s.q_norm
+FROM (SELECT unnest($1::VARCHAR[]) AS episode_id) i JOIN episodes e USING (episode_id) LEFT JOIN s USING (episode_id)
+"""
 EPISODE = "SELECT * FROM episodes WHERE episode_id = ?"
 EPISODE_OF_TREE = "SELECT * FROM episodes WHERE episode_id = ? AND tree_id = ?"
 EPISODE_SCORES = "SELECT * FROM episode_scores WHERE episode_id = ?"

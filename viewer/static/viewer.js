@@ -58,7 +58,7 @@ function cell(link, state, note) {
 async function swapSuite(root) {
   // The grid's cells changed (a campaign appeared, or a run added agents or levels): take the
   // server's own rendering of the page's campaign part, without reloading the page.
-  const response = await fetch(location.pathname, { headers: { Accept: "text/html" } });
+  const response = await fetch(location.pathname + location.search, { headers: { Accept: "text/html" } });
   const doc = new DOMParser().parseFromString(await response.text(), "text/html");
   const fresh = doc.getElementById("suite");
   if (fresh) root.replaceChildren(...[...fresh.childNodes].map((n) => document.importNode(n, true)));
