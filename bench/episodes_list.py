@@ -5,12 +5,14 @@
 Without ``--db`` it generates a store of ``--events`` events (``bench/warehouse.py generate``: real
 episodes of the random and oracle agents) in a temporary folder, then times the command in this
 process (median of ``--runs``): the first page (50 episodes), a page deep in the log, and a page
-of 500. ``--quick`` is the smoke run of the test suite (a small store, one run).
+of 500; then the first page as a user runs it, a new process each time, alternated with
+``inquitree --version``. ``--quick`` is the smoke run of the test suite (a small store, one run).
 """
 
 from __future__ import annotations
 
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -40,11 +42,30 @@ def timed(url: str, args: list[str], runs: int) -> dict:
     }
 
 
+def wall(url: str, runs: int) -> dict:
+    """The command as a user runs it, a new process each time (start-up and imports included),
+    alternated with ``inquitree --version`` (the CLI's own start) as the same-moment baseline."""
+    command = [sys.executable, "-m", "inquitree"]
+    times: dict[str, list[float]] = {"episodes list": [], "--version": []}
+    for _ in range(runs):
+        for name, args in (("episodes list", ["episodes", "list", "--db", url]), ("--version", ["--version"])):
+            t0 = time.perf_counter()
+            subprocess.run([*command, *args], check=True, capture_output=True)
+            times[name].append(time.perf_counter() - t0)
+    return {f"{name} median_s": round(statistics.median(ts), 4) for name, ts in times.items()}
+
+
 def measure(url: str, folder: Path, runs: int) -> dict:
     with EventStore(url, create=False) as store:
         events, episodes = store.last_position(), len(store.newest_streams("episode/", 10**9))
     pages = [[], ["--offset", str(episodes // 2)], ["--limit", "500"]]
-    return {"events": events, "episodes": episodes, "runs": runs, "pages": [timed(url, a, runs) for a in pages]}
+    return {
+        "events": events,
+        "episodes": episodes,
+        "runs": runs,
+        "pages": [timed(url, a, runs) for a in pages],
+        "wall (new process each run)": wall(url, runs),
+    }
 
 
 def main() -> None:

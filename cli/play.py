@@ -443,8 +443,8 @@ def episodes_list(db_url: str | None, limit: int, offset: int) -> None:
     an episode judged twice is scored once per judge: `inquitree query episode_summary`). Only the page's
     episodes are read, so a page takes the same time in a store of any size."""
     from inquitree.core.game.engine import fold
-    from inquitree.core.players.agents import agent_name
-    from inquitree.core.run.runner import STREAM_PREFIX
+    from inquitree.events.names import EPISODE_PREFIX as STREAM_PREFIX
+    from inquitree.events.names import agent_name
     from inquitree.events.store import EventStore
 
     with EventStore(db_url, create=False) as store:

@@ -18,7 +18,7 @@ import hashlib
 import re
 import unicodedata
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from inquitree.events.errors import InquiTreeError
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CAMPAIGN_PREFIX",
+    "agent_name",
     "Cell",
     "campaign_stream",
     "cells_of",
@@ -188,3 +189,9 @@ def episode_prefix(name: str) -> str:
 def campaign_stream(name: str) -> str:
     """The stream of suite ``name``'s runs (``CampaignStarted``)."""
     return CAMPAIGN_PREFIX + episode_prefix(name).rstrip(".")
+
+
+def agent_name(description: dict[str, Any]) -> str:
+    """An agent's name from its recorded description: its label, else its model, else its kind (the
+    warehouse's ``agent`` column names it the same way, views.sql)."""
+    return str(description.get("label") or description.get("model") or description.get("kind") or "agent")

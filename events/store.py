@@ -436,14 +436,17 @@ class EventStore(Verifying):
 
     def newest_streams(self, prefix: str, limit: int, offset: int = 0) -> list[StreamInfo]:
         """A page of the streams starting with ``prefix``, newest first (by their first event),
-        read from the primary key backwards: the time does not grow with the log (``streams``
-        groups every event). ``version`` and ``last_recorded_at`` are of the first event; read the
-        stream for the rest."""
+        read from the primary key backwards: the time grows with how deep the page is, not with the
+        log (``streams`` groups every event). On SQLite the stream index is ruled out: its planner
+        took the prefix's range of it, every event of every episode, and sorted them (0.1 s at 1M
+        events quiet, 0.8 s loaded, for the first page that a backwards scan reads in 1-2 ms).
+        ``version`` and ``last_recorded_at`` are of the first event; read the stream for the rest."""
         where, args = self._starting_with(prefix)
         m = self._mark
+        table = "events NOT INDEXED" if self.dialect == "sqlite" else "events"
         with self._cursor() as cur:
             cur.execute(
-                f"SELECT stream_id, stream_version, recorded_at, recorded_at FROM events WHERE stream_version = 1 "
+                f"SELECT stream_id, stream_version, recorded_at, recorded_at FROM {table} WHERE stream_version = 1 "
                 f"AND {where} ORDER BY global_position DESC LIMIT {m} OFFSET {m}",
                 (*args, limit, offset),
             )

@@ -26,6 +26,30 @@ def test_the_cli_group_and_every_help_import_no_heavy_library():
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
+def test_listing_episodes_loads_no_numpy_jinja_or_duckdb(tmp_path):
+    """`episodes list` reads a page of streams and folds them: it needs the store and the engine's
+    fold, not the numerics, the prompt templates or the warehouse (issue #41's 0.15 s)."""
+    from inquitree.core.game.tree import resolve_tree
+    from inquitree.events.store import EventStore
+
+    from enginekit import OracleAgent, play
+
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    tree = resolve_tree("synthetic-diamond-4")
+    with EventStore(url) as store:
+        play(tree, OracleAgent(tree), store=store)
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from inquitree.cli import main\n"
+        f"r = CliRunner().invoke(main, ['episodes', 'list', '--db', {url!r}])\n"
+        "assert r.exit_code == 0 and 'synthetic-diamond-4' in r.output, r.output\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
 def test_a_campaign_worker_loads_neither_alembic_nor_the_openai_sdk(tmp_path):
     """A store already at head opens without Alembic, and model calls go over the direct HTTP
     transport without the SDK (core/calls/chat_http.py): what every `suite run --workers` process saves."""

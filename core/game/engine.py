@@ -18,9 +18,8 @@ import dataclasses
 import hashlib
 import math
 import re
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from inquitree.core.game.prompts import TemplateSet
 from inquitree.core.game.tree import Tree
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
@@ -42,6 +41,9 @@ from inquitree.events.types import (
     Transitioned,
     TurnLimitReached,
 )
+
+if TYPE_CHECKING:  # the prompts (and Jinja) are loaded by whoever builds an engine, not by a fold
+    from inquitree.core.game.prompts import TemplateSet
 
 TOPIC, SUBTOPIC, STUDY, RESULT, CONCLUSION, DONE, FAILED = (
     "topic",

@@ -34,12 +34,6 @@ from inquitree.core.game.tree import Tree
 from inquitree.events.errors import InquiTreeError
 
 
-def agent_name(description: dict[str, Any]) -> str:
-    """An agent's name from its recorded description: its label, else its model, else its kind (the
-    warehouse's ``agent`` column names it the same way, views.sql)."""
-    return str(description.get("label") or description.get("model") or description.get("kind") or "agent")
-
-
 def recorded_turns(events: list) -> list[tuple[str, Any]]:
     """(the observation the agent answered, its AgentReplied event) for every recorded reply."""
     from inquitree.events.types import AgentReplied, ObservationEmitted
