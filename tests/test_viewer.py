@@ -5,6 +5,8 @@ client and, for scripts planted in a reply, in headless Chromium."""
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 pytest.importorskip("starlette", reason="the viewer's extra is not installed (pip install 'inquitree[view]')")
@@ -82,6 +84,29 @@ def test_search_finds_a_planted_phrase_and_links_to_its_turn(warehouse):
     assert client.get("/api/search", params={"q": PLANTED, "kind": "reply", "randomness": "0"}).json()["hits"]
     # FTS5's own syntax is not exposed: quotes and operators are words like any other
     assert client.get("/api/search", params={"q": 'zebrafish" OR NEAR(x'}).status_code == 200
+
+
+def test_a_word_too_common_to_rank_shows_the_newest_hits_and_says_so(warehouse, monkeypatch):
+    """Issue #41: ranking scores every matching text, so past RANK_AT_MOST of them the newest hits
+    come first (FTS5 reads those in order and stops); the page says which order it shows."""
+    import inquitree.viewer.search as search
+    from inquitree.viewer.search import SearchIndex
+
+    path, _, _ = warehouse
+    client = TestClient(create_app(path), base_url="http://127.0.0.1")  # builds the index
+    index = SearchIndex(path + ".search.sqlite")
+    ranked = index.search("subtopic")
+    assert len(ranked) > 3 and all(h["ranked"] for h in ranked)
+    assert "best match first" in client.get("/search", params={"q": "subtopic"}).text
+    monkeypatch.setattr(search, "RANK_AT_MOST", 3)
+    newest = index.search("subtopic")
+    assert [h["ranked"] for h in newest] == [False] * len(ranked)
+    with sqlite3.connect(index.path) as con:  # newest first: the index's rows in reverse
+        order = con.execute("SELECT episode_id, step, kind FROM texts WHERE texts MATCH 'subtopic' ORDER BY rowid DESC")
+        assert [(h["episode_id"], h["step"], h["kind"]) for h in newest] == [tuple(r) for r in order][:100]
+    assert sorted(h["snippet_html"] for h in newest) == sorted(h["snippet_html"] for h in ranked)
+    page = client.get("/search", params={"q": "subtopic"})
+    assert "newest first: more than" in page.text and "too many to rank by relevance" in page.text
 
 
 def test_a_script_planted_in_a_reply_never_runs_in_a_browser(warehouse):

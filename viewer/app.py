@@ -41,7 +41,15 @@ from inquitree.core.game.tree import load_tree_file, shipped_tree, shipped_tree_
 from inquitree.events.errors import InquiTreeError
 from inquitree.viewer import sql
 from inquitree.viewer.live import Campaigns
-from inquitree.viewer.search import KINDS, MAX_QUERY_CHARS, SEARCH_SECONDS, SearchIndex, SearchStopped, terms
+from inquitree.viewer.search import (
+    KINDS,
+    MAX_QUERY_CHARS,
+    RANK_AT_MOST,
+    SEARCH_SECONDS,
+    SearchIndex,
+    SearchStopped,
+    terms,
+)
 from inquitree.viewer.treeview import GraphvizMissing, episode_path, tree_dot, tree_svg
 from inquitree.warehouse.report import episode_items, figures, table_html
 from inquitree.warehouse.warehouse import PAIR_COLUMNS, Warehouse
@@ -376,6 +384,7 @@ async def search(request: Request) -> Response:
         choices={k: v for k, v in viewer.choices.items() if k != "judge"},  # the index has no judge to filter by
         hits=hits,
         problem=problem,
+        rank_at_most=RANK_AT_MOST,
     )
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from inquitree.events.names import EPISODE_PREFIX as STREAM_PREFIX
 
-__all__ = ["SearchIndex", "SearchStopped", "KINDS", "terms"]
+__all__ = ["SearchIndex", "SearchStopped", "KINDS", "RANK_AT_MOST", "terms"]
 
 KINDS = ("observation", "reply", "conclusion", "rationale")
 _HIT, _END = "\x02", "\x03"  # snippet markers no text contains, turned into <mark> after escaping
@@ -34,6 +34,10 @@ UNION ALL SELECT v.episode_id, NULL, 'rationale', v.item_id || ': ' || v.rationa
 MAX_QUERY_CHARS = 200
 MAX_TERMS = 8
 SEARCH_SECONDS = 2.0  # a search's own budget; the worst query's measured time is in bench/results/search_worst.json
+# Ranking by relevance (FTS5's bm25) scores every text that matches before the best 100 are known:
+# a word in a third of a large store's texts is hundreds of thousands of scores. Past this many
+# matching texts the hits are the newest ones instead, which FTS5 reads in order and stops.
+RANK_AT_MOST = 20_000
 
 
 INSERT_BATCH = 5_000  # rows read from the warehouse and written to the index at a time
@@ -125,7 +129,9 @@ class SearchIndex:
         cancel: threading.Event | None = None,
     ) -> list[dict[str, Any]]:
         """Hits for ``query`` (its words, all of them, as typed: FTS5's own syntax is not exposed),
-        best first, each with an escaped snippet whose matches are in ``<mark>``.
+        best first, each with an escaped snippet whose matches are in ``<mark>``. When more than
+        RANK_AT_MOST texts hold the words, the newest hits come first instead (each hit's
+        ``ranked`` says which order it is in).
 
         A query is bounded before it runs (:func:`terms`: at most MAX_QUERY_CHARS characters and
         MAX_TERMS distinct words; a word repeated a thousand times is one word), and while it runs:
@@ -156,10 +162,15 @@ class SearchIndex:
 
         con.set_progress_handler(stop, 10_000)
         try:
+            # more than RANK_AT_MOST matching texts (filters aside: ranking scores them all either way)?
+            common = con.execute(
+                "SELECT rowid FROM texts WHERE texts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                (match, RANK_AT_MOST),
+            ).fetchone()
             rows = con.execute(
                 f"SELECT episode_id, step, kind, agent, tree_id, randomness, status, "
                 f"snippet(texts, 0, '{_HIT}', '{_END}', ' … ', 16) FROM texts WHERE {' AND '.join(where)} "
-                "ORDER BY rank LIMIT ?",
+                f"ORDER BY {'rowid DESC' if common else 'rank'} LIMIT ?",
                 (*args, limit),
             ).fetchall()
         except sqlite3.OperationalError as exc:
@@ -173,6 +184,7 @@ class SearchIndex:
             {
                 **dict(zip(keys, r[:7], strict=True)),
                 "snippet_html": html.escape(r[7]).replace(_HIT, "<mark>").replace(_END, "</mark>"),
+                "ranked": common is None,
             }
             for r in rows
         ]
