@@ -175,9 +175,12 @@ class ConclusionSubmitted(Event):
 @event_type
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class JudgeVerdict(Event):
-    """S(c_i) for one ground-truth item. Re-judging appends; nothing is overwritten."""
+    """S(c_i) for one ground-truth item. Re-judging appends; nothing is overwritten. v2 adds, as
+    AgentReplied v3 did, why the judge's last answer ended (``finish_reason``) and the attempts of
+    its calls that failed before the verdict (kind, seconds, streamed chunks received)."""
 
     TYPE = "JudgeVerdict"
+    VERSION = 2
     judge_id: str
     judge: dict[str, Any]
     prompt_version: str
@@ -190,6 +193,15 @@ class JudgeVerdict(Event):
     usage: dict[str, int | None] = field(default_factory=dict)  # summed over the attempts for this item
     latency_ms: float | None = None
     cache_hit: bool = False
+    finish_reason: str | None = None  # None: not reported (verdicts before v2, judges without a call)
+    failed_attempts: list[dict[str, Any]] = field(default_factory=list)
+
+
+@upcaster("JudgeVerdict", 1)
+def _judge_verdict_v1_to_v2(p: Payload) -> Payload:
+    p["finish_reason"] = None  # a v1 verdict did not record why its answer ended, nor failed attempts
+    p["failed_attempts"] = []
+    return p
 
 
 @event_type

@@ -114,3 +114,7 @@ def test_an_episode_recorded_before_replies_said_why_they_ended_still_replays():
     assert result.identical, result.first_difference
     replies = [e for e in events if e.TYPE == "AgentReplied"]
     assert replies and all(e.finish_reason is None and e.failed_attempts == [] for e in replies)
+    # its verdicts are JudgeVerdict v1, from before verdicts kept their failed attempts
+    assert '"JudgeVerdict","version":1' in path.read_text()
+    verdicts = [e for e in events if e.TYPE == "JudgeVerdict"]
+    assert verdicts and all(e.finish_reason is None and e.failed_attempts == [] for e in verdicts)

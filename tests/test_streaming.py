@@ -158,3 +158,25 @@ def test_a_call_that_ends_the_episode_leaves_its_attempts_in_the_failure(tmp_pat
         (failed,) = [r.event for r in store.read_stream(stream.stream_id) if r.event.TYPE == "EpisodeFailed"]
     assert failed.kind == "server_error" and [a["kind"] for a in failed.attempts] == ["server_error"] * 2
     assert all(a["seconds"] >= 0 for a in failed.attempts)
+
+
+def test_a_verdict_keeps_the_attempts_that_failed_before_it():
+    """The judge's calls are accounted as the agent's are (JudgeVerdict v2): a stalled first answer
+    that was given up on stays in the verdict the retry produced, with why that answer ended."""
+    from inquitree.core.game.tree import resolve_tree
+    from inquitree.core.players.judges import OpenAIJudge
+
+    tree = resolve_tree("synthetic-diamond-4")
+    answer = '{"score": 1.0, "rationale": "stated in item 1"}'
+    with OpenAICompatibleServer([answer] * (len(tree.conclusions) + 1)) as server:
+        server.streams = True
+        server.faults = ["stream_stall"]
+        judge = OpenAIJudge(
+            "m", ModelConfig(base_url=server.base_url, settings=CallSettings(timeout=0.3, max_retries=1))
+        )
+        verdicts = judge.judge(tree, ["an item"])
+    first, *rest = verdicts
+    assert [v.score for v in verdicts] == [1.0] * len(tree.conclusions)
+    assert [a["kind"] for a in first.failed_attempts] == ["timeout"] and first.failed_attempts[0]["seconds"] >= 0.3
+    assert all(v.finish_reason == "stop" and v.failed_attempts == [] for v in rest)
+    assert first.finish_reason == "stop" and first.VERSION == 2

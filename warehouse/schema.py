@@ -142,6 +142,7 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
             ("rationale", "VARCHAR", "rationale"),
             ("model", "VARCHAR", "model"),
             *CALL_COLUMNS,
+            ("finish_reason", "VARCHAR", "finish_reason"),  # NULL for verdicts recorded before v2
         ],
     ),
     "EpisodeScored": (

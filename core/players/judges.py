@@ -193,6 +193,8 @@ class OpenAIJudge:
             paid: dict[str, int | None] = {}  # usage of the calls made
             served: dict[str, int | None] = {}  # usage of the answers the cache gave
             latency, hit, answers = 0.0, True, set()
+            failed: list[dict] = []  # attempts of this item's calls that failed before an answer came
+            finish = None
             for _ in range(self.attempts):
                 try:
                     res = self.chat.chat(messages, json_schema_format("verdict", VERDICT_SCHEMA))
@@ -204,7 +206,8 @@ class OpenAIJudge:
                     paid = _add_usage(paid, res.usage)
                 latency += res.latency_ms
                 hit = hit and res.cache_hit
-                raw, model = res.text, res.model
+                failed += res.failed
+                raw, model, finish = res.text, res.model, res.finish_reason
                 score, why = parse_verdict(raw)
                 if score is not None or raw in answers:  # usable, or the same unusable answer again: stop
                     break
@@ -225,6 +228,8 @@ class OpenAIJudge:
                     usage=usage,
                     latency_ms=round(latency, 3),
                     cache_hit=hit,
+                    finish_reason=finish,
+                    failed_attempts=failed,
                 )
             )
         return out
