@@ -44,8 +44,19 @@ def measure(url: str, d: Path, runs: int) -> dict:
         episode, tree = wh.con.execute(
             "SELECT episode_id, tree_id FROM episodes WHERE status = 'done' ORDER BY episode_id LIMIT 1"
         ).fetchone()
+    # as `inquitree view` starts on a warehouse without a search index: the pages answer while the
+    # index's first build runs in its own thread
+    Path(path + ".search.sqlite").unlink(missing_ok=True)
     t0 = time.perf_counter()
-    app = create_app(path, url)  # builds the search index and folds the campaigns
+    background = create_app(path, url, index_in_background=True)
+    assert TestClient(background, base_url="http://127.0.0.1").get("/").status_code == 200
+    first_page_s = time.perf_counter() - t0
+    building = background.state.viewer.indexing
+    if building is not None:
+        building.join()
+    index_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    app = create_app(path, url)  # on the index just built: folds the campaigns
     start_s = time.perf_counter() - t0
     client = TestClient(app, base_url="http://127.0.0.1")  # the viewer answers loopback names only
     grid = client.get("/api/suites/bench")  # a store from `bench/warehouse.py generate` holds that campaign
@@ -88,7 +99,9 @@ def measure(url: str, d: Path, runs: int) -> dict:
         "campaign_cells": campaign["cells"],
         "campaign_counts": campaign["counts"],
         "sync_s": round(sync_s, 2),
-        "viewer_start_s (search index, campaign fold)": round(start_s, 2),
+        "first start: home page answered after s (index built in the background)": round(first_page_s, 2),
+        "first start: search index built after s": round(index_s, 2),
+        "viewer_start_s on an existing index (campaign fold)": round(start_s, 2),
         "rebuild_beside_s": during["rebuild_s"],
         "page_loads_during_rebuild": during["loads"],
         "pages": rows,

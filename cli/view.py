@@ -57,7 +57,9 @@ def view(db_url, warehouse_path, host, port, allowed, sync, open_browser, stale_
             report = wh.sync(db_url)
         echo(f"{path}: {report.events:,} new events synced", err=True)
     _port_free(host, port)  # before anything is built or said: a port in use is one line, not a URL
-    app = create_app(path, db_url, sync, stale_after, host=host, extra_hosts=allowed, write_index=sync)
+    app = create_app(
+        path, db_url, sync, stale_after, host=host, extra_hosts=allowed, write_index=sync, index_in_background=True
+    )
     where = f"http://{host}:{port}/"
     loopback = host in ("127.0.0.1", "localhost", "::1")
     echo(

@@ -293,3 +293,35 @@ def test_a_campaigns_cells_sort_filter_and_page_with_their_state_in_the_url(tmp_
     assert "/suites/cells?agent=oracle&sort=score&dir=desc#cells" in page
     assert '<option value="oracle" selected>' in page
     assert listed(agent="x' OR 1=1 --", sort="steps; DROP TABLE episodes") == everything
+
+
+def test_pages_answer_while_the_first_search_index_is_built_in_the_background(warehouse, tmp_path, monkeypatch):
+    """Issue #41: `inquitree view` builds the search index in a thread of its own, so pages answer
+    at once; a search before the first build says so, and finds its hits once the build is done."""
+    import shutil
+    import threading
+
+    from inquitree.viewer.search import SearchIndex
+
+    path = str(tmp_path / "w.duckdb")
+    shutil.copyfile(warehouse[0], path)  # no index beside this copy
+    release = threading.Event()
+    update = SearchIndex.update
+
+    def slow_update(self, wh, position):
+        release.wait(30)
+        return update(self, wh, position)
+
+    monkeypatch.setattr(SearchIndex, "update", slow_update)
+    app = create_app(path, index_in_background=True)
+    client = TestClient(app, base_url="http://127.0.0.1")
+    assert client.get("/").status_code == 200  # the index is not there yet, the pages are
+    waiting = client.get("/api/search", params={"q": PLANTED})
+    assert waiting.status_code == 503 and "being built" in waiting.json()["problem"]
+    release.set()
+    viewer = app.state.viewer
+    thread = viewer.indexing
+    assert thread is not None
+    thread.join(30)
+    assert viewer.indexing is None and not viewer.index_building()
+    assert client.get("/api/search", params={"q": PLANTED}).json()["hits"]

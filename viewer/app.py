@@ -76,13 +76,21 @@ class Viewer:
         sync: bool = False,
         stale_after: float = 300.0,
         write_index: bool = True,
+        index_in_background: bool = False,
     ):
         """``write_index=False`` (``view --no-sync``): nothing is written, the search index beside the
-        warehouse included; search uses the index as it is, and says so when there is none."""
+        warehouse included; search uses the index as it is, and says so when there is none.
+        ``index_in_background`` (``inquitree view``): the search index is brought up to date in a
+        thread of its own, through a connection of its own, so pages answer from the start; a
+        search before the index's first build says it is being built."""
         self.path = warehouse_path
         self.db_url = db_url
         self.sync = sync
         self.write_index = write_index
+        self.index_in_background = index_in_background
+        self.indexing: threading.Thread | None = None  # the background index update, while it runs
+        self.index_again = False  # the warehouse moved on while the index was being updated
+        self.index_guard = threading.Lock()
         self.lock = threading.RLock()
         self.opened = _identity(warehouse_path)  # which published snapshot ``self.wh`` reads
         self.wh = Warehouse(warehouse_path, read_only=True)
@@ -110,18 +118,53 @@ class Viewer:
         return int(self.rows(sql.POSITION)[0]["p"])
 
     def refresh_index(self) -> None:
-        """Bring the search index to the warehouse, and the search filters' choices (each a pass over
-        the episodes view, too slow to repeat on every search of a large store)."""
+        """Bring the search index to the warehouse (here, or in the background), and the search
+        filters' choices (each a pass over the episodes view, too slow to repeat on every search of
+        a large store)."""
         position = self.position()
         if self.index.position() != position and self.write_index:
-            with self.lock:
-                self.index.update(self.wh, position)
+            if self.index_in_background:
+                self._index_later()
+            else:
+                with self.lock:
+                    self.index.update(self.wh, position)
         found = self.rows(sql.FILTER_CHOICES)[0]
         self.choices = {
             key: [str(v) for v in (found[key] or [])] for key in ("agent", "tree_id", "randomness", "status")
         }
         self.choices["kind"] = list(KINDS)
         self.choices["judge"] = [str(v) for v in (self.rows(sql.FILTER_CHOICES_JUDGES)[0]["judge"] or [])]
+
+    def _index_later(self) -> None:
+        """Start the background index update, or, if one runs, ask it to go once more when done."""
+        with self.index_guard:
+            if self.indexing is not None:
+                self.index_again = True
+                return
+            self.index_again = False
+            self.indexing = threading.Thread(target=self._index_loop, name="search-index", daemon=True)
+            self.indexing.start()
+
+    def _index_loop(self) -> None:
+        while not self.stopping.is_set():
+            try:  # a connection of its own to the newest published snapshot: pages keep theirs
+                with Warehouse(self.path, read_only=True) as wh:
+                    (position,) = wh.con.execute(sql.POSITION).fetchone() or (0,)
+                    if self.index.position() != position:
+                        self.index.update(wh, position)
+            except Exception as exc:  # noqa: BLE001 - a thread that died would leave search "being built"
+                print(f"inquitree view: the search index was not updated ({exc})", file=sys.stderr)
+            with self.index_guard:
+                if not self.index_again:
+                    self.indexing = None
+                    return
+                self.index_again = False
+        with self.index_guard:
+            self.indexing = None
+
+    def index_building(self) -> bool:
+        """True while the search index has never been built and a first build is running."""
+        return self.indexing is not None and self.index.position() < 0
 
     def catch_up(self, force: bool = False) -> bool:
         """Follow the warehouse: take up a snapshot another process published (``warehouse sync``,
@@ -172,11 +215,12 @@ def create_app(
     host: str = "127.0.0.1",
     extra_hosts: tuple[str, ...] = (),
     write_index: bool = True,
+    index_in_background: bool = False,
 ) -> Starlette:
     """The viewer over the warehouse at ``warehouse_path``; with ``db_url`` (or ``sync``) its
     campaign pages follow the store, and with ``sync`` its other pages catch up with it too.
     It answers requests whose Host is a loopback name, ``host`` or one of ``extra_hosts`` only."""
-    viewer = Viewer(warehouse_path, db_url, sync, stale_after, write_index)
+    viewer = Viewer(warehouse_path, db_url, sync, stale_after, write_index, index_in_background)
     app = _GuardedStarlette(hosts=allowed_hosts(host, extra_hosts), routes=ROUTES)
     app.state.viewer = viewer
     return app
@@ -346,6 +390,13 @@ async def search_hits(request: Request) -> tuple[str, dict[str, str], list[dict[
     filters = {k: request.query_params.get(k, "")[:200] for k in FILTERS}
     if not terms(query):
         return query, filters, [], None
+    if viewer.index_building():
+        return (
+            query,
+            filters,
+            [],
+            "the search index is being built (the first time on this warehouse): try again in a moment",
+        )
     if not viewer.index.path.exists():
         return query, filters, [], "no search index: the viewer was started with --no-sync, which writes nothing"
     cancel = threading.Event()
