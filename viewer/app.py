@@ -80,9 +80,9 @@ class Viewer:
     ):
         """``write_index=False`` (``view --no-sync``): nothing is written, the search index beside the
         warehouse included; search uses the index as it is, and says so when there is none.
-        ``index_in_background`` (``inquitree view``): the search index is brought up to date in a
+        ``index_in_background`` (``inquitree view``): the search index's first build runs in a
         thread of its own, through a connection of its own, so pages answer from the start; a
-        search before the index's first build says it is being built."""
+        search before it is done says the index is being built."""
         self.path = warehouse_path
         self.db_url = db_url
         self.sync = sync
@@ -123,7 +123,9 @@ class Viewer:
         a large store)."""
         position = self.position()
         if self.index.position() != position and self.write_index:
-            if self.index_in_background:
+            # a first build (or one already under way) goes to the background; a small update
+            # after a sync is made here, so a search right after it finds the new episodes
+            if self.index_in_background and (self.indexing is not None or self.index.position() < 0):
                 self._index_later()
             else:
                 with self.lock:
