@@ -182,8 +182,10 @@ def cells_of(started: CampaignStarted) -> list[Cell]:
 
 
 def episode_prefix(name: str) -> str:
-    """What the ids of suite ``name``'s episodes begin with."""
-    return Cell("", "", "", 0, 0).episode_id(name).split(".")[0] + "."
+    """What the ids of suite ``name``'s episodes begin with: the whole of its name as a slug, then
+    a dot. A name may hold dots itself ("qwen-1.5b"): taking the id's first dotted part made
+    "qwen-1.5b" and "qwen-1.5b-random" one campaign, "qwen-1"."""
+    return _slug(name) + "."
 
 
 def campaign_stream(name: str) -> str:

@@ -554,3 +554,41 @@ def test_a_running_campaign_is_heard_from_until_it_ends(tmp_path, monkeypatch):
     assert all(e.run_id == recorded[0].run_id for e in alive)
     assert all(e.done + e.left == 54 for e in alive)  # what it had ended, and what it had left
     assert (recorded[-1].how, recorded[-1].done) == ("finished", 54)
+
+
+def test_suites_whose_names_hold_dots_stay_apart(tmp_path):
+    """`qwen-1.5b` and `qwen-1.5b-random` were one campaign, "qwen-1": the suite's part of an id was
+    taken to end at its first dot. Each is its own campaign in the store, in `suite status`, in
+    the viewer's campaign list and in the pairing every comparison uses."""
+    from inquitree.events.names import campaign_stream
+    from inquitree.warehouse.warehouse import Warehouse
+
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    body = (
+        'name = "{name}"\ntrees = ["synthetic-diamond-4"]\nagents = ["oracle"]\nrandomness = [0]\n'
+        'runs = {runs}\nembedder = "hash"\n'
+    )
+    files = {
+        "m-1.5b": write_suite(tmp_path, "m-1.5b", body.replace("{runs}", "2")),
+        "m-1.5b-random": write_suite(tmp_path, "m-1.5b-random", body.replace("{runs}", "1")),
+    }
+    with EventStore(url) as store:
+        for path in files.values():
+            run_suite(Suite.load(path), store)
+        assert {s.stream_id for s in store.streams("campaign/")} == {campaign_stream(n) for n in files}
+    said = {n: CliRunner().invoke(main, ["suite", "status", str(p), "--db", url]).output for n, p in files.items()}
+    assert "suite m-1.5b: 2 finished" in said["m-1.5b"] and "m-1.5b-random: 1 finished" in said["m-1.5b-random"]
+    wh = str(tmp_path / "w.duckdb")
+    with Warehouse(wh) as w:
+        w.sync(url)
+        suites = w.sql("SELECT pair_suite, count(*) AS n FROM pair_keys GROUP BY ALL ORDER BY 1").rows()
+    assert suites == [("m-1.5b", 2), ("m-1.5b-random", 1)]
+    pytest.importorskip("starlette")
+    from inquitree.viewer.live import Campaigns
+
+    live = Campaigns(url)
+    try:
+        assert live.names() == ["m-1.5b", "m-1.5b-random"]
+        assert [live.summary(n)["cells"] for n in live.names()] == [2, 1]
+    finally:
+        live.close()

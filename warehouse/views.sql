@@ -118,12 +118,16 @@ ASOF LEFT JOIN (SELECT episode_id, global_position, decision FROM ev_decision_pa
 -- What pairs an episode with another agent's (docs/DECISIONS.md #26, the one definition that
 -- `compare`, the viewer and the report use): the same suite, tree, randomness level and run,
 -- and, where scores are paired, the same judge. A campaign cell's id ends .a{level}.r{run} and
--- starts with its suite's name; an episode played outside a suite (in_suite false) has suite ''
+-- starts with its suite's name, which runs up to the tree's id (a name may hold dots itself:
+-- "qwen-1.5b"); an episode played outside a suite (in_suite false) has suite ''
 -- and its order among that agent's one-off episodes of the tree and level as its run, and is
 -- paired only when a comparison asks for one-off episodes.
 CREATE OR REPLACE VIEW pair_keys AS
 SELECT episode_id, agent, tree_id, randomness, seed, status, in_suite,
-       CASE WHEN in_suite THEN regexp_extract(episode_id, '^([^.]+)\.', 1) ELSE '' END AS pair_suite,
+       CASE WHEN in_suite AND strpos(episode_id, '.' || tree_id || '.') > 1
+                THEN left(episode_id, strpos(episode_id, '.' || tree_id || '.') - 1)
+            WHEN in_suite THEN regexp_extract(episode_id, '^([^.]+)\.', 1)  -- a tree id that is not a slug
+            ELSE '' END AS pair_suite,
        CASE WHEN in_suite THEN TRY_CAST(regexp_extract(episode_id, '\.r([0-9]+)$', 1) AS INTEGER)
             ELSE row_number() OVER (PARTITION BY agent, in_suite, tree_id, randomness ORDER BY episode_id) - 1
        END AS pair_run
