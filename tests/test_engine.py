@@ -403,3 +403,29 @@ def test_the_study_threshold_applies_at_the_subtopic_state_only():
     events = engine.step(state, Reply("ACTION: a study"), {study: 0.6})
     match = next(e for e in events if e.TYPE == "MatchScored")
     assert (match.tau, match.accepted) == (0.5, True)  # 0.6 clears 0.5 here, not 0.75
+
+
+def test_papers_draw_their_fake_results_independently_and_old_logs_keep_their_draws():
+    """#13, draw rule 2: the draws are keyed by the seed and the tree. Under rule 1 (the seed alone)
+    every tree of a run drew the same numbers: in the Qwen study all 18 first results at a=3 drew
+    0.649, so no paper saw a fake. An episode recorded without the rule replays with rule 1."""
+    from inquitree.core.players.judges import EmbeddingJudge
+    from inquitree.core.run.runner import run_episode
+    from inquitree.events.types import ResultDrawn
+
+    trees = [resolve_tree(t) for t in ("synthetic-chain-7", "synthetic-diamond-4", "synthetic-independent-7")]
+    embedder = HashEmbedder()
+
+    def draws(tree, rule: int) -> list[float]:
+        p = dataclasses.replace(params(tree, embedder, seed=0, randomness=5), draw_rule=rule)
+        out = run_episode(tree, OracleAgent(tree), EmbeddingJudge(embedder), embedder, p, TEMPLATES)
+        return [e.draw for e in out.events if isinstance(e, ResultDrawn)]
+
+    old = [draws(t, 1) for t in trees]
+    new = [draws(t, 2) for t in trees]
+    assert len({d[0] for d in old}) == 1  # the same first draw on every tree
+    assert len({d[0] for d in new}) == 3  # a draw of each paper's own
+    assert draws(trees[0], 2) == new[0]  # and still replayable from the seed
+    recorded = {k: v for k, v in dataclasses.asdict(params(trees[0], embedder)).items() if k != "draw_rule"}
+    assert Params.from_dict(recorded).draw_rule == 1
+    assert params(trees[0], embedder).draw_rule == 2  # what new episodes are played with

@@ -83,9 +83,13 @@ class Params:
     max_reasks: int | None = 3  # C.4.2 re-asks in one Result visit before the engine asks for the conclusion
     tau_study: float | None = None  # the threshold at the Subtopic state (one candidate); None: tau (#1)
     action_rule: int = 1  # which text is the ACTION (#12): 1 as first written, 2 drops a leading THOUGHT: label
+    # How the fake-result draws are keyed (#13): 1 by the seed alone, so every tree of a run drew the
+    # same numbers (at a=3 in the Qwen study all 18 first results drew 0.649: no fake anywhere);
+    # 2 by the seed and the tree, so papers draw independently (agents on one tree still share them).
+    draw_rule: int = 2
 
     # Recorded before these existed: the value that replays such an episode as it ran.
-    _ABSENT = {"max_reasks": None, "tau_study": None, "action_rule": 1}
+    _ABSENT = {"max_reasks": None, "tau_study": None, "action_rule": 1, "draw_rule": 1}
 
     @classmethod
     def from_dict(cls, recorded: dict[str, Any]) -> "Params":
@@ -110,6 +114,8 @@ class Params:
             raise EngineError(f"--tau-study {self.tau_study}: tau must be in (0, 1]")
         if self.action_rule not in ACTION_RULES:
             raise EngineError(f"action_rule {self.action_rule}: this version knows rules {sorted(ACTION_RULES)}")
+        if self.draw_rule not in (1, 2):
+            raise EngineError(f"draw_rule {self.draw_rule}: this version knows rules 1 and 2")
         if self.randomness not in range(0, 11):
             raise EngineError(
                 f"--randomness {self.randomness}: the randomness level a must be an integer 0..10 "
@@ -221,7 +227,7 @@ def repeats_itself(reply: str) -> bool:
     return False
 
 
-def uniform(seed: int, index: int, purpose: str) -> float:
+def uniform(seed: int | str, index: int, purpose: str) -> float:
     """A uniform number in [0, 1) from (seed, index, purpose): counter-based, replayable."""
     h = hashlib.sha256(f"{seed}:{index}:{purpose}".encode()).digest()
     return int.from_bytes(h[:8], "big") / 2**64
@@ -658,9 +664,10 @@ class Engine:
         result = study.result
         k = s.state.draws
         probability = self.p.randomness / 10
-        draw = uniform(self.p.seed, k, "fake")
+        key = self.p.seed if self.p.draw_rule == 1 else f"{self.p.seed}:{self.tree.id}"
+        draw = uniform(key, k, "fake")
         fake = draw < probability
-        fake_index = int(uniform(self.p.seed, k, "choice") * len(result.fakes)) if fake else None
+        fake_index = int(uniform(key, k, "choice") * len(result.fakes)) if fake else None
         s.emit(
             ResultDrawn(
                 step=step,
