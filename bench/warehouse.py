@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -112,9 +113,12 @@ def on_a_large_store(description: str, measure: Callable[[str, Path, int], dict]
             url = f"sqlite:///{Path(tmp) / 'events.sqlite'}"
             with EventStore(url) as store:
                 generate(store, args.events, campaign=campaign)
+        load_before = os.getloadavg()[0]
         result = {
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             **measure(url, Path(tmp), args.runs),
+            # the machine is shared: how busy it was, so the numbers can be read against it
+            "load_average_1min (before, after)": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         }
     print(json.dumps(result, indent=1))
     if args.out:
