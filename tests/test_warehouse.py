@@ -796,6 +796,9 @@ def test_fig4_keeps_every_episode_and_takes_a_registry_file(sqlite_url, tmp_path
     assert set(got) == {("gpt-5", "pre-cutoff"), ("mystery-model", "post-cutoff")}
     assert got[("gpt-5", "pre-cutoff")]["papers"] == 2 and str(got[("gpt-5", "pre-cutoff")]["cutoff"]) == "2025-01-01"
     assert models == 1  # the shipped registry is extended, not replaced
+    with Warehouse(str(tmp_path / "w2.duckdb")) as wh:  # each entry names its file; the shipped one by its place
+        files = dict(wh.sql("SELECT model, registry FROM model_registry WHERE model IN ('o3', 'mystery-model')").rows())
+    assert files == {"o3": "trees/registry/models.json", "mystery-model": str(registry)}
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"models": [{"model": "x", "cutoff": "June 2024"}]}))
     with (

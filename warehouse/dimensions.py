@@ -75,7 +75,8 @@ def _read_registry(path: Path) -> dict:
         aliases = m.get("aliases", [])
         if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
             raise WarehouseError(f"{where} ({m['model']}): aliases must be a list of names")
-        m.setdefault("registry", str(path))
+        # the shipped file by its place in the package, not this machine's path (reports are shared)
+        m.setdefault("registry", "trees/registry/models.json" if path == REGISTRY_PATH else str(path))
     return doc
 
 
