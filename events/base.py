@@ -20,6 +20,7 @@ Upcaster = Callable[[Payload], Payload]
 
 _REGISTRY: dict[str, type["Event"]] = {}
 _UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+_ADDS_ONLY: set[tuple[str, int]] = set()  # upcasters that only add "not recorded" fields
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -54,17 +55,29 @@ def event_type(cls: type[Event]) -> type[Event]:
     return cls
 
 
-def upcaster(type_name: str, from_version: int) -> Callable[[Upcaster], Upcaster]:
-    """Decorator: register a function turning a v``from_version`` payload into v+1."""
+def upcaster(type_name: str, from_version: int, adds_only: bool = False) -> Callable[[Upcaster], Upcaster]:
+    """Decorator: register a function turning a v``from_version`` payload into v+1.
+
+    ``adds_only``: the step only adds fields whose value says "not recorded" (None, an empty
+    list), so a reader of the JSON that takes a missing field as NULL (the warehouse) may read
+    the older payload as it is (``adds_only_from``)."""
 
     def register(fn: Upcaster) -> Upcaster:
         key = (type_name, from_version)
         if key in _UPCASTERS:
             raise TypeError(f"two upcasters for {type_name} v{from_version}")
         _UPCASTERS[key] = fn
+        if adds_only:
+            _ADDS_ONLY.add(key)
         return fn
 
     return register
+
+
+def adds_only_from(type_name: str, version: int) -> bool:
+    """True if every step from v``version`` to the current version only adds "not recorded" fields."""
+    cls = _REGISTRY.get(type_name)
+    return cls is not None and all((type_name, v) in _ADDS_ONLY for v in range(version, cls.VERSION))
 
 
 def registered_types() -> dict[str, type[Event]]:

@@ -75,7 +75,7 @@ def _agent_replied_v1_to_v2(p: Payload) -> Payload:
     return p
 
 
-@upcaster("AgentReplied", 2)
+@upcaster("AgentReplied", 2, adds_only=True)
 def _agent_replied_v2_to_v3(p: Payload) -> Payload:
     p["finish_reason"] = None  # a v2 reply did not record why it ended, nor failed attempts
     p["failed_attempts"] = []
@@ -197,7 +197,7 @@ class JudgeVerdict(Event):
     failed_attempts: list[dict[str, Any]] = field(default_factory=list)
 
 
-@upcaster("JudgeVerdict", 1)
+@upcaster("JudgeVerdict", 1, adds_only=True)
 def _judge_verdict_v1_to_v2(p: Payload) -> Payload:
     p["finish_reason"] = None  # a v1 verdict did not record why its answer ended, nor failed attempts
     p["failed_attempts"] = []

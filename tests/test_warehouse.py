@@ -697,14 +697,26 @@ def test_events_stored_at_an_older_schema_version_are_upcast_at_load(sqlite_url,
         "prev_hash, hash) VALUES ('old', 1, 'AgentReplied', 1, '2026-01-01T00:00:00.000000Z', ?, '', '')",
         [v1],
     )
+    # a v2 reply: its upcast to v3 only adds fields that say "not recorded", so it loads as stored
+    v2 = '{"action":"y","latency_ms":1.0,"model":"m","raw":"ACTION: y","state":"topic","step":1,"usage":{"input":7}}'
+    db.execute(
+        "INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, "
+        "prev_hash, hash) VALUES ('old2', 1, 'AgentReplied', 2, '2026-01-01T00:00:00.000000Z', ?, '', '')",
+        [v2],
+    )
     db.commit()
     position = db.execute("SELECT global_position FROM events WHERE stream_id = 'old'").fetchone()[0]
+    position2 = db.execute("SELECT global_position FROM events WHERE stream_id = 'old2'").fetchone()[0]
     db.close()
     if reader == "child":
         monkeypatch.setattr(wsrc, "LARGE_BACKLOG", 0)
     rebuild(str(tmp_path / "w.duckdb"), sqlite_url)
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
         assert wh.sql(f"SELECT schema_version FROM raw_events WHERE global_position = {position}").item() == 3
+        assert wh.sql(f"SELECT schema_version FROM raw_events WHERE global_position = {position2}").item() == 2
+        assert wh.sql(
+            f"SELECT raw, input_tokens, finish_reason FROM ev_agent_replied WHERE global_position = {position2}"
+        ).row(0) == ("ACTION: y", 7, None)
         row = wh.sql(
             f"SELECT raw, model, step, input_tokens, output_tokens FROM ev_agent_replied "
             f"WHERE global_position = {position}"

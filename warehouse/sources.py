@@ -22,7 +22,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 import sqlalchemy as sa
 
-from inquitree.events.base import canonical_json, registered_types, upcast
+from inquitree.events.base import adds_only_from, canonical_json, registered_types, upcast
 from inquitree.events.revisions import revision_problem
 from inquitree.events.store import (
     LAST_POSITION_SQL,
@@ -271,17 +271,23 @@ def open_source(url: str, after: int, batch_size: int) -> "_Source | _AdbcPostgr
 
 
 def upcast_old(batch: pa.Table) -> pa.Table:
-    """Bring payloads stored at an older schema version to the current one (rare, so in Python)."""
+    """Bring payloads stored at an older schema version to the current one (in Python). A payload
+    whose upcasts only add "not recorded" fields is loaded as stored, with its stored version:
+    the typed tables read a missing field as NULL, which is what those fields would say (a 1M
+    store recorded before AgentReplied v3 spent 7 of a sync's 12 s upcasting 272k events)."""
     current = {name: cls.VERSION for name, cls in registered_types().items()}
     # The distinct (type, version) pairs first: listing a million rows in Python is slow.
     pairs = batch.select(["event_type", "schema_version"]).group_by(["event_type", "schema_version"]).aggregate([])
-    if all(
-        current.get(t, v) == v for t, v in zip(*(pairs.column(c).to_pylist() for c in pairs.column_names), strict=False)
-    ):
+    redo = {
+        (t, v)
+        for t, v in zip(*(pairs.column(c).to_pylist() for c in pairs.column_names), strict=False)
+        if current.get(t, v) != v and not adds_only_from(t, v)
+    }
+    if not redo:
         return batch
     types = batch.column("event_type").to_pylist()
     versions = batch.column("schema_version").to_pylist()
-    stale = [i for i, (t, v) in enumerate(zip(types, versions, strict=False)) if t in current and v != current[t]]
+    stale = [i for i, tv in enumerate(zip(types, versions, strict=False)) if tv in redo]
     payloads = batch.column("payload").to_pylist()
     for i in stale:
         payloads[i] = canonical_json(upcast(types[i], versions[i], json.loads(payloads[i])))
