@@ -248,18 +248,13 @@ def home(request: Request) -> Response:
         "DESC" if sort in ("started", "score", "coverage", "steps") else "ASC"
     )  # fmt: skip
     filters = {key: q.get(key) for key, choices in LIST_FILTERS if q.get(key) in viewer.choices.get(choices, [])}
-    page = int(q["page"]) if q.get("page", "").isdigit() and int(q["page"]) < 1_000_000 else 0
+    page = _page(q)
     episodes = viewer.rows(
         sql.EPISODE_LIST[(sort, direction)],
         [filters.get("agent"), filters.get("tree"), filters.get("a"), filters.get("judge"), filters.get("status"),
          page * sql.LIST_PAGE],
     )  # fmt: skip
     state = {**filters, "sort": sort, "dir": direction.lower()}
-
-    def link(**changes: Any) -> str:
-        """This list's URL with ``changes`` (None drops a parameter; page 0 is the default)."""
-        merged = {**state, "page": page or None, **changes}
-        return "/?" + urlencode({k: v for k, v in merged.items() if v not in (None, "", 0)}) + "#episodes"
 
     return viewer.page(
         "index.html.j2",
@@ -270,7 +265,7 @@ def home(request: Request) -> Response:
         page_size=sql.LIST_PAGE,
         matching=episodes[0]["matching"] if episodes else 0,
         choices={key: viewer.choices.get(choices, []) for key, choices in LIST_FILTERS},
-        link=link,
+        link=_list_link("/", state, page, "episodes"),
     )
 
 
@@ -520,7 +515,7 @@ def cell_list(viewer: Viewer, cells: list[dict[str, Any]], q: Any, path: str) ->
     sort = q.get("sort") if q.get("sort") in CELL_COLUMNS else "tree"
     default_desc = sort in ("steps", "coverage", "score", "started", "time")
     desc = q.get("dir") == "desc" if q.get("dir") in ("asc", "desc") else default_desc
-    page = int(q["page"]) if q.get("page", "").isdigit() and int(q["page"]) < 1_000_000 else 0
+    page = _page(q)
     rows = [c for c in cells if all(str(c[k]) == v for k, v in filters.items())]
     scores = {r["episode_id"]: r for r in viewer.rows(sql.CELL_SCORES, [[c["episode_id"] for c in rows]])}
     for c in rows:
@@ -530,11 +525,6 @@ def cell_list(viewer: Viewer, cells: list[dict[str, Any]], q: Any, path: str) ->
     present = sorted((c for c in rows if c[key] is not None), key=lambda c: _natural(c[key]), reverse=desc)
     rows = present + [c for c in rows if c[key] is None]  # cells without a value last, either way
     state = {**filters, "sort": sort, "dir": "desc" if desc else "asc"}
-
-    def link(**changes: Any) -> str:
-        merged = {**state, "page": page or None, **changes}
-        return path + "?" + urlencode({k: v for k, v in merged.items() if v not in (None, "", 0)}) + "#cells"
-
     shown = rows[page * sql.LIST_PAGE : (page + 1) * sql.LIST_PAGE]
     for c in shown:
         c["started_text"] = (
@@ -547,9 +537,25 @@ def cell_list(viewer: Viewer, cells: list[dict[str, Any]], q: Any, path: str) ->
         "cell_page": page,
         "cell_matching": len(rows),
         "cell_choices": choices,
-        "cell_link": link,
+        "cell_link": _list_link(path, state, page, "cells"),
         "page_size": sql.LIST_PAGE,
     }
+
+
+def _page(q: Any) -> int:
+    """A list's page number from the URL (0 when absent or not a bounded number)."""
+    return int(q["page"]) if q.get("page", "").isdigit() and int(q["page"]) < 1_000_000 else 0
+
+
+def _list_link(path: str, state: dict[str, Any], page: int, anchor: str) -> Any:
+    """The URL of a list at ``path`` in ``state`` (sort, direction, filters) and ``page``, as a
+    function of ``changes`` to it (None drops a parameter; page 0 is the default)."""
+
+    def link(**changes: Any) -> str:
+        merged = {**state, "page": page or None, **changes}
+        return f"{path}?" + urlencode({k: v for k, v in merged.items() if v not in (None, "", 0)}) + f"#{anchor}"
+
+    return link
 
 
 def _natural(value: Any) -> Any:

@@ -28,11 +28,16 @@ LIST_SORTS = {
     "score": "s.q_norm",
     "started": "e.started_at",
 }
-_LIST = """
-WITH s AS (  -- the score an episode was given last, and by which judge (as `episodes list` shows it)
+# The score an episode was given last, and by which judge (as `episodes list` shows it).
+_LAST_SCORE = """
+WITH s AS (
     SELECT episode_id, arg_max(judge_id, global_position) AS judge_id, arg_max(q_norm, global_position) AS q_norm
     FROM ev_episode_scored GROUP BY ALL
 )
+"""
+_LIST = (
+    _LAST_SCORE
+    + """
 SELECT e.episode_id, e.tree_id, e.agent, e.randomness, s.judge_id, e.status, e.ended_by, e.steps, e.coverage,
        s.q_norm, e.started_at, count(*) OVER () AS matching
 FROM episodes e LEFT JOIN s USING (episode_id)
@@ -41,6 +46,7 @@ WHERE ($1 IS NULL OR e.agent = $1) AND ($2 IS NULL OR e.tree_id = $2) AND ($3 IS
 ORDER BY {column} {direction} NULLS LAST, e.episode_id
 LIMIT {page} OFFSET $6
 """
+)
 EPISODE_LIST = {
     (key, direction): _LIST.format(column=column, direction=direction, page=LIST_PAGE)
     for key, column in LIST_SORTS.items()
@@ -48,14 +54,13 @@ EPISODE_LIST = {
 }
 # The coverage and last score of a campaign's cells (the suite page's list: its cells come from
 # the live fold, pending ones too; these columns from the warehouse, joined on the ids given).
-CELL_SCORES = """
-WITH s AS (
-    SELECT episode_id, arg_max(judge_id, global_position) AS judge_id, arg_max(q_norm, global_position) AS q_norm
-    FROM ev_episode_scored GROUP BY ALL
-)
+CELL_SCORES = (
+    _LAST_SCORE
+    + """
 SELECT e.episode_id, e.coverage, s.judge_id, s.q_norm
 FROM (SELECT unnest($1::VARCHAR[]) AS episode_id) i JOIN episodes e USING (episode_id) LEFT JOIN s USING (episode_id)
 """
+)
 EPISODE = "SELECT * FROM episodes WHERE episode_id = ?"
 EPISODE_OF_TREE = "SELECT * FROM episodes WHERE episode_id = ? AND tree_id = ?"
 EPISODE_SCORES = "SELECT * FROM episode_scores WHERE episode_id = ?"
