@@ -1,6 +1,6 @@
 """Warehouse benchmark (issue: the warehouse).
 
-    python bench/warehouse.py generate --db URL --events 1000000   # simulated episodes into a store
+    python bench/warehouse.py generate --db URL --events 1000000 [--campaign bench]   # simulated episodes
     python bench/warehouse.py measure --db URL                     # sync and query times
 
 ``generate`` plays real episodes (random and oracle agents, randomness 0-9, many
@@ -248,13 +248,16 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="full syncs (and of each baseline) to take the median of")
     ap.add_argument("--out")
     ap.add_argument(
+        "--campaign", help="generate: the episodes are the cells of this suite (bench/viewer.py opens 'bench')"
+    )
+    ap.add_argument(
         "--allow-writes", action="store_true", help="measure: append the incremental syncs' events to the store itself"
     )
     args = ap.parse_args()
     if args.command == "generate":
         with EventStore(args.db) as store:
             t0 = time.perf_counter()
-            n = generate(store, args.events)
+            n = generate(store, args.events, campaign=args.campaign)
             print(f"generated {n:,} events in {time.perf_counter() - t0:.0f} s")
         return
     started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sqlite3
@@ -122,12 +123,23 @@ class HashEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         m = np.zeros((len(texts), self.dim), np.float32)
         for row, text in enumerate(texts):
-            t = f" {' '.join(text.lower().split())} "
-            for n in (3, 4, 5):
-                for j in range(len(t) - n + 1):
-                    h = int.from_bytes(hashlib.blake2b(t[j : j + n].encode(), digest_size=8).digest(), "little")
-                    m[row, h % self.dim] += 1.0 if (h >> 63) & 1 else -1.0
+            m[row] = _hashed_grams(text, self.dim)
         return normalize(m)
+
+
+@functools.lru_cache(maxsize=4096)
+def _hashed_grams(text: str, dim: int) -> np.ndarray:
+    """The signed bucket counts of one text, before normalization. Remembered for the last 4,096
+    texts (16 MB at 1,024 buckets): an engine embeds its candidates and an agent's common replies
+    again and again, and hashing every n-gram is most of a hash-embedder run's time."""
+    row = np.zeros(dim, np.float32)
+    t = f" {' '.join(text.lower().split())} "
+    for n in (3, 4, 5):
+        for j in range(len(t) - n + 1):
+            h = int.from_bytes(hashlib.blake2b(t[j : j + n].encode(), digest_size=8).digest(), "little")
+            row[h % dim] += 1.0 if (h >> 63) & 1 else -1.0
+    row.flags.writeable = False
+    return row
 
 
 class OpenAIEmbedder:
