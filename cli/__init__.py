@@ -18,8 +18,43 @@ from inquitree.events.names import printable
 __all__ = ["main"]
 
 
+# Each command and the module that defines it, imported when the command is asked for: a command
+# loads its own module only (`episodes list` needs the store and the fold, not the options of
+# `play`, the suite runner or the warehouse). `inquitree --help` loads them all for their help lines.
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "db": ("db", "db"),
+    "trees": ("trees", "trees"),
+    "play": ("play", "play"),
+    "replay": ("play", "replay"),
+    "episodes": ("play", "episodes"),
+    "warehouse": ("warehouse", "warehouse"),
+    "query": ("warehouse", "query"),
+    "compare": ("warehouse", "compare"),
+    "power": ("warehouse", "power"),
+    "sql": ("warehouse", "sql"),
+    "report": ("warehouse", "report"),
+    "suite": ("suite", "suite"),
+    "judge": ("judge", "judge"),
+    "control": ("judge", "control"),
+    "extract": ("extract", "extract"),
+    "view": ("view", "view"),
+}
+
+
 class _Group(click.Group):
-    """Turns InquiTree's own errors into one line on stderr and exit code 2 (no traceback)."""
+    """Loads each command's module when the command is asked for (``_COMMANDS``), and turns
+    InquiTree's own errors into one line on stderr and exit code 2 (no traceback)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*_COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in _COMMANDS:
+            import importlib
+
+            module, attr = _COMMANDS[cmd_name]
+            self.add_command(getattr(importlib.import_module(f"inquitree.cli.{module}"), attr), cmd_name)
+        return self.commands.get(cmd_name)
 
     def invoke(self, ctx):
         try:
@@ -59,27 +94,3 @@ def main() -> None:
     Every fact of an episode is an event in an append-only store (SQLite by
     default, PostgreSQL with --db or $INQUITREE_DB).
     """
-
-
-def _register() -> None:
-    from inquitree.cli import db, extract, judge, play, suite, trees, view, warehouse
-
-    main.add_command(db.db)
-    main.add_command(trees.trees)
-    main.add_command(play.play)
-    main.add_command(play.replay)
-    main.add_command(play.episodes)
-    main.add_command(warehouse.warehouse)
-    main.add_command(warehouse.query)
-    main.add_command(warehouse.compare)
-    main.add_command(warehouse.power)
-    main.add_command(warehouse.sql)
-    main.add_command(warehouse.report)
-    main.add_command(suite.suite)
-    main.add_command(judge.judge)
-    main.add_command(judge.control)
-    main.add_command(extract.extract)
-    main.add_command(view.view)
-
-
-_register()

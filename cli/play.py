@@ -442,7 +442,7 @@ def episodes_list(db_url: str | None, limit: int, offset: int) -> None:
     seed, randomness, state, steps, coverage, q_norm and the judge that gave it (the latest score;
     an episode judged twice is scored once per judge: `inquitree query episode_summary`). Only the page's
     episodes are read, so a page takes the same time in a store of any size."""
-    from inquitree.core.game.engine import fold
+    from inquitree.core.game.engine import STATE_AND_STEP_EVENTS, fold
     from inquitree.events.names import EPISODE_PREFIX as STREAM_PREFIX
     from inquitree.events.names import agent_name
     from inquitree.events.store import EventStore
@@ -456,8 +456,11 @@ def episodes_list(db_url: str | None, limit: int, offset: int) -> None:
                 f"(episodes {offset + 1}-{offset + limit}, newest first; --offset {offset + limit} for older ones)",
                 err=True,
             )
+        # only the events that decide what a line shows: not the observations, matches and verdicts
+        shown_types = (*STATE_AND_STEP_EVENTS, EpisodeScored.TYPE)
+        read = store.read_streams([s.stream_id for s in page], shown_types)
         for s in page:
-            events = [r.event for r in store.read_stream(s.stream_id)]
+            events = [r.event for r in read[s.stream_id]]
             start = events[0] if events and isinstance(events[0], EpisodeStarted) else None
             st = fold(events)
             scored = [e for e in events if isinstance(e, EpisodeScored)]

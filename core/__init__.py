@@ -23,10 +23,9 @@ Those names still import, as the very same module objects as the new ones (:clas
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.util
+import importlib.machinery
 import sys
-from typing import Any
+from typing import Any, cast
 
 from inquitree import lazy_exports
 
@@ -76,15 +75,17 @@ MOVED = {
 }
 
 
-class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class _MovedModules:
     """``import inquitree.core.runner`` gives ``inquitree.core.run.runner`` itself (one module
-    object under two names, so a patch through either name is seen through both)."""
+    object under two names, so a patch through either name is seen through both). A meta path
+    finder and loader by its methods: the ``importlib.abc`` bases would bring ``importlib.resources``,
+    ``tempfile`` and ``shutil`` into every start of the command line."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         prefix, _, name = fullname.rpartition(".")
         if prefix != __name__ or name not in MOVED:
             return None
-        return importlib.util.spec_from_loader(fullname, self)
+        return importlib.machinery.ModuleSpec(fullname, cast(Any, self))  # a loader by its methods
 
     def create_module(self, spec: Any) -> Any:
         return importlib.import_module(f"{__name__}.{MOVED[spec.name.rpartition('.')[2]]}")

@@ -40,8 +40,19 @@ class Event:
 
     @classmethod
     def from_payload(cls, payload: Payload) -> "Event":
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = _field_names(cls)
         return cls(**{k: v for k, v in payload.items() if k in names})
+
+
+_FIELD_NAMES: dict[type[Event], frozenset[str]] = {}
+
+
+def _field_names(cls: type[Event]) -> frozenset[str]:
+    """The fields of an event class, looked up once per class: decoding a log asks for each event."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 def event_type(cls: type[Event]) -> type[Event]:

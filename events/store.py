@@ -365,6 +365,25 @@ class EventStore(Verifying):
             )
             return [_recorded(r) for r in cur.fetchall()]
 
+    def read_streams(self, stream_ids: Sequence[str], event_types: Sequence[str]) -> dict[str, list[RecordedEvent]]:
+        """The events of ``event_types`` in each of ``stream_ids``, in version order, in one query
+        (a listing's page asks for a few types of fifty episodes; reading and decoding every event
+        of each was most of its time)."""
+        if not stream_ids or not event_types:
+            return {sid: [] for sid in stream_ids}
+        m = self._mark
+        ids, types = ", ".join([m] * len(stream_ids)), ", ".join([m] * len(event_types))
+        out: dict[str, list[RecordedEvent]] = {sid: [] for sid in stream_ids}
+        with self._cursor() as cur:
+            cur.execute(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE stream_id IN ({ids}) AND event_type IN ({types}) "
+                "ORDER BY stream_id, stream_version",
+                (*stream_ids, *event_types),
+            )
+            for row in cur.fetchall():
+                out[row[1]].append(_recorded(row))
+        return out
+
     def read_all(self, after_position: int = 0, limit: int = 10_000) -> list[RecordedEvent]:
         """Up to ``limit`` events of every stream with global position > ``after_position``."""
         m = self._mark

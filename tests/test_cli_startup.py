@@ -26,6 +26,24 @@ def test_the_cli_group_and_every_help_import_no_heavy_library():
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
+OTHER_COMMANDS = ("inquitree.cli.suite", "inquitree.cli.warehouse", "inquitree.cli.view", "inquitree.cli.db")
+
+
+def test_each_command_is_loaded_from_its_module_under_its_own_name():
+    """The group loads a command's module when the command is asked for: every name it lists
+    resolves to a command of that name, and a name it does not know is click's usual error."""
+    import click
+
+    from inquitree.cli import _COMMANDS, main
+
+    ctx = click.Context(main)
+    assert main.list_commands(ctx) == sorted(_COMMANDS)
+    for name in _COMMANDS:
+        command = main.get_command(ctx, name)
+        assert command is not None and command.name == name, name
+    assert main.get_command(ctx, "nope") is None
+
+
 def test_listing_episodes_loads_no_numpy_jinja_or_duckdb(tmp_path):
     """`episodes list` reads a page of streams and folds them: it needs the store and the engine's
     fold, not the numerics, the prompt templates or the warehouse (issue #41's 0.15 s)."""
@@ -44,7 +62,7 @@ def test_listing_episodes_loads_no_numpy_jinja_or_duckdb(tmp_path):
         "from inquitree.cli import main\n"
         f"r = CliRunner().invoke(main, ['episodes', 'list', '--db', {url!r}])\n"
         "assert r.exit_code == 0 and 'synthetic-diamond-4' in r.output, r.output\n"
-        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+        f"print(sorted(m for m in {HEAVY + OTHER_COMMANDS!r} if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

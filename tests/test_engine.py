@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from inquitree.core.game.engine import (
+    STATE_AND_STEP_EVENTS,
     Engine,
     EngineError,
     EpisodeState,
@@ -25,6 +26,8 @@ from inquitree.core.game.tree import parse_tree, resolve_tree, shipped_tree_path
 from inquitree.core.players.embed import HashEmbedder
 from inquitree.events.types import (
     DependencyBlocked,
+    EpisodeFailed,
+    EpisodeResumed,
     HintIssued,
     ObservationEmitted,
     ResultDrawn,
@@ -307,6 +310,29 @@ def test_state_is_a_fold_of_the_events():
     for f in ("state", "step", "visits", "study_runs", "draws", "true_results", "hints_issued", "conclusion_items"):
         assert getattr(rebuilt, f) == getattr(out.state, f)
     assert isinstance(EpisodeState().copy(), EpisodeState)
+
+
+def test_a_listing_folds_only_the_events_that_set_state_and_step():
+    """`episodes list` folds STATE_AND_STEP_EVENTS only: after every prefix of an episode (a failure
+    and a resume spliced in at each state it passes through) the state and step are the whole fold's."""
+    tree = resolve_tree("synthetic-diamond-4")
+    episodes = [play(tree, agent, seed=5, randomness=4).events for agent in (RandomAgent(tree, 5), OracleAgent(tree))]
+    cut = 9
+    base = episodes[0]
+    failed = EpisodeFailed(step=3, error="timeout", retryable=True, kind="timeout")
+    episodes += [
+        [*base[:cut], failed],
+        [*base[:cut], failed, EpisodeResumed(step=3, after_error="timeout"), *base[cut:]],
+        [*base[:cut], failed, EpisodeResumed(step=3, after_error="timeout"), failed],
+    ]
+    kept = set(STATE_AND_STEP_EVENTS)
+    states = set()
+    for events in episodes:
+        for end in range(1, len(events) + 1):
+            whole, listed = fold(events[:end]), fold(e for e in events[:end] if e.TYPE in kept)
+            assert (listed.state, listed.step) == (whole.state, whole.step), (end, events[end - 1].TYPE)
+            states.add(whole.state)
+    assert {"failed", "done"} <= states and len(states) >= 5  # it saw every kind of state
 
 
 def _at_result(tree_id: str = "synthetic-independent-7", **kw):

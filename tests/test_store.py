@@ -62,6 +62,20 @@ def test_streams_lists_versions_and_filters_by_prefix(store):
     assert store.current_version("episode/x") == 2 and store.current_version("nope") == 0
 
 
+def test_read_streams_gives_each_stream_its_events_of_the_types_asked_in_version_order(store):
+    store.append("episode/x", notes(1, 2), 0)
+    store.append("episode/y", notes(3), 0)
+    store.append("episode/x", notes(4), 2)
+    got = store.read_streams(["episode/y", "episode/x", "episode/none"], ["TestNoted"])
+    assert {sid: [e.event.n for e in evs] for sid, evs in got.items()} == {
+        "episode/y": [3],
+        "episode/x": [1, 2, 4],
+        "episode/none": [],
+    }
+    assert store.read_streams(["episode/x"], ["Other"]) == {"episode/x": []}
+    assert store.read_streams([], ["TestNoted"]) == {}
+
+
 def test_a_prefix_matches_exactly_on_both_backends(store):
     """Stream ids that start with the prefix, case and all; LIKE's wildcards in a prefix are
     plain characters. SQLite's LIKE alone ignored case (and so could not use the index)."""

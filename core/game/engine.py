@@ -341,6 +341,14 @@ def _target(state: EpisodeState) -> str:
     return state.hint_target
 
 
+# The event types whose branch of ``EpisodeState.apply`` sets ``state`` or ``step`` (a failure
+# keeps the state it left, so Transitioned is one): folding only these gives the same state and
+# step as folding the whole episode, which is all a listing shows (tests/test_engine.py checks it).
+STATE_AND_STEP_EVENTS: tuple[str, ...] = tuple(
+    cls.TYPE for cls in (EpisodeStarted, AgentReplied, Transitioned, ConclusionSubmitted, EpisodeFailed, EpisodeResumed)
+)
+
+
 def fold(events: Iterable[Event], state: EpisodeState | None = None) -> EpisodeState:
     state = state or EpisodeState()
     for ev in events:
