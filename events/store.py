@@ -433,6 +433,15 @@ class EventStore(Verifying):
                 return
             after_position = chunk[-1].global_position
 
+    def log_hash_at(self, position: int) -> str | None:
+        """The log hash of the event at global ``position`` (None: no such event, or one recorded
+        before log hashes): it names the whole log up to there, so a fold saved at ``position``
+        can tell the store it was made from, as far as it read."""
+        with self._cursor() as cur:
+            cur.execute(f"SELECT log_hash FROM events WHERE global_position = {self._mark}", (position,))
+            row = cur.fetchone()
+            return row[0] if row else None
+
     def last_position(self) -> int:
         with self._cursor() as cur:
             cur.execute(LAST_POSITION_SQL)

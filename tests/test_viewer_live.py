@@ -213,3 +213,68 @@ def _scored() -> EpisodeScored:
         judge_id="j", coverage=1.0, evidence={}, scores={}, q_sum=None, q_norm=None, k=0, steps=12, lower_bound=12,
         upper_bound=44, within_bounds=True, visited_subtopics=[], hints_issued=0, forced_transitions=0,
     )  # fmt: skip
+
+
+def _suite(tmp_path: Path, name: str, runs: int) -> Suite:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(
+        f'name = "{name}"\ntrees = ["synthetic-diamond-4"]\nagents = ["oracle", "random"]\n'
+        f'randomness = [0, 3]\nruns = {runs}\nembedder = "hash"\n'
+    )
+    return Suite.load(path)
+
+
+def _folds(live: Campaigns) -> dict:
+    """Everything a page shows of the campaigns, at one moment."""
+    now = time.time()
+    return {
+        "episodes": {eid: dataclasses.asdict(e) for eid, e in live.episodes.items()},
+        "position": live.position,
+        **{name: (live.summary(name, now), live.cells(name, now), live.layout(name)) for name in live.names()},
+    }
+
+
+def test_a_restart_takes_up_the_saved_folds_and_reads_only_what_came_after(store_url, tmp_path, capsys):
+    """The folds saved beside the warehouse give a restart the same campaigns as folding the whole
+    store again, after more cells, another campaign and a cell begun by hand were appended; a
+    snapshot of another store's log, or a damaged one, is not used; `save_snapshot=False` writes none."""
+    snapshot = tmp_path / "w.duckdb.campaigns.json"
+    first = _suite(tmp_path, "snap a", runs=2)
+    with EventStore(store_url) as store:
+        assert run_suite(first, store, shard=(1, 2)).done == 4
+    live = Campaigns(store_url, stale_seconds=3600, snapshot=snapshot)
+    saved_at = live.position
+    live.close()
+    assert snapshot.is_file() and live.resumed_from == 0
+    with EventStore(store_url) as store:
+        assert run_suite(first, store).done == 4  # the other half
+        assert run_suite(_suite(tmp_path, "snap b", runs=1), store).done == 4
+        cell = _suite(tmp_path, "snap b", runs=2).cells()[-1].episode_id("snap b")
+        store.append(stream_id(cell), [_started(cell)], 0)
+    restarted = Campaigns(store_url, stale_seconds=3600, snapshot=snapshot)
+    fresh = Campaigns(store_url, stale_seconds=3600)
+    try:
+        assert restarted.resumed_from == saved_at > 0
+        assert _folds(restarted) == _folds(fresh)
+        assert restarted.names() == ["snap-a", "snap-b"]
+    finally:
+        restarted.close(), fresh.close()
+
+    other = tmp_path / "other.sqlite"
+    with EventStore(f"sqlite:///{other}") as store:  # another log, as long or longer
+        run_suite(_suite(tmp_path, "snap a", runs=2), store)
+        run_suite(_suite(tmp_path, "snap b", runs=2), store)
+    elsewhere = Campaigns(f"sqlite:///{other}", stale_seconds=3600, snapshot=snapshot, save_snapshot=False)
+    again = Campaigns(f"sqlite:///{other}", stale_seconds=3600)
+    try:
+        assert elsewhere.resumed_from == 0 and _folds(elsewhere) == _folds(again)
+    finally:
+        elsewhere.close(), again.close()
+
+    snapshot.write_text('{"position": 3, "episodes": ')
+    damaged = Campaigns(store_url, stale_seconds=3600, snapshot=snapshot, save_snapshot=False)
+    damaged.close()
+    assert damaged.resumed_from == 0 and "was not used" in capsys.readouterr().err
+    unsaved = tmp_path / "none.json"
+    Campaigns(store_url, snapshot=unsaved, save_snapshot=False).close()
+    assert not unsaved.exists()

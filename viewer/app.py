@@ -98,7 +98,14 @@ class Viewer:
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader([str(TEMPLATES), str(REPORT_CSS.parent)]), autoescape=True
         )
-        self.live = Campaigns(db_url, stale_after) if db_url is not None or sync else None
+        # the campaigns' folds are kept beside the warehouse, as the search index is: a restart
+        # reads only what was appended since (written unless nothing may be, `view --no-sync`)
+        folds = warehouse_path + ".campaigns.json"
+        self.live = (
+            Campaigns(db_url, stale_after, snapshot=folds, save_snapshot=write_index)
+            if db_url is not None or sync
+            else None
+        )
         self.stopping = threading.Event()  # set when the server stops: open event streams end at once
         self.searches = asyncio.Semaphore(SEARCHES)  # searches running at once (each in a worker thread)
         self.caught_up = time.monotonic()

@@ -21,9 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 from inquitree.core.run.campaign import RunState, fold_run, run_status
 from inquitree.core.run.limits import PriceTable, tokens_of
@@ -50,6 +55,9 @@ _FOLDED = (
     "EpisodeScored",
 )
 
+
+SNAPSHOT_FORMAT = 1  # raise it when _Episode or the fold changes: an older snapshot is then folded again
+SAVE_EVERY = 50_000  # events folded since the last save that make the next refresh save again
 
 _VERSIONS = {name: cls.VERSION for name, cls in registered_types().items() if name in _FOLDED}
 
@@ -80,7 +88,18 @@ class _Campaign:
 class Campaigns:
     """Every campaign of the store at ``db_url``, folded as events arrive (``refresh``)."""
 
-    def __init__(self, db_url: str | None, stale_seconds: float = 300.0, min_interval: float = 0.5):
+    def __init__(
+        self,
+        db_url: str | None,
+        stale_seconds: float = 300.0,
+        min_interval: float = 0.5,
+        snapshot: str | Path | None = None,
+        save_snapshot: bool = True,
+    ):
+        """``snapshot``: a file where the episodes' folds are kept with the position they were
+        folded to (the viewer's is beside the warehouse), so that a restart reads only the events
+        appended since; it is used only if the store holds the very log it was folded from (the log
+        hash at its position) and the prices are the same, and written when ``save_snapshot``."""
         self.store = EventStore(db_url, read_only=True)
         self.stale_seconds = stale_seconds
         self.min_interval = min_interval
@@ -93,10 +112,70 @@ class Campaigns:
             self.prices: PriceTable | None = PriceTable()
         except InquiTreeError:
             self.prices = None
+        self.snapshot = Path(snapshot) if snapshot is not None else None
+        self.save_snapshot = save_snapshot and self.snapshot is not None
+        self.resumed_from = self.saved_at = self._load_snapshot()  # the position a snapshot gave, or 0
         self.refresh(force=True)
+        self._save()
 
     def close(self) -> None:
+        self._save()
         self.store.close()
+
+    # -- the snapshot of the folds -------------------------------------------------------------
+    def _identity(self) -> dict[str, Any]:
+        """What a snapshot must have been made with: this format and these prices."""
+        prices = self.prices.prices if self.prices is not None else None
+        return {"format": SNAPSHOT_FORMAT, "prices": prices}
+
+    def _load_snapshot(self) -> int:
+        """Take up the snapshot's folds if it was made from this store's log and with these prices
+        (the campaigns' own streams are read again up to its position: a few events); the
+        position taken up, or 0 (then everything is folded from the start, as without one)."""
+        if self.snapshot is None or not self.snapshot.is_file():
+            return 0
+        try:
+            saved = orjson.loads(self.snapshot.read_bytes())
+            position, keys = int(saved["position"]), set(saved["campaigns"])
+            episodes = {eid: _Episode(**fields) for eid, fields in saved["episodes"].items()}
+            same = saved["identity"] == self._identity() and saved["log_hash"] is not None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(
+                f"inquitree view: {self.snapshot} was not used ({type(exc).__name__}); reading the store",
+                file=sys.stderr,
+            )
+            return 0
+        if not same or position > self.store.last_position() or self.store.log_hash_at(position) != saved["log_hash"]:
+            return 0  # made from another log (or another version of this one), or with other prices
+        for r in self.store.read_prefix(CAMPAIGN_PREFIX, list(_RUN_EVENTS), position):
+            self._started(r)
+        if set(self.campaigns) != keys:  # not the fold this store gives: start over
+            self.campaigns = {}
+            return 0
+        self.episodes, self.position = episodes, position
+        return position
+
+    def _save(self) -> None:
+        """Write the folds and their position (atomically: a reader gets the old file or the new)."""
+        if not self.save_snapshot or self.snapshot is None or self.position == self.saved_at:
+            return
+        with self.lock:
+            position = self.position
+            saved = {
+                "identity": self._identity(),
+                "position": position,
+                "log_hash": self.store.log_hash_at(position),
+                "campaigns": sorted(self.campaigns),
+                "episodes": {eid: dataclasses.asdict(e) for eid, e in self.episodes.items()},
+            }
+        part = self.snapshot.with_name(self.snapshot.name + ".part")
+        try:
+            part.write_bytes(orjson.dumps(saved))
+            os.replace(part, self.snapshot)
+        except OSError as exc:
+            print(f"inquitree view: {self.snapshot} was not written ({exc})", file=sys.stderr)
+            return
+        self.saved_at = position
 
     # -- folding -----------------------------------------------------------------------------
     def refresh(self, force: bool = False) -> int:
@@ -128,7 +207,9 @@ class Campaigns:
                 if r.event_type in _FOLDED and r.stream_id.startswith(known):
                     self._fold(r)
             self.position = head
-            return head
+        if head - self.saved_at >= SAVE_EVERY:
+            self._save()
+        return head
 
     def _started(self, r: RecordedEvent) -> list[str]:
         """Fold a ``CampaignStarted`` (or a run's ``CampaignAlive`` and ``CampaignEnded``); the key of
