@@ -130,9 +130,11 @@ class SearchIndex:
                 "INSERT INTO texts (rowid, episode_id, step, kind, text, agent, tree_id, randomness, status) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 # filters compare text: the level as text too
-                [(rowid, *r[:6], str(r[6]), r[7]) for rowid, r in zip(rowids, rows)],
+                [(rowid, *r[:6], str(r[6]), r[7]) for rowid, r in zip(rowids, rows, strict=True)],
             )
-            con.executemany("INSERT INTO owners VALUES (?, ?)", [(r[0], rowid) for rowid, r in zip(rowids, rows)])
+            con.executemany(
+                "INSERT INTO owners VALUES (?, ?)", [(r[0], rowid) for rowid, r in zip(rowids, rows, strict=True)]
+            )
             last += len(rows)
             n += len(rows)
         return n
