@@ -280,7 +280,7 @@ def campaign_list(viewer: Viewer) -> list[dict[str, Any]] | None:
     if viewer.live is None:
         return None
     viewer.live.refresh()
-    return [b for k in viewer.live.names() if (b := _brief(viewer.live.summary(k))) is not None]
+    return [b for k in viewer.live.names() if (b := _brief(viewer.live.summary(k, cells=False))) is not None]
 
 
 def episode(request: Request) -> Response:

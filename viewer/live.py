@@ -270,30 +270,36 @@ class Campaigns:
         """What the campaign's processes are doing, as recorded (``core.run.campaign.run_status``)."""
         return run_status(c.runs.values(), now)
 
-    def _cell(self, eid: str, now: float, alive: bool | None = None) -> dict[str, Any]:
-        e = self.episodes.get(eid)
+    def _state(self, e: _Episode | None, now: float, alive: bool | None) -> str:
         if e is None:
-            return {"state": "pending", "note": "not started"}
-        state = e.state
+            return "pending"
         # A cell mid-episode is interrupted as soon as no run of its campaign is alive (recorded), or,
         # for campaigns that recorded no runs, once nothing was recorded for ``stale_seconds``.
-        if state == "running" and (alive is False or (alive is None and now - e.last > self.stale_seconds)):
-            state = "interrupted"
-        note = {
-            "running": f"step {e.step}",
-            "interrupted": f"stopped at step {e.step}: nothing recorded for {now - e.last:.0f} s",
-            "failed": f"failed at step {e.step}: {e.reason}",
-            "limit": f"ended by {e.limit} at step {e.step}",
-            "finished": f"finished in {e.step} steps",
-        }[state]
-        return {"state": state, "note": note}
+        if e.state == "running" and (alive is False or (alive is None and now - e.last > self.stale_seconds)):
+            return "interrupted"
+        return e.state
+
+    @staticmethod
+    def _note(e: _Episode | None, state: str, now: float) -> str:
+        if e is None:
+            return "not started"
+        if state == "running":
+            return f"step {e.step}"
+        if state == "interrupted":
+            return f"stopped at step {e.step}: nothing recorded for {now - e.last:.0f} s"
+        if state == "failed":
+            return f"failed at step {e.step}: {e.reason}"
+        if state == "limit":
+            return f"ended by {e.limit} at step {e.step}"
+        return f"finished in {e.step} steps"
 
     def names(self) -> list[str]:
         with self.lock:
             return sorted(self.campaigns)
 
-    def summary(self, key: str, now: float | None = None) -> dict[str, Any] | None:
-        """One campaign's counts, times, tokens, cost and every cell's state (JSON-ready)."""
+    def summary(self, key: str, now: float | None = None, cells: bool = True) -> dict[str, Any] | None:
+        """One campaign's counts, times, tokens, cost and (unless ``cells`` is False: the home page's
+        line needs the counts only) every cell's state and note (JSON-ready)."""
         now = time.time() if now is None else now
         with self.lock:
             c = self.campaigns.get(key)
@@ -301,18 +307,19 @@ class Campaigns:
                 return None
             status, status_note = self.status(c, now)
             alive = None if status is None else status == "running"
-            cells = {eid: self._cell(eid, now, alive) for eid in c.ids}
-            folds = [self.episodes[eid] for eid in c.ids if eid in self.episodes]
+            found = {eid: self.episodes.get(eid) for eid in c.ids}
+            states = {eid: self._state(e, now, alive) for eid, e in found.items()}
+            folds = [e for e in found.values() if e is not None]
             counts = {s: 0 for s in STATES}
-            for v in cells.values():
-                counts[v["state"]] += 1
+            for state in states.values():
+                counts[state] += 1
             first = min(at for at, _ in c.starts)
             latest = max(at for at, _ in c.starts)
             active = status == "running" if status is not None else counts["running"] > 0
             last = max([e.last for e in folds] + [latest])
             left = counts["pending"] + counts["running"] + counts["interrupted"]
             elapsed = (now if active else last) - latest
-            eta = self._time_left(c, cells, latest, now, counts["running"]) if active and left else None
+            eta = self._time_left(c, states, latest, now, counts["running"]) if active and left else None
             return {
                 "key": key,
                 "name": c.name,
@@ -330,13 +337,14 @@ class Campaigns:
                 "tokens": sum(e.tokens for e in folds),
                 "cost_usd": sum(e.cost_usd for e in folds),
                 "unpriced_calls": sum(e.unpriced_calls for e in folds),
-                "states": {eid: [v["state"], v["note"]] for eid, v in cells.items()},
                 "position": self.position,
-            }
+            } | (
+                {"states": {eid: [state, self._note(found[eid], state, now)] for eid, state in states.items()}}
+                if cells
+                else {}
+            )
 
-    def _time_left(
-        self, c: _Campaign, cells: dict[str, dict[str, Any]], since: float, now: float, running: int
-    ) -> float | None:
+    def _time_left(self, c: _Campaign, states: dict[str, str], since: float, now: float, running: int) -> float | None:
         """An estimate of the time left: each cell not ended takes its agent's mean time per cell
         ended since the latest run started (the campaign's mean for an agent with none ended yet),
         less the time a running cell has had; the sum is shared by the cells running now. None
@@ -352,7 +360,7 @@ class Campaigns:
         overall = sum(everyone) / len(everyone)
         work = 0.0
         for eid, cell in c.ids.items():
-            state = cells[eid]["state"]
+            state = states[eid]
             if state in ("pending", "running", "interrupted"):
                 ts = took.get(cell.agent)
                 mean = sum(ts) / len(ts) if ts else overall
@@ -374,7 +382,7 @@ class Campaigns:
             rows = []
             for eid, cell in c.ids.items():
                 e = self.episodes.get(eid)
-                state = self._cell(eid, now, alive)["state"]
+                state = self._state(e, now, alive)
                 until = None if e is None else e.ended if e.ended is not None else now if state == "running" else e.last
                 rows.append(
                     {
