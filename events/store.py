@@ -405,19 +405,17 @@ class EventStore(Verifying):
         types = ", ".join([m] * len(event_types))
         after: tuple[str, int] = ("", 0)
         while True:
+            # Each batch starts where the last one ended. On SQLite the prefix is an index range
+            # (stream_id >= ? AND stream_id < ?), and the planner takes its lower bound from there:
+            # it is moved up to the last stream read, or every batch read the range from its start
+            # again (a 4M-event campaign's first fold took 65 s, growing with the square of it).
+            bounds = (after[0], args[1]) if self.dialect == "sqlite" and len(args) == 2 and after[0] else args
             with self._cursor() as cur:
                 cur.execute(
                     f"SELECT {EVENT_COLUMNS} FROM events WHERE {where} AND event_type IN ({types}) "
-                    f"AND global_position <= {m} AND (stream_id > {m} OR (stream_id = {m} AND stream_version > {m})) "
+                    f"AND global_position <= {m} AND (stream_id, stream_version) > ({m}, {m}) "
                     f"ORDER BY stream_id, stream_version LIMIT {batch}",
-                    (
-                        *args,
-                        *event_types,
-                        through_position,
-                        after[0],
-                        after[0],
-                        after[1],
-                    ),
+                    (*bounds, *event_types, through_position, after[0], after[1]),
                 )
                 rows = cur.fetchall()
             yield from (_recorded(r) for r in rows)
