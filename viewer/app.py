@@ -524,15 +524,23 @@ def cell_list(viewer: Viewer, cells: list[dict[str, Any]], q: Any, path: str) ->
     desc = q.get("dir") == "desc" if q.get("dir") in ("asc", "desc") else default_desc
     page = _page(q)
     rows = [c for c in cells if all(str(c[k]) == v for k, v in filters.items())]
-    scores = {r["episode_id"]: r for r in viewer.rows(sql.CELL_SCORES, [[c["episode_id"] for c in rows]])}
-    for c in rows:
-        found = scores.get(c["episode_id"], {})
-        c.update(coverage=found.get("coverage"), q_norm=found.get("q_norm"), scored_by=found.get("judge_id"))
+
+    def scored(some: list[dict[str, Any]]) -> None:  # the warehouse's columns of these cells
+        scores = {r["episode_id"]: r for r in viewer.rows(sql.CELL_SCORES, [[c["episode_id"] for c in some]])}
+        for c in some:
+            found = scores.get(c["episode_id"], {})
+            c.update(coverage=found.get("coverage"), q_norm=found.get("q_norm"), scored_by=found.get("judge_id"))
+
     key = _CELL_KEYS.get(sort, sort)
+    by_score = key in ("coverage", "q_norm", "scored_by")
+    if by_score:  # every cell's score before sorting by it; otherwise only the page's (12k cells at 1M events)
+        scored(rows)
     present = sorted((c for c in rows if c[key] is not None), key=lambda c: _natural(c[key]), reverse=desc)
     rows = present + [c for c in rows if c[key] is None]  # cells without a value last, either way
     state = {**filters, "sort": sort, "dir": "desc" if desc else "asc"}
     shown = rows[page * sql.LIST_PAGE : (page + 1) * sql.LIST_PAGE]
+    if not by_score:
+        scored(shown)
     for c in shown:
         c["started_text"] = (
             "" if c["started"] is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(c["started"]))
