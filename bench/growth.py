@@ -36,6 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from episodes_list import timed, wall  # bench/episodes_list.py
+from needs import need  # bench/needs.py
 from warehouse_memory import CHILD as SYNC_CHILD  # bench/warehouse_memory.py
 
 BENCH_APPEND = 20  # episodes appended while the viewer is open (step 3)
@@ -82,7 +83,8 @@ app = create_app(path, url, sync=True)  # as `inquitree view --sync`: it follows
 client = TestClient(app, base_url="http://127.0.0.1")
 assert client.get("/").status_code == 200
 start = time.perf_counter() - t0
-pages = {"campaign grid": ("/suites/bench", {}), "home": ("/", {}),
+pages = {"campaign grid": ("/suites/bench", {})} if client.get("/api/suites/bench").status_code == 200 else {}
+pages |= {"home": ("/", {}),
          "search, a common word": ("/search", {"q": "sleep"}),
          "search, a rare phrase": ("/search", {"q": "novel-object recognition"})}
 ms = {}
@@ -144,6 +146,7 @@ def one_store(url: str, runs: int, folder: Path) -> dict:
 
 
 def main() -> None:
+    need("starlette", "httpx", "uvicorn")  # the viewer and its test client
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
         "--db", action="append", required=True, help="a store (bench/warehouse.py generate --campaign bench)"

@@ -46,6 +46,7 @@ NEEDS_A_STORE = {  # run against a small generated store, which they must leave 
     "warehouse.py measure": ["measure", "--db", "{db}", "--runs", "1", "--out", "{out}"],
     "warehouse_memory.py": ["--db", "{db}", "--quick", "--out", "{out}"],
     "episodes_list.py": ["--db", "{db}", "--runs", "1", "--out", "{out}"],
+    "growth.py": ["--db", "{db}", "--runs", "1", "--out", "{out}"],
 }
 NEEDS_A_SERVER = {
     "real_model.py": ["--url", DEAD, "--out", "{out}"],
@@ -109,6 +110,7 @@ def test_real_model_benches_say_when_there_is_no_server(script, tmp_path):
 
 NEEDS_AN_EXTRA = {  # what each bench needs beyond the README's install, checked before it starts
     "viewer.py": ("starlette", "httpx", "uvicorn"),
+    "growth.py": ("starlette", "httpx", "uvicorn"),
     "search_worst.py": ("starlette", "httpx", "uvicorn"),
     "inspect_overhead.py": ("inspect_ai",),
     "inspect_real.py": ("inspect_ai",),
