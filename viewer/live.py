@@ -113,6 +113,7 @@ class Campaigns:
         except InquiTreeError:
             self.prices = None
         self.snapshot = Path(snapshot) if snapshot is not None else None
+        self.saving = threading.Lock()  # one thread writes the snapshot at a time
         self.save_snapshot = save_snapshot and self.snapshot is not None
         self.resumed_from = self.saved_at = self._load_snapshot()  # the position a snapshot gave, or 0
         self.refresh(force=True)
@@ -159,6 +160,14 @@ class Campaigns:
         """Write the folds and their position (atomically: a reader gets the old file or the new)."""
         if not self.save_snapshot or self.snapshot is None or self.position == self.saved_at:
             return
+        if not self.saving.acquire(blocking=False):  # another page's thread is writing it now
+            return
+        try:
+            self._write_snapshot(self.snapshot)
+        finally:
+            self.saving.release()
+
+    def _write_snapshot(self, snapshot: Path) -> None:
         with self.lock:
             position = self.position
             saved = {
@@ -168,12 +177,13 @@ class Campaigns:
                 "campaigns": sorted(self.campaigns),
                 "episodes": {eid: dataclasses.asdict(e) for eid, e in self.episodes.items()},
             }
-        part = self.snapshot.with_name(self.snapshot.name + ".part")
+        part = snapshot.with_name(f"{snapshot.name}.{os.getpid()}.part")  # a viewer of its own per process
         try:
             part.write_bytes(orjson.dumps(saved))
-            os.replace(part, self.snapshot)
+            os.replace(part, snapshot)
         except OSError as exc:
-            print(f"inquitree view: {self.snapshot} was not written ({exc})", file=sys.stderr)
+            part.unlink(missing_ok=True)
+            print(f"inquitree view: {snapshot} was not written ({exc})", file=sys.stderr)
             return
         self.saved_at = position
 
