@@ -291,6 +291,20 @@ def test_an_updated_search_index_holds_what_a_new_one_would(tmp_path):
     assert updated.position() == -1
 
 
+def test_the_campaign_grid_escapes_each_cells_state_and_note():
+    """The grid's cells are written in Python (the template's escapes were half of the page at 1M
+    events): a failure's reason from an endpoint is text in the title, never markup."""
+    import html
+
+    from inquitree.viewer.app import grid_cells
+
+    hostile = 'failed at step 2: [server_error] "><script>alert(1)</script><img src=x onerror=alert(2)>'
+    row = str(grid_cells(["s.t.a.embedding.a0.r0", None], {"s.t.a.embedding.a0.r0": ["failed", hostile]}))
+    assert "<script>" not in row and "<img" not in row
+    assert f'title="failed: {html.escape(hostile)}"' in row and row.endswith("<td></td>")
+    assert 'href="/episodes/s.t.a.embedding.a0.r0"' in row and 'class="st-failed"' in row
+
+
 def _script(tmp_path) -> str:
     script = tmp_path / "nothing.txt"
     script.write_text("\n---\n".join(["ACTION: (1) nothing"] * 8) + "\n")
