@@ -74,6 +74,11 @@ def test_read_streams_gives_each_stream_its_events_of_the_types_asked_in_version
     }
     assert store.read_streams(["episode/x"], ["Other"]) == {"episode/x": []}
     assert store.read_streams([], ["TestNoted"]) == {}
+    many = [f"episode/n{i}" for i in range(1_200)]  # more ids than one query takes at a time
+    for sid in many[::400]:
+        store.append(sid, notes(7), 0)
+    got = store.read_streams(many, ["TestNoted"])
+    assert len(got) == 1_200 and [sid for sid, evs in got.items() if evs] == many[::400]
 
 
 def test_a_prefix_matches_exactly_on_both_backends(store):
