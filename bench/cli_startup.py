@@ -29,11 +29,10 @@ CASES = {
 }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=15)
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "cli_startup.json"))
-    args = ap.parse_args()
+def timed_processes(cases: dict[str, list[str]], runs: int) -> dict[str, list[float]]:
+    """Each command's wall seconds over ``runs`` rounds, the commands alternated within a round (the
+    machine is shared), twice: as this environment runs them (key: the case's name) and with the
+    bytecode kept in a temporary PYTHONPYCACHEPREFIX written by a first run (name + " (bytecode kept)")."""
     with tempfile.TemporaryDirectory() as pyc:
         envs = {
             "": dict(os.environ),
@@ -42,15 +41,24 @@ def main() -> None:
                 "PYTHONPYCACHEPREFIX": pyc,
             },
         }
-        for cmd in CASES.values():  # writes the bytecode
+        for cmd in cases.values():  # writes the bytecode
             subprocess.run(cmd, check=True, capture_output=True, env=envs[" (bytecode kept)"])
-        times: dict[str, list[float]] = {k + e: [] for e in envs for k in CASES}
-        for _ in range(args.runs):
+        times: dict[str, list[float]] = {k + e: [] for e in envs for k in cases}
+        for _ in range(runs):
             for label, env in envs.items():
-                for name, cmd in CASES.items():
+                for name, cmd in cases.items():
                     t0 = time.perf_counter()
                     subprocess.run(cmd, check=True, capture_output=True, env=env)
                     times[name + label].append(time.perf_counter() - t0)
+    return times
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "cli_startup.json"))
+    args = ap.parse_args()
+    times = timed_processes(CASES, args.runs)
     result = {
         "stamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "runs": args.runs,

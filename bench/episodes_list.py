@@ -11,15 +11,14 @@ of 500; then the first page as a user runs it, a new process each time, alternat
 
 from __future__ import annotations
 
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cli_startup import timed_processes  # bench/cli_startup.py
 
 from inquitree.cli import main as cli
 from inquitree.events.store import EventStore
@@ -49,26 +48,10 @@ def wall(url: str, runs: int) -> dict:
     alternated with ``inquitree --version`` (the CLI's own start) as the same-moment baseline;
     as this environment runs it, and with the package's bytecode kept (in a temporary
     PYTHONPYCACHEPREFIX written by a first run), as an installed package has it where
-    PYTHONDONTWRITEBYTECODE is set (bench/cli_startup.py does the same)."""
+    PYTHONDONTWRITEBYTECODE is set (``bench/cli_startup.timed_processes``)."""
     command = [sys.executable, "-m", "inquitree"]
-    cases = (("episodes list", ["episodes", "list", "--db", url]), ("--version", ["--version"]))
-    with tempfile.TemporaryDirectory() as pyc:
-        envs = {
-            "": dict(os.environ),
-            " (bytecode kept)": {
-                **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
-                "PYTHONPYCACHEPREFIX": pyc,
-            },
-        }
-        for _, args in cases:  # writes the bytecode
-            subprocess.run([*command, *args], check=True, capture_output=True, env=envs[" (bytecode kept)"])
-        times: dict[str, list[float]] = {name + label: [] for label in envs for name, _ in cases}
-        for _ in range(runs):
-            for label, env in envs.items():
-                for name, args in cases:
-                    t0 = time.perf_counter()
-                    subprocess.run([*command, *args], check=True, capture_output=True, env=env)
-                    times[name + label].append(time.perf_counter() - t0)
+    cases = {"episodes list": [*command, "episodes", "list", "--db", url], "--version": [*command, "--version"]}
+    times = timed_processes(cases, runs)
     return {f"{name} median_s": round(statistics.median(ts), 4) for name, ts in times.items()}
 
 

@@ -38,15 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from episodes_list import timed, wall  # bench/episodes_list.py
 from needs import need  # bench/needs.py
 from warehouse_memory import CHILD as SYNC_CHILD  # bench/warehouse_memory.py
+from warehouse_memory import PEAK  # each child's own peak RSS (this bench's process grows as it reads)
 
 BENCH_APPEND = 20  # episodes appended while the viewer is open (step 3)
-
-# A child's own peak RSS: ru_maxrss would count its parent's, which a child started by vfork and
-# exec inherits on Linux (this bench's own process grows as it reads the store)
-PEAK = """
-def peak_mb():
-    return int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) // 1024
-"""
 
 FIRST_START = (
     PEAK

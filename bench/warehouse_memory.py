@@ -21,7 +21,16 @@ from pathlib import Path
 
 SETTINGS = ["before", "320MB", "256MB", "384MB", "512MB"]
 
-CHILD = """
+# A child's own peak RSS, for the child scripts of the benches: ru_maxrss would count its parent's,
+# which a child started by vfork and exec inherits on Linux
+PEAK = """
+def peak_mb():
+    return int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) // 1024
+"""
+
+CHILD = (
+    PEAK
+    + """
 import json, os, resource, sys, tempfile, time
 from pathlib import Path
 url, setting = sys.argv[1], sys.argv[2]
@@ -35,11 +44,10 @@ with tempfile.TemporaryDirectory() as d:
         r = wh.sync(url, **kw)
     wall = time.perf_counter() - t
 print(json.dumps({"events": r.events, "seconds": round(wall, 2),
-                  # this process's own peak: ru_maxrss would count the parent's, which a child
-                  # started by vfork and exec inherits on Linux
-                  "peak_rss_mb": int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) // 1024,
+                  "peak_rss_mb": peak_mb(),
                   "reader_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024}))
 """
+)
 
 
 def main() -> None:
