@@ -276,9 +276,11 @@ class Campaigns:
             e.state, e.ended = ("limit" if e.limit else "finished"), at
 
     # -- reading -----------------------------------------------------------------------------
-    def status(self, c: _Campaign, now: float) -> tuple[str | None, str]:
-        """What the campaign's processes are doing, as recorded (``core.run.campaign.run_status``)."""
-        return run_status(c.runs.values(), now)
+    def status(self, c: _Campaign, now: float) -> tuple[str | None, str, bool | None]:
+        """What the campaign's processes are doing, as recorded (``core.run.campaign.run_status``),
+        its note, and whether a run is alive (None: the campaign recorded no runs)."""
+        status, note = run_status(c.runs.values(), now)
+        return status, note, None if status is None else status == "running"
 
     def _state(self, e: _Episode | None, now: float, alive: bool | None) -> str:
         if e is None:
@@ -315,8 +317,7 @@ class Campaigns:
             c = self.campaigns.get(key)
             if c is None:
                 return None
-            status, status_note = self.status(c, now)
-            alive = None if status is None else status == "running"
+            status, status_note, alive = self.status(c, now)
             found = {eid: self.episodes.get(eid) for eid in c.ids}
             states = {eid: self._state(e, now, alive) for eid, e in found.items()}
             folds = [e for e in found.values() if e is not None]
@@ -325,7 +326,7 @@ class Campaigns:
                 counts[state] += 1
             first = min(at for at, _ in c.starts)
             latest = max(at for at, _ in c.starts)
-            active = status == "running" if status is not None else counts["running"] > 0
+            active = alive if alive is not None else counts["running"] > 0
             last = max([e.last for e in folds] + [latest])
             left = counts["pending"] + counts["running"] + counts["interrupted"]
             elapsed = (now if active else last) - latest
@@ -387,8 +388,7 @@ class Campaigns:
             c = self.campaigns.get(key)
             if c is None:
                 return None
-            status, _ = self.status(c, now)
-            alive = None if status is None else status == "running"
+            _, _, alive = self.status(c, now)
             rows = []
             for eid, cell in c.ids.items():
                 e = self.episodes.get(eid)
