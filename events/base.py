@@ -1,15 +1,20 @@
 """Event base type, registry, canonical serialization and upcasting.
 
-Every event class is a frozen dataclass with a ``TYPE`` name and a schema
-``VERSION``. The registry holds the *current* class of each type; older stored
-versions are brought forward on read by chained upcasters (v1 -> v2 -> v3), so
-code only ever sees the current shape.
+Every event class is a frozen, keyword-only dataclass with a ``TYPE`` name and a schema
+``VERSION``, made so by ``@event_type``, which also registers it. The registry holds the
+*current* class of each type; older stored versions are brought forward on read by chained
+upcasters (v1 -> v2 -> v3), so code only ever sees the current shape.
+
+``Event`` writes ``__eq__``, ``__hash__`` and ``__repr__`` once, with a dataclass's meaning, for
+every event class: the dataclass module writes each of them anew per class, as source it
+compiles, which took more than half the time of importing the event types, a cost every
+command pays at start (``bench/cli_startup.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, TypeVar, dataclass_transform
 
 import orjson
 
@@ -23,12 +28,29 @@ _UPCASTERS: dict[tuple[str, int], Upcaster] = {}
 _ADDS_ONLY: set[tuple[str, int]] = set()  # upcasters that only add "not recorded" fields
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, repr=False, eq=False)
 class Event:
     """Base of every event. Subclasses set ``TYPE`` and ``VERSION``."""
 
     TYPE: ClassVar[str] = ""
     VERSION: ClassVar[int] = 1
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in _fields(type(self))[0])
+
+    # What @dataclass(frozen=True) would write: equal when of the same class with equal fields;
+    # hashed by the fields (an event holding a dict or a list is not hashable, as before).
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Event) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        names = _fields(type(self))[0]
+        return f"{type(self).__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
 
     def to_payload(self) -> Payload:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -40,23 +62,31 @@ class Event:
 
     @classmethod
     def from_payload(cls, payload: Payload) -> "Event":
-        names = _field_names(cls)
+        names = _fields(cls)[1]
         return cls(**{k: v for k, v in payload.items() if k in names})
 
 
-_FIELD_NAMES: dict[type[Event], frozenset[str]] = {}
+_FIELDS: dict[type[Event], tuple[tuple[str, ...], frozenset[str]]] = {}
 
 
-def _field_names(cls: type[Event]) -> frozenset[str]:
-    """The fields of an event class, looked up once per class: decoding a log asks for each event."""
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))
-    return names
+def _fields(cls: type[Event]) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The field names of an event class, in order and as a set, looked up once per class:
+    decoding a log asks for each event."""
+    known = _FIELDS.get(cls)
+    if known is None:
+        names = tuple(f.name for f in dataclasses.fields(cls))
+        known = _FIELDS[cls] = (names, frozenset(names))
+    return known
 
 
-def event_type(cls: type[Event]) -> type[Event]:
-    """Class decorator: register ``cls`` as the current version of its TYPE."""
+E = TypeVar("E", bound=Event)
+
+
+@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(dataclasses.field,))
+def event_type(cls: type[E]) -> type[E]:
+    """Class decorator: make ``cls`` a frozen, keyword-only dataclass (its equality, hash and
+    repr are ``Event``'s) and register it as the current version of its TYPE."""
+    cls = dataclasses.dataclass(frozen=True, kw_only=True, repr=False, eq=False)(cls)
     if not cls.TYPE:
         raise TypeError(f"{cls.__name__} has no TYPE")
     existing = _REGISTRY.get(cls.TYPE)

@@ -16,7 +16,6 @@ field = dataclasses.field
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class EpisodeStarted(Event):
     """All run parameters, so a replay never depends on a default that later changed."""
 
@@ -33,7 +32,6 @@ class EpisodeStarted(Event):
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class ObservationEmitted(Event):
     """What the agent is shown. ``hidden`` holds annotations kept apart from the text."""
 
@@ -46,7 +44,6 @@ class ObservationEmitted(Event):
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class AgentReplied(Event):
     """One agent reply. v2 splits token usage (v1 had a single ``tokens`` total); v3 adds why the
     reply ended (``finish_reason``: ``stop``, ``length`` when ``max_tokens`` cut it, ``repeat``,
@@ -83,7 +80,6 @@ def _agent_replied_v2_to_v3(p: Payload) -> Payload:
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class MatchScored(Event):
     """Eq. 2-4: every candidate's cosine, the best one, tau and the outcome."""
 
@@ -98,7 +94,6 @@ class MatchScored(Event):
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class DependencyBlocked(Event):
     """Eq. 5 failed: the best match is a subtopic whose prerequisites are not all visited."""
 
@@ -109,7 +104,6 @@ class DependencyBlocked(Event):
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class HintIssued(Event):
     TYPE = "HintIssued"
     step: int
@@ -120,7 +114,6 @@ class HintIssued(Event):
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class Transitioned(Event):
     TYPE = "Transitioned"
     step: int
@@ -132,7 +125,6 @@ class Transitioned(Event):
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class ResultDrawn(Event):
     """Sec. 3.5: the Bernoulli(0.1 a) draw at a Result observation, and which text was shown."""
 
@@ -148,7 +140,6 @@ class ResultDrawn(Event):
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class DecisionParsed(Event):
     TYPE = "DecisionParsed"
     step: int
@@ -158,7 +149,6 @@ class DecisionParsed(Event):
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class TurnLimitReached(Event):
     TYPE = "TurnLimitReached"
     step: int
@@ -166,14 +156,12 @@ class TurnLimitReached(Event):
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class ConclusionSubmitted(Event):
     TYPE = "ConclusionSubmitted"
     items: list[str]
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class JudgeVerdict(Event):
     """S(c_i) for one ground-truth item. Re-judging appends; nothing is overwritten. v2 adds, as
     AgentReplied v3 did, why the judge's last answer ended (``finish_reason``) and the attempts of
@@ -205,7 +193,6 @@ def _judge_verdict_v1_to_v2(p: Payload) -> Payload:
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class EpisodeScored(Event):
     """Eq. 7-9 and the step bounds of Eq. 11-12, as computed by the engine."""
 
@@ -227,7 +214,6 @@ class EpisodeScored(Event):
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class EpisodeFailed(Event):
     """The episode stopped on an error. ``error_class``: the exception's class; ``kind``: what went
     wrong in words a query can group by (timeout, context_length, wrong_shape, judge, ...). v2 adds
@@ -251,7 +237,6 @@ def _episode_failed_v1_to_v2(p: Payload) -> Payload:
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class LimitReached(Event):
     """A run limit was reached before the next call: ``limit`` is episode_tokens, episode_cost_usd,
     episode_seconds or campaign_tokens / campaign_cost_usd; the episode ends and is scored on what it reached."""
@@ -264,7 +249,6 @@ class LimitReached(Event):
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class ControlStarted(Event):
     """A decontextualized control run (Sec. 4.3, #21): who answers, on which trees, with which prompt."""
 
@@ -277,7 +261,6 @@ class ControlStarted(Event):
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class ControlAnswered(Event):
     """The decontextualized control (Sec. 4.3, #21): one result text shown alone, the model's verdict."""
 
@@ -296,7 +279,6 @@ class ControlAnswered(Event):
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class EpisodeResumed(Event):
     """A failed episode continues from the state its failure interrupted (a campaign's resume).
 
@@ -312,7 +294,6 @@ class EpisodeResumed(Event):
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class CampaignStarted(Event):
     """``suite run`` (or one of its shards or workers) began: the suite's grid, enough to name every
     cell's episode (``core.run.campaign.Cell.episode_id``), so a viewer shows the cells not yet started.
@@ -335,7 +316,6 @@ class CampaignStarted(Event):
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class CampaignAlive(Event):
     """A campaign's process is still running (``suite run``, a shard or a worker), appended every
     ``core.run.campaign.HEARTBEAT_SECONDS`` to ``campaign/<suite>``: a run whose heartbeats stop
@@ -348,7 +328,6 @@ class CampaignAlive(Event):
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class CampaignEnded(Event):
     """A campaign's process ended: ``how`` is finished (every cell it took is ended), interrupted
     (Ctrl-C: the episodes in flight stopped at a step; the next run resumes them) or failed (an
@@ -364,7 +343,6 @@ class CampaignEnded(Event):
 
 
 @event_type
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class EpisodeImported(Event):
     """``episodes import`` appended an episode made elsewhere. Stream ``import/<episode id>``, recorded
     beside the episode (whose own events keep the exporter's hashes). It says on whose word the

@@ -290,6 +290,34 @@ def test_stored_v1_agent_reply_is_upcast_to_the_current_version_on_read(store):
     assert ev.finish_reason is None and ev.failed_attempts == []
 
 
+def test_event_classes_compare_hash_and_print_as_frozen_dataclasses_would():
+    """``Event`` writes equality, hash and repr once for every event class (events/base.py); they
+    must mean what the dataclass module's own would, and no class may bring its own back."""
+    import dataclasses
+
+    from inquitree.events import Event, registered_types
+    from inquitree.events.types import ObservationEmitted, TurnLimitReached
+
+    mirror = dataclasses.dataclass(frozen=True, kw_only=True)(
+        type("TurnLimitReached", (), {"__annotations__": {"step": int, "max_turns": int}, "__module__": __name__})
+    )
+    ev, twin = TurnLimitReached(step=3, max_turns=9), mirror(step=3, max_turns=9)
+    assert repr(ev) == repr(twin) == "TurnLimitReached(step=3, max_turns=9)"
+    assert hash(ev) == hash(twin) == hash(TurnLimitReached(step=3, max_turns=9))
+    assert ev == TurnLimitReached(step=3, max_turns=9) and ev != TurnLimitReached(step=4, max_turns=9)
+    assert ev != twin and ev != (3, 9)  # another class with the same fields is not equal
+    shown = ObservationEmitted(step=1, state="topic", templates=["t"], text="x")
+    assert shown == ObservationEmitted(step=1, state="topic", templates=["t"], text="x")
+    with pytest.raises(TypeError):  # a list field: not hashable, as a frozen dataclass's is not
+        hash(shown)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        shown.step = 2  # type: ignore[misc]
+    for cls in [*registered_types().values(), Noted]:
+        assert cls.__dataclass_params__.frozen, cls  # type: ignore[attr-defined]
+        assert all(f.kw_only for f in dataclasses.fields(cls)), cls
+        assert (cls.__eq__, cls.__hash__, cls.__repr__) == (Event.__eq__, Event.__hash__, Event.__repr__), cls
+
+
 def test_event_newer_than_this_code_is_a_clear_error(store):
     _store_as_written_elsewhere(store, "new", 0, "AgentReplied", 7, "{}")
     with pytest.raises(StoreError, match="AgentReplied v7 is newer than this InquiTree knows"):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -14,7 +13,6 @@ if "TestNoted" in registered_types():
 else:
 
     @event_type
-    @dataclasses.dataclass(frozen=True, kw_only=True)
     class Noted(Event):
         TYPE = "TestNoted"
         n: int
