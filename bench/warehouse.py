@@ -7,10 +7,12 @@
 seeds, the three synthetic trees, the hash embedder) in memory and appends each
 whole episode in one append. ``measure`` does three full syncs into fresh DuckDB
 files (median; wall seconds from opening the new file to closing it, and CPU seconds,
-the reader child included), each after two
+the reader child included), each after three
 baselines in the same process: streaming the same events out of the store through
-the sync's reader and dropping them, and the same full sync into a warehouse with
-DuckDB's default row group size. Then three incremental syncs of 1,000 new events
+the sync's reader and dropping them; the same sync into an in-memory DuckDB, where the
+events are read and parsed into the typed tables but no file is written or compressed
+(the part of a sync that any warehouse file would need, and its CPU seconds); and the
+same full sync into a warehouse with DuckDB's default row group size. Then three incremental syncs of 1,000 new events
 each (median; the sync alone, and with opening and closing the warehouse around it),
 and every query in ``queries/`` (median of 5; ``compare`` between the first and last agent).
 
@@ -36,11 +38,15 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+import duckdb
+
 import inquitree.warehouse.warehouse as ws
 from inquitree.core.game.tree import resolve_tree
 from inquitree.core.run.runner import stream_id
 from inquitree.events.store import EventStore, sqlite_database
+from inquitree.warehouse.schema import BASE, DIMENSIONS, TYPED, create_typed
 from inquitree.warehouse.sources import open_source
+from inquitree.warehouse.sync import Syncing
 from inquitree.warehouse.warehouse import Warehouse, query_names
 
 from enginekit import OracleAgent, RandomAgent, play
@@ -143,6 +149,27 @@ def read_only(url: str) -> float:
     return time.perf_counter() - t0
 
 
+class _InMemory(Syncing):
+    """The sync's own code on an in-memory DuckDB holding the warehouse's tables (no views, no
+    file, no memory limit: the parsed tables stay in memory)."""
+
+    def __init__(self) -> None:
+        self.con, self.path, self.memory = duckdb.connect(), ":memory:", ws.memory_bytes(ws.DEFAULT_MEMORY)
+        for ddl in (BASE, DIMENSIONS, *(create_typed(table, cols) for table, cols in TYPED.values())):
+            self.con.execute(ddl)
+
+
+def parse_in_memory(url: str) -> tuple[float, float]:
+    """The second baseline: wall and CPU seconds of the sync into memory (read and parse, no file)."""
+    t0, c0 = time.perf_counter(), _cpu()
+    wh = _InMemory()
+    try:
+        assert wh.sync(url).events > 0
+    finally:
+        wh.con.close()
+    return time.perf_counter() - t0, _cpu() - c0
+
+
 DUCKDB_ROW_GROUP_SIZE = 122_880  # DuckDB's own default
 
 
@@ -156,7 +183,7 @@ def timed_sync(url: str, path: Path) -> tuple[float, object]:
 
 
 def full_sync_with_row_group_size(url: str, path: Path, rows: int) -> float:
-    """The second baseline: the same full sync with another row group size for the warehouse."""
+    """The third baseline: the same full sync with another row group size for the warehouse."""
     configured = ws.ROW_GROUP_SIZE
     ws.ROW_GROUP_SIZE = rows
     try:
@@ -168,9 +195,10 @@ def full_sync_with_row_group_size(url: str, path: Path, rows: int) -> float:
 def measure(url: str, runs: int = 3, allow_writes: bool = False) -> dict:
     with tempfile.TemporaryDirectory() as d:
         source_file = sqlite_database(url)
-        fulls, cpus, reads, default_rg = [], [], [], []
+        fulls, cpus, reads, default_rg, in_memory = [], [], [], [], []
         for i in range(runs):  # alternate the baselines and the sync, so all see the same machine
             reads.append(read_only(url))
+            in_memory.append(parse_in_memory(url))
             default_rg.append(full_sync_with_row_group_size(url, Path(d) / f"rg{i}.duckdb", DUCKDB_ROW_GROUP_SIZE))
             c0 = _cpu()
             seconds, full = timed_sync(url, Path(d) / f"w{i}.duckdb")
@@ -224,6 +252,9 @@ def measure(url: str, runs: int = 3, allow_writes: bool = False) -> dict:
             "full_sync_cpu_s": round(statistics.median(cpus), 2),
             "read_only_s": round(read_s, 2),
             "sync_over_read_only": round(sync_s / read_s, 2),
+            "read_and_parse_in_memory_runs_s": [round(w, 2) for w, _ in in_memory],
+            "read_and_parse_in_memory_s": round(statistics.median(w for w, _ in in_memory), 2),
+            "read_and_parse_in_memory_cpu_s": round(statistics.median(c for _, c in in_memory), 2),
             "row_group_size": ws.ROW_GROUP_SIZE,
             "full_sync_duckdb_default_row_groups_runs_s": [round(x, 2) for x in default_rg],
             "full_sync_duckdb_default_row_groups_s": round(statistics.median(default_rg), 2),

@@ -41,11 +41,11 @@ WITH keyed AS (
            count(*) FILTER (WHERE episode_a IS NOT NULL AND episode_b IS NOT NULL) AS paired_cells,
            count(*) FILTER (WHERE episode_a IS NOT NULL AND episode_b IS NULL) AS only_a,
            count(*) FILTER (WHERE episode_b IS NOT NULL AND episode_a IS NULL) AS only_b,
-           list(tree_id ORDER BY tree_id, suite, run) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL) AS trees,
-           list(va ORDER BY tree_id, suite, run) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL) AS vas,
-           list(vb ORDER BY tree_id, suite, run) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL) AS vbs,
-           list(vb - va ORDER BY tree_id, suite, run) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL) AS ds,
-           list(episode_a || ' ~ ' || episode_b ORDER BY tree_id, suite, run)
+           list(tree_id ORDER BY tree_id, suite, run, episode_a, episode_b) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL) AS trees,
+           list(va ORDER BY tree_id, suite, run, episode_a, episode_b) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL) AS vas,
+           list(vb ORDER BY tree_id, suite, run, episode_a, episode_b) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL) AS vbs,
+           list(vb - va ORDER BY tree_id, suite, run, episode_a, episode_b) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL) AS ds,
+           list(episode_a || ' ~ ' || episode_b ORDER BY tree_id, suite, run, episode_a, episode_b)
                FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL) AS pairs
     FROM long GROUP BY ALL
 ), scored AS (

@@ -500,6 +500,11 @@ def test_cli_query_sql_and_export(sqlite_url, tmp_path):
     out = runner.invoke(main, ["warehouse", "export", "--warehouse", w, "--parquet", str(tmp_path / "pq")])
     assert out.exit_code == 0 and (tmp_path / "pq" / "ev_result_drawn.parquet").exists()
     assert pl.read_parquet(tmp_path / "pq" / "raw_events.parquet").height == n_events
+    # A query past the memory limit names the setting to raise, not DuckDB's SQL settings
+    big = "SELECT length(string_agg(repeat('x', 1000), '')) FROM range(200000)"  # a 200 MB string
+    out = runner.invoke(main, ["sql", big, "--warehouse", w], env={"INQUITREE_WAREHOUSE_MEMORY": "64MB"})
+    assert out.exit_code == 2 and "limit (64 MB, $INQUITREE_WAREHOUSE_MEMORY): set it higher" in out.output, out.output
+    assert "SET " not in out.output
 
 
 def test_every_query_names_what_it_computes():

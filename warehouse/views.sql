@@ -78,12 +78,15 @@ LEFT JOIN trees t ON t.tree_id = s.tree_id AND t.tree_hash = s.tree_hash;
 
 -- Eq. 8 per episode and ground-truth item: p = |R_true ∩ V| / |R|, 1 when R is empty (#14).
 -- A required result counts once at least one true (not fake) observation of it happened.
+-- The episode's tree comes from its EpisodeStarted, not the episodes view (one row per episode
+-- either way): a query joining episodes to episode_scores computed that view twice, and
+-- `compare` at 1M events needed more than the default memory limit for it.
 CREATE OR REPLACE VIEW episode_item_evidence AS
 WITH true_seen AS (SELECT DISTINCT episode_id, result_id FROM ev_result_drawn WHERE NOT fake)
 SELECT e.episode_id, i.item_id, i.n_required,
        CASE WHEN i.n_required = 0 THEN 1.0
             ELSE count(ts.result_id) / i.n_required END AS p
-FROM episodes e
+FROM ev_episode_started e
 JOIN tree_items i ON i.tree_id = e.tree_id AND i.tree_hash = e.tree_hash
 LEFT JOIN tree_item_results r ON r.tree_id = i.tree_id AND r.tree_hash = i.tree_hash AND r.item_id = i.item_id
 LEFT JOIN true_seen ts ON ts.episode_id = e.episode_id AND ts.result_id = r.result_id

@@ -264,7 +264,7 @@ class Warehouse(Syncing):
             rel = self.con.sql(text)
             return rel.pl() if rel is not None else pl.DataFrame()  # a relation runs here, when it is read
         except duckdb.Error as exc:
-            raise WarehouseError(f"SQL error: {str(exc).strip()}") from exc
+            raise self._failed("SQL error", exc) from exc
 
     def query(self, name: str, variables: dict[str, Any] | None = None) -> pl.DataFrame:
         """Run ``queries/NAME.sql``, with ``variables`` for the ones it reads by ``getvariable``.
@@ -285,7 +285,17 @@ class Warehouse(Syncing):
                 self.con.execute(f"SET VARIABLE {key} = ?", [(variables or {})[key]])
             return self.con.sql(text).pl()
         except duckdb.Error as exc:
-            raise WarehouseError(f"{path.name}: {exc}") from exc
+            raise self._failed(path.name, exc) from exc
+
+    def _failed(self, what: str, exc: duckdb.Error) -> WarehouseError:
+        """A query's DuckDB error as one message; running out of memory says which setting to raise
+        (DuckDB's own advice names SQL settings a command's user cannot set)."""
+        if isinstance(exc, duckdb.OutOfMemoryException):
+            return WarehouseError(
+                f"{what}: the query needs more memory than the warehouse's limit ({self.memory // 10**6} MB, "
+                f"${MEMORY_ENV}): set it higher for this command, for example {MEMORY_ENV}=1GB"
+            )
+        return WarehouseError(f"{what}: {str(exc).strip()}")
 
     def export_parquet(self, out_dir: str | Path) -> list[Path]:
         out = Path(out_dir)
