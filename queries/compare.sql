@@ -8,12 +8,12 @@
 -- how many cells were paired or had no partner. interval_method and interval_warning say how
 -- and when a number cannot be trusted; `compare --pairs` lists the pairs themselves.
 WITH keyed AS (
-    SELECT e.agent, k.pair_suite, k.pair_run, e.tree_id, e.randomness, s.judge_id, e.episode_id, e.coverage,
+    SELECT e.agent, e.pair_suite, e.pair_run, e.tree_id, e.randomness, s.judge_id, e.episode_id, e.coverage,
            s.q_norm, e.steps::DOUBLE AS steps,
            CASE WHEN e.result_observations > 0 THEN e.redo_decisions / e.result_observations END AS redo_frequency
-    FROM episodes e JOIN pair_keys k USING (episode_id) JOIN episode_scores s USING (episode_id)
+    FROM pair_keys e JOIN episode_scores s USING (episode_id)
     WHERE e.status = 'done' AND list_contains(getvariable('agents'), e.agent)
-      AND (k.in_suite OR getvariable('one_off'))
+      AND (e.in_suite OR getvariable('one_off'))
 ), listed AS (
     SELECT unnest(getvariable('agents')) AS agent, generate_subscripts(getvariable('agents'), 1) AS i
 ), agent_pairs AS (

@@ -3,6 +3,9 @@ number is worked out by hand (docs/DECISIONS.md #26); and the terminal table tha
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+
 from click.testing import CliRunner
 
 from inquitree.cli import main
@@ -224,3 +227,38 @@ def test_the_cli_the_viewer_and_the_report_name_the_same_pairs(sqlite_url, tmp_p
     from_report = {tuple(p.split(" ~ ")) for p in re.findall(r"<li><code>([^<]+ ~ [^<]+)</code></li>", report)}
     assert from_cli == from_viewer == from_report == expected
     assert "Paired comparison of agents" in report and one_off not in report.split('id="comparison"')[1].split("<h2")[0]
+
+
+def _tables_scanned(wh: Warehouse, text: str) -> Counter:
+    """How many times the plan of ``text`` scans each table (DuckDB's JSON plan)."""
+    scans: Counter = Counter()
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            extra = node.get("extra_info")
+            if isinstance(extra, dict) and "Table" in extra:
+                scans[extra["Table"].rsplit(".", 1)[-1]] += 1
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads(wh.con.execute("EXPLAIN (FORMAT json) " + text).fetchall()[0][1]))
+    return scans
+
+
+def test_compare_and_the_viewers_pairs_compute_the_episodes_view_once(tmp_path):
+    """The episodes view folds a dozen event tables per episode; compare computed it once per view
+    it read (episodes, pair_keys, episode_scores) and ran out of the default memory at 1M events.
+    An episode's status comes from ev_conclusion_submitted in that view and nowhere else, so the
+    plan's scans of that table count the view's computations."""
+    from inquitree.viewer import sql
+    from inquitree.warehouse.warehouse import QUERIES_DIR
+
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        wh.con.execute("SET VARIABLE agents = ['a', 'b']")
+        wh.con.execute("SET VARIABLE one_off = false")
+        cells = sql.CELLS.replace("$1", "'a'").replace("$2", "'b'").replace("$3", "false")
+        for text in ((QUERIES_DIR / "compare.sql").read_text(), cells):
+            assert _tables_scanned(wh, text)["ev_conclusion_submitted"] == 1

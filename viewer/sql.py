@@ -89,9 +89,9 @@ WITH reached AS (
     SELECT episode_id, list(DISTINCT node ORDER BY node) AS subtopics FROM ev_transitioned
     WHERE to_state = 'subtopic' GROUP BY ALL
 ), cell AS (
-    SELECT k.agent, k.pair_suite, k.pair_run, k.tree_id, k.randomness, k.seed, k.episode_id, e.status, e.coverage,
+    SELECT k.agent, k.pair_suite, k.pair_run, k.tree_id, k.randomness, k.seed, k.episode_id, k.status, k.coverage,
            coalesce(r.subtopics, []) AS subtopics
-    FROM pair_keys k JOIN episodes e USING (episode_id) LEFT JOIN reached r USING (episode_id)
+    FROM pair_keys k LEFT JOIN reached r USING (episode_id)
     WHERE k.agent IN ($1, $2) AND k.status = 'done' AND (k.in_suite OR $3)
 )
 SELECT x.pair_suite AS suite, x.tree_id, x.randomness, x.pair_run AS run, x.episode_id AS a_episode,

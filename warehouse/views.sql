@@ -124,9 +124,10 @@ ASOF LEFT JOIN (SELECT episode_id, global_position, decision FROM ev_decision_pa
 -- starts with its suite's name, which runs up to the tree's id (a name may hold dots itself:
 -- "qwen-1.5b"); an episode played outside a suite (in_suite false) has suite ''
 -- and its order among that agent's one-off episodes of the tree and level as its run, and is
--- paired only when a comparison asks for one-off episodes.
+-- paired only when a comparison asks for one-off episodes. Every column of episodes comes along,
+-- so that a query reads an episode and its pair key from one computation of that view.
 CREATE OR REPLACE VIEW pair_keys AS
-SELECT episode_id, agent, tree_id, randomness, seed, status, in_suite,
+SELECT *,
        CASE WHEN in_suite AND strpos(episode_id, '.' || tree_id || '.') > 1
                 THEN left(episode_id, strpos(episode_id, '.' || tree_id || '.') - 1)
             WHEN in_suite THEN regexp_extract(episode_id, '^([^.]+)\.', 1)  -- a tree id that is not a slug
