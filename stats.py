@@ -123,13 +123,39 @@ def t_cdf_two_sided(t: float, df: int) -> float:
     return sin * total
 
 
+# Above this many degrees of freedom t_quantile takes the Cornish-Fisher expansion: the series
+# of t_cdf_two_sided has df / 2 terms, and bisecting on it took seconds for intervals whose units
+# are episodes (tens of thousands of them) at lab scale.
+SERIES_MAX_DF = 200
+
+
 def t_quantile(p: float, df: int) -> float:
-    """The p quantile (p > 0.5) of Student's t with ``df`` degrees of freedom, by bisection on
-    :func:`t_cdf_two_sided` (no SciPy): t_{1, 0.975} = 12.706, t_{4, 0.975} = 2.776."""
+    """The p quantile (p > 0.5) of Student's t with ``df`` degrees of freedom (no SciPy):
+    t_{1, 0.975} = 12.706, t_{4, 0.975} = 2.776. Up to ``SERIES_MAX_DF``, by bisection on
+    :func:`t_cdf_two_sided`; above it, the normal quantile corrected in powers of 1 / df
+    (Abramowitz and Stegun 26.7.5, four terms), which agrees with the bisection to 1e-9 there
+    and comes closer as df grows."""
+    if df > SERIES_MAX_DF:
+        z, v = normal_quantile(p), float(df)
+        g1 = (z**3 + z) / 4
+        g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
+        g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
+        g4 = (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160
+        return z + g1 / v + g2 / v**2 + g3 / v**3 + g4 / v**4
     target, low, high = 2 * p - 1, 0.0, 1e6
     for _ in range(200):
         mid = (low + high) / 2
         low, high = (mid, high) if t_cdf_two_sided(mid, df) < target else (low, mid)
+    return (low + high) / 2
+
+
+def normal_quantile(p: float) -> float:
+    """The p quantile (p > 0.5) of the standard normal, by bisection on its distribution
+    function (math.erfc): z_{0.975} = 1.959964."""
+    low, high = 0.0, 40.0
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if 1 - 0.5 * math.erfc(mid / math.sqrt(2)) < p else (low, mid)
     return (low + high) / 2
 
 
@@ -627,4 +653,5 @@ __all__ = [
     "sign_flip_p",
     "spreads",
     "t_quantile",
+    "normal_quantile",
 ]

@@ -30,6 +30,21 @@ def test_three_papers_get_the_t_interval_on_paper_means_by_hand():
         assert stats.t_quantile(0.975, df) == pytest.approx(q, abs=1e-4)
 
 
+def test_t_quantiles_past_the_series_agree_with_it():
+    """Above SERIES_MAX_DF degrees of freedom the quantile is the Cornish-Fisher expansion (the
+    exact series grew with df and took seconds for intervals over thousands of episodes); it
+    agrees with bisection on the exact distribution function, and in constant time."""
+    assert stats.normal_quantile(0.975) == pytest.approx(1.959964, abs=1e-6)
+    for df in (stats.SERIES_MAX_DF + 1, 1000, 5000):
+        for p in (0.6, 0.9, 0.975, 0.995):
+            low, high = 0.0, 100.0
+            for _ in range(100):
+                mid = (low + high) / 2
+                low, high = (mid, high) if stats.t_cdf_two_sided(mid, df) < 2 * p - 1 else (low, mid)
+            assert stats.t_quantile(p, df) == pytest.approx((low + high) / 2, abs=1e-9), (df, p)
+    assert stats.t_quantile(0.975, 10**9) == pytest.approx(1.959964, abs=1e-6)
+
+
 def test_papers_weigh_the_same_however_many_runs_they_have():
     r = mean_interval(["a", "a", "a", "b", "c"], [1.0, 1.0, 1.0, 0.0, 0.5])
     assert r.estimate == 0.5 and (r.papers, r.episodes) == (3, 5)
