@@ -48,6 +48,13 @@ LEVEL = 0.95
 ALPHA = 1 - LEVEL
 MIN_PAPERS = 3  # fewer papers: no interval (a warning says why)
 AT_BOUND_SHARE = 0.2  # from this share of papers at a bound: the distribution-free interval
+# Below this many units a positive metric without an upper bound (steps) gets Cox's log-scale
+# interval, from it on the t interval: Cox's interval is centred on the mean of a log-normal,
+# which real step counts are not, so as units grow it narrows around a point beside the mean
+# (steps_bounds over thousands of episodes printed intervals that left out their own mean);
+# the t interval needs no shape once the mean of this many units is near normal. Measured on
+# recorded steps by bench/stats_sim.py's "episode units" table.
+COX_MAX_UNITS = 30
 EXACT_PAPERS = 20  # up to this many papers the paired test enumerates every sign pattern
 LIKE = "about papers like these"  # what a default interval or test speaks of (DECISIONS #27)
 FIXED = "about these papers only"  # what population="these" speaks of
@@ -296,7 +303,7 @@ def interval_of_means(
             episodes,
         )
     q = t_quantile(1 - ALPHA / 2, n - 1)
-    if low_b == 0 and high_b is None and (means > 0).all():
+    if low_b == 0 and high_b is None and n < COX_MAX_UNITS and (means > 0).all():
         y = np.log(means)
         ybar, s2 = float(y.mean()), float(y.var(ddof=1))
         centre, half = ybar + s2 / 2, q * math.sqrt(s2 / n + s2**2 / (2 * (n - 1)))
@@ -306,7 +313,7 @@ def interval_of_means(
             math.exp(centre + half),
             se,
             f"{about}: log-scale t interval for a positive mean (Cox's method) over {n} {unit}s ({n - 1} df)",
-            None,
+            None if unit == "paper" else few_units_warning(n, unit),
             n,
             episodes,
         )
@@ -320,6 +327,16 @@ def interval_of_means(
         lo = max(lo, float(low_b)) if low_b is not None else lo
         hi = min(hi, float(high_b)) if high_b is not None else hi
     return Interval(estimate, lo, hi, se, method, None, n, episodes)
+
+
+def few_units_warning(n: int, unit: str) -> str:
+    """What an interval over fewer than COX_MAX_UNITS episodes of one tree must say: sampled from
+    recorded step counts, neither Cox's interval nor the t interval held 95% this few units
+    (docs/statistics.md, "episodes as units")."""
+    return (
+        f"{n} {unit}s: over fewer than {COX_MAX_UNITS} {unit}s, intervals for step counts sampled from "
+        "recorded episodes covered less than 95%"
+    )
 
 
 def betting_interval(x: np.ndarray, alpha: float = ALPHA, orderings: int = BET_ORDERINGS) -> tuple[float, float]:

@@ -11,7 +11,12 @@ campaigns whose truth is known (``tests/campaignsim.py``), in every design of is
 - power: how often it rejects a true difference of 0.10, beside what ``papers_needed`` predicts;
 - family-wise error: 10 equal agents compared pairwise (45 tests) at 5, 12 and 18 papers, raw and
   after Holm's adjustment: the chance of at least one "significant" pair;
-- ranks: 5 agents 0.05 apart; how often each agent's rank interval holds its true rank.
+- ranks: 5 agents 0.05 apart; how often each agent's rank interval holds its true rank;
+- episode units: intervals whose units are episodes (``steps_bounds``: one tree a row, each
+  episode a unit) on samples of 5 to 1,000 episodes drawn from the steps of episodes played here
+  (the random and oracle agents on the three synthetic trees, randomness 0-9), whose mean is the
+  truth: Cox's log-scale interval, the t interval, and what ``stats`` prints (Cox below
+  ``COX_MAX_UNITS`` units).
 
 ``--before FILE`` also runs the warehouse's previous ``Bootstrap`` (a copy of the old module, e.g.
 ``git show 3fdb0ab:warehouse/bootstrap.py > /tmp/old.py``) on the same campaigns, for a
@@ -223,11 +228,58 @@ def ranks(campaigns: int) -> list[dict]:
     return rows
 
 
-def _grid(rows: list[dict], names, counts, cell) -> list[str]:
-    """A markdown table: one line per design in ``names``, one column per paper count, each cell
-    ``cell(row)`` of that design's row at that count."""
+UNIT_COUNTS = (5, 10, 20, 30, 100, 300, 1000)
+
+
+def _step_populations(episodes: int) -> dict[str, np.ndarray]:
+    """The steps of ``episodes`` finished episodes per tree and agent, played with the hash embedder."""
+    from inquitree.core.game.tree import resolve_tree
+    from inquitree.events.types import EpisodeScored
+
+    from enginekit import OracleAgent, RandomAgent, play
+
+    out = {}
+    for tid in ("synthetic-chain-7", "synthetic-diamond-4", "synthetic-independent-7"):
+        tree = resolve_tree(tid)
+        for agent in ("random", "oracle"):
+            steps = []
+            for i in range(episodes):
+                player = OracleAgent(tree) if agent == "oracle" else RandomAgent(tree, i)
+                played = play(tree, player, seed=i, randomness=i % 10)
+                steps += [e.steps for e in played.events if isinstance(e, EpisodeScored)][-1:]
+            out[f"{tid} {agent}"] = np.array(steps, float)
+    return out
+
+
+def episode_units(campaigns: int, episodes: int = 1000) -> list[dict]:
+    """Coverage of Cox's interval, the t interval and the printed one, with episodes as units."""
+    rows = []
+    methods = {"cox": 10**9, "t": 0, "printed": stats.COX_MAX_UNITS}  # COX_MAX_UNITS for each
+    for name, population in _step_populations(episodes).items():
+        truth = float(population.mean())
+        for n in UNIT_COUNTS:
+            rng = np.random.default_rng(zlib.crc32(f"{name}/{n}".encode()))
+            samples = [rng.choice(population, n) for _ in range(campaigns)]
+            row: dict = {"design": name, "papers": n, "campaigns": campaigns, "truth": round(truth, 3)}
+            for method, limit in methods.items():
+                stats.COX_MAX_UNITS, covered, printed = limit, 0, 0
+                for x in samples:
+                    r = stats.interval_of_means(x, n, (0.0, None), unit="episode")
+                    if r.low is not None and r.high is not None:
+                        printed += 1
+                        covered += r.low <= truth <= r.high
+                row[method] = round(covered / printed, 4) if printed else None
+            stats.COX_MAX_UNITS = methods["printed"]
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+def _grid(rows: list[dict], names, counts, cell, unit: str = "papers") -> list[str]:
+    """A markdown table: one line per design in ``names``, one column per count of ``unit``, each
+    cell ``cell(row)`` of that design's row at that count."""
     by = {(r["design"], r["papers"]): r for r in rows}
-    lines = ["| design | " + " | ".join(f"{n} papers" for n in counts) + " |", "|---" * (len(counts) + 1) + "|"]
+    lines = ["| design | " + " | ".join(f"{n} {unit}" for n in counts) + " |", "|---" * (len(counts) + 1) + "|"]
     return lines + [f"| {name} | " + " | ".join(cell(by[(name, n)]) for n in counts) + " |" for name in names]
 
 
@@ -296,6 +348,21 @@ def markdown(result: dict) -> str:
             + f" | {r['median_rank_interval_width']:g} |"
             for r in result["ranks"]
         ]
+    if "episode_units" in result:
+        units = result["episode_units"]
+        out += [
+            "",
+            "Episodes as units (one tree's steps, each episode a unit): coverage of Cox's log-scale interval / "
+            "the t interval / the printed one, on samples of n episodes:",
+            "",
+            *_grid(
+                units,
+                dict.fromkeys(r["design"] for r in units),
+                UNIT_COUNTS,
+                lambda r: " / ".join(f"{100 * r[m]:.1f}%" for m in ("cox", "t", "printed")),
+                "episodes",
+            ),
+        ]
     return "\n".join(out)
 
 
@@ -304,14 +371,15 @@ def main() -> None:
     parser.add_argument("--campaigns", type=int, default=2000)
     parser.add_argument("--before", default=None, help="a copy of the old warehouse/bootstrap.py, for comparison")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "stats_sim.json"))
-    parser.add_argument("--only", default=None, help="comma-separated parts: intervals,paired,power,fwer,ranks")
+    parser.add_argument("--only", default=None, help="comma-separated parts: intervals,paired,power,fwer,ranks,units")
     parser.add_argument("--tables", metavar="RESULT.json", help="print the markdown tables of an earlier result")
+    parser.add_argument("--episodes", type=int, default=1000, help="units: episodes played per tree and agent")
     args = parser.parse_args()
     if args.tables:
         print(markdown(json.loads(Path(args.tables).read_text())))
         return
     before = _old(args.before)
-    parts = set((args.only or "intervals,paired,power,fwer,ranks").split(","))
+    parts = set((args.only or "intervals,paired,power,fwer,ranks,units").split(","))
     t0 = time.perf_counter()
     result: dict = {"campaigns": args.campaigns, "before": args.before}
     if args.only and Path(args.out).exists():  # a part run again replaces that part of an earlier result
@@ -326,6 +394,8 @@ def main() -> None:
         result["family_wise"] = family_wise(args.campaigns)
     if "ranks" in parts:
         result["ranks"] = ranks(args.campaigns)
+    if "units" in parts:
+        result["episode_units"] = episode_units(args.campaigns, args.episodes)
     result["seconds" if not args.only else f"seconds_{args.only}"] = round(time.perf_counter() - t0, 1)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")

@@ -11,8 +11,8 @@
 -- n(2H+3) only by the misses it added, which says nothing about the bounds. (The engine's own
 -- within_bounds, recorded with each score, is Eq. 11-12 taken literally, as the paper states it.)
 -- Intervals: unit_mean_ci on mean_steps (warehouse/intervals.py, docs/statistics.md): one tree per row,
--- so each concluded episode is a unit; steps are positive, so a log-scale (Cox) t interval; none
--- below 3 episodes (interval_warning says so).
+-- so each concluded episode is a unit; steps are positive, so a log-scale (Cox) t interval below
+-- 30 episodes and the t interval from 30 on; none below 3 episodes (interval_warning says so).
 WITH done AS (
     SELECT *, ended_by = 'conclusion' AS concluded,
            CASE WHEN ended_by <> 'conclusion' OR steps >= lower_bound THEN NULL

@@ -36,7 +36,7 @@ RUNS = {
     "random_agent.py": ["--seeds", "1", "--out", "{out}"],
     "search_worst.py": ["--quick", "--out", "{out}"],
     "slow_drip.py": ["--quick", "--out", "{out}"],
-    "stats_sim.py": ["--campaigns", "5", "--out", "{out}"],
+    "stats_sim.py": ["--campaigns", "5", "--episodes", "12", "--out", "{out}"],
     "store_append.py": ["--events", "2000", "--batch", "500", "--single", "20", "--out", "{out}"],
     "trees_calibration.py": ["--quick", "--out", "{out}"],
     "viewer.py": ["--quick", "--out", "{out}"],

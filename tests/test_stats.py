@@ -98,6 +98,25 @@ def test_positive_metrics_get_the_log_scale_interval_by_hand():
     assert flat.low is None and "all 3 papers have the same value (7)" in flat.warning
 
 
+def test_many_step_counts_get_the_t_interval_which_holds_their_mean(monkeypatch):
+    """Cox's interval is centred on a log-normal's mean: over thousands of episodes of a skewed,
+    lumpy step distribution it narrowed around a point beside the sample mean and left the mean
+    out. From COX_MAX_UNITS units on the t interval is printed; below it, over episodes, a warning."""
+    steps = np.array([5.0] * 5000 + [9.0] * 2000 + [30.0] * 1000)  # a random agent's lumps
+    monkeypatch.setattr(stats, "COX_MAX_UNITS", 10**9)
+    cox = stats.interval_of_means(steps, len(steps), (0.0, None), unit="episode")
+    assert "Cox" in cox.method and not cox.low <= steps.mean() <= cox.high  # the failure
+    monkeypatch.undo()
+    r = stats.interval_of_means(steps, len(steps), (0.0, None), unit="episode")
+    half = stats.t_quantile(0.975, len(steps) - 1) * steps.std(ddof=1) / math.sqrt(len(steps))
+    assert (r.low, r.high) == pytest.approx((steps.mean() - half, steps.mean() + half))
+    assert "t interval over 8000 episodes" in r.method and r.warning is None
+    few = stats.interval_of_means(steps[::300], 27, (0.0, None), unit="episode")
+    assert "Cox" in few.method and "fewer than 30 episodes" in few.warning
+    papers = stats.interval_of_means(steps[::300], 27, (0.0, None))  # papers: measured in stats_sim
+    assert "Cox" in papers.method and papers.warning is None
+
+
 def _brute_p(d: np.ndarray, delta: float) -> float:
     n = len(d)
     patterns = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1) * 2 - 1
