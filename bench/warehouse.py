@@ -44,7 +44,7 @@ import inquitree.warehouse.warehouse as ws
 from inquitree.core.game.tree import resolve_tree
 from inquitree.core.run.runner import stream_id
 from inquitree.events.store import EventStore, sqlite_database
-from inquitree.warehouse.schema import BASE, DIMENSIONS, TYPED, create_typed
+from inquitree.warehouse.schema import table_statements
 from inquitree.warehouse.sources import open_source
 from inquitree.warehouse.sync import Syncing
 from inquitree.warehouse.warehouse import Warehouse, query_names
@@ -155,8 +155,8 @@ class _InMemory(Syncing):
 
     def __init__(self) -> None:
         self.con, self.path, self.memory = duckdb.connect(), ":memory:", ws.memory_bytes(ws.DEFAULT_MEMORY)
-        for ddl in (BASE, DIMENSIONS, *(create_typed(table, cols) for table, cols in TYPED.values())):
-            self.con.execute(ddl)
+        for statement in table_statements():
+            self.con.execute(statement)
 
 
 def parse_in_memory(url: str) -> tuple[float, float]:

@@ -252,6 +252,11 @@ def create_typed(table: str, cols: list[tuple[str, str, str]]) -> str:
     return f"CREATE TABLE IF NOT EXISTS {table} ({column_list(COMMON + [(c, t) for c, t, _ in cols])})"
 
 
+def table_statements() -> list[str]:
+    """The DDL of every table of the warehouse, in order (its views are ``views.sql``)."""
+    return [BASE, DIMENSIONS, *(create_typed(table, cols) for table, cols in TYPED.values())]
+
+
 def insert_typed(event_type: str, table: str, cols: list[tuple[str, str, str]], source: str) -> str:
     """INSERT ... SELECT parsing each payload once with json_transform."""
     fields = ", ".join("j." + ".".join(f'"{p}"' for p in path.split(".")) + f" AS {c}" for c, _, path in cols)

@@ -31,12 +31,7 @@ from inquitree.events.names import shown
 from inquitree.warehouse.errors import WarehouseError
 from inquitree.warehouse.intervals import Settings
 from inquitree.warehouse.intervals import register as register_intervals
-from inquitree.warehouse.schema import (
-    BASE,
-    DIMENSIONS,
-    TYPED,
-    create_typed,
-)
+from inquitree.warehouse.schema import BASE, DIMENSIONS, TYPED, table_statements
 from inquitree.warehouse.sync import Syncing
 
 WAREHOUSE_ENV = "INQUITREE_WAREHOUSE"
@@ -204,10 +199,8 @@ class Warehouse(Syncing):
         if not read_only and not self._schema_is_current():
             con = self.con
             con.execute("BEGIN TRANSACTION")  # the tables, the views and the stamp, all or nothing
-            con.execute(BASE)
-            con.execute(DIMENSIONS)
-            for table, cols in TYPED.values():
-                con.execute(create_typed(table, cols))
+            for statement in table_statements():
+                con.execute(statement)
             con.execute(VIEWS_PATH.read_text())
             con.execute("INSERT INTO warehouse_schema VALUES (?)", [SCHEMA_HASH])
             con.execute("COMMIT")
