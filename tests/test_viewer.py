@@ -311,7 +311,7 @@ def _script(tmp_path) -> str:
     return str(script)
 
 
-def test_a_campaigns_cells_sort_filter_and_page_with_their_state_in_the_url(tmp_path):
+def test_a_campaigns_cells_sort_filter_and_page_with_their_state_in_the_url(tmp_path, monkeypatch):
     """Issue #41: the suite page lists its cells (pending ones too) sortable and filterable by
     tree, agent, judge, level and state, with steps, coverage, score and time; the state in the URL."""
     import re
@@ -356,6 +356,26 @@ def test_a_campaigns_cells_sort_filter_and_page_with_their_state_in_the_url(tmp_
     assert "/suites/cells?agent=oracle&sort=score&dir=desc#cells" in page
     assert '<option value="oracle" selected>' in page
     assert listed(agent="x' OR 1=1 --", sort="steps; DROP TABLE episodes") == everything
+    # The grid shows a page of runs at a time (viewer/app.py GRID_RUNS); the cell list's links and
+    # filter form keep that page, and its links keep the list's state.
+    import inquitree.viewer.app as viewer_app
+
+    def grid(**params) -> tuple[list[str], str]:
+        text = unescape(client.get("/suites/cells", params=params).text)
+        table = text.split('id="grid"', 1)[1].split("</table>", 1)[0]
+        return re.findall(r"<th title=\"randomness \d+, run (\d+)\">", table), text
+
+    assert set(grid()[0]) == {"0", "1"} and 'id="grid-pages"' not in grid()[1]  # 2 runs fit one page
+    monkeypatch.setattr(viewer_app, "GRID_RUNS", 1)
+    first, text = grid(sort="steps")
+    assert first == ["0", "0"] and "runs 0-0 of the 2 runs recorded" in text  # levels 0 and 4 of run 0
+    assert "/suites/cells?sort=steps&dir=desc&runs=1#grid-pages" in text and "earlier runs" not in text
+    second, text = grid(runs="1", sort="steps")
+    assert second == ["1", "1"] and "runs 1-1 of the 2" in text and "later runs" not in text
+    assert "/suites/cells?sort=steps&dir=desc#grid-pages" in text  # back to the first page
+    assert "/suites/cells?runs=1&sort=steps&dir=asc#cells" in text  # the list's links keep the page
+    assert '<input type="hidden" name="runs" value="1">' in text
+    assert grid(runs="7")[0] == first and grid(runs="-1")[0] == first  # out of range: the first page
 
 
 def test_pages_answer_while_the_first_search_index_is_built_in_the_background(warehouse, tmp_path, monkeypatch):

@@ -488,11 +488,37 @@ def suite_page(request: Request) -> Response:
     now = time.time()
     layout, state = viewer.live.layout(key), viewer.live.summary(key, now)
     cells = viewer.live.cells(key, now) or []
-    grid = [grid_cells(row["cells"], state["states"]) for row in layout["rows"]] if layout and state else []
+    grid = grid_page(layout, state["states"], request.query_params) if layout and state else None
+    listed = cell_list(
+        viewer, cells, request.query_params, f"/suites/{quote(key, safe='')}", keep={"runs": grid and grid["page"]}
+    )
     return viewer.page(
-        "suite.html.j2", key=key, layout=layout, state=state, brief=_brief(state), grid=grid,
-        **cell_list(viewer, cells, request.query_params, f"/suites/{quote(key, safe='')}"),
+        "suite.html.j2", key=key, layout=layout, state=state, brief=_brief(state), grid=grid, **listed
     )  # fmt: skip
+
+
+GRID_RUNS = 10  # runs a page of the campaign grid shows (11 levels: 110 columns)
+
+
+def grid_page(layout: dict[str, Any], states: dict[str, list[str]], q: Any) -> dict[str, Any]:
+    """One page of the campaign grid: the columns of ``GRID_RUNS`` runs (the URL's ``runs``, a page
+    number; 0 when absent or out of range) and each row's cells of those columns as HTML. A grid
+    drew every cell of every run, and a campaign of many runs (49,500 cells at 4M events) made the
+    page as slow as its cells were many."""
+    runs = sorted({run for _, run in layout["columns"]})
+    pages = max(1, -(-len(runs) // GRID_RUNS))
+    asked = q.get("runs", "")
+    page = int(asked) if asked.isdigit() and int(asked) < pages else 0
+    shown = set(runs[page * GRID_RUNS : (page + 1) * GRID_RUNS])
+    keep = [i for i, (_, run) in enumerate(layout["columns"]) if run in shown]
+    return {
+        "columns": [layout["columns"][i] for i in keep],
+        "rows": [grid_cells([row["cells"][i] for i in keep], states) for row in layout["rows"]],
+        "page": page,
+        "pages": pages,
+        "runs": [min(shown), max(shown)] if shown else [],
+        "all_runs": len(runs),
+    }
 
 
 def grid_cells(row: list[str | None], states: dict[str, list[str]]) -> markupsafe.Markup:
@@ -531,11 +557,14 @@ CELL_FILTERS = ("tree", "agent", "judge", "a", "state")
 _CELL_KEYS = {"episode": "episode_id", "score": "q_norm", "time": "seconds"}
 
 
-def cell_list(viewer: Viewer, cells: list[dict[str, Any]], q: Any, path: str) -> dict[str, Any]:
+def cell_list(
+    viewer: Viewer, cells: list[dict[str, Any]], q: Any, path: str, keep: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A campaign's cells, filtered, sorted and paged as the URL says (``sort``, ``dir``, one
     parameter per filter, ``page``), with the coverage and last score of the cells the warehouse
     has. Every cell is sorted in memory (the campaign's fold holds them all), only a page is
-    rendered; a parameter that is not one of the choices is ignored."""
+    rendered; a parameter that is not one of the choices is ignored. ``keep``: parameters of the
+    page's other parts (the grid's page of runs) that the list's links carry along."""
     choices = {key: [str(v) for v in sorted({c[key] for c in cells}, key=_natural)] for key in CELL_FILTERS}
     filters = {key: q.get(key) for key in CELL_FILTERS if q.get(key) in choices[key]}
     sort = q.get("sort") if q.get("sort") in CELL_COLUMNS else "tree"
@@ -557,6 +586,7 @@ def cell_list(viewer: Viewer, cells: list[dict[str, Any]], q: Any, path: str) ->
     present = sorted((c for c in rows if c[key] is not None), key=lambda c: _natural(c[key]), reverse=desc)
     rows = present + [c for c in rows if c[key] is None]  # cells without a value last, either way
     state = {**filters, "sort": sort, "dir": "desc" if desc else "asc"}
+    kept = {k: v for k, v in (keep or {}).items() if v not in (None, "", 0)}
     shown = rows[page * sql.LIST_PAGE : (page + 1) * sql.LIST_PAGE]
     if not by_score:
         scored(shown)
@@ -571,7 +601,8 @@ def cell_list(viewer: Viewer, cells: list[dict[str, Any]], q: Any, path: str) ->
         "cell_page": page,
         "cell_matching": len(rows),
         "cell_choices": choices,
-        "cell_link": _list_link(path, state, page, "cells"),
+        "cell_link": _list_link(path, {**kept, **state}, page, "cells"),
+        "cell_keep": kept,
         "page_size": sql.LIST_PAGE,
     }
 
@@ -585,9 +616,9 @@ def _list_link(path: str, state: dict[str, Any], page: int, anchor: str) -> Any:
     """The URL of a list at ``path`` in ``state`` (sort, direction, filters) and ``page``, as a
     function of ``changes`` to it (None drops a parameter; page 0 is the default)."""
 
-    def link(**changes: Any) -> str:
+    def link(to: str = anchor, **changes: Any) -> str:  # ``to``: another part of the page to land on
         merged = {**state, "page": page or None, **changes}
-        return f"{path}?" + urlencode({k: v for k, v in merged.items() if v not in (None, "", 0)}) + f"#{anchor}"
+        return f"{path}?" + urlencode({k: v for k, v in merged.items() if v not in (None, "", 0)}) + f"#{to}"
 
     return link
 
