@@ -53,7 +53,7 @@ AT_BOUND_SHARE = 0.2  # from this share of papers at a bound: the distribution-f
 # which real step counts are not, so as units grow it narrows around a point beside the mean
 # (steps_bounds over thousands of episodes printed intervals that left out their own mean);
 # the t interval needs no shape once the mean of this many units is near normal. Measured on
-# recorded steps by bench/stats_sim.py's "episode units" table.
+# recorded steps by bench/stats_sim.py ("episodes as units" in docs/statistics.md).
 COX_MAX_UNITS = 30
 EXACT_PAPERS = 20  # up to this many papers the paired test enumerates every sign pattern
 LIKE = "about papers like these"  # what a default interval or test speaks of (DECISIONS #27)
