@@ -368,10 +368,10 @@ def test_a_campaigns_cells_sort_filter_and_page_with_their_state_in_the_url(tmp_
     assert set(grid()[0]) == {"0", "1"} and 'id="grid-pages"' not in grid()[1]  # 2 runs fit one page
     monkeypatch.setattr(viewer_app, "GRID_RUNS", 1)
     first, text = grid(sort="steps")
-    assert first == ["0", "0"] and "runs 0-0 of the 2 runs recorded" in text  # levels 0 and 4 of run 0
+    assert first == ["0", "0"] and "run 0 of the 2 runs recorded" in text  # levels 0 and 4 of run 0
     assert "/suites/cells?sort=steps&dir=desc&runs=1#grid-pages" in text and "earlier runs" not in text
     second, text = grid(runs="1", sort="steps")
-    assert second == ["1", "1"] and "runs 1-1 of the 2" in text and "later runs" not in text
+    assert second == ["1", "1"] and "run 1 of the 2" in text and "later runs" not in text
     assert "/suites/cells?sort=steps&dir=desc#grid-pages" in text  # back to the first page
     assert "/suites/cells?runs=1&sort=steps&dir=asc#cells" in text  # the list's links keep the page
     assert '<input type="hidden" name="runs" value="1">' in text
