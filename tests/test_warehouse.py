@@ -769,6 +769,31 @@ def test_a_warehouse_of_another_schema_asks_for_a_rebuild(sqlite_url, tmp_path):
         assert wh.sql("SELECT count(*) FROM episodes").item() == 0  # the views exist
 
 
+def test_a_warehouse_with_other_views_takes_this_codes_views_without_a_rebuild(sqlite_url, tmp_path):
+    """Views hold no data: a writer opening a warehouse whose tables match this code's but whose
+    views do not (an upgrade that changed views.sql) replaces them, drops views this code no longer
+    has, and keeps every row; other tables still ask for a rebuild (the test above)."""
+    import inquitree.warehouse.warehouse as ws
+
+    store = EventStore(sqlite_url)
+    simulate(store, 2, tmp_path)
+    store.close()
+    path = str(tmp_path / "w.duckdb")
+    with Warehouse(path) as wh:
+        wh.sync(sqlite_url)
+        before = snapshot(wh)
+        episodes = wh.sql("SELECT count(*) FROM episodes").item()
+        wh.con.execute("CREATE OR REPLACE VIEW episodes AS SELECT 1 AS stale")
+        wh.con.execute("CREATE VIEW gone_in_this_version AS SELECT 1 AS x")
+        wh.con.execute("UPDATE warehouse_schema SET schema_hash = ?", [f"{ws.TABLES_HASH}:0ld"])
+    with Warehouse(path) as wh:
+        assert wh.sql("SELECT schema_hash FROM warehouse_schema").item() == ws.SCHEMA_HASH
+        assert wh.sql("SELECT count(*) FROM episodes").item() == episodes == 2
+        views = set(wh.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal")["view_name"])
+        assert "gone_in_this_version" not in views and {"episodes", "pair_keys"} <= views
+        assert snapshot(wh) == before
+
+
 def test_fig4_keeps_every_episode_and_takes_a_registry_file(sqlite_url, tmp_path):
     """A year-only date across the cutoff is 'date undetermined'; an agent with no registry entry
     is 'cutoff unknown'; --registry adds a cutoff for it, and an entry replaces a shipped one."""

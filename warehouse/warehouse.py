@@ -40,9 +40,12 @@ QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
 # terminal and the viewer show them under the table, not in it.
 PAIR_COLUMNS = ("pairs", "pair_trees", "pair_differences")
 VIEWS_PATH = Path(__file__).resolve().parent / "views.sql"
-SCHEMA_HASH = hashlib.sha256(
-    (json.dumps(TYPED, sort_keys=True) + BASE + DIMENSIONS + VIEWS_PATH.read_text()).encode()
-).hexdigest()
+# The schema stamp: the tables' hash, then the views'. A warehouse whose tables match takes this
+# code's views when a writer opens it (views hold no data: replacing them needs no rebuild); other
+# tables must be rebuilt. A stamp of one hash (before session 21) matches no tables.
+TABLES_HASH = hashlib.sha256((json.dumps(TYPED, sort_keys=True) + BASE + DIMENSIONS).encode()).hexdigest()
+VIEWS_HASH = hashlib.sha256(VIEWS_PATH.read_text().encode()).hexdigest()
+SCHEMA_HASH = f"{TABLES_HASH}:{VIEWS_HASH}"
 
 
 def default_warehouse_path() -> str:
@@ -196,27 +199,39 @@ class Warehouse(Syncing):
             # and the settings are locked, so a statement cannot turn this back on.
             self.con.execute("SET enable_external_access = false")
             self.con.execute("SET lock_configuration = true")
-        if not read_only and not self._schema_is_current():
-            con = self.con
-            con.execute("BEGIN TRANSACTION")  # the tables, the views and the stamp, all or nothing
-            for statement in table_statements():
-                con.execute(statement)
-            con.execute(VIEWS_PATH.read_text())
-            con.execute("INSERT INTO warehouse_schema VALUES (?)", [SCHEMA_HASH])
-            con.execute("COMMIT")
+        if not read_only:
+            stamp = self._schema_stamp()
+            if stamp != SCHEMA_HASH:
+                con = self.con
+                con.execute("BEGIN TRANSACTION")  # the tables, the views and the stamp, all or nothing
+                if stamp is None:
+                    for statement in table_statements():
+                        con.execute(statement)
+                else:  # the same tables, other views: this code's views replace them
+                    for (view,) in con.execute(
+                        "SELECT view_name FROM duckdb_views() WHERE NOT internal AND database_name = 'warehouse'"
+                    ).fetchall():
+                        con.execute(f'DROP VIEW "{view.replace(chr(34), chr(34) * 2)}"')
+                    con.execute("DELETE FROM warehouse_schema")
+                con.execute(VIEWS_PATH.read_text())
+                con.execute("INSERT INTO warehouse_schema VALUES (?)", [SCHEMA_HASH])
+                con.execute("COMMIT")
 
-    def _schema_is_current(self) -> bool:
-        """True for a warehouse stamped with this code's schema (its tables and views exist, so the
-        DDL is not run again on every open); False for a new one. A warehouse built by code with
-        other typed tables or views must be rebuilt, not mixed."""
+    def _schema_stamp(self) -> str | None:
+        """The warehouse's schema stamp: None for a new warehouse, else ``TABLES_HASH:VIEWS_HASH``
+        (this code's tables, whatever its views). A warehouse built by code with other tables must
+        be rebuilt, not mixed."""
         self.con.execute("CREATE TABLE IF NOT EXISTS warehouse_schema (schema_hash VARCHAR)")
         rows = self.con.execute("SELECT schema_hash FROM warehouse_schema").fetchall()
-        if rows and rows[0][0] != SCHEMA_HASH:
+        if not rows:
+            return None
+        stamp = rows[0][0]
+        if stamp.partition(":")[0] != TABLES_HASH:
             raise WarehouseError(
                 f"the warehouse {self.path} was built by another InquiTree version (schema "
-                f"{rows[0][0][:12]}, this one {SCHEMA_HASH[:12]}): run `inquitree warehouse rebuild`"
+                f"{stamp[:12]}, this one {SCHEMA_HASH[:12]}): run `inquitree warehouse rebuild`"
             )
-        return bool(rows)
+        return stamp
 
     def close(self, publish: bool = True) -> None:
         """Close; a writer publishes its work over ``PATH`` (atomically: a reader opening the
