@@ -507,13 +507,12 @@ def grid_page(layout: dict[str, Any], states: dict[str, list[str]], q: Any) -> d
     page as slow as its cells were many."""
     runs = sorted({run for _, run in layout["columns"]})
     pages = max(1, -(-len(runs) // GRID_RUNS))
-    asked = q.get("runs", "")
-    page = int(asked) if asked.isdigit() and int(asked) < pages else 0
+    page = _page(q, "runs", pages)
     shown = set(runs[page * GRID_RUNS : (page + 1) * GRID_RUNS])
-    keep = [i for i, (_, run) in enumerate(layout["columns"]) if run in shown]
+    columns = [i for i, (_, run) in enumerate(layout["columns"]) if run in shown]
     return {
-        "columns": [layout["columns"][i] for i in keep],
-        "rows": [grid_cells([row["cells"][i] for i in keep], states) for row in layout["rows"]],
+        "columns": [layout["columns"][i] for i in columns],
+        "rows": [grid_cells([row["cells"][i] for i in columns], states) for row in layout["rows"]],
         "page": page,
         "pages": pages,
         "runs": [min(shown), max(shown)] if shown else [],
@@ -607,9 +606,11 @@ def cell_list(
     }
 
 
-def _page(q: Any) -> int:
-    """A list's page number from the URL (0 when absent or not a bounded number)."""
-    return int(q["page"]) if q.get("page", "").isdigit() and int(q["page"]) < 1_000_000 else 0
+def _page(q: Any, name: str = "page", pages: int = 1_000_000) -> int:
+    """A page number from the URL's parameter ``name`` (0 when absent, not a number, or not below
+    ``pages``)."""
+    asked = q.get(name, "")
+    return int(asked) if asked.isdigit() and int(asked) < pages else 0
 
 
 def _list_link(path: str, state: dict[str, Any], page: int, anchor: str) -> Any:
