@@ -785,12 +785,14 @@ def test_a_warehouse_with_other_views_takes_this_codes_views_without_a_rebuild(s
         episodes = wh.sql("SELECT count(*) FROM episodes").item()
         wh.con.execute("CREATE OR REPLACE VIEW episodes AS SELECT 1 AS stale")
         wh.con.execute("CREATE VIEW gone_in_this_version AS SELECT 1 AS x")
+        wh.con.execute('CREATE VIEW "x""; DROP TABLE raw_events; --" AS SELECT 1 AS x')  # a name, not SQL
         wh.con.execute("UPDATE warehouse_schema SET schema_hash = ?", [f"{ws.TABLES_HASH}:0ld"])
     with Warehouse(path) as wh:
         assert wh.sql("SELECT schema_hash FROM warehouse_schema").item() == ws.SCHEMA_HASH
         assert wh.sql("SELECT count(*) FROM episodes").item() == episodes == 2
         views = set(wh.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal")["view_name"])
-        assert "gone_in_this_version" not in views and {"episodes", "pair_keys"} <= views
+        assert not views & {"gone_in_this_version", 'x"; DROP TABLE raw_events; --'}
+        assert {"episodes", "pair_keys"} <= views
         assert snapshot(wh) == before
 
 
