@@ -757,12 +757,13 @@ def test_a_warehouse_of_another_schema_asks_for_a_rebuild(sqlite_url, tmp_path):
     path = str(tmp_path / "w.duckdb")
     with Warehouse(path) as wh:
         wh.sql("UPDATE warehouse_schema SET schema_hash = 'f00dfeedcafe0123'")
-    with pytest.raises(
-        WarehouseError,
-        match=r"w\.duckdb was built by another InquiTree version \(schema "
-        r"f00dfeedcafe, this one [0-9a-f]{12}\): run `inquitree warehouse rebuild`",
-    ):
-        Warehouse(path)
+    for read_only in (False, True):  # a reader, too: its tables are not this code's
+        with pytest.raises(
+            WarehouseError,
+            match=r"w\.duckdb was built by another InquiTree version \(schema "
+            r"f00dfeedcafe, this one [0-9a-f]{12}\): run `inquitree warehouse rebuild`",
+        ):
+            Warehouse(path, read_only=read_only)
     rebuild(path, sqlite_url)
     with Warehouse(path) as wh:
         assert wh.sql("SELECT count(*) FROM warehouse_schema").item() == 1
@@ -787,6 +788,16 @@ def test_a_warehouse_with_other_views_takes_this_codes_views_without_a_rebuild(s
         wh.con.execute("CREATE VIEW gone_in_this_version AS SELECT 1 AS x")
         wh.con.execute('CREATE VIEW "x""; DROP TABLE raw_events; --" AS SELECT 1 AS x')  # a name, not SQL
         wh.con.execute("UPDATE warehouse_schema SET schema_hash = ?", [f"{ws.TABLES_HASH}:0ld"])
+    # A reader cannot replace the file's views: it reads through this code's, made for its
+    # connection, and leaves the file as it was; `query` and `sql` give this code's answers.
+    with Warehouse(path, read_only=True) as wh:
+        assert wh.sql("SELECT count(*) FROM episodes").item() == episodes == 2
+        assert wh.sql("SELECT schema_hash FROM warehouse_schema").item() == f"{ws.TABLES_HASH}:0ld"
+    count = "SELECT count(*) AS n FROM episodes"
+    out = CliRunner().invoke(main, ["sql", count, "--warehouse", path, "--format", "csv"])
+    assert (out.exit_code, out.output.split()) == (0, ["n", "2"]), out.output
+    out = CliRunner().invoke(main, ["query", "table2_leaderboard", "--warehouse", path, "--format", "csv"])
+    assert out.exit_code == 0 and "oracle,embedding" in out.output, out.output  # the stale view has no agent
     with Warehouse(path) as wh:
         assert wh.sql("SELECT schema_hash FROM warehouse_schema").item() == ws.SCHEMA_HASH
         assert wh.sql("SELECT count(*) FROM episodes").item() == episodes == 2

@@ -41,11 +41,18 @@ QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
 PAIR_COLUMNS = ("pairs", "pair_trees", "pair_differences")
 VIEWS_PATH = Path(__file__).resolve().parent / "views.sql"
 # The schema stamp: the tables' hash, then the views'. A warehouse whose tables match takes this
-# code's views when a writer opens it (views hold no data: replacing them needs no rebuild); other
-# tables must be rebuilt. A stamp of one hash (before session 21) matches no tables.
+# code's views when a writer opens it (views hold no data: replacing them needs no rebuild), and a
+# reader, which cannot write them, reads through this code's views made for its connection alone;
+# other tables must be rebuilt. A stamp of one hash (before session 21) matches no tables.
 TABLES_HASH = hashlib.sha256((json.dumps(TYPED, sort_keys=True) + BASE + DIMENSIONS).encode()).hexdigest()
 VIEWS_HASH = hashlib.sha256(VIEWS_PATH.read_text().encode()).hexdigest()
 SCHEMA_HASH = f"{TABLES_HASH}:{VIEWS_HASH}"
+
+
+def views_sql(temporary: bool = False) -> str:
+    """views.sql's statements; ``temporary``: each view made for the connection alone (a reader's)."""
+    text = VIEWS_PATH.read_text()
+    return text.replace("CREATE OR REPLACE VIEW ", "CREATE OR REPLACE TEMP VIEW ") if temporary else text
 
 
 def default_warehouse_path() -> str:
@@ -199,6 +206,11 @@ class Warehouse(Syncing):
             # and the settings are locked, so a statement cannot turn this back on.
             self.con.execute("SET enable_external_access = false")
             self.con.execute("SET lock_configuration = true")
+            try:
+                self._read_through_this_codes_views()
+            except WarehouseError:
+                self.con.close()
+                raise
         if not read_only:
             stamp = self._schema_stamp()
             if stamp != SCHEMA_HASH:
@@ -213,15 +225,29 @@ class Warehouse(Syncing):
                     ).fetchall():
                         con.execute(f'DROP VIEW "{view.replace(chr(34), chr(34) * 2)}"')
                     con.execute("DELETE FROM warehouse_schema")
-                con.execute(VIEWS_PATH.read_text())
+                con.execute(views_sql())
                 con.execute("INSERT INTO warehouse_schema VALUES (?)", [SCHEMA_HASH])
                 con.execute("COMMIT")
 
-    def _schema_stamp(self) -> str | None:
+    def _read_through_this_codes_views(self) -> None:
+        """On a reader's connection to a warehouse whose views are another version's (an upgrade,
+        and no writer has opened it since): this code's views, as temporary views of this
+        connection, which DuckDB looks up before the file's. Every query then means what this
+        code's queries and docs say, not what the views of the version that synced last said."""
+        stamp = self._schema_stamp(create=False)
+        if stamp is not None and stamp != SCHEMA_HASH:
+            self.con.execute(views_sql(temporary=True))
+
+    def _schema_stamp(self, create: bool = True) -> str | None:
         """The warehouse's schema stamp: None for a new warehouse, else ``TABLES_HASH:VIEWS_HASH``
         (this code's tables, whatever its views). A warehouse built by code with other tables must
-        be rebuilt, not mixed."""
-        self.con.execute("CREATE TABLE IF NOT EXISTS warehouse_schema (schema_hash VARCHAR)")
+        be rebuilt, not mixed. ``create``: make the stamp's table in a new warehouse (a writer)."""
+        if create:
+            self.con.execute("CREATE TABLE IF NOT EXISTS warehouse_schema (schema_hash VARCHAR)")
+        elif not self.con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'warehouse' AND table_name = 'warehouse_schema'"
+        ).fetchall()[0][0]:
+            return None
         rows = self.con.execute("SELECT schema_hash FROM warehouse_schema").fetchall()
         if not rows:
             return None
