@@ -20,7 +20,6 @@ import math
 import re
 from typing import TYPE_CHECKING, Any, Iterable
 
-from inquitree.core.game.tree import Tree
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import (
@@ -42,8 +41,9 @@ from inquitree.events.types import (
     TurnLimitReached,
 )
 
-if TYPE_CHECKING:  # the prompts (and Jinja) are loaded by whoever builds an engine, not by a fold
+if TYPE_CHECKING:  # the prompts (and Jinja) and the tree are loaded by whoever builds an engine, not by a fold
     from inquitree.core.game.prompts import TemplateSet
+    from inquitree.core.game.tree import Tree
 
 TOPIC, SUBTOPIC, STUDY, RESULT, CONCLUSION, DONE, FAILED = (
     "topic",
