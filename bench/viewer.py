@@ -65,7 +65,7 @@ def measure(url: str, d: Path, runs: int) -> dict:
     if grid.status_code == 200:
         pages = {
             "campaign grid (/suites/bench)": ("/suites/bench", {}),
-            "campaign cells by q_norm, one agent": ("/suites/bench", {"sort": "score", "agent": "agent-0"}),
+            "campaign cells by q_norm, one agent": ("/suites/bench", {"sort": "score", "agent": "random-1"}),
         }
     pages |= {
         "home: campaigns and recent episodes (/)": ("/", {}),

@@ -56,26 +56,32 @@ TREES = ("synthetic-chain-7", "synthetic-diamond-4", "synthetic-independent-7")
 
 def generate(store: EventStore, events: int, start_seed: int = 0, campaign: str | None = None) -> int:
     """At least ``events`` events of whole episodes. With ``campaign``, the episodes are the cells of
-    that suite's grid (the three trees, six agent labels, levels 0-10, run after run) and its
-    ``CampaignStarted`` is recorded at the end: a campaign caught part way through its last run."""
+    that suite's grid (the three trees, six agents, levels 0-10, run after run) and its
+    ``CampaignStarted`` is recorded at the end: a campaign caught part way through its last run.
+    Its agents are the oracle and five random agents, each named by its label as a suite names
+    them (``oracle``, ``random-1`` .. ``random-5``), so that a cell holds one episode of each and
+    `compare` pairs them one to one, as in a campaign. Without ``campaign`` every fifth episode
+    is the oracle's."""
     from inquitree.events.names import Cell, campaign_stream
     from inquitree.events.types import CampaignStarted
 
     trees = [resolve_tree(t) for t in TREES]
-    labels = [f"agent-{k}" for k in range(6)]
+    labels = ["oracle", *(f"random-{k}" for k in range(1, 6))]
     written, i = 0, start_seed
     t0 = time.perf_counter()
     while written < events:
-        tree = trees[i % 3]
-        agent = OracleAgent(tree) if i % 5 == 0 else RandomAgent(tree, i)
+        tree, oracle, label = trees[i % 3], i % 5 == 0, None
         level = (i // 3) % 10
         eid = f"bench-{i:07d}"
         if campaign is not None:  # cell i of the grid, in the suite's order within a run
             run, k = divmod(i - start_seed, 3 * 6 * 11)
             tree, label, level = trees[k // 66], labels[k // 11 % 6], k % 11
+            oracle = label == "oracle"
             eid = Cell(tree.id, label, "embedding", level, run).episode_id(campaign)
-        out = play(tree, agent, seed=i, randomness=level)
-        evs = [out.events[0].__class__(**{**out.events[0].to_payload(), "episode_id": eid})] + out.events[1:]
+        out = play(tree, OracleAgent(tree) if oracle else RandomAgent(tree, i), seed=i, randomness=level)
+        started = out.events[0].to_payload()
+        agent = {**started["agent"], "label": label} if label else started["agent"]
+        evs = [out.events[0].__class__(**{**started, "episode_id": eid, "agent": agent})] + out.events[1:]
         store.append(stream_id(eid), evs, 0)
         written += len(evs)
         i += 1
