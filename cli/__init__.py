@@ -26,7 +26,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "trees": ("trees", "trees"),
     "play": ("play", "play"),
     "replay": ("play", "replay"),
-    "episodes": ("play", "episodes"),
+    "episodes": ("episodes", "episodes"),
     "warehouse": ("warehouse", "warehouse"),
     "query": ("warehouse", "query"),
     "compare": ("warehouse", "compare"),

@@ -7,14 +7,6 @@ from typing import Any, Callable
 
 import click
 
-from inquitree.core.calls.models import (
-    BACKOFF_CAP_S,
-    DEFAULT_CALL_LIMIT_S,
-    DEFAULT_MAX_REPLY_CHARS,
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT_S,
-    CallSettings,
-)
 from inquitree.events.names import printable
 from inquitree.events.signing import KEY_ENV
 
@@ -113,11 +105,20 @@ def _stack(*decorators: Callable) -> Callable:
     return apply
 
 
-_WORST = CallSettings().worst_case_seconds()
-
-
 def call_options(f):
-    """How model calls are made (agent and judge alike): waiting, retries, reply size, cache."""
+    """How model calls are made (agent and judge alike): waiting, retries, reply size, cache.
+    (The model-call module is imported here, by the commands that call models, not by this
+    module: `episodes list` and the other commands that read the store do without it.)"""
+    from inquitree.core.calls.models import (
+        BACKOFF_CAP_S,
+        DEFAULT_CALL_LIMIT_S,
+        DEFAULT_MAX_REPLY_CHARS,
+        DEFAULT_MAX_RETRIES,
+        DEFAULT_TIMEOUT_S,
+        CallSettings,
+    )
+
+    worst = CallSettings().worst_case_seconds()
     return _stack(
         click.option(
             "--timeout",
@@ -127,7 +128,7 @@ def call_options(f):
             help="Seconds the endpoint may stay silent: before the first token and between tokens of a "
             "streamed answer, for the whole of one that is not streamed. A retry after a timeout waits twice "
             "as long as the attempt before it; an endpoint that never answers holds one call at most "
-            f"timeout x (2^(max-retries + 1) - 1) + max-retries x {BACKOFF_CAP_S:g} s: {_WORST:g} s with the "
+            f"timeout x (2^(max-retries + 1) - 1) + max-retries x {BACKOFF_CAP_S:g} s: {worst:g} s with the "
             "defaults.",
         ),
         click.option(
@@ -261,7 +262,7 @@ def limit_options(f):
 
 
 def _settings(kw: dict[str, Any], max_tokens: int | None, options: tuple[str, ...], what: str):
-    from inquitree.core.calls.models import CallSettings, parse_options
+    from inquitree.core.calls.models import DEFAULT_CALL_LIMIT_S, CallSettings, parse_options
 
     return CallSettings(
         timeout=kw["timeout"],

@@ -27,6 +27,9 @@ def test_the_cli_group_and_every_help_import_no_heavy_library():
 
 
 OTHER_COMMANDS = ("inquitree.cli.suite", "inquitree.cli.warehouse", "inquitree.cli.view", "inquitree.cli.db")
+# what playing an episode needs and a listing does not: the model calls and their options, the run
+# settings, the tree files (cli/episodes.py is a module of its own for it)
+PLAYING = ("inquitree.cli.play", "inquitree.core.calls.models", "inquitree.core.run.spec", "inquitree.core.game.tree")
 
 
 def test_each_command_is_loaded_from_its_module_under_its_own_name():
@@ -46,7 +49,8 @@ def test_each_command_is_loaded_from_its_module_under_its_own_name():
 
 def test_listing_episodes_loads_no_numpy_jinja_or_duckdb(tmp_path):
     """`episodes list` reads a page of streams and folds them: it needs the store and the engine's
-    fold, not the numerics, the prompt templates or the warehouse (issue #41's 0.15 s)."""
+    fold, not the numerics, the prompt templates, the warehouse or what playing needs (issue #41's
+    0.15 s)."""
     from inquitree.core.game.tree import resolve_tree
     from inquitree.events.store import EventStore
 
@@ -62,7 +66,7 @@ def test_listing_episodes_loads_no_numpy_jinja_or_duckdb(tmp_path):
         "from inquitree.cli import main\n"
         f"r = CliRunner().invoke(main, ['episodes', 'list', '--db', {url!r}])\n"
         "assert r.exit_code == 0 and 'synthetic-diamond-4' in r.output, r.output\n"
-        f"print(sorted(m for m in {HEAVY + OTHER_COMMANDS!r} if m in sys.modules))\n"
+        f"print(sorted(m for m in {HEAVY + OTHER_COMMANDS + PLAYING!r} if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
