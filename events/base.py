@@ -36,7 +36,7 @@ class Event:
     VERSION: ClassVar[int] = 1
 
     def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in _fields(type(self))[0])
+        return tuple(getattr(self, name) for name, _, _ in _fields(type(self)))
 
     # What @dataclass(frozen=True) would write: equal when of the same class with equal fields;
     # hashed by the fields (an event holding a dict or a list is not hashable, as before).
@@ -49,8 +49,8 @@ class Event:
         return hash(self._values())
 
     def __repr__(self) -> str:
-        names = _fields(type(self))[0]
-        return f"{type(self).__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
+        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n, _, _ in _fields(type(self)))
+        return f"{type(self).__qualname__}({fields})"
 
     def to_payload(self) -> Payload:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -62,21 +62,46 @@ class Event:
 
     @classmethod
     def from_payload(cls, payload: Payload) -> "Event":
-        names = _fields(cls)[1]
-        return cls(**{k: v for k, v in payload.items() if k in names})
+        """The event a stored payload holds: keys that are not fields are left out, a missing field
+        takes its default, and one without a default is a TypeError, as calling the class would
+        give. Made without the class's ``__init__`` (:func:`frozen_from_dict`): decoding is what
+        reading a log does for every event."""
+        values: dict[str, Any] = {}
+        for name, default, factory in _fields(cls):
+            if name in payload:
+                values[name] = payload[name]
+            elif default is not _MISSING:
+                values[name] = default
+            elif factory is not _MISSING:
+                values[name] = factory()
+            else:
+                raise TypeError(f"{cls.__qualname__} needs the field {name!r}")
+        return frozen_from_dict(cls, values)
 
 
-_FIELDS: dict[type[Event], tuple[tuple[str, ...], frozenset[str]]] = {}
+T = TypeVar("T")
+_MISSING: Any = dataclasses.MISSING
+_FIELDS: dict[type[Event], tuple[tuple[str, Any, Any], ...]] = {}
 
 
-def _fields(cls: type[Event]) -> tuple[tuple[str, ...], frozenset[str]]:
-    """The field names of an event class, in order and as a set, looked up once per class:
-    decoding a log asks for each event."""
+def _fields(cls: type[Event]) -> tuple[tuple[str, Any, Any], ...]:
+    """(name, default, default factory) of each field of an event class, in order, looked up once
+    per class: decoding a log asks for each event."""
     known = _FIELDS.get(cls)
     if known is None:
-        names = tuple(f.name for f in dataclasses.fields(cls))
-        known = _FIELDS[cls] = (names, frozenset(names))
+        known = _FIELDS[cls] = tuple((f.name, f.default, f.default_factory) for f in dataclasses.fields(cls))
     return known
+
+
+def frozen_from_dict(cls: type[T], values: dict[str, Any]) -> T:
+    """An instance of the frozen dataclass ``cls`` whose fields are ``values`` (every field, in
+    declared order), made without its ``__init__``, which sets each field through
+    ``object.__setattr__``: that was half the time of decoding a page of events
+    (``bench/episodes_list.py``). Only for a class without ``__post_init__`` (``@event_type``
+    refuses one), and values the caller has checked are every field."""
+    obj = object.__new__(cls)
+    object.__setattr__(obj, "__dict__", values)
+    return obj
 
 
 E = TypeVar("E", bound=Event)
@@ -89,6 +114,8 @@ def event_type(cls: type[E]) -> type[E]:
     cls = dataclasses.dataclass(frozen=True, kw_only=True, repr=False, eq=False)(cls)
     if not cls.TYPE:
         raise TypeError(f"{cls.__name__} has no TYPE")
+    if hasattr(cls, "__post_init__"):  # Event.from_payload does not call __init__
+        raise TypeError(f"{cls.__name__}: an event class has no __post_init__")
     existing = _REGISTRY.get(cls.TYPE)
     if existing is not None and existing is not cls:
         raise TypeError(f"event type {cls.TYPE!r} registered twice ({existing.__name__}, {cls.__name__})")

@@ -39,7 +39,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from inquitree.events import revisions, signing
-from inquitree.events.base import Event, decode, parse_json
+from inquitree.events.base import Event, decode, frozen_from_dict, parse_json
 from inquitree.events.chain import GENESIS_HASH, chain_hash, log_hash
 from inquitree.events.errors import (
     ConcurrencyError,
@@ -524,4 +524,16 @@ def _check_stream_name(stream_id: str) -> None:
 def _recorded(row: tuple[Any, ...]) -> RecordedEvent:
     """A row of ``SELECT EVENT_COLUMNS`` as the event it records."""
     pos, sid, version, etype, sver, at, payload, prev_hash, digest, lhash = row
-    return RecordedEvent(pos, sid, version, etype, sver, at, parse_json(payload), prev_hash, digest, lhash)
+    values = {
+        "global_position": pos,
+        "stream_id": sid,
+        "stream_version": version,
+        "event_type": etype,
+        "schema_version": sver,
+        "recorded_at": at,
+        "payload": parse_json(payload),
+        "prev_hash": prev_hash,
+        "hash": digest,
+        "log_hash": lhash,
+    }
+    return frozen_from_dict(RecordedEvent, values)  # every field: a frozen dataclass's __init__ is slow

@@ -318,6 +318,54 @@ def test_event_classes_compare_hash_and_print_as_frozen_dataclasses_would():
         assert (cls.__eq__, cls.__hash__, cls.__repr__) == (Event.__eq__, Event.__hash__, Event.__repr__), cls
 
 
+def test_decoding_makes_the_event_the_class_would_from_every_golden_log():
+    """``Event.from_payload`` builds events without calling ``__init__`` (events/base.py): for every
+    event of the golden logs it gives what calling the class with the payload's fields gives; keys
+    that are not fields are left out, a missing field takes its default (a fresh list or dict each
+    time), one without a default is a TypeError, and a class with ``__post_init__`` is refused."""
+    import dataclasses
+    from pathlib import Path
+
+    import orjson
+
+    from inquitree.events import decode, event_type, registered_types
+    from inquitree.events.base import Event
+    from inquitree.events.types import ObservationEmitted
+
+    seen = set()
+    for path in sorted((Path(__file__).parent / "golden").glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            row = orjson.loads(line)
+            if "type" not in row:
+                continue
+            ev = decode(row["type"], row["version"], row["payload"])
+            cls = registered_types()[row["type"]]
+            names = {f.name for f in dataclasses.fields(cls)}
+            made = cls(**{k: v for k, v in ev.to_payload().items() if k in names})
+            assert (ev, repr(ev), ev.to_json()) == (made, repr(made), made.to_json())
+            seen.add(row["type"])
+    assert len(seen) >= 10, seen
+    payload = {"step": 1, "state": "topic", "templates": [], "text": "x"}
+    ev = ObservationEmitted.from_payload({**payload, "unknown": 1})
+    assert ev == ObservationEmitted(**payload) and not hasattr(ev, "unknown")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ev.step = 2  # type: ignore[misc]
+    other = ObservationEmitted.from_payload(payload)
+    assert ev.hidden == {} and ev.hidden is not other.hidden  # a default factory: a new dict for each event
+    with pytest.raises(TypeError, match="ObservationEmitted needs the field 'text'"):
+        ObservationEmitted.from_payload({"step": 1, "state": "topic", "templates": []})
+
+    with pytest.raises(TypeError, match="has no __post_init__"):
+
+        @event_type
+        class Checked(Event):
+            TYPE = "TestChecked"
+            x: int
+
+            def __post_init__(self) -> None:
+                pass
+
+
 def test_event_newer_than_this_code_is_a_clear_error(store):
     _store_as_written_elsewhere(store, "new", 0, "AgentReplied", 7, "{}")
     with pytest.raises(StoreError, match="AgentReplied v7 is newer than this InquiTree knows"):
