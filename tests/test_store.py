@@ -330,6 +330,7 @@ def test_decoding_makes_the_event_the_class_would_from_every_golden_log():
 
     from inquitree.events import decode, event_type, registered_types
     from inquitree.events.base import Event
+    from inquitree.events.store import RecordedEvent
     from inquitree.events.types import ObservationEmitted
 
     seen = set()
@@ -355,6 +356,7 @@ def test_decoding_makes_the_event_the_class_would_from_every_golden_log():
     with pytest.raises(TypeError, match="ObservationEmitted needs the field 'text'"):
         ObservationEmitted.from_payload({"step": 1, "state": "topic", "templates": []})
 
+    assert not hasattr(RecordedEvent, "__post_init__")  # a stored row is made the same way (store._recorded)
     with pytest.raises(TypeError, match="has no __post_init__"):
 
         @event_type
