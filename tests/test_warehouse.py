@@ -28,7 +28,7 @@ from inquitree.events.types import (
 )
 from inquitree.warehouse.schema import TYPED
 from inquitree.warehouse.sync import WarehouseError, rebuild
-from inquitree.warehouse.warehouse import Warehouse
+from inquitree.warehouse.warehouse import Warehouse, _WriterLock
 
 from enginekit import OracleAgent, RandomAgent, ScriptAgent, always_miss_script, play
 
@@ -762,8 +762,11 @@ def test_a_warehouse_of_another_schema_asks_for_a_rebuild(sqlite_url, tmp_path):
             WarehouseError,
             match=r"w\.duckdb was built by another InquiTree version \(schema "
             r"f00dfeedcafe, this one [0-9a-f]{12}\): run `inquitree warehouse rebuild`",
-        ):
+        ) as refused:
             Warehouse(path, read_only=read_only)
+        # the refused writer let the writer lock go, while its traceback (and object) still live
+        _WriterLock(path, 0).release()
+        assert refused.value is not None
     rebuild(path, sqlite_url)
     with Warehouse(path) as wh:
         assert wh.sql("SELECT count(*) FROM warehouse_schema").item() == 1

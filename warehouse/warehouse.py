@@ -45,14 +45,14 @@ VIEWS_PATH = Path(__file__).resolve().parent / "views.sql"
 # reader, which cannot write them, reads through this code's views made for its connection alone;
 # other tables must be rebuilt. A stamp of one hash (before session 21) matches no tables.
 TABLES_HASH = hashlib.sha256((json.dumps(TYPED, sort_keys=True) + BASE + DIMENSIONS).encode()).hexdigest()
-VIEWS_HASH = hashlib.sha256(VIEWS_PATH.read_text().encode()).hexdigest()
+_VIEWS_TEXT = VIEWS_PATH.read_text()
+VIEWS_HASH = hashlib.sha256(_VIEWS_TEXT.encode()).hexdigest()
 SCHEMA_HASH = f"{TABLES_HASH}:{VIEWS_HASH}"
 
 
 def views_sql(temporary: bool = False) -> str:
     """views.sql's statements; ``temporary``: each view made for the connection alone (a reader's)."""
-    text = VIEWS_PATH.read_text()
-    return text.replace("CREATE OR REPLACE VIEW ", "CREATE OR REPLACE TEMP VIEW ") if temporary else text
+    return _VIEWS_TEXT.replace("CREATE OR REPLACE VIEW ", "CREATE OR REPLACE TEMP VIEW ") if temporary else _VIEWS_TEXT
 
 
 def default_warehouse_path() -> str:
@@ -188,16 +188,14 @@ class Warehouse(Syncing):
             self.con.execute(f"ATTACH '{quoted}' AS warehouse ({options})")
             self.con.execute("USE warehouse")
         except duckdb.Error as exc:
-            self.con.close()
-            if self._lock is not None:
-                self._lock.release()
+            self._give_up()
             raise WarehouseError(f"cannot open the warehouse {self.path}: {exc}") from exc
         self.con.execute(f"SET memory_limit = '{self.memory // 2**20}MiB'")
         self.con.execute("SET temp_directory = ?", [self.path + ".tmp"])
         try:
             self.settings = settings or Settings.from_env()
         except ValueError as exc:
-            self.con.close()
+            self._give_up()
             raise WarehouseError(str(exc)) from None
         register_intervals(self.con, self.settings)  # the interval functions queries/*.sql call
         if read_only:
@@ -206,28 +204,42 @@ class Warehouse(Syncing):
             # and the settings are locked, so a statement cannot turn this back on.
             self.con.execute("SET enable_external_access = false")
             self.con.execute("SET lock_configuration = true")
-            try:
+        try:  # another version's tables are refused, to a reader as to a writer
+            if read_only:
                 self._read_through_this_codes_views()
-            except WarehouseError:
-                self.con.close()
-                raise
-        if not read_only:
-            stamp = self._schema_stamp()
-            if stamp != SCHEMA_HASH:
-                con = self.con
-                con.execute("BEGIN TRANSACTION")  # the tables, the views and the stamp, all or nothing
-                if stamp is None:
-                    for statement in table_statements():
-                        con.execute(statement)
-                else:  # the same tables, other views: this code's views replace them
-                    for (view,) in con.execute(
-                        "SELECT view_name FROM duckdb_views() WHERE NOT internal AND database_name = 'warehouse'"
-                    ).fetchall():
-                        con.execute(f'DROP VIEW "{view.replace(chr(34), chr(34) * 2)}"')
-                    con.execute("DELETE FROM warehouse_schema")
-                con.execute(views_sql())
-                con.execute("INSERT INTO warehouse_schema VALUES (?)", [SCHEMA_HASH])
-                con.execute("COMMIT")
+            else:
+                self._take_this_codes_schema()
+        except BaseException:
+            self._give_up()
+            raise
+
+    def _give_up(self) -> None:
+        """Close the connection and let another writer in: an open that failed part way."""
+        self.con.close()
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def _take_this_codes_schema(self) -> None:
+        """A writer's warehouse: a new one gets this code's tables, views and stamp; one with this
+        code's tables and other views gets this code's views (views hold no data)."""
+        stamp = self._schema_stamp()
+        if stamp == SCHEMA_HASH:
+            return
+        con = self.con
+        con.execute("BEGIN TRANSACTION")  # the tables, the views and the stamp, all or nothing
+        if stamp is None:
+            for statement in table_statements():
+                con.execute(statement)
+        else:  # the same tables, other views: this code's views replace them
+            for (view,) in con.execute(
+                "SELECT view_name FROM duckdb_views() WHERE NOT internal AND database_name = 'warehouse'"
+            ).fetchall():
+                con.execute(f'DROP VIEW "{view.replace(chr(34), chr(34) * 2)}"')
+            con.execute("DELETE FROM warehouse_schema")
+        con.execute(views_sql())
+        con.execute("INSERT INTO warehouse_schema VALUES (?)", [SCHEMA_HASH])
+        con.execute("COMMIT")
 
     def _read_through_this_codes_views(self) -> None:
         """On a reader's connection to a warehouse whose views are another version's (an upgrade,
