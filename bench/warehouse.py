@@ -7,12 +7,15 @@
 seeds, the three synthetic trees, the hash embedder) in memory and appends each
 whole episode in one append. ``measure`` does three full syncs into fresh DuckDB
 files (median; wall seconds from opening the new file to closing it, and CPU seconds,
-the reader child included), each after three
-baselines in the same process: streaming the same events out of the store through
-the sync's reader and dropping them; the same sync into an in-memory DuckDB, where the
-events are read and parsed into the typed tables but no file is written or compressed
-(the part of a sync that any warehouse file would need, and its CPU seconds); and the
-same full sync into a warehouse with DuckDB's default row group size. Then three incremental syncs of 1,000 new events
+the reader child included), each after four baselines in the same process: streaming the
+same events out of the store through the sync's reader and dropping them (wall and CPU);
+the same sync into an in-memory DuckDB, where the events are read and parsed into the typed
+tables but no file is written or compressed (the part of a sync that any warehouse file
+would need); that in-memory sync again with the events read beforehand, so that its CPU
+seconds are the staging and parsing alone; and the same full sync into a warehouse with
+DuckDB's default row group size. The reading's CPU plus the parsing's, divided by the cores
+this process may use, is the least wall time any full sync with this reader and DuckDB's
+JSON parse could take here (``least_wall_s_per_1M_on_these_cores``). Then three incremental syncs of 1,000 new events
 each (median; the sync alone, and with opening and closing the warehouse around it),
 and every query in ``queries/`` (median of 5; ``compare`` between the first and last agent).
 
@@ -40,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import duckdb
 
+import inquitree.warehouse.sync as sync_module
 import inquitree.warehouse.warehouse as ws
 from inquitree.core.game.tree import resolve_tree
 from inquitree.core.run.runner import stream_id
@@ -143,16 +147,17 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def read_only(url: str) -> float:
-    """The baseline: stream every event out of the store through the sync's own reader, and drop it."""
-    t0 = time.perf_counter()
+def read_only(url: str) -> tuple[float, float]:
+    """The baseline: stream every event out of the store through the sync's own reader, and drop
+    it; wall and CPU seconds (the reader child's included)."""
+    t0, c0 = time.perf_counter(), _cpu()
     src = open_source(url, 0, 100_000)
     try:
         n = sum(b.num_rows for b in src.batches(0, 100_000))
     finally:
         src.close()
     assert n > 0
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, _cpu() - c0
 
 
 class _InMemory(Syncing):
@@ -174,6 +179,39 @@ def parse_in_memory(url: str) -> tuple[float, float]:
     finally:
         wh.con.close()
     return time.perf_counter() - t0, _cpu() - c0
+
+
+class _Held:
+    """A source handing over batches read beforehand (what ``open_source`` returns, in shape)."""
+
+    def __init__(self, batches: list) -> None:
+        self.held = batches
+
+    def batches(self, after: int, limit: int):
+        while self.held:  # let each batch go once it is handed over, as a reader does
+            yield self.held.pop(0)
+
+    def close(self) -> None:
+        self.held = []
+
+
+def parse_only(url: str) -> tuple[float, float]:
+    """The third baseline: the same in-memory sync with every event read beforehand (untimed; about
+    0.4 GB per million events held): the sync's own staging and parsing, with no reader beside it,
+    in wall and CPU seconds. Its CPU plus the reading's is the least CPU any sync of these events
+    with this reader and DuckDB's parse needs; divided by the cores, the least wall time."""
+    src = open_source(url, 0, 100_000)
+    try:
+        batches = list(src.batches(0, 100_000))
+    finally:
+        src.close()
+    held, opened = _Held(batches), sync_module.open_source
+    del batches
+    sync_module.open_source = lambda *_: held  # type: ignore[assignment]
+    try:
+        return parse_in_memory(url)
+    finally:
+        sync_module.open_source = opened
 
 
 DUCKDB_ROW_GROUP_SIZE = 122_880  # DuckDB's own default
@@ -201,10 +239,11 @@ def full_sync_with_row_group_size(url: str, path: Path, rows: int) -> float:
 def measure(url: str, runs: int = 3, allow_writes: bool = False) -> dict:
     with tempfile.TemporaryDirectory() as d:
         source_file = sqlite_database(url)
-        fulls, cpus, reads, default_rg, in_memory = [], [], [], [], []
+        fulls, cpus, reads, default_rg, in_memory, parsing = [], [], [], [], [], []
         for i in range(runs):  # alternate the baselines and the sync, so all see the same machine
             reads.append(read_only(url))
             in_memory.append(parse_in_memory(url))
+            parsing.append(parse_only(url))
             default_rg.append(full_sync_with_row_group_size(url, Path(d) / f"rg{i}.duckdb", DUCKDB_ROW_GROUP_SIZE))
             c0 = _cpu()
             seconds, full = timed_sync(url, Path(d) / f"w{i}.duckdb")
@@ -248,7 +287,9 @@ def measure(url: str, runs: int = 3, allow_writes: bool = False) -> dict:
                     df = wh.query(name, pair if name == "compare" else None)
                     times.append(time.perf_counter() - t0)
                 queries[name] = {"median_s": round(statistics.median(times), 3), "rows": df.height}
-        sync_s, read_s = statistics.median(fulls), statistics.median(reads)
+        sync_s, read_s = statistics.median(fulls), statistics.median(w for w, _ in reads)
+        read_cpu, parse_cpu = statistics.median(c for _, c in reads), statistics.median(c for _, c in parsing)
+        cores = len(os.sched_getaffinity(0))
         return {
             "source": url.split("://")[0],
             "full_sync_events": full.events,
@@ -257,7 +298,14 @@ def measure(url: str, runs: int = 3, allow_writes: bool = False) -> dict:
             "full_sync_s_per_1M": round(sync_s / full.events * 1e6, 2),
             "full_sync_cpu_s": round(statistics.median(cpus), 2),
             "read_only_s": round(read_s, 2),
+            "read_only_cpu_s": round(read_cpu, 2),
             "sync_over_read_only": round(sync_s / read_s, 2),
+            "parse_only_runs_s": [round(w, 2) for w, _ in parsing],
+            "parse_only_s": round(statistics.median(w for w, _ in parsing), 2),
+            "parse_only_cpu_s": round(parse_cpu, 2),
+            "cores": cores,
+            # no file written: a sync that writes one needs more
+            "least_wall_s_per_1M_on_these_cores": round((read_cpu + parse_cpu) / cores / full.events * 1e6, 2),
             "read_and_parse_in_memory_runs_s": [round(w, 2) for w, _ in in_memory],
             "read_and_parse_in_memory_s": round(statistics.median(w for w, _ in in_memory), 2),
             "read_and_parse_in_memory_cpu_s": round(statistics.median(c for _, c in in_memory), 2),
