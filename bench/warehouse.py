@@ -227,7 +227,7 @@ def timed_sync(url: str, path: Path) -> tuple[float, object]:
 
 
 def full_sync_with_row_group_size(url: str, path: Path, rows: int) -> float:
-    """The third baseline: the same full sync with another row group size for the warehouse."""
+    """The fourth baseline: the same full sync with another row group size for the warehouse."""
     configured = ws.ROW_GROUP_SIZE
     ws.ROW_GROUP_SIZE = rows
     try:
