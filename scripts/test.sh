@@ -2,7 +2,7 @@
 # The whole test suite, on SQLite and on a throwaway PostgreSQL cluster.
 # Creates .venv (Python 3.11+) and installs the project with its test extras if needed,
 # starts PostgreSQL on loopback, runs pytest, and stops the cluster whatever happens.
-# Lint (ruff), format check (ruff format) and types (mypy) run first; their settings are in pyproject.toml.
+# Lint (ruff), format check (ruff format) and types (mypy) of the repository's own files run first (scripts/checks.sh).
 # Extra arguments go to pytest (e.g. scripts/test.sh -k store).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,8 +35,6 @@ INQUITREE_PYTHON="$VENV/bin/python" scripts/pg-throwaway.sh start "$pgdir" "$por
 export INQUITREE_TEST_PG=$(cat "$pgdir/admin-url")
 export INQUITREE_REQUIRE_PG=1
 echo "== ruff (lint and format check) and mypy"
-"$VENV/bin/ruff" check .
-"$VENV/bin/ruff" format --check .
-"$VENV/bin/mypy"
+VENV="$VENV" scripts/checks.sh
 echo "== pytest"
 "$VENV/bin/python" -m pytest "$@"

@@ -8,7 +8,10 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 stamp="$VENV/.inquitree-installed"
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+# The tests must import this checkout: a venv where `pip install .` (the README's first line) put a
+# copy of the package into site-packages is installed again, editable.
+here=$("$VENV/bin/python" -c 'import inquitree, os; print(os.path.realpath(os.path.dirname(inquitree.__file__)))' 2>/dev/null || true)
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$here" != "$(pwd -P)" ]; then
   echo "== installing InquiTree and its test dependencies into $VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
   "$VENV/bin/python" -m pip install -q -e '.[test]' 2>&1 | grep -v '^WARNING: Location' || true
