@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -583,12 +583,14 @@ def papers_needed(
     most: int = 200,
     simulations: int = 2000,
     seed: int = 0,
+    progress: Callable[[int, float], None] | None = None,
 ) -> Power:
     """How many papers the paired test of :func:`paired_test` needs to reject at 5% with
     ``power``, when the true mean difference is ``difference``, papers' true differences spread
     with SD ``sd_between`` and one pair of runs with SD ``sd_within`` around its paper's
     (``runs`` pairs per paper). Simulated with the test itself (its sign patterns: exact up to
-    ``EXACT_PAPERS`` papers, then Monte Carlo), normal differences."""
+    ``EXACT_PAPERS`` papers, then Monte Carlo), normal differences. ``progress(papers, power)`` is
+    called after each paper count simulated (a search takes seconds to minutes)."""
     if difference == 0:
         raise ValueError("a difference of 0 cannot be detected: name the difference to detect")
     if sd_between < 0 or sd_within < 0 or sd_between + sd_within == 0:
@@ -604,6 +606,8 @@ def papers_needed(
             else:
                 d = rng.normal(difference, sd_paper, size=(simulations, n))
                 cache[n] = float(np.mean(_sign_flip_pvalues(d, seed) <= ALPHA))
+                if progress is not None:
+                    progress(n, cache[n])
         return cache[n]
 
     method = _power_method(simulations, seed)

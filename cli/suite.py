@@ -60,13 +60,15 @@ def run(suite_file, db_url, shard, concurrency, agents, workers, trust_suite) ->
         # closed again before the workers start, so that none inherits a connection.
         EventStore(db_url).close()
         sys.exit(_run_workers(suite_file, db_url, (index, count), concurrency, agents, workers, trust_suite))
-    sys.exit(run_shard(s, suite_file, db_url, (index, count), concurrency))
+    sys.exit(run_shard(s, suite_file, db_url, (index, count), concurrency, agents))
 
 
-def run_shard(s, suite_file: str, db_url: str | None, shard: tuple[int, int], concurrency: int | None) -> int:
+def run_shard(
+    s, suite_file: str, db_url: str | None, shard: tuple[int, int], concurrency: int | None, agents: tuple = ()
+) -> int:
     """Run one shard of the campaign with its progress and report (``suite run`` and each forked
     worker call this, the worker with its sub-shard); returns the command's exit code."""
-    from inquitree.core.run.campaign import CampaignInterrupted, run_suite
+    from inquitree.core.run.campaign import HALT_AFTER, CampaignInterrupted, run_suite
     from inquitree.events.store import EventStore
 
     index, count = shard
@@ -87,7 +89,7 @@ def run_shard(s, suite_file: str, db_url: str | None, shard: tuple[int, int], co
             report = run_suite(s, store, (index, count), progress=on_cell, concurrency=concurrency)
         except CampaignInterrupted as exc:
             report, interrupted = exc.report, True
-    if interrupted:
+    if interrupted or report.halted:
         left = f", {report.stopped} stopped at a step and {report.not_started} not started"
     elif report.not_started:
         left = f", {report.not_started} not started (the campaign budget is spent)"
@@ -100,11 +102,35 @@ def run_shard(s, suite_file: str, db_url: str | None, shard: tuple[int, int], co
     )
     if interrupted:
         echo("interrupted: run the same command again to continue where it stopped", err=True)
-    for err in report.errors[:50]:
+    shown_errors = 5 if report.halted else 50
+    for err in report.errors[:shown_errors]:
         echo(f"  failed: {err}", err=True)
-    if len(report.errors) > 50:
-        echo(f"  ... and {len(report.errors) - 50} more: `inquitree suite status {suite_file}` lists them", err=True)
-    return 130 if interrupted else 1 if report.failed else 0
+    status = status_command(suite_file, db_url, tuple(agents))
+    if len(report.errors) > shown_errors:
+        echo(f"  ... and {len(report.errors) - shown_errors} more: `{status}` lists them", err=True)
+    if report.halted:
+        echo(
+            f"stopped: the first {HALT_AFTER} cells all failed the same way and none succeeded: {report.halted}. "
+            "Fix the endpoint (is the server up? the key? the model's name?), then run the same command "
+            f"again: it continues with the cells left. `{status}` shows where the campaign stands.",
+            err=True,
+        )
+    return 130 if interrupted else 1 if (report.failed or report.halted) else 0
+
+
+def status_command(suite_file: str, db_url: str | None, agents: tuple[str, ...]) -> str:
+    """The `suite status` command for this campaign, as a user can paste it: the same store and
+    agents as the run (a password in the store's URL shown as ***)."""
+    import shlex
+
+    from inquitree.events.database import redact
+
+    words = ["inquitree", "suite", "status", suite_file]
+    if db_url:
+        words += ["--db", redact(db_url)]
+    for a in agents:
+        words += ["--agent", a]
+    return shlex.join(words)
 
 
 def worker_shards(shard: tuple[int, int], workers: int) -> list[str]:
@@ -239,6 +265,7 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int, t
                 db_url,
                 parse_shard(sub),
                 concurrency,
+                tuple(agents),
             )
             procs.append((k, _ForkedWorker(work, env)))
         else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from inquitree.cli.common import db_option, echo, echo_data, output_file, progress, progress_done
+from inquitree.cli.common import db_option, echo, echo_data, output_file, progress, progress_done, progress_due
 
 
 def warehouse_option(f):
@@ -49,6 +49,64 @@ def fixed_papers_option(f):
         is_flag=True,
         help="Intervals and tests about exactly these papers (only the runs vary), not papers like these.",
     )(f)
+
+
+def scope_options(f):
+    """--suite NAME (repeatable) and --one-off: which episodes an analysis speaks about (Warehouse.scope)."""
+    f = click.option(
+        "--one-off",
+        is_flag=True,
+        help="Only the episodes played outside a suite (`play --record`, the inspect task).",
+    )(f)
+    return click.option(
+        "--suite",
+        "suites",
+        multiple=True,
+        metavar="NAME",
+        help="Only this campaign's episodes (repeatable). Default: every campaign's, never mixed with "
+        "episodes played outside a suite (those alone when there is no campaign).",
+    )(f)
+
+
+def _scoped(wh, suites, one_off, db_url) -> None:
+    """Set the warehouse's scope and say in one line (on stderr) what is left out and what the store
+    holds that the warehouse has not loaded."""
+    line = wh.scope(suites, one_off)
+    if line:
+        echo(f"episodes: {line}", err=True)
+    behind = _not_loaded(wh, db_url)
+    if behind:
+        echo(behind, err=True)
+
+
+def _not_loaded(wh, db_url: str | None) -> str:
+    """'' or one line: the store holds events this warehouse has not loaded yet."""
+    from pathlib import Path
+
+    from inquitree.events.database import default_url, redact
+
+    url = db_url or default_url()
+    source, position = wh.checkpoint()
+    if source is None or source != redact(url):
+        return ""  # the warehouse was filled from another store: nothing to say about this one
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        return ""
+    try:
+        from inquitree.events.store import EventStore
+
+        store = EventStore(url, read_only=True)
+        try:
+            head = store.last_position()
+        finally:
+            store.close()
+    except Exception:  # a store that cannot be read says nothing here: `warehouse sync` will say why
+        return ""
+    if head <= position:
+        return ""
+    return (
+        f"the store holds {head - position:,} event(s) recorded after this warehouse's last sync: "
+        "`inquitree warehouse sync` loads them"
+    )
 
 
 def _settings(fixed_papers: bool):
@@ -246,8 +304,11 @@ def _fitting(df):
 @output_options
 @click.option("--list", "list_", is_flag=True, help="List the queries with their first comment line.")
 @fixed_papers_option
-def query(name, warehouse_path, fmt, out, columns, list_, fixed_papers) -> None:
-    """Run queries/NAME.sql against the warehouse (sync first)."""
+@scope_options
+@db_option
+def query(name, warehouse_path, fmt, out, columns, list_, fixed_papers, suites, one_off, db_url) -> None:
+    """Run queries/NAME.sql against the warehouse, as last loaded by `inquitree warehouse sync`
+    (this command does not sync; it says when the store holds events the warehouse has not loaded)."""
     from inquitree.warehouse.warehouse import QUERIES_DIR, query_names
 
     if list_ or not name:
@@ -256,6 +317,7 @@ def query(name, warehouse_path, fmt, out, columns, list_, fixed_papers) -> None:
             echo(f"{q:28} {first}")
         return
     with _existing(warehouse_path, read_only=True, settings=_settings(fixed_papers)) as wh:  # `sql`'s sandbox
+        _scoped(wh, suites, one_off, db_url)
         _emit(wh.query(name), fmt, out, columns)
 
 
@@ -370,12 +432,34 @@ def power(
         source = f"pilot: {row['papers']} papers, {row['paired_cells']} pairs, judge {row['judge_id']}; {note}"
     elif sd_between is None or sd_within is None:
         raise click.UsageError("give a pilot (--agents A B) or both --sd-between and --sd-within")
+    if difference == 0:
+        raise click.BadParameter(
+            "0 cannot be detected: name the smallest difference worth finding", param_hint="--difference"
+        )
+    if sd_between < 0 or sd_within < 0:
+        raise click.BadParameter("a standard deviation is at least 0", param_hint="--sd-between/--sd-within")
+    if sd_between + sd_within == 0:
+        raise WarehouseError(
+            (f"the pilot's paired differences do not vary ({source})" if agents else "both spreads are 0")
+            + ": with no spread any difference is certain, and no number of papers can be planned from it. "
+            "Give the spreads you expect (--sd-between S --sd-within W), or a pilot whose agents differ "
+            "from paper to paper."
+        )
     echo(
         f"difference {difference:g} in {metric}; spreads ({source}): between papers {sd_between:.4g}, "
         f"within a paper {sd_within:.4g}"
     )
+    due = progress_due()
     for r in plan:
-        found = stats.papers_needed(difference, sd_between, sd_within, runs=r, power=target, simulations=simulations)
+
+        def searching(papers: int, reached: float, r=r) -> None:
+            if due():
+                progress(f"  {r} pair(s) per paper: simulated {papers} papers (power {reached:.2f}) ...")
+
+        found = stats.papers_needed(
+            difference, sd_between, sd_within, runs=r, power=target, simulations=simulations, progress=searching
+        )
+        progress_done()
         if found.papers is None:
             echo(f"  {r} pair(s) per paper: more than 200 papers (power {found.power:.2f} at 200)")
         else:
@@ -418,7 +502,8 @@ def _existing(warehouse_path: str | None, read_only: bool = False, settings=None
 @click.option("--max-episodes", default=200, show_default=True, help="Episode pages to write (the most recent).")
 @registry_option
 @fixed_papers_option
-def report(out_dir, warehouse_path, db_url, sync, max_episodes, registry, fixed_papers) -> None:
+@scope_options
+def report(out_dir, warehouse_path, db_url, sync, max_episodes, registry, fixed_papers, suites, one_off) -> None:
     """Write an HTML report: leaderboard, the paper's figures, and an episode viewer."""
     from pathlib import Path
 
@@ -432,5 +517,6 @@ def report(out_dir, warehouse_path, db_url, sync, max_episodes, registry, fixed_
             r = wh.sync(db_url, progress=_progress, registry=Path(registry) if registry else None)
             progress_done()
             echo(f"synced {r.events:,} new events", err=True)
+        _scoped(wh, suites, one_off, db_url)
         index = write_report(wh, out_dir, max_episodes=max_episodes)
     echo(f"wrote {index}")

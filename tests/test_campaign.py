@@ -592,3 +592,61 @@ def test_suites_whose_names_hold_dots_stay_apart(tmp_path):
         assert [live.summary(n)["cells"] for n in live.names()] == [2, 1]
     finally:
         live.close()
+
+
+def test_a_campaign_whose_endpoint_refuses_every_call_stops_after_a_few_cells(tmp_path, monkeypatch):
+    """Nothing listens at the base URL: instead of failing every cell in turn, each after its
+    retries, the run stops after its first few failures of one kind, leaves the rest to a later run,
+    and prints a `suite status` command that works as printed."""
+    import shlex
+    import socket
+
+    from inquitree.core.run.campaign import HALT_AFTER
+
+    with socket.socket() as s:  # a port that nothing listens on once this closes
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    body = (
+        GRID.replace('agents = ["random", "oracle"]', 'agents = ["openai:no-such-server"]')
+        + f'base_url = "http://127.0.0.1:{port}/v1"\nmax_retries = 0\nretries = 0\n'
+    )
+    path = write_suite(tmp_path, "offline", body)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    db = f"sqlite:///{tmp_path / 'net.sqlite'}"
+    out = CliRunner().invoke(main, ["suite", "run", str(path), "--db", db, "--trust-suite"])
+    assert out.exit_code == 1, out.output
+    cells = len(Suite.load(path, trusted=True).cells())
+    assert "0 done now" in out.output and "not started" in out.output
+    stopped = next(line for line in out.output.splitlines() if line.startswith("stopped:"))
+    assert f"the first {HALT_AFTER} cells all failed the same way" in stopped and "[connection]" in stopped
+    hint = stopped.split("`")[-2]
+    status = CliRunner().invoke(main, shlex.split(hint)[1:])
+    assert status.exit_code == 0, status.output
+    counts = dict(
+        (k, int(v))
+        for v, k in (part.split(" ", 1) for part in status.output.splitlines()[0].split(": ", 1)[1].split(", "))
+    )
+    assert counts["not started"] >= cells - 2 * HALT_AFTER and counts["finished"] == 0
+    assert "campaign: failed" in status.output
+
+
+def test_a_campaign_that_has_succeeded_once_does_not_stop_on_failures():
+    from inquitree.core.run.campaign import HALT_AFTER, SameFailures
+
+    import threading
+
+    stop = threading.Event()
+    watch = SameFailures(stop)
+    watch.succeeded()
+    for _ in range(HALT_AFTER * 2):
+        watch.failed("connection", "refused")
+    assert not stop.is_set() and watch.reason is None
+    mixed = SameFailures(stop)
+    for kind in ["connection", "timeout", "connection", "connection"]:
+        mixed.failed(kind, "x")
+    assert not stop.is_set()  # the first failures differ: not one systemic cause
+    systemic = SameFailures(stop)
+    for _ in range(HALT_AFTER):
+        systemic.failed("auth", "HTTP 401")
+    assert stop.is_set() and systemic.reason == "[auth] HTTP 401"

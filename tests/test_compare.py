@@ -157,6 +157,30 @@ def test_power_plans_papers_from_stated_spreads_and_from_a_pilot(sqlite_url, tmp
     assert refused.exit_code == 2 and "--one-off pairs episodes outside a suite" in refused.output
 
 
+def test_power_on_a_pilot_without_spread_says_why_in_one_line(sqlite_url, tmp_path):
+    """A pilot whose paired differences never vary (an oracle against an agent that always misses,
+    coverage 1 against 0 on every paper) ended in a Python traceback from the simulation."""
+    w = _log(sqlite_url, tmp_path)
+    out = CliRunner().invoke(
+        main,
+        ["power", "--difference", "0.05", "--agents", "oracle", "script", "--metric", "coverage", "--one-off"]
+        + ["--warehouse", w],
+    )
+    assert out.exit_code == 2, out.output
+    assert (
+        "Traceback" not in out.output and "do not vary" in out.output and "--sd-between S --sd-within W" in out.output
+    )
+
+
+def test_power_reports_its_progress_as_it_searches():
+    from inquitree import stats
+
+    seen: list[tuple[int, float]] = []
+    found = stats.papers_needed(0.3, 0.2, 0.2, simulations=200, progress=lambda n, p: seen.append((n, p)))
+    assert seen and found.papers in {n for n, _ in seen}
+    assert dict(seen)[found.papers] == found.power
+
+
 def test_report_and_viewer_tables_print_methods_and_warnings_under_the_table():
     """What the terminal prints under a table, the report and the viewer print under theirs (escaped)."""
     import polars as pl

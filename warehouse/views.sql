@@ -2,8 +2,9 @@
 -- queries/*.sql read these. Equation numbers refer to the InquiTree paper; #N to
 -- docs/DECISIONS.md.
 
--- One row per episode: its parameters, its state, and the per-episode quantities.
-CREATE OR REPLACE VIEW episodes AS
+-- One row per episode: its parameters, its state, and the per-episode quantities. Every episode of
+-- the store; the analyses read `episodes`, the ones in the scope a command asked for (below).
+CREATE OR REPLACE VIEW all_episodes_base AS
 WITH steps AS (
     SELECT episode_id, max(step) AS steps FROM ev_agent_replied WHERE state <> 'conclusion' GROUP BY ALL
 ), visited AS (            -- V^sub (Eq. 7, #9): a subtopic counts once its Subtopic state is entered
@@ -39,8 +40,8 @@ SELECT s.episode_id, s.tree_id, s.tree_hash, s.n_subtopics,
        s.recorded_at AS started_at,
        CASE WHEN c.episode_id IS NOT NULL THEN 'done'
             WHEN coalesce(fl.failures, 0) > coalesce(rs.resumes, 0) THEN 'failed' ELSE 'running' END AS status,
-       -- conclusion (the agent chose draw_conclusion), turn_limit (#3), reask_limit (README "Design"),
-       -- limit:<name> (a run limit, core/limits.py: no conclusion items), failed, running
+       -- conclusion (the agent chose draw_conclusion), turn_limit (#3), reask_limit (docs/design.md),
+       -- limit:<name> (a run limit, core/run/limits.py: no conclusion items), failed, running
        CASE WHEN c.episode_id IS NULL THEN
                 CASE WHEN coalesce(fl.failures, 0) > coalesce(rs.resumes, 0) THEN 'failed' ELSE 'running' END
             WHEN li.limit_name IS NOT NULL THEN 'limit:' || li.limit_name
@@ -75,6 +76,28 @@ LEFT JOIN draws d USING (episode_id)
 LEFT JOIN redos r USING (episode_id)
 LEFT JOIN entries ent USING (episode_id)
 LEFT JOIN trees t ON t.tree_id = s.tree_id AND t.tree_hash = s.tree_hash;
+
+-- Which campaign an episode belongs to. A campaign cell's id ends .a{level}.r{run} and starts with
+-- its suite's name, which runs up to the tree's id (a name may hold dots itself: "qwen-1.5b"); an
+-- episode played outside a suite (`play --record`, the inspect task) has in_suite false and suite ''.
+CREATE OR REPLACE VIEW all_episodes AS
+SELECT *,
+       CASE WHEN in_suite AND strpos(episode_id, '.' || tree_id || '.') > 1
+                THEN left(episode_id, strpos(episode_id, '.' || tree_id || '.') - 1)
+            WHEN in_suite THEN regexp_extract(episode_id, '^([^.]+)\.', 1)  -- a tree id that is not a slug
+            ELSE '' END AS suite
+FROM (SELECT *, regexp_matches(episode_id, '^[^.]+\..*\.a[0-9]+\.r[0-9]+$') AS in_suite FROM all_episodes_base);
+
+-- The episodes an analysis speaks about (#28: campaigns and one-off episodes are kept apart). A
+-- connection that sets no scope sees every episode (the viewer, `sql`); `query` and `report` set
+-- `episode_scope` to 'suites' (with `scope_suites`, a list of names, or NULL for every campaign)
+-- or 'one-off' (Warehouse.scope in warehouse/warehouse.py).
+CREATE OR REPLACE VIEW episodes AS
+SELECT * FROM all_episodes
+WHERE getvariable('episode_scope') IS NULL
+   OR (getvariable('episode_scope') = 'one-off' AND NOT in_suite)
+   OR (getvariable('episode_scope') = 'suites' AND in_suite
+       AND (getvariable('scope_suites') IS NULL OR list_contains(getvariable('scope_suites'), suite)));
 
 -- Eq. 8 per episode and ground-truth item: p = |R_true ∩ V| / |R|, 1 when R is empty (#14).
 -- A required result counts once at least one true (not fake) observation of it happened.
@@ -120,19 +143,13 @@ ASOF LEFT JOIN (SELECT episode_id, global_position, decision FROM ev_decision_pa
 
 -- What pairs an episode with another agent's (docs/DECISIONS.md #26, the one definition that
 -- `compare`, the viewer and the report use): the same suite, tree, randomness level and run,
--- and, where scores are paired, the same judge. A campaign cell's id ends .a{level}.r{run} and
--- starts with its suite's name, which runs up to the tree's id (a name may hold dots itself:
--- "qwen-1.5b"); an episode played outside a suite (in_suite false) has suite ''
+-- and, where scores are paired, the same judge. An episode played outside a suite has suite ''
 -- and its order among that agent's one-off episodes of the tree and level as its run, and is
 -- paired only when a comparison asks for one-off episodes. Every column of episodes comes along,
 -- so that a query reads an episode and its pair key from one computation of that view.
 CREATE OR REPLACE VIEW pair_keys AS
-SELECT *,
-       CASE WHEN in_suite AND strpos(episode_id, '.' || tree_id || '.') > 1
-                THEN left(episode_id, strpos(episode_id, '.' || tree_id || '.') - 1)
-            WHEN in_suite THEN regexp_extract(episode_id, '^([^.]+)\.', 1)  -- a tree id that is not a slug
-            ELSE '' END AS pair_suite,
+SELECT *, suite AS pair_suite,
        CASE WHEN in_suite THEN TRY_CAST(regexp_extract(episode_id, '\.r([0-9]+)$', 1) AS INTEGER)
             ELSE row_number() OVER (PARTITION BY agent, in_suite, tree_id, randomness ORDER BY episode_id) - 1
        END AS pair_run
-FROM (SELECT *, regexp_matches(episode_id, '^[^.]+\..*\.a[0-9]+\.r[0-9]+$') AS in_suite FROM episodes);
+FROM episodes;

@@ -300,6 +300,44 @@ class Warehouse(Syncing):
         self.close(publish=exc[0] is None or not self._fresh)
 
     # -- analyses --------------------------------------------------------------------------------
+    def scope(self, suites: list[str] | tuple[str, ...] = (), one_off: bool = False) -> str:
+        """Which episodes this connection's analyses speak about (the ``episodes`` view): the named
+        campaigns, or with ``one_off`` the episodes played outside a suite; with neither, every
+        campaign's episodes, or the one-off ones when the warehouse holds no campaign. Campaigns and
+        one-off episodes are never mixed (DECISIONS #28). Returns one line that says what was left
+        out ('' when nothing was)."""
+        if suites and one_off:
+            raise WarehouseError("name suites or ask for one-off episodes, not both")
+        con = self.con
+        con.execute("RESET VARIABLE episode_scope")
+        rows = con.execute("SELECT suite, count(*) FROM all_episodes GROUP BY ALL ORDER BY suite").fetchall()
+        counts = {name: n for name, n in rows}
+        campaigns = sorted(name for name in counts if name)
+        loose = counts.get("", 0)
+        if suites:
+            unknown = [name for name in suites if name not in counts or not name]
+            if unknown:
+                raise WarehouseError(
+                    f"no campaign {', '.join(shown(n) for n in unknown)} in the warehouse; campaigns: "
+                    + (", ".join(shown(n) for n in campaigns) or "(none)")
+                )
+            con.execute("SET VARIABLE episode_scope = 'suites'")
+            con.execute("SET VARIABLE scope_suites = ?", [list(dict.fromkeys(suites))])
+            left = [n for n in campaigns if n not in suites]
+            parts = [f"{len(left)} other campaign(s)"] if left else []
+            parts += [f"{loose:,} one-off episode(s)"] if loose else []
+            return f"campaign(s) {', '.join(suites)}; left out: {', '.join(parts)}" if parts else ""
+        if one_off or not campaigns:
+            con.execute("SET VARIABLE episode_scope = 'one-off'")
+            if campaigns:
+                return f"episodes played outside a suite; left out: campaign(s) {', '.join(campaigns)} (--suite NAME)"
+            return ""
+        con.execute("SET VARIABLE episode_scope = 'suites'")
+        con.execute("SET VARIABLE scope_suites = NULL")
+        if loose:
+            return f"campaign(s) {', '.join(campaigns)}; left out: {loose:,} one-off episode(s) (--one-off shows them)"
+        return ""
+
     def sql(self, text: str, one_statement: bool = False) -> pl.DataFrame:
         """Run ``text``; with ``one_statement`` (``inquitree sql``), anything but one statement is refused."""
         try:

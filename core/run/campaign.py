@@ -359,6 +359,41 @@ class CampaignReport:
     stopped: int = 0  # begun and left at a step boundary when the campaign was stopped (resumable)
     tokens: int = 0
     errors: list[str] = dataclasses.field(default_factory=list)
+    halted: str | None = None  # why the run stopped itself: every cell failed the same way (SameFailures)
+
+
+# Failures that say the endpoint cannot be used at all (nothing listens, the key is refused, no such
+# model): when the first cells of a run all end in one of these, of one kind, and none has
+# succeeded, the rest would fail the same way, one by one, each after its retries.
+SYSTEMIC_KINDS = frozenset({"connection", "auth", "not_found"})
+HALT_AFTER = 3
+
+
+class SameFailures:
+    """Watches a run's cells and tells it to stop once its first ``HALT_AFTER`` failures are of one
+    systemic kind with no cell done; the cells not reached stay resumable (not started)."""
+
+    def __init__(self, stop: threading.Event):
+        self.stop, self.kinds, self.done, self.reason = stop, [], 0, None
+        self._lock = threading.Lock()
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self.done += 1
+
+    def failed(self, kind: str | None, message: str) -> None:
+        with self._lock:
+            self.kinds.append(kind)
+            first = self.kinds[:HALT_AFTER]
+            if (
+                self.reason is None
+                and not self.done
+                and len(first) == HALT_AFTER
+                and len(set(first)) == 1
+                and first[0] in SYSTEMIC_KINDS
+            ):
+                self.reason = f"[{kind}] {message}"
+                self.stop.set()
 
 
 def parse_shard(text: str | None) -> tuple[int, int]:
@@ -436,6 +471,7 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
             file=sys.stderr,
         )
     lock = threading.Lock()
+    same = SameFailures(stop)
 
     def one(cell: Cell, eid: str) -> tuple[str, int]:
         try:
@@ -478,9 +514,10 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
                     stop=stop,
                 )
             except EpisodeFailure as exc:
-                if exc.retryable and attempt < suite.retries:
+                if exc.retryable and attempt < suite.retries and not stop.is_set():
                     time.sleep(min(30.0, 2.0**attempt))
                     continue
+                same.failed(exc.kind, str(exc))
                 return f"failed: {eid}: [{exc.kind}] {exc}", 0
             if out.appended == 0:
                 return "skipped", 0  # another worker finished it after this run listed the grid
@@ -488,6 +525,7 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
                 len(out.events) - out.appended :
             ]  # a resumed episode's earlier turns were counted before
             tokens = sum(tokens_of(e.usage) for e in new_events if isinstance(e, AgentReplied))
+            same.succeeded()
             return "done", tokens
         return f"failed: {eid}", 0
 
@@ -543,7 +581,7 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
         if raised:
             raise raised[0]
         pool.shutdown()
-        how = "finished"
+        how = "failed" if same.reason else "finished"
     except KeyboardInterrupt:
         how = "interrupted"
         # Leaving the pool would otherwise run every cell still queued before the interrupt ends.
@@ -560,6 +598,7 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
         report.not_started += sum(f.cancelled() for f in futures)
         raise CampaignInterrupted(report) from None
     finally:
+        report.halted = same.reason
         pool.shutdown(wait=False, cancel_futures=True)
         if beat is not None:  # recorded, so every page and `suite status` say how this run ended
             beat.end(how, report)
