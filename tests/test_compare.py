@@ -286,3 +286,54 @@ def test_compare_and_the_viewers_pairs_compute_the_episodes_view_once(tmp_path):
         cells = sql.CELLS.replace("$1", "'a'").replace("$2", "'b'").replace("$3", "false")
         for text in ((QUERIES_DIR / "compare.sql").read_text(), cells):
             assert _tables_scanned(wh, text)["ev_conclusion_submitted"] == 1
+
+
+def test_query_and_report_keep_campaigns_and_one_off_episodes_apart(sqlite_url, tmp_path):
+    """`query` mixed one-off `play` episodes into a campaign's numbers and had no --suite."""
+    runner = CliRunner()
+    for name, agents in (("first", '["oracle"]'), ("second", '["oracle", "random"]')):
+        (tmp_path / f"{name}.toml").write_text(
+            f'name = "{name}"\ntrees = ["synthetic-diamond-4"]\nagents = {agents}\nrandomness = [0]\nruns = 2\n'
+            'embedder = "hash"\n'
+        )
+        assert runner.invoke(main, ["suite", "run", str(tmp_path / f"{name}.toml"), "--db", sqlite_url]).exit_code == 0
+    store = EventStore(sqlite_url)
+    diamond = resolve_tree("synthetic-diamond-4")
+    play(diamond, OracleAgent(diamond), store=store)  # one episode outside a suite
+    store.close()
+    w = str(tmp_path / "w.duckdb")
+    assert runner.invoke(main, ["warehouse", "sync", "--db", sqlite_url, "--warehouse", w]).exit_code == 0
+
+    def episodes(*args: str) -> tuple[dict[str, int], str]:
+        out = runner.invoke(
+            main,
+            ["query", "table2_leaderboard", "--warehouse", w, "--db", sqlite_url, "--format", "csv"]
+            + ["--columns", "agent,episodes", *args],
+        )
+        assert out.exit_code == 0, out.output
+        rows = [ln.split(",") for ln in out.stdout.splitlines()[1:]]
+        return {a: int(n) for a, n in rows}, out.stderr
+
+    every, said = episodes()
+    assert every == {"oracle": 4, "random": 2}
+    assert "left out: 1 one-off episode(s) (--one-off shows them)" in said
+    assert episodes("--suite", "second")[0] == {"oracle": 2, "random": 2}
+    assert episodes("--suite", "first")[0] == {"oracle": 2}
+    assert episodes("--one-off")[0] == {"oracle": 1}
+    unknown = runner.invoke(main, ["query", "table2_leaderboard", "--warehouse", w, "--suite", "third"])
+    assert (
+        unknown.exit_code == 2
+        and "no campaign 'third' in the warehouse; campaigns: 'first', 'second'" in unknown.output
+    )
+    store = EventStore(sqlite_url)
+    play(diamond, OracleAgent(diamond), store=store)
+    store.close()
+    _, said = episodes()
+    assert "recorded after this warehouse's last sync: `inquitree warehouse sync` loads them" in said
+    report = runner.invoke(
+        main, ["report", "--out", str(tmp_path / "r"), "--warehouse", w, "--db", sqlite_url, "--suite", "first"]
+    )
+    assert report.exit_code == 0, report.output
+    page = (tmp_path / "r" / "index.html").read_text()
+    table2 = page.split("Table 2")[1].split("</table>")[0]
+    assert "<td>oracle</td>" in table2 and "<td>random</td>" not in table2
