@@ -46,20 +46,23 @@ def view(db_url, warehouse_path, host, port, allowed, sync, open_browser, stale_
 
     if importlib.util.find_spec("starlette") is None or importlib.util.find_spec("uvicorn") is None:
         raise click.ClickException(f"the viewer needs its extra: {install_extra('view')}")
+    from pathlib import Path
+
     import uvicorn
 
     from inquitree.viewer.app import create_app
     from inquitree.warehouse.warehouse import default_warehouse_path, kept_only_if_used
 
     path = warehouse_path or default_warehouse_path()
-    if sync:
-        with kept_only_if_used(path) as wh:
-            report = wh.sync(db_url)
-        echo(f"{path}: {report.events:,} new events synced", err=True)
     _port_free(host, port)  # before anything is built or said: a port in use is one line, not a URL
+    if sync and not Path(path).exists():
+        with kept_only_if_used(path):  # an empty warehouse, for the pages to read until the sync publishes
+            pass
     app = create_app(
         path, db_url, sync, stale_after, host=host, extra_hosts=allowed, write_index=sync, index_in_background=True
     )
+    if sync and app.state.viewer.catch_up(force=True):  # the pages answer meanwhile, and say so
+        echo(f"{path}: loading the store's newer events in the background", err=True)
     where = f"http://{host}:{port}/"
     loopback = host in ("127.0.0.1", "localhost", "::1")
     echo(

@@ -19,6 +19,7 @@ The pages are module-level functions that read the :class:`Viewer` from ``reques
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import json
 import os
@@ -111,6 +112,8 @@ class Viewer:
         self.stopping = threading.Event()  # set when the server stops: open event streams end at once
         self.searches = asyncio.Semaphore(SEARCHES)  # searches running at once (each in a worker thread)
         self.caught_up = time.monotonic()
+        self.syncing: threading.Thread | None = None  # the background sync, while it runs
+        self.sync_guard = threading.Lock()
         # (warehouse position, figures, their PNG bytes): drawn into a temporary folder that is gone
         # before the page is served, so that no signal can leave one behind.
         self.figures: tuple[int, dict[str, dict], dict[str, bytes]] | None = None
@@ -179,27 +182,48 @@ class Viewer:
 
     def catch_up(self, force: bool = False) -> bool:
         """Follow the warehouse: take up a snapshot another process published (``warehouse sync``,
-        ``report``), and with ``--sync`` sync it when the store has moved on (at most once a second
-        unless ``force``). The pages keep reading the last published snapshot while a sync writes
-        the next; a sync already running elsewhere is left to publish its own. True if it synced."""
+        ``report``), and with ``--sync``, when the store has moved on, start a sync in a thread of
+        its own (at most once a second unless ``force``). A page never waits for it: pages keep
+        reading the last published snapshot and say that newer events are being loaded
+        (:meth:`loading`); the sync's snapshot is taken up when it is published. True if a sync
+        was started."""
         self.follow_published()
         if not self.sync or self.live is None:
             return False
         if not force and time.monotonic() - self.caught_up < CATCH_UP_SECONDS:
             return False
-        with self.lock:
-            head = self.live.store.last_position()
-            if head <= self.position():
+        with self.sync_guard:
+            if self.syncing is not None:
+                return False
+            if self.live.store.last_position() <= self.position():
                 return False
             self.caught_up = time.monotonic()
-            try:
-                with Warehouse(self.path, wait=0) as writer:
-                    writer.sync(self.db_url)
-            except InquiTreeError as exc:  # another process is syncing: its snapshot will be taken up
-                print(f"inquitree view: the warehouse was not synced ({exc}); pages show it as it was", file=sys.stderr)
-                return False
-            self._reopen()
+            self.syncing = threading.Thread(target=self._sync_in_background, name="warehouse-sync", daemon=True)
+            self.syncing.start()
             return True
+
+    def _sync_in_background(self) -> None:
+        try:
+            with Warehouse(self.path, wait=0) as writer:
+                writer.sync(self.db_url)
+        except Exception as exc:  # noqa: BLE001 - another process is syncing (its snapshot will be taken up), or the store failed
+            print(f"inquitree view: the warehouse was not synced ({exc}); pages show it as it was", file=sys.stderr)
+        finally:
+            with self.sync_guard:
+                self.syncing = None
+        with contextlib.suppress(Exception):
+            self.follow_published()
+
+    def loading(self) -> bool:
+        """True while this viewer's sync of newer events runs (the pages say so)."""
+        return self.syncing is not None
+
+    def wait_for_sync(self, timeout: float = 60.0) -> None:
+        """Wait for a background sync to publish (tests, and `view` before it opens a browser)."""
+        thread = self.syncing
+        if thread is not None:
+            thread.join(timeout)
+        self.follow_published()
 
     def follow_published(self) -> None:
         """Read the newest published snapshot of the warehouse, if another has replaced the one open."""
@@ -215,6 +239,7 @@ class Viewer:
         self.refresh_index()
 
     def page(self, name: str, status_code: int = 200, **values: Any) -> HTMLResponse:
+        values.setdefault("loading", self.loading())
         return HTMLResponse(self.env.get_template(name).render(**values), status_code=status_code)
 
 
@@ -289,8 +314,8 @@ def episode(request: Request) -> Response:
     viewer: Viewer = request.app.state.viewer
     episode_id = request.path_params["episode_id"]
     found = viewer.rows(sql.EPISODE, [episode_id])
-    if (not found or found[0]["status"] not in ("done", "failed")) and viewer.catch_up(force=not found):
-        found = viewer.rows(sql.EPISODE, [episode_id])
+    if not found or found[0]["status"] not in ("done", "failed"):
+        viewer.catch_up(force=not found)
     if not found:
         return viewer.page("missing.html.j2", what=f"episode {episode_id}", status_code=404)
     with viewer.lock:
@@ -863,7 +888,6 @@ def aligned(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> tuple[list[dict
 def _system_prompt(template_set: str | None) -> str | None:
     """The system prompt the episode's agent was given (its template set's; None if not here)."""
     from inquitree.core.game.prompts import TemplateSet
-    from inquitree.events.errors import InquiTreeError
 
     try:
         return TemplateSet(template_set).system_prompt if template_set else None
