@@ -632,9 +632,9 @@ def test_a_campaign_whose_endpoint_refuses_every_call_stops_after_a_few_cells(tm
 
 
 def test_a_campaign_that_has_succeeded_once_does_not_stop_on_failures():
-    from inquitree.core.run.campaign import HALT_AFTER, SameFailures
-
     import threading
+
+    from inquitree.core.run.campaign import HALT_AFTER, SameFailures
 
     stop = threading.Event()
     watch = SameFailures(stop)
