@@ -374,7 +374,10 @@ class SameFailures:
     systemic kind with no cell done; the cells not reached stay resumable (not started)."""
 
     def __init__(self, stop: threading.Event):
-        self.stop, self.kinds, self.done, self.reason = stop, [], 0, None
+        self.stop = stop
+        self.kinds: list[str | None] = []
+        self.done = 0
+        self.reason: str | None = None
         self._lock = threading.Lock()
 
     def succeeded(self) -> None:
