@@ -11,7 +11,7 @@ so a paper with five runs weighs what a paper with one does. The warehouse's SQL
 (``warehouse/intervals.py``) call these same functions, so a notebook that calls them on the
 numbers of a query gets the query's interval.
 
-Why these methods (measured by ``bench/statistics.py``, table in docs/statistics.md): a t
+Why these methods (measured by ``bench/stats_sim.py``, table in docs/statistics.md): a t
 interval on paper means holds on symmetric designs and covered 48-92% on the shapes a weak
 agent produces, so the interval follows the metric's scale:
 

@@ -48,7 +48,7 @@ def wall(url: str, runs: int) -> dict:
     alternated with ``inquitree --version`` (the CLI's own start) as the same-moment baseline;
     as this environment runs it, and with the package's bytecode kept (in a temporary
     PYTHONPYCACHEPREFIX written by a first run), as an installed package has it where
-    PYTHONDONTWRITEBYTECODE is set (``bench/cli_startup.timed_processes``)."""
+    PYTHONDONTWRITEBYTECODE is set (``timed_processes`` in bench/cli_startup.py)."""
     command = [sys.executable, "-m", "inquitree"]
     cases = {"episodes list": [*command, "episodes", "list", "--db", url], "--version": [*command, "--version"]}
     times = timed_processes(cases, runs)

@@ -1,8 +1,8 @@
 """Does every printed interval hold its rate? The statistics of ``inquitree.stats`` on simulated
-campaigns whose truth is known (``tests/campaignsim.py``), in every design of issue #40 at 2, 3,
-5, 8, 12 and 18 papers:
+campaigns whose truth is known (``tests/campaignsim.py``), in every design of docs/statistics.md at 2,
+3, 5, 8, 12 and 18 papers:
 
-    python bench/stats_sim.py [--campaigns 2000] [--before OLD_MODULE.py] [--out bench/results/statistics.json]
+    python bench/stats_sim.py [--campaigns 2000] [--before OLD_MODULE.py] [--out bench/results/stats_sim.json]
 
 - intervals: per design and paper count, the share of campaigns that print a 95% interval, how
   often a printed one covers the true mean, the share of rows with a warning, the median width;
@@ -18,9 +18,9 @@ campaigns whose truth is known (``tests/campaignsim.py``), in every design of is
   truth: Cox's log-scale interval, the t interval, and what ``stats`` prints (Cox below
   ``COX_MAX_UNITS`` units).
 
-``--before FILE`` also runs the warehouse's previous ``Bootstrap`` (a copy of the old module, e.g.
-``git show 3fdb0ab:warehouse/bootstrap.py > /tmp/old.py``) on the same campaigns, for a
-before/after table. The results go to ``--out`` as JSON and a markdown table is printed.
+``--before FILE`` also runs an older interval module's ``Bootstrap`` (a copy taken from git history,
+where the warehouse computed its own intervals before ``inquitree.stats``) on the same campaigns,
+for a before/after table. The results go to ``--out`` as JSON and a markdown table is printed.
 """
 
 from __future__ import annotations
@@ -374,7 +374,7 @@ def markdown(result: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--campaigns", type=int, default=2000)
-    parser.add_argument("--before", default=None, help="a copy of the old warehouse/bootstrap.py, for comparison")
+    parser.add_argument("--before", default=None, help="a copy of an older interval module (from git history), for comparison")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "stats_sim.json"))
     parser.add_argument("--only", default=None, help="comma-separated parts: intervals,paired,power,fwer,ranks,units")
     parser.add_argument("--tables", metavar="RESULT.json", help="print the markdown tables of an earlier result")

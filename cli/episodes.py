@@ -278,11 +278,13 @@ def episodes_to_inspect(
 
 
 @episodes.command("import")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @db_option
-@key_option("The public key of whoever exported the file: its signature must verify with it.")
-def episodes_import(path: str, db_url: str | None, key_path: str | None) -> None:
-    """Append an exported episode (JSON lines) to the store as a new stream.
+@key_option("The public key of whoever exported the files: each signature must verify with it.")
+def episodes_import(paths: tuple[str, ...], db_url: str | None, key_path: str | None) -> None:
+    """Append exported episodes (JSON lines, one file an episode) to the store, each as a new stream.
+    Files are imported in the order given; the first that is refused stops the command, and the
+    ones before it stay imported (importing them again does nothing).
 
     A file that carries hashes is checked first: an edited file is refused, naming the first event
     that does not match; with --key its signature must verify (and a file without hashes or without
@@ -293,11 +295,21 @@ def episodes_import(path: str, db_url: str | None, key_path: str | None) -> None
     --key` proves it only with the key of whoever signed it. An episode already in the store is
     left alone: importing the same events again does nothing, and a file that differs from the
     stored episode is refused."""
+    from inquitree.events.signing import load_verifier
+
+    verifier = load_verifier(key_path) if key_path else None
+    for path in paths:
+        _import_one(path, db_url, verifier)
+    if len(paths) > 1:
+        echo(f"{len(paths)} files imported")
+
+
+def _import_one(path: str, db_url: str | None, verifier) -> None:
+    """One exported episode into the store (see ``episodes import``)."""
     import hashlib
     from pathlib import Path
 
     from inquitree.core.run.golden import MAX_IMPORT_BYTES, dump_jsonl, load_export
-    from inquitree.events.signing import load_verifier
     from inquitree.events.store import EventStore
     from inquitree.events.types import EpisodeImported
 
@@ -312,7 +324,6 @@ def episodes_import(path: str, db_url: str | None, key_path: str | None) -> None
     if not isinstance(first, EpisodeStarted):
         raise InquiTreeError(f"{path}: line 1 is a {first.TYPE} event: an episode starts with EpisodeStarted")
     sid = episode_stream(first.episode_id, where=f"{path}: line 1")
-    verifier = load_verifier(key_path) if key_path else None
     established = exported.check(sid, verifier)
     record = EpisodeImported(
         episode_id=first.episode_id,

@@ -68,15 +68,16 @@ def scope_options(f):
     )(f)
 
 
-def _scoped(wh, suites, one_off, db_url) -> None:
+def _scoped(wh, suites, one_off, db_url) -> str:
     """Set the warehouse's scope and say in one line (on stderr) what is left out and what the store
-    holds that the warehouse has not loaded."""
+    holds that the warehouse has not loaded; returns the scope's line."""
     line = wh.scope(suites, one_off)
     if line:
         echo(f"episodes: {line}", err=True)
     behind = _not_loaded(wh, db_url)
     if behind:
         echo(behind, err=True)
+    return line
 
 
 def _not_loaded(wh, db_url: str | None) -> str:
@@ -468,11 +469,18 @@ def power(
 
 
 @click.command()
-@click.argument("text")
+@click.argument("text", required=False)
+@click.option(
+    "--file", "sql_file", type=click.File(encoding="utf-8"), default=None, help="Read the statement from this file."
+)
 @warehouse_option
 @output_options
-def sql(text, warehouse_path, fmt, out, columns) -> None:
-    """Run one SQL statement against the warehouse, on a read-only connection (it cannot change it)."""
+def sql(text, sql_file, warehouse_path, fmt, out, columns) -> None:
+    """Run one SQL statement (TEXT, or --file FILE) against the warehouse, on a read-only connection
+    (it cannot change it, nor read any file)."""
+    if (text is None) == (sql_file is None):
+        raise click.UsageError("give the statement as TEXT or with --file FILE, one of the two")
+    text = text if text is not None else sql_file.read()
     with _existing(warehouse_path, read_only=True) as wh:
         _emit(wh.sql(text, one_statement=True), fmt, out, columns)
 
@@ -517,6 +525,6 @@ def report(out_dir, warehouse_path, db_url, sync, max_episodes, registry, fixed_
             r = wh.sync(db_url, progress=_progress, registry=Path(registry) if registry else None)
             progress_done()
             echo(f"synced {r.events:,} new events", err=True)
-        _scoped(wh, suites, one_off, db_url)
-        index = write_report(wh, out_dir, max_episodes=max_episodes)
+        scope = _scoped(wh, suites, one_off, db_url)
+        index = write_report(wh, out_dir, max_episodes=max_episodes, scope=scope)
     echo(f"wrote {index}")

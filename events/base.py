@@ -57,7 +57,7 @@ class Event:
 
     def to_json(self) -> bytes:
         """The payload as stored, UTF-8: the fields in their declared order, keys of nested objects
-        sorted, no whitespace (orjson; ``core/golden.as_stored`` writes a parsed payload back the same)."""
+        sorted, no whitespace (orjson; ``as_stored`` in core/run/golden.py writes a parsed payload back the same)."""
         return orjson.dumps(self, option=orjson.OPT_SORT_KEYS)
 
     @classmethod

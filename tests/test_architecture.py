@@ -4,6 +4,8 @@ rooms before it: game, calls, players, run, then inspect and extract)."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -58,3 +60,47 @@ def test_every_room_is_named_in_the_document_and_exists():
     text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
     for room in ROOMS:
         assert (ROOT / "core" / room / "__init__.py").exists() and f"`core/{room}/`" in text
+
+
+# -- every text that names a file of the repository names one that exists ----------------------------
+TOPS = "bench|cli|core|docs|events|migrations|queries|scripts|suites|tests|trees|viewer|warehouse"
+NAMED_PATH = re.compile(r"(?<![\w./-])((?:%s)/[\w./*-]*[\w*])" % TOPS)
+# Data a tree or a study carries, and logs whose text is a recording: they name what they named then.
+NOT_PROSE = re.compile(
+    r"^(tests/test_architecture\.py$|tests/golden/|tests/data/|docs/studies/.*/(episodes|tables)/|bench/results/|trees/.*\.json$|core/data/)"
+    r"|\.(png|jsonl|csv|gguf)$"
+)
+
+
+def _named_paths() -> list[tuple[str, str]]:
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    if not tracked:  # not a git checkout (an sdist): every text file under the root
+        tracked = [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*") if p.is_file() and ".git" not in p.parts]
+    found = []
+    for name in tracked:
+        if NOT_PROSE.search(name):
+            continue
+        try:
+            text = (ROOT / name).read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError):
+            continue
+        found += [(name, m.group(1).rstrip(".")) for m in NAMED_PATH.finditer(text)]
+    return found
+
+
+def _exists(path: str) -> bool:
+    if any(c.isupper() for c in path.split("/")[-1].split(".")[0]):  # a placeholder: queries/NAME.sql
+        return True
+    if "*" in path:
+        return any(ROOT.glob(path))
+    if (ROOT / path).exists():
+        return True
+    module, _, attribute = path.rpartition(".")  # a name in a module: core/run/golden.as_stored
+    return bool(module) and attribute.isidentifier() and (ROOT / f"{module}.py").exists()
+
+
+def test_every_text_names_files_that_exist():
+    """Comments, docstrings, docs, templates and SQL that name a file of the repository (the report's
+    introduction named warehouse/bootstrap.py long after it was gone)."""
+    stale = sorted({f"{where}: {path}" for where, path in _named_paths() if not _exists(path)})
+    assert not stale, "texts name files that do not exist:\n" + "\n".join(stale)

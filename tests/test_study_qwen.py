@@ -16,6 +16,8 @@ from inquitree.cli import main
 
 STUDY = Path(__file__).resolve().parent.parent / "docs" / "studies" / "qwen-1.5b"
 EPISODES = sorted((STUDY / "episodes").glob("*.jsonl"))
+# The study's signing key, as README.md and CHANGELOG.md publish it (not only the file beside the export)
+STUDY_KEY_ID = "c157c41dbcc290eb"
 TABLES = sorted((STUDY / "tables").glob("*.csv"))  # each made by queries/NAME.sql, or by the study's sql/NAME.sql
 
 
@@ -35,16 +37,18 @@ def test_the_study_imports_under_its_key_replays_identically_and_gives_its_table
         "matching",
     }
     db, wh = f"sqlite:///{tmp_path / 'e.sqlite'}", str(tmp_path / "w.duckdb")
-    for path in EPISODES:
-        imported = run("episodes", "import", str(path), "--db", db, "--key", str(STUDY / "signing.pub"))
-        assert "the signature by key" in imported and "verifies" in imported, imported
+    # the study page's commands: every file in one import, then the proof with the study's key
+    imported = run("episodes", "import", *map(str, EPISODES), "--db", db, "--key", str(STUDY / "signing.pub"))
+    assert imported.count("the signature by key") == len(EPISODES) and f"{len(EPISODES)} files imported" in imported
+    proof = run("db", "verify", "--key", str(STUDY / "signing.pub"), "--db", db)
+    assert f"proved by checkpoints signed by key {STUDY_KEY_ID}: the 2,906 events" in proof
     for path in EPISODES:
         assert "replay: identical" in run("replay", path.stem, "--db", db, "-q"), path.stem
     run("warehouse", "sync", "--db", db, "--warehouse", wh)
     for table in TABLES:
         own = STUDY / "sql" / f"{table.stem}.sql"
         if own.exists():
-            made = run("sql", "--warehouse", wh, "--format", "csv", "--", own.read_text())
+            made = run("sql", "--file", str(own), "--warehouse", wh, "--format", "csv")
         else:
             made = run("query", table.stem, "--warehouse", wh, "--format", "csv")
         if os.environ.get("INQUITREE_WRITE_STUDY_TABLES"):  # how the tables were made: from the export

@@ -521,7 +521,14 @@ def comparison(wh: Warehouse) -> tuple[pl.DataFrame, list[dict]]:
     return df.drop(PAIR_COLUMNS), list(groups.values())
 
 
-def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200) -> Path:
+INTERVALS = (
+    "Intervals are 95% intervals with the paper as the unit (docs/statistics.md; the module inquitree.stats): "
+    "each row names its method, and a warning says wherever a number cannot be trusted."
+)
+
+
+def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200, scope: str = "") -> Path:
+    """The report in ``out_dir``; ``scope`` says which episodes it speaks about (Warehouse.scope)."""
     out = Path(out_dir)
     (out / "episodes").mkdir(parents=True, exist_ok=True)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True)
@@ -546,6 +553,8 @@ def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200) ->
     compared, pairs = comparison(wh)
     index = env.get_template("index.html.j2").render(
         leaderboard=table_html(wh.query("table2_leaderboard")),
+        intervals=INTERVALS,
+        scope=scope,
         figures=figs,
         episodes=episodes.select(
             "episode_id", "tree_id", "agent", "randomness", "status", "steps", "coverage", "q_norm"

@@ -5,7 +5,7 @@ What a researcher paying for calls needs, in one class (:class:`ChatModel`):
 
 - **Request options** (``reasoning_effort=high``, ``top_p``, ``seed``, ...) reach the endpoint
   in the request body as given, over one of two transports with the same outcomes
-  (``core/chat_http.py``): a keep-alive connection per thread, or the SDK's ``post`` where that
+  (``core/calls/chat_http.py``): a keep-alive connection per thread, or the SDK's ``post`` where that
   does not apply (a proxy, credentials in the URL, ``INQUITREE_CHAT_HTTP=sdk``); never through
   the SDK's typed methods, whose per-argument transform was half of a call's CPU in a campaign
   (bench/campaign.py). What the endpoint rejects is a readable :class:`ModelCallError`.

@@ -1,7 +1,7 @@
 """Recorded InquiTree episodes as inspect_ai eval logs, for ``inspect view`` (``inquitree episodes
 to-inspect``; needs ``pip install 'inquitree[inspect]'``).
 
-Each log holds the episodes of one agent, in the shape the inspect task (``core/inspect_task.py``)
+Each log holds the episodes of one agent, in the shape the inspect task (``core/inspect/task.py``)
 gives its own samples, so a campaign run by ``suite run`` reads in the viewer like a run of
 ``inspect eval inquitree/research_tree``:
 

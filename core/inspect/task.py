@@ -60,7 +60,7 @@ from inquitree.core.run.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import JudgeVerdict
 
-GRADER_PROMPT_VERSION = JUDGE_PROMPT_VERSION  # the same prompt and re-asks as the openai judge (core/judges.py)
+GRADER_PROMPT_VERSION = JUDGE_PROMPT_VERSION  # the same prompt and re-asks as the openai judge (core/players/judges.py)
 
 
 def tree_set(trees: str) -> list[Tree]:

@@ -180,7 +180,7 @@ def _failure(exc: BaseException, phase: str) -> tuple[str, bool, str, str]:
 class Episode:
     """One episode being played: the engine, its recorder and state, and the steps around a
     model call. :func:`run_episode` drives it with a synchronous agent; the inspect_ai solver
-    (``core/inspect_task.py``) drives the same object from its own event loop, so both record
+    (``core/inspect/task.py``) drives the same object from its own event loop, so both record
     the same events.
 
     A new episode starts with ``EpisodeStarted`` in a new stream (an existing one is refused at
@@ -350,7 +350,7 @@ def run_episode(
     Any exception raised by the agent, the embedder, the engine or the judge is recorded as
     ``EpisodeFailed`` (message, class, kind, retryable) and raised as :class:`EpisodeFailure`;
     the store's own errors (a concurrent writer) propagate as they are. ``limits`` and the
-    campaign's ``budget`` are checked before every agent call (see ``core/limits.py``).
+    campaign's ``budget`` are checked before every agent call (see ``core/run/limits.py``).
 
     A replayable agent's steps share appends (see :class:`Recorder`); any other agent's step
     is appended before its next call. Once ``stop`` is set (a campaign's Ctrl-C), the episode

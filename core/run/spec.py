@@ -31,7 +31,7 @@ TEMPLATES = "inquitree"  # the paper's prompt templates (Appendix C)
 class EpisodeSpec:
     """What a run of episodes is played with, apart from the cell (tree, level, seed)."""
 
-    tau: float | None = None  # None: the embedder's recommended threshold (core/embed.py)
+    tau: float | None = None  # None: the embedder's recommended threshold (core/players/embed.py)
     max_hints: int = MAX_HINTS
     max_turns: int | None = None  # None: the upper bound n(2H+3) of the tree (Eq. 12)
     max_reasks: int | None = MAX_REASKS
