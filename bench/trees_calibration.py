@@ -1,4 +1,4 @@
-"""Issue #7's measurements on the shipped trees, under the local embedder.
+"""The calibration measurements on the shipped trees, under the local embedder.
 
 Per tree: subtopics ours vs the paper's Table 4, the mean cosine of each hint level to
 its target (Eq. 6), the mean highest cosine between a target and another candidate of

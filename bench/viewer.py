@@ -1,4 +1,4 @@
-"""The viewer's pages on a large store (issue 32: each page under 300 ms server side, search under 500 ms).
+"""The viewer's pages on a large store (each page under 300 ms server side, search under 500 ms).
 
     python bench/viewer.py [--db URL | --events 1000000] [--runs 5] [--out FILE] [--quick]
 

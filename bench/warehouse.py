@@ -266,7 +266,7 @@ def measure(url: str, runs: int = 3, allow_writes: bool = False) -> dict:
             inc_open_close.append(seconds)
             assert inc.events == new
             incs.append(inc.seconds)
-        # What publishing costs a writer (issue 41): a writer copies the warehouse to PATH.next and
+        # What publishing costs a writer: a writer copies the warehouse to PATH.next and
         # renames it back when it closes, so readers never wait; against opening it read-only.
         publish, read_open = [], []
         for _ in range(max(3, runs)):

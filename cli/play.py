@@ -113,7 +113,7 @@ class StepLine:
 @click.option("--embedder", "embedder_name", default="local", show_default=True, help="local | hash | openai[:MODEL]")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--randomness", "-a", default=0, show_default=True, type=int, help="Fake results with probability 10a%.")
-@click.option("--tau", type=float, default=None, help="Match threshold (default: the embedder's, see README).")
+@click.option("--tau", type=float, default=None, help="Match threshold (default: the embedder's, see docs/design.md).")
 @click.option(
     "--tau-study",
     type=float,

@@ -1,6 +1,6 @@
 """Alembic environment. InquiTree passes its own connection in
 ``config.attributes['connection']``; the ``alembic`` command line can also be
-used with ``-x url=...`` (see README)."""
+used with ``-x url=...`` (see docs/campaigns.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
--- Judge checks (issue #42): verdicts of a judge that a reader should not take on trust. Per judge:
+-- Judge checks: verdicts of a judge that a reader should not take on trust. Per judge:
 -- how many verdicts gave credit (score 1.0 or 0.6) while their own rationale says the item is
 -- absent from the conclusions ("not stated", "does not mention", "no evidence", ...); how many
 -- episodes with 3 or more items got the same score for every item (a judge that never varies);

@@ -4,7 +4,7 @@
 
 A campaign is T papers with runs per paper; each paper has its own true mean, each run its value
 around it, and the estimand is the mean over the population of papers. The shapes are those the
-benchmark produces and those issue #40 found the old intervals failing on:
+benchmark produces and those the first intervals were found failing on:
 
 - ``normal``: a metric in [0, 1] (coverage), paper means ~ N(0.5, 0.15), runs +- 0.08, 3 runs;
 - ``unbalanced``: the same with 1 to 6 runs per paper (cells that failed or were cut short);

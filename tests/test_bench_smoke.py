@@ -1,6 +1,6 @@
 """Every bench script runs: a quick run of each, in a subprocess as a user runs it, writing its
 results to a temporary file (never into bench/results). A bench nobody runs rots: two crashed at
-the head of session 14 (an `EventStore._writer` that no longer existed; `compare.sql` run without
+an earlier head (an `EventStore._writer` that no longer existed; `compare.sql` run without
 its agents, after the bench had appended events to the store it measured).
 
 The real-model benches need a server (scripts/local-model.sh start): without one they must say so
@@ -119,7 +119,7 @@ NEEDS_AN_EXTRA = {  # what each bench needs beyond the README's install, checked
 
 @pytest.mark.parametrize("script", sorted(NEEDS_AN_EXTRA))
 def test_a_bench_without_its_extra_says_so_in_one_line_and_skips(script, tmp_path):
-    """Issue #41: bench/viewer.py crashed on the README's install (Playwright comes with the test
+    """bench/viewer.py crashed on the README's install (Playwright comes with the test
     extra). Each bench that needs an extra checks for it first; without it, one line and exit 0."""
     source = (BENCH / script).read_text()
     assert f"need({', '.join(repr(m).replace(chr(39), chr(34)) for m in NEEDS_AN_EXTRA[script])})" in source

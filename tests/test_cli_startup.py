@@ -49,8 +49,8 @@ def test_each_command_is_loaded_from_its_module_under_its_own_name():
 
 def test_listing_episodes_loads_no_numpy_jinja_or_duckdb(tmp_path):
     """`episodes list` reads a page of streams and folds them: it needs the store and the engine's
-    fold, not the numerics, the prompt templates, the warehouse or what playing needs (issue #41's
-    0.15 s)."""
+    fold, not the numerics, the prompt templates, the warehouse or what playing needs (about
+    0.15 s a listing took with them)."""
     from inquitree.core.game.tree import resolve_tree
     from inquitree.events.store import EventStore
 

@@ -201,7 +201,7 @@ def test_report_and_viewer_tables_print_methods_and_warnings_under_the_table():
 
 
 def test_the_cli_the_viewer_and_the_report_name_the_same_pairs(sqlite_url, tmp_path):
-    """Issue #41: one pairing everywhere. A campaign of two agents on three trees, two runs each,
+    """one pairing everywhere. A campaign of two agents on three trees, two runs each,
     and a one-off oracle episode outside the suite, which pairs nowhere unless asked."""
     import re
 

@@ -252,7 +252,7 @@ def test_action_extraction_and_decision_parsing():
     assert extract_action("no marker at all") == "no marker at all"
     assert extract_action("ACTION:   ") == ""
     assert extract_action("**ACTION:** draw_conclusion") == "draw_conclusion"
-    # Rule 2 (issue #42): a reply without ACTION: loses its leading THOUGHT: label; rule 1, which
+    # Rule 2: a reply without ACTION: loses its leading THOUGHT: label; rule 1, which
     # episodes recorded before it replay with, keeps it.
     assert extract_action("THOUGHT: I will study grid cells.") == "I will study grid cells."
     assert extract_action("**Thought:** I will study grid cells.", rule=2) == "I will study grid cells."
@@ -398,7 +398,7 @@ def test_a_run_limit_ends_the_episode_with_no_items_and_replays():
 
 
 def test_the_study_threshold_applies_at_the_subtopic_state_only():
-    """tau_study (issue #42) decides the Subtopic state's one candidate; the Topic keeps tau; an
+    """tau_study decides the Subtopic state's one candidate; the Topic keeps tau; an
     episode recorded before the parameter existed reads it back as None (one tau, as it ran)."""
     tree = resolve_tree("synthetic-diamond-4")
     p = Params(

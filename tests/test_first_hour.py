@@ -145,7 +145,7 @@ def test_episodes_list_is_newest_first_with_start_time_and_scores(tmp_path):
     assert lines[0].split("\t")[:4] == ["episode", "started", "tree", "agent"]
     assert [ln.split("\t")[0] for ln in lines[1:]] == ["second", "first"]
     assert lines[1].split("\t")[-3:-1] == ["1.000", "1.000"]  # coverage, q_norm
-    assert lines[1].split("\t")[-1].startswith("embedding:")  # the judge that gave the q_norm (issue #42)
+    assert lines[1].split("\t")[-1].startswith("embedding:")  # the judge that gave the q_norm
 
 
 def test_templates_come_from_the_package_whatever_the_current_directory_holds(tmp_path, monkeypatch):

@@ -468,7 +468,7 @@ def test_search_terms_are_bounded_distinct_and_never_a_cut_word():
     assert terms("a\x00b\x1b[2J word") == ["a", "b", "[2j", "word"]
 
 
-# -- session 17: commands that print what a user typed ------------------------------------------------
+# -- commands that print what a user typed -----------------------------------------------------------
 @pytest.mark.parametrize("name", list(CATALOGUE), ids=list(CATALOGUE))
 def test_trees_match_prints_any_text_escaped_and_refuses_a_hostile_subtopic(name):
     text = CATALOGUE[name]

@@ -183,7 +183,7 @@ def test_without_inspect_installed_the_command_says_what_to_install(tmp_path, mo
 
 
 def test_the_transcript_holds_the_episodes_calls_and_engine_notes_as_real_events(tmp_path):
-    """Issue #41: exported logs carried no transcript events, so inspect's Transcript tab said they
+    """exported logs carried no transcript events, so inspect's Transcript tab said they
     had been removed for size. Each reply is a model event (what the window sent, the reply, its
     tokens), each engine note an info event, in the recorded order, and the score comes last."""
     from inspect_ai.event import InfoEvent, ModelEvent, ScoreEvent

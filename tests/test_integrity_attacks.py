@@ -91,7 +91,7 @@ def test_forged_verdicts_replay_identical_but_the_key_finds_them(lab, tmp_path):
     assert out.exit_code == 1 and "TAMPERED" in out.output
 
 
-# -- a signer vouches only for what it can account for (issue 30) ----------------------------------
+# -- a signer vouches only for what it can account for ----------------------------------
 def _forge_valid_event(url: str) -> int:
     """As a writer of the database (SQLite file, or PostgreSQL's writer role, which may INSERT), add an
     event at the end of the log with both hashes computed as InquiTree computes them; returns its position."""

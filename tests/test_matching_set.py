@@ -1,5 +1,5 @@
-"""The labelled real actions of tests/data/matching (issue #42): the set is what its README says,
-and the local embedder's thresholds recognise real phrasing as README and DECISIONS #1 claim.
+"""The labelled real actions of tests/data/matching: the set is what its README says,
+and the local embedder's thresholds recognise real phrasing as docs/real-models.md and DECISIONS #1 claim.
 bench/matching.py writes the full comparison of embedders and thresholds."""
 
 from __future__ import annotations
@@ -62,9 +62,9 @@ def test_the_study_threshold_is_re_derived_from_the_calibration_half(scored):
 
 
 def test_the_default_thresholds_recognise_real_phrasing_as_documented(scored):
-    """What README and DECISIONS #1 say: the study threshold recognises two thirds of the set's
+    """What docs/real-models.md and DECISIONS #1 say: the study threshold recognises two thirds of the set's
     intended moves where the single tau recognised a quarter; its false matches (5.7%, most at
-    the Topic) stay just above issue #42's goal of 5%."""
+    the Topic) stay just above the goal of 5%."""
     from matching import rates
 
     _, rows = scored

@@ -216,7 +216,7 @@ def test_exporting_an_unknown_episode_is_an_error_not_an_empty_file(tmp_path):
 
 
 def test_a_resume_with_other_request_settings_records_them_and_replays(tmp_path):
-    """issue #42: --resume --timeout 300 finished an episode whose log then did not say how."""
+    """--resume --timeout 300 finished an episode whose log then did not say how."""
     url = f"sqlite:///{tmp_path / 'r.sqlite'}"
     env = {"OPENAI_API_KEY": "none"}
     with OpenAICompatibleServer(lambda m: "ACTION: not sure yet") as server:

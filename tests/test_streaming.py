@@ -1,4 +1,4 @@
-"""Model calls a CPU model survives (issue #42): answers streamed, so a slow reply whose tokens keep
+"""Model calls a CPU model survives: answers streamed, so a slow reply whose tokens keep
 arriving is not cut off by a timeout sized for a GPU; a call given up on closes its stream, so the
 server stops generating it; a retry after a timeout waits longer; a conclusion that goes round in
 circles is cut; every reply says why it ended and which attempts failed before it."""

@@ -250,7 +250,7 @@ def test_trees_match_shows_what_the_engine_would_decide():
 
 
 def test_calibrate_warns_where_subtopics_are_closer_to_each_other_than_tau():
-    """issue #42: it18-29's subtopics score about 0.9 against one another, above tau 0.75, and
+    """it18-29's subtopics score about 0.9 against one another, above tau 0.75, and
     `trees calibrate` said nothing about it."""
     from click.testing import CliRunner
 

@@ -87,7 +87,7 @@ def test_search_finds_a_planted_phrase_and_links_to_its_turn(warehouse):
 
 
 def test_a_word_too_common_to_rank_shows_the_newest_hits_and_says_so(warehouse, monkeypatch):
-    """Issue #41: ranking scores every matching text, so past RANK_AT_MOST of them the newest hits
+    """ranking scores every matching text, so past RANK_AT_MOST of them the newest hits
     come first (FTS5 reads those in order and stops); the page says which order it shows."""
     import inquitree.viewer.search as search
     from inquitree.viewer.search import SearchIndex
@@ -185,7 +185,7 @@ def test_without_graphviz_the_tree_page_says_so_and_keeps_its_tables(warehouse, 
 
 
 def test_the_episode_list_sorts_filters_and_pages_with_its_state_in_the_url(tmp_path):
-    """Issue #41: the list of episodes can be sorted and filtered by its columns, the state kept in
+    """the list of episodes can be sorted and filtered by its columns, the state kept in
     the URL, one page read at a time; a value that is not a choice is ignored, never run."""
     import re
     from html import unescape
@@ -312,7 +312,7 @@ def _script(tmp_path) -> str:
 
 
 def test_a_campaigns_cells_sort_filter_and_page_with_their_state_in_the_url(tmp_path, monkeypatch):
-    """Issue #41: the suite page lists its cells (pending ones too) sortable and filterable by
+    """the suite page lists its cells (pending ones too) sortable and filterable by
     tree, agent, judge, level and state, with steps, coverage, score and time; the state in the URL."""
     import re
     from html import unescape
@@ -379,7 +379,7 @@ def test_a_campaigns_cells_sort_filter_and_page_with_their_state_in_the_url(tmp_
 
 
 def test_pages_answer_while_the_first_search_index_is_built_in_the_background(warehouse, tmp_path, monkeypatch):
-    """Issue #41: `inquitree view` builds the search index in a thread of its own, so pages answer
+    """`inquitree view` builds the search index in a thread of its own, so pages answer
     at once; a search before the first build says so, and finds its hits once the build is done."""
     import shutil
     import threading

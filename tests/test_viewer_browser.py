@@ -14,7 +14,7 @@ PostgreSQL, served by ``inquitree view`` in a process of its own:
   and Ctrl-C on the campaign shows as "interrupted" on the page and in `suite status`.
 
 With ``$INQUITREE_SCREENSHOTS`` set to a folder, the SQLite run saves a screenshot of each page kind
-there (the README's pictures, ``docs/viewer/``).
+there (docs/viewer.md's pictures, ``docs/viewer/``).
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ def test_the_viewer_in_a_browser(store_url, tmp_path, browser):
 
 
 def test_a_lab_at_work_beside_the_viewer(store_url, tmp_path, browser):
-    """Issue #41, as a lab works: a campaign runs with the viewer open; meanwhile `warehouse sync`,
+    """as a lab works: a campaign runs with the viewer open; meanwhile `warehouse sync`,
     `query` and `report` run from other processes, all at once; the episode list is sorted and
     filtered in the page (its state in the URL); the campaign is interrupted with Ctrl-C, and the
     page and `suite status` say so within seconds."""

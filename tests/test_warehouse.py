@@ -933,7 +933,7 @@ def test_the_events_table_is_described_once():
 
 
 def test_judge_flags_catch_a_judge_that_contradicts_itself_or_never_varies(sqlite_url, tmp_path):
-    """issue #42: the same model as judge gave 0.6 to every item and said in its rationales that
+    """the same model as judge gave 0.6 to every item and said in its rationales that
     the items were not stated. Judge "self" does that here; "careful" varies and agrees with itself."""
     trees_dir = _dated_trees(tmp_path)
     from inquitree.core.game.tree import load_tree_file

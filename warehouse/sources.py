@@ -120,7 +120,7 @@ class _AdbcPostgresSource:
     connections, each in a thread of its own, read ranges of positions side by side, and the
     tables are handed over in position order. The driver releases the GIL while it reads, and
     one connection left a core idle: two connections stream and sync clearly faster than one on
-    2 cores, and three were no faster (alternated in one process; the README's Measured table)."""
+    2 cores, and three were no faster (alternated in one process; docs/performance.md)."""
 
     READERS = 2
     AHEAD = 1  # ranges read past the one being handed over, beyond one per reader

@@ -43,7 +43,7 @@ VIEWS_PATH = Path(__file__).resolve().parent / "views.sql"
 # The schema stamp: the tables' hash, then the views'. A warehouse whose tables match takes this
 # code's views when a writer opens it (views hold no data: replacing them needs no rebuild), and a
 # reader, which cannot write them, reads through this code's views made for its connection alone;
-# other tables must be rebuilt. A stamp of one hash (before session 21) matches no tables.
+# other tables must be rebuilt. A stamp of one hash (0.1.0's first stamps) matches no tables.
 TABLES_HASH = hashlib.sha256((json.dumps(TYPED, sort_keys=True) + BASE + DIMENSIONS).encode()).hexdigest()
 _VIEWS_TEXT = VIEWS_PATH.read_text()
 VIEWS_HASH = hashlib.sha256(_VIEWS_TEXT.encode()).hexdigest()
@@ -119,7 +119,7 @@ class _WriterLock:
 MEMORY_ENV = "INQUITREE_WAREHOUSE_MEMORY"
 
 # DuckDB's memory limit; a sync's staging and commit windows follow from it (``sync.sync_windows``).
-# The peak RSS each setting gives is measured by bench/warehouse_memory.py (the README's Measured).
+# The peak RSS each setting gives is measured by bench/warehouse_memory.py (docs/performance.md).
 DEFAULT_MEMORY = "320MB"
 
 

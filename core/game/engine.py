@@ -165,7 +165,7 @@ _THOUGHT_LABEL = re.compile(r"^\W*THOUGHT\W*:\W*", re.IGNORECASE)
 
 def extract_action(reply: str, rule: int = ACTION_RULE) -> str:
     """#12: the text after the last ``ACTION:``; without one, the whole reply; trimmed. Rule 2
-    (issue #42) also drops a leading ``THOUGHT:`` label from a reply that has no ``ACTION:``: a
+    also drops a leading ``THOUGHT:`` label from a reply that has no ``ACTION:``: a
     real model that forgets the marker writes ``THOUGHT: I will study ...``, and the label made
     the action's text score lower against every candidate."""
     idx = reply.rfind("ACTION:")
@@ -209,7 +209,7 @@ def repeats_itself(reply: str) -> bool:
     """Whether a conclusion reply goes round in circles: :data:`REPEATED_ITEMS` of its complete
     lines (items with their numbers and bullets dropped, compared after :func:`_plain`) repeat
     earlier ones. A small model at temperature 0 can list the same five items until its token
-    limit (issue #42: 17 items, 5 distinct); a model agent stops reading its reply here (the
+    limit (17 items, 5 distinct); a model agent stops reading its reply here (the
     reply records ``finish_reason`` ``repeat``), and the items it listed stay as they were."""
     lines = reply.splitlines() if reply.endswith("\n") else reply.splitlines()[:-1]
     seen: set[str] = set()
@@ -700,7 +700,7 @@ class Engine:
         decision, found = parse_decision(action)
         s.emit(DecisionParsed(step=step, decision=decision, keywords=found, valid=decision is not None))
         if decision is None and self.p.max_reasks is not None and s.state.reasks > self.p.max_reasks:
-            # README "Design": after max_reasks re-asks the engine stops the inquiry and asks for
+            # docs/design.md: after max_reasks re-asks the engine stops the inquiry and asks for
             # the conclusion; it never takes a research decision (redo, explore) for the agent
             s.emit(
                 Transitioned(

@@ -302,7 +302,7 @@ DEFAULT_TAU: dict[str, tuple[float, str]] = {
 
 
 # The threshold at the Subtopic state, where the one candidate is the subtopic's study (DECISIONS
-# #1 as revised for issue #42): calibrated on real actions (tests/data/matching/, bench/matching.py).
+# #1 as revised): calibrated on real actions (tests/data/matching/, bench/matching.py).
 # An embedder without an entry uses its tau there too, as the paper does.
 DEFAULT_TAU_STUDY: dict[str, tuple[float, str]] = {
     LocalEmbedder.id: (

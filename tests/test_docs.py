@@ -1,0 +1,97 @@
+"""The README and docs/ read as a manual: every relative link resolves, the README stays a guide,
+and the product speaks of itself: no numbered work periods, internal issue numbers or diary in the
+README, the manual, comments, messages, query descriptions or file names (history lives in git and
+in CHANGELOG.md, by version)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MANUAL = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+# Work periods and issue numbers, as the diary wrote them. A bare #N is a decision of
+# docs/DECISIONS.md, so only numbers above the last decision are refused.
+DIARY = re.compile(r"\b(sessions? \d+|this session|the session's|issue #?\d+|work log)\b", re.I)
+HASH_NUMBER = re.compile(r"(?<![\w&/\"'])#(\d+)\b")
+# Recordings and data keep what they recorded: logs, labelled sets, result files, tree texts.
+NOT_PROSE = re.compile(
+    r"^(tests/golden/|tests/data/|docs/studies/.*/(episodes|tables)/|bench/results/|trees/.*\.json$|core/data/"
+    r"|scripts/it18/|tests/test_docs\.py$)|\.(png|jsonl|csv|gguf)$"
+)
+
+
+def tracked() -> list[str]:
+    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    return out or [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*") if p.is_file() and ".git" not in p.parts]
+
+
+def headings(path: Path) -> set[str]:
+    """GitHub's anchors of a Markdown file's headings."""
+    found = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            text = line.lstrip("#").strip().lower()
+            found.add(re.sub(r"[^\w\- ]", "", text).replace(" ", "-"))
+    return found
+
+
+def test_every_relative_link_in_the_readme_and_the_manual_resolves():
+    broken = []
+    for page in MANUAL:
+        for target in LINK.findall(page.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
+                continue
+            file, _, anchor = target.partition("#")
+            where = (page.parent / file).resolve() if file else page
+            if not where.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+            elif anchor and where.suffix == ".md" and anchor not in headings(where):
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert not broken, "links that do not resolve:\n" + "\n".join(broken)
+
+
+def test_the_readme_is_a_guide():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines: it is the door, the manual is docs/"
+    first_block = text.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    assert first_block[0].endswith("inquitree replay last") and first_block[1] == "bash scripts/test.sh"
+    assert text.index("```bash") < text.index("\n## "), "the set-up commands come before any section"
+    for page in ("real-models", "campaigns", "warehouse", "statistics", "viewer", "inspect", "proving-the-log"):
+        assert f"(docs/{page}.md)" in text, page
+    assert "(docs/trees.md)" in text and "(docs/SECURITY.md)" in text and "(docs/ARCHITECTURE.md)" in text
+
+
+def test_the_product_speaks_of_itself():
+    last_decision = max(int(n) for n in re.findall(r"^\| (\d+) \|", (ROOT / "docs" / "DECISIONS.md").read_text(), re.M))
+    found = []
+    for name in tracked():
+        if "session" in name.lower() or re.search(r"issue[-_]?\d", name.lower()):
+            found.append(f"{name}: a file named after a work period")
+        if NOT_PROSE.search(name):
+            continue
+        try:
+            text = (ROOT / name).read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError):
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            if DIARY.search(line.replace("session_replication_role", "")):
+                found.append(f"{name}:{n}: {line.strip()[:100]}")
+            found += [
+                f"{name}:{n}: #{m} is no decision: {line.strip()[:80]}"
+                for m in HASH_NUMBER.findall(line)
+                if int(m) > last_decision and not name.endswith((".j2", ".css", ".js"))
+            ]
+    assert not found, "the product speaks of how it was made:\n" + "\n".join(found)
+
+
+def test_query_descriptions_speak_of_the_analysis():
+    from click.testing import CliRunner
+
+    from inquitree.cli import main
+
+    listed = CliRunner().invoke(main, ["query", "--list"]).output
+    assert listed.strip() and not DIARY.search(listed) and not re.search(r"#(4\d|5\d)\b", listed)
