@@ -101,18 +101,3 @@ def test_every_package_says_what_it_exports_and_each_name_resolves():
         assert module.__all__, package
         for name in module.__all__:
             assert getattr(module, name) is not None, f"{package}.{name}"
-
-
-def test_the_modules_of_the_flat_core_still_import_as_the_same_objects():
-    """core/ has rooms now (game, calls, players, run, inspect, extract); every old module path a
-    README, notebook or inspect_ai install may name gives the very module of its room."""
-    import importlib
-
-    from inquitree.core import MOVED
-
-    for old, new in MOVED.items():
-        assert importlib.import_module(f"inquitree.core.{old}") is importlib.import_module(f"inquitree.core.{new}")
-    from inquitree.core.run.runner import run_episode as moved
-    from inquitree.core.runner import run_episode  # the README's Python entry points
-
-    assert run_episode is moved

@@ -302,17 +302,3 @@ def rebuild(path: str, store_url: str | None = None, **kw) -> SyncReport:
 
     with Warehouse(path, fresh=True) as wh:
         return wh.sync(store_url, **kw)
-
-
-# Names that lived here before the warehouse had a module of its own (``from inquitree.warehouse.sync
-# import Warehouse`` in notebooks and the README's older text): loaded on first use, since
-# warehouse.py imports this module.
-_MOVED = ("Warehouse", "default_warehouse_path", "kept_only_if_used", "query_names", "QUERIES_DIR", "memory_bytes")
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        from inquitree.warehouse import warehouse
-
-        return getattr(warehouse, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
