@@ -29,8 +29,8 @@ from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from inquitree.core.game.tree import resolve_tree
 from inquitree.core.inspect.task import research_tree
-from inquitree.core.players.embed import make_embedder
 from inquitree.core.players.judges import EmbeddingJudge
+from inquitree.core.players.kinds import make_embedder
 from inquitree.core.run.runner import run_episode
 
 from enginekit import TEMPLATES, ScriptAgent, always_miss_script, params

@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from inquitree.core.game.tree import resolve_tree
-from inquitree.core.players.embed import DEFAULT_TAU, make_embedder, normalize
+from inquitree.core.players.embed import DEFAULT_TAU, normalize
+from inquitree.core.players.kinds import make_embedder
 
 LABELS = Path(__file__).resolve().parent.parent / "tests" / "data" / "matching" / "qwen-actions.jsonl"
 TAUS = [round(0.30 + 0.01 * k, 2) for k in range(66)]  # 0.30 .. 0.95

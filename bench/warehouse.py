@@ -50,7 +50,7 @@ from inquitree.core.run.runner import stream_id
 from inquitree.events.store import EventStore, sqlite_database
 from inquitree.warehouse.schema import table_statements
 from inquitree.warehouse.sources import open_source
-from inquitree.warehouse.sync import Syncing
+from inquitree.warehouse.sync import sync as sync_into
 from inquitree.warehouse.warehouse import Warehouse, query_names
 
 from enginekit import OracleAgent, RandomAgent, play
@@ -160,9 +160,9 @@ def read_only(url: str) -> tuple[float, float]:
     return time.perf_counter() - t0, _cpu() - c0
 
 
-class _InMemory(Syncing):
-    """The sync's own code on an in-memory DuckDB holding the warehouse's tables (no views, no
-    file, no memory limit: the parsed tables stay in memory)."""
+class _InMemory:
+    """What the sync's own code fills here: an in-memory DuckDB holding the warehouse's tables (no
+    views, no file, no memory limit: the parsed tables stay in memory)."""
 
     def __init__(self) -> None:
         self.con, self.path, self.memory = duckdb.connect(), ":memory:", ws.memory_bytes(ws.DEFAULT_MEMORY)
@@ -175,7 +175,7 @@ def parse_in_memory(url: str) -> tuple[float, float]:
     t0, c0 = time.perf_counter(), _cpu()
     wh = _InMemory()
     try:
-        assert wh.sync(url).events > 0
+        assert sync_into(wh, url).events > 0
     finally:
         wh.con.close()
     return time.perf_counter() - t0, _cpu() - c0

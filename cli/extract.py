@@ -54,7 +54,7 @@ def extract(
     are cached beside the outputs, so an interrupted run resumes where it stopped.
     """
     from inquitree.core.extract.tree_from_paper import extract_tree
-    from inquitree.core.players.embed import make_embedder
+    from inquitree.core.players.kinds import make_embedder
 
     emb = make_embedder(embedder, base_url=base_url)
     from inquitree.core.calls.models import CallSettings

@@ -19,8 +19,7 @@ from inquitree.cli.common import agent_config, agent_options, call_options, db_o
 @db_option
 def judge(episodes, all_, prefix, judge_spec, embedder_name, again, db_url, **model_kw) -> None:
     """Append a judge's verdicts and scores to finished episodes (nothing is overwritten)."""
-    from inquitree.core.players.embed import make_embedder
-    from inquitree.core.players.judges import make_judge
+    from inquitree.core.players.kinds import make_embedder, make_judge
     from inquitree.core.run.rejudge import finished_episodes, rejudge
     from inquitree.events.store import EventStore
 

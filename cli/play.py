@@ -195,9 +195,7 @@ def play(
     from inquitree.core.game.prompts import TemplateSet
     from inquitree.core.game.tree import resolve_tree
     from inquitree.core.players import kinds
-    from inquitree.core.players.agents import make_agent
-    from inquitree.core.players.embed import make_embedder
-    from inquitree.core.players.judges import make_judge
+    from inquitree.core.players.kinds import make_agent, make_embedder, make_judge
     from inquitree.core.run.runner import EpisodeFailure, new_episode_id, run_episode, stream_id
     from inquitree.core.run.spec import EpisodeSpec
     from inquitree.events.store import EventStore, redact

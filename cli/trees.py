@@ -137,7 +137,8 @@ def graph(tree_ref: str, fmt: str) -> None:
 def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, base_url: str | None) -> None:
     """Validate tree files (default: every shipped tree). Exit 1 on any error."""
     from inquitree.core.players.calibrate import calibrate_tree
-    from inquitree.core.players.embed import default_tau, make_embedder
+    from inquitree.core.players.embed import default_tau
+    from inquitree.core.players.kinds import make_embedder
 
     refs = paths or tuple(str(p) for p in shipped_tree_paths())
     emb = make_embedder(embedder, base_url=base_url) if embedder else None
@@ -191,7 +192,7 @@ def match(tree_ref: str, text: str, subtopic: str | None, embedder: str, base_ur
     import json
 
     from inquitree.core.game.engine import best_candidate
-    from inquitree.core.players.embed import make_embedder
+    from inquitree.core.players.kinds import make_embedder
     from inquitree.core.run.runner import cosines
 
     tree = resolve_tree(tree_ref)
@@ -236,7 +237,8 @@ def match(tree_ref: str, text: str, subtopic: str | None, embedder: str, base_ur
 def calibrate(refs: tuple[str, ...], embedder: str, base_url: str | None) -> None:
     """Cosines of hints by level and between targets, per tree, and a recommended tau."""
     from inquitree.core.players.calibrate import calibrate_tree, percentile, recommend_tau, summary_rows
-    from inquitree.core.players.embed import DEFAULT_TAU, make_embedder
+    from inquitree.core.players.embed import DEFAULT_TAU
+    from inquitree.core.players.kinds import make_embedder
 
     emb = make_embedder(embedder, base_url=base_url)
     trees_ = _load_all(refs)

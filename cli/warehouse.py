@@ -176,8 +176,8 @@ def rebuild(db_url, warehouse_path, trees_dirs, registry) -> None:
     """Delete the warehouse and load every event again."""
     from pathlib import Path
 
-    from inquitree.warehouse.sync import rebuild as do_rebuild
     from inquitree.warehouse.warehouse import default_warehouse_path
+    from inquitree.warehouse.warehouse import rebuild as do_rebuild
 
     path = warehouse_path or default_warehouse_path()
     r = do_rebuild(
@@ -489,7 +489,7 @@ def _existing(warehouse_path: str | None, read_only: bool = False, settings=None
     """The warehouse, which must exist and hold a sync: a query on an empty one says what to do."""
     from pathlib import Path
 
-    from inquitree.warehouse.sync import WarehouseError
+    from inquitree.warehouse.errors import WarehouseError
     from inquitree.warehouse.warehouse import Warehouse, default_warehouse_path
 
     path = warehouse_path or default_warehouse_path()

@@ -1,88 +1,24 @@
 """Signed checkpoints of the log (``events/signing.py`` makes and checks the signatures): what a
-signer may vouch for and how it signs it, the checkpoints kept in the store, and anchors (a
-signed head kept outside the database). ``Checkpointing`` is a base of
-:class:`~inquitree.events.store.EventStore`.
+signer may vouch for and how it signs it, and the checkpoints kept in the store. A
+:class:`Checkpoints` works over a store's database (the store holds one, as ``store.signing``) and
+remembers what that store appended and its key has not vouched for yet; ``events/verify.py`` reads
+the checkpoints back to prove the log.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import re
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from inquitree.events import signing
 from inquitree.events.chain import GENESIS_HASH, link_problem, log_hash
-from inquitree.events.errors import (
-    InquiTreeError,
-)
-
-if TYPE_CHECKING:
-    pass
 from inquitree.events.database import (
     _PG_APPEND_LOCK,
     CHECKPOINT_COLUMNS,
     EVENT_COLUMNS,
     Database,
-    utc_now,
 )
-
-if TYPE_CHECKING:
-    from inquitree.events.verify import VerifyReport
-
-
-@dataclasses.dataclass(frozen=True)
-class Anchor:
-    """A head of the log kept outside the database: the event at ``position`` has ``log_hash``.
-
-    Written by ``inquitree db anchor`` as JSON; signed when a key is given (``key_id``, ``signature``
-    over the same line a log checkpoint signs)."""
-
-    position: int
-    log_hash: str
-    events: int
-    streams: int
-    made_at: str
-    store: str = ""
-    key_id: str | None = None
-    signature: str | None = None
-
-    FORMAT = "inquitree-anchor/1"
-
-    @classmethod
-    def of(cls, report: "VerifyReport", store: str = "", signer: signing.Signer | None = None) -> "Anchor":
-        """The head a clean ``verify()`` report found, made now, signed when ``signer`` is given."""
-        anchor = cls(
-            report.head_position, report.head_hash, report.events_checked, report.streams_checked, utc_now(), store
-        )
-        if signer is None:
-            return anchor
-        return dataclasses.replace(anchor, key_id=signer.key_id, signature=signer.sign(anchor.message()))
-
-    def to_json(self) -> str:
-        return json.dumps({"format": self.FORMAT, **dataclasses.asdict(self)}, indent=2) + "\n"
-
-    @classmethod
-    def load(cls, path: str | Path) -> "Anchor":
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise InquiTreeError(f"{path}: cannot read the anchor ({exc})") from exc
-        if not isinstance(data, dict) or data.get("format") != cls.FORMAT:
-            raise InquiTreeError(f"{path}: not an InquiTree anchor (field 'format' is not {cls.FORMAT!r})")
-        fields = {f.name for f in dataclasses.fields(cls)}
-        try:
-            anchor = cls(**{k: v for k, v in data.items() if k in fields})
-        except TypeError as exc:
-            raise InquiTreeError(f"{path}: {exc}") from exc
-        if not isinstance(anchor.position, int) or not re.fullmatch(r"[0-9a-f]{64}", str(anchor.log_hash)):
-            raise InquiTreeError(f"{path}: field 'position' must be an integer and 'log_hash' 64 hex digits")
-        return anchor
-
-    def message(self) -> bytes:
-        return signing.checkpoint_message("log", "log", self.position, self.log_hash, self.made_at)
 
 
 @dataclasses.dataclass
@@ -127,22 +63,37 @@ class FromEnv:
 FROM_ENV = FromEnv()
 
 
-class Checkpointing(Database):
-    """Signing what this store recorded, and reading the checkpoints (the attributes are the
-    store's: :class:`~inquitree.events.store.EventStore` sets them)."""
+class Checkpoints:
+    """Signing what one store recorded, over that store's database: the signer, the clock that
+    stamps each checkpoint, and what the store appended that the key has not vouched for yet."""
 
-    signer: signing.Signer | None
-    clock: Callable[[], str]
-    _unsigned: bool  # appended since the last checkpoint
-    _own: list[tuple[int, int]]  # global position ranges this store appended and its key has not vouched for
-    _own_streams: dict[str, int]  # each stream this store appended to, with the first version it appended
-    _signed: dict[str, _KeyState]  # key id -> its checkpoints read so far
-    _said: set[str]  # signing problems already printed
+    def __init__(self, db: Database, signer: signing.Signer | None, clock: Callable[[], str]):
+        self.db = db
+        self.signer = signer
+        self.clock = clock
+        self._unsigned = False  # appended since the last checkpoint
+        # global position ranges this store appended and its key has not vouched for
+        self._own: list[tuple[int, int]] = []
+        # each stream this store appended to, with the first version it appended
+        self._own_streams: dict[str, int] = {}
+        self._signed: dict[str, _KeyState] = {}  # key id -> its checkpoints read so far
+        self._said: set[str] = set()  # signing problems already printed
+
+    def recorded(self, first_position: int, last_position: int, stream_id: str, first_version: int) -> None:
+        """The store appended these events: the signer may vouch for them."""
+        self._unsigned = True
+        self._own.append((first_position, last_position))
+        self._own_streams.setdefault(stream_id, first_version)
+
+    @property
+    def pending(self) -> bool:
+        """A signer is set and something was appended since its last checkpoint."""
+        return self.signer is not None and self._unsigned
 
     def head(self) -> tuple[int, str]:
         """The log's head: the last event's global position and log hash ((0, zeros) when empty)."""
-        with self._cursor() as cur:
-            return self._read_log_head(cur)
+        with self.db._cursor() as cur:
+            return self.db._read_log_head(cur)
 
     def checkpoint(
         self, signer: signing.Signer | None = None, note: str | None = None, *, adopt: bool = False
@@ -161,8 +112,8 @@ class Checkpointing(Database):
         signer = signer or self.signer
         if signer is None or (signer is self.signer and not self._unsigned and not adopt):
             return SignResult()
-        with self._write_transaction() as cur:
-            if self.dialect == "postgresql":  # one signer at a time, and no append between its read and its rows
+        with self.db._write_transaction() as cur:
+            if self.db.dialect == "postgresql":  # one signer at a time, and no append between its read and its rows
                 cur.execute(f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK})")
             result = self._sign_accounted(cur, signer, note, adopt)
         if signer is self.signer:
@@ -180,7 +131,7 @@ class Checkpointing(Database):
         return result
 
     def _sign_accounted(self, cur: Any, signer: signing.Signer, note: str | None, adopt: bool) -> "SignResult":  # noqa: C901 - one walk checks, accounts and signs in one transaction
-        m = self._mark
+        m = self.db._mark
         state = self._signed.setdefault(signer.key_id, _KeyState())
         cur.execute(
             f"SELECT {', '.join(CHECKPOINT_COLUMNS)} FROM checkpoints WHERE key_id = {m} AND seq > {m} ORDER BY seq",
@@ -219,7 +170,7 @@ class Checkpointing(Database):
         for pos, sid, version, etype, sver, at, payload, prev_hash, digest, lhash in rows:
             last = heads.get(sid)
             if last is None:
-                last = (version - 1, self._hash_on(cur, sid, version - 1) or "")
+                last = (version - 1, self.db._hash_on(cur, sid, version - 1) or "")
             problem = link_problem(last, sid, version, etype, sver, at, payload, prev_hash, digest)
             if problem is None and log_hash(prev_log, pos, digest) != lhash:
                 problem = "log hash does not match (an event before it was removed, inserted or moved)"
@@ -253,24 +204,15 @@ class Checkpointing(Database):
     def _owns(self, position: int) -> bool:
         return any(a <= position <= b for a, b in self._own)
 
-    def _hash_on(self, cur: Any, stream_id: str, version: int) -> str | None:
-        """The stream hash at ``version`` (the genesis hash before version 1; None: no such event)."""
-        if version == 0:
-            return GENESIS_HASH
-        m = self._mark
-        cur.execute(f"SELECT hash FROM events WHERE stream_id = {m} AND stream_version = {m}", (stream_id, version))
-        row = cur.fetchone()
-        return row[0] if row else None
-
     def add_signature(self, signature: dict[str, Any], note: str | None = None) -> None:
         """Keep a stream signature made elsewhere (an imported episode's provenance)."""
         row = {k: signature[k] for k in ("kind", "subject", "position", "hash", "signed_at", "key_id", "signature")}
-        with self._write_transaction() as cur:
+        with self.db._write_transaction() as cur:
             self._insert_checkpoint(cur, {**row, "note": note})
 
     def _insert_checkpoint(self, cur: Any, row: dict[str, Any]) -> None:
         names = CHECKPOINT_COLUMNS[1:]  # seq is the database's
-        marks = ", ".join([self._mark] * len(names))
+        marks = ", ".join([self.db._mark] * len(names))
         cur.execute(f"INSERT INTO checkpoints ({', '.join(names)}) VALUES ({marks})", tuple(row[k] for k in names))
 
     def _sign(
@@ -289,7 +231,12 @@ class Checkpointing(Database):
         self._insert_checkpoint(cur, {**row, "note": note})
         return row
 
-    def checkpoints(self) -> list[dict[str, Any]]:
-        with self._cursor() as cur:
-            cur.execute(f"SELECT {', '.join(CHECKPOINT_COLUMNS)} FROM checkpoints ORDER BY seq")
-            return [dict(zip(CHECKPOINT_COLUMNS, r, strict=False)) for r in cur.fetchall()]
+    def rows(self) -> list[dict[str, Any]]:
+        return read_checkpoints(self.db)
+
+
+def read_checkpoints(db: Database) -> list[dict[str, Any]]:
+    """Every checkpoint in the store, in the order they were kept."""
+    with db._cursor() as cur:
+        cur.execute(f"SELECT {', '.join(CHECKPOINT_COLUMNS)} FROM checkpoints ORDER BY seq")
+        return [dict(zip(CHECKPOINT_COLUMNS, r, strict=False)) for r in cur.fetchall()]

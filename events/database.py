@@ -412,6 +412,15 @@ class Database:
                 # closes it: a connection that failed is not reused (nor given back to a pool)
                 raw.invalidate() if hasattr(raw, "invalidate") else raw.close()
 
+    def _hash_on(self, cur: Any, stream_id: str, version: int) -> str | None:
+        """The stream hash at ``version`` (the genesis hash before version 1; None: no such event)."""
+        if version == 0:
+            return GENESIS_HASH
+        m = self._mark
+        cur.execute(f"SELECT hash FROM events WHERE stream_id = {m} AND stream_version = {m}", (stream_id, version))
+        row = cur.fetchone()
+        return row[0] if row else None
+
     @staticmethod
     def _read_log_head(cur: Any) -> tuple[int, str]:
         cur.execute("SELECT global_position, log_hash FROM events ORDER BY global_position DESC LIMIT 1")

@@ -52,7 +52,7 @@ from inquitree.events.names import EPISODE_PREFIX, BadName, check_episode_id, sh
 
 if TYPE_CHECKING:
     pass
-from inquitree.events.checkpoints import FROM_ENV, Anchor, FromEnv, SignResult
+from inquitree.events.checkpoints import FROM_ENV, Checkpoints, FromEnv, SignResult
 from inquitree.events.database import (
     _PG_APPEND_LOCK,
     DB_ENV,
@@ -63,6 +63,7 @@ from inquitree.events.database import (
     NOTIFICATION_COLUMNS,
     SCHEMA_REVISION_SQL,
     SQLITE_PAGE_SIZE,
+    Database,
     _is_db_error,
     _rollback,
     _schema_revision,
@@ -75,7 +76,7 @@ from inquitree.events.database import (
     sqlite_database,
     utc_now,
 )
-from inquitree.events.verify import Verifying, VerifyReport
+from inquitree.events.verify import Anchor, VerifyReport, verify
 
 __all__ = [
     "DB_ENV",
@@ -148,7 +149,7 @@ class StreamInfo:
 MAX_EVENT_BYTES = 4 * 1024 * 1024
 
 
-class EventStore(Verifying):
+class EventStore(Database):
     """The append-only event log. See the module docstring for the guarantees."""
 
     def __init__(
@@ -175,16 +176,11 @@ class EventStore(Verifying):
             auto_upgrade = False
         if isinstance(signer, FromEnv):
             signer = signing.signer_from_env() if create else None
-        self.signer = signer
         super().__init__(url, read_only, create)
         self.clock = clock
-        self._heads: dict[str, tuple[int, str]] = {}  # stream id -> (version, hash) after our last append to it
-        self._unsigned = False
         # What this store appended and its key has not yet vouched for (a signer signs only what it accounts for).
-        self._own = []
-        self._own_streams = {}
-        self._signed = {}
-        self._said = set()
+        self.signing = Checkpoints(self, signer, clock)
+        self._heads: dict[str, tuple[int, str]] = {}  # stream id -> (version, hash) after our last append to it
         self._insert_one = (
             f"INSERT INTO events ({', '.join(INSERT_COLUMNS)}) VALUES ({', '.join([self._mark] * len(INSERT_COLUMNS))})"
         )
@@ -218,8 +214,8 @@ class EventStore(Verifying):
     def close(self) -> None:
         """Sign the head if this store appended since its last checkpoint (with a signer), and close."""
         try:
-            if self.signer is not None and self._unsigned:
-                self.sign_recorded()
+            if self.signing.pending:
+                self.signing.sign_recorded()
         finally:
             self._close_connections()
 
@@ -300,9 +296,7 @@ class EventStore(Verifying):
                 last = rows[-1]
                 self._log_head = (last[0], last[-1])
                 self._heads[stream_id] = (last[2], last[-2])
-                self._unsigned = True
-                self._own.append((rows[0][0], last[0]))
-                self._own_streams.setdefault(stream_id, rows[0][2])
+                self.signing.recorded(rows[0][0], last[0], stream_id, rows[0][2])
                 return int(last[2])
         raise StoreError(f"append to {stream_id!r} in {redact(self.url)}: the log head kept moving (3 attempts)")
 
@@ -490,6 +484,42 @@ class EventStore(Verifying):
                 (*args, event_type),
             )
             return {row[0] for row in cur.fetchall()}
+
+    # -- proving the log: a Checkpoints object over this database, and verify() ------------------
+    @property
+    def signer(self) -> signing.Signer | None:
+        return self.signing.signer
+
+    def head(self) -> tuple[int, str]:
+        """The log's head: the last event's global position and log hash ((0, zeros) when empty)."""
+        return self.signing.head()
+
+    def checkpoint(
+        self, signer: signing.Signer | None = None, note: str | None = None, *, adopt: bool = False
+    ) -> SignResult:
+        """Sign what the key can vouch for (:meth:`Checkpoints.checkpoint`)."""
+        return self.signing.checkpoint(signer, note, adopt=adopt)
+
+    def sign_recorded(self) -> SignResult:
+        return self.signing.sign_recorded()
+
+    def add_signature(self, signature: dict[str, Any], note: str | None = None) -> None:
+        """Keep a stream signature made elsewhere (an imported episode's provenance)."""
+        self.signing.add_signature(signature, note)
+
+    def checkpoints(self) -> list[dict[str, Any]]:
+        return self.signing.rows()
+
+    def verify(
+        self,
+        progress: Callable[[int], None] | None = None,
+        stream_id: str | None = None,
+        *,
+        anchor: Anchor | None = None,
+        verifier: signing.Verifier | signing.Keyring | None = None,
+    ) -> VerifyReport:
+        """Both chains and what proves the head (:func:`inquitree.events.verify.verify`)."""
+        return verify(self, progress, stream_id, anchor=anchor, verifier=verifier)
 
 
 def _rows(

@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from inquitree.core.game.prompts import TemplateSet
 from inquitree.core.game.tree import resolve_tree
 from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent, OracleAgent, RandomAgent, ScriptAgent
-from inquitree.core.players.embed import make_embedder
 from inquitree.core.players.judges import EmbeddingJudge
+from inquitree.core.players.kinds import make_embedder
 from inquitree.core.run.golden import dump_jsonl
 from inquitree.core.run.runner import run_episode
 

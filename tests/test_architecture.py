@@ -107,3 +107,45 @@ def test_every_text_names_files_that_exist():
     introduction named warehouse/bootstrap.py long after it was gone)."""
     stale = sorted({f"{where}: {path}" for where, path in _named_paths() if not _exists(path, where)})
     assert not stale, "texts name files that do not exist:\n" + "\n".join(stale)
+
+
+def _import_cycles() -> list[list[str]]:
+    """Strongly connected groups of two or more modules in the graph of every import (at the top of a
+    module, inside a function, or for type checking alone): an import loop in any form."""
+    paths = {architecture_map.dotted(p): p for p in architecture_map.modules()}
+    graph = {m: {t for t in architecture_map.imported(p) if t in paths and t != m} for m, p in paths.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return cycles
+
+
+def test_no_module_imports_its_way_back_to_itself():
+    """No import loop anywhere, not only between rooms: a loop is two modules that cannot be read,
+    tested or moved apart (the store's checkpoints and verification, the warehouse and its sync,
+    the players and their registry each were one)."""
+    assert _import_cycles() == []

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inquitree.core.players.embed import CachedEmbedder, EmbedderError, HashEmbedder, OpenAIEmbedder, make_embedder
+from inquitree.core.players.embed import CachedEmbedder, EmbedderError, HashEmbedder, OpenAIEmbedder
+from inquitree.core.players.kinds import make_embedder
 
 from openai_server import OpenAICompatibleServer
 

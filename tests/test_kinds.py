@@ -52,9 +52,10 @@ def test_an_unknown_spec_lists_the_kinds_of_its_role(role, text, message):
 def test_every_entry_point_asks_the_registry(tmp_path):
     """A kind registered once is what play, suites, judges and embedders make."""
     from inquitree.core.game.tree import resolve_tree
-    from inquitree.core.players.agents import AgentError, OracleAgent, make_agent
-    from inquitree.core.players.embed import EmbedderError, HashEmbedder, make_embedder
-    from inquitree.core.players.judges import EmbeddingJudge, JudgeError, make_judge
+    from inquitree.core.players.agents import AgentError, OracleAgent
+    from inquitree.core.players.embed import EmbedderError, HashEmbedder
+    from inquitree.core.players.judges import EmbeddingJudge, JudgeError
+    from inquitree.core.players.kinds import make_agent, make_embedder, make_judge
 
     tree = resolve_tree("synthetic-chain-7")
     assert isinstance(make_agent("oracle", tree, 0, "sys", label="o"), OracleAgent)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from inquitree.core.game.tree import resolve_tree
-from inquitree.core.players.embed import DEFAULT_TAU_STUDY, LocalEmbedder, default_tau, make_embedder
+from inquitree.core.players.embed import DEFAULT_TAU_STUDY, LocalEmbedder, default_tau
+from inquitree.core.players.kinds import make_embedder
 
 LABELS = Path(__file__).resolve().parent / "data" / "matching" / "qwen-actions.jsonl"
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))

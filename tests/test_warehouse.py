@@ -26,9 +26,9 @@ from inquitree.events.types import (
     ResultDrawn,
     Transitioned,
 )
+from inquitree.warehouse.errors import WarehouseError
 from inquitree.warehouse.schema import TYPED
-from inquitree.warehouse.sync import WarehouseError, rebuild
-from inquitree.warehouse.warehouse import Warehouse, _WriterLock
+from inquitree.warehouse.warehouse import Warehouse, _WriterLock, rebuild
 
 from enginekit import OracleAgent, RandomAgent, ScriptAgent, always_miss_script, play
 
@@ -131,15 +131,15 @@ def test_a_sync_that_fails_mid_batch_rolls_back_to_the_last_commit(sqlite_url, t
     simulate(store, 3, tmp_path)
     store.close()
     calls = []
-    real = ws.Warehouse._flush
+    real = ws._flush
 
-    def flush_then_fail(self) -> None:
+    def flush_then_fail(con) -> None:
         calls.append(1)
-        real(self)
+        real(con)
         if len(calls) == 2:  # the second flush's rows are in the open transaction, not committed
             raise duckdb.IOException("disk full (simulated)")
 
-    monkeypatch.setattr(ws.Warehouse, "_flush", flush_then_fail)
+    monkeypatch.setattr(ws, "_flush", flush_then_fail)
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
         with pytest.raises(duckdb.IOException, match="simulated"):
             wh.sync(sqlite_url, batch_size=25, flush_rows=25, commit_rows=25)
@@ -158,13 +158,13 @@ def test_staging_on_one_thread_gives_the_threads_back(sqlite_url, tmp_path, monk
     simulate(store, 2, tmp_path)
     store.close()
     seen = []
-    real = ws.Warehouse._flush
+    real = ws._flush
 
-    def flush_and_note_threads(self) -> None:
-        seen.append(self.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
-        real(self)
+    def flush_and_note_threads(con) -> None:
+        seen.append(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
+        real(con)
 
-    monkeypatch.setattr(ws.Warehouse, "_flush", flush_and_note_threads)
+    monkeypatch.setattr(ws, "_flush", flush_and_note_threads)
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
         wh.con.execute("SET threads = 3")
         assert wh.sync(sqlite_url, batch_size=30, flush_rows=30).events > 60

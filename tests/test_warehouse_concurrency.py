@@ -74,7 +74,7 @@ def test_two_writers_wait_or_refuse_clearly(tmp_path):
 
 
 def test_a_failed_rebuild_leaves_the_published_warehouse_alone(tmp_path):
-    from inquitree.warehouse.sync import rebuild
+    from inquitree.warehouse.warehouse import rebuild
 
     db, path = f"sqlite:///{tmp_path / 'e.sqlite'}", str(tmp_path / "w.duckdb")
     record(db, 2)

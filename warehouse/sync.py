@@ -21,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol
 
 import duckdb
 import pyarrow as pa
@@ -73,232 +73,228 @@ def _insert_arrow(con: duckdb.DuckDBPyConnection, rows: pa.Table, sql: str) -> N
     con.unregister("incoming")
 
 
-class Syncing:
-    """The sync, as methods of :class:`~inquitree.warehouse.warehouse.Warehouse` (its connection,
-    path and memory setting are the warehouse's)."""
+class SyncTarget(Protocol):
+    """What a sync fills: a warehouse's DuckDB connection, its path and its memory setting in bytes
+    (:class:`~inquitree.warehouse.warehouse.Warehouse` is one)."""
 
     con: duckdb.DuckDBPyConnection
     path: str
     memory: int
 
-    # -- sync ------------------------------------------------------------------------------------
-    def checkpoint(self) -> tuple[str | None, int]:
-        rows = self.con.execute("SELECT source, last_position FROM sync_state").fetchall()
-        return (rows[0][0], rows[0][1]) if rows else (None, 0)
 
-    def sync(  # noqa: C901 - one transaction stages, loads and checkpoints; its error paths must roll back together
-        self,
-        store_url: str | None = None,
-        batch_size: int = 100_000,
-        flush_rows: int | None = None,
-        commit_rows: int | None = None,
-        progress: Callable[[int, int], None] | None = None,
-        trees_dirs: list[Path] | None = None,
-        prices: Path | None = None,
-        registry: Path | None = None,
-    ) -> SyncReport:
-        """Load every event after the checkpoint; refresh the dimensions.
+def checkpoint(con: duckdb.DuckDBPyConnection) -> tuple[str | None, int]:
+    """(the store it was filled from, the last global position loaded), or (None, 0): empty."""
+    rows = con.execute("SELECT source, last_position FROM sync_state").fetchall()
+    return (rows[0][0], rows[0][1]) if rows else (None, 0)
 
-        Batches of ``batch_size`` events arrive from a reader (a thread, or for a large SQLite
-        backlog a child process, see ``reader.py``) and are staged in a temporary table while the
-        reader fetches the next. Every ``flush_rows`` staged events the JSON is parsed into the
-        typed tables, whose row groups (``ROW_GROUP_SIZE``) those inserts fill, so that DuckDB
-        writes them as it goes. All of it happens in one transaction, committed with the
-        checkpoint every ``commit_rows`` events and at the end: a run that dies loses only the
-        uncommitted part, and the next sync resumes from the checkpoint. The dimension rows are
-        read from the tree files in a thread meanwhile and written with the first commit.
-        (Parsing and committing every batch instead was slower, measured alternately with
-        ``bench/warehouse.py``.)
-        """
-        url = store_url or default_url()
-        source_id = redact(url)
-        default_flush, default_commit = sync_windows(self.memory)
-        flush_rows, commit_rows = flush_rows or default_flush, commit_rows or default_commit
-        recorded_source, position = self.checkpoint()
-        since = position
-        if recorded_source is not None and recorded_source != source_id:
-            raise WarehouseError(
-                f"the warehouse {self.path} holds events of {recorded_source}, not {source_id}: "
-                "use another --warehouse, or `inquitree warehouse rebuild`"
-            )
-        t0 = time.perf_counter()
-        threads = int(self.con.execute("SELECT current_setting('threads')").fetchall()[0][0])  # see _stage
-        loaded = 0
-        # A reader thread fetches the next batch while this one loads (DuckDB and the drivers
-        # release the GIL while they work); the queue holds at most two batches in memory.
-        batches: queue.Queue = queue.Queue(maxsize=2)
-        stop = threading.Event()
 
-        def read() -> None:
-            try:
-                src = open_source(url, position, batch_size)
-            except Exception as exc:  # handed to the loading thread
-                batches.put(exc)
-                return
-            try:
-                for batch in src.batches(position, batch_size):
-                    if stop.is_set():
-                        break
-                    batches.put(batch)
-            except Exception as exc:
-                batches.put(exc)
-            finally:
-                try:
-                    src.close()
-                finally:
-                    batches.put(None)  # always: the loading thread waits for it
+def sync(  # noqa: C901 - one transaction stages, loads and checkpoints; its error paths must roll back together
+    wh: "SyncTarget",
+    store_url: str | None = None,
+    batch_size: int = 100_000,
+    flush_rows: int | None = None,
+    commit_rows: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    trees_dirs: list[Path] | None = None,
+    prices: Path | None = None,
+    registry: Path | None = None,
+) -> SyncReport:
+    """Load every event after the checkpoint; refresh the dimensions.
 
-        reader = threading.Thread(target=read, name="warehouse-reader", daemon=True)
-        reader.start()
-        # The dimension rows are read (every tree file validated) in a thread beside the
-        # loading, and written in the first commit: a bad price table still stops the sync
-        # before it commits any event, and the first batch is staged without waiting for them.
-        dims_pool = ThreadPoolExecutor(1, thread_name_prefix="warehouse-dimensions")
-        dims = dims_pool.submit(dimension_rows, self._dimension_fingerprint(), trees_dirs, prices, registry)
-        con = self.con
-        pending = staged = 0  # events loaded since the last commit; of those, not yet parsed
+    Batches of ``batch_size`` events arrive from a reader (a thread, or for a large SQLite
+    backlog a child process, see ``reader.py``) and are staged in a temporary table while the
+    reader fetches the next. Every ``flush_rows`` staged events the JSON is parsed into the
+    typed tables, whose row groups (``ROW_GROUP_SIZE``) those inserts fill, so that DuckDB
+    writes them as it goes. All of it happens in one transaction, committed with the
+    checkpoint every ``commit_rows`` events and at the end: a run that dies loses only the
+    uncommitted part, and the next sync resumes from the checkpoint. The dimension rows are
+    read from the tree files in a thread meanwhile and written with the first commit.
+    (Parsing and committing every batch instead was slower, measured alternately with
+    ``bench/warehouse.py``.)
+    """
+    url = store_url or default_url()
+    source_id = redact(url)
+    default_flush, default_commit = sync_windows(wh.memory)
+    flush_rows, commit_rows = flush_rows or default_flush, commit_rows or default_commit
+    recorded_source, position = checkpoint(wh.con)
+    since = position
+    if recorded_source is not None and recorded_source != source_id:
+        raise WarehouseError(
+            f"the warehouse {wh.path} holds events of {recorded_source}, not {source_id}: "
+            "use another --warehouse, or `inquitree warehouse rebuild`"
+        )
+    t0 = time.perf_counter()
+    threads = int(wh.con.execute("SELECT current_setting('threads')").fetchall()[0][0])  # see _stage
+    loaded = 0
+    # A reader thread fetches the next batch while this one loads (DuckDB and the drivers
+    # release the GIL while they work); the queue holds at most two batches in memory.
+    batches: queue.Queue = queue.Queue(maxsize=2)
+    stop = threading.Event()
+
+    def read() -> None:
         try:
-            while (item := batches.get()) is not None:
-                if isinstance(item, Exception):
-                    raise item
-                if item.num_rows == 0:
-                    continue
-                if pending == 0:
-                    con.execute("BEGIN TRANSACTION")
-                    # raw_events' columns plus the payload, which _flush parses and leaves behind.
-                    # Spelled out, not `AS SELECT ... LIMIT 0`: in DuckDB 2.0.0 a table made that
-                    # way inside a transaction loses a single insert of ~120k rows or more to
-                    # every later scan (tests/test_warehouse.py has the case).
-                    con.execute(f"CREATE OR REPLACE TEMP TABLE staged ({column_list(RAW_COLUMNS)}, payload VARCHAR)")
-                self._stage(upcast_old(item), threads)
-                position = item.column("global_position")[-1].as_py()
-                loaded += item.num_rows
-                pending += item.num_rows
-                staged += item.num_rows
-                if staged >= flush_rows or pending >= commit_rows:
-                    self._flush()
-                    staged = 0
-                if pending >= commit_rows:
-                    self._commit(source_id, position, dims)
-                    pending = 0
-                if progress:
-                    progress(loaded, position)
-            if pending:
-                if staged:
-                    self._flush()
-                self._commit(source_id, position, dims)
-                pending = 0
-            elif dims.result() is not None:  # nothing left to load: the dimensions, if not written yet
-                con.execute("BEGIN TRANSACTION")  # (their error, if any, came before it opened)
-                self._commit(None, 0, dims)
-        except BaseException:
-            # Whether or not an event was loaded: a failure staging the first batch, or writing
-            # the dimensions alone, leaves a transaction open too (aborted, refusing every
-            # statement until it is rolled back).
-            with contextlib.suppress(duckdb.Error):  # none open: a failed COMMIT ended it, or none was begun
-                con.execute("ROLLBACK")
-            raise
+            src = open_source(url, position, batch_size)
+        except Exception as exc:  # handed to the loading thread
+            batches.put(exc)
+            return
+        try:
+            for batch in src.batches(position, batch_size):
+                if stop.is_set():
+                    break
+                batches.put(batch)
+        except Exception as exc:
+            batches.put(exc)
         finally:
-            stop.set()
-            while reader.is_alive():  # let the reader finish its current batch and exit
-                with contextlib.suppress(queue.Empty):
-                    batches.get(timeout=0.1)
-            reader.join()
-            dims_pool.shutdown(wait=True)
-            con.execute(f"SET threads = {threads}")  # if a failed _stage left one
-            con.execute("DROP TABLE IF EXISTS staged")
-        if loaded >= LARGE_BACKLOG:
-            # Fold the write-ahead log into the file now, inside the time a sync reports. With
-            # 16k-row row groups a large sync leaves a write-ahead log below DuckDB's automatic
-            # threshold, which closing the warehouse would otherwise checkpoint, outside that time.
-            con.execute("CHECKPOINT")
-        if loaded:
-            self._warn_foreign_ids(since)
-        if recorded_source is None and loaded == 0:  # bind an empty warehouse to its store too
-            con.execute(
-                "INSERT INTO sync_state VALUES (?, 0, 0, ?)",
-                [source_id, datetime.now(timezone.utc).replace(tzinfo=None)],
+            try:
+                src.close()
+            finally:
+                batches.put(None)  # always: the loading thread waits for it
+
+    reader = threading.Thread(target=read, name="warehouse-reader", daemon=True)
+    reader.start()
+    # The dimension rows are read (every tree file validated) in a thread beside the
+    # loading, and written in the first commit: a bad price table still stops the sync
+    # before it commits any event, and the first batch is staged without waiting for them.
+    dims_pool = ThreadPoolExecutor(1, thread_name_prefix="warehouse-dimensions")
+    dims = dims_pool.submit(dimension_rows, _dimension_fingerprint(wh.con), trees_dirs, prices, registry)
+    con = wh.con
+    pending = staged = 0  # events loaded since the last commit; of those, not yet parsed
+    try:
+        while (item := batches.get()) is not None:
+            if isinstance(item, Exception):
+                raise item
+            if item.num_rows == 0:
+                continue
+            if pending == 0:
+                con.execute("BEGIN TRANSACTION")
+                # raw_events' columns plus the payload, which _flush parses and leaves behind.
+                # Spelled out, not `AS SELECT ... LIMIT 0`: in DuckDB 2.0.0 a table made that
+                # way inside a transaction loses a single insert of ~120k rows or more to
+                # every later scan (tests/test_warehouse.py has the case).
+                con.execute(f"CREATE OR REPLACE TEMP TABLE staged ({column_list(RAW_COLUMNS)}, payload VARCHAR)")
+            _stage(wh.con, upcast_old(item), threads)
+            position = item.column("global_position")[-1].as_py()
+            loaded += item.num_rows
+            pending += item.num_rows
+            staged += item.num_rows
+            if staged >= flush_rows or pending >= commit_rows:
+                _flush(wh.con)
+                staged = 0
+            if pending >= commit_rows:
+                _commit(wh.con, source_id, position, dims)
+                pending = 0
+            if progress:
+                progress(loaded, position)
+        if pending:
+            if staged:
+                _flush(wh.con)
+            _commit(wh.con, source_id, position, dims)
+            pending = 0
+        elif dims.result() is not None:  # nothing left to load: the dimensions, if not written yet
+            con.execute("BEGIN TRANSACTION")  # (their error, if any, came before it opened)
+            _commit(wh.con, None, 0, dims)
+    except BaseException:
+        # Whether or not an event was loaded: a failure staging the first batch, or writing
+        # the dimensions alone, leaves a transaction open too (aborted, refusing every
+        # statement until it is rolled back).
+        with contextlib.suppress(duckdb.Error):  # none open: a failed COMMIT ended it, or none was begun
+            con.execute("ROLLBACK")
+        raise
+    finally:
+        stop.set()
+        while reader.is_alive():  # let the reader finish its current batch and exit
+            with contextlib.suppress(queue.Empty):
+                batches.get(timeout=0.1)
+        reader.join()
+        dims_pool.shutdown(wait=True)
+        con.execute(f"SET threads = {threads}")  # if a failed _stage left one
+        con.execute("DROP TABLE IF EXISTS staged")
+    if loaded >= LARGE_BACKLOG:
+        # Fold the write-ahead log into the file now, inside the time a sync reports. With
+        # 16k-row row groups a large sync leaves a write-ahead log below DuckDB's automatic
+        # threshold, which closing the warehouse would otherwise checkpoint, outside that time.
+        con.execute("CHECKPOINT")
+    if loaded:
+        _warn_foreign_ids(wh.con, since)
+    if recorded_source is None and loaded == 0:  # bind an empty warehouse to its store too
+        con.execute(
+            "INSERT INTO sync_state VALUES (?, 0, 0, ?)",
+            [source_id, datetime.now(timezone.utc).replace(tzinfo=None)],
+        )
+    return SyncReport(loaded, position, time.perf_counter() - t0)
+
+
+def _warn_foreign_ids(con: duckdb.DuckDBPyConnection, after: int) -> None:
+    """Say which episodes just loaded have ids outside the grammar (``events/names.py``): only a
+    writer other than InquiTree puts them there (a PostgreSQL writer role may INSERT). They are
+    kept, as the log is, and shown escaped; no file is ever named after them (``report``)."""
+    rows = con.execute(
+        # each new stream once (its first event), not every event of it
+        "SELECT stream_id[9:] FROM raw_events WHERE global_position > ? AND stream_version = 1 "
+        "AND starts_with(stream_id, 'episode/') AND NOT regexp_full_match(stream_id[9:], ?) LIMIT 6",
+        [after, EPISODE_ID_PATTERN],
+    ).fetchall()
+    if rows:
+        names = ", ".join(shown(r[0]) for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
+        print(
+            f"inquitree: warning: the store holds episode ids outside InquiTree's grammar (written by "
+            f"something other than InquiTree): {names}",
+            file=sys.stderr,
+        )
+
+
+def _stage(con: duckdb.DuckDBPyConnection, batch: pa.Table, threads: int) -> None:
+    """Copy one Arrow batch into the ``staged`` table (the caller's transaction), then give
+    DuckDB back its ``threads``.
+
+    With one DuckDB thread: on a 2-core machine the copy takes about half the time it takes
+    with two, the SQLite reader being busy beside it, and the whole sync is no slower and
+    uses less CPU (``bench/warehouse.py``, alternated). The parsing in ``_flush`` keeps every
+    thread: with one, the sync was clearly slower."""
+    con.execute("SET threads = 1")
+    _insert_arrow(con, batch, f"INSERT INTO staged {_STAGE_SELECT}")
+    # After a failed insert sync() sets the threads back, once it has rolled back.
+    con.execute(f"SET threads = {threads}")
+
+
+def _flush(con: duckdb.DuckDBPyConnection) -> None:
+    """Parse the staged events into ``raw_events`` and the typed tables, and empty ``staged``."""
+    con.execute("INSERT INTO raw_events SELECT * EXCLUDE (payload) FROM staged")
+    present = {t for (t,) in con.execute("SELECT DISTINCT event_type FROM staged").fetchall()}
+    for event_type, (table, cols) in TYPED.items():
+        if event_type in present:  # an INSERT costs even with nothing to insert
+            con.execute(insert_typed(event_type, table, cols, "staged"))
+    con.execute("DELETE FROM staged")
+
+
+def _commit(con: duckdb.DuckDBPyConnection, source_id: str | None, position: int, dims: Future) -> None:
+    """Move the checkpoint to ``position`` (unless ``source_id`` is None), write the dimension
+    rows if they have not been yet, and commit the open transaction."""
+    rows = dims.result()
+    if rows is not None and rows.fingerprint != _dimension_fingerprint(con):
+        _write_dimensions(con, rows)
+    if source_id is not None:
+        con.execute("DELETE FROM sync_state")
+        con.execute(
+            "INSERT INTO sync_state VALUES (?, ?, (SELECT count(*) FROM raw_events), ?)",
+            [source_id, position, datetime.now(timezone.utc).replace(tzinfo=None)],
+        )
+    con.execute("COMMIT")
+
+
+def _dimension_fingerprint(con: duckdb.DuckDBPyConnection) -> str | None:
+    rows = con.execute("SELECT fingerprint FROM dimension_state").fetchall()
+    return rows[0][0] if rows else None
+
+
+def _write_dimensions(con: duckdb.DuckDBPyConnection, rows: "DimensionRows") -> None:
+    """Replace the dimension tables (in the caller's transaction)."""
+    for table, values in rows.tables.items():
+        con.execute(f"DELETE FROM {table}")
+        if values:  # as one Arrow table: executemany took ~70 ms for these few hundred rows
+            columns = pa.table(
+                [pa.array(c) for c in zip(*values, strict=False)], names=[f"c{i}" for i in range(len(values[0]))]
             )
-        return SyncReport(loaded, position, time.perf_counter() - t0)
-
-    def _warn_foreign_ids(self, after: int) -> None:
-        """Say which episodes just loaded have ids outside the grammar (``events/names.py``): only a
-        writer other than InquiTree puts them there (a PostgreSQL writer role may INSERT). They are
-        kept, as the log is, and shown escaped; no file is ever named after them (``report``)."""
-        rows = self.con.execute(
-            # each new stream once (its first event), not every event of it
-            "SELECT stream_id[9:] FROM raw_events WHERE global_position > ? AND stream_version = 1 "
-            "AND starts_with(stream_id, 'episode/') AND NOT regexp_full_match(stream_id[9:], ?) LIMIT 6",
-            [after, EPISODE_ID_PATTERN],
-        ).fetchall()
-        if rows:
-            names = ", ".join(shown(r[0]) for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
-            print(
-                f"inquitree: warning: the store holds episode ids outside InquiTree's grammar (written by "
-                f"something other than InquiTree): {names}",
-                file=sys.stderr,
-            )
-
-    def _stage(self, batch: pa.Table, threads: int) -> None:
-        """Copy one Arrow batch into the ``staged`` table (the caller's transaction), then give
-        DuckDB back its ``threads``.
-
-        With one DuckDB thread: on a 2-core machine the copy takes about half the time it takes
-        with two, the SQLite reader being busy beside it, and the whole sync is no slower and
-        uses less CPU (``bench/warehouse.py``, alternated). The parsing in ``_flush`` keeps every
-        thread: with one, the sync was clearly slower."""
-        self.con.execute("SET threads = 1")
-        _insert_arrow(self.con, batch, f"INSERT INTO staged {_STAGE_SELECT}")
-        # After a failed insert sync() sets the threads back, once it has rolled back.
-        self.con.execute(f"SET threads = {threads}")
-
-    def _flush(self) -> None:
-        """Parse the staged events into ``raw_events`` and the typed tables, and empty ``staged``."""
-        con = self.con
-        con.execute("INSERT INTO raw_events SELECT * EXCLUDE (payload) FROM staged")
-        present = {t for (t,) in con.execute("SELECT DISTINCT event_type FROM staged").fetchall()}
-        for event_type, (table, cols) in TYPED.items():
-            if event_type in present:  # an INSERT costs even with nothing to insert
-                con.execute(insert_typed(event_type, table, cols, "staged"))
-        con.execute("DELETE FROM staged")
-
-    def _commit(self, source_id: str | None, position: int, dims: Future) -> None:
-        """Move the checkpoint to ``position`` (unless ``source_id`` is None), write the dimension
-        rows if they have not been yet, and commit the open transaction."""
-        con = self.con
-        rows = dims.result()
-        if rows is not None and rows.fingerprint != self._dimension_fingerprint():
-            self._write_dimensions(rows)
-        if source_id is not None:
-            con.execute("DELETE FROM sync_state")
-            con.execute(
-                "INSERT INTO sync_state VALUES (?, ?, (SELECT count(*) FROM raw_events), ?)",
-                [source_id, position, datetime.now(timezone.utc).replace(tzinfo=None)],
-            )
-        con.execute("COMMIT")
-
-    def _dimension_fingerprint(self) -> str | None:
-        rows = self.con.execute("SELECT fingerprint FROM dimension_state").fetchall()
-        return rows[0][0] if rows else None
-
-    def _write_dimensions(self, rows: "DimensionRows") -> None:
-        """Replace the dimension tables (in the caller's transaction)."""
-        con = self.con
-        for table, values in rows.tables.items():
-            con.execute(f"DELETE FROM {table}")
-            if values:  # as one Arrow table: executemany took ~70 ms for these few hundred rows
-                columns = pa.table(
-                    [pa.array(c) for c in zip(*values, strict=False)], names=[f"c{i}" for i in range(len(values[0]))]
-                )
-                _insert_arrow(con, columns, f"INSERT INTO {table} SELECT * FROM incoming")
-        con.execute("DELETE FROM dimension_state")
-        con.execute("INSERT INTO dimension_state VALUES (?)", [rows.fingerprint])
-
-
-def rebuild(path: str, store_url: str | None = None, **kw) -> SyncReport:
-    """Sync a new, empty warehouse from the first event, and publish it over ``path`` (readers of
-    the old one go on reading it until they open it again)."""
-    from inquitree.warehouse.warehouse import Warehouse
-
-    with Warehouse(path, fresh=True) as wh:
-        return wh.sync(store_url, **kw)
+            _insert_arrow(con, columns, f"INSERT INTO {table} SELECT * FROM incoming")
+    con.execute("DELETE FROM dimension_state")
+    con.execute("INSERT INTO dimension_state VALUES (?)", [rows.fingerprint])

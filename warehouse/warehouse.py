@@ -32,7 +32,7 @@ from inquitree.warehouse.errors import WarehouseError
 from inquitree.warehouse.intervals import Settings
 from inquitree.warehouse.intervals import register as register_intervals
 from inquitree.warehouse.schema import BASE, DIMENSIONS, TYPED, table_statements
-from inquitree.warehouse.sync import Syncing
+from inquitree.warehouse.sync import SyncReport, checkpoint, sync
 
 WAREHOUSE_ENV = "INQUITREE_WAREHOUSE"
 QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
@@ -143,8 +143,8 @@ def memory_bytes(text: str) -> int:
 ROW_GROUP_SIZE = 16_384
 
 
-class Warehouse(Syncing):
-    """One warehouse file: open, fill (:meth:`sync`, from ``Syncing``), query."""
+class Warehouse:
+    """One warehouse file: open, fill (:meth:`sync`, ``sync.py``'s work on this warehouse), query."""
 
     def __init__(
         self,
@@ -299,6 +299,15 @@ class Warehouse(Syncing):
         # from there), except for a rebuild, which must not replace a whole warehouse with a part.
         self.close(publish=exc[0] is None or not self._fresh)
 
+    # -- filling -------------------------------------------------------------------------------
+    def sync(self, store_url: str | None = None, **options: Any) -> SyncReport:
+        """Load every event recorded after the checkpoint (:func:`inquitree.warehouse.sync.sync`)."""
+        return sync(self, store_url, **options)
+
+    def checkpoint(self) -> tuple[str | None, int]:
+        """(the store this warehouse was filled from, the last global position loaded)."""
+        return checkpoint(self.con)
+
     # -- analyses --------------------------------------------------------------------------------
     def scope(self, suites: list[str] | tuple[str, ...] = (), one_off: bool = False) -> str:
         """Which episodes this connection's analyses speak about (the ``episodes`` view): the named
@@ -401,3 +410,10 @@ class Warehouse(Syncing):
 
 def query_names() -> list[str]:
     return sorted(p.stem for p in QUERIES_DIR.glob("*.sql"))
+
+
+def rebuild(path: str, store_url: str | None = None, **options: Any) -> SyncReport:
+    """Sync a new, empty warehouse from the first event, and publish it over ``path`` (readers of
+    the old one go on reading it until they open it again)."""
+    with Warehouse(path, fresh=True) as wh:
+        return wh.sync(store_url, **options)

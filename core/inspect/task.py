@@ -44,7 +44,6 @@ from inquitree.core.game.prompts import TemplateSet
 from inquitree.core.game.tree import Tree, resolve_tree, shipped_tree_paths
 from inquitree.core.inspect import model as inspect_model  # noqa: F401 - registers inquitree/oracle and inquitree/script for inspect
 from inquitree.core.players.agents import last_turns, recorded_turns
-from inquitree.core.players.embed import make_embedder
 from inquitree.core.players.judges import (
     JUDGE_PROMPT_VERSION,
     JUDGE_REASK,
@@ -55,6 +54,7 @@ from inquitree.core.players.judges import (
     parse_verdict,
     verdict,
 )
+from inquitree.core.players.kinds import make_embedder
 from inquitree.core.run.runner import Episode
 from inquitree.core.run.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
 from inquitree.events.errors import InquiTreeError

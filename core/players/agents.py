@@ -438,31 +438,3 @@ class OpenAIChatAgent:
             finish_reason=out.finish_reason,
             failed_attempts=out.failed,
         )
-
-
-def make_agent(
-    spec: str,
-    tree: Tree,
-    seed: int,
-    system_prompt: str,
-    config: ModelConfig | None = None,
-    rate_limiter: RateLimiter | None = None,
-    label: str | None = None,
-) -> Agent:
-    """The agent ``spec`` names. ``label`` (a suite's ``label``) is its name in every query; a
-    model agent takes it from ``config``, the others record it in their description."""
-    from inquitree.core.players import kinds
-
-    try:
-        parsed = kinds.parse("agent", spec)
-    except kinds.SpecError as exc:
-        raise AgentError(str(exc)) from None
-    assert parsed.kind.factory is not None
-    agent: Agent = parsed.kind.factory(
-        parsed, tree=tree, seed=seed, system_prompt=system_prompt, config=config, rate_limiter=rate_limiter
-    )
-    if parsed.kind.needs_model:
-        return agent
-    if label and label != spec:
-        agent.description = {**agent.description, "label": label}
-    return agent

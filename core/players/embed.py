@@ -275,20 +275,6 @@ def _chunks(items: list, n: int) -> Iterable[list]:
         yield items[i : i + n]
 
 
-def make_embedder(name: str, *, base_url: str | None = None, cache: bool | Path | str = True) -> Embedder:
-    """``local`` | ``hash`` | ``openai`` | ``openai:MODEL`` (``core/players/kinds.py``), cached unless
-    ``cache=False``."""
-    from inquitree.core.players import kinds
-
-    try:
-        inner: Embedder = kinds.make("embedder", name, base_url=base_url)
-    except kinds.SpecError as exc:
-        raise EmbedderError(f"unknown embedder {name!r}: {str(exc).partition(': ')[2]}") from None
-    if cache is False:
-        return inner
-    return CachedEmbedder(inner, None if cache is True else cache)
-
-
 # Default tau per embedder (DECISIONS.md #1). Each entry says how it was chosen; an embedder
 # without an entry has no default and a run must pass --tau (calibrate first).
 DEFAULT_TAU: dict[str, tuple[float, str]] = {

@@ -254,13 +254,3 @@ def parse_verdict(raw: str) -> tuple[float | None, str]:
     if not isinstance(why, str) or is_placeholder(why):
         return None, f"the rationale is empty or the prompt's placeholder ({str(why)[:60]!r})"
     return score, why
-
-
-def make_judge(spec: str, embedder, config: ModelConfig | None = None) -> Judge:
-    """The judge ``spec`` names (``core/players/kinds.py``)."""
-    from inquitree.core.players import kinds
-
-    try:
-        return kinds.make("judge", spec, embedder=embedder, config=config)
-    except kinds.SpecError as exc:
-        raise JudgeError(str(exc)) from None

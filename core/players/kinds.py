@@ -11,6 +11,7 @@ its implementation is imported only when that kind is made (start-up stays light
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any, Callable
 
 from inquitree.events.errors import InquiTreeError
@@ -174,7 +175,75 @@ def _openai_embedder(spec: Spec, base_url: str | None = None, **_: Any) -> Any:
     return OpenAIEmbedder(str(spec.argument), base_url=base_url)
 
 
-# -- the decontextualized control's answerers (core/run/rejudge.py answers for each) ------------------
-for _name in ("oracle", "random"):
-    register("control", _name)(lambda spec, **_: spec)
-register("control", "openai", argument="MODEL", needs_model=True)(lambda spec, **_: spec)
+# -- the decontextualized control's answerers (core/players/control.py) -------------------------------
+@register("control", "oracle")
+def _oracle_answerer(spec: Spec, trees: list, **_: Any) -> Any:
+    from inquitree.core.players.control import OracleAnswerer
+
+    return OracleAnswerer(trees)
+
+
+@register("control", "random")
+def _random_answerer(spec: Spec, seed: int, **_: Any) -> Any:
+    from inquitree.core.players.control import RandomAnswerer
+
+    return RandomAnswerer(seed)
+
+
+@register("control", "openai", argument="MODEL", needs_model=True)
+def _model_answerer(spec: Spec, config: Any = None, **_: Any) -> Any:
+    from inquitree.core.players.control import ModelAnswerer
+
+    return ModelAnswerer(str(spec.argument), config)
+
+
+# -- what every entry point calls: a kind's object from its spec ---------------------------------------
+def make_agent(
+    spec: str,
+    tree: Any,
+    seed: int,
+    system_prompt: str,
+    config: Any = None,
+    rate_limiter: Any = None,
+    label: str | None = None,
+) -> Any:
+    """The agent ``spec`` names. ``label`` (a suite's ``label``) is its name in every query; a
+    model agent takes it from ``config``, the others record it in their description."""
+    from inquitree.core.players.agents import AgentError
+
+    try:
+        parsed = parse("agent", spec)
+    except SpecError as exc:
+        raise AgentError(str(exc)) from None
+    assert parsed.kind.factory is not None
+    agent = parsed.kind.factory(
+        parsed, tree=tree, seed=seed, system_prompt=system_prompt, config=config, rate_limiter=rate_limiter
+    )
+    if parsed.kind.needs_model:
+        return agent
+    if label and label != spec:
+        agent.description = {**agent.description, "label": label}
+    return agent
+
+
+def make_judge(spec: str, embedder: Any, config: Any = None) -> Any:
+    """The judge ``spec`` names."""
+    from inquitree.core.players.judges import JudgeError
+
+    try:
+        return make("judge", spec, embedder=embedder, config=config)
+    except SpecError as exc:
+        raise JudgeError(str(exc)) from None
+
+
+def make_embedder(name: str, *, base_url: str | None = None, cache: bool | Path | str = True) -> Any:
+    """``local`` | ``hash`` | ``openai`` | ``openai:MODEL``, cached unless ``cache=False``."""
+    from inquitree.core.players.embed import CachedEmbedder, EmbedderError
+
+    try:
+        inner = make("embedder", name, base_url=base_url)
+    except SpecError as exc:
+        raise EmbedderError(f"unknown embedder {name!r}: {str(exc).partition(': ')[2]}") from None
+    if cache is False:
+        return inner
+    return CachedEmbedder(inner, None if cache is True else cache)

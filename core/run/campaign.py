@@ -49,9 +49,8 @@ from inquitree.core.calls.models import CallSettings, option_label, redact_url
 from inquitree.core.game.prompts import TemplateSet, is_shipped
 from inquitree.core.game.tree import Tree, resolve_tree
 from inquitree.core.players import kinds
-from inquitree.core.players.agents import ModelConfig, RateLimiter, make_agent
-from inquitree.core.players.embed import make_embedder
-from inquitree.core.players.judges import make_judge
+from inquitree.core.players.agents import ModelConfig, RateLimiter
+from inquitree.core.players.kinds import make_agent, make_embedder, make_judge
 from inquitree.core.run.limits import Budget, Limits, PriceTable, tokens_of
 from inquitree.core.run.runner import STREAM_PREFIX, EpisodeFailure, EpisodeStopped, run_episode, stream_id
 from inquitree.core.run.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec

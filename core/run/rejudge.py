@@ -17,12 +17,13 @@ import json
 import re
 from typing import Any
 
-from inquitree.core.calls.models import ModelCallError, json_schema_format, option_label
+from inquitree.core.calls.models import ModelCallError
 from inquitree.core.game.engine import Engine, Params, fold, uniform
 from inquitree.core.game.prompts import TemplateSet
 from inquitree.core.game.tree import Tree, resolve_tree
 from inquitree.core.players import kinds
 from inquitree.core.players.agents import ModelConfig, strip_code_fence
+from inquitree.core.players.control import CONTROL_PROMPT_VERSION, CONTROL_USER
 from inquitree.core.players.judges import Judge
 from inquitree.core.run.runner import STREAM_PREFIX, stream_id
 from inquitree.events.base import Event
@@ -68,22 +69,6 @@ def finished_episodes(store: EventStore, prefix: str = "") -> list[str]:
     )
 
 
-CONTROL_PROMPT_VERSION = "control-v2"
-CONTROL_SYSTEM = "You are an expert scientist reviewing a single reported result."
-CONTROL_USER = """Research topic:
-{topic}
-
-A study on this topic reported the following result:
-{text}
-
-Is this result scientifically valid? Answer with a JSON object and nothing else: {{"answer": "VALID"}} or \
-{{"answer": "INVALID"}}."""
-ANSWER_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["answer"],
-    "properties": {"answer": {"type": "string", "enum": ["VALID", "INVALID"]}},
-}
 _WORD = re.compile(r"^[\s*_`\"'.]*(VALID|INVALID)[\s*_`\"'.]*$", re.IGNORECASE)
 
 
@@ -112,15 +97,6 @@ def control_items(trees: list[Tree], seed: int) -> list[tuple[Tree, str, bool, i
     return [items[i] for i in order]
 
 
-class _ControlOracle:
-    def __init__(self, trees: list[Tree]):
-        self.truth = {r.text for t in trees for r in t.result.values()}
-        self.description = {"kind": "oracle"}
-
-    def answer(self, text: str, prompt: str) -> str:
-        return "VALID" if text in self.truth else "INVALID"
-
-
 def run_control(
     store: EventStore, agent_spec: str, trees: list[Tree], seed: int = 0, config: ModelConfig | None = None
 ) -> tuple[str, int, int]:
@@ -129,26 +105,12 @@ def run_control(
     key = hashlib.sha256(f"{agent_spec}|{seed}|{','.join(t.id + ':' + t.content_hash for t in trees)}".encode())
     sid = f"control/{re.sub(r'[^A-Za-z0-9_.-]+', '-', agent_spec)}-{key.hexdigest()[:12]}"
     try:
-        kind = kinds.parse("control", agent_spec)
+        answerer = kinds.make("control", agent_spec, trees=trees, seed=seed, config=config)
     except kinds.SpecError as exc:
         raise RejudgeError(f"{exc} (the control's answerers)") from None
-    if kind.kind.name == "oracle":
-        answerer = _ControlOracle(trees)
-        desc: dict[str, Any] = answerer.description
-    elif kind.kind.name == "random":
-        desc = {"kind": "random", "seed": seed}
-    else:
-        config = config or ModelConfig()
-        model = kind.argument or ""
-        try:
-            chat = config.chat_model(model, "control model")
-        except ModelCallError as exc:
-            raise RejudgeError(str(exc)) from None
-        desc = {
-            "kind": "openai",
-            "label": config.label or option_label(model, config.settings.options),
-            **chat.describe(),
-        }
+    except ModelCallError as exc:
+        raise RejudgeError(str(exc)) from None
+    desc: dict[str, Any] = answerer.description
     version = store.current_version(sid)
     if version == 0:
         version = store.append(
@@ -168,20 +130,10 @@ def run_control(
     answered = 0
     for n, (tree, rid, fake, k, text) in enumerate(items[done:], start=done):
         prompt = CONTROL_USER.format(topic=tree.topic, text=text)
-        call: dict = {}
-        if kind.kind.name == "oracle":
-            raw = answerer.answer(text, prompt)
-        elif kind.kind.name == "random":
-            raw = "VALID" if uniform(seed, n, "control-answer") < 0.5 else "INVALID"
-        else:  # each item alone: no memory of earlier items
-            try:
-                res = chat.chat(
-                    [{"role": "system", "content": CONTROL_SYSTEM}, {"role": "user", "content": prompt}],
-                    json_schema_format("validity", ANSWER_SCHEMA),
-                )
-                raw, call = res.text, res.record()
-            except ModelCallError as exc:  # stop here: the answers so far are kept, a re-run continues
-                raise RejudgeError(f"control stopped at item {n + 1} of {len(items)}: [{exc.kind}] {exc}") from None
+        try:
+            raw, call = answerer.answer(n, text, prompt)
+        except ModelCallError as exc:  # stop here: the answers so far are kept, a re-run continues
+            raise RejudgeError(f"control stopped at item {n + 1} of {len(items)}: [{exc.kind}] {exc}") from None
         answer = parse_validity(raw)
         ev = ControlAnswered(
             agent=desc,
