@@ -13,6 +13,7 @@ import html
 import re
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 import jinja2
 import polars as pl
@@ -126,22 +127,8 @@ CAPTIONS = {
 }
 
 
-def figures(wh: Warehouse, out: Path) -> dict[str, dict]:  # noqa: C901 - one section a figure, in the paper's order
-    """Draw each figure; return {name: {"file", "title", "caption", "notes", "table"}}."""
-    plt = _plt()
-    made: dict[str, dict] = {}
-
-    def save(name: str, title: str, df: pl.DataFrame, fig, notes: list[str]) -> None:
-        fig.savefig(out / f"{name}.png", dpi=110, bbox_inches="tight")
-        plt.close(fig)
-        made[name] = {
-            "file": f"{name}.png",
-            "title": title,
-            "caption": CAPTIONS[name],
-            "notes": notes,
-            "table": table_html(df),
-        }
-
+def _draw_fig3a(wh: Warehouse, plt: Any) -> tuple[pl.DataFrame, Any, list[str]]:
+    """The conclusion score by randomness level, one line per agent and judge."""
     df = wh.query("fig3a_score_by_randomness")
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     labelled = df.with_columns(label=pl.col("agent") + " / " + pl.col("judge_id").str.slice(0, 24)) if df.height else df
@@ -152,8 +139,11 @@ def figures(wh: Warehouse, out: Path) -> dict[str, dict]:  # noqa: C901 - one se
     notes = []
     if drawn and df["randomness"].n_unique() == 1:
         notes.append(f"Only level {df['randomness'][0]} has scored episodes: the figure has one point per line.")
-    save("fig3a", "Figure 3a: conclusion score by randomness level", df, fig, notes)
+    return df, fig, notes
 
+
+def _draw_fig3b(wh: Warehouse, plt: Any) -> tuple[pl.DataFrame, Any, list[str]]:
+    """The relative change of redo_study frequency against level 0, one line per agent."""
     df = wh.query("fig3b_redo_frequency")
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     drawn = _lines(
@@ -184,8 +174,11 @@ def figures(wh: Warehouse, out: Path) -> dict[str, dict]:  # noqa: C901 - one se
             else:
                 why = "it has no episodes above level 0"
             notes.append(f"{agent} is not drawn: {why}.")
-    save("fig3b", "Figure 3b: relative change in redo_study frequency", df, fig, notes)
+    return df, fig, notes
 
+
+def _draw_fig3c(wh: Warehouse, plt: Any) -> tuple[pl.DataFrame, Any, list[str]]:
+    """The fake-result hit rate and false-alarm rate by level, with the decontextualized baseline."""
     df = wh.query("fig3c_fake_hit_rate")
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     hit = df.filter(pl.col("randomness") > 0) if df.height else df
@@ -219,8 +212,11 @@ def figures(wh: Warehouse, out: Path) -> dict[str, dict]:  # noqa: C901 - one se
     ax.set(xlabel="randomness level a", ylabel="rate", ylim=(-0.02, 1.02))
     _level_axis(ax, hit)
     _legend(ax)
-    save("fig3c", "Figure 3c: fake-result hit rate, false-alarm rate, decontextualized baseline", df, fig, notes)
+    return df, fig, notes
 
+
+def _draw_fig4(wh: Warehouse, plt: Any) -> tuple[pl.DataFrame, Any, list[str]]:
+    """The conclusion score on papers published before and after each model's training cutoff."""
     df = wh.query("fig4_cutoff")
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     notes = []
@@ -267,8 +263,11 @@ def figures(wh: Warehouse, out: Path) -> dict[str, dict]:  # noqa: C901 - one se
                 notes.append(f"{a}: no {missing_split} papers among its episodes, so that bar is absent.")
     ax.set(ylabel="conclusion score (q_norm)")
     _legend(ax)
-    save("fig4", "Figure 4: papers published before vs after each model's training cutoff", df, fig, notes)
+    return df, fig, notes
 
+
+def _draw_steps_bounds(wh: Warehouse, plt: Any) -> tuple[pl.DataFrame, Any, list[str]]:
+    """Each tree and agent's steps against the bounds [3n, n(2H+3)] (Appendix B)."""
     table = wh.query("steps_bounds")
     df = table.filter(pl.col("concluded") > 0)  # the bounds apply to concluded episodes; the rest are notes
     rows = df.height
@@ -308,7 +307,35 @@ def figures(wh: Warehouse, out: Path) -> dict[str, dict]:  # noqa: C901 - one se
             notes.append(f"{who}: {row['cut_off']} episode(s) cut off ({row['cut_off_by']}), not drawn.")
     ax.set(xlabel="steps")
     _legend(ax)
-    save("steps_bounds", "Steps against the bounds [3n, n(2H+3)] (Appendix B)", table, fig, notes)
+    return table, fig, notes
+
+
+# The report's figures in the paper's order: (name, title, the function that draws it).
+FIGURES: list[tuple[str, str, Callable[[Warehouse, Any], tuple[pl.DataFrame, Any, list[str]]]]] = [
+    ("fig3a", "Figure 3a: conclusion score by randomness level", _draw_fig3a),
+    ("fig3b", "Figure 3b: relative change in redo_study frequency", _draw_fig3b),
+    ("fig3c", "Figure 3c: fake-result hit rate, false-alarm rate, decontextualized baseline", _draw_fig3c),
+    ("fig4", "Figure 4: papers published before vs after each model's training cutoff", _draw_fig4),
+    ("steps_bounds", "Steps against the bounds [3n, n(2H+3)] (Appendix B)", _draw_steps_bounds),
+]
+
+
+def figures(wh: Warehouse, out: Path) -> dict[str, dict]:
+    """Draw each figure of FIGURES into ``out``; return {name: {"file", "title", "caption", "notes", "table"}}.
+    Each drawing function returns the table printed under its figure, the figure and its notes."""
+    plt = _plt()
+    made: dict[str, dict] = {}
+    for name, title, draw in FIGURES:
+        df, fig, notes = draw(wh, plt)
+        fig.savefig(out / f"{name}.png", dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        made[name] = {
+            "file": f"{name}.png",
+            "title": title,
+            "caption": CAPTIONS[name],
+            "notes": notes,
+            "table": table_html(df),
+        }
     return made
 
 

@@ -43,7 +43,7 @@ import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from inquitree.core.calls.models import CallSettings, option_label, redact_url
 from inquitree.core.game.prompts import TemplateSet, is_shipped
@@ -407,7 +407,215 @@ def parse_shard(text: str | None) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget, retries and Ctrl-C share its state
+@dataclasses.dataclass
+class _Setup:
+    """What every cell of a campaign shares, made once before any cell runs: a malformed tree, a
+    wrong agent spec, a missing key or a cost limit without a price stops the campaign here."""
+
+    trees: dict[str, Tree]
+    templates: TemplateSet
+    embedder: Any
+    spec: EpisodeSpec
+    judges: dict[str, Any]
+    limiter: RateLimiter | None
+    limits: Limits
+    prices: PriceTable | None
+    budget: Budget | None
+
+
+def _set_up(suite: Suite) -> _Setup:
+    trees: dict[str, Tree] = {t: resolve_tree(t) for t in suite.trees}
+    templates = TemplateSet(suite.templates)
+    embedder = make_embedder(suite.embedder, base_url=suite.embedder_base_url)
+    judge_config = suite.judge_config()
+    limits = suite.limits()
+    costed = limits.episode_cost_usd or suite.budget_cost_usd
+    prices = PriceTable(suite.prices) if (suite.prices or costed) else None
+    setup = _Setup(
+        trees=trees,
+        templates=templates,
+        embedder=embedder,
+        spec=suite.spec(),
+        judges={j: make_judge(j, embedder, judge_config) for j in suite.judges},
+        limiter=RateLimiter(suite.requests_per_minute) if suite.requests_per_minute else None,
+        limits=limits,
+        prices=prices,
+        budget=Budget(suite.budget_tokens, suite.budget_cost_usd) if (suite.budget_tokens or costed) else None,
+    )
+    first = trees[suite.trees[0]]
+    for entry in suite.entries.values():  # a wrong agent spec or a missing key stops here, not inside a worker
+        make_agent(entry.spec, first, suite.seed, templates.system_prompt, entry.config)
+        model = kinds.parse("agent", entry.spec).model
+        if prices is not None and costed and model is not None and not prices.has(model):
+            raise SuiteError(f"{suite.source}: a cost limit is set but {prices.path} has no price for {model!r}")
+    return setup
+
+
+class _CampaignRun:
+    """One run of a campaign's shard: the cells it has to play, each played and retried by
+    :meth:`attempt`, counted by :meth:`tally`, all of them in a pool of threads by :meth:`play`."""
+
+    def __init__(self, suite: Suite, store: EventStore, shard: tuple[int, int], stop: threading.Event):
+        self.suite, self.store, self.stop = suite, store, stop
+        self.setup = _set_up(suite)
+        index, count = shard
+        self.mine = [c for k, c in enumerate(suite.cells()) if k % count == index - 1]
+        prefix = STREAM_PREFIX + episode_prefix(suite.name)
+        finished = store.streams_with_event(prefix, "EpisodeScored")
+        self.todo = [(c, eid) for c in self.mine if stream_id(eid := c.episode_id(suite.name)) not in finished]
+        # Streams that exist now: an episode whose stream did not is started without reading it back
+        # (an empty read per episode was a tenth of `suite run`'s CPU, bench/engine.py). Should another
+        # worker start it meanwhile, the first append finds the stream taken, as a read would have.
+        self.started = {s.stream_id for s in store.streams(prefix)} if self.todo else set()
+        self.report = CampaignReport(cells=len(self.mine), skipped=len(self.mine) - len(self.todo))
+        self.same = SameFailures(stop)
+        self.lock = threading.Lock()
+
+    def remaining(self) -> int:
+        r = self.report
+        return len(self.mine) - r.skipped - r.done - r.failed - r.taken_elsewhere - r.not_started - r.stopped
+
+    def one(self, cell: Cell, eid: str) -> tuple[str, int]:
+        """A cell's outcome and the tokens it spent; whatever it raises is its outcome, never the campaign's."""
+        try:
+            return self.attempt(cell, eid)
+        except ConcurrencyError:
+            return "taken", 0  # another worker or process is recording this cell
+        except EpisodeStopped:
+            return "stopped", 0
+        except InquiTreeError as exc:
+            return f"failed: {eid}: {exc}", 0
+        except Exception as exc:  # one cell's failure never ends the campaign
+            return f"failed: {eid}: {type(exc).__name__}: {exc}", 0
+
+    def attempt(self, cell: Cell, eid: str) -> tuple[str, int]:
+        """Play the cell (resuming what was recorded), with the suite's retries of a retryable failure."""
+        suite, store, setup = self.suite, self.store, self.setup
+        if self.stop.is_set() or (
+            setup.budget is not None and setup.budget.spent() and not store.current_version(stream_id(eid))
+        ):
+            return "not started", 0
+        tree = setup.trees[cell.tree]
+        seed = suite.seed + cell.run
+        params = setup.spec.params(tree, setup.embedder.id, setup.templates, cell.randomness, seed)
+        entry = suite.entries[cell.agent]
+        for attempt in range(suite.retries + 1):
+            agent = make_agent(
+                entry.spec,
+                tree,
+                seed,
+                setup.templates.system_prompt,
+                entry.config,
+                rate_limiter=setup.limiter,
+                label=entry.label,
+            )
+            try:
+                out = run_episode(
+                    tree,
+                    agent,
+                    setup.judges[cell.judge],
+                    setup.embedder,
+                    params,
+                    setup.templates,
+                    store,
+                    eid,
+                    resume=True,
+                    new_stream=attempt == 0 and stream_id(eid) not in self.started,
+                    limits=setup.limits,
+                    budget=setup.budget,
+                    prices=setup.prices,
+                    stop=self.stop,
+                )
+            except EpisodeFailure as exc:
+                if exc.retryable and attempt < suite.retries and not self.stop.is_set():
+                    time.sleep(min(30.0, 2.0**attempt))
+                    continue
+                self.same.failed(exc.kind, str(exc))
+                return f"failed: {eid}: [{exc.kind}] {exc}", 0
+            if out.appended == 0:
+                return "skipped", 0  # another worker finished it after this run listed the grid
+            # a resumed episode's earlier turns were counted before
+            new_events = out.events[len(out.events) - out.appended :]
+            self.same.succeeded()
+            return "done", sum(tokens_of(e.usage) for e in new_events if isinstance(e, AgentReplied))
+        return f"failed: {eid}", 0
+
+    def tally(self, outcome: str, tokens: int) -> None:
+        r = self.report
+        counter = {
+            "done": "done",
+            "taken": "taken_elsewhere",
+            "skipped": "skipped",
+            "not started": "not_started",
+            "stopped": "stopped",
+        }.get(outcome)
+        if counter is None:
+            r.failed += 1
+            r.errors.append(outcome.removeprefix("failed: "))
+        else:
+            setattr(r, counter, getattr(r, counter) + 1)
+        r.tokens += tokens
+
+    def play(self, concurrency: int, progress: Callable[[CampaignReport, int], None] | None) -> str:
+        """Run every cell to do in a pool of ``concurrency`` threads; how the run ended ("finished",
+        or "failed" when it stopped itself). Each cell is counted by the thread that ran it: this
+        thread only waits, woken once at the end rather than once per cell (a wake per cell cost a
+        few percent of `suite run`'s CPU). A KeyboardInterrupt stops the campaign at step boundaries
+        and raises :class:`CampaignInterrupted`."""
+        all_counted = threading.Event()
+        counted = 0
+        raised: list[BaseException] = []  # by a cell past its handler (the progress callback)
+
+        def cell(c: Cell, eid: str) -> None:
+            nonlocal counted
+            try:
+                outcome = self.one(c, eid)
+                with self.lock:
+                    self.tally(*outcome)
+                    counted += 1
+                    if progress:
+                        progress(self.report, self.remaining())
+                    if counted == len(self.todo):
+                        all_counted.set()
+            except BaseException as exc:  # the progress callback's (``one`` keeps a cell's own): it ends the run
+                raised.append(exc)
+                all_counted.set()
+                raise
+
+        if not self.todo:
+            all_counted.set()
+        pool = ThreadPoolExecutor(max_workers=concurrency)
+        futures = [pool.submit(cell, c, eid) for c, eid in self.todo]
+        try:
+            all_counted.wait()
+            if raised:
+                raise raised[0]
+            pool.shutdown()
+            return "failed" if self.same.reason else "finished"
+        except KeyboardInterrupt:
+            self._stop_at_step_boundaries(pool, futures)
+            raise CampaignInterrupted(self.report) from None
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+            self.report.halted = self.same.reason
+
+    def _stop_at_step_boundaries(self, pool: ThreadPoolExecutor, futures: list) -> None:
+        """Ctrl-C: no cell starts, each episode in flight reaches its step boundary (leaving the
+        pool would otherwise run every cell still queued); a second interrupt ends the wait."""
+        self.stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        since = time.monotonic()
+        for fut in futures:
+            while not fut.done():
+                try:
+                    wait([fut])
+                except KeyboardInterrupt:  # within a second it is the same Ctrl-C, relayed by `--workers`' parent
+                    if time.monotonic() - since > 1.0:
+                        raise
+        self.report.not_started += sum(f.cancelled() for f in futures)
+
+
+def run_suite(
     suite: Suite,
     store: EventStore,
     shard: tuple[int, int] = (1, 1),
@@ -418,53 +626,23 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
     """Run every cell of ``suite`` in this shard that is not finished yet.
 
     No cell's failure stops the others: whatever an episode raises is recorded in its stream
-    (``EpisodeFailed``) and counted in the report with the cell's episode id and the reason.
+    (``EpisodeFailed``) and counted in the report with the cell's episode id and the reason. When
+    the first cells all fail the same systemic way (:class:`SameFailures`), the run stops itself
+    and the rest stay resumable.
 
     Once ``stop`` is set, no cell starts and each episode in flight stops before its next agent
     or judge call, its steps recorded (``stopped``: a later run resumes it). A KeyboardInterrupt
     sets it: the cells that wait are dropped, the episodes in flight reach their step boundary,
     and :class:`CampaignInterrupted` (a KeyboardInterrupt) carries the report. A second
     interrupt does not wait for them."""
-    stop = stop or threading.Event()
-    trees: dict[str, Tree] = {
-        t: resolve_tree(t) for t in suite.trees
-    }  # a malformed tree stops here, before any episode
-    templates = TemplateSet(suite.templates)
-    embedder = make_embedder(suite.embedder, base_url=suite.embedder_base_url)
-    spec = suite.spec()
-    judge_config = suite.judge_config()
-    judges = {j: make_judge(j, embedder, judge_config) for j in suite.judges}
-    limiter = RateLimiter(suite.requests_per_minute) if suite.requests_per_minute else None
-    limits = suite.limits()
-    prices = PriceTable(suite.prices) if (suite.prices or limits.episode_cost_usd or suite.budget_cost_usd) else None
-    budget = (
-        Budget(suite.budget_tokens, suite.budget_cost_usd) if (suite.budget_tokens or suite.budget_cost_usd) else None
-    )
-    first = trees[suite.trees[0]]
-    for entry in suite.entries.values():  # a wrong agent spec or a missing key stops here, not inside a worker
-        make_agent(entry.spec, first, suite.seed, templates.system_prompt, entry.config)
-        if (
-            prices is not None
-            and (limits.episode_cost_usd or suite.budget_cost_usd)
-            and (model := kinds.parse("agent", entry.spec).model) is not None
-            and not prices.has(model)
-        ):
-            raise SuiteError(f"{suite.source}: a cost limit is set but {prices.path} has no price for {model!r}")
-    index, count = shard
-    mine = [c for k, c in enumerate(suite.cells()) if k % count == index - 1]
-    finished = store.streams_with_event(STREAM_PREFIX + episode_prefix(suite.name), "EpisodeScored")
-    todo = [(c, eid) for c in mine if stream_id(eid := c.episode_id(suite.name)) not in finished]
-    # Streams that exist now: an episode whose stream did not is started without reading it back
-    # (an empty read per episode was a tenth of `suite run`'s CPU, bench/engine.py). Should another
-    # worker start it meanwhile, the first append finds the stream taken, as a read would have.
-    started = {s.stream_id for s in store.streams(STREAM_PREFIX + episode_prefix(suite.name))} if todo else set()
-    report = CampaignReport(cells=len(mine), skipped=len(mine) - len(todo))
+    run = _CampaignRun(suite, store, shard, stop or threading.Event())
     run_id = secrets.token_hex(6)
+    jobs = concurrency or suite.concurrency
     beat: _Heartbeat | None = None
     try:
-        record_start(suite, store, shard, len(mine), concurrency or suite.concurrency, run_id)
+        record_start(suite, store, shard, len(run.mine), jobs, run_id)
         beat = _Heartbeat(
-            store, campaign_stream(suite.name), run_id, lambda: (report.done + report.failed, remaining())
+            store, campaign_stream(suite.name), run_id, lambda: (run.report.done + run.report.failed, run.remaining())
         )
     except InquiTreeError as exc:  # the cells still run (or fail, each with its reason)
         print(
@@ -472,139 +650,16 @@ def run_suite(  # noqa: C901 - the campaign's one loop: shards, workers, budget,
             "shows its grid once a later run records it",
             file=sys.stderr,
         )
-    lock = threading.Lock()
-    same = SameFailures(stop)
-
-    def one(cell: Cell, eid: str) -> tuple[str, int]:
-        try:
-            return attempt_cell(cell, eid)
-        except ConcurrencyError:
-            return "taken", 0  # another worker or process is recording this cell
-        except EpisodeStopped:
-            return "stopped", 0
-        except Exception as exc:  # one cell's failure never ends the campaign
-            return f"failed: {eid}: {type(exc).__name__}: {exc}" if not isinstance(
-                exc, InquiTreeError
-            ) else f"failed: {eid}: {exc}", 0
-
-    def attempt_cell(cell: Cell, eid: str) -> tuple[str, int]:
-        if stop.is_set() or (budget is not None and budget.spent() and not store.current_version(stream_id(eid))):
-            return "not started", 0
-        tree = trees[cell.tree]
-        seed = suite.seed + cell.run
-        params = spec.params(tree, embedder.id, templates, cell.randomness, seed)
-        entry = suite.entries[cell.agent]
-        for attempt in range(suite.retries + 1):
-            agent = make_agent(
-                entry.spec, tree, seed, templates.system_prompt, entry.config, rate_limiter=limiter, label=entry.label
-            )
-            try:
-                out = run_episode(
-                    tree,
-                    agent,
-                    judges[cell.judge],
-                    embedder,
-                    params,
-                    templates,
-                    store,
-                    eid,
-                    resume=True,
-                    new_stream=attempt == 0 and stream_id(eid) not in started,
-                    limits=limits,
-                    budget=budget,
-                    prices=prices,
-                    stop=stop,
-                )
-            except EpisodeFailure as exc:
-                if exc.retryable and attempt < suite.retries and not stop.is_set():
-                    time.sleep(min(30.0, 2.0**attempt))
-                    continue
-                same.failed(exc.kind, str(exc))
-                return f"failed: {eid}: [{exc.kind}] {exc}", 0
-            if out.appended == 0:
-                return "skipped", 0  # another worker finished it after this run listed the grid
-            new_events = out.events[
-                len(out.events) - out.appended :
-            ]  # a resumed episode's earlier turns were counted before
-            tokens = sum(tokens_of(e.usage) for e in new_events if isinstance(e, AgentReplied))
-            same.succeeded()
-            return "done", tokens
-        return f"failed: {eid}", 0
-
-    def tally(outcome: str, tokens: int) -> None:
-        if outcome == "done":
-            report.done += 1
-        elif outcome == "taken":
-            report.taken_elsewhere += 1
-        elif outcome == "skipped":
-            report.skipped += 1
-        elif outcome == "not started":
-            report.not_started += 1
-        elif outcome == "stopped":
-            report.stopped += 1
-        else:
-            report.failed += 1
-            report.errors.append(outcome.removeprefix("failed: "))
-        report.tokens += tokens
-
-    def remaining() -> int:
-        r = report
-        return len(mine) - r.skipped - r.done - r.failed - r.taken_elsewhere - r.not_started - r.stopped
-
-    # Each cell is counted by the thread that ran it: this thread only waits, woken once at the end
-    # rather than once per cell (a wake per cell cost a few percent of `suite run`'s CPU).
-    all_counted = threading.Event()
-    counted = 0
-    raised: list[BaseException] = []  # by a cell past its handler (the progress callback)
-
-    def cell(c: Cell, eid: str) -> None:
-        nonlocal counted
-        try:
-            outcome = one(c, eid)
-            with lock:
-                tally(*outcome)
-                counted += 1
-                if progress:
-                    progress(report, remaining())
-                if counted == len(todo):
-                    all_counted.set()
-        except BaseException as exc:  # the progress callback's (``one`` keeps a cell's own): it ends the campaign
-            raised.append(exc)
-            all_counted.set()
-            raise
-
-    if not todo:
-        all_counted.set()
     how = "failed"
-    pool = ThreadPoolExecutor(max_workers=concurrency or suite.concurrency)
-    futures = [pool.submit(cell, c, eid) for c, eid in todo]
     try:
-        all_counted.wait()
-        if raised:
-            raise raised[0]
-        pool.shutdown()
-        how = "failed" if same.reason else "finished"
-    except KeyboardInterrupt:
+        how = run.play(jobs, progress)
+    except CampaignInterrupted:
         how = "interrupted"
-        # Leaving the pool would otherwise run every cell still queued before the interrupt ends.
-        stop.set()
-        pool.shutdown(wait=False, cancel_futures=True)
-        since = time.monotonic()
-        for fut in futures:  # the episodes in flight reach their step boundary
-            while not fut.done():
-                try:
-                    wait([fut])
-                except KeyboardInterrupt:  # a second one ends the wait; within a second it is the
-                    if time.monotonic() - since > 1.0:  # same Ctrl-C, relayed by `--workers`' parent
-                        raise
-        report.not_started += sum(f.cancelled() for f in futures)
-        raise CampaignInterrupted(report) from None
+        raise
     finally:
-        report.halted = same.reason
-        pool.shutdown(wait=False, cancel_futures=True)
         if beat is not None:  # recorded, so every page and `suite status` say how this run ended
-            beat.end(how, report)
-    return report
+            beat.end(how, run.report)
+    return run.report
 
 
 HEARTBEAT_SECONDS = 15.0  # a running campaign's CampaignAlive, so a page can tell it from a dead one
