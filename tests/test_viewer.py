@@ -152,7 +152,7 @@ def test_two_agents_side_by_side_mark_where_their_paths_part(tmp_path):
 def test_side_by_side_aligns_turns_by_tree_state_and_rejoins_after_a_detour():
     """B misses once at the Topic, then walks A's path: B's extra turn faces a gap, the rest pair
     up level again (A's step k beside B's step k+1), and only the detour is marked."""
-    from inquitree.viewer.app import aligned
+    from inquitree.viewer.pages.episode import aligned
 
     def turns(keys):
         return [
@@ -296,7 +296,7 @@ def test_the_campaign_grid_escapes_each_cells_state_and_note():
     events): a failure's reason from an endpoint is text in the title, never markup."""
     import html
 
-    from inquitree.viewer.app import grid_cells
+    from inquitree.viewer.pages.suite import grid_cells
 
     hostile = 'failed at step 2: [server_error] "><script>alert(1)</script><img src=x onerror=alert(2)>'
     row = str(grid_cells(["s.t.a.embedding.a0.r0", None], {"s.t.a.embedding.a0.r0": ["failed", hostile]}))
@@ -356,9 +356,9 @@ def test_a_campaigns_cells_sort_filter_and_page_with_their_state_in_the_url(tmp_
     assert "/suites/cells?agent=oracle&sort=score&dir=desc#cells" in page
     assert '<option value="oracle" selected>' in page
     assert listed(agent="x' OR 1=1 --", sort="steps; DROP TABLE episodes") == everything
-    # The grid shows a page of runs at a time (viewer/app.py GRID_RUNS); the cell list's links and
+    # The grid shows a page of runs at a time (viewer/pages/suite.py GRID_RUNS); the cell list's links and
     # filter form keep that page, and its links keep the list's state.
-    import inquitree.viewer.app as viewer_app
+    import inquitree.viewer.pages.suite as viewer_app
 
     def grid(**params) -> tuple[list[str], str]:
         text = unescape(client.get("/suites/cells", params=params).text)
