@@ -97,7 +97,8 @@ with EventStore(url) as store:
         store.append(stream_id(eid), [out.events[0].__class__(**{**out.events[0].to_payload(), "episode_id": eid}),
                                       *out.events[1:]], 0)
 t = time.perf_counter()
-assert app.state.viewer.catch_up(force=True)  # an incremental sync, then the index brought up to it
+assert app.state.viewer.catch_up(force=True)  # an incremental sync in the background, then the index
+app.state.viewer.wait_for_sync()
 caught_up = time.perf_counter() - t
 assert client.get("/search", params={"q": "sleep"}).status_code == 200
 print(json.dumps({"start_on_index_s": round(start, 2), "pages_ms": ms,

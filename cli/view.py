@@ -56,8 +56,8 @@ def view(db_url, warehouse_path, host, port, allowed, sync, open_browser, stale_
     path = warehouse_path or default_warehouse_path()
     _port_free(host, port)  # before anything is built or said: a port in use is one line, not a URL
     if sync and not Path(path).exists():
-        with kept_only_if_used(path):  # an empty warehouse, for the pages to read until the sync publishes
-            pass
+        with kept_only_if_used(path) as wh:  # an empty warehouse of this store, read until the sync publishes
+            wh.bind(db_url)
     app = create_app(
         path, db_url, sync, stale_after, host=host, extra_hosts=allowed, write_index=sync, index_in_background=True
     )

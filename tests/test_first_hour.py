@@ -365,7 +365,7 @@ def test_suites_are_found_by_name_among_the_shipped_ones(tmp_path):
     out = run("suite", "status", "quickstart", "--db", db)
     assert out.exit_code == 0 and "quickstart" in out.output, out.output
     missing = run("suite", "status", "no-such-suite", "--db", db)
-    assert missing.exit_code == 2 and "shipped suites, by name: fig3-protocol, quickstart" in missing.output
+    assert missing.exit_code == 2 and "shipped suites, by name: baselines, fig3-protocol, quickstart" in missing.output
 
 
 def test_the_last_line_after_progress_starts_on_a_clean_line(monkeypatch, tmp_path):

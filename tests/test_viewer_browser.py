@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -159,9 +160,13 @@ def test_the_viewer_in_a_browser(store_url, tmp_path, browser):
         assert "8 of 8 cells ended" in suite.inner_text("#summary")
         expect(home.locator("#campaigns")).to_contain_text("8 of 8 cells ended")
 
-        ids = _record_readers(store_url, tmp_path)  # after the viewer started: it catches up
+        ids = _record_readers(store_url, tmp_path)  # after the viewer started: it catches up in the background
         found = pages.open("/search?q=" + PLANTED.replace(" ", "+"))
         link = found.locator(f'a[href="/episodes/{ids["xss"]}#turn-1"]')
+        deadline = time.monotonic() + 60
+        while link.count() == 0 and time.monotonic() < deadline:  # the page never waits for the sync
+            time.sleep(0.5)
+            found.reload()
         assert link.count() == 1
         pages.shot(found, "search")
         link.click()
@@ -214,7 +219,6 @@ def test_a_lab_at_work_beside_the_viewer(store_url, tmp_path, browser):
     page and `suite status` say so within seconds."""
     import re
     import signal
-    import time
 
     EventStore(store_url).close()
     wh = str(tmp_path / "w.duckdb")

@@ -45,6 +45,10 @@ SEARCHES = 2  # searches at once: the rest of the worker threads stay free for p
 CATCH_UP_SECONDS = 1.0  # at most one warehouse sync this often, when the store has moved on
 
 
+class _SyncStopped(Exception):
+    """The server is stopping: the background sync ends at its next batch."""
+
+
 class Viewer:
     def __init__(
         self,
@@ -172,14 +176,22 @@ class Viewer:
             if self.live.store.last_position() <= self.position():
                 return False
             self.caught_up = time.monotonic()
-            self.syncing = threading.Thread(target=self._sync_in_background, name="warehouse-sync", daemon=True)
+            # Not a daemon: an interpreter that exits waits for it rather than ending it inside DuckDB
+            # (which aborts the process); a stopping server ends it at its next batch instead.
+            self.syncing = threading.Thread(target=self._sync_in_background, name="warehouse-sync")
             self.syncing.start()
             return True
 
     def _sync_in_background(self) -> None:
+        def stop_when_asked(events: int, position: int) -> None:
+            if self.stopping.is_set():
+                raise _SyncStopped
+
         try:
             with Warehouse(self.path, wait=0) as writer:
-                writer.sync(self.db_url)
+                writer.sync(self.db_url, progress=stop_when_asked)
+        except _SyncStopped:  # the server is stopping: what was committed is published, the next sync goes on
+            pass
         except Exception as exc:  # noqa: BLE001 - another process is syncing (its snapshot will be taken up), or the store failed
             print(f"inquitree view: the warehouse was not synced ({exc}); pages show it as it was", file=sys.stderr)
         finally:

@@ -298,3 +298,13 @@ def _write_dimensions(con: duckdb.DuckDBPyConnection, rows: "DimensionRows") -> 
             _insert_arrow(con, columns, f"INSERT INTO {table} SELECT * FROM incoming")
     con.execute("DELETE FROM dimension_state")
     con.execute("INSERT INTO dimension_state VALUES (?)", [rows.fingerprint])
+
+
+def bind(con: duckdb.DuckDBPyConnection, store_url: str | None = None) -> None:
+    """Record which store an empty warehouse belongs to, with nothing loaded yet (its first sync
+    loads from position 0); a warehouse already bound is left as it is."""
+    if checkpoint(con)[0] is None:
+        con.execute(
+            "INSERT INTO sync_state VALUES (?, 0, 0, ?)",
+            [redact(store_url or default_url()), datetime.now(timezone.utc).replace(tzinfo=None)],
+        )

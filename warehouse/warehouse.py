@@ -32,7 +32,7 @@ from inquitree.warehouse.errors import WarehouseError
 from inquitree.warehouse.intervals import Settings
 from inquitree.warehouse.intervals import register as register_intervals
 from inquitree.warehouse.schema import BASE, DIMENSIONS, TYPED, table_statements
-from inquitree.warehouse.sync import SyncReport, checkpoint, sync
+from inquitree.warehouse.sync import SyncReport, bind, checkpoint, sync
 
 WAREHOUSE_ENV = "INQUITREE_WAREHOUSE"
 QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
@@ -307,6 +307,10 @@ class Warehouse:
     def checkpoint(self) -> tuple[str | None, int]:
         """(the store this warehouse was filled from, the last global position loaded)."""
         return checkpoint(self.con)
+
+    def bind(self, store_url: str | None = None) -> None:
+        """Belong to the store at ``store_url`` with nothing loaded yet (a new warehouse)."""
+        bind(self.con, store_url)
 
     # -- analyses --------------------------------------------------------------------------------
     def scope(self, suites: list[str] | tuple[str, ...] = (), one_off: bool = False) -> str:
