@@ -1,9 +1,10 @@
 """The Qwen2.5-Coder-1.5B study as committed (docs/studies/qwen-1.5b.md): every exported episode
-imports under the study's public key, replays identically, and a warehouse built from the
-imports gives the tables the study quotes, to the last digit that floating-point sums keep. Replay re-simulates from the recorded replies,
-cosines and verdicts, so none of this needs the model, its server or an embedder. The tables were
-written by this test itself (``INQUITREE_WRITE_STUDY_TABLES=1``, after creating each
-``tables/NAME.csv`` empty): what the study quotes is what a warehouse of the export computes."""
+imports under the study's public key, replays identically, and a warehouse built from the imports
+gives the tables the study quotes, to the last digit that floating-point sums keep. Replay re-
+simulates from the recorded replies, cosines and verdicts, so none of this needs the model, its
+server or an embedder. The tables were written by this test itself
+(``INQUITREE_WRITE_STUDY_TABLES=1``, after creating each ``tables/NAME.csv`` empty): what the study
+quotes is what a warehouse of the export computes."""
 
 from __future__ import annotations
 
