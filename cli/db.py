@@ -21,6 +21,7 @@ def db() -> None:
 def upgrade(db_url: str | None) -> None:
     """Bring the store's schema to the newest migration."""
     from inquitree.events import guards, migrate
+    from inquitree.events.backends import backend_named
     from inquitree.events.store import default_url, make_engine, redact
 
     url = db_url or default_url()
@@ -30,7 +31,7 @@ def upgrade(db_url: str | None) -> None:
     echo(f"{redact(url)}: schema {before or '(empty)'} -> {migrate.current_revision(engine)}")
     raw = engine.raw_connection()
     try:
-        restored = guards.restore(raw, engine.dialect.name)
+        restored = guards.restore(raw, backend_named(engine.dialect.name))
     except Exception as exc:  # e.g. the writer role, which may not change triggers or grants
         raise click.ClickException(f"{redact(url)}: cannot restore the immutability guards: {exc}") from exc
     finally:

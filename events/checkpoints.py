@@ -14,7 +14,6 @@ from typing import Any, Callable
 from inquitree.events import signing
 from inquitree.events.chain import GENESIS_HASH, link_problem, log_hash
 from inquitree.events.database import (
-    _PG_APPEND_LOCK,
     CHECKPOINT_COLUMNS,
     EVENT_COLUMNS,
     Database,
@@ -113,8 +112,7 @@ class Checkpoints:
         if signer is None or (signer is self.signer and not self._unsigned and not adopt):
             return SignResult()
         with self.db._write_transaction() as cur:
-            if self.db.dialect == "postgresql":  # one signer at a time, and no append between its read and its rows
-                cur.execute(f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK})")
+            self.db.backend.hold_off_appends(cur)  # one signer at a time, and no append between its read and its rows
             result = self._sign_accounted(cur, signer, note, adopt)
         if signer is self.signer:
             self._unsigned = result.problem is not None or result.unaccounted > 0

@@ -1,7 +1,7 @@
 """The event store's database: where it is (URLs, the default, redaction), the one description of
 its ``events`` and ``checkpoints`` tables as the store reads them, and connections for the two
-dialects (SQLite through sqlite3 itself for a plain file, anything else through SQLAlchemy's pool),
-with what differs between them (cursors, the appends' connection, prefixes as index ranges, guards).
+databases (SQLite through sqlite3 itself for a plain file, anything else through SQLAlchemy's pool);
+what differs between databases is each one's module in ``events/backends/``.
 ``Database`` is the base of :class:`~inquitree.events.store.EventStore`; it knows nothing of events.
 """
 
@@ -14,25 +14,22 @@ import sqlite3
 import sys
 import threading
 import time
-import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
+from inquitree.events.backends import backend_named, sqlite
 from inquitree.events.chain import GENESIS_HASH
 from inquitree.events.errors import (
     StoreDamaged,
     StoreError,
     is_damage,
 )
-from inquitree.events.names import install_extra
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
 DB_ENV = "INQUITREE_DB"
 DEFAULT_URL = "sqlite:///inquitree.sqlite"
-SQLITE_PAGE_SIZE = 8192  # a new SQLite store's page size (see _sqlite_setup)
-_PG_APPEND_LOCK = 0x1A7E_7EE  # the advisory-lock key that serializes appends on PostgreSQL
 
 INSERT_COLUMNS = (
     "global_position",
@@ -97,96 +94,6 @@ def redact(url: str) -> str:
     return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
 
 
-def _busy_ms() -> int:
-    return int(os.environ.get("INQUITREE_SQLITE_BUSY_MS", "30000"))
-
-
-def _check_parent(database: str, shown: str) -> None:
-    if database and database != ":memory:":
-        parent = Path(database).expanduser().resolve().parent
-        if not parent.is_dir():
-            raise StoreError(f"cannot open the event store {shown}: directory {parent} does not exist")
-
-
-def _sqlite_setup(dbapi_conn: sqlite3.Connection, busy_ms: int) -> None:
-    """Every SQLite connection of a store: statements in autocommit unless a BEGIN says otherwise,
-    SQLite's busy wait, WAL and synchronous=NORMAL; a new file gets 8 KiB pages."""
-    dbapi_conn.isolation_level = None
-    cur = dbapi_conn.cursor()
-    cur.execute(f"PRAGMA busy_timeout={busy_ms}")
-    # Only a file not yet written takes it (the WAL switch below writes it); an existing store keeps
-    # its page size. An event row is about 600 bytes and an append commits whole pages to the WAL:
-    # 8 KiB pages write fewer WAL frames per append: 2-9% less CPU to insert a campaign's rows,
-    # mostly the kernel's time in writes (bench/engine.py's store floor, alternated with 4 KiB).
-    cur.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
-    # Switching a new file to WAL needs it alone for a moment; processes opening a new store
-    # together can find it busy without SQLite waiting for them, so the switch is tried again.
-    deadline = time.monotonic() + busy_ms / 1000
-    while True:
-        try:
-            cur.execute("PRAGMA journal_mode=WAL")
-            break
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
-    cur.execute("PRAGMA synchronous=NORMAL")
-    cur.close()
-
-
-def sqlite_database(url: str) -> str | None:
-    """The file of a ``sqlite:///PATH[?options]`` URL; None for memory and any other URL."""
-    if not url.startswith("sqlite:///"):
-        return None
-    path = url[len("sqlite:///") :].split("?", 1)[0]
-    return path if path and path != ":memory:" else None
-
-
-def _sqlite_file(url: str) -> str | None:
-    """The file of a plain ``sqlite:///PATH`` URL, which the store opens with sqlite3 itself; None
-    for any other URL (PostgreSQL, memory, options), opened through SQLAlchemy."""
-    return None if "?" in url else sqlite_database(url)
-
-
-def _sqlite_connect(path: str, read_only: bool = False) -> sqlite3.Connection:
-    busy_ms = _busy_ms()
-    if read_only:  # SQLite's own read-only mode: the file is never written, whatever SQL is sent
-        where = "file:" + urllib.parse.quote(str(Path(path).expanduser().resolve())) + "?mode=ro"
-        conn = sqlite3.connect(where, uri=True, timeout=busy_ms / 1000, check_same_thread=False)
-        conn.isolation_level = None
-        conn.execute(f"PRAGMA busy_timeout={busy_ms}")
-        conn.execute("PRAGMA query_only=1")
-        return conn
-    conn = sqlite3.connect(Path(path).expanduser(), timeout=busy_ms / 1000, check_same_thread=False)
-    try:
-        _sqlite_setup(conn, busy_ms)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _sqlite_engine(url: sa.URL, read_only: bool = False) -> sa.Engine:
-    import sqlalchemy as sa
-    from sqlalchemy import event as sa_event
-
-    _check_parent(url.database or "", str(url))
-    busy_ms = _busy_ms()
-    engine = sa.create_engine(url, connect_args={"timeout": busy_ms / 1000})
-
-    @sa_event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        _sqlite_setup(dbapi_conn, busy_ms)  # SQLAlchemy emits BEGIN itself (below)
-        if read_only:
-            dbapi_conn.execute("PRAGMA query_only=1")
-
-    @sa_event.listens_for(engine, "begin")
-    def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("writer") else "BEGIN")
-
-    return engine
-
-
 def _is_db_error(exc: BaseException) -> bool:
     """An error of a database or its driver (sqlite3, psycopg, or SQLAlchemy's wrapping of them)."""
     if isinstance(exc, sqlite3.Error):
@@ -201,7 +108,6 @@ def _is_db_error(exc: BaseException) -> bool:
 def make_engine(url: str, read_only: bool = False) -> sa.Engine:
     """A SQLAlchemy engine for the store URL, with a clear error for a bad URL; with ``read_only``
     its connections refuse to write (SQLite's query_only, PostgreSQL's read-only transactions)."""
-    import sqlalchemy as sa
     from sqlalchemy.engine import make_url
 
     try:
@@ -212,15 +118,11 @@ def make_engine(url: str, read_only: bool = False) -> sa.Engine:
             f"postgresql+psycopg://user@host:5432/db)"
         ) from exc
     if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(parsed, read_only)
+        return sqlite.engine(parsed, read_only)
     if parsed.get_backend_name() == "postgresql":
-        if parsed.drivername == "postgresql":
-            parsed = parsed.set(drivername="postgresql+psycopg")
-        args = {"options": "-c default_transaction_read_only=on"} if read_only else {}
-        try:
-            return sa.create_engine(parsed, pool_pre_ping=True, connect_args=args)
-        except ModuleNotFoundError as exc:
-            raise StoreError(f"{redact(url)}: PostgreSQL needs psycopg: {install_extra('postgres')}") from exc
+        from inquitree.events.backends import postgres
+
+        return postgres.engine(parsed, read_only, redact(url))
     raise StoreError(
         f"{redact(url)}: unsupported database {parsed.get_backend_name()!r} "
         "(InquiTree stores events in SQLite or PostgreSQL)"
@@ -237,16 +139,6 @@ def _schema_revision(cur: Any) -> str | None:
             raise
         return None
     return rows[0][0] if len(rows) == 1 else None
-
-
-def _prefix_end(prefix: str) -> str | None:
-    """The least string above every string that starts with ``prefix``, in code point (and so
-    UTF-8 byte) order: its last character moved on by one; None where there is no such string
-    to write (an empty prefix, or one ending in the last code point)."""
-    if not prefix or prefix[-1] == "\U0010ffff":
-        return None
-    nxt = ord(prefix[-1]) + 1
-    return prefix[:-1] + chr(0xE000 if 0xD800 <= nxt <= 0xDFFF else nxt)  # UTF-8 has no surrogates
 
 
 def _like_prefix(prefix: str) -> str:
@@ -267,7 +159,8 @@ def _short(exc: BaseException) -> str:
 
 
 class Database:
-    """Connections to one event store's database, for either dialect."""
+    """Connections to one event store's database; what its database does its own way is its
+    ``backend``'s (``events/backends/``)."""
 
     def __init__(self, url: str | None, read_only: bool, create: bool):
         """Find the database at ``url`` and set up its connections (none is opened yet). Without
@@ -278,9 +171,9 @@ class Database:
         # import, in every command that opens a store and in every worker) is then loaded only to
         # make or upgrade the schema. Other URLs go through SQLAlchemy's pool (PostgreSQL's with a
         # liveness check before each use).
-        self._file = _sqlite_file(self.url)
+        self._file = sqlite.plain_file(self.url)
         if not create:
-            path = sqlite_database(self.url)
+            path = sqlite.sqlite_database(self.url)
             if path is not None and not Path(path).expanduser().exists():
                 raise StoreError(
                     f"no event store at {redact(self.url)} (no such file: {Path(path).expanduser().resolve()}); "
@@ -289,18 +182,19 @@ class Database:
         self._engine: sa.Engine | None = None
         self._engine_lock = threading.Lock()
         if self._file is not None:
-            _check_parent(self._file, redact(self.url))
-            self.dialect = "sqlite"
+            sqlite.check_parent(self._file, redact(self.url))
+            self.backend = backend_named("sqlite")
         else:
-            self.dialect = self.engine.dialect.name
-        self._dbapi: Any = sqlite3 if self.dialect == "sqlite" else self.engine.dialect.dbapi
+            self.backend = backend_named(self.engine.dialect.name)
+        self.dialect = self.backend.name
+        self._dbapi: Any = sqlite3 if self._file is not None else self.engine.dialect.dbapi
         self._idle: list[sqlite3.Connection] = []  # a plain file's reader connections, to reuse
         self._pool_lock = threading.Lock()
         # Appends of one process queue on a lock: on SQLite a writer that finds the file locked waits
         # in SQLite's busy handler, which sleeps in growing steps (up to 100 ms), and the heads this
         # store remembers are updated by one append at a time.
         self._write_lock = threading.Lock()
-        self._mark = "?" if self.dialect == "sqlite" else "%s"
+        self._mark = self.backend.mark
         self._raw: Any = None  # the pooled connection appends use (see EventStore._append)
         self._wconn: Any = None  # its driver connection, and a cursor on it kept between appends
         self._wcur: Any = None
@@ -344,7 +238,7 @@ class Database:
         """A DBAPI connection of this store's own (a plain SQLite file), or one from SQLAlchemy's
         pool (closing it gives it back, rolled back)."""
         if self._file is not None:
-            return _sqlite_connect(self._file, self.read_only)
+            return sqlite.connect(self._file, self.read_only)
         return self.engine.raw_connection()
 
     @contextlib.contextmanager
@@ -386,8 +280,7 @@ class Database:
         with self._write_lock:
             raw, cur = self._dbapi_writer()
             try:
-                if self.dialect == "sqlite":
-                    cur.execute("BEGIN IMMEDIATE")
+                self.backend.begin_write(cur)
                 yield cur
                 raw.commit()
             except BaseException:
@@ -432,7 +325,7 @@ class Database:
         from inquitree.events import guards
 
         with self._cursor() as cur:
-            return guards.missing(cur, self.dialect)
+            return guards.missing(cur, self.backend)
 
     def _starting_with(self, prefix: str) -> tuple[str, tuple[str, ...]]:
         """A condition (and its arguments) for the stream ids that start with ``prefix``, exactly.
@@ -443,7 +336,7 @@ class Database:
         0.85 s). On PostgreSQL LIKE is exact already; a range there would follow the database's
         collation, not the bytes."""
         m = self._mark
-        end = _prefix_end(prefix) if self.dialect == "sqlite" else None
+        end = self.backend.prefix_range(prefix)
         if end is None:
             return f"stream_id LIKE {m} ESCAPE '/'", (_like_prefix(prefix),)
         return f"stream_id >= {m} AND stream_id < {m}", (prefix, end)
@@ -455,7 +348,7 @@ class Database:
         raw = self._connect()
         try:
             driver: Any = getattr(raw, "driver_connection", raw)
-            cur = driver.cursor(name="inquitree_scan") if self.dialect == "postgresql" else raw.cursor()
+            cur = self.backend.scan_cursor(driver)
             cur.execute(sql)
 
             def rows() -> Iterator[tuple[Any, ...]]:

@@ -11,6 +11,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
+from inquitree.events.backends import backend_named
 from inquitree.events.errors import StoreError
 from inquitree.events.revisions import MIGRATIONS_DIR, revision_problem
 from inquitree.events.schema import metadata
@@ -38,9 +39,6 @@ def current_revision(engine: sa.Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
-_PG_MIGRATION_LOCK = 0x1D7E_0002  # an advisory lock key of InquiTree's own (appends use another)
-
-
 def upgrade(engine: sa.Engine, target: str = "head", where: str = "the database") -> None:
     """Bring the database to ``target``, one process at a time.
 
@@ -50,8 +48,9 @@ def upgrade(engine: sa.Engine, target: str = "head", where: str = "the database"
     only the first migrates and the others find the schema in place."""
     cfg = alembic_config()
     with engine.connect().execution_options(writer=True) as conn, conn.begin():
-        if engine.dialect.name == "postgresql":
-            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
+        lock = backend_named(engine.dialect.name).migration_lock()
+        if lock is not None:
+            conn.execute(sa.text(lock))
         rev = MigrationContext.configure(conn).get_current_revision()
         if target == "head" and rev == head_revision():
             return

@@ -1,8 +1,8 @@
 """The event store: an append-only log in SQLite or PostgreSQL, in plain SQL over the drivers.
 
-Its jobs live in one module each: the database and its two dialects (``events/database.py``),
-appending and reading (here), signed checkpoints (``events/checkpoints.py``) and verification
-(``events/verify.py``); :class:`EventStore` is the one class that joins them. Every backend runs
+Its jobs live in one module each: the database (``events/database.py``, with each backend in
+``events/backends/``), appending and reading (here), signed checkpoints (``events/checkpoints.py``,
+an object the store holds) and verification (``events/verify.py``, a function over the database). Every backend runs
 the same store tests (``tests/test_store.py``, through the ``store_url`` fixture).
 
 A plain SQLite file is opened with sqlite3 itself; PostgreSQL (and SQLite URLs with options)
@@ -36,25 +36,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from inquitree.events import revisions, signing
+from inquitree.events.backends.sqlite import SQLITE_PAGE_SIZE, sqlite_database
 from inquitree.events.base import Event, decode, frozen_from_dict, parse_json
 from inquitree.events.chain import GENESIS_HASH, chain_hash, log_hash
-from inquitree.events.errors import (
-    ConcurrencyError,
-    StoreError,
-    UnknownEventType,
-    UnknownEventVersion,
-    is_damage,
-)
-from inquitree.events.names import EPISODE_PREFIX, BadName, check_episode_id, shown
-
-if TYPE_CHECKING:
-    pass
 from inquitree.events.checkpoints import FROM_ENV, Checkpoints, FromEnv, SignResult
 from inquitree.events.database import (
-    _PG_APPEND_LOCK,
     DB_ENV,
     DEFAULT_URL,
     EVENT_COLUMNS,
@@ -62,7 +51,6 @@ from inquitree.events.database import (
     LAST_POSITION_SQL,
     NOTIFICATION_COLUMNS,
     SCHEMA_REVISION_SQL,
-    SQLITE_PAGE_SIZE,
     Database,
     _is_db_error,
     _rollback,
@@ -73,9 +61,16 @@ from inquitree.events.database import (
     make_engine,
     notifications_sql,
     redact,
-    sqlite_database,
     utc_now,
 )
+from inquitree.events.errors import (
+    ConcurrencyError,
+    StoreError,
+    UnknownEventType,
+    UnknownEventVersion,
+    is_damage,
+)
+from inquitree.events.names import EPISODE_PREFIX, BadName, check_episode_id, shown
 from inquitree.events.verify import Anchor, VerifyReport, verify
 
 __all__ = [
@@ -257,10 +252,7 @@ class EventStore(Database):
             for _attempt in range(3):
                 raw, cur = self._dbapi_writer()
                 try:
-                    if self.dialect == "postgresql":
-                        cur.execute(f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK})")
-                    else:
-                        cur.execute("BEGIN IMMEDIATE")
+                    self.backend.begin_append(cur)
                     stream_head = self._heads.get(stream_id)
                     if stream_head is None or stream_head[0] != expected_version:
                         stream_head = (expected_version, self._dbapi_hash_at(cur, stream_id, expected_version))
@@ -301,18 +293,7 @@ class EventStore(Database):
         raise StoreError(f"append to {stream_id!r} in {redact(self.url)}: the log head kept moving (3 attempts)")
 
     def _insert(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
-        if self.dialect == "sqlite":
-            if len(rows) == 1:
-                cur.execute(self._insert_one, rows[0])
-            else:
-                cur.executemany(self._insert_one, rows)
-            return
-        # One multi-row INSERT on PostgreSQL: psycopg runs executemany in pipeline mode, and a
-        # pipeline that a unique-key conflict aborts prints "error ignored terminating
-        # <psycopg.Pipeline [INERROR]>" on stderr when it is collected.
-        one = f"({', '.join([self._mark] * len(INSERT_COLUMNS))})"
-        sql = f"INSERT INTO events ({', '.join(INSERT_COLUMNS)}) VALUES {', '.join([one] * len(rows))}"
-        cur.execute(sql, tuple(v for row in rows for v in row))
+        self.backend.insert_rows(cur, self._insert_one, len(INSERT_COLUMNS), rows)
 
     def _dbapi_hash_at(self, cur: Any, stream_id: str, version: int) -> str:
         found = self._hash_on(cur, stream_id, version)
@@ -406,7 +387,7 @@ class EventStore(Database):
             # (stream_id >= ? AND stream_id < ?), and the planner takes its lower bound from there:
             # it is moved up to the last stream read, or every batch read the range from its start
             # again (a 4M-event campaign's first fold took 65 s, growing with the square of it).
-            bounds = (after[0], args[1]) if self.dialect == "sqlite" and len(args) == 2 and after[0] else args
+            bounds = (after[0], args[1]) if len(args) == 2 and after[0] else args
             with self._cursor() as cur:
                 cur.execute(
                     f"SELECT {EVENT_COLUMNS} FROM events WHERE {where} AND event_type IN ({types}) "
@@ -466,7 +447,7 @@ class EventStore(Database):
         ``version`` and ``last_recorded_at`` are of the first event; read the stream for the rest."""
         where, args = self._starting_with(prefix)
         m = self._mark
-        table = "events NOT INDEXED" if self.dialect == "sqlite" else "events"
+        table = self.backend.newest_table
         with self._cursor() as cur:
             cur.execute(
                 f"SELECT stream_id, stream_version, recorded_at, recorded_at FROM {table} WHERE stream_version = 1 "

@@ -98,7 +98,7 @@ def test_a_prefix_matches_exactly_on_both_backends(store):
 
 
 def test_a_prefix_is_an_index_range_on_sqlite(sqlite_url):
-    from inquitree.events.database import _prefix_end
+    from inquitree.events.backends.sqlite import prefix_end as _prefix_end
 
     assert _prefix_end("episode/a.") == "episode/a/"
     assert _prefix_end("x\ud7ff") == "x\ue000"  # past the surrogates, which UTF-8 cannot hold

@@ -1,0 +1,75 @@
+"""The databases an event store can live in, one module each (``sqlite.py``, ``postgres.py``), behind
+one interface, :class:`Backend`: what differs between them (the driver's placeholder, how a write
+transaction starts and appends are serialized, a many-row insert, a prefix as an index range, a
+server-side scan, the immutability guards). ``events/database.py`` holds what is the same for all
+of them and asks the backend for the rest; adding a database is adding a module here and a line to
+:func:`backend_named`. The shared store tests (``tests/test_store.py``) run on every backend."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+
+class Backend:
+    """What a database does its own way. Every method takes the driver's cursor or connection; the
+    defaults are standard SQL."""
+
+    name: str = ""  # SQLAlchemy's dialect name: "sqlite", "postgresql"
+    mark: str = "?"  # the driver's placeholder
+    newest_table: str = "events"  # the table expression a newest-first page of streams reads
+    # the immutability guards: trigger name -> (table, what it refuses, ...), see events/guards.py
+    guards: Mapping[str, tuple[str, ...]] = {}
+
+    def begin_append(self, cur: Any) -> None:
+        """Start an append's transaction, holding off every other appender until it commits."""
+        raise NotImplementedError
+
+    def begin_write(self, cur: Any) -> None:
+        """Start a write transaction that is not an append (checkpoints, imported signatures)."""
+        raise NotImplementedError
+
+    def hold_off_appends(self, cur: Any) -> None:
+        """Inside a write transaction: no append may commit until it ends (a signer reads the log
+        and writes its checkpoints in one such transaction)."""
+        raise NotImplementedError
+
+    def migration_lock(self) -> str | None:
+        """A statement that makes schema migrations of this database wait for one another inside a
+        transaction (None: the transaction itself does, as SQLite's BEGIN IMMEDIATE)."""
+        return None
+
+    def insert_rows(self, cur: Any, insert_one: str, columns: int, rows: list[tuple[Any, ...]]) -> None:
+        """Insert ``rows`` of ``columns`` values with ``insert_one`` (an INSERT of one row)."""
+        raise NotImplementedError
+
+    def prefix_range(self, prefix: str) -> str | None:
+        """The upper end of an index range holding exactly the ids starting with ``prefix``, or None
+        to match by LIKE."""
+        return None
+
+    def scan_cursor(self, driver: Any) -> Any:
+        """A cursor for a walk over the whole log, fetched in batches."""
+        return driver.cursor()
+
+    def guard_state(self, cur: Any) -> tuple[set[str], set[str], list[tuple[str, str, str]]]:
+        """(triggers present, triggers disabled, (table, role, privilege) granted beyond the owner)."""
+        raise NotImplementedError
+
+    def restore_guards(
+        self, cur: Any, present: set[str], disabled: set[str], grants: list[tuple[str, str, str]]
+    ) -> list[str]:
+        """Put back the guards not in force; returns what was done."""
+        raise NotImplementedError
+
+
+def backend_named(name: str) -> Backend:
+    """The backend of a SQLAlchemy dialect name; an unknown one is an error."""
+    if name == "sqlite":
+        from inquitree.events.backends.sqlite import SQLite
+
+        return SQLite()
+    if name == "postgresql":
+        from inquitree.events.backends.postgres import Postgres
+
+        return Postgres()
+    raise ValueError(f"no event store backend for the database {name!r}")
