@@ -117,16 +117,14 @@ def make_engine(url: str, read_only: bool = False) -> sa.Engine:
             f"not a database URL: {url!r} (expected e.g. sqlite:///runs.sqlite or "
             f"postgresql+psycopg://user@host:5432/db)"
         ) from exc
-    if parsed.get_backend_name() == "sqlite":
-        return sqlite.engine(parsed, read_only)
-    if parsed.get_backend_name() == "postgresql":
-        from inquitree.events.backends import postgres
-
-        return postgres.engine(parsed, read_only, redact(url))
-    raise StoreError(
-        f"{redact(url)}: unsupported database {parsed.get_backend_name()!r} "
-        "(InquiTree stores events in SQLite or PostgreSQL)"
-    )
+    try:
+        backend = backend_named(parsed.get_backend_name())
+    except ValueError:
+        raise StoreError(
+            f"{redact(url)}: unsupported database {parsed.get_backend_name()!r} "
+            "(InquiTree stores events in SQLite or PostgreSQL)"
+        ) from None
+    return backend.engine(parsed, read_only, redact(url))
 
 
 def _schema_revision(cur: Any) -> str | None:

@@ -7,7 +7,10 @@ of them and asks the backend for the rest; adding a database is adding a module 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
 
 class Backend:
@@ -19,6 +22,11 @@ class Backend:
     newest_table: str = "events"  # the table expression a newest-first page of streams reads
     # the immutability guards: trigger name -> (table, what it refuses, ...), see events/guards.py
     guards: Mapping[str, tuple[str, ...]] = {}
+
+    def engine(self, url: sa.URL, read_only: bool, shown: str) -> sa.Engine:
+        """A SQLAlchemy engine for ``url`` (a parsed URL; ``shown``: it without its password);
+        ``read_only``: its connections refuse to write, in the database itself."""
+        raise NotImplementedError
 
     def begin_append(self, cur: Any) -> None:
         """Start an append's transaction, holding off every other appender until it commits."""

@@ -51,6 +51,9 @@ class Postgres(Backend):
     mark = "%s"
     guards = _GUARDS
 
+    def engine(self, url: sa.URL, read_only: bool, shown: str) -> sa.Engine:
+        return engine(url, read_only, shown)
+
     def begin_append(self, cur: Any) -> None:
         cur.execute(f"SELECT pg_advisory_xact_lock({APPEND_LOCK})")
 

@@ -139,6 +139,9 @@ class SQLite(Backend):
     newest_table = "events NOT INDEXED"
     guards = _GUARDS
 
+    def engine(self, url: sa.URL, read_only: bool, shown: str) -> sa.Engine:
+        return engine(url, read_only)
+
     def begin_append(self, cur: Any) -> None:
         cur.execute("BEGIN IMMEDIATE")
 
