@@ -760,8 +760,8 @@ def test_a_warehouse_of_another_schema_asks_for_a_rebuild(sqlite_url, tmp_path):
     for read_only in (False, True):  # a reader, too: its tables are not this code's
         with pytest.raises(
             WarehouseError,
-            match=r"w\.duckdb was built by another InquiTree version \(schema "
-            r"f00dfeedcafe, this one [0-9a-f]{12}\): run `inquitree warehouse rebuild`",
+            match=r"w\.duckdb was built by another InquiTree version, with other tables \(schema "
+            r"f00dfeedcafe; inquitree 0\.2\.0 has [0-9a-f]{12}\): run `inquitree warehouse rebuild`",
         ) as refused:
             Warehouse(path, read_only=read_only)
         # the refused writer let the writer lock go, while its traceback (and object) still live

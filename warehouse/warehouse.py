@@ -27,6 +27,7 @@ from typing import Any, Iterator
 import duckdb
 import polars as pl
 
+from inquitree import __version__
 from inquitree.events.names import shown
 from inquitree.warehouse.errors import WarehouseError
 from inquitree.warehouse.intervals import Settings
@@ -266,8 +267,8 @@ class Warehouse:
         stamp = rows[0][0]
         if stamp.partition(":")[0] != TABLES_HASH:
             raise WarehouseError(
-                f"the warehouse {self.path} was built by another InquiTree version (schema "
-                f"{stamp[:12]}, this one {SCHEMA_HASH[:12]}): run `inquitree warehouse rebuild`"
+                f"the warehouse {self.path} was built by another InquiTree version, with other tables (schema "
+                f"{stamp[:12]}; inquitree {__version__} has {SCHEMA_HASH[:12]}): run `inquitree warehouse rebuild`"
             )
         return stamp
 
