@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import duckdb
@@ -11,6 +12,7 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
+from inquitree import __version__
 from inquitree.cli import main
 from inquitree.core.game.tree import resolve_tree
 from inquitree.core.players.embed import HashEmbedder
@@ -761,7 +763,9 @@ def test_a_warehouse_of_another_schema_asks_for_a_rebuild(sqlite_url, tmp_path):
         with pytest.raises(
             WarehouseError,
             match=r"w\.duckdb was built by another InquiTree version, with other tables \(schema "
-            r"f00dfeedcafe; inquitree 0\.2\.0 has [0-9a-f]{12}\): run `inquitree warehouse rebuild`",
+            r"f00dfeedcafe; inquitree "
+            + re.escape(__version__)
+            + r" has [0-9a-f]{12}\): run `inquitree warehouse rebuild`",
         ) as refused:
             Warehouse(path, read_only=read_only)
         # the refused writer let the writer lock go, while its traceback (and object) still live
