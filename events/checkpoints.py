@@ -8,7 +8,6 @@ the checkpoints back to prove the log.
 from __future__ import annotations
 
 import dataclasses
-import sys
 from typing import Any, Callable
 
 from inquitree.events import signing
@@ -18,6 +17,7 @@ from inquitree.events.database import (
     EVENT_COLUMNS,
     Database,
 )
+from inquitree.events.names import warn
 
 
 @dataclasses.dataclass
@@ -125,7 +125,7 @@ class Checkpoints:
         message = result.warning(self.signer.key_id if self.signer else "")
         if message and message not in self._said:
             self._said.add(message)
-            print(f"inquitree: {message}", file=sys.stderr)
+            warn(f"inquitree: {message}")
         return result
 
     def _sign_accounted(self, cur: Any, signer: signing.Signer, note: str | None, adopt: bool) -> "SignResult":  # noqa: C901 - one walk checks, accounts and signs in one transaction

@@ -76,23 +76,39 @@ def shown(value: object, limit: int = 80) -> str:
     return "'" + "".join(out) + "'" + ("..." if cut else "")
 
 
-# What a terminal would act on rather than show: C0 and C1 controls but newline and tab (ESC starts
-# colours, clear-screen, OSC titles and hyperlinks; CR overwrites a line), DEL, and the invisible
-# format characters that reorder or hide text (bidirectional overrides, zero-width marks).
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+# What a terminal would act on rather than show, by Unicode category, not by a list: controls (Cc:
+# ESC starts colours, clear-screen, OSC titles and hyperlinks; CR overwrites a line), format
+# characters (Cf: bidirectional marks and overrides, zero-width marks), line and paragraph
+# separators (Zl, Zp), private-use and surrogate code points (Co, Cs). Newline and tab stay.
+ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs"})
 
 
 def printable(text: str, one_line: bool = False) -> str:
-    """``text`` as it may reach a terminal: every control character escaped and shown (``\\x1b``),
-    so that model output or tree text can colour, clear, retitle or overwrite nothing. With
-    ``one_line``, newlines and tabs are escaped too."""
-    text = _UNPRINTABLE.sub(_escape, text)
-    return text.replace("\n", "\\n").replace("\t", "\\t") if one_line else text
+    """``text`` as it may reach a terminal: every character of ``ESCAPED_CATEGORIES`` but newline and
+    tab escaped and shown (``\\x1b``, ``\\u061c``), so that model output or tree text can colour,
+    clear, retitle, reorder or overwrite nothing. With ``one_line``, newlines and tabs are escaped
+    too. Every path that prints to a terminal goes through here (``cli/common.py``'s ``echo``,
+    :func:`warn`)."""
+    if text.isprintable():  # the common case, decided in C: nothing to escape
+        return text
+    out = []
+    for ch in text:
+        if ch == "\n" or ch == "\t":
+            out.append(("\\n" if ch == "\n" else "\\t") if one_line else ch)
+        elif ch.isprintable() or unicodedata.category(ch) not in ESCAPED_CATEGORIES:
+            out.append(ch)  # printable, or a space (Zs) or an unassigned code point (Cn): shown as it is
+        else:
+            c = ord(ch)
+            out.append(f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" if c < 0x10000 else f"\\U{c:08x}")
+    return "".join(out)
 
 
-def _escape(m: re.Match[str]) -> str:
-    c = ord(m.group(0))
-    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+def warn(message: str) -> None:
+    """A line on stderr for a person, escaped as :func:`printable` does (it may quote an endpoint's
+    error, a tree's text or a name from a file)."""
+    import sys
+
+    print(printable(message), file=sys.stderr)
 
 
 def install_extra(extra: str) -> str:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import sys
 from typing import Any, Callable, Iterator, Sequence
 
 from inquitree.events import revisions, signing
@@ -70,7 +69,7 @@ from inquitree.events.errors import (
     UnknownEventVersion,
     is_damage,
 )
-from inquitree.events.names import EPISODE_PREFIX, BadName, check_episode_id, shown
+from inquitree.events.names import EPISODE_PREFIX, BadName, check_episode_id, shown, warn
 from inquitree.events.verify import Anchor, VerifyReport, verify
 
 __all__ = [
@@ -200,10 +199,9 @@ class EventStore(Database):
         if create and revision is not None:  # a writer into an existing store: are its guards in place?
             missing = self.missing_guards()
             if missing:
-                print(
+                warn(
                     f"inquitree: warning: {redact(self.url)} no longer enforces immutability ({'; '.join(missing)}); "
-                    "`inquitree db upgrade`, as the store's owner, restores it",
-                    file=sys.stderr,
+                    "`inquitree db upgrade`, as the store's owner, restores it"
                 )
 
     def close(self) -> None:

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import time
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from click.testing import CliRunner
 
 from inquitree.cli import main
 from inquitree.core.game.tree import resolve_tree
-from inquitree.events.names import check_episode_id, confined, printable, shown
+from inquitree.events.names import ESCAPED_CATEGORIES, check_episode_id, confined, printable, shown
 from inquitree.events.store import MAX_EVENT_BYTES, EventStore
 from inquitree.events.types import AgentReplied, EpisodeStarted
 
@@ -42,7 +43,18 @@ CATALOGUE = {
     "huge": "x" * 5000,
     "empty": "",
 }
-UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]")
+
+
+class _Unprintable:
+    """What must never reach a terminal raw: any character of the escaped categories but newline
+    and tab, by category (the code's definition), not by a list of known offenders."""
+
+    @staticmethod
+    def search(text: str) -> bool:
+        return any(unicodedata.category(c) in ESCAPED_CATEGORIES and c not in "\n\t" for c in text)
+
+
+UNPRINTABLE = _Unprintable()
 
 
 def run(*args: str, env: dict | None = None):
@@ -68,6 +80,21 @@ def test_no_catalogue_name_is_an_episode_id_nor_a_file_outside_its_folder(name, 
 def test_printable_escapes_what_a_terminal_would_act_on():
     assert printable(f"a{ESC}b\rc\u202ed\ne") == "a\\x1b]0;PWNED\\x07\\x1b[2Jb\\x0dc\\u202ed\ne"
     assert shown("a\x00\n") == "'a\\x00\\n'"
+
+
+def test_printable_escapes_every_character_of_the_escaped_categories():
+    """Every code point of Cc, Cf, Zl, Zp, Co and Cs (newline and tab aside) comes out escaped, as do
+    the bidi mark U+061C and the line separator U+2028 that a list of characters missed."""
+    import sys
+
+    every = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in ESCAPED_CATEGORIES]
+    assert len(every) > 100_000 and "\u061c" in every and "\u2028" in every and "\u2029" in every
+    text = "".join(c for c in every if c not in "\n\t")
+    out = printable(text)
+    assert not UNPRINTABLE.search(out)
+    assert printable("a\u061cb\u2028c") == "a\\u061cb\\u2028c"
+    assert printable("tab\tand\nnewline") == "tab\tand\nnewline"
+    assert printable("x\U000f0000y") == "x\\U000f0000y"  # a private-use code point beyond the BMP
 
 
 # -- command-line arguments -----------------------------------------------------------------------
@@ -338,7 +365,7 @@ def test_credentials_in_other_spellings_are_never_recorded(tmp_path):
 def test_model_replies_reach_the_terminal_escaped(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     script = tmp_path / "s.txt"
-    reply = f"THOUGHT: {ESC}\nACTION: hi\r\u202eevil"
+    reply = f"THOUGHT: {ESC}\u061c\u2028\nACTION: hi\r\u202eevil\u2029"
     script.write_text("\n---\n".join([reply, reply, reply, "ACTION:\n(1) " + ESC]))
     played = ["play", "--tree", "synthetic-chain-7", "--agent", f"script:{script}", "--max-turns", "2"]
     for args in (
@@ -349,7 +376,7 @@ def test_model_replies_reach_the_terminal_escaped(tmp_path, monkeypatch):
     ):
         out = run(*args)
         assert out.exit_code == 0, out.output
-        assert "\x1b]" not in out.output and "\x07" not in out.output and "\u202e" not in out.output
+        assert not UNPRINTABLE.search(out.output), out.output
 
 
 def test_tree_text_reaches_the_terminal_escaped(tmp_path):

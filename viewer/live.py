@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
-import sys
 import threading
 import time
 from pathlib import Path
@@ -34,7 +33,7 @@ from inquitree.core.run.campaign import RunState, fold_run, run_status
 from inquitree.core.run.limits import PriceTable, tokens_of
 from inquitree.events.base import registered_types
 from inquitree.events.errors import InquiTreeError
-from inquitree.events.names import CAMPAIGN_PREFIX, Cell, cells_of
+from inquitree.events.names import CAMPAIGN_PREFIX, Cell, cells_of, warn
 from inquitree.events.names import EPISODE_PREFIX as STREAM_PREFIX
 from inquitree.events.store import EventStore, RecordedEvent, epoch_of
 from inquitree.events.types import CampaignAlive, CampaignEnded, CampaignStarted
@@ -141,10 +140,7 @@ class Campaigns:
             episodes = {eid: _Episode(**fields) for eid, fields in saved["episodes"].items()}
             same = saved["identity"] == self._identity() and saved["log_hash"] is not None
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            print(
-                f"inquitree view: {self.snapshot} was not used ({type(exc).__name__}); reading the store",
-                file=sys.stderr,
-            )
+            warn(f"inquitree view: {self.snapshot} was not used ({type(exc).__name__}); reading the store")
             return 0
         if not same or position > self.store.last_position() or self.store.log_hash_at(position) != saved["log_hash"]:
             return 0  # made from another log (or another version of this one), or with other prices
@@ -183,7 +179,7 @@ class Campaigns:
             os.replace(part, snapshot)
         except OSError as exc:
             part.unlink(missing_ok=True)
-            print(f"inquitree view: {snapshot} was not written ({exc})", file=sys.stderr)
+            warn(f"inquitree view: {snapshot} was not written ({exc})")
             return
         self.saved_at = position
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import sys
 import threading
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 import jinja2
 from starlette.responses import HTMLResponse
 
+from inquitree.events.names import warn
 from inquitree.viewer import sql
 from inquitree.viewer.live import Campaigns
 from inquitree.viewer.search import (
@@ -145,7 +145,7 @@ class Viewer:
                     if self.index.position() != position:
                         self.index.update(wh, position)
             except Exception as exc:  # noqa: BLE001 - a thread that died would leave search "being built"
-                print(f"inquitree view: the search index was not updated ({exc})", file=sys.stderr)
+                warn(f"inquitree view: the search index was not updated ({exc})")
             with self.index_guard:
                 if not self.index_again:
                     self.indexing = None
@@ -193,7 +193,7 @@ class Viewer:
         except _SyncStopped:  # the server is stopping: what was committed is published, the next sync goes on
             pass
         except Exception as exc:  # noqa: BLE001 - another process is syncing (its snapshot will be taken up), or the store failed
-            print(f"inquitree view: the warehouse was not synced ({exc}); pages show it as it was", file=sys.stderr)
+            warn(f"inquitree view: the warehouse was not synced ({exc}); pages show it as it was")
         finally:
             with self.sync_guard:
                 self.syncing = None

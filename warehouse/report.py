@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import html
 import re
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
 import jinja2
 import polars as pl
 
-from inquitree.events.names import confined, is_episode_id, shown
+from inquitree.events.names import confined, is_episode_id, shown, warn
 from inquitree.warehouse.notes import table_notes
 from inquitree.warehouse.warehouse import PAIR_COLUMNS, Warehouse
 
@@ -564,10 +563,9 @@ def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200, sc
     episodes = summary.unique("episode_id", keep="last", maintain_order=True).tail(max_episodes)
     bad = [e for e in episodes["episode_id"].to_list() if not is_episode_id(e)]
     if bad:  # written into the store by someone other than InquiTree (ids are checked where they enter)
-        print(
+        warn(
             f"inquitree: warning: {len(bad)} episode(s) with an id outside the grammar get no page: "
-            + ", ".join(shown(e) for e in bad[:5]),
-            file=sys.stderr,
+            + ", ".join(shown(e) for e in bad[:5])
         )
         episodes = episodes.filter(~pl.col("episode_id").is_in(bad))
     for row in episodes.iter_rows(named=True):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import queue
-import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -26,7 +25,7 @@ from typing import Callable, Protocol
 import duckdb
 import pyarrow as pa
 
-from inquitree.events.names import EPISODE_ID_PATTERN, shown
+from inquitree.events.names import EPISODE_ID_PATTERN, shown, warn
 from inquitree.events.store import default_url, redact
 from inquitree.warehouse.dimensions import DimensionRows, dimension_rows
 from inquitree.warehouse.errors import WarehouseError
@@ -236,10 +235,9 @@ def _warn_foreign_ids(con: duckdb.DuckDBPyConnection, after: int) -> None:
     ).fetchall()
     if rows:
         names = ", ".join(shown(r[0]) for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
-        print(
+        warn(
             f"inquitree: warning: the store holds episode ids outside InquiTree's grammar (written by "
-            f"something other than InquiTree): {names}",
-            file=sys.stderr,
+            f"something other than InquiTree): {names}"
         )
 
 

@@ -19,7 +19,6 @@ import json
 import os
 import re
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -28,7 +27,7 @@ import duckdb
 import polars as pl
 
 from inquitree import __version__
-from inquitree.events.names import shown
+from inquitree.events.names import shown, warn
 from inquitree.warehouse.errors import WarehouseError
 from inquitree.warehouse.intervals import Settings
 from inquitree.warehouse.intervals import register as register_intervals
@@ -109,7 +108,7 @@ class _WriterLock:
                         f"{wait:g} s: try again when it is done, or wait longer with ${WAIT_ENV}=SECONDS"
                     ) from None
                 if not said:
-                    print(f"inquitree: waiting for another process's sync of {path} to finish", file=sys.stderr)
+                    warn(f"inquitree: waiting for another process's sync of {path} to finish")
                     said = True
                 time.sleep(0.1)
 

@@ -37,7 +37,6 @@ import contextlib
 import dataclasses
 import re
 import secrets
-import sys
 import threading
 import time
 import tomllib
@@ -62,6 +61,7 @@ from inquitree.events.names import (  # the grid's names live beside the store's
     episode_prefix,
     grid,
     shown,
+    warn,
 )
 from inquitree.events.store import EventStore, epoch_of
 from inquitree.events.types import AgentReplied, CampaignAlive, CampaignEnded, CampaignStarted
@@ -645,10 +645,9 @@ def run_suite(
             store, campaign_stream(suite.name), run_id, lambda: (run.report.done + run.report.failed, run.remaining())
         )
     except InquiTreeError as exc:  # the cells still run (or fail, each with its reason)
-        print(
+        warn(
             f"inquitree: warning: the campaign's start was not recorded ({exc}); `inquitree view` "
-            "shows its grid once a later run records it",
-            file=sys.stderr,
+            "shows its grid once a later run records it"
         )
     how = "failed"
     try:
@@ -748,7 +747,7 @@ class _Heartbeat:
         try:
             append_campaign(self.store, self.stream, ended)
         except InquiTreeError as exc:
-            print(f"inquitree: warning: the campaign's end was not recorded ({exc})", file=sys.stderr)
+            warn(f"inquitree: warning: the campaign's end was not recorded ({exc})")
 
 
 def append_campaign(store: EventStore, stream: str, event: Event) -> None:
