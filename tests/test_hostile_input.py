@@ -428,6 +428,15 @@ def test_the_viewer_answers_only_its_own_hosts(viewer, host):
     assert viewer.get("/api/search?q=word", headers={"Host": "localhost:8765"}).status_code == 200
 
 
+@pytest.mark.parametrize("value", ["\u00b2", "\u0663", "1" * 5000, "-1", "1e3", " 1", "0x10", "\uff11"])
+def test_page_parameters_are_parsed_strictly_or_ignored(viewer, value):
+    """A superscript two passed str.isdigit() and then int() raised: the page answered 500."""
+    for path, name in (("/", "page"), ("/suites/none", "runs"), ("/suites/none", "page")):
+        r = viewer.get(path, params={name: value})
+        assert r.status_code in (200, 404) and "Traceback" not in r.text, (path, name, r.status_code)
+    assert viewer.get("/", params={"page": value}).status_code == 200
+
+
 @pytest.mark.parametrize("q", ["word " * 3000, "\x00", "a\x00b word", '" OR 1=1 --', "NEAR(word word)", "*" * 500])
 def test_a_hostile_search_is_bounded_and_keeps_the_headers(viewer, q):
     t0 = time.perf_counter()

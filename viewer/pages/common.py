@@ -3,6 +3,7 @@ short forms of campaign summaries and durations."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 from urllib.parse import urlencode
@@ -10,11 +11,14 @@ from urllib.parse import urlencode
 LIST_FILTERS = (("agent", "agent"), ("tree", "tree_id"), ("a", "randomness"), ("judge", "judge"), ("status", "status"))
 
 
+_PAGE = re.compile(r"[0-9]{1,7}")  # ASCII digits only ("²".isdigit() is true), and bounded before int()
+
+
 def page_number(q: Any, name: str = "page", pages: int = 1_000_000) -> int:
-    """A page number from the URL's parameter ``name`` (0 when absent, not a number, or not below
-    ``pages``)."""
+    """A page number from the URL's parameter ``name``: 0 when absent, not 1 to 7 ASCII digits, or
+    not below ``pages`` (any other value is ignored, never an error)."""
     asked = q.get(name, "")
-    return int(asked) if asked.isdigit() and int(asked) < pages else 0
+    return int(asked) if _PAGE.fullmatch(asked) and int(asked) < pages else 0
 
 
 def list_link(path: str, state: dict[str, Any], page: int, anchor: str) -> Any:
