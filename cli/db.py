@@ -65,6 +65,9 @@ def _word(ev) -> str:
     return f"on the word of key {ev.checked_with}, whose signature was checked at import"
 
 
+UNANCHORED_EXIT = 3  # `db verify --key` proved every event but not the end of the log (no anchor)
+
+
 @db.command()
 @db_option
 @click.option(
@@ -79,13 +82,22 @@ def _word(ev) -> str:
     "event must be covered by one. Repeat it for a keyring (episodes imported from several signers).",
     multiple=True,
 )
-def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ...]) -> None:
+@click.option(
+    "--accept-unanchored",
+    is_flag=True,
+    help="With --key and no --anchor: exit 0 although nothing can prove that no events were cut from "
+    "the end of the log together with their checkpoints (the exit status is 3 otherwise).",
+)
+def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ...], accept_unanchored: bool) -> None:
     """Check the log's two hash chains, its immutability guards, and its head against an anchor or
     signed checkpoints.
 
-    Exit 0 when everything checked holds; 1 when something does not (TAMPERED), when a guard is
-    missing (UNGUARDED), or when an anchor or key was given and events after its head are covered
-    by nothing (NOT PROVEN). The output says what was proved and what was not."""
+    Exit status: 0 when everything checked holds; 1 when something does not (TAMPERED), when a
+    guard is missing (UNGUARDED), or when an anchor or key was given and events after its head are
+    covered by nothing (NOT PROVEN); 3 when --key proved every event but, with no --anchor, nothing
+    can show that none were cut from the end together with their checkpoints (UNANCHORED; exit 0
+    with --accept-unanchored). Without --key or --anchor only the chains are checked, and a log cut
+    short or re-hashed whole is not found (exit 0, and the output says so)."""
     from inquitree.events.errors import StoreDamaged
     from inquitree.events.signing import load_keyring
     from inquitree.events.store import Anchor, EventStore
@@ -170,6 +182,9 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
         sys.exit(1)
     if missing:
         sys.exit(1)
+    if "anchor" not in report.proof and not accept_unanchored:
+        echo("UNANCHORED: exit status 3 (--anchor FILE proves the end; --accept-unanchored accepts the proof as it is)")
+        sys.exit(UNANCHORED_EXIT)
 
 
 def _report_damage(db_url: str | None, exc: Exception) -> None:

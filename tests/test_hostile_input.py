@@ -223,8 +223,15 @@ def test_verify_with_a_key_alone_says_it_cannot_prove_the_tail(tmp_path, store_u
         == 0
     )
     out = run("db", "verify", "--key", str(tmp_path / "lab.pub"), "--db", store_url)
-    assert out.exit_code == 0 and "cannot prove: that no events were cut from the end" in out.output
-    assert "--anchor FILE" in out.output
+    # a script reads the exit status: a proof that cannot reach the end is not a plain success
+    assert out.exit_code == 3 and "cannot prove: that no events were cut from the end" in out.output
+    assert "--anchor FILE" in out.output and "UNANCHORED" in out.output
+    accepted = run("db", "verify", "--key", str(tmp_path / "lab.pub"), "--db", store_url, "--accept-unanchored")
+    assert accepted.exit_code == 0, accepted.output
+    anchor = tmp_path / "head.json"
+    assert run("db", "anchor", "--out", str(anchor), "--db", store_url).exit_code == 0
+    both = run("db", "verify", "--key", str(tmp_path / "lab.pub"), "--anchor", str(anchor), "--db", store_url)
+    assert both.exit_code == 0 and "UNANCHORED" not in both.output, both.output
 
 
 # -- stored names read back: the report and the viewer ---------------------------------------------
