@@ -141,9 +141,14 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
         echo(f"note: {note}")
     for ev in imports:
         echo(f"imported: episode {ev.episode_id} from {shown(ev.file_name)} ({ev.events} events): {_word(ev)}")
+    sys.exit(_proof(report, verifier, missing, accept_unanchored))
+
+
+def _proof(report, verifier, missing: list[str], accept_unanchored: bool) -> int:
+    """What the anchor or the keys proved, said line by line; returns `db verify`'s exit status."""
     if not report.proof:
         echo(_CANNOT)
-        sys.exit(1 if missing else 0)
+        return 1 if missing else 0
     by = []
     if "anchor" in report.proof:
         by.append("the anchor")
@@ -179,12 +184,13 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
             f"{proved_by}) are covered by nothing"
         )
         echo(f"NOT PROVEN: {what}{sign}")
-        sys.exit(1)
+        return 1
     if missing:
-        sys.exit(1)
+        return 1
     if "anchor" not in report.proof and not accept_unanchored:
         echo("UNANCHORED: exit status 3 (--anchor FILE proves the end; --accept-unanchored accepts the proof as it is)")
-        sys.exit(UNANCHORED_EXIT)
+        return UNANCHORED_EXIT
+    return 0
 
 
 def _report_damage(db_url: str | None, exc: Exception) -> None:

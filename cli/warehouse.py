@@ -29,7 +29,15 @@ def registry_option(f):
 
 
 def output_options(f):
-    """--format, --out and --columns, for the commands that print a table (see _emit)."""
+    """--format, --out, --columns and --spreadsheet-safe, for the commands that print a table (see _emit)."""
+    f = click.option(
+        "--spreadsheet-safe",
+        "spreadsheet_safe",
+        is_flag=True,
+        help="CSV for a spreadsheet: a cell that starts with =, +, -, @, a tab or a carriage return gets a "
+        "leading ' so that the spreadsheet shows it instead of running it as a formula (model replies and "
+        "tree texts may hold one). Use it for any CSV that will be opened in Excel, LibreOffice or Sheets.",
+    )(f)
     f = click.option("--out", default=None, type=click.Path(dir_okay=False))(f)
     f = click.option(
         "--columns",
@@ -214,7 +222,25 @@ def _flat(df):
     )
 
 
-def _emit(df, fmt: str, out: str | None, columns: str | None = None) -> None:
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula
+
+
+def formula_safe(df):
+    """Every text cell that a spreadsheet would read as a formula, with a leading ' (OWASP's advice
+    for CSV injection); numbers stay numbers."""
+    import polars as pl
+
+    texts = [name for name, dtype in df.schema.items() if dtype == pl.String]
+    return df.with_columns(
+        pl.when(pl.col(c).str.starts_with(FORMULA_START[0]) | pl.col(c).str.contains(r"^[+\-@\t\r]"))
+        .then(pl.lit("'") + pl.col(c))
+        .otherwise(pl.col(c))
+        .alias(c)
+        for c in texts
+    )
+
+
+def _emit(df, fmt: str, out: str | None, columns: str | None = None, safe: bool = False) -> None:
     import polars as pl
 
     if columns:
@@ -230,8 +256,10 @@ def _emit(df, fmt: str, out: str | None, columns: str | None = None) -> None:
         echo(f"wrote {df.height} rows to {out}", err=True)
         return
     note = ""
+    if safe and fmt != "csv":
+        raise click.UsageError("--spreadsheet-safe is for --format csv")
     if fmt == "csv":
-        text = _flat(df).write_csv()
+        text = (formula_safe(_flat(df)) if safe else _flat(df)).write_csv()
     elif fmt == "json":
         text = df.write_json()
     else:
@@ -307,7 +335,9 @@ def _fitting(df):
 @fixed_papers_option
 @scope_options
 @db_option
-def query(name, warehouse_path, fmt, out, columns, list_, fixed_papers, suites, one_off, db_url) -> None:
+def query(
+    name, warehouse_path, fmt, out, columns, spreadsheet_safe, list_, fixed_papers, suites, one_off, db_url
+) -> None:
     """Run queries/NAME.sql against the warehouse, as last loaded by `inquitree warehouse sync`
     (this command does not sync; it says when the store holds events the warehouse has not loaded)."""
     from inquitree.warehouse.warehouse import QUERIES_DIR, query_names
@@ -319,7 +349,7 @@ def query(name, warehouse_path, fmt, out, columns, list_, fixed_papers, suites, 
         return
     with _existing(warehouse_path, read_only=True, settings=_settings(fixed_papers)) as wh:  # `sql`'s sandbox
         _scoped(wh, suites, one_off, db_url)
-        _emit(wh.query(name), fmt, out, columns)
+        _emit(wh.query(name), fmt, out, columns, spreadsheet_safe)
 
 
 @click.command()
@@ -334,7 +364,7 @@ def query(name, warehouse_path, fmt, out, columns, list_, fixed_papers, suites, 
 @warehouse_option
 @output_options
 @fixed_papers_option
-def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, fixed_papers) -> None:
+def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, spreadsheet_safe, fixed_papers) -> None:
     """Paired comparison of two or more agents (B - A for every pair, in the order given).
 
     A pair is two episodes of the same suite, tree, randomness level, judge and run; episodes
@@ -364,7 +394,7 @@ def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, fixe
             + ("" if one_off else " (--one-off also pairs episodes played outside a suite)")
         )
     rows = df.drop(PAIR_COLUMNS)  # the table; the pairs are listed under it (--pairs), or kept in CSV/JSON
-    _emit(rows if fmt == "table" else df, fmt, out, columns)
+    _emit(rows if fmt == "table" else df, fmt, out, columns, spreadsheet_safe)
     if show_pairs and fmt == "table" and not out:
         seen: set[tuple] = set()
         for row, these in zip(rows.iter_rows(named=True), df["pairs"].to_list(), strict=True):
@@ -475,14 +505,14 @@ def power(
 )
 @warehouse_option
 @output_options
-def sql(text, sql_file, warehouse_path, fmt, out, columns) -> None:
+def sql(text, sql_file, warehouse_path, fmt, out, columns, spreadsheet_safe) -> None:
     """Run one SQL statement (TEXT, or --file FILE) against the warehouse, on a read-only connection
     (it cannot change it, nor read any file)."""
     if (text is None) == (sql_file is None):
         raise click.UsageError("give the statement as TEXT or with --file FILE, one of the two")
     text = text if text is not None else sql_file.read()
     with _existing(warehouse_path, read_only=True) as wh:
-        _emit(wh.sql(text, one_statement=True), fmt, out, columns)
+        _emit(wh.sql(text, one_statement=True), fmt, out, columns, spreadsheet_safe)
 
 
 def _existing(warehouse_path: str | None, read_only: bool = False, settings=None):

