@@ -561,3 +561,29 @@ def test_spreadsheet_safe_csv_defuses_formulas_from_model_replies(tmp_path):
     assert "\"'=HYPERLINK" in safe.stdout and "'+1+1" in safe.stdout
     refused = run("sql", select, "--warehouse", wh, "--spreadsheet-safe")
     assert refused.exit_code == 2 and "--spreadsheet-safe is for --format csv" in refused.output
+
+
+def test_a_key_in_a_base_urls_path_or_fragment_is_never_recorded(tmp_path, monkeypatch):
+    """A gateway that takes the key in the path (/v1/sk-.../) or a fragment kept it in the store and
+    in exports; a value equal to a configured secret is redacted wherever it stands."""
+    from inquitree.core.calls.models import redact_url
+
+    in_path, in_fragment, configured = "sk-live9f8e7d6c5b4a3928171605", "frag-secret-42", "tenant7Ab3xQ"
+    monkeypatch.setenv("GATEWAY_TOKEN", configured)
+    for url in ("http://h/v1/sk-abc/x", "http://h/p/0123456789abcdef0123456789abcdef", f"http://h/{configured}/v1"):
+        assert "***" in (redact_url(url) or ""), url
+    assert redact_url("http://127.0.0.1:8011/v1") == "http://127.0.0.1:8011/v1"  # an ordinary URL as it is
+    with OpenAICompatibleServer(lambda m: "ACTION: draw_conclusion") as server:
+        url = f"{server.base_url}/{in_path}/{configured}#{in_fragment}"
+        db = tmp_path / "e.sqlite"
+        out = run(
+            "play", "--tree", "synthetic-chain-7", "--agent", "openai:m", "--base-url", url, "--embedder", "hash",
+            "--max-turns", "2", "--record", "--db", f"sqlite:///{db}", "--episode-id", "keyed",
+        )  # fmt: skip
+        assert out.exit_code == 0, out.output
+        assert server.requests, "the call went to the server with its path"
+    exported = tmp_path / "ep.jsonl"
+    assert run("episodes", "export", "keyed", "--out", str(exported), "--db", f"sqlite:///{db}").exit_code == 0
+    for where in (db.read_bytes(), exported.read_bytes(), out.output.encode()):
+        for secret in (in_path, in_fragment, configured):
+            assert secret.encode() not in where

@@ -48,6 +48,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import os
 import re
 import sqlite3
 import threading
@@ -128,9 +129,40 @@ class DeadlineReached(ModelCallError):
         super().__init__(message, "deadline", retryable=False)
 
 
+# A path segment that may be a credential: a known key prefix, or a run of 20 or more letters and
+# digits that mixes both (a token), as some gateways take the key in the path (/v1/sk-.../).
+_KEY_PREFIX = re.compile(r"(sk|pk|rk|key|api|token|xox[abp]|ghp|gho|hf|glpat|akia)[-_]", re.IGNORECASE)
+_PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9._~-]{1,64}")
+
+
+def _secret_segment(segment: str) -> bool:
+    """A path segment that may be a credential (some gateways take the key in the path, /v1/sk-.../):
+    anything outside a path's plain characters, a known key prefix, or a long token."""
+    if not segment:
+        return False
+    return not _PLAIN_SEGMENT.fullmatch(segment) or bool(_KEY_PREFIX.match(segment)) or _mixes(segment)
+
+
+def _mixes(segment: str) -> bool:
+    """A run of 20+ letters and digits with both in it (a word such as 'deployments' has no digit)."""
+    return any(
+        len(run) >= 20 and any(c.isdigit() for c in run) and any(c.isalpha() for c in run)
+        for run in re.findall(r"[A-Za-z0-9]+", segment)
+    )
+
+
+def configured_secrets() -> tuple[str, ...]:
+    """The values of this process's environment variables whose names look like credentials
+    (``OPENAI_API_KEY``, ``*_TOKEN``, ...), 8 characters or longer: none may be written down."""
+    return tuple(v for k, v in os.environ.items() if _SECRET_OPTION.search(k) and len(v) >= 8)
+
+
 def redact_url(url: str | None) -> str | None:
-    """``url`` with its credentials replaced by ``***``: the user-info part and the value of every
-    query parameter but the few known to be harmless (``api-version``, ...)."""
+    """``url`` as it may be recorded or printed: its origin, its path with every segment that may be
+    a credential replaced by ``***`` (a key prefix such as ``sk-``, a long token, anything outside
+    the plain characters of a path), the value of every query parameter but the few known to be
+    harmless (``api-version``, ...) as ``***``, no user-info (``***@``), no fragment, and any value
+    of a configured secret (:func:`configured_secrets`) replaced wherever it stands."""
     if not url:
         return url
     try:
@@ -140,11 +172,15 @@ def redact_url(url: str | None) -> str | None:
     netloc = parts.netloc
     if "@" in netloc:
         netloc = "***@" + netloc.rsplit("@", 1)[1]
+    path = "/".join("***" if _secret_segment(seg) else seg for seg in parts.path.split("/"))
     query = parts.query
     if query:
         pairs = [(k, v if k.lower() in _SHOWN_QUERY else "***") for k, v in parse_qsl(query, keep_blank_values=True)]
         query = urlencode(pairs, safe="*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    shown = urlunsplit((parts.scheme, netloc, path, query, ""))
+    for secret in configured_secrets():
+        shown = shown.replace(secret, "***")
+    return shown
 
 
 def redact_text(text: str, secrets: tuple[str | None, ...] = ()) -> str:
@@ -164,7 +200,8 @@ def endpoint_key(base_url: str | None) -> str:
         return "openai-default"
     p = urlsplit(base_url)
     host = (p.hostname or "") + (f":{p.port}" if p.port else "")
-    return urlunsplit((p.scheme, host, p.path.rstrip("/"), "", ""))
+    path = "/".join("***" if _secret_segment(seg) else seg for seg in p.path.rstrip("/").split("/"))
+    return urlunsplit((p.scheme, host, path, "", ""))
 
 
 def parse_options(pairs: tuple[str, ...] | list[str], what: str = "--agent-option") -> dict[str, Any]:
