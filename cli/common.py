@@ -306,15 +306,17 @@ def limits_of(kw: dict[str, Any]):
     return limits, prices
 
 
-def output_file(path: str) -> str:
-    """``path``, with the folders it names made first (as ``report --out`` and ``--parquet`` make
-    theirs), so that every ``--out`` behaves alike; a folder that cannot be made is the usual
-    one-line error, naming it and why."""
+def output_file(path: str, data: str | bytes) -> None:
+    """Write ``data`` to the ``--out`` file ``path``, with the folders it names made first (as
+    ``report --out`` and ``--parquet`` make theirs), never through a link already at ``path``
+    (``events/outputs.py``); a folder that cannot be made is the usual one-line error."""
     from pathlib import Path
+
+    from inquitree.events.outputs import write_file
 
     parent = Path(path).expanduser().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise click.ClickException(f"--out {path}: cannot make the folder {parent}: {exc.strerror or exc}") from None
-    return path
+    write_file(Path(path).expanduser(), data)

@@ -296,8 +296,7 @@ def anchor(db_url: str | None, out: str, key_path: str | None, adopt: bool) -> N
     if out == "-":
         echo(made.to_json(), nl=False)
     else:
-        with open(output_file(out), "w", encoding="utf-8") as f:
-            f.write(made.to_json())
+        output_file(out, made.to_json())
         by = f", signed by key {signer.key_id}" if signer else ""
         echo(f"anchored position {made.position} ({made.events:,} events){by} in {out}", err=True)
 

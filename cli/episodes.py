@@ -224,8 +224,7 @@ def episodes_export(episode: str, db_url: str | None, out: str, key_path: str | 
     if out == "-":
         echo_data(text, nl=False)
     else:
-        with open(output_file(out), "w", encoding="utf-8") as f:
-            f.write(text)
+        output_file(out, text)
         signed = f", signed by key {signer.key_id}" if signer else ""
         echo(f"wrote {len(records)} events of {episode_id} to {out}{signed}", err=True)
 

@@ -252,7 +252,11 @@ def _emit(df, fmt: str, out: str | None, columns: str | None = None, safe: bool 
     if fmt == "parquet":
         if not out:
             raise click.UsageError("--format parquet needs --out FILE")
-        df.write_parquet(output_file(out))
+        import io
+
+        buffer = io.BytesIO()
+        df.write_parquet(buffer)
+        output_file(out, buffer.getvalue())
         echo(f"wrote {df.height} rows to {out}", err=True)
         return
     note = ""
@@ -281,8 +285,7 @@ def _emit(df, fmt: str, out: str | None, columns: str | None = None, safe: bool 
         ):
             text = str(shown)
     if out:
-        with open(output_file(out), "w", encoding="utf-8") as f:
-            f.write(text)
+        output_file(out, text)
     else:
         (echo if fmt == "table" else echo_data)(text, nl=not text.endswith("\n"))
         if fmt == "table":

@@ -587,3 +587,35 @@ def test_a_key_in_a_base_urls_path_or_fragment_is_never_recorded(tmp_path, monke
     for where in (db.read_bytes(), exported.read_bytes(), out.output.encode()):
         for secret in (in_path, in_fragment, configured):
             assert secret.encode() not in where
+
+
+def test_report_and_out_files_never_write_through_a_link(tmp_path):
+    """`report --out DIR` followed links already in DIR: DIR/index.html -> victim overwrote the victim,
+    DIR/episodes -> elsewhere wrote there; an --out FILE that is a link was written through too."""
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    assert run("play", "--tree", "synthetic-diamond-4", "--agent", "oracle", "--record", "--db", db).exit_code == 0
+    wh = str(tmp_path / "w.duckdb")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "index.html").symlink_to(victim)
+    made = run("report", "--out", str(out), "--db", db, "--warehouse", wh)
+    assert made.exit_code == 0, made.output
+    assert victim.read_text() == "precious" and not (out / "index.html").is_symlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    second = tmp_path / "second"
+    second.mkdir()
+    (second / "episodes").symlink_to(elsewhere)
+    refused = run("report", "--out", str(second), "--db", db, "--warehouse", wh)
+    assert refused.exit_code != 0 and "symbolic link" in refused.output and not list(elsewhere.iterdir())
+    linked = tmp_path / "linked"
+    linked.symlink_to(elsewhere)
+    refused = run("report", "--out", str(linked), "--db", db, "--warehouse", wh)
+    assert refused.exit_code != 0 and "symbolic link" in refused.output and not list(elsewhere.iterdir())
+    csv_link = tmp_path / "table.csv"
+    csv_link.symlink_to(victim)
+    query = run("query", "table2_leaderboard", "--warehouse", wh, "--format", "csv", "--out", str(csv_link))
+    assert query.exit_code == 0, query.output
+    assert victim.read_text() == "precious" and not csv_link.is_symlink() and "agent" in csv_link.read_text()

@@ -10,6 +10,7 @@ DataFrames.
 from __future__ import annotations
 
 import html
+import io
 import re
 from pathlib import Path
 from typing import Any, Callable
@@ -18,6 +19,7 @@ import jinja2
 import polars as pl
 
 from inquitree.events.names import confined, is_episode_id, shown, warn
+from inquitree.events.outputs import inner_folder, output_folder, write_file
 from inquitree.warehouse.notes import table_notes
 from inquitree.warehouse.warehouse import PAIR_COLUMNS, Warehouse
 
@@ -326,7 +328,9 @@ def figures(wh: Warehouse, out: Path) -> dict[str, dict]:
     made: dict[str, dict] = {}
     for name, title, draw in FIGURES:
         df, fig, notes = draw(wh, plt)
-        fig.savefig(out / f"{name}.png", dpi=110, bbox_inches="tight")
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
+        write_file(out / f"{name}.png", png.getvalue())
         plt.close(fig)
         made[name] = {
             "file": f"{name}.png",
@@ -555,8 +559,8 @@ INTERVALS = (
 
 def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200, scope: str = "") -> Path:
     """The report in ``out_dir``; ``scope`` says which episodes it speaks about (Warehouse.scope)."""
-    out = Path(out_dir)
-    (out / "episodes").mkdir(parents=True, exist_ok=True)
+    out = output_folder(out_dir)
+    episodes_dir = inner_folder(out, "episodes")
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True)
     figs = figures(wh, out)
     summary = wh.query("episode_summary")
@@ -573,7 +577,7 @@ def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200, sc
         page = env.get_template("episode.html.j2").render(
             ep=row, items=episode_items(wh, row["episode_id"]), scores=table_html(scores)
         )
-        confined(out / "episodes", row["episode_id"], ".html").write_text(page, encoding="utf-8")
+        write_file(confined(episodes_dir, row["episode_id"], ".html"), page)
     total = wh.sql("SELECT count(*) AS n FROM episodes").item()
     compared, pairs = comparison(wh)
     index = env.get_template("index.html.j2").render(
@@ -593,9 +597,10 @@ def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200, sc
         control=table_html(wh.query("control_accuracy")),
         costs=table_html(wh.query("costs").filter(pl.col("level") != "episode")),
     )
-    (out / "index.html").write_text(index, encoding="utf-8")
+    write_file(out / "index.html", index)
     table_page = env.get_template("page.html.j2")
-    (out / "registry.html").write_text(
+    write_file(
+        out / "registry.html",
         table_page.render(
             title="Model registry (Table 3)",
             intro="Training cutoffs that Figure 4 splits papers by: the paper's Table 3 as shipped "
@@ -604,9 +609,9 @@ def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200, sc
             "their papers.",
             table=table_html(registry_table(wh)),
         ),
-        encoding="utf-8",
     )
-    (out / "trees.html").write_text(
+    write_file(
+        out / "trees.html",
         table_page.render(
             title="IT-18 papers and their trees (Table 4)",
             intro="The paper's Table 4 beside the shipped trees: our subtopic count next to the paper's, the "
@@ -615,6 +620,5 @@ def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200, sc
             "provenance lists the records.",
             table=table_html(trees_table()),
         ),
-        encoding="utf-8",
     )
     return out / "index.html"
