@@ -619,3 +619,41 @@ def test_report_and_out_files_never_write_through_a_link(tmp_path):
     query = run("query", "table2_leaderboard", "--warehouse", wh, "--format", "csv", "--out", str(csv_link))
     assert query.exit_code == 0, query.output
     assert victim.read_text() == "precious" and not csv_link.is_symlink() and "agent" in csv_link.read_text()
+
+
+def test_a_warehouse_file_from_someone_else_runs_none_of_its_own_sql(tmp_path):
+    """A warehouse that carries this version's stamp kept its views, and a writer had file access: a
+    view reading read_text() put a local file into every page of `report --out`. Writers now drop
+    every view and macro of the file and recreate this code's, with file access off; readers read
+    through this code's views."""
+    import duckdb
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-7731")
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    assert run("play", "--tree", "synthetic-diamond-4", "--agent", "oracle", "--record", "--db", db).exit_code == 0
+    wh = str(tmp_path / "w.duckdb")
+    assert run("warehouse", "sync", "--db", db, "--warehouse", wh).exit_code == 0
+    con = duckdb.connect(wh)  # the other party edits the file, keeping the stamp
+    con.execute("ALTER VIEW episodes RENAME TO episodes_kept")
+    con.execute(
+        "CREATE VIEW episodes AS SELECT * REPLACE "
+        f"((SELECT content FROM read_text('{secret}')) AS agent) FROM episodes_kept"
+    )
+    con.execute(f"CREATE MACRO leak() AS (SELECT content FROM read_text('{secret}'))")
+    con.close()
+    for args in (
+        ["query", "table2_leaderboard", "--warehouse", wh, "--format", "csv"],
+        ["sql", "SELECT agent FROM episodes", "--warehouse", wh, "--format", "csv"],
+        ["report", "--out", str(tmp_path / "report"), "--db", db, "--warehouse", wh],
+        ["sql", "SELECT leak()", "--warehouse", wh, "--format", "csv"],
+    ):
+        out = run(*args)
+        assert "TOP-SECRET" not in out.output, (args, out.output)
+    pages = "".join(p.read_text() for p in (tmp_path / "report").rglob("*.html"))
+    assert "TOP-SECRET" not in pages and "oracle" in pages
+    con = duckdb.connect(wh, read_only=True)
+    names = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    macros = con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = 'leak'").fetchall()[0][0]
+    con.close()
+    assert "episodes_kept" not in names and macros == 0  # the writer replaced the file's catalogue

@@ -28,6 +28,7 @@ import polars as pl
 
 from inquitree import __version__
 from inquitree.events.names import shown, warn
+from inquitree.events.outputs import output_folder, write_file
 from inquitree.warehouse.errors import WarehouseError
 from inquitree.warehouse.intervals import Settings
 from inquitree.warehouse.intervals import register as register_intervals
@@ -209,6 +210,10 @@ class Warehouse:
                 self._read_through_this_codes_views()
             else:
                 self._take_this_codes_schema()
+                # Nothing from the file's catalogue runs with file access: the views and macros are
+                # this code's now, and a writer needs no file but its own (every file it writes,
+                # Parquet included, is written from Python). Once off, SQL cannot turn it back on.
+                self.con.execute("SET enable_external_access = false")
         except BaseException:
             self._give_up()
             raise
@@ -222,32 +227,36 @@ class Warehouse:
 
     def _take_this_codes_schema(self) -> None:
         """A writer's warehouse: a new one gets this code's tables, views and stamp; one with this
-        code's tables and other views gets this code's views (views hold no data)."""
+        code's tables gets this code's views, whatever its stamp says (views hold no data, and a
+        file from someone else may carry views or macros of its own under this code's stamp):
+        every view and macro in the file is dropped first."""
         stamp = self._schema_stamp()
-        if stamp == SCHEMA_HASH:
-            return
         con = self.con
         con.execute("BEGIN TRANSACTION")  # the tables, the views and the stamp, all or nothing
         if stamp is None:
             for statement in table_statements():
                 con.execute(statement)
-        else:  # the same tables, other views: this code's views replace them
+        else:
             for (view,) in con.execute(
                 "SELECT view_name FROM duckdb_views() WHERE NOT internal AND database_name = 'warehouse'"
             ).fetchall():
-                con.execute(f'DROP VIEW "{view.replace(chr(34), chr(34) * 2)}"')
+                con.execute(f'DROP VIEW "{_quoted(view)}"')
+            for name, kind in con.execute(
+                "SELECT DISTINCT function_name, function_type FROM duckdb_functions() "
+                "WHERE NOT internal AND database_name = 'warehouse' AND function_type IN ('macro', 'table_macro')"
+            ).fetchall():
+                con.execute(f'DROP {"MACRO TABLE" if kind == "table_macro" else "MACRO"} "{_quoted(name)}"')
             con.execute("DELETE FROM warehouse_schema")
         con.execute(views_sql())
         con.execute("INSERT INTO warehouse_schema VALUES (?)", [SCHEMA_HASH])
         con.execute("COMMIT")
 
     def _read_through_this_codes_views(self) -> None:
-        """On a reader's connection to a warehouse whose views are another version's (an upgrade,
-        and no writer has opened it since): this code's views, as temporary views of this
-        connection, which DuckDB looks up before the file's. Every query then means what this
-        code's queries and docs say, not what the views of the version that synced last said."""
-        stamp = self._schema_stamp(create=False)
-        if stamp is not None and stamp != SCHEMA_HASH:
+        """On a reader's connection: this code's views, as temporary views of this connection, which
+        DuckDB looks up before the file's, whatever the file's stamp says (an upgrade no writer has
+        opened since, or a file from someone else whose views claim this code's stamp). Every query
+        then means what this code's queries and docs say."""
+        if self._schema_stamp(create=False) is not None:
             self.con.execute(views_sql(temporary=True))
 
     def _schema_stamp(self, create: bool = True) -> str | None:
@@ -395,8 +404,13 @@ class Warehouse:
         return WarehouseError(f"{what}: {str(exc).strip()}")
 
     def export_parquet(self, out_dir: str | Path) -> list[Path]:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
+        """Every table as ``out_dir/TABLE.parquet``, written from Python (``events/outputs.py``: never
+        through a link), not by DuckDB's COPY, which would need file access on this connection."""
+        import io
+
+        import pyarrow.parquet as pq
+
+        out = output_folder(out_dir, what="--parquet")
         written = []
         tables = [
             r[0]
@@ -405,11 +419,15 @@ class Warehouse:
             ).fetchall()
         ]
         for t in tables:
-            path = out / f"{t}.parquet"
-            quoted = str(path).replace("'", "''")  # COPY takes no parameter for its target
-            self.con.execute(f"COPY \"{t}\" TO '{quoted}' (FORMAT parquet)")
-            written.append(path)
+            buffer = io.BytesIO()
+            pq.write_table(self.con.sql(f'SELECT * FROM "{_quoted(t)}"').to_arrow_table(), buffer)
+            written.append(write_file(out / f"{t}.parquet", buffer.getvalue()))
         return written
+
+
+def _quoted(name: str) -> str:
+    """An identifier from the catalogue inside double quotes."""
+    return name.replace('"', '""')
 
 
 def query_names() -> list[str]:
