@@ -289,7 +289,8 @@ def test_a_template_set_runs_no_code(body, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     tpl = _template_set(tmp_path, body)
     out = run("play", "--tree", "synthetic-chain-7", "--agent", "oracle", "--templates", str(tpl), "-q")
-    assert out.exit_code == 2 and ("sandbox" in out.output or "not a file of this set" in out.output), out.output
+    refused = ("sandbox", "not a file of this set", "leads outside the set's folder")
+    assert out.exit_code == 2 and any(r in out.output for r in refused), out.output
     assert not (tmp_path / "PWNED").exists() and "root:" not in out.output
 
 
@@ -657,3 +658,59 @@ def test_a_warehouse_file_from_someone_else_runs_none_of_its_own_sql(tmp_path):
     macros = con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = 'leak'").fetchall()[0][0]
     con.close()
     assert "episodes_kept" not in names and macros == 0  # the writer replaced the file's catalogue
+
+
+@pytest.mark.parametrize("how", ["system_link", "include_link", "folder_link"])
+def test_links_inside_a_suites_template_folder_read_nothing_outside_it(how, tmp_path, monkeypatch):
+    """The trust check resolved the folder named by `templates`, but the loader followed links inside
+    it: tpl/system.txt -> ~/secret put the secret into prompts, the store and exports."""
+    import shutil
+
+    from inquitree.core.game.prompts import TEMPLATES_DIR
+
+    secret = tmp_path / "home" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("TOP-SECRET-4471")
+    lab = tmp_path / "lab"
+    shutil.copytree(TEMPLATES_DIR / "inquitree", lab / "tpl")
+    if how == "system_link":
+        (lab / "tpl" / "system.txt").unlink()
+        (lab / "tpl" / "system.txt").symlink_to(secret)
+    elif how == "include_link":
+        (lab / "tpl" / "leak.txt").symlink_to(secret)
+        c11 = lab / "tpl" / "C.1.1.j2"
+        c11.write_text('{% include "leak.txt" %}\n' + c11.read_text())
+    else:
+        (lab / "tpl" / "system.txt").unlink()
+        (lab / "tpl" / "system.txt").symlink_to(lab / "tpl" / "C.5.j2")  # a link inside the folder is fine...
+        (lab / "inner").symlink_to(secret.parent)  # ...one that leaves it is not
+        shutil.copy(TEMPLATES_DIR / "inquitree" / "C.6.j2", secret.parent / "C.6.j2")
+        (lab / "tpl" / "C.6.j2").unlink()
+        (lab / "tpl" / "C.6.j2").symlink_to(lab / "inner" / "C.6.j2")
+    suite = _suite(lab, 'templates = "tpl"', '["oracle"]')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # a relative `templates` is the suite's folder's, not the current directory's
+    db = tmp_path / "e.sqlite"
+    out = run("suite", "run", str(suite), "--db", f"sqlite:///{db}")
+    assert out.exit_code != 0 and "leads outside the set's folder" in out.output, out.output
+    assert "TOP-SECRET" not in out.output
+    assert not db.exists() or b"TOP-SECRET" not in db.read_bytes()
+
+
+def test_a_suites_relative_template_folder_is_its_own(tmp_path, monkeypatch):
+    import shutil
+
+    from inquitree.core.game.prompts import TEMPLATES_DIR
+
+    lab = tmp_path / "lab"
+    shutil.copytree(TEMPLATES_DIR / "inquitree", lab / "tpl")
+    (lab / "tpl" / "system.txt").write_text("You are a careful scientist of this lab.")
+    suite = _suite(lab, 'templates = "tpl"', '["oracle"]')
+    monkeypatch.chdir(tmp_path)  # not the suite's folder
+    db = tmp_path / "e.sqlite"
+    out = run("suite", "run", str(suite), "--db", f"sqlite:///{db}")
+    assert out.exit_code == 0, out.output
+    with EventStore(f"sqlite:///{db}") as store:
+        started = next(r.event for s in store.streams("episode/") for r in store.read_stream(s.stream_id)[:1])
+    assert started.params["template_set"] == str((lab / "tpl").resolve())

@@ -44,6 +44,32 @@ def is_shipped(name_or_dir: str) -> bool:
     return "/" not in name_or_dir and "\\" not in name_or_dir and (TEMPLATES_DIR / name_or_dir).is_dir()
 
 
+class _ConfinedLoader(jinja2.FileSystemLoader):
+    """A template set's loader: a file (an include too) is read only when its real path, after
+    following every link, lies inside the set's folder."""
+
+    def __init__(self, root: Path):
+        super().__init__(str(root))
+        self.root = root
+
+    def get_source(self, environment: jinja2.Environment, template: str):
+        confined_file(self.root, template)
+        return super().get_source(environment, template)
+
+
+def confined_file(root: Path, name: str) -> Path:
+    """``root/name`` when its real path (links followed) lies inside ``root``'s real path; else a
+    TemplateError: a link in a set's folder must not make it read a file elsewhere."""
+    real_root = root.resolve()
+    where = (root / name).resolve()
+    if where != real_root and not where.is_relative_to(real_root):
+        raise TemplateError(
+            f"template set {root}: {name} leads outside the set's folder (to {where}); a template set's files "
+            "must be its own, not links to files elsewhere"
+        )
+    return where
+
+
 class TemplateSet:
     def __init__(self, name_or_dir: str = "inquitree"):
         """A shipped set by name (always from the package, whatever the current directory holds),
@@ -59,8 +85,10 @@ class TemplateSet:
         self.path = path
         # Sandboxed: a set may come from a suite or a user's folder, and a plain Environment lets a
         # template reach Python objects (``cycler.__init__.__globals__.os``) and run anything.
+        for f in FILES.values():  # every file, before anything is read from it
+            confined_file(path, f)
         self.env = ImmutableSandboxedEnvironment(
-            loader=jinja2.FileSystemLoader(str(path)),
+            loader=_ConfinedLoader(path),
             trim_blocks=True,
             lstrip_blocks=True,
             keep_trailing_newline=False,
@@ -73,6 +101,8 @@ class TemplateSet:
         self.hash = digest.hexdigest()
         try:
             self._compiled = {key: self.env.get_template(f) for key, f in FILES.items() if f.endswith(".j2")}
+        except TemplateError:
+            raise
         except jinja2.TemplateError as exc:
             where = getattr(exc, "filename", None) or path
             raise TemplateError(f"template set {path}: {where}: {exc}") from exc

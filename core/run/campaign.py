@@ -151,8 +151,9 @@ def check_suite_trust(suite: "Suite", path: Path, file_agents: list) -> None:
     if not is_shipped(suite.templates):  # a folder, not a shipped set
         named.append(("templates", suite.templates))
     named += [(key, getattr(suite, key)) for key in ("call_cache", "prices") if getattr(suite, key)]
+    named += [("trees", t) for t in suite.trees if "/" in t or "\\" in t or t.endswith(".json")]
     for key, name in named:
-        where = Path(name).expanduser().resolve()
+        where = Path(name).expanduser().resolve()  # after following every link
         if not any(where == root or where.is_relative_to(root) for root in allowed):
             raise SuiteError(
                 f"{path}: {key} names {shown(name)}, outside the suite's folder ({allowed[0]}) and the current "
@@ -259,6 +260,9 @@ class Suite:
         if not raw_agents:
             raise SuiteError(f"{path}: no agents: list them in the file, or name them with --agent")
         suite = cls(**doc, agents=[], source=str(path))
+        if not is_shipped(suite.templates) and not Path(suite.templates).expanduser().is_absolute():
+            # a suite's own template folder sits beside it, wherever the command runs from
+            suite.templates = str(path.parent / suite.templates)
         try:
             for a in raw_agents:
                 entry = suite._entry(a, path)
