@@ -294,6 +294,39 @@ def test_a_template_set_runs_no_code(body, tmp_path, monkeypatch):
     assert not (tmp_path / "PWNED").exists() and "root:" not in out.output
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}x",
+        "{% for i in range(100000000) %}{% endfor %}x",
+        "{{ lipsum(n=100000, html=False) }}",
+        '{{ "x" * 100000000 }}',
+        '{{ "x".center(100000000) }}',
+        '{{ "{:>100000000}".format(1) }}',
+        '{{ "%100000000s" % 1 }}',
+        "{{ 10 ** 100000000 }}",
+        "{% for a in hints %}{% for b in hints %}{% for c in hints %}{% for d in hints %}{% endfor %}{% endfor %}"
+        "{% endfor %}{% endfor %}x",
+        "{% for i in range(99999) %}{{ hints }}{% endfor %}",
+        "{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}",
+    ],
+)
+def test_a_template_cannot_hang_or_crash_a_run(body, tmp_path, monkeypatch):
+    """Nested loops hung a run; range(100000000) and lipsum ended in tracebacks; "x" * 100000000
+    rendered 100 MB. Each is one error line within seconds."""
+    monkeypatch.chdir(tmp_path)
+    tpl = _template_set(tmp_path, body)
+    (tpl / "C.1.2.j2").write_text(body)  # the hint template: its {{ hints }} is as long as the tree's hint
+    script = tmp_path / "miss.txt"
+    script.write_text("ACTION: lunch")
+    t0 = time.perf_counter()
+    out = run("play", "--tree", "synthetic-chain-7", "--agent", f"script:{script}", "--templates", str(tpl), "-q")
+    assert time.perf_counter() - t0 < 30
+    assert out.exit_code == 2, out.output
+    lines = [ln for ln in out.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("inquitree: error: template") and len(out.output) < 2000, lines
+
+
 def _suite(tmp_path: Path, extra: str, agents: str = '["oracle"]') -> Path:
     path = tmp_path / "s.toml"
     path.write_text(
