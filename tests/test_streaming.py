@@ -180,3 +180,73 @@ def test_a_verdict_keeps_the_attempts_that_failed_before_it():
     assert [a["kind"] for a in first.failed_attempts] == ["timeout"] and first.failed_attempts[0]["seconds"] >= 0.3
     assert all(v.finish_reason == "stop" and v.failed_attempts == [] for v in rest)
     assert first.finish_reason == "stop" and first.VERSION == 2
+
+
+class _Dripper:
+    """A loopback server that sends ``prefix`` whole, then ``drip`` one byte every ``every`` seconds,
+    forever (until the client hangs up or ``seconds`` pass): bytes keep coming, no event ever ends."""
+
+    def __init__(self, prefix: bytes, drip: bytes, every: float = 0.2, seconds: float = 30.0):
+        import socket
+        import threading
+
+        self.prefix, self.drip, self.every, self.seconds = prefix, drip, every, seconds
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.base_url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            conn.settimeout(5)
+            try:
+                conn.recv(65536)  # the request
+                conn.sendall(self.prefix)
+                end = time.monotonic() + self.seconds
+                i = 0
+                while time.monotonic() < end:
+                    conn.sendall(self.drip[i % len(self.drip) : i % len(self.drip) + 1])
+                    i += 1
+                    time.sleep(self.every)
+            except OSError:
+                pass  # the client gave up: what the test wants
+            finally:
+                conn.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.mark.parametrize(
+    "prefix, drip",
+    [
+        (
+            b"",
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n",
+        ),  # the status line and headers, a byte at a time
+        (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: {", b" "),  # an event that never ends
+        (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n", b": ping\n"),  # comments only
+    ],
+    ids=["headers", "event", "comments"],
+)
+def test_a_streamed_call_is_held_to_its_timeout_before_the_first_token(prefix, drip):
+    """With streaming on, a server that dripped its status line, or `data: {` and then a space a
+    second, was cut only at --call-limit (900 s by default): the silence timer moved with bytes.
+    Now only a complete event moves it: the call ends within its timeout."""
+    server = _Dripper(prefix, drip)
+    try:
+        chat = ChatModel("m", server.base_url, settings=CallSettings(timeout=1.0, max_retries=0, call_limit=60))
+        t0 = time.monotonic()
+        with pytest.raises(ModelCallError) as err:
+            chat.chat([{"role": "user", "content": "go"}])
+        took = time.monotonic() - t0
+    finally:
+        server.close()
+    assert err.value.kind == "timeout", err.value
+    assert took < 4.0, took  # the timeout (1 s) and the watchdog's tick, not the call limit (60 s)

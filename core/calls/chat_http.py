@@ -115,7 +115,7 @@ class _Watchdog:
         self._pid = 0  # the process the thread runs in: a forked worker starts its own
 
     def arm(self, deadline: float, conn: http.client.HTTPConnection) -> list[Any]:
-        entry = [deadline, next(self._seq), conn, True, False, None]
+        entry = [deadline, next(self._seq), conn, True, False, None, None]  # [6]: a later deadline, see extend
         with self._cond:
             if self._pid != os.getpid():
                 self._pid, self._heap = os.getpid(), []
@@ -137,6 +137,13 @@ class _Watchdog:
         if late:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
+
+    @staticmethod
+    def extend(entry: list[Any] | None, deadline: float) -> None:
+        """Move the call's deadline later (a streamed answer that keeps speaking): one assignment, no
+        heap work per event; the thread pushes the entry back when its old deadline comes."""
+        if entry is not None and deadline > entry[0]:
+            entry[6] = deadline
 
     def disarm(self, entry: list[Any]) -> None:
         """Stop watching (it may have fired already: see :meth:`fired`)."""
@@ -162,6 +169,11 @@ class _Watchdog:
                     self._cond.wait(wait)
                     continue
                 entry = heapq.heappop(self._heap)
+                later = entry[6]
+                if later is not None and later > time.monotonic():  # extended since: watch it again
+                    entry[0], entry[6] = later, None
+                    heapq.heappush(self._heap, entry)
+                    continue
                 entry[3], entry[4] = False, True
                 sock = entry[5] or getattr(entry[2], "sock", None)
                 if sock is not None:
@@ -243,7 +255,11 @@ class Endpoint:
             conn.timeout = wait
             if conn.sock is not None:
                 conn.sock.settimeout(wait)
-            first = stream.deadline if stream is not None and stream.deadline is not None else deadline
+            # A streamed answer must speak within ``wait`` of the request (status line, headers and
+            # its first event together) and within ``wait`` of each event after it: the watchdog's
+            # deadline moves on with every complete event (_read_events), never with a byte alone.
+            silent_by = time.monotonic() + wait
+            first = min(silent_by, stream.deadline or silent_by) if stream is not None else deadline
             watch = _WATCHDOG.arm(first, conn) if first is not None else None
             try:
                 conn.request("POST", target, body=data, headers=self.headers)
@@ -257,7 +273,7 @@ class Endpoint:
                     _WATCHDOG.hold(watch, sock)
                 if streamed:
                     assert stream is not None
-                    text = self._read_events(resp, stream, wait)
+                    text = self._read_events(resp, stream, wait, watch)
                 else:
                     text = resp.read().decode("utf-8", "replace")
             except TransportTimeout:  # a stream that went silent: closed, so the server stops
@@ -269,7 +285,7 @@ class Endpoint:
             except (OSError, http.client.HTTPException) as exc:
                 self._abandon(resp, sock)
                 if _WATCHDOG.fired(watch):
-                    raise TransportTimeout(_CUT_OFF, partial()) from None
+                    raise TransportTimeout(self._why_cut(stream, wait), partial()) from None
                 stale = isinstance(
                     exc,
                     (
@@ -287,7 +303,7 @@ class Endpoint:
                     _WATCHDOG.disarm(watch)
             if _WATCHDOG.fired(watch):  # the deadline shut the socket just as the read finished
                 self._drop()
-                raise TransportTimeout(_CUT_OFF, partial())
+                raise TransportTimeout(self._why_cut(stream, wait), partial())
             if stream is not None and stream.stopped:
                 self._abandon(resp, sock)  # the server notices the closed connection and stops generating
             elif resp.will_close:
@@ -307,10 +323,18 @@ class Endpoint:
             sock.close()
 
     @staticmethod
-    def _read_events(resp: http.client.HTTPResponse, stream: Stream, silence: float) -> str:
+    def _why_cut(stream: Stream | None, wait: float) -> str:
+        """Why the watchdog ended a call: the endpoint fell silent, or the answer ran past its deadline."""
+        if stream is not None and (stream.deadline is None or time.monotonic() < stream.deadline):
+            return f"no complete event for {wait:g} s (the endpoint fell silent, or sent bytes that made none)"
+        return _CUT_OFF
+
+    @staticmethod
+    def _read_events(resp: http.client.HTTPResponse, stream: Stream, silence: float, watch: list[Any] | None) -> str:
         """The data of a server-sent event stream, until ``[DONE]``, its end, or ``stream.feed``
         saying it has enough. Comment lines (a server's keep-alive pings) do not count as the
-        endpoint speaking: ``silence`` seconds without data end the read."""
+        endpoint speaking: ``silence`` seconds without a complete data event end the read (the
+        watchdog's deadline moves on with each one, so a line dripped a byte at a time ends too)."""
         heard = time.monotonic()
         while True:
             line = resp.readline()
@@ -318,6 +342,8 @@ class Endpoint:
                 return stream.text()
             if line.startswith(b"data:"):
                 heard = time.monotonic()
+                later = heard + silence
+                _WATCHDOG.extend(watch, min(later, stream.deadline) if stream.deadline is not None else later)
                 payload = line[5:].strip().decode("utf-8", "replace")
                 if payload == "[DONE]":
                     stream.done = True
