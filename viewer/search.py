@@ -10,6 +10,7 @@ one projection of the log like the warehouse itself.
 from __future__ import annotations
 
 import html
+import re
 import sqlite3
 import threading
 import time
@@ -21,7 +22,6 @@ from inquitree.events.names import EPISODE_PREFIX as STREAM_PREFIX
 __all__ = ["SearchIndex", "SearchStopped", "KINDS", "RANK_AT_MOST", "terms"]
 
 KINDS = ("observation", "reply", "conclusion", "rationale")
-_HIT, _END = "\x02", "\x03"  # snippet markers no text contains, turned into <mark> after escaping
 
 _TEXTS = """
 SELECT o.episode_id, o.step, 'observation', o.text FROM ev_observation_emitted o
@@ -180,6 +180,11 @@ class SearchIndex:
             return 0
 
         con.set_progress_handler(stop, 10_000)
+        # The progress handler ticks between SQLite's instructions; one long call (a function over a
+        # long text) does not tick it, so a timer interrupts the connection at the deadline as well.
+        timer = threading.Timer(max(0.0, deadline - time.monotonic()), con.interrupt)
+        timer.daemon = True
+        timer.start()
         try:
             # more than RANK_AT_MOST matching texts (filters aside: ranking scores them all either way)?
             common = con.execute(
@@ -187,26 +192,55 @@ class SearchIndex:
                 (match, RANK_AT_MOST),
             ).fetchone()
             rows = con.execute(
-                f"SELECT episode_id, step, kind, agent, tree_id, randomness, status, "
-                f"snippet(texts, 0, '{_HIT}', '{_END}', ' … ', 16) FROM texts WHERE {' AND '.join(where)} "
-                f"ORDER BY {'rowid DESC' if common else 'rank'} LIMIT ?",
+                f"SELECT rowid, episode_id, step, kind, agent, tree_id, randomness, status FROM texts "
+                f"WHERE {' AND '.join(where)} ORDER BY {'rowid DESC' if common else 'rank'} LIMIT ?",
                 (*args, limit),
             ).fetchall()
+            # The snippets: FTS5's snippet() works inside one call over each whole text (22.9 s for
+            # 100 long texts of common words), so they are made here, over a bounded excerpt of each.
+            hits = []
+            pattern = _words_pattern(words)
+            for r in rows:
+                if stop():
+                    raise sqlite3.OperationalError("interrupted")
+                (text,) = con.execute(
+                    "SELECT substr(text, 1, ?) FROM texts WHERE rowid = ?", (SNIPPET_SCAN, r[0])
+                ).fetchone()
+                hits.append((*r[1:], _snippet(text or "", pattern)))
         except sqlite3.OperationalError as exc:
-            if why:
-                raise SearchStopped(f"the search was stopped: {why[0]}; add words or filters to narrow it") from None
+            if why or time.monotonic() > deadline:
+                reason = why[0] if why else f"it took longer than {budget:g} s"
+                raise SearchStopped(f"the search was stopped: {reason}; add words or filters to narrow it") from None
             raise SearchStopped(f"the search could not run ({exc})") from None
         finally:
+            timer.cancel()
             con.close()
         keys = ("episode_id", "step", "kind", "agent", "tree_id", "randomness", "status")
-        return [
-            {
-                **dict(zip(keys, r[:7], strict=True)),
-                "snippet_html": html.escape(r[7]).replace(_HIT, "<mark>").replace(_END, "</mark>"),
-                "ranked": common is None,
-            }
-            for r in rows
-        ]
+        return [{**dict(zip(keys, h[:7], strict=True)), "snippet_html": h[7], "ranked": common is None} for h in hits]
+
+
+SNIPPET_SCAN = 20_000  # characters of a text searched for its snippet (a reply is cut at 20,000)
+SNIPPET_SIDE = 120  # characters of context on each side of the first match
+
+
+def _words_pattern(words: list[str]) -> re.Pattern[str]:
+    """The query's words as they stand in a text, case folded, each as a whole token or its start."""
+    return re.compile(r"(?<!\w)(?:" + "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)) + r")", re.I)
+
+
+def _snippet(text: str, pattern: re.Pattern[str]) -> str:
+    """An escaped excerpt around the first match of ``pattern`` in ``text`` (its start when none is
+    found: FTS5's tokenizer folds some letters that this pattern does not), every match in it marked."""
+    first = pattern.search(text)
+    start = max(0, first.start() - SNIPPET_SIDE) if first else 0
+    end = min(len(text), (first.end() if first else 0) + SNIPPET_SIDE)
+    excerpt = text[start:end]
+    out, at = [], 0
+    for m in pattern.finditer(excerpt):
+        out += [html.escape(excerpt[at : m.start()]), "<mark>", html.escape(m.group(0)), "</mark>"]
+        at = m.end()
+    out.append(html.escape(excerpt[at:]))
+    return ("… " if start else "") + "".join(out) + (" …" if end < len(text) else "")
 
 
 def terms(query: str) -> list[str]:
