@@ -228,7 +228,7 @@ def interval_of_groups(groups: list[list[float]], bounds: tuple[float | None, fl
     if se is None:
         why = "one run per paper: the spread of runs within a paper is unknown"
         return Interval(estimate, None, None, None, "no interval", why, n, runs)
-    if se == 0.0:
+    if no_spread(np.asarray([v for g in groups for v in g], np.float64), se):
         why = f"no run differs from its paper's other runs: no spread to build an interval from ({FIXED})"
         return Interval(estimate, None, None, 0.0, "no interval", why, n, runs)
     half = t_quantile(1 - ALPHA / 2, df) * se
@@ -291,7 +291,7 @@ def interval_of_means(
                 n,
                 episodes,
             )
-    if sd == 0.0:
+    if no_spread(means, sd):
         return Interval(
             estimate,
             None,
@@ -425,6 +425,16 @@ def sign_flip_p(d: np.ndarray, seed: int = 0) -> float:
     return float(_sign_flip_pvalues(np.asarray(d, np.float64)[None, :], seed)[0])
 
 
+def no_spread(values: np.ndarray, spread: float | None) -> bool:
+    """Whether ``spread`` (an SD or SE of ``values``) is zero up to floating-point noise: equal paper
+    means computed by different sums differ in their last bits (a spread of 1e-17, not 0.0), which
+    would print a zero-width interval instead of saying there is no spread."""
+    if spread is None:
+        return False
+    scale = max(1.0, float(np.abs(values).max())) if len(values) else 1.0
+    return spread <= 1e-9 * scale
+
+
 def paired_test_of_means(d: np.ndarray, pairs: int, seed: int = 0) -> PairedTest:
     """:func:`paired_test` (papers like these) from the per-paper mean differences themselves."""
     n = len(d)
@@ -472,7 +482,7 @@ def _sign_flip(d, w, papers: int, pairs: int, seed: int, se, what: str, units: s
             f"{m} {units if m != 1 else units[:-1]}: the smallest p this test can give is {_fmt(p_min)}; "
             "it cannot show a difference at the 5% level"
         )
-    elif se == 0.0:
+    elif no_spread(d, se):
         warnings.append(f"all {m} {units} have the same difference: no spread to build an interval from")
     else:
         need = ALPHA * total

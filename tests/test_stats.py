@@ -229,3 +229,18 @@ def test_paired_rows_below_13_papers_say_they_assume_symmetry():
         r = paired_test([f"p{i}" for i in range(n)], list(rng.normal(0, 0.1, n)))
         assert (r.warning is not None and "spread symmetrically" in r.warning) == warned, n
         assert r.low is not None  # the warning does not take the interval away
+
+
+def test_equal_paper_means_up_to_rounding_give_no_zero_width_interval():
+    """Paper means equal up to floating-point noise (a spread of about 1e-17, not exactly 0) printed
+    a zero-width interval without a warning; the spread is now compared with the values' scale."""
+    import numpy as np
+
+    from inquitree import stats
+
+    third = [0.1 + 0.2, 0.3, 0.30000000000000004, 0.3]  # equal, but for their last bits
+    assert float(np.std(third, ddof=1)) != 0.0
+    interval = stats.mean_interval(["a", "b", "c", "d"], third, bounds=(0, 1))
+    assert interval.low is None and interval.high is None and "no spread" in (interval.warning or "")
+    test = stats.paired_test(["a", "b", "c", "d", "e", "f"], [0.1 + 0.2] * 3 + [0.3] * 3)
+    assert test.low is None and any("no spread" in w for w in (test.warning or "").split("; "))
