@@ -267,9 +267,15 @@ def _emit(df, fmt: str, out: str | None, columns: str | None = None, safe: bool 
     elif fmt == "json":
         text = df.write_json()
     else:
-        shown = df if out or columns else _fitting(df)
-        if shown.width < df.width:
-            rest = [c for c in df.columns if c not in shown.columns]
+        import shutil
+
+        from inquitree.warehouse.notes import readable
+
+        width = max(40, min(shutil.get_terminal_size((80, 24)).columns, 120))
+        table, above, notes = (df, [], None) if out or columns else readable(df, width)
+        shown = table if out or columns else _fitting(table)
+        if shown.width < table.width:
+            rest = [c for c in table.columns if c not in shown.columns]
             note = (
                 f"{len(rest)} more column(s) do not fit: {', '.join(rest)}\n"
                 "(--columns A,B,... picks columns; --format csv or json shows them all)"
@@ -287,13 +293,13 @@ def _emit(df, fmt: str, out: str | None, columns: str | None = None, safe: bool 
     if out:
         output_file(out, text)
     else:
+        for line in above if fmt == "table" else []:
+            echo(line)
         (echo if fmt == "table" else echo_data)(text, nl=not text.endswith("\n"))
         if fmt == "table":
-            import shutil
-
             from inquitree.warehouse.notes import table_notes
 
-            for line in table_notes(df, max(40, min(shutil.get_terminal_size((80, 24)).columns, 120))):
+            for line in notes if notes is not None else table_notes(df, width):
                 echo(line)
         if note:
             echo(note, err=True)

@@ -192,7 +192,9 @@ def test_intervals_hold_where_the_t_interval_did_not(design, papers):
         if r.low is not None:
             printed += 1
             held += r.low <= truth <= r.high
-    assert printed == 1000 and held / printed >= 0.93  # the target; 1,000 campaigns: SE 0.7%
+    # the target; 1,000 campaigns: SE 0.7%. A campaign whose papers all have the same mean (up to
+    # rounding) gets no interval, with a warning, rather than one of zero width: rare, never silent.
+    assert printed >= 990 and held / printed >= 0.93
 
 
 def test_paired_test_size_on_a_symmetric_null():

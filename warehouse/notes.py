@@ -31,3 +31,117 @@ def table_notes(df, width: int | None = 100) -> list[str]:
             about = "every row" if len(where) == df.height > 1 else "; ".join(where)
             add(f"WARNING [{about}]: {text}")
     return lines
+
+
+# -- the table a person reads: estimates with their intervals in one cell, methods tied to rows -----
+HIDDEN = ("p_min", "holm_family", "paired_cells", "only_a", "only_b", "pair_trees", "pair_differences", "pairs")
+
+
+def readable(df, width: int | None = 100):
+    """``(table, above, below)``: ``df`` as a person reads it: each estimate with its 95% interval in one cell
+    (``0.93 [0.71, 1.00]``), each rank with its interval (``1 [1, 2]``), a row number first; the
+    interval's bounds, standard errors (which belong to one method only) and bookkeeping columns
+    left out; ``above``: what every row shares (a column with one value), said once; ``below``: the
+    methods and warnings, as lines that name the rows they are about. ``--columns`` or
+    ``--format csv|json`` give every column as the query returns it."""
+    import polars as pl
+
+    columns = list(df.columns)
+    triples = [c for c in columns if f"{c}_ci_low" in columns and f"{c}_ci_high" in columns]
+    out = {"#": [str(i + 1) for i in range(df.height)]}
+    dropped = {f"{c}_{s}" for c in triples for s in ("ci_low", "ci_high", "se")} | set(HIDDEN)
+    if {"rank", "rank_low", "rank_high"} <= set(columns):
+        dropped |= {"rank_low", "rank_high"}
+    for c in columns:
+        if c in dropped or c.endswith(("method", "warning")):
+            continue
+        if c in triples:
+            out[c] = _with_interval(df[c].to_list(), df[f"{c}_ci_low"].to_list(), df[f"{c}_ci_high"].to_list())
+        elif c == "rank" and "rank_low" in columns:
+            out[c] = [
+                "" if r is None else f"{r} [{lo}, {hi}]" if lo is not None else str(r)
+                for r, lo, hi in zip(
+                    df["rank"].to_list(), df["rank_low"].to_list(), df["rank_high"].to_list(), strict=True
+                )
+            ]
+        elif c.startswith("p_") or c == "p_value":
+            out[c] = ["" if v is None else f"{v:.3g}" if v >= 0.001 else "<0.001" for v in df[c].to_list()]
+        elif df[c].dtype.is_float():
+            out[c] = ["" if v is None else f"{v:.{_digits([v])}f}" for v in df[c].to_list()]
+        else:
+            out[c] = ["" if v is None else str(v) for v in df[c].to_list()]
+    # A reader's order: who and what first, then the headline numbers, then the rest.
+    first = [
+        c
+        for c in out
+        if c in IDENTITY or (c != "#" and c not in NUMBERS_FIRST and c not in LAST and not _numeric(df, c))
+    ]
+    order = ["#", *first, *[c for c in NUMBERS_FIRST if c in out]]
+    order += [c for c in out if c not in order and c not in LAST] + [c for c in LAST if c in out]
+    table = pl.DataFrame({c: out[c] for c in order})
+    # A column with one value in every row is said once, above the notes, not repeated in each row.
+    same = [c for c in table.columns[1:] if table.height > 1 and c not in NUMBERS_FIRST and table[c].n_unique() == 1]
+    above = [f"{c} (every row): {table[c][0]}" for c in same]
+    return table.drop(same), above, row_notes(df, width)
+
+
+# The numbers a reader looks for first, in this order; what is long and rarely read goes last.
+NUMBERS_FIRST = ("conclusion_score", "difference", "rank", "p_value", "p_holm")
+LAST = ("judge_id", "judge")
+IDENTITY = ("agent", "agent_a", "agent_b", "metric", "randomness", "tree_id", "split", "model")
+
+
+def _numeric(df, column: str) -> bool:
+    return column in df.columns and (df[column].dtype.is_numeric() or f"{column}_ci_low" in df.columns)
+
+
+def _digits(values: list[float]) -> int:
+    top = max((abs(v) for v in values), default=0.0)
+    return 1 if top >= 10 else 2
+
+
+def _with_interval(estimates: list, lows: list, highs: list) -> list[str]:
+    cells = []
+    for e, lo, hi in zip(estimates, lows, highs, strict=True):
+        digits = _digits([v for v in (e, lo, hi) if v is not None])  # per row: a column may mix metrics
+        if e is None:
+            cells.append("")
+        elif lo is None or hi is None:
+            cells.append(f"{e:.{digits}f} [no interval]")
+        else:
+            cells.append(f"{e:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]")
+    return cells
+
+
+def row_notes(df, width: int | None = 100) -> list[str]:
+    """The methods and warnings of a table, each once, with the rows (numbered from 1, as the
+    readable table's ``#`` column) it is about."""
+    lines: list[str] = []
+
+    def add(text: str) -> None:
+        lines.extend(textwrap.wrap(text, width, subsequent_indent="  ") if width else [text])
+
+    for column in [c for c in df.columns if c.endswith(("method", "warning"))]:
+        rows: dict[str, list[int]] = {}
+        for i, value in enumerate(df[column].to_list(), start=1):
+            if value:
+                rows.setdefault(value, []).append(i)
+        label = "WARNING" if column.endswith("warning") else column.replace("_", " ")
+        for text, where in rows.items():
+            about = "every row" if len(where) == df.height > 1 else _rows(where)
+            add(f"{label} ({about}): {text}")
+    return lines
+
+
+def _rows(numbers: list[int]) -> str:
+    """``[1, 2, 3, 5]`` -> ``rows 1-3, 5``."""
+    spans: list[str] = []
+    start = prev = numbers[0]
+    for n in [*numbers[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        spans.append(f"{start}-{prev}" if prev > start else f"{start}")
+        if n is not None:
+            start = prev = n
+    return ("row " if len(numbers) == 1 else "rows ") + ", ".join(spans)

@@ -20,7 +20,7 @@ import polars as pl
 
 from inquitree.events.names import confined, is_episode_id, shown, warn
 from inquitree.events.outputs import inner_folder, output_folder, write_file
-from inquitree.warehouse.notes import table_notes
+from inquitree.warehouse.notes import readable, table_notes
 from inquitree.warehouse.warehouse import PAIR_COLUMNS, Warehouse
 
 TEMPLATES = Path(__file__).resolve().parent / "report_pages"
@@ -346,6 +346,15 @@ def table_html(df: pl.DataFrame, limit: int = 200) -> str:
     """A table in a box of its own that scrolls sideways when it is wider than the page."""
     if not df.height:
         return "<p class='empty'>no rows</p>"
+    if any(c.endswith("_ci_low") for c in df.columns):  # an analysis: estimates with their intervals
+        shown, above, below = readable(df, width=None)
+        lines = above + below
+    else:
+        shown, lines = df, table_notes(df, width=None)
+    return _table(shown, lines, limit)
+
+
+def _table(df: pl.DataFrame, lines: list[str], limit: int) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
     body = []
     for row in df.head(limit).iter_rows():
@@ -356,7 +365,7 @@ def table_html(df: pl.DataFrame, limit: int = 200) -> str:
             cells.append(f"<td>{html.escape('' if v is None else str(v))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     more = f"<p class='empty'>{df.height - limit} more rows</p>" if df.height > limit else ""
-    notes = "".join(f"<li>{html.escape(line)}</li>" for line in table_notes(df, width=None))
+    notes = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
     return (
         f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{more}"
         + (f"<ul class='notes'>{notes}</ul>" if notes else "")
