@@ -206,3 +206,16 @@ def test_the_transcript_holds_the_episodes_calls_and_engine_notes_as_real_events
     assert isinstance(sample.events[-1], ScoreEvent) and sample.events[-1].score.value["coverage"] == 1.0
     stamps = [e.timestamp for e in sample.events[:-1]]
     assert stamps == sorted(stamps)  # in the order, and at the times, they were recorded
+
+
+def test_unknown_token_usage_is_not_written_as_zero():
+    """llama.cpp's server reports no usage for a stream: the reply records its chunks and no token
+    counts, which the export wrote as 0 input, 0 output, 0 total."""
+    from types import SimpleNamespace
+
+    from inquitree.core.inspect.export import _reply_usage
+
+    streamed = SimpleNamespace(usage={"input": None, "cached_input": None, "output": None, "output_chunks": 29})
+    assert _reply_usage(streamed) is None
+    counted = _reply_usage(SimpleNamespace(usage={"input": 90, "cached_input": 10, "output": 7}))
+    assert (counted.input_tokens, counted.output_tokens, counted.total_tokens) == (90, 7, 107)

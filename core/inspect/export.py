@@ -290,11 +290,13 @@ def _add_usage(totals: dict[str, ModelUsage], model: str, usage: ModelUsage) -> 
 
 
 def _reply_usage(ev: AgentReplied) -> ModelUsage | None:
-    """An agent call's tokens as inspect counts them (InquiTree's ``input`` excludes cached reads)."""
+    """An agent call's tokens as inspect counts them (InquiTree's ``input`` excludes cached reads).
+    None when the endpoint reported no count (llama.cpp's server says nothing of a stream's tokens:
+    only its chunks are counted): unknown is not zero, and a log that said 0/0/0 would be wrong."""
     u = ev.usage or {}
-    if not u:
+    if not u or u.get("input") is None or u.get("output") is None:
         return None
-    tokens_in, tokens_out = u.get("input") or 0, u.get("output") or 0
+    tokens_in, tokens_out = u["input"], u["output"]
     return ModelUsage(
         input_tokens=tokens_in,
         output_tokens=tokens_out,
