@@ -294,9 +294,9 @@ def _reply_usage(ev: AgentReplied) -> ModelUsage | None:
     None when the endpoint reported no count (llama.cpp's server says nothing of a stream's tokens:
     only its chunks are counted): unknown is not zero, and a log that said 0/0/0 would be wrong."""
     u = ev.usage or {}
-    if not u or u.get("input") is None or u.get("output") is None:
+    tokens_in, tokens_out = u.get("input"), u.get("output")
+    if tokens_in is None or tokens_out is None:
         return None
-    tokens_in, tokens_out = u["input"], u["output"]
     return ModelUsage(
         input_tokens=tokens_in,
         output_tokens=tokens_out,
