@@ -140,6 +140,15 @@ def call_options(f):
             "then is kept as far as it got (finish reason call_limit).",
         ),
         click.option(
+            "--system-role",
+            type=click.Choice(["auto", "system", "user"]),
+            default="auto",
+            show_default=True,
+            help="Where the system prompt goes: auto sends a system message and, when the endpoint says its chat "
+            "template has none (Gemma's and others), the start of the first user message from then on (recorded "
+            "in each reply); user always folds it in; system never does.",
+        ),
+        click.option(
             "--stream/--no-stream",
             default=True,
             show_default=True,
@@ -272,6 +281,7 @@ def _settings(kw: dict[str, Any], max_tokens: int | None, options: tuple[str, ..
         options=parse_options(options, what),
         stream=kw.get("stream", True),
         call_limit=kw.get("call_limit", DEFAULT_CALL_LIMIT_S),
+        system_role=kw.get("system_role", "auto"),
     )
 
 

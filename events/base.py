@@ -34,6 +34,10 @@ class Event:
 
     TYPE: ClassVar[str] = ""
     VERSION: ClassVar[int] = 1
+    # Fields written only when they differ from their default: fields added to a type without a new
+    # version, so that every log recorded before them stays byte for byte what it was (and decodes
+    # with the default, which is what they meant then).
+    OPTIONAL: ClassVar[tuple[str, ...]] = ()
 
     def _values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name, _, _ in _fields(type(self)))
@@ -53,12 +57,19 @@ class Event:
         return f"{type(self).__qualname__}({fields})"
 
     def to_payload(self) -> Payload:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """The fields as stored: every field, but an ``OPTIONAL`` one only when it is not its default."""
+        payload = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        for name, default, factory in _fields(type(self)) if self.OPTIONAL else ():
+            if name in self.OPTIONAL and payload[name] == (factory() if factory is not _MISSING else default):
+                del payload[name]
+        return payload
 
     def to_json(self) -> bytes:
         """The payload as stored, UTF-8: the fields in their declared order, keys of nested objects
         sorted, no whitespace (orjson; ``as_stored`` in core/run/golden.py writes a parsed payload back the same)."""
-        return orjson.dumps(self, option=orjson.OPT_SORT_KEYS)
+        if not self.OPTIONAL:
+            return orjson.dumps(self, option=orjson.OPT_SORT_KEYS)
+        return orjson.dumps(self.to_payload(), option=orjson.OPT_SORT_KEYS)
 
     @classmethod
     def from_payload(cls, payload: Payload) -> "Event":

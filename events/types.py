@@ -48,10 +48,15 @@ class AgentReplied(Event):
     """One agent reply. v2 splits token usage (v1 had a single ``tokens`` total); v3 adds why the
     reply ended (``finish_reason``: ``stop``, ``length`` when ``max_tokens`` cut it, ``repeat``,
     ``call_limit``, ...) and the call's attempts that failed before it (kind, seconds, streamed
-    chunks received): every attempt is accounted, failed ones too."""
+    chunks received): every attempt is accounted, failed ones too. Written only when set (``OPTIONAL``,
+    so that logs recorded before them are unchanged): a reasoning model's thinking, kept apart from
+    its answer (``reasoning``: shown in transcripts, never read as the action), and whether the
+    system text went as the start of the first user message (``system_as_user``: a chat template
+    without a system role)."""
 
     TYPE = "AgentReplied"
     VERSION = 3
+    OPTIONAL = ("reasoning", "system_as_user")
     step: int
     state: str
     raw: str
@@ -63,6 +68,8 @@ class AgentReplied(Event):
     truncated_from: int | None = None  # the reply's length in characters when it was cut to the size limit
     finish_reason: str | None = None  # None: not reported (replies recorded before v3, or agents without a call)
     failed_attempts: list[dict[str, Any]] = field(default_factory=list)
+    reasoning: str | None = None
+    system_as_user: bool = False
 
 
 @upcaster("AgentReplied", 1)

@@ -21,6 +21,12 @@ no usage. Stream faults: ``"stream_stall"`` (two chunks, then only keep-alive co
 request interrupts), ``"stream_cut"`` (the connection closes mid-answer). ``abandoned`` counts
 the streamed answers whose client closed the connection before their end (a real server stops
 generating them).
+As vLLM serves a reasoning model (its reasoning parsers): ``reasoning`` set, each reply carries that
+text in ``reasoning_content`` (streamed as deltas before the content) and counts its tokens in
+``completion_tokens_details.reasoning_tokens``; with ``reasoning_only`` the whole budget went to
+the reasoning (empty content, finish reason ``length``). With ``no_system_role`` a request with a
+system message is refused as a chat template without one refuses it (Gemma's: HTTP 400, "System
+role not supported").
 Every request is kept in ``requests`` for the test to inspect.
 """
 
@@ -58,6 +64,9 @@ class OpenAICompatibleServer:
         self.stream_seconds = 0.0
         self.abandoned = 0
         self.streamed_chunks = 0  # chunks written before the client stopped reading, over all streams
+        self.reasoning: str | None = None  # a reasoning model's thinking, sent apart from the content
+        self.reasoning_only = False  # the whole budget spent on reasoning: empty content, finish "length"
+        self.no_system_role = False  # a chat template without a system role
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -98,8 +107,15 @@ class OpenAICompatibleServer:
                     )  # fmt: skip
 
                 pieces = [content[i : i + server.stream_piece] for i in range(0, len(content), server.stream_piece)]
+                thinking = server.reasoning or ""
                 try:
                     event(chunk({"role": "assistant"}))
+                    for i in range(0, len(thinking), server.stream_piece):
+                        event(chunk({"reasoning_content": thinking[i : i + server.stream_piece]}))
+                    if server.reasoning_only:
+                        event(chunk({}, "length"))
+                        event("[DONE]")
+                        return None
                     for n, piece in enumerate(pieces):
                         if fault == "stream_cut" and n == 2:
                             self.close_connection = True
@@ -235,23 +251,34 @@ class OpenAICompatibleServer:
                     if wanted > server.context_tokens:
                         message = f"Requested tokens ({wanted}) exceed context window of {server.context_tokens}"
                         return self._send(400, json.dumps({"error": {"message": message}}).encode())
+                system = any(m.get("role") == "system" for m in req.get("messages") or [])
+                if route.endswith("/chat/completions") and server.no_system_role and system:
+                    message = "System role not supported"  # as a Jinja chat template without one raises it
+                    return self._send(400, json.dumps({"error": {"message": message, "type": "BadRequest"}}).encode())
                 if route.endswith("/chat/completions"):
-                    content = "" if fault == "empty" else server._next_reply(req["messages"])
+                    content = "" if fault == "empty" or server.reasoning_only else server._next_reply(req["messages"])
                     body = {
                         "id": "chatcmpl-test",
                         "object": "chat.completion",
                         "created": 0,
                         "model": req.get("model"),
                         "choices": [
-                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                            {
+                                "index": 0,
+                                "finish_reason": "length" if server.reasoning_only else "stop",
+                                "message": {"role": "assistant", "content": content}
+                                | ({"reasoning_content": server.reasoning} if server.reasoning else {}),
+                            }
                         ],
                         "usage": {
                             "prompt_tokens": sum(len(m.get("content") or "") for m in req["messages"]) // 4,
-                            "completion_tokens": len(content) // 4,
+                            "completion_tokens": (len(content) + len(server.reasoning or "")) // 4,
                             "total_tokens": 0,
                             "prompt_tokens_details": {"cached_tokens": 0},
                         },
                     }
+                    if server.reasoning:
+                        body["usage"]["completion_tokens_details"] = {"reasoning_tokens": len(server.reasoning) // 4}
                     if server.streams and req.get("stream"):
                         return self._stream(content, fault)
                     if fault == "drop_idle":

@@ -270,6 +270,9 @@ class CallSettings:
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     stream: bool = True
     call_limit: float = DEFAULT_CALL_LIMIT_S
+    # Where the system text goes: "auto" (as a system message, or folded into the first user message
+    # once the endpoint says its chat template has no system role), "system", or "user" always.
+    system_role: str = "auto"
 
     def __post_init__(self) -> None:
         if not self.timeout > 0:
@@ -282,6 +285,8 @@ class CallSettings:
             raise InquiTreeError(f"--max-reply-chars {self.max_reply_chars}: must be at least 1")
         if not self.call_limit > 0:
             raise InquiTreeError(f"--call-limit {self.call_limit}: must be more than 0 seconds")
+        if self.system_role not in ("auto", "system", "user"):
+            raise InquiTreeError(f"--system-role {self.system_role!r}: expected auto, system or user")
 
     def worst_case_seconds(self) -> float:
         """The longest one call can take when the endpoint never answers (each retry after a
@@ -297,6 +302,7 @@ class CallSettings:
             "options": redact_options(self.options),
             "stream": self.stream,
             "call_limit": self.call_limit,
+            **({"system_role": self.system_role} if self.system_role != "auto" else {}),
         }
 
 
@@ -310,6 +316,8 @@ class ChatResult:
     truncated_from: int | None = None  # the reply's length in characters, when it was cut
     finish_reason: str | None = None  # as the endpoint said it (stop, length, ...), or repeat / call_limit
     failed: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # attempts before this one
+    reasoning: str | None = None  # a reasoning model's thinking, sent apart from its answer (never read as one)
+    system_as_user: bool = False  # the system text went as the start of the first user message
 
     def record(self) -> dict[str, Any]:
         """What the events keep of a call beside its text."""
@@ -459,6 +467,8 @@ class ChatModel:
         self._streams = True  # False once the endpoint refused a streamed request
         self._usage_in_stream = True  # False once it refused ``stream_options``
         self._refusals_read = False  # the cache file's refusals, read on the first structured call
+        # the system text goes in the first user message: asked for, or learned from the endpoint
+        self.system_as_user = self.settings.system_role == "user"
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -473,7 +483,7 @@ class ChatModel:
         return f"{self.who} {self.model} at {self.public_url or 'OpenAI'}"
 
     def _request(self, messages: list[dict[str, str]], response_format: dict | None) -> dict[str, Any]:
-        req: dict[str, Any] = {"messages": messages}
+        req: dict[str, Any] = {"messages": system_in_user(messages) if self.system_as_user else messages}
         if self.temperature is not None:
             req["temperature"] = self.temperature
         if self.settings.max_tokens is not None:
@@ -526,6 +536,8 @@ class ChatModel:
                         cache_hit=True,
                         truncated_from=hit.get("truncated_from"),
                         finish_reason=hit.get("finish_reason"),
+                        reasoning=hit.get("reasoning"),
+                        system_as_user=bool(hit.get("system_as_user")),
                     )
         for i, (name, req) in enumerate(requests):
             try:
@@ -549,6 +561,8 @@ class ChatModel:
                         "truncated_from": result.truncated_from,
                         "finish_reason": result.finish_reason,
                         "latency_ms": result.latency_ms,
+                        "reasoning": result.reasoning,
+                        "system_as_user": result.system_as_user,
                     },
                 )
             return result
@@ -586,11 +600,23 @@ class ChatModel:
                 result = self._attempt(body, deadline, silence, stop, streamed_by, limit)
                 result.latency_ms = (time.perf_counter() - t0) * 1000
                 result.failed = failed
+                result.system_as_user = self.system_as_user
                 return result
             except ModelCallError as exc:
                 if exc.kind == "timeout" and limit is not None and time.monotonic() >= limit:
                     raise DeadlineReached(f"{self._where()}: the episode's time ran out during a call") from None
                 message = str(exc).lower()
+                if (
+                    exc.kind == "bad_request"
+                    and _NO_SYSTEM_ROLE.search(message)
+                    and self.settings.system_role == "auto"
+                    and any(m.get("role") == "system" for m in body["messages"])
+                ):
+                    # a chat template without a system role (Gemma's and others): the system text goes
+                    # as the start of the first user message, now and in every later call (recorded)
+                    body["messages"] = system_in_user(body["messages"])
+                    self.system_as_user = True
+                    continue
                 if exc.kind == "bad_request" and "temperature" in message and "temperature" in body:
                     body.pop("temperature")  # the model does not take it (#24: "where the model accepts it");
                     self.temperature = None  # sent again at once, not counted as a retry
@@ -707,10 +733,9 @@ class ChatModel:
                 chunks=chunks,
             )
         content = reply.content
+        reasoning = "".join(reply.reasoning_parts) or None
         if not content.strip():
-            raise self._error(
-                f"the endpoint returned an empty reply (finish_reason {reply.finish_reason!r})", "empty", True, 200
-            )
+            raise self._empty(reply.finish_reason, reasoning)
         truncated_from = None
         if len(content) > self.settings.max_reply_chars:
             truncated_from, content = len(content), content[: self.settings.max_reply_chars]
@@ -727,7 +752,7 @@ class ChatModel:
         )
         return ChatResult(
             content, reply.model or self.model, usage, 0.0, truncated_from=truncated_from,
-            finish_reason=reply.finish_reason,
+            finish_reason=reply.finish_reason, reasoning=reasoning,
         )  # fmt: skip
 
     def _parse(self, doc: Any) -> ChatResult:
@@ -747,9 +772,11 @@ class ChatModel:
                 True,
                 200,
             )
+        thinking = message.get("reasoning_content") or message.get("reasoning")
+        reasoning = thinking if isinstance(thinking, str) and thinking else None
         if not content or not content.strip():
             finish = first.get("finish_reason") if isinstance(first, dict) else None
-            raise self._error(f"the endpoint returned an empty reply (finish_reason {finish!r})", "empty", True, 200)
+            raise self._empty(finish, reasoning)
         truncated_from = None
         if len(content) > self.settings.max_reply_chars:
             truncated_from, content = len(content), content[: self.settings.max_reply_chars]
@@ -758,8 +785,26 @@ class ChatModel:
         finish = first.get("finish_reason") if isinstance(first, dict) else None
         return ChatResult(
             content, model, usage, 0.0, truncated_from=truncated_from,
-            finish_reason=finish if isinstance(finish, str) else None,
+            finish_reason=finish if isinstance(finish, str) else None, reasoning=reasoning,
         )  # fmt: skip
+
+    def _empty(self, finish: str | None, reasoning: str | None) -> ModelCallError:
+        """The error of a reply with no answer: a reasoning model that spent its whole budget on
+        thinking is told apart (asking again with the same budget would end the same way)."""
+        if reasoning and finish == "length":
+            budget = self.settings.max_tokens
+            return self._error(
+                f"the reply has no answer: the model spent its whole budget ({budget} tokens) on reasoning "
+                f"({len(reasoning):,} characters of it) and was cut there; give it room with --max-tokens "
+                "(reasoning models need thousands of tokens: see docs/real-models.md)",
+                "reasoning_budget",
+                False,
+                200,
+            )
+        about = f", after {len(reasoning):,} characters of reasoning" if reasoning else ""
+        return self._error(
+            f"the endpoint returned an empty reply (finish_reason {finish!r}{about})", "empty", True, 200
+        )
 
     def _status_error(self, status: int, text: str, headers, response_format: bool = False) -> ModelCallError:
         message = _error_message(text)
@@ -805,18 +850,44 @@ class ChatModel:
         return self._error(f"HTTP {status}, the endpoint rejected the request: {message}", "bad_request", False, status)
 
 
+# What an endpoint says when its chat template has no system role (Gemma's Jinja template raises
+# "System role not supported"; others insist that roles alternate user/assistant).
+_NO_SYSTEM_ROLE = re.compile(r"system role|system message|system prompt|roles must alternate", re.IGNORECASE)
+
+
+def system_in_user(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The messages with the system text as the start of the first user message, for a chat
+    template that has no system role."""
+    system = [m["content"] for m in messages if m.get("role") == "system"]
+    if not system:
+        return messages
+    rest = [dict(m) for m in messages if m.get("role") != "system"]
+    text = "\n\n".join(system)
+    for m in rest:
+        if m.get("role") == "user":
+            m["content"] = f"{text}\n\n{m['content']}"
+            break
+    else:
+        rest.insert(0, {"role": "user", "content": text})
+    return rest
+
+
 def _usage(u: dict[str, Any]) -> dict[str, int | None]:
     """An endpoint's ``usage`` object as the events keep it (input less its cached part)."""
     details: dict[str, Any] = u["prompt_tokens_details"] if isinstance(u.get("prompt_tokens_details"), dict) else {}
     cached = details.get("cached_tokens") if isinstance(details.get("cached_tokens"), int) else None
     prompt = u.get("prompt_tokens") if isinstance(u.get("prompt_tokens"), int) else None
     output = u.get("completion_tokens") if isinstance(u.get("completion_tokens"), int) else None
-    return {
+    usage: dict[str, int | None] = {
         "input": None if prompt is None else prompt - (cached or 0),
         "cached_input": cached,
         "cache_write": None,
         "output": output,
     }
+    thought = u["completion_tokens_details"] if isinstance(u.get("completion_tokens_details"), dict) else {}
+    if isinstance(thought.get("reasoning_tokens"), int) and thought["reasoning_tokens"]:
+        usage["reasoning"] = thought["reasoning_tokens"]  # part of ``output``, as the endpoint counts them
+    return usage
 
 
 class _StreamedReply:
@@ -830,6 +901,7 @@ class _StreamedReply:
         self.events: list[str] = []
         self.done = self.stopped = False
         self.parts: list[str] = []
+        self.reasoning_parts: list[str] = []  # a reasoning model's thinking, streamed before its answer
         self.size = self.chunks = 0
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
@@ -862,6 +934,11 @@ class _StreamedReply:
         if isinstance(first.get("finish_reason"), str):
             self.finish_reason = first["finish_reason"]
         delta = first.get("delta")
+        if isinstance(delta, dict):
+            thinking = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(thinking, str) and thinking:
+                self.reasoning_parts.append(thinking)
+                self.chunks += 1
         piece = delta.get("content") if isinstance(delta, dict) else None
         if not isinstance(piece, str) or not piece:
             return False

@@ -141,6 +141,8 @@ class Reply:
     truncated_from: int | None = None  # the reply's length before it was cut to the size limit
     finish_reason: str | None = None  # why the reply ended, as the call reports it
     failed_attempts: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # the call's attempts before
+    reasoning: str | None = None  # a reasoning model's thinking, kept apart: the engine reads only ``text``
+    system_as_user: bool = False  # the system text went as the start of the first user message
 
     def replied(self, step: int, state: str, action: str) -> AgentReplied:
         return AgentReplied(
@@ -155,6 +157,8 @@ class Reply:
             truncated_from=self.truncated_from,
             finish_reason=self.finish_reason,
             failed_attempts=list(self.failed_attempts),
+            reasoning=self.reasoning,
+            system_as_user=self.system_as_user,
         )
 
 

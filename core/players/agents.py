@@ -437,4 +437,6 @@ class OpenAIChatAgent:
             truncated_from=out.truncated_from,
             finish_reason=out.finish_reason,
             failed_attempts=out.failed,
+            reasoning=out.reasoning,
+            system_as_user=out.system_as_user,
         )

@@ -94,6 +94,7 @@ _FIELDS = {
     "max_reply_chars": int,
     "stream": bool,
     "call_limit": float,
+    "system_role": str,
     "judge_options": dict,
     "judge_max_tokens": int,
     "call_cache": str,
@@ -115,6 +116,7 @@ _AGENT_FIELDS = {
     "timeout": float,
     "max_retries": int,
     "call_limit": float,
+    "system_role": str,
 }
 
 
@@ -213,6 +215,7 @@ class Suite:
     max_reply_chars: int = CallSettings.max_reply_chars
     stream: bool = CallSettings.stream
     call_limit: float = CallSettings.call_limit
+    system_role: str = CallSettings.system_role
     judge_options: dict = dataclasses.field(default_factory=dict)
     judge_max_tokens: int | None = 512
     call_cache: str | None = None
@@ -314,6 +317,7 @@ class Suite:
             options=a.get("options", {}),
             stream=self.stream,
             call_limit=a.get("call_limit", self.call_limit),
+            system_role=a.get("system_role", self.system_role),
         )
         label = a.get("label") or option_label(parsed.argument or "", settings.options)
         config = ModelConfig(
@@ -337,6 +341,7 @@ class Suite:
                 options=self.judge_options,
                 stream=self.stream,
                 call_limit=self.call_limit,
+                system_role=self.system_role,
             ),
             call_cache=self.call_cache,
         )

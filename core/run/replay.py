@@ -112,6 +112,8 @@ def resimulate(recorded: list[Event], tree: Tree | None = None, templates: Templ
                     ev.truncated_from,
                     ev.finish_reason,
                     [dict(a) for a in ev.failed_attempts],
+                    ev.reasoning,
+                    ev.system_as_user,
                 )
                 cos = None
                 if engine.needs_cosines(state):
