@@ -60,6 +60,9 @@ def show_event(ev: Event, engine_notes: bool = True) -> None:
         secho(f"\n[{ev.step}] ENVIRONMENT ({' + '.join(ev.templates)}) -> {ev.state}", fg="cyan", bold=True)
         echo(_wrap(ev.text))
     elif isinstance(ev, AgentReplied):
+        if ev.reasoning:  # a reasoning model's thinking, shown apart: the engine read only the answer below
+            secho(f"[{ev.step}] AGENT'S REASONING ({len(ev.reasoning):,} characters)", fg="green", dim=True)
+            secho(_wrap(ev.reasoning), dim=True)
         secho(f"[{ev.step}] AGENT ({ev.state})", fg="green", bold=True)
         echo(_wrap(ev.raw))
     elif not engine_notes:

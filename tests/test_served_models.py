@@ -86,3 +86,36 @@ def test_an_episode_records_the_reasoning_and_the_system_role_and_replays(tmp_pa
     assert all("Let me think" not in r.action for r in replies)  # the action came from the answer alone
     replayed = CliRunner().invoke(main, ["replay", "thinking", "--db", db, "-q"])
     assert replayed.exit_code == 0 and "replay: identical" in replayed.output, replayed.output
+
+
+def test_the_reasoning_shows_in_the_transcript_the_viewer_and_the_costs(tmp_path, monkeypatch):
+    from inquitree.warehouse.report import episode_items
+    from inquitree.warehouse.warehouse import Warehouse
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    with OpenAICompatibleServer(
+        lambda m: "ACTION: (1) nothing" if "numbered" in m[-1]["content"] else ANSWER
+    ) as server:
+        server.reasoning = THINKING
+        played = CliRunner().invoke(
+            main,
+            ["play", "--tree", "synthetic-diamond-4", "--agent", "openai:r1", "--base-url", server.base_url]
+            + ["--embedder", "hash", "--record", "--db", db, "--episode-id", "shown", "--no-stream"],
+        )
+    assert played.exit_code == 0, played.output
+    shown = CliRunner().invoke(main, ["replay", "shown", "--db", db, "--transcript"])
+    assert "AGENT'S REASONING" in shown.output and "Let me think" in shown.output
+    path = str(tmp_path / "w.duckdb")
+    with Warehouse(path) as wh:
+        wh.sync(db)
+        items = episode_items(wh, "shown")
+        costs = wh.query("costs").filter(wh.query("costs")["level"] == "model").row(0, named=True)
+    thoughts = [i for i in items if i["kind"] == "reasoning"]
+    replies = [i for i in items if i["kind"] == "agent"]
+    assert thoughts and len(thoughts) == len(replies) and "Let me think" in thoughts[0]["html"]
+    assert items.index(thoughts[0]) < items.index(replies[0])  # the thinking comes before its answer
+    assert (
+        costs["reasoning_tokens"] == len(replies) * (len(THINKING) // 4)
+        and costs["output_tokens"] >= costs["reasoning_tokens"]
+    )

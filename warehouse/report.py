@@ -436,6 +436,10 @@ def episode_items(wh: Warehouse, episode_id: str) -> list[dict]:
             FROM ev_observation_emitted WHERE episode_id = $1
         UNION ALL SELECT global_position, 'agent', format('[{}] agent ({})', step, state), raw, step, NULL
             FROM ev_agent_replied WHERE episode_id = $1
+        UNION ALL SELECT global_position, 'reasoning',
+            format('[{}] its reasoning, apart from its answer ({} characters)', step, length(reasoning)),
+            reasoning, NULL, 'reasoning'
+            FROM ev_agent_replied WHERE episode_id = $1 AND reasoning IS NOT NULL
         UNION ALL SELECT global_position, 'note', NULL,
             format('best match {} cos {:.3f} vs tau {}: {}', best, best_cosine, tau,
                    CASE WHEN accepted THEN 'accepted' ELSE 'below tau' END), NULL, 'match'
@@ -468,7 +472,7 @@ def episode_items(wh: Warehouse, episode_id: str) -> list[dict]:
         UNION ALL SELECT global_position, 'fake', NULL,
             format('limit {} reached ({} of {}): the episode ends here', limit_name, used, threshold), NULL, 'end'
             FROM ev_limit_reached WHERE episode_id = $1
-        ORDER BY 1""",
+        ORDER BY global_position, kind = 'agent'""",
         [episode_id],
     ).fetchall()
     return [
@@ -478,7 +482,7 @@ def episode_items(wh: Warehouse, episode_id: str) -> list[dict]:
             "text": text,
             "step": step,
             "tag": tag,
-            "html": markdown_html(text) if kind in ("agent", "env") else None,
+            "html": markdown_html(text) if kind in ("agent", "env", "reasoning") else None,
         }
         for _, kind, head, text, step, tag in rows
     ]

@@ -70,8 +70,11 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
             ("truncated_from", "INTEGER", "truncated_from"),
             ("finish_reason", "VARCHAR", "finish_reason"),  # NULL for replies recorded before v3
             ("output_chunks", "BIGINT", "usage.output_chunks"),  # a stream without usage: its chunks, counted
+            ("reasoning_tokens", "BIGINT", "usage.reasoning"),  # a reasoning model's, inside output_tokens
             ("raw", "VARCHAR", "raw"),
             ("action", "VARCHAR", "action"),
+            ("reasoning", "VARCHAR", "reasoning"),  # the thinking a reasoning model sent apart from its answer
+            ("system_as_user", "BOOLEAN", "system_as_user"),  # NULL: sent as a system message
         ],
     ),
     "MatchScored": (
