@@ -455,3 +455,31 @@ def test_papers_draw_their_fake_results_independently_and_old_logs_keep_their_dr
     recorded = {k: v for k, v in dataclasses.asdict(params(trees[0], embedder)).items() if k != "draw_rule"}
     assert Params.from_dict(recorded).draw_rule == 1
     assert params(trees[0], embedder).draw_rule == 2  # what new episodes are played with
+
+
+def test_conclusion_rule_2_submits_each_item_once_and_no_fragment_of_a_cut_reply():
+    """A conclusion listing five items three times over submitted all fifteen, and one cut by
+    max_tokens submitted its last half-written line as a claim. Rule 2 (new episodes) submits each
+    distinct item once and leaves out a cut reply's unfinished last item; rule 1 replays as it ran."""
+    from inquitree.core.game.engine import CONCLUSION_RULE, cut_where_it_repeats, submitted_items
+
+    assert CONCLUSION_RULE == 2
+    items = ["Sleep replays place cells.", "**Sleep** replays  place cells.", "Replay predicts memory.", "Replay pred"]
+    assert submitted_items(items, "stop", False) == [items[0], items[2], items[3]]
+    assert submitted_items(items, "length", False) == [items[0], items[2]]  # the fragment goes
+    assert submitted_items(items[:3], "call_limit", False) == [items[0], items[2]]  # it ends a sentence: kept
+    assert submitted_items([], "length", True) == []
+    looping = "(1) a\n(2) b\n(1) a\n(2) b\n(1) a\n(2) b\n(1) a"
+    assert cut_where_it_repeats(looping) == "(1) a\n(2) b\n(1) a\n(2) b\n(1) a\n"
+    assert cut_where_it_repeats("(1) a\n(2) b\n") is None
+
+
+def test_the_conclusion_rule_is_recorded_and_old_episodes_replay_with_theirs():
+    from inquitree.core.game.engine import Params
+    from inquitree.core.run.spec import EpisodeSpec
+
+    tree = resolve_tree("synthetic-diamond-4")
+    new = EpisodeSpec().params(tree, HashEmbedder().id, TEMPLATES, 0, 0)  # what play, suites and inspect record
+    assert new.conclusion_rule == 2 and dataclasses.asdict(new)["conclusion_rule"] == 2
+    recorded = {k: v for k, v in dataclasses.asdict(new).items() if k != "conclusion_rule"}
+    assert Params.from_dict(recorded).conclusion_rule == 1

@@ -87,9 +87,13 @@ class Params:
     # same numbers (at a=3 in the Qwen study all 18 first results drew 0.649: no fake anywhere);
     # 2 by the seed and the tree, so papers draw independently (agents on one tree still share them).
     draw_rule: int = 2
+    # What a conclusion submits: 1 every item as listed; 2 each distinct item once (a small model may
+    # list five items three times over), and from a reply cut short (by max_tokens, the call limit or
+    # the size limit) not the last item, which the cut may have left a fragment.
+    conclusion_rule: int = 1
 
     # Recorded before these existed: the value that replays such an episode as it ran.
-    _ABSENT = {"max_reasks": None, "tau_study": None, "action_rule": 1, "draw_rule": 1}
+    _ABSENT = {"max_reasks": None, "tau_study": None, "action_rule": 1, "draw_rule": 1, "conclusion_rule": 1}
 
     @classmethod
     def from_dict(cls, recorded: dict[str, Any]) -> "Params":
@@ -116,6 +120,8 @@ class Params:
             raise EngineError(f"action_rule {self.action_rule}: this version knows rules {sorted(ACTION_RULES)}")
         if self.draw_rule not in (1, 2):
             raise EngineError(f"draw_rule {self.draw_rule}: this version knows rules 1 and 2")
+        if self.conclusion_rule not in (1, 2):
+            raise EngineError(f"conclusion_rule {self.conclusion_rule}: this version knows rules 1 and 2")
         if self.randomness not in range(0, 11):
             raise EngineError(
                 f"--randomness {self.randomness}: the randomness level a must be an integer 0..10 "
@@ -206,6 +212,26 @@ def split_conclusion(action: str, prompt_lines: frozenset[str] = frozenset()) ->
     return [action.strip()] if action.strip() and has_content(action.strip()) else []
 
 
+CONCLUSION_RULE = 2  # what new episodes are played with (Params.conclusion_rule)
+CUT_SHORT = frozenset({"length", "call_limit", "max_reply_chars"})  # finish reasons of a reply cut mid-text
+
+
+def submitted_items(items: list[str], finish_reason: str | None, truncated: bool) -> list[str]:
+    """Conclusion rule 2: each distinct item once (compared after :func:`_plain`), in the order first
+    listed; when the reply was cut short, its last item is left out unless it ends a sentence (the
+    cut may have stopped it mid-claim). Nothing is invented: an empty list stays empty."""
+    kept: list[str] = []
+    seen: set[str] = set()
+    for item in items:
+        key = _plain(item)
+        if key not in seen:
+            seen.add(key)
+            kept.append(item)
+    if kept and (finish_reason in CUT_SHORT or truncated) and not re.search(r"[.!?)\]]\s*$", kept[-1]):
+        kept.pop()
+    return kept
+
+
 REPEATED_ITEMS = 3  # a conclusion reply is cut once this many of its lines repeat earlier ones
 
 
@@ -215,20 +241,29 @@ def repeats_itself(reply: str) -> bool:
     earlier ones. A small model at temperature 0 can list the same five items until its token
     limit (17 items, 5 distinct); a model agent stops reading its reply here (the
     reply records ``finish_reason`` ``repeat``), and the items it listed stay as they were."""
-    lines = reply.splitlines() if reply.endswith("\n") else reply.splitlines()[:-1]
+    return cut_where_it_repeats(reply) is not None
+
+
+def cut_where_it_repeats(reply: str) -> str | None:
+    """The reply up to the end of the line where :data:`REPEATED_ITEMS` of its complete lines have
+    repeated earlier ones (the same cut a streamed reply gets), or None when it does not go round."""
+    lines = reply.splitlines(keepends=True)
+    if lines and not reply.endswith("\n"):
+        lines = lines[:-1]  # a line still being written is not complete
     seen: set[str] = set()
-    repeats = 0
+    repeats, at = 0, 0
     for line in lines:
-        m = _ITEM_RE.match(line)
+        at += len(line)
+        m = _ITEM_RE.match(line.rstrip("\n"))
         key = _plain(m.group(1) if m else line)
         if not key:
             continue
         if key in seen:
             repeats += 1
             if repeats >= REPEATED_ITEMS:
-                return True
+                return reply[:at]
         seen.add(key)
-    return False
+    return None
 
 
 def uniform(seed: int | str, index: int, purpose: str) -> float:
@@ -457,7 +492,10 @@ class Engine:
         action = self.action_of(reply.text)
         if state.state == CONCLUSION:
             s.emit(reply.replied(state.step, CONCLUSION, action))
-            s.emit(ConclusionSubmitted(items=split_conclusion(action, self.prompt_lines)))
+            items = split_conclusion(action, self.prompt_lines)
+            if self.p.conclusion_rule == 2:
+                items = submitted_items(items, reply.finish_reason, reply.truncated_from is not None)
+            s.emit(ConclusionSubmitted(items=items))
             return s.events
         step = state.step + 1
         s.emit(reply.replied(step, state.state, action))

@@ -29,7 +29,17 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from inquitree.core.calls.models import CallSettings, ChatModel, ModelCallError, call_cache, option_label
-from inquitree.core.game.engine import CONCLUSION, RESULT, STUDY, SUBTOPIC, TOPIC, Reply, repeats_itself, uniform
+from inquitree.core.game.engine import (
+    CONCLUSION,
+    RESULT,
+    STUDY,
+    SUBTOPIC,
+    TOPIC,
+    Reply,
+    cut_where_it_repeats,
+    repeats_itself,
+    uniform,
+)
 from inquitree.core.game.tree import Tree
 from inquitree.events.errors import InquiTreeError
 
@@ -427,6 +437,9 @@ class OpenAIChatAgent:
                     self.history.pop()
                     raise model_error(exc) from None
                 self.history_tokens = smaller
+        if state == CONCLUSION and out.finish_reason != "repeat" and (cut := cut_where_it_repeats(out.text)):
+            # a reply that came whole (not streamed) gets the cut a streamed one gets as it arrives
+            out = dataclasses.replace(out, text=cut, finish_reason="repeat")
         self.history.append({"role": "assistant", "content": out.text})
         return Reply(
             out.text,

@@ -39,7 +39,7 @@ class EpisodeSpec:
 
     def params(self, tree: Tree, embedder_id: str, templates: TemplateSet, randomness: int, seed: int) -> Params:
         """The engine's parameters for one cell, validated."""
-        from inquitree.core.game.engine import ACTION_RULE, Params
+        from inquitree.core.game.engine import ACTION_RULE, CONCLUSION_RULE, Params
         from inquitree.core.players.embed import default_tau, default_tau_study
 
         tau_study = self.tau_study
@@ -57,6 +57,7 @@ class EpisodeSpec:
             max_reasks=self.max_reasks,
             tau_study=tau_study,
             action_rule=ACTION_RULE,
+            conclusion_rule=CONCLUSION_RULE,
         )
         params.validate()
         return params
