@@ -4,8 +4,11 @@
 -- episode played outside a suite is paired only with --one-off. Per pair of agents, headline metric, judge and level:
 -- each agent's mean over the paired cells (mean over papers of per-paper means), the difference
 -- B - A with the sign-flip test of the papers' mean differences and the interval that inverts it
--- (paired_ci: p, p_min, ci), Holm's adjustment over every p-value of the result (p_holm), and
--- how many cells were paired or had no partner. interval_method and interval_warning say how
+-- (paired_ci: p, p_min, ci), Holm's adjustment within each family (p_holm), and how many cells
+-- were paired or had no partner. A family is what a paper would declare: the comparisons of one
+-- metric at one randomness level and judge, over the pairs of agents (holm_family says how many).
+-- The conclusion score is the headline (role 'headline'); the other metrics are exploratory, each
+-- adjusted in its own family, never pooled with the headline's. interval_method and interval_warning say how
 -- and when a number cannot be trusted; `compare --pairs` lists the pairs themselves.
 WITH keyed AS (
     SELECT e.agent, e.pair_suite, e.pair_run, e.tree_id, e.randomness, s.judge_id, e.episode_id, e.coverage,
@@ -56,18 +59,25 @@ WITH keyed AS (
     SELECT *, mean_ci(trees, vas, low, high) AS ma, mean_ci(trees, vbs, low, high) AS mb, paired_ci(trees, ds) AS d
     FROM scored
 ), adjusted AS (
-    SELECT *, row_number() OVER (ORDER BY d.p NULLS LAST, metric, judge_id, randomness, ia, ib) AS p_rank,
-           count(d.p) OVER () AS tests
+    SELECT *, row_number() OVER (PARTITION BY metric, judge_id, randomness ORDER BY d.p NULLS LAST, ia, ib) AS p_rank,
+           count(d.p) OVER (PARTITION BY metric, judge_id, randomness) AS tests
     FROM intervals
 )
 SELECT metric, randomness, agent_a, agent_b, d.estimate AS difference, d.ci_low AS difference_ci_low,
        d.ci_high AS difference_ci_high, d.p AS p_value,
        CASE WHEN d.p IS NOT NULL THEN
-           max(least(1.0, (tests - p_rank + 1) * d.p)) OVER (ORDER BY p_rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+           max(least(1.0, (tests - p_rank + 1) * d.p)) OVER (
+               PARTITION BY metric, judge_id, randomness ORDER BY p_rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
        END AS p_holm,
+       CASE WHEN metric = 'conclusion_score' THEN 'headline' ELSE 'exploratory' END AS role,
        d.p_min AS p_min, ma.estimate AS mean_a, mb.estimate AS mean_b, paired_cells, only_a, only_b,
        d.papers AS papers, d.se AS difference_se, judge_id, d.method AS interval_method,
-       d.warning AS interval_warning, tests AS holm_family, pairs, trees AS pair_trees,
+       concat_ws('; ', d.warning,
+           CASE WHEN tests > 1 AND d.p_min IS NOT NULL AND d.p_min <= 0.05 AND tests * d.p_min > 0.05 THEN
+               format('{} comparisons in this family: the smallest adjusted p these papers allow is {:.3g}, so '
+                      'none can reach 5% after Holm''s adjustment (fewer agents, or more papers)',
+                      tests, least(1.0, tests * d.p_min))
+           END) AS interval_warning, tests AS holm_family, pairs, trees AS pair_trees,
        ds AS pair_differences
 FROM adjusted
 ORDER BY ia, ib, CASE metric WHEN 'conclusion_score' THEN 0 WHEN 'coverage' THEN 1 WHEN 'steps' THEN 2 ELSE 3 END,

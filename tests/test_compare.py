@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -57,8 +58,9 @@ def test_paired_differences_by_hand(sqlite_url, tmp_path):
     assert steps["interval_method"].startswith(
         "about papers like these: sign-flip test of 3 paper mean differences (exact over all 8"
     )
-    # Holm over the 8 p-values printed (4 metrics x 2 levels? one level here: 4).
-    assert steps["holm_family"] == 4 and steps["p_holm"] >= steps["p_value"]
+    # Holm within a family: one metric at one level over the pairs of agents (two agents: one pair)
+    assert steps["holm_family"] == 1 and steps["p_holm"] == steps["p_value"]
+    assert rows["conclusion_score"]["role"] == "headline" and steps["role"] == "exploratory"
     assert (steps["paired_cells"], steps["only_a"], steps["only_b"], steps["papers"]) == (3, 1, 0, 3)
     # Both cover every subtopic: no difference, and every sign pattern is as extreme (p = 1).
     assert (rows["coverage"]["difference"], rows["coverage"]["p_value"]) == (0.0, 1.0)
@@ -345,3 +347,36 @@ def test_query_and_report_keep_campaigns_and_one_off_episodes_apart(sqlite_url, 
     page = (tmp_path / "r" / "index.html").read_text()
     table2 = page.split("Table 2")[1].split("</table>")[0]
     assert "<td>oracle</td>" in table2 and "<td>random</td>" not in table2
+
+
+def test_holms_family_is_one_metric_at_one_level_and_a_hopeless_family_says_so(tmp_path):
+    """Holm's family was every pair x metric x level printed: at 8 papers, 3 agents made a family
+    of 24 whose smallest adjusted p was 0.1875, so not even the oracle against a random agent could
+    be shown, silently. A family is now one metric at one level over the pairs of agents; the
+    conclusion score is the headline, the others exploratory; a family too large for its papers
+    says so."""
+    from inquitree.core.run.campaign import Suite, run_suite
+
+    trees = [p.stem for p in sorted((Path(__file__).resolve().parent.parent / "trees").glob("it18-*.json"))][:8]
+    suite_file = tmp_path / "three.toml"
+    suite_file.write_text(
+        f'name = "three"\ntrees = {json.dumps(trees)}\nagents = ["oracle", "random", "random-all"]\n'
+        'randomness = [0]\nruns = 1\nembedder = "hash"\n'
+    )
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    with EventStore(db) as store:
+        assert run_suite(Suite.load(suite_file), store).failed == 0
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        wh.sync(db)
+        rows = wh.query("compare", {"agents": ["oracle", "random", "random-all"], "one_off": False}).to_dicts()
+    headline = [r for r in rows if r["metric"] == "conclusion_score"]
+    assert len(headline) == 3 and all(r["holm_family"] == 3 and r["role"] == "headline" for r in headline)
+    beaten = next(r for r in headline if (r["agent_a"], r["agent_b"]) == ("oracle", "random"))
+    assert len(trees) == 8 and beaten["p_value"] == 2 / 2**8 and beaten["p_holm"] == 3 * beaten["p_value"] < 0.05
+    assert all(r["role"] == "exploratory" for r in rows if r["metric"] != "conclusion_score")
+    with Warehouse(str(tmp_path / "few.duckdb")) as few:  # five papers: a family of 3 can never reach 5%
+        few.sync(db)
+        few.con.execute(f"DELETE FROM ev_episode_started WHERE tree_id NOT IN {tuple(trees[:5])}")
+        small = few.query("compare", {"agents": ["oracle", "random", "random-all"], "one_off": False}).to_dicts()
+    warned = [r for r in small if r["metric"] == "conclusion_score"]
+    assert warned and all("can reach 5%" in (r["interval_warning"] or "") or r["p_min"] > 0.05 for r in warned)

@@ -87,7 +87,7 @@ def readable(df, width: int | None = 100):
 
 # The numbers a reader looks for first, in this order; what is long and rarely read goes last.
 NUMBERS_FIRST = ("conclusion_score", "difference", "rank", "p_value", "p_holm")
-LAST = ("judge_id", "judge")
+LAST = ("role", "judge_id", "judge")
 IDENTITY = ("agent", "agent_a", "agent_b", "metric", "randomness", "tree_id", "split", "model")
 
 
