@@ -5,7 +5,6 @@ rooms before it: game, calls, players, run, then inspect and extract)."""
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -73,19 +72,13 @@ NOT_PROSE = re.compile(
 
 
 def _named_paths() -> list[tuple[str, str]]:
-    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
-    if not tracked:  # not a git checkout (an sdist): every text file under the root
-        tracked = [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*") if p.is_file() and ".git" not in p.parts]
-    found = []
-    for name in tracked:
-        if NOT_PROSE.search(name):
-            continue
-        try:
-            text = (ROOT / name).read_text(encoding="utf-8")
-        except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError):
-            continue
-        found += [(name, m.group(1).rstrip(".")) for m in NAMED_PATH.finditer(text)]
-    return found
+    from tests_support import tracked_texts
+
+    return [
+        (name, m.group(1).rstrip("."))
+        for name, text in tracked_texts(ROOT, NOT_PROSE)
+        for m in NAMED_PATH.finditer(text)
+    ]
 
 
 def _exists(path: str, where: str) -> bool:

@@ -67,16 +67,14 @@ def test_the_readme_is_a_guide():
 
 def test_the_product_speaks_of_itself():
     last_decision = max(int(n) for n in re.findall(r"^\| (\d+) \|", (ROOT / "docs" / "DECISIONS.md").read_text(), re.M))
-    found = []
-    for name in tracked():
-        if "session" in name.lower() or re.search(r"issue[-_]?\d", name.lower()):
-            found.append(f"{name}: a file named after a work period")
-        if NOT_PROSE.search(name):
-            continue
-        try:
-            text = (ROOT / name).read_text(encoding="utf-8")
-        except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError):
-            continue
+    from tests_support import tracked_texts
+
+    found = [
+        f"{name}: a file named after a work period"
+        for name in tracked()
+        if "session" in name.lower() or re.search(r"issue[-_]?\d", name.lower())
+    ]
+    for name, text in tracked_texts(ROOT, NOT_PROSE):
         for n, line in enumerate(text.splitlines(), 1):
             if DIARY.search(line.replace("session_replication_role", "")):
                 found.append(f"{name}:{n}: {line.strip()[:100]}")

@@ -66,20 +66,26 @@ def test_a_template_without_a_system_role_gets_the_system_text_in_the_first_user
     assert system_in_user([{"role": "system", "content": "S"}]) == [{"role": "user", "content": "S"}]
 
 
-def test_an_episode_records_the_reasoning_and_the_system_role_and_replays(tmp_path, monkeypatch):
-    """The engine reads only the answer; the transcript keeps the thinking; replay knows both."""
+def _played(tmp_path, monkeypatch, episode_id: str, *extra: str, no_system_role: bool = False) -> str:
+    """A recorded `play` of a reasoning model (THINKING, then ANSWER) on a loopback server; the store's URL."""
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     db = f"sqlite:///{tmp_path / 'e.sqlite'}"
     with OpenAICompatibleServer(
         lambda m: "ACTION: (1) nothing" if "numbered" in m[-1]["content"] else ANSWER
     ) as server:
-        server.reasoning, server.no_system_role = THINKING, True
+        server.reasoning, server.no_system_role = THINKING, no_system_role
         out = CliRunner().invoke(
             main,
             ["play", "--tree", "synthetic-diamond-4", "--agent", "openai:r1", "--base-url", server.base_url]
-            + ["--embedder", "hash", "--record", "--db", db, "--episode-id", "thinking", "--max-retries", "0"],
+            + ["--embedder", "hash", "--record", "--db", db, "--episode-id", episode_id, *extra],
         )
     assert out.exit_code == 0, out.output
+    return db
+
+
+def test_an_episode_records_the_reasoning_and_the_system_role_and_replays(tmp_path, monkeypatch):
+    """The engine reads only the answer; the transcript keeps the thinking; replay knows both."""
+    db = _played(tmp_path, monkeypatch, "thinking", "--max-retries", "0", no_system_role=True)
     with EventStore(db) as store:
         replies = [r.event for r in store.read_stream("episode/thinking") if isinstance(r.event, AgentReplied)]
     assert replies and all(r.reasoning == THINKING and r.system_as_user for r in replies)
@@ -92,18 +98,7 @@ def test_the_reasoning_shows_in_the_transcript_the_viewer_and_the_costs(tmp_path
     from inquitree.warehouse.report import episode_items
     from inquitree.warehouse.warehouse import Warehouse
 
-    monkeypatch.setenv("OPENAI_API_KEY", "test")
-    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
-    with OpenAICompatibleServer(
-        lambda m: "ACTION: (1) nothing" if "numbered" in m[-1]["content"] else ANSWER
-    ) as server:
-        server.reasoning = THINKING
-        played = CliRunner().invoke(
-            main,
-            ["play", "--tree", "synthetic-diamond-4", "--agent", "openai:r1", "--base-url", server.base_url]
-            + ["--embedder", "hash", "--record", "--db", db, "--episode-id", "shown", "--no-stream"],
-        )
-    assert played.exit_code == 0, played.output
+    db = _played(tmp_path, monkeypatch, "shown", "--no-stream")
     shown = CliRunner().invoke(main, ["replay", "shown", "--db", db, "--transcript"])
     assert "AGENT'S REASONING" in shown.output and "Let me think" in shown.output
     path = str(tmp_path / "w.duckdb")

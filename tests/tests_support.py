@@ -154,3 +154,21 @@ def served(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def tracked_texts(root: Any, skip: Any) -> Iterator[tuple[str, str]]:
+    """(path, text) of every file git tracks under ``root`` (every file, outside a checkout) that
+    is text and whose path ``skip`` (a compiled pattern) does not match: what the tests that read
+    the repository's own prose go through."""
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True).stdout.split()
+    if not tracked:  # not a git checkout (an sdist): every file under the root
+        tracked = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts]
+    for name in tracked:
+        if skip.search(name):
+            continue
+        try:
+            yield name, (root / name).read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError):
+            continue
