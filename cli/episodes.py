@@ -27,6 +27,7 @@ from inquitree.events.types import (
     AgentReplied,
     DependencyBlocked,
     EpisodeFailed,
+    EpisodeInterrupted,
     EpisodeResumed,
     EpisodeScored,
     EpisodeStarted,
@@ -49,9 +50,19 @@ def _wrap(text: str, indent: str = "    ") -> str:
 def resumed_note(ev: EpisodeResumed) -> str:
     """What a resume says: after which step, why it had stopped, and which settings changed."""
     changed = [who for who, now in (("agent", ev.agent), ("judge", ev.judge)) if now is not None]
-    why = f" (it had failed: {ev.after_error}; that failure no longer ends the episode)" if ev.after_error else ""
+    if ev.after_error.startswith("interrupted ("):
+        why = f" (it had been {ev.after_error})"
+    elif ev.after_error:
+        why = f" (it had failed: {ev.after_error}; that failure no longer ends the episode)"
+    else:
+        why = ""
     note = f"; the {' and '.join(changed)} settings changed and are recorded" if changed else ""
     return f"resumed after step {ev.step}{why}{note}"
+
+
+def interrupted_note(ev: EpisodeInterrupted) -> str:
+    by = "Ctrl-C" if ev.reason == "interrupt" else ev.reason
+    return f"interrupted by {by} after step {ev.step} ({ev.during}); its steps are kept, and a resume continues it"
 
 
 def show_event(ev: Event, engine_notes: bool = True) -> None:
@@ -87,6 +98,8 @@ def show_event(ev: Event, engine_notes: bool = True) -> None:
         secho(f"    engine: turn limit {ev.max_turns} reached", fg="red")
     elif isinstance(ev, EpisodeFailed):
         secho(f"    engine: episode failed [{ev.kind or ev.error_class or '?'}]: {ev.error}", fg="red")
+    elif isinstance(ev, EpisodeInterrupted):
+        secho(f"    engine: {interrupted_note(ev)}", fg="red")
     elif isinstance(ev, EpisodeResumed):
         secho(f"    engine: {resumed_note(ev)}", fg="yellow")
     elif isinstance(ev, LimitReached):

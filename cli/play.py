@@ -19,7 +19,7 @@ from inquitree.cli.common import (
     limits_of,
     secho,
 )
-from inquitree.cli.episodes import episode_ref, load_episode, print_scores, resumed_note, show_event
+from inquitree.cli.episodes import episode_ref, interrupted_note, load_episode, print_scores, resumed_note, show_event
 from inquitree.core.run.spec import MAX_HINTS, MAX_REASKS
 from inquitree.events.base import Event
 from inquitree.events.names import check_episode_id
@@ -28,6 +28,7 @@ from inquitree.events.types import (
     DecisionParsed,
     DependencyBlocked,
     EpisodeFailed,
+    EpisodeInterrupted,
     EpisodeResumed,
     EpisodeScored,
     EpisodeStarted,
@@ -82,6 +83,8 @@ class StepLine:
             echo(f"  limit {ev.limit} reached ({ev.used:g} of {ev.threshold:g}): the episode ends here")
         elif isinstance(ev, EpisodeFailed):
             echo(f"  episode failed [{ev.kind or ev.error_class or '?'}]: {ev.error}")
+        elif isinstance(ev, EpisodeInterrupted):
+            echo(f"  {interrupted_note(ev)}")
         elif isinstance(ev, EpisodeResumed):
             echo(f"  {resumed_note(ev)}")
         elif isinstance(ev, ObservationEmitted) and ev.step > 0:

@@ -286,8 +286,22 @@ class ControlAnswered(Event):
 
 
 @event_type
+class EpisodeInterrupted(Event):
+    """The episode was stopped from outside before its end, its steps so far recorded: ``reason``
+    is ``interrupt`` (Ctrl-C, SIGINT) or ``campaign stopping`` (its campaign was interrupted and
+    the episode stopped at its step boundary); ``during``: what it was doing (``agent call``,
+    ``judging`` or ``between steps``). A resume continues it after an ``EpisodeResumed``."""
+
+    TYPE = "EpisodeInterrupted"
+    step: int
+    reason: str
+    during: str
+
+
+@event_type
 class EpisodeResumed(Event):
-    """A failed episode continues from the state its failure interrupted (a campaign's resume).
+    """A failed or interrupted episode continues from the state it was left in (``--resume``, a
+    campaign's rerun).
 
     ``agent`` and ``judge``: the descriptions it continues with where they differ from the ones
     recorded at its start (a longer timeout, other request options), so the log says how every

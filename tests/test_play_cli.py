@@ -193,6 +193,7 @@ def test_an_interrupted_play_is_refused_under_its_id_and_resumed_with_resume(tmp
         with EventStore(url) as store:
             taken = [r.event_type for r in store.read_stream(stream_id("p1"))]
         assert taken[0] == "EpisodeStarted" and "EpisodeScored" not in taken and "EpisodeFailed" not in taken
+        assert taken[-1] == "EpisodeInterrupted"  # recorded, not guessed from silence
 
         again = CliRunner().invoke(main, ["play", *common], env={"OPENAI_API_KEY": "none"})
         assert again.exit_code == 2 and "episode p1 is already recorded" in again.output, again.output
@@ -201,6 +202,7 @@ def test_an_interrupted_play_is_refused_under_its_id_and_resumed_with_resume(tmp
         resumed = CliRunner().invoke(main, ["play", *common, "--resume"], env={"OPENAI_API_KEY": "none"})
         assert resumed.exit_code == 0, resumed.output
         assert "/0 " not in resumed.output and "/77 " in resumed.output  # the turn limit, not "of 0"
+        assert "(it had been interrupted (interrupt))" in resumed.output, resumed.output
     with EventStore(url) as store:
         events = [r.event_type for r in store.read_stream(stream_id("p1"))]
     assert events[: len(taken)] == taken and events.count("EpisodeStarted") == 1 and events[-1] == "EpisodeScored"

@@ -82,6 +82,15 @@ def stored(store: EventStore, episode_id: str) -> list[tuple[str, bytes]]:
     return [(r.event_type, r.event.to_json()) for r in store.read_stream(stream_id(episode_id))]
 
 
+MARKERS = ("EpisodeInterrupted", "EpisodeResumed")
+
+
+def played(store: EventStore, episode_id: str) -> list[tuple[str, bytes]]:
+    """The episode's events but the interruption and the resume that followed it: what an
+    uninterrupted run records."""
+    return [(t, e) for t, e in stored(store, episode_id) if t not in MARKERS]
+
+
 def test_a_model_agent_appends_each_step_and_a_replayable_one_shares_appends(sqlite_url):
     with EventStore(sqlite_url) as store:
         seen = appends_of(store)
@@ -131,10 +140,17 @@ def test_an_interrupt_keeps_whole_steps_and_a_resume_equals_an_uninterrupted_run
         with pytest.raises(KeyboardInterrupt):
             play(Stops(3, 6, KeyboardInterrupt()), store, "ep")
         types = [t for t, _ in stored(store, "ep")]
-        assert types.count("AgentReplied") == 5 and types[-1] == "ObservationEmitted"
+        assert types.count("AgentReplied") == 5 and types[-2:] == ["ObservationEmitted", "EpisodeInterrupted"]
+        interrupted = store.read_stream(stream_id("ep"))[-1].event
+        assert (interrupted.step, interrupted.reason, interrupted.during) == (5, "interrupt", "agent call")
         play(RandomAgent(TREE, 3), store, "ep", resume=True)
         play(RandomAgent(TREE, 3), store, "reference")
-        assert stored(store, "ep")[1:] == stored(store, "reference")[1:]
+        types = [t for t, _ in stored(store, "ep")]
+        at = types.index("EpisodeInterrupted")
+        assert types[at + 1] == "EpisodeResumed"  # the resume says it continues an interrupted episode
+        resumed = store.read_stream(stream_id("ep"))[at + 1].event
+        assert resumed.after_error == "interrupted (interrupt)" and resumed.step == 5
+        assert played(store, "ep")[1:] == stored(store, "reference")[1:]
 
 
 @pytest.mark.parametrize("judge", [EmbeddingJudge, CostlyJudge])
@@ -180,10 +196,13 @@ def test_a_stop_ends_the_episode_before_its_next_call_and_a_resume_continues_it(
         with pytest.raises(EpisodeStopped):
             play(Stopping(), store, "ep", stop=stop)
         types = [t for t, _ in stored(store, "ep")]
-        assert types.count("AgentReplied") == 5 and types[-1] == "ObservationEmitted" and "EpisodeFailed" not in types
+        assert types.count("AgentReplied") == 5 and "EpisodeFailed" not in types
+        assert types[-2:] == ["ObservationEmitted", "EpisodeInterrupted"]
+        interrupted = store.read_stream(stream_id("ep"))[-1].event
+        assert (interrupted.reason, interrupted.during) == ("campaign stopping", "between steps")
         play(agent(3), store, "ep", resume=True)
         play(agent(3), store, "reference")
-        assert stored(store, "ep")[1:] == stored(store, "reference")[1:]
+        assert played(store, "ep")[1:] == stored(store, "reference")[1:]
 
 
 @pytest.mark.parametrize("agent", [ModelLike, lambda seed: RandomAgent(TREE, seed)])
@@ -201,3 +220,28 @@ def test_a_new_episode_under_a_recorded_id_is_refused_not_appended_after_it(sqli
             play(agent(3), store, "ep")
         assert stored(store, "ep") == before and len(seen) == 1  # refused at its first append
         assert store.verify().ok
+
+
+def test_the_warehouse_tells_an_interrupted_episode_from_a_running_or_failed_one(sqlite_url, tmp_path):
+    """Its status follows the latest of failure, interruption and resume (a resume that only
+    changed settings used to make a later failure look like a running episode)."""
+    from inquitree.warehouse import Warehouse
+
+    def status(wh: Warehouse, url: str) -> str:
+        wh.sync(url)
+        return wh.sql("SELECT status FROM all_episodes WHERE episode_id = 'ep'").item()
+
+    with EventStore(sqlite_url) as store, Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        with pytest.raises(KeyboardInterrupt):
+            play(Stops(3, 6, KeyboardInterrupt()), store, "ep")
+        assert status(wh, sqlite_url) == "interrupted"
+        with pytest.raises(EpisodeFailure):
+            play(Stops(3, 8, AgentError("the agent gave up")), store, "ep", resume=True)
+        assert status(wh, sqlite_url) == "failed"  # after one resume and one failure
+        play(RandomAgent(TREE, 3), store, "ep", resume=True)
+        assert status(wh, sqlite_url) == "done"
+        assert wh.sql("SELECT reason, during, step FROM ev_episode_interrupted").row(0) == (
+            "interrupt",
+            "agent call",
+            5,
+        )

@@ -19,7 +19,7 @@ from inquitree.core.run.runner import stream_id
 from inquitree.events.errors import StoreError
 from inquitree.events.names import campaign_stream, cells_of
 from inquitree.events.store import EventStore
-from inquitree.events.types import CampaignEnded, CampaignStarted, EpisodeScored, EpisodeStarted
+from inquitree.events.types import CampaignEnded, CampaignStarted, EpisodeInterrupted, EpisodeScored, EpisodeStarted
 from inquitree.viewer.live import Campaigns
 from inquitree.viewer.treeview import dot_quote, episode_path, tree_dot, tree_svg
 
@@ -98,6 +98,14 @@ def test_a_campaigns_cells_are_folded_from_the_store(store_url, tmp_path):
         assert position == live.store.last_position()
         layout = live.layout("fold-test")
         assert layout is not None and len(layout["rows"]) == 3 and len(layout["columns"]) == 4
+        # A recorded interruption is shown as one at once, with why, while the campaign is alive.
+        with EventStore(store_url) as store:
+            interrupted = EpisodeInterrupted(step=0, reason="interrupt", during="agent call")
+            store.append(stream_id(eid), [interrupted], 2)
+        live.refresh(force=True)
+        now = live.summary("fold-test")
+        assert now is not None and now["active"]
+        assert tuple(now["states"][eid]) == ("interrupted", "stopped at step 0 (Ctrl-C)")
     finally:
         live.close()
 

@@ -48,6 +48,7 @@ _FOLDED = (
     "AgentReplied",
     "JudgeVerdict",
     "EpisodeFailed",
+    "EpisodeInterrupted",
     "EpisodeResumed",
     "LimitReached",
     "TurnLimitReached",
@@ -55,7 +56,7 @@ _FOLDED = (
 )
 
 
-SNAPSHOT_FORMAT = 1  # raise it when _Episode or the fold changes: an older snapshot is then folded again
+SNAPSHOT_FORMAT = 2  # raise it when _Episode or the fold changes: an older snapshot is then folded again
 SAVE_EVERY = 50_000  # events folded since the last save that make the next refresh save again
 
 _VERSIONS = {name: cls.VERSION for name, cls in registered_types().items() if name in _FOLDED}
@@ -262,6 +263,8 @@ class Campaigns:
             retry = ", retryable" if ev.get("retryable") else ""
             e.state, e.ended = "failed", at
             e.reason = f"[{ev.get('kind') or ev.get('error_class') or '?'}{retry}] {ev.get('error')}"
+        elif kind == "EpisodeInterrupted":
+            e.state, e.reason = "interrupted", "Ctrl-C" if ev.get("reason") == "interrupt" else ev.get("reason")
         elif kind == "EpisodeResumed":
             e.state, e.ended, e.reason = "running", None, None
         elif kind == "LimitReached":
@@ -293,6 +296,8 @@ class Campaigns:
             return "not started"
         if state == "running":
             return f"step {e.step}"
+        if state == "interrupted" and e.state == "interrupted":  # recorded
+            return f"stopped at step {e.step} ({e.reason})"
         if state == "interrupted":
             return f"stopped at step {e.step}: nothing recorded for {now - e.last:.0f} s"
         if state == "failed":

@@ -198,6 +198,10 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         ],
     ),
     "EpisodeResumed": ("ev_episode_resumed", [("step", "INTEGER", "step"), ("after_error", "VARCHAR", "after_error")]),
+    "EpisodeInterrupted": (
+        "ev_episode_interrupted",
+        [("step", "INTEGER", "step"), ("reason", "VARCHAR", "reason"), ("during", "VARCHAR", "during")],
+    ),
 }
 
 DIMENSIONS = """

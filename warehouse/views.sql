@@ -24,10 +24,14 @@ WITH steps AS (
 ), entries AS (
     SELECT episode_id, count(*) AS subtopic_entries FROM ev_transitioned WHERE to_state = 'subtopic' GROUP BY ALL
 ), failures AS (           -- the latest failure; a failure followed by EpisodeResumed is history
-    SELECT episode_id, count(*) AS failures, arg_max(kind, global_position) AS last_failure_kind
+    SELECT episode_id, count(*) AS failures, arg_max(kind, global_position) AS last_failure_kind,
+           max(global_position) AS last_failure
     FROM ev_episode_failed GROUP BY ALL
-), resumes AS (
-    SELECT episode_id, count(*) AS resumes FROM ev_episode_resumed GROUP BY ALL
+), resumes AS (             -- after a failure, an interruption, or a change of settings
+    SELECT episode_id, count(*) AS resumes, max(global_position) AS last_resume FROM ev_episode_resumed GROUP BY ALL
+), interruptions AS (
+    SELECT episode_id, count(*) AS interruptions, max(global_position) AS last_interruption
+    FROM ev_episode_interrupted GROUP BY ALL
 ), endings AS (            -- how the inquiry ended: the agent concluded, or the engine asked it to, or a limit
     SELECT episode_id, arg_max(reason, global_position) AS reason
     FROM ev_transitioned WHERE to_state = 'conclusion' GROUP BY ALL
@@ -39,11 +43,13 @@ SELECT s.episode_id, s.tree_id, s.tree_hash, s.n_subtopics,
        s.agent_kind, s.agent_model, s.judge_kind, s.randomness, s.seed, s.tau, s.max_hints, s.max_turns,
        s.recorded_at AS started_at,
        CASE WHEN c.episode_id IS NOT NULL THEN 'done'
-            WHEN coalesce(fl.failures, 0) > coalesce(rs.resumes, 0) THEN 'failed' ELSE 'running' END AS status,
+            WHEN fl.last_failure > coalesce(rs.last_resume, -1) THEN 'failed'
+            WHEN it.last_interruption > coalesce(rs.last_resume, -1) THEN 'interrupted' ELSE 'running' END AS status,
        -- conclusion (the agent chose draw_conclusion), turn_limit (#3), reask_limit (docs/design.md),
-       -- limit:<name> (a run limit, core/run/limits.py: no conclusion items), failed, running
+       -- limit:<name> (a run limit, core/run/limits.py: no conclusion items), failed, interrupted, running
        CASE WHEN c.episode_id IS NULL THEN
-                CASE WHEN coalesce(fl.failures, 0) > coalesce(rs.resumes, 0) THEN 'failed' ELSE 'running' END
+                CASE WHEN fl.last_failure > coalesce(rs.last_resume, -1) THEN 'failed'
+                     WHEN it.last_interruption > coalesce(rs.last_resume, -1) THEN 'interrupted' ELSE 'running' END
             WHEN li.limit_name IS NOT NULL THEN 'limit:' || li.limit_name
             WHEN en.reason = 'conclude' THEN 'conclusion'
             ELSE coalesce(en.reason, 'conclusion') END AS ended_by,
@@ -66,6 +72,7 @@ FROM ev_episode_started s
 LEFT JOIN ev_conclusion_submitted c USING (episode_id)
 LEFT JOIN failures fl USING (episode_id)
 LEFT JOIN resumes rs USING (episode_id)
+LEFT JOIN interruptions it USING (episode_id)
 LEFT JOIN endings en USING (episode_id)
 LEFT JOIN limits li USING (episode_id)
 LEFT JOIN steps st USING (episode_id)

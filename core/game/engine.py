@@ -28,6 +28,7 @@ from inquitree.events.types import (
     DecisionParsed,
     DependencyBlocked,
     EpisodeFailed,
+    EpisodeInterrupted,
     EpisodeResumed,
     EpisodeScored,
     EpisodeStarted,
@@ -303,6 +304,7 @@ class EpisodeState:
     verdicts: dict[str, dict[str, float | None]] = dataclasses.field(default_factory=dict)
     error: str | None = None
     failed_from: str | None = None  # the state a failure interrupted, for EpisodeResumed
+    interrupted: str | None = None  # why it was stopped from outside, until it is resumed
     scored_judges: set[str] = dataclasses.field(default_factory=set)
 
     @property
@@ -369,8 +371,12 @@ class EpisodeState:
             self.scored_judges.add(ev.judge_id)
         elif isinstance(ev, EpisodeFailed):
             self.failed_from, self.state, self.error = self.state, FAILED, ev.error
-        elif isinstance(ev, EpisodeResumed) and self.state == FAILED:  # else: only a change of settings
-            self.state, self.error, self.failed_from = self.failed_from or TOPIC, None, None
+        elif isinstance(ev, EpisodeInterrupted):
+            self.interrupted = ev.reason
+        elif isinstance(ev, EpisodeResumed):
+            self.interrupted = None
+            if self.state == FAILED:  # else: after an interruption, or only a change of settings
+                self.state, self.error, self.failed_from = self.failed_from or TOPIC, None, None
 
 
 def _target(state: EpisodeState) -> str:
@@ -559,15 +565,22 @@ class Engine:
     def resume(
         self, state: EpisodeState, agent: dict[str, Any] | None = None, judge: dict[str, Any] | None = None
     ) -> list[Event]:
-        """Continue a failed episode, or an interrupted one whose agent or judge settings changed;
-        ``agent``/``judge``: the changed descriptions it continues with."""
+        """Continue a failed or interrupted episode, or an unfinished one whose agent or judge
+        settings changed; ``agent``/``judge``: the changed descriptions it continues with."""
         if (
-            state.state in (DONE, FAILED)
-            and state.state != FAILED
-            or (state.state != FAILED and agent is None and judge is None)
+            state.state != FAILED
+            and not state.interrupted
+            and (state.state == DONE or (agent is None and judge is None))
         ):
             raise EngineError(f"episode {state.episode_id} is {state.state}, not failed: nothing to resume")
-        return [EpisodeResumed(step=state.step, after_error=state.error or "", agent=agent, judge=judge)]
+        after = state.error or (f"interrupted ({state.interrupted})" if state.interrupted else "")
+        return [EpisodeResumed(step=state.step, after_error=after, agent=agent, judge=judge)]
+
+    def interrupt(self, state: EpisodeState, reason: str, during: str) -> list[Event]:
+        """The episode is stopped from outside (see :class:`EpisodeInterrupted`); its state stays."""
+        if state.state == FAILED or state.scored_judges:
+            raise EngineError(f"episode {state.episode_id} has ended: there is nothing to interrupt")
+        return [EpisodeInterrupted(step=state.step, reason=reason, during=during)]
 
     def score(self, state: EpisodeState, judge_id: str) -> EpisodeScored:
         """Eq. 7 (coverage), Eq. 8 (evidence), Eq. 9 (Q) with q_norm = Q/k (#15), and Eq. 11-12 bounds."""

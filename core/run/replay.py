@@ -19,6 +19,7 @@ from inquitree.events.base import Event, canonical_json
 from inquitree.events.types import (
     AgentReplied,
     EpisodeFailed,
+    EpisodeInterrupted,
     EpisodeResumed,
     EpisodeScored,
     EpisodeStarted,
@@ -120,7 +121,7 @@ def resimulate(recorded: list[Event], tree: Tree | None = None, templates: Templ
                     nxt = recorded[pos + 1] if pos + 1 < len(recorded) else None
                     cos = {c["id"]: c["cosine"] for c in nxt.candidates} if isinstance(nxt, MatchScored) else {}
                 produced = engine.step(state, reply, cos)
-            elif isinstance(ev, (JudgeVerdict, EpisodeFailed)):
+            elif isinstance(ev, (JudgeVerdict, EpisodeFailed, EpisodeInterrupted)):  # facts from outside the engine
                 produced = [ev]
             elif isinstance(ev, LimitReached):
                 produced = engine.end_by_limit(state, ev.limit, ev.threshold, ev.used)

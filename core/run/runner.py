@@ -242,7 +242,11 @@ class Episode:
             self._count(self.existing)
             agent_now = _changed(_last_description(self.existing, "agent"), agent_description)
             judge_now = _changed(_last_description(self.existing, "judge"), judge_description)
-            if self.state.state == FAILED or (self.state.state != DONE and (agent_now or judge_now)):
+            if (
+                self.state.state == FAILED
+                or self.state.interrupted
+                or (self.state.state != DONE and (agent_now or judge_now))
+            ):
                 self.record(self.engine.resume(self.state, agent_now, judge_now))
         else:
             agent_desc = dict(agent_description)
@@ -291,6 +295,16 @@ class Episode:
             action = self.engine.action_of(reply.text)
             cos = cosines(embedder, action, self.engine.candidates(self.state)) if action else {}
         self.record(self.engine.step(self.state, reply, cos))
+
+    def interrupted(self, reason: str, during: str) -> None:
+        """Record that the episode was stopped from outside (Ctrl-C, a stopping campaign), after
+        whatever whole steps it had waiting; best effort: a store that cannot take it (a second
+        interrupt, a lost connection) leaves the steps as they are, and a resume continues them."""
+        if self.rec.store is None or self.state.state == FAILED:
+            return
+        with contextlib.suppress(Exception):
+            self.record(self.engine.interrupt(self.state, reason, during))
+            self.flush()
 
     def fail(self, exc: BaseException, phase: str) -> EpisodeFailure:
         """Record ``exc`` as the episode's failure; the error to raise."""
@@ -373,6 +387,7 @@ def run_episode(
         batch=getattr(agent, "replayable", False),
         claim=judge is not None and not getattr(judge, "replayable", False),
     )
+    during = "between steps"
     try:
         if ep.existing:
             agent.resume(ep.existing)
@@ -380,8 +395,10 @@ def run_episode(
             if stop is not None and stop.is_set():
                 raise EpisodeStopped(ep.episode_id)
             try:
+                during = "agent call"
                 with call_deadline(ep.deadline):  # a slow endpoint cannot hold the episode past its time limit
                     reply = agent.reply(ep.state.last_observation, ep.state.state, ep.state.step + 1)
+                during = "between steps"
                 ep.take(reply, embedder)
             except Exception as exc:  # every failure is recorded, then raised
                 if getattr(exc, "kind", None) == "deadline" and not ep.playing:
@@ -393,14 +410,18 @@ def run_episode(
                 if stop is not None and stop.is_set():
                     raise EpisodeStopped(ep.episode_id)
                 try:
+                    during = "judging"
                     verdicts = judge.judge(tree, ep.state.conclusion_items or [])
                 except Exception as exc:
                     raise ep.fail(exc, "judging") from exc
+                during = "between steps"
                 ep.judged(verdicts)
             scored = ep.score(judge.id)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(Exception):  # whole steps that wait are kept (an interrupt, a store error)
             ep.flush()
+        if isinstance(exc, (KeyboardInterrupt, EpisodeStopped)):
+            ep.interrupted("interrupt" if isinstance(exc, KeyboardInterrupt) else "campaign stopping", during)
         raise
     ep.flush()
     return ep.outcome(scored)
