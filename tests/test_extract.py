@@ -189,6 +189,39 @@ def test_a_rerun_reuses_every_answer_and_an_interrupted_run_resumes(paper, tmp_p
     assert again.exit_code == 0 and "(+" in again.output and (out / "sleep-test.json").read_text() == first
 
 
+def small_model(messages: list[dict]) -> str:
+    """What Qwen2.5-Coder-1.5B did with a real paper: placeholder fakes, no dependency between
+    subtopics, and the same hints (out of order) however often it was shown their cosines."""
+    system, user = messages[0]["content"], messages[1]["content"]
+    if system == ex.EXTRACT_SYSTEM:
+        flat = json.loads(json.dumps(SKELETON))
+        for sub in flat["subtopics"]:
+            sub["depends_on_results"], sub["fakes"] = [], ["None", "None"]
+        return json.dumps(flat)
+    if system == ex.HINTS_SYSTEM:
+        return json.dumps({"hints": good_hints(user.split("): ", 1)[1])[::-1]})
+    return json.dumps({"flags": []})
+
+
+def test_what_a_small_model_does_is_flagged_and_a_repeated_answer_is_not_asked_for_again(paper, tmp_path):
+    out = tmp_path / "out"
+    with OpenAICompatibleServer(small_model) as srv:
+        result = run(paper, out, srv.base_url)
+        chats = [r["body"]["messages"] for r in srv.requests if r["path"].endswith("/chat/completions")]
+    assert result.exit_code == 0, result.output
+    review = (out / "sleep-test.review.md").read_text()
+    assert "### form: placeholders (6)" in review and "fake 1 is a placeholder ('None')" in review
+    assert "fake 2 is a placeholder" in review
+    assert "### form: structure (1)" in review and "the tree is a list" in review
+    # each target asked twice (the second answer repeated the first), not hint_rounds + 1 = 3 times
+    per_target: dict[str, int] = {}
+    for m in chats:
+        if m[0]["content"] == ex.HINTS_SYSTEM:
+            per_target[m[1]["content"]] = per_target.get(m[1]["content"], 0) + 1
+    assert len(per_target) == 6 and set(per_target.values()) == {2}
+    assert review.count("after 1 regeneration(s) (the model then gave the same hints again)") == 6
+
+
 def test_bad_inputs_are_one_line_errors(tmp_path):
     r = CliRunner().invoke(
         main,

@@ -304,8 +304,8 @@ class JsonChat:
 
 @dataclasses.dataclass
 class Flag:
-    stage: str  # "stage 1" | "stage 2" | "hints"
-    check: str  # leakage | purity | fakes | dependencies | monotonicity
+    stage: str  # "form" | "stage 1" | "stage 2" | "hints"
+    check: str  # placeholders | structure | leakage | purity | fakes | dependencies | monotonicity
     item: str
     issue: str
     suggestion: str = ""
@@ -422,6 +422,45 @@ def _flags_check(known: set[str]) -> Callable[[dict], list[str]]:
     return check
 
 
+PLACEHOLDERS = {"", "none", "null", "n/a", "na", "-", "tbd", "todo", "...", "unknown"}
+
+
+def _form_flags(doc: dict) -> list[Flag]:
+    """What a small model does that the schema lets through, found without a model: fakes that are
+    placeholders, that repeat the true result or each other, and a tree with no dependency at all
+    (a list of sections, not a chain of reasoning)."""
+    flags: list[Flag] = []
+    for s in doc["subtopics"]:
+        result = s["studies"][0]["result"]
+        true = " ".join(result["text"].split()).casefold()
+        seen: set[str] = set()
+        for j, fake in enumerate(result["fakes"], 1):
+            norm = " ".join(fake.split()).casefold()
+            if norm.strip(" .") in PLACEHOLDERS:
+                issue = f"fake {j} is a placeholder ({fake!r})"
+            elif norm == true:
+                issue = f"fake {j} repeats the true result"
+            elif norm in seen:
+                issue = f"fake {j} repeats an earlier fake"
+            else:
+                seen.add(norm)
+                continue
+            flags.append(
+                Flag("form", "placeholders", result["id"], issue, "write a plausible result the study did not find")
+            )
+    if len(doc["subtopics"]) > 1 and not any(s["depends_on_results"] for s in doc["subtopics"]):
+        flags.append(
+            Flag(
+                "form",
+                "structure",
+                "topic",
+                "no subtopic depends on another's result: the tree is a list, not the paper's chain of reasoning",
+                "name, for each subtopic, the earlier results it builds on",
+            )
+        )
+    return flags
+
+
 def _hints_check(obj: dict) -> list[str]:
     h = obj.get("hints")
     if not (isinstance(h, list) and len(h) == 4 and all(isinstance(x, str) and x.strip() for x in h)):
@@ -485,13 +524,15 @@ def extract_tree(
         progress(f"hints: {i}/{len(targets)} ({key})")
         user = HINTS_USER.format(topic=topic, kind=kind, target=target)
         extra: list[dict] = []
+        given: list[list[str]] = []
         for _round in range(hint_rounds + 1):
             h = chat.ask(f"hints for {key}", HINTS_SYSTEM, user, check=_hints_check, extra=extra, schema=HINTS_SCHEMA)[
                 "hints"
             ]
             c = [round(x, 4) for x in hint_cosines(embedder, target, h)]
-            if is_monotone(c):
+            if is_monotone(c) or h in given:  # the same hints again: asking once more would not change them
                 break
+            given.append(h)
             extra = [
                 *extra,
                 {"role": "assistant", "content": json.dumps({"hints": h}, ensure_ascii=False)},
@@ -504,7 +545,12 @@ def extract_tree(
                     "hints",
                     "monotonicity",
                     key,
-                    f"hints are not monotone under {embedder.id} after {hint_rounds} regenerations: "
+                    f"hints are not monotone under {embedder.id} after "
+                    + (
+                        f"{len(given)} regeneration(s) (the model then gave the same hints again): "
+                        if len(given) <= hint_rounds
+                        else f"{hint_rounds} regenerations: "
+                    )
                     + ", ".join(f"h{j}={x:.3f}" for j, x in enumerate(c, 1)),
                     "rewrite the hints so that each is closer to the target than the one before",
                 )
@@ -515,6 +561,7 @@ def extract_tree(
     if problems:  # the skeleton passed, so only hints could break it: not expected, but never write a bad tree
         raise ExtractError("the assembled tree is invalid: " + "; ".join(problems))
 
+    flags += _form_flags(doc)
     ids = {"topic"} | {s["id"] for s in doc["subtopics"]} | {f"{s['id']}.study" for s in doc["subtopics"]}
     results = {s["studies"][0]["result"]["id"] for s in doc["subtopics"]}
     conclusions = "\n".join(f"- {c['id']}: {c['text']}" for c in doc["conclusions"])
@@ -585,7 +632,15 @@ def render_review(
     for f in flags:
         by_check.setdefault(f"{f.stage}: {f.check}", []).append(f)
     lines.append(f"## Flags ({len(flags)})")
-    order = ["stage 1: leakage", "stage 1: purity", "stage 1: fakes", "stage 2: dependencies", "hints: monotonicity"]
+    order = [
+        "form: placeholders",
+        "form: structure",
+        "stage 1: leakage",
+        "stage 1: purity",
+        "stage 1: fakes",
+        "stage 2: dependencies",
+        "hints: monotonicity",
+    ]
     for name in order:
         group = by_check.get(name, [])
         lines += ["", f"### {name} ({len(group)})"]
