@@ -53,7 +53,7 @@ def extract(
     and the Stage 2 dependency audit. Checks only flag; a person decides. Model answers
     are cached beside the outputs, so an interrupted run resumes where it stopped.
     """
-    from inquitree.core.extract.tree_from_paper import extract_tree
+    from inquitree.core.extract.tree_from_paper import extract_tree, tokens_note
     from inquitree.core.players.kinds import make_embedder
 
     emb = make_embedder(embedder, base_url=base_url)
@@ -83,7 +83,4 @@ def extract(
     summary = ", ".join(f"{v} {k}" for k, v in counts.items()) or "none"
     echo(f"tree:   {res.tree_path} ({len(res.doc['subtopics'])} subtopics)")
     echo(f"review: {res.review_path} ({len(res.flags)} flags: {summary})")
-    echo(
-        f"model calls: {res.calls} (+{res.cached} reused from the cache); tokens in {res.tokens['input']}, "
-        f"out {res.tokens['output']}"
-    )
+    echo(f"model calls: {res.calls} (+{res.cached} reused from the cache); {tokens_note(res.tokens, res.calls)}")

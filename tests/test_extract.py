@@ -195,6 +195,7 @@ def small_model(messages: list[dict]) -> str:
     system, user = messages[0]["content"], messages[1]["content"]
     if system == ex.EXTRACT_SYSTEM:
         flat = json.loads(json.dumps(SKELETON))
+        flat["paper"]["published"] = "2025-10-01"  # a date the paper does not give
         for sub in flat["subtopics"]:
             sub["depends_on_results"], sub["fakes"] = [], ["None", "None"]
         return json.dumps(flat)
@@ -210,9 +211,11 @@ def test_what_a_small_model_does_is_flagged_and_a_repeated_answer_is_not_asked_f
         chats = [r["body"]["messages"] for r in srv.requests if r["path"].endswith("/chat/completions")]
     assert result.exit_code == 0, result.output
     review = (out / "sleep-test.review.md").read_text()
-    assert "### form: placeholders (6)" in review and "fake 1 is a placeholder ('None')" in review
-    assert "fake 2 is a placeholder" in review
+    assert "### form: placeholders (3)" in review  # one flag per result, naming each fake
+    assert review.count("fake 1 is a placeholder ('None'); fake 2 is a placeholder ('None')") == 3
     assert "### form: structure (1)" in review and "the tree is a list" in review
+    assert "### form: provenance (1)" in review and "publication date 2025-10-01" in review
+    assert load_tree_file(out / "sleep-test.json").paper["published"] is None  # left out, not guessed
     # each target asked twice (the second answer repeated the first), not hint_rounds + 1 = 3 times
     per_target: dict[str, int] = {}
     for m in chats:
@@ -220,6 +223,12 @@ def test_what_a_small_model_does_is_flagged_and_a_repeated_answer_is_not_asked_f
             per_target[m[1]["content"]] = per_target.get(m[1]["content"], 0) + 1
     assert len(per_target) == 6 and set(per_target.values()) == {2}
     assert review.count("after 1 regeneration(s) (the model then gave the same hints again)") == 6
+    # the loopback server reports usage; a stream that reports none is unknown, not zero
+    assert "tokens in " in result.output and "reported no usage" not in result.output
+    assert ex.tokens_note({"input": 0, "output": 0, "unreported": 3}, 3) == (
+        "tokens unknown (the endpoint reported no usage)"
+    )
+    assert "(1 of 3 calls reported no usage" in ex.tokens_note({"input": 9, "output": 4, "unreported": 1}, 3)
 
 
 def test_bad_inputs_are_one_line_errors(tmp_path):

@@ -225,7 +225,7 @@ class JsonChat:
             raise ExtractError(f"extract: {exc}") from None
         self.cache: dict[str, dict] = {}
         self.calls = self.cached = 0
-        self.tokens = {"input": 0, "output": 0}
+        self.tokens = {"input": 0, "output": 0, "unreported": 0}  # unreported: calls whose usage is unknown
         if cache_path.exists():
             for line in cache_path.read_text(encoding="utf-8").splitlines():
                 try:
@@ -269,6 +269,8 @@ class JsonChat:
                     continue
                 raise ExtractError(f"{purpose}: {exc}") from exc
             self.calls += 1
+            if res.usage.get("input") is None and res.usage.get("output") is None:
+                self.tokens["unreported"] += 1  # unknown is not zero
             self.tokens["input"] += (res.usage.get("input") or 0) + (res.usage.get("cached_input") or 0)
             self.tokens["output"] += res.usage.get("output") or 0
             try:
@@ -305,7 +307,7 @@ class JsonChat:
 @dataclasses.dataclass
 class Flag:
     stage: str  # "form" | "stage 1" | "stage 2" | "hints"
-    check: str  # placeholders | structure | leakage | purity | fakes | dependencies | monotonicity
+    check: str  # provenance | placeholders | structure | leakage | purity | fakes | dependencies | monotonicity
     item: str
     issue: str
     suggestion: str = ""
@@ -321,6 +323,16 @@ class Extraction:
     calls: int
     cached: int
     tokens: dict
+
+
+def tokens_note(tokens: dict, calls: int) -> str:
+    """The tokens a run spent, as far as the endpoint said: a call that reported no usage (a
+    llama.cpp stream) is not counted as zero."""
+    unreported = tokens.get("unreported", 0)
+    if calls and unreported == calls:
+        return "tokens unknown (the endpoint reported no usage)"
+    note = f"tokens in {tokens['input']}, out {tokens['output']}"
+    return note + (f" ({unreported} of {calls} calls reported no usage and are not counted)" if unreported else "")
 
 
 def slugify(title: str) -> str:
@@ -434,19 +446,25 @@ def _form_flags(doc: dict) -> list[Flag]:
         result = s["studies"][0]["result"]
         true = " ".join(result["text"].split()).casefold()
         seen: set[str] = set()
+        issues = []
         for j, fake in enumerate(result["fakes"], 1):
             norm = " ".join(fake.split()).casefold()
             if norm.strip(" .") in PLACEHOLDERS:
-                issue = f"fake {j} is a placeholder ({fake!r})"
+                issues.append(f"fake {j} is a placeholder ({fake!r})")
             elif norm == true:
-                issue = f"fake {j} repeats the true result"
+                issues.append(f"fake {j} repeats the true result")
             elif norm in seen:
-                issue = f"fake {j} repeats an earlier fake"
-            else:
-                seen.add(norm)
-                continue
+                issues.append(f"fake {j} repeats an earlier fake")
+            seen.add(norm)
+        if issues:
             flags.append(
-                Flag("form", "placeholders", result["id"], issue, "write a plausible result the study did not find")
+                Flag(
+                    "form",
+                    "placeholders",
+                    result["id"],
+                    "; ".join(issues),
+                    "write plausible results the study did not find",
+                )
             )
     if len(doc["subtopics"]) > 1 and not any(s["depends_on_results"] for s in doc["subtopics"]):
         flags.append(
@@ -456,6 +474,48 @@ def _form_flags(doc: dict) -> list[Flag]:
                 "topic",
                 "no subtopic depends on another's result: the tree is a list, not the paper's chain of reasoning",
                 "name, for each subtopic, the earlier results it builds on",
+            )
+        )
+    return flags
+
+
+def _written_dates(iso: str) -> list[str]:
+    """The ways a paper may print an ISO date: 2025-10-01, 1 October 2025, October 1, 2025."""
+    try:
+        d = _dt.date.fromisoformat(iso)
+    except ValueError:  # shaped like a date, not one (2025-02-30)
+        return []
+    month = d.strftime("%B")
+    return [iso, f"{d.day} {month} {d.year}", f"{month} {d.day}, {d.year}"]
+
+
+def _unsupported_paper_facts(doc: dict, text: str) -> list[Flag]:
+    """A publication date or DOI that the paper's text does not contain is the model's guess: it is
+    left out of the tree (a pre/post-cutoff split must not rest on it) and flagged for a person to
+    look up."""
+    paper, flags, flat = doc["paper"], [], " ".join(text.split()).casefold()
+    published = paper.get("published")
+    if published and not any(w.casefold() in flat for w in _written_dates(published)):
+        paper["published"] = None
+        flags.append(
+            Flag(
+                "form",
+                "provenance",
+                "paper",
+                f"the model gave the publication date {published}, which the paper's text does not contain: left empty",
+                "look the date up (the journal's page, arXiv, the DOI) and set paper.published",
+            )
+        )
+    doi = paper.get("doi")
+    if doi and str(doi).casefold() not in flat:
+        paper["doi"] = None
+        flags.append(
+            Flag(
+                "form",
+                "provenance",
+                "paper",
+                f"the model gave the DOI {doi!r}, which the paper's text does not contain: left empty",
+                "look the DOI up and set paper.doi",
             )
         )
     return flags
@@ -561,7 +621,7 @@ def extract_tree(
     if problems:  # the skeleton passed, so only hints could break it: not expected, but never write a bad tree
         raise ExtractError("the assembled tree is invalid: " + "; ".join(problems))
 
-    flags += _form_flags(doc)
+    flags += _unsupported_paper_facts(doc, text) + _form_flags(doc)
     ids = {"topic"} | {s["id"] for s in doc["subtopics"]} | {f"{s['id']}.study" for s in doc["subtopics"]}
     results = {s["studies"][0]["result"]["id"] for s in doc["subtopics"]}
     conclusions = "\n".join(f"- {c['id']}: {c['text']}" for c in doc["conclusions"])
@@ -622,7 +682,7 @@ def render_review(
         f"Paper: {doc['paper']['title']}",
         f"Extracted by {model} (prompts {PROMPT_VERSION}); "
         f"{chat.calls} model calls this run, {chat.cached} answers reused from the cache; "
-        f"tokens in {chat.tokens['input']}, out {chat.tokens['output']}.",
+        f"{tokens_note(chat.tokens, chat.calls)}.",
         "",
         "Nothing below has been applied to the tree. Decide each flag, edit the tree by hand, then run "
         f"`inquitree trees validate {doc['id']}.json --embedder local`.",
@@ -633,6 +693,7 @@ def render_review(
         by_check.setdefault(f"{f.stage}: {f.check}", []).append(f)
     lines.append(f"## Flags ({len(flags)})")
     order = [
+        "form: provenance",
         "form: placeholders",
         "form: structure",
         "stage 1: leakage",
@@ -641,7 +702,7 @@ def render_review(
         "stage 2: dependencies",
         "hints: monotonicity",
     ]
-    for name in order:
+    for name in order + sorted(set(by_check) - set(order)):  # a check missing from the order is still shown
         group = by_check.get(name, [])
         lines += ["", f"### {name} ({len(group)})"]
         lines += [
