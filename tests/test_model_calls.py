@@ -315,6 +315,50 @@ def test_a_cost_limit_needs_a_price_and_ends_the_episode_when_spent(tmp_path):
     assert lim.limit == "episode_cost_usd" and lim.used >= 0.5 and events[-1].TYPE == "EpisodeScored"
 
 
+def test_a_server_priced_per_hour_charges_each_call_its_seconds(tmp_path):
+    """A model a lab serves itself: usd_per_hour shared by `serves` requests. The episode's cost
+    limit ends it on time spent, and `query costs` prices every call by its latency."""
+    import json
+
+    from inquitree.core.run.limits import LimitError, PriceTable
+
+    prices = tmp_path / "prices.json"
+    entry = {"model": "m", "usd_per_hour": 3600.0, "serves": 2}  # half a dollar per second of a call
+    prices.write_text(json.dumps({"prices": [entry]}))
+    table = PriceTable(prices)
+    assert table.cost("m", {"output": 10**9}, 4.0) == 2.0 and table.cost("m", {"output": 5}) is None
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"prices": [{**entry, "serves": 0}]}))
+    with pytest.raises(LimitError, match="serves >= 1"):
+        PriceTable(bad)
+
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    with OpenAICompatibleServer(lambda m: "THOUGHT: t\nACTION: something", delay=0.2) as server:
+        out = CliRunner().invoke(
+            main,
+            [
+                *["play", "--agent", "openai:m", "--base-url", server.base_url, "--embedder", "hash", "-q"],
+                *["--max-episode-cost", "0.5", "--prices", str(prices), "--record", "--db", db, "--episode-id", "h"],
+            ],
+        )
+    assert out.exit_code == 0, out.output
+    with EventStore(db) as store:
+        events = [r.event for r in store.read_stream(stream_id("h"))]
+    replies = [e for e in events if e.TYPE == "AgentReplied"]
+    lim = next(e for e in events if e.TYPE == "LimitReached")
+    spent = sum(r.latency_ms for r in replies) / 1000 * 0.5
+    assert lim.limit == "episode_cost_usd" and lim.used == pytest.approx(spent, abs=1e-5) and lim.used >= 0.5
+    assert 1 < len(replies) <= 6  # each call of about 0.2 s costs about 0.1 USD
+
+    wh = str(tmp_path / "w.duckdb")
+    sync = CliRunner().invoke(main, ["warehouse", "sync", "--db", db, "--warehouse", wh, "--prices", str(prices)])
+    assert sync.exit_code == 0, sync.output
+    costs = CliRunner().invoke(main, ["query", "costs", "--warehouse", wh, "--one-off", "--format", "json"])
+    assert costs.exit_code == 0, costs.output
+    row = next(r for r in json.loads(costs.output) if r["level"] == "episode")
+    assert row["cost_usd"] == pytest.approx(spent, rel=1e-6) and row["seconds"] == pytest.approx(spent * 2, abs=2e-3)
+
+
 def _judged_model(messages: list[dict]) -> str:
     """An agent, and a judge that first copies the prompt's placeholder and gives a real rationale
     only when told what was wrong (a re-ask that repeated the prompt would get the same answer)."""

@@ -252,7 +252,12 @@ class Campaigns:
         if kind in ("AgentReplied", "JudgeVerdict"):
             usage = ev.get("usage") or {}
             e.tokens += tokens_of(usage)
-            cost = self.prices.cost(ev.get("model"), usage) if self.prices is not None else None
+            ms = ev.get("latency_ms")
+            cost = (
+                self.prices.cost(ev.get("model"), usage, None if ms is None else ms / 1000)
+                if self.prices is not None
+                else None
+            )
             if cost is None:
                 e.unpriced_calls += int(bool(tokens_of(usage)))
             else:

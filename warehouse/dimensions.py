@@ -142,12 +142,14 @@ def dimension_rows(
     price_rows = [
         (
             model,
-            p["input_per_mtok"],
+            p.get("input_per_mtok"),
             p.get("cached_input_per_mtok"),
             p.get("cache_write_per_mtok"),
-            p["output_per_mtok"],
+            p.get("output_per_mtok"),
             p.get("as_of"),
             p.get("source"),
+            p.get("usd_per_hour"),
+            p.get("serves", 1) if "usd_per_hour" in p else None,
         )
         for model, p in table.prices.items()
     ]

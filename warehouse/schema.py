@@ -213,7 +213,8 @@ CREATE TABLE IF NOT EXISTS tree_item_results (tree_id VARCHAR, tree_hash VARCHAR
 CREATE TABLE IF NOT EXISTS model_registry (model VARCHAR, alias VARCHAR, release VARCHAR, cutoff DATE, source VARCHAR,
     registry VARCHAR);
 CREATE TABLE IF NOT EXISTS prices (model VARCHAR, input_per_mtok DOUBLE, cached_input_per_mtok DOUBLE,
-    cache_write_per_mtok DOUBLE, output_per_mtok DOUBLE, as_of VARCHAR, source VARCHAR);
+    cache_write_per_mtok DOUBLE, output_per_mtok DOUBLE, as_of VARCHAR, source VARCHAR, usd_per_hour DOUBLE,
+    serves DOUBLE);
 CREATE TABLE IF NOT EXISTS dimension_state (fingerprint VARCHAR);
 """
 

@@ -40,15 +40,24 @@ def tokens_of(usage: dict[str, Any]) -> int:
 
 
 class PriceTable:
-    """USD per million tokens by model (case-insensitive), from the price file."""
+    """Prices by model (case-insensitive), from the price file: USD per million tokens, as a
+    provider charges, or USD per hour of the server a lab runs itself (``usd_per_hour``: the whole
+    machine, all its GPUs). An hourly price charges each call its seconds, shared among the
+    requests the server answers at once (``serves``, 1 unless given): a campaign that keeps the
+    server busy with ``serves`` requests (``-j``) adds up to the server's wall time (DECISIONS
+    #31)."""
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path or os.environ.get(PRICES_ENV) or PRICES_PATH)
         try:
             rows = json.loads(self.path.read_text(encoding="utf-8"))["prices"]
             self.prices = {str(r["model"]).lower(): r for r in rows}
-            for r in rows:  # the two prices every entry needs
-                float(r["input_per_mtok"]), float(r["output_per_mtok"])
+            for r in rows:  # per token, the two prices every entry needs; per hour, a positive rate
+                if "usd_per_hour" in r:
+                    if not (float(r["usd_per_hour"]) >= 0 and float(r.get("serves", 1)) >= 1):
+                        raise ValueError(f"{r['model']}: usd_per_hour must be >= 0 and serves >= 1")
+                else:
+                    float(r["input_per_mtok"]), float(r["output_per_mtok"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise LimitError(
                 f"{self.path}: not a price table ({type(exc).__name__}: {exc}); "
@@ -58,10 +67,16 @@ class PriceTable:
     def has(self, model: str) -> bool:
         return model.lower() in self.prices
 
-    def cost(self, model: str | None, usage: dict[str, Any]) -> float | None:
+    def cost(self, model: str | None, usage: dict[str, Any], seconds: float | None = None) -> float | None:
+        """USD of one call: its tokens at the model's token prices, or its ``seconds`` at the
+        model's hourly price; None without a price (or, hourly, without its duration)."""
         p = self.prices.get((model or "").lower())
         if p is None:
             return None
+        if "usd_per_hour" in p:
+            if seconds is None:
+                return None
+            return seconds * float(p["usd_per_hour"]) / 3600 / float(p.get("serves", 1))
 
         def n(key: str) -> int:
             v = usage.get(key)

@@ -266,7 +266,7 @@ class Episode:
         for e in events:
             if isinstance(e, AgentReplied):
                 self.tokens += tokens_of(e.usage)
-                c = self._cost(e.model, e.usage)
+                c = self._cost(e.model, e.usage, e.latency_ms)
                 self.cost = self.cost + c if c is not None and self.cost is not None else None
 
     @property
@@ -289,7 +289,7 @@ class Episode:
         """The agent's reply to the current observation: cosines where the state matches, the
         engine's step, recorded as one append."""
         if self.budget is not None and not reply.cache_hit:
-            self.budget.add(tokens_of(reply.usage), self._cost(reply.model, reply.usage))
+            self.budget.add(tokens_of(reply.usage), self._cost(reply.model, reply.usage, reply.latency_ms))
         cos = None
         if self.engine.needs_cosines(self.state):
             action = self.engine.action_of(reply.text)
@@ -320,7 +320,7 @@ class Episode:
         if self.budget is not None:
             for v in verdicts:
                 if not v.cache_hit and v.usage:
-                    self.budget.add(tokens_of(v.usage), self._cost(v.model, v.usage))
+                    self.budget.add(tokens_of(v.usage), self._cost(v.model, v.usage, v.latency_ms))
         self.record(verdicts)
 
     def score(self, judge_id: str) -> EpisodeScored:
@@ -334,8 +334,10 @@ class Episode:
     def outcome(self, scored: EpisodeScored | None) -> EpisodeOutcome:
         return EpisodeOutcome(self.episode_id, self.state, self.rec.events, scored, self.rec.appended)
 
-    def _cost(self, model: str | None, usage: dict) -> float | None:
-        return self.prices.cost(model, usage) if self.prices else None
+    def _cost(self, model: str | None, usage: dict, latency_ms: float | None) -> float | None:
+        if not self.prices:
+            return None
+        return self.prices.cost(model, usage, None if latency_ms is None else latency_ms / 1000)
 
 
 def run_episode(
