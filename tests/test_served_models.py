@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from inquitree.cli import main
 from inquitree.core.calls.models import CallSettings, ChatModel, ModelCallError, system_in_user
+from inquitree.core.run.limits import tokens_of
 from inquitree.events.store import EventStore
 from inquitree.events.types import AgentReplied
 
@@ -29,6 +30,8 @@ def test_a_reasoning_models_thinking_is_kept_apart_from_its_answer(streamed):
     assert out.text == ANSWER and out.reasoning == THINKING
     if not streamed:  # the endpoint counted the reasoning tokens inside the output tokens
         assert out.usage["reasoning"] == len(THINKING) // 4 and out.usage["output"] >= out.usage["reasoning"]
+        # ... so limits and budgets count them once, as part of the output
+        assert tokens_of(out.usage) == sum(v for k, v in out.usage.items() if k in ("input", "output"))
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])

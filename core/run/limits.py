@@ -35,8 +35,14 @@ class LimitError(InquiTreeError):
     pass
 
 
+# Parts of a usage that other parts already hold: the total, and a reasoning model's thinking
+# (inside ``output``, as endpoints count it).
+_INSIDE_OTHERS = ("total", "reasoning")
+
+
 def tokens_of(usage: dict[str, Any]) -> int:
-    return sum(v for k, v in usage.items() if k != "total" and isinstance(v, int))
+    """The tokens of one call's usage, each counted once (a stream without usage: its chunks)."""
+    return sum(v for k, v in usage.items() if k not in _INSIDE_OTHERS and isinstance(v, int))
 
 
 class PriceTable:
