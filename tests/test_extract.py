@@ -196,6 +196,7 @@ def small_model(messages: list[dict]) -> str:
     if system == ex.EXTRACT_SYSTEM:
         flat = json.loads(json.dumps(SKELETON))
         flat["paper"]["published"] = "2025-10-01"  # a date the paper does not give
+        flat["paper"]["journal"] = "arXiv preprint arXiv:2601.07095"  # nor a venue
         for sub in flat["subtopics"]:
             sub["depends_on_results"], sub["fakes"] = [], ["None", "None"]
         return json.dumps(flat)
@@ -214,8 +215,10 @@ def test_what_a_small_model_does_is_flagged_and_a_repeated_answer_is_not_asked_f
     assert "### form: placeholders (3)" in review  # one flag per result, naming each fake
     assert review.count("fake 1 is a placeholder ('None'); fake 2 is a placeholder ('None')") == 3
     assert "### form: structure (1)" in review and "the tree is a list" in review
-    assert "### form: provenance (1)" in review and "publication date 2025-10-01" in review
-    assert load_tree_file(out / "sleep-test.json").paper["published"] is None  # left out, not guessed
+    assert "### form: provenance (2)" in review and "publication date 2025-10-01" in review
+    assert "the journal 'arXiv preprint arXiv:2601.07095'" in review
+    paper_facts = load_tree_file(out / "sleep-test.json").paper
+    assert paper_facts["published"] is None and paper_facts["journal"] is None  # left out, not guessed
     # each target asked twice (the second answer repeated the first), not hint_rounds + 1 = 3 times
     per_target: dict[str, int] = {}
     for m in chats:

@@ -490,7 +490,7 @@ def _written_dates(iso: str) -> list[str]:
 
 
 def _unsupported_paper_facts(doc: dict, text: str) -> list[Flag]:
-    """A publication date or DOI that the paper's text does not contain is the model's guess: it is
+    """A publication date, DOI or journal that the paper's text does not contain is the model's guess: it is
     left out of the tree (a pre/post-cutoff split must not rest on it) and flagged for a person to
     look up."""
     paper, flags, flat = doc["paper"], [], " ".join(text.split()).casefold()
@@ -506,18 +506,19 @@ def _unsupported_paper_facts(doc: dict, text: str) -> list[Flag]:
                 "look the date up (the journal's page, arXiv, the DOI) and set paper.published",
             )
         )
-    doi = paper.get("doi")
-    if doi and str(doi).casefold() not in flat:
-        paper["doi"] = None
-        flags.append(
-            Flag(
-                "form",
-                "provenance",
-                "paper",
-                f"the model gave the DOI {doi!r}, which the paper's text does not contain: left empty",
-                "look the DOI up and set paper.doi",
+    for field, what in (("doi", "DOI"), ("journal", "journal")):
+        value = paper.get(field)
+        if value and " ".join(str(value).split()).casefold() not in flat:
+            paper[field] = None
+            flags.append(
+                Flag(
+                    "form",
+                    "provenance",
+                    "paper",
+                    f"the model gave the {what} {value!r}, which the paper's text does not contain: left empty",
+                    f"look the {what} up and set paper.{field}",
+                )
             )
-        )
     return flags
 
 
