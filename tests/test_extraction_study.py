@@ -15,8 +15,12 @@ from inquitree.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDY = ROOT / "docs" / "studies" / "extraction-qwen-1.5b"
-PAPER = ROOT.parent / "shared" / "papers" / "researchgym-paper-earlier-version.txt"
+PAPERS = ROOT.parent / "shared" / "papers"
 STEM = "extracted-researchgym-paper-earlier-version"
+RUNS = [  # paper, tree id, answers reused, validation errors
+    ("researchgym-paper-earlier-version.txt", STEM, 24, 9),
+    ("inquitree-paper.md", "extracted-inquitree-paper", 22, 8),
+]
 
 
 def _without_date(tree: dict) -> dict:
@@ -25,20 +29,24 @@ def _without_date(tree: dict) -> dict:
     return tree
 
 
-@pytest.mark.skipif(not PAPER.exists(), reason="the paper is in ../shared/papers beside the repository")
-def test_the_extraction_study_is_rebuilt_from_its_cache_with_no_model(tmp_path):
+@pytest.mark.parametrize(("paper", "stem", "reused", "errors"), RUNS, ids=[r[1] for r in RUNS])
+def test_the_extraction_study_is_rebuilt_from_its_cache_with_no_model(tmp_path, paper, stem, reused, errors):
+    if not (PAPERS / paper).exists():
+        pytest.skip("the paper is in ../shared/papers beside the repository")
     out = tmp_path / "extraction"
     out.mkdir()
-    shutil.copy(STUDY / f"{STEM}.calls.jsonl", out)
-    args = ["extract", str(PAPER), "--model", "qwen-1.5b", "--base-url", "http://127.0.0.1:9/v1", "--out", str(out)]
-    result = CliRunner().invoke(main, args)
+    shutil.copy(STUDY / f"{stem}.calls.jsonl", out)
+    url = "http://127.0.0.1:9/v1"
+    result = CliRunner().invoke(
+        main, ["extract", str(PAPERS / paper), "--model", "qwen-1.5b", "--base-url", url, "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
-    assert "model calls: 0 (+24 reused from the cache)" in result.output
-    assert (out / f"{STEM}.review.md").read_text() == (STUDY / f"{STEM}.review.md").read_text()
-    rebuilt = json.loads((out / f"{STEM}.json").read_text())
-    assert _without_date(rebuilt) == _without_date(json.loads((STUDY / f"{STEM}.json").read_text()))
-    checked = CliRunner().invoke(main, ["trees", "validate", str(out / f"{STEM}.json"), "--embedder", "local"])
-    assert checked.exit_code != 0 and "9 errors" in checked.output  # as the page says: not usable
+    assert f"model calls: 0 (+{reused} reused from the cache)" in result.output
+    assert (out / f"{stem}.review.md").read_text() == (STUDY / f"{stem}.review.md").read_text()
+    rebuilt = json.loads((out / f"{stem}.json").read_text())
+    assert _without_date(rebuilt) == _without_date(json.loads((STUDY / f"{stem}.json").read_text()))
+    checked = CliRunner().invoke(main, ["trees", "validate", str(out / f"{stem}.json"), "--embedder", "local"])
+    assert checked.exit_code != 0 and f"{errors} errors" in checked.output  # as the page says: not usable
 
 
 def test_the_pages_numbers_are_the_caches():
@@ -54,6 +62,6 @@ def test_the_pages_numbers_are_the_caches():
     )
     assert all(c["usage"]["output"] is None for c in calls)  # hence "tokens are unknown"
     review = (STUDY / f"{STEM}.review.md").read_text()
-    assert "## Flags (17)" in review and "17 flags" in page
+    assert "## Flags (17)" in review and "17 and 11 flags" in page
     assert "### form: placeholders (5)" in review and "### form: structure (1)" in review
     assert sum(line.endswith("| NO |") for line in review.splitlines()) == 9
