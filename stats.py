@@ -58,7 +58,7 @@ COX_MAX_UNITS = 30
 EXACT_PAPERS = 20  # up to this many papers the paired test enumerates every sign pattern
 LIKE = "about papers like these"  # what a default interval or test speaks of (DECISIONS #27)
 FIXED = "about these papers only"  # what population="these" speaks of
-SYMMETRY_PAPERS = 13  # fewer papers: the paired test's symmetry assumption carries a warning (docs/statistics.md)
+SYMMETRY_PAPERS = 30  # fewer papers: the paired test's symmetry assumption carries a warning (docs/statistics.md)
 FLIPS = 20_000  # beyond: this many seeded sign patterns
 BET_ORDERINGS = 16  # orderings of the papers whose betting capital is averaged
 _GRID = 4000  # the betting interval's ends are found on this grid over the range, rounded outwards

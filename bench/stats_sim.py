@@ -8,6 +8,8 @@ campaigns whose truth is known (``tests/campaignsim.py``), in every design of do
   often a printed one covers the true mean, the share of rows with a warning, the median width;
 - paired: the sign-flip test's size (rejections at 5% under a true null), among all rows and
   among rows without a warning, and how often its interval covers the true difference;
+- asymmetry: the paired test's size on the asymmetric null at 13 to 40 papers, where the
+  symmetry warning may stop;
 - power: how often it rejects a true difference of 0.10, beside what ``papers_needed`` predicts;
 - family-wise error: 10 equal agents compared pairwise (45 tests) at 5, 12 and 18 papers, raw and
   after Holm's adjustment: the chance of at least one "significant" pair;
@@ -138,6 +140,33 @@ def paired(campaigns: int, before) -> list[dict]:
                 row["before_disagree"] = round(old_disagree / campaigns, 4)
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+# Beyond PAPERS: where the paired test's size holds on the asymmetric null, which is where the
+# symmetry warning (stats.SYMMETRY_PAPERS) may stop.
+ASYMMETRY_PAPERS = (13, 14, 15, 16, 18, 21, 22, 24, 26, 28, 30, 34, 40)
+
+
+def asymmetry(campaigns: int) -> list[dict]:
+    rows = []
+    for papers in ASYMMETRY_PAPERS:
+        rng = np.random.default_rng(zlib.crc32(f"paired-asymmetric/{papers}/asym".encode()))
+        rejected, t0 = 0, time.perf_counter()
+        for _ in range(campaigns):
+            trees, diffs = paired_campaign(rng, "paired-asymmetric", papers)
+            r = stats.paired_test(trees, diffs)
+            rejected += r.p is not None and r.p <= stats.ALPHA
+        size = rejected / campaigns
+        row = {
+            "papers": papers,
+            "campaigns": campaigns,
+            "size": round(size, 4),
+            "size_se": round((size * (1 - size) / campaigns) ** 0.5, 4),
+            "seconds": round(time.perf_counter() - t0, 1),
+        }
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
     return rows
 
 
@@ -328,6 +357,13 @@ def markdown(result: dict) -> str:
             "",
             *_grid(result["paired"], PAIRED, sorted({r["papers"] for r in result["paired"]}), _size_cell),
         ]
+    if "asymmetry" in result:
+        out += [
+            "",
+            "| papers | size on the asymmetric null (Monte Carlo SE) |",
+            "|---|---|",
+        ]
+        out += [f"| {r['papers']} | {100 * r['size']:.1f}% ({100 * r['size_se']:.1f}) |" for r in result["asymmetry"]]
     if "power" in result:
         out += [
             "",
@@ -378,7 +414,9 @@ def main() -> None:
         "--before", default=None, help="a copy of an older interval module (from git history), for comparison"
     )
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "stats_sim.json"))
-    parser.add_argument("--only", default=None, help="comma-separated parts: intervals,paired,power,fwer,ranks,units")
+    parser.add_argument(
+        "--only", default=None, help="comma-separated parts: intervals,paired,asymmetry,power,fwer,ranks,units"
+    )
     parser.add_argument("--tables", metavar="RESULT.json", help="print the markdown tables of an earlier result")
     parser.add_argument("--episodes", type=int, default=1000, help="units: episodes played per tree and agent")
     args = parser.parse_args()
@@ -386,7 +424,7 @@ def main() -> None:
         print(markdown(json.loads(Path(args.tables).read_text())))
         return
     before = _old(args.before)
-    parts = set((args.only or "intervals,paired,power,fwer,ranks,units").split(","))
+    parts = set((args.only or "intervals,paired,asymmetry,power,fwer,ranks,units").split(","))
     t0 = time.perf_counter()
     result: dict = {"campaigns": args.campaigns, "before": args.before}
     if args.only and Path(args.out).exists():  # a part run again replaces that part of an earlier result
@@ -395,6 +433,8 @@ def main() -> None:
         result["intervals"] = intervals(args.campaigns, before)
     if "paired" in parts:
         result["paired"] = paired(args.campaigns, before)
+    if "asymmetry" in parts:
+        result["asymmetry"] = asymmetry(args.campaigns)
     if "power" in parts:
         result["power"] = power(args.campaigns)
     if "fwer" in parts:

@@ -5,6 +5,7 @@ cells of ``bench/stats_sim.py``, which writes the full tables)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,8 @@ from inquitree import stats
 from inquitree.stats import holm, mean_interval, paired_test, papers_needed, rank_intervals
 
 from campaignsim import DESIGNS, campaign, paired_campaign
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_three_papers_get_the_t_interval_on_paper_means_by_hand():
@@ -225,12 +228,22 @@ def test_fixed_papers_speak_of_the_runs_only_by_hand():
     assert paired_test(trees, d).p_min == 2 / 2**6  # papers like these: six papers, 64 patterns
 
 
-def test_paired_rows_below_13_papers_say_they_assume_symmetry():
+def test_paired_rows_below_30_papers_say_they_assume_symmetry():
     rng = np.random.default_rng(2)
-    for n, warned in ((8, True), (12, True), (13, False), (18, False)):
+    for n, warned in ((8, True), (13, True), (18, True), (29, True), (30, False), (40, False)):
         r = paired_test([f"p{i}" for i in range(n)], list(rng.normal(0, 0.1, n)))
         assert (r.warning is not None and "spread symmetrically" in r.warning) == warned, n
         assert r.low is not None  # the warning does not take the interval away
+
+
+def test_the_symmetry_warning_stops_where_the_bench_measured_the_size_to_hold():
+    """From SYMMETRY_PAPERS on, the paired test's size on the asymmetric null is within 1.5 points of
+    5% at every paper count measured (bench/stats_sim.py --only asymmetry); at the count before, not."""
+    import json
+
+    rows = json.loads((ROOT / "bench" / "results" / "stats_sim.json").read_text())["asymmetry"]
+    holds_from = min(r["papers"] for r in rows if all(q["size"] <= 0.065 for q in rows if q["papers"] >= r["papers"]))
+    assert holds_from == stats.SYMMETRY_PAPERS
 
 
 def test_equal_paper_means_up_to_rounding_give_no_zero_width_interval():
