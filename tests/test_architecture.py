@@ -142,3 +142,28 @@ def test_no_module_imports_its_way_back_to_itself():
     tested or moved apart (the store's checkpoints and verification, the warehouse and its sync,
     the players and their registry each were one)."""
     assert _import_cycles() == []
+
+
+def test_every_python_package_is_shipped_by_pip_install():
+    """A folder of the package with Python in it that pyproject.toml does not list is left out of a
+    `pip install .` (not of an editable install, which the tests use): the README's first command
+    then fails on import (events/backends was once left out this way)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {"inquitree"}
+    for init in ROOT.rglob("__init__.py"):
+        rel = init.parent.relative_to(ROOT)
+        if rel.parts and rel.parts[0] in (
+            "cli",
+            "core",
+            "events",
+            "migrations",
+            "queries",
+            "trees",
+            "warehouse",
+            "viewer",
+            "suites",
+        ):
+            found.add(".".join(["inquitree", *rel.parts]))
+    assert not found - listed, f"packages pyproject.toml does not ship: {sorted(found - listed)}"
