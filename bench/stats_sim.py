@@ -335,6 +335,11 @@ def _size_cell(r: dict) -> str:
     return cell
 
 
+def _by_papers(title: str, cells: list[tuple[int, str]]) -> list[str]:
+    """A two-column table, one row per paper count, after a blank line."""
+    return ["", f"| papers | {title} |", "|---|---|", *[f"| {papers} | {cell} |" for papers, cell in cells]]
+
+
 def markdown(result: dict) -> str:
     """The tables of docs/statistics.md, from a result of this bench."""
     out = []
@@ -358,19 +363,15 @@ def markdown(result: dict) -> str:
             *_grid(result["paired"], PAIRED, sorted({r["papers"] for r in result["paired"]}), _size_cell),
         ]
     if "asymmetry" in result:
-        out += [
-            "",
-            "| papers | size on the asymmetric null (Monte Carlo SE) |",
-            "|---|---|",
-        ]
-        out += [f"| {r['papers']} | {100 * r['size']:.1f}% ({100 * r['size_se']:.1f}) |" for r in result["asymmetry"]]
+        out += _by_papers(
+            "size on the asymmetric null (Monte Carlo SE)",
+            [(r["papers"], f"{100 * r['size']:.1f}% ({100 * r['size_se']:.1f})") for r in result["asymmetry"]],
+        )
     if "power" in result:
-        out += [
-            "",
-            "| papers | simulated power (difference 0.10, SD 0.10 between, 0.05 within, 3 pairs) |",
-            "|---|---|",
-        ]
-        out += [f"| {r['papers']} | {100 * r['power']:.1f}% |" for r in result["power"]]
+        out += _by_papers(
+            "simulated power (difference 0.10, SD 0.10 between, 0.05 within, 3 pairs)",
+            [(r["papers"], f"{100 * r['power']:.1f}%") for r in result["power"]],
+        )
         first = result["power"][0]
         out += ["", f"`papers_needed` for 80%: {first['papers_needed_for_80']} papers."]
     if "family_wise" in result:
