@@ -13,7 +13,12 @@ campaigns whose truth is known (``tests/campaignsim.py``), in every design of do
 - power: how often it rejects a true difference of 0.10, beside what ``papers_needed`` predicts;
 - family-wise error: 10 equal agents compared pairwise (45 tests) at 5, 12 and 18 papers, raw and
   after Holm's adjustment: the chance of at least one "significant" pair;
-- ranks: 5 agents 0.05 apart; how often each agent's rank interval holds its true rank;
+- ranks: 5 agents 0.05 apart and 6 agents 0.02 apart; how often each agent's rank interval holds
+  its true rank, and how often every agent's interval holds at once, per agent and simultaneous;
+- fixed papers: the interval about exactly these papers against the single-pair sign flip it
+  replaced and the interval for papers like these, with equal and differing effects by paper;
+- pilots: 30 pilots of 8 papers planned as `inquitree power --agents` plans, plainly and with
+  the spreads at their 80% upper bound, and the true power of each plan;
 - episode units: intervals whose units are episodes (``steps_bounds``: one tree a row, each
   episode a unit) on samples of 5 to 1,000 episodes drawn from the steps of episodes played here
   (the random and oracle agents on the three synthetic trees, randomness 0-9), whose mean is the
@@ -55,13 +60,40 @@ def _old(path: str | None):
     return module.Bootstrap()
 
 
+def _t_interval(trees: list[str], values: list[float], bounds) -> tuple[float, float]:
+    """The plain t interval on the paper means, clipped to the metric's range: the baseline the
+    printed interval's width is measured against (zero width when the means do not spread)."""
+    _, means, _ = stats.paper_means(trees, values)
+    half = (
+        stats.t_quantile(0.975, len(means) - 1) * float(means.std(ddof=1)) / len(means) ** 0.5
+        if len(means) > 1
+        else np.inf
+    )
+    low, high = bounds if bounds is not None else (None, None)
+    lo, hi = float(means.mean()) - half, float(means.mean()) + half
+    return max(lo, low) if low is not None else lo, min(hi, high) if high is not None else hi
+
+
+def _hull(trees: list[str], values: list[float]) -> tuple[float, float]:
+    """The score interval widened by the skew-corrected t interval on paper means in [0, 1], used
+    whatever the share of papers at a bound: what the printed interval would be without the
+    switch to the score interval alone (the whole range when the means do not spread)."""
+    _, means, _ = stats.paper_means(trees, values)
+    if means.std(ddof=1) <= 1e-12:
+        return 0.0, 1.0
+    low, high = stats.score_interval(means)
+    skew_low, skew_high = stats.skew_corrected(means)
+    return min(low, max(skew_low, 0.0)), max(high, min(skew_high, 1.0))
+
+
 def intervals(campaigns: int, before) -> list[dict]:
     rows = []
     for name, design in DESIGNS.items():
         for papers in PAPERS:
             rng = np.random.default_rng(zlib.crc32(f"{name}/{papers}".encode()))
-            printed = covered = warned = 0
-            widths = []
+            printed = covered = warned = t_covered = unwarned = unwarned_covered = hull_covered = 0
+            hull_widths = []
+            widths, t_widths = [], []
             old_covered = old_zero = 0
             t0 = time.perf_counter()
             for _ in range(campaigns):
@@ -71,7 +103,17 @@ def intervals(campaigns: int, before) -> list[dict]:
                 if r.low is not None and r.high is not None:
                     printed += 1
                     covered += r.low <= design.truth <= r.high
+                    unwarned += r.warning is None
+                    unwarned_covered += r.warning is None and r.low <= design.truth <= r.high
                     widths.append(r.high - r.low)
+                t_low, t_high = _t_interval(trees, values, design.bounds)
+                if t_high > t_low:
+                    t_widths.append(t_high - t_low)
+                t_covered += t_low <= design.truth <= t_high
+                if design.bounds == (0.0, 1.0):  # the hull of both parts, whatever the share at a bound
+                    h_low, h_high = _hull(trees, values)
+                    hull_covered += h_low <= design.truth <= h_high
+                    hull_widths.append(h_high - h_low)
                 if before is not None:
                     o = before.mean(trees, values)
                     if o["ci_low"] is not None:
@@ -85,7 +127,15 @@ def intervals(campaigns: int, before) -> list[dict]:
                 "printed": round(printed / campaigns, 4),
                 "coverage": round(covered / printed, 4) if printed else None,
                 "warned": round(warned / campaigns, 4),
+                "coverage_unwarned": round(unwarned_covered / unwarned, 4) if unwarned else None,
                 "median_width": round(float(np.median(widths)), 4) if widths else None,
+                "t_coverage": round(t_covered / campaigns, 4),
+                "t_median_width": round(float(np.median(t_widths)), 4) if t_widths else None,
+                "width_vs_t": round(float(np.median(widths) / np.median(t_widths)), 2) if widths and t_widths else None,
+                "hull_coverage": round(hull_covered / campaigns, 4) if hull_widths else None,
+                "hull_width_vs_t": round(float(np.median(hull_widths) / np.median(t_widths)), 2)
+                if hull_widths and t_widths
+                else None,
                 "seconds": round(time.perf_counter() - t0, 1),
             }
             if before is not None:
@@ -224,36 +274,122 @@ def family_wise(campaigns: int) -> list[dict]:
     return rows
 
 
+RANK_DESIGNS = {
+    "5 agents 0.05 apart, shared paper difficulty": [0.40, 0.45, 0.50, 0.55, 0.60],
+    "6 agents 0.02 apart, shared paper difficulty": [0.45, 0.47, 0.49, 0.51, 0.53, 0.55],
+}
+
+
 def ranks(campaigns: int) -> list[dict]:
+    """Each agent's rank interval and the simultaneous ones: how often each holds its agent's
+    true rank, and how often all agents' intervals hold at once."""
     rows = []
-    truth = [0.40, 0.45, 0.50, 0.55, 0.60]
-    for papers in (5, 12, 18):
-        rng = np.random.default_rng(2000 + papers)
-        held = np.zeros(len(truth))
-        widths = []
-        for _ in range(campaigns):
-            difficulty = rng.normal(0, 0.15, papers)
-            agents, trees, values = [], [], []
-            for k, mean in enumerate(truth):
-                for p in range(papers):
-                    agents.append(f"a{k}")
-                    trees.append(f"p{p}")
-                    values.append(float(mean + difficulty[p] + rng.normal(0, 0.08)))
-            found = stats.rank_intervals(agents, trees, values, resamples=500, seed=0)
-            for r in found:
-                true_rank = len(truth) - int(r.agent[1:])
-                held[int(r.agent[1:])] += r.low <= true_rank <= r.high
-                widths.append(r.high - r.low)
-        rows.append(
-            {
-                "design": "5 agents 0.05 apart, shared paper difficulty",
-                "papers": papers,
-                "campaigns": campaigns,
-                "rank_interval_holds": [round(h / campaigns, 4) for h in held],
-                "median_rank_interval_width": float(np.median(widths)),
-            }
-        )
-        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    for design, truth in RANK_DESIGNS.items():
+        for papers in (5, 12, 18):
+            rng = np.random.default_rng(2000 + papers + 100 * len(truth))
+            held = np.zeros(len(truth))
+            all_held = {False: 0, True: 0}
+            widths: dict[bool, list[int]] = {False: [], True: []}
+            for _ in range(campaigns):
+                difficulty = rng.normal(0, 0.15, papers)
+                agents, trees, values = [], [], []
+                for k, mean in enumerate(truth):
+                    for p in range(papers):
+                        agents.append(f"a{k}")
+                        trees.append(f"p{p}")
+                        values.append(float(mean + difficulty[p] + rng.normal(0, 0.08)))
+                for joint in (False, True):
+                    found = stats.rank_intervals(agents, trees, values, resamples=500, seed=0, simultaneous=joint)
+                    hits = [r.low <= len(truth) - int(r.agent[1:]) <= r.high for r in found]
+                    all_held[joint] += all(hits)
+                    widths[joint] += [r.high - r.low for r in found]
+                    if not joint:
+                        for r, hit in zip(found, hits, strict=True):
+                            held[int(r.agent[1:])] += hit
+            rows.append(
+                {
+                    "design": design,
+                    "papers": papers,
+                    "campaigns": campaigns,
+                    "rank_interval_holds": [round(h / campaigns, 4) for h in held],
+                    "all_hold_at_once": round(all_held[False] / campaigns, 4),
+                    "median_rank_interval_width": float(np.median(widths[False])),
+                    "simultaneous_all_hold": round(all_held[True] / campaigns, 4),
+                    "simultaneous_median_width": float(np.median(widths[True])),
+                }
+            )
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
+def fixed_papers(campaigns: int) -> list[dict]:
+    """Intervals about exactly these papers (``--fixed-papers``): the t interval on the pairs'
+    spread within papers against the single-pair sign flip it replaced and the interval for
+    papers like these, when every paper has the same effect and when effects differ by paper
+    (N(0.05, 0.10), drawn once per campaign: the estimand is their mean over these papers)."""
+    rows = []
+    for spread in (0.0, 0.10):
+        for papers in (8, 18):
+            rng = np.random.default_rng(9000 + papers + int(100 * spread))
+            held = {"fixed": 0, "single_pair_flips": 0, "papers_like_these": 0}
+            widths: dict[str, list[float]] = {k: [] for k in held}
+            for _ in range(campaigns):
+                effects = rng.normal(0.05, spread, papers) if spread else np.full(papers, 0.05)
+                groups = [list(e + rng.normal(0, 0.05, 3)) for e in effects]
+                trees = [f"p{i}" for i, g in enumerate(groups) for _ in g]
+                d = [v for g in groups for v in g]
+                w = np.full(len(d), 1 / len(d))
+                found = {
+                    "fixed": stats.paired_test(trees, d, population="these"),
+                    "single_pair_flips": stats._sign_flip(np.array(d), w, papers, len(d), 0, None, "", "pairs"),
+                    "papers_like_these": stats.paired_test(trees, d),
+                }
+                truth = float(effects.mean())
+                for name, r in found.items():
+                    if r.low is not None and r.high is not None:
+                        held[name] += r.low <= truth <= r.high
+                        widths[name].append(r.high - r.low)
+            row = {"effects_sd": spread, "papers": papers, "campaigns": campaigns}
+            for name in held:
+                row[f"{name}_holds"] = round(held[name] / campaigns, 4)
+                row[f"{name}_median_width"] = round(float(np.median(widths[name])), 4)
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+def pilots(campaigns: int, count: int = 30) -> list[dict]:
+    """How far a plan from a pilot can be trusted: ``count`` pilots of 8 papers x 3 pairs drawn
+    from the power part's truth (difference 0.10, SD 0.10 between, 0.05 within), each planned by
+    ``spreads`` + ``papers_needed`` as `inquitree power --agents` does, plainly and with the
+    spreads at their 80% upper bound; the true power of each plan is then simulated."""
+    effect, between, within, runs = 0.10, 0.10, 0.05, 3
+    true_power: dict[int, float] = {}
+
+    def power_at(n: int) -> float:
+        if n not in true_power:
+            rng = np.random.default_rng(7000 + n)
+            d = rng.normal(effect, (between**2 + within**2 / runs) ** 0.5, size=(campaigns, n))
+            true_power[n] = float(np.mean(stats._sign_flip_pvalues(d, 0) <= stats.ALPHA))
+        return true_power[n]
+
+    rng = np.random.default_rng(31)
+    rows = []
+    for k in range(count):
+        truth = rng.normal(effect, between, 8)
+        trees = [f"p{i}" for i in range(8) for _ in range(runs)]
+        diffs = [float(t + e) for t in truth for e in rng.normal(0, within, runs)]
+        b, w, _ = stats.spreads(trees, diffs)
+        plain = stats.papers_needed(effect, b, w, runs=runs, simulations=campaigns, seed=k)
+        cb, cw, _ = stats.conservative_spreads(b, w, 8)
+        cautious = stats.papers_needed(effect, cb, cw, runs=runs, simulations=campaigns, seed=k)
+        row = {"pilot": k, "sd_between": round(b, 4), "sd_within": round(w, 4)}
+        for name, plan in (("plain", plain), ("conservative", cautious)):
+            n = plan.papers or 200
+            row[f"{name}_papers"] = plan.papers
+            row[f"{name}_true_power"] = round(power_at(n), 4)
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
     return rows
 
 
@@ -320,9 +456,12 @@ def _grid(rows: list[dict], names, counts, cell, unit: str = "papers") -> list[s
 def _coverage_cell(r: dict) -> str:
     cell = "none" if r["coverage"] is None else f"{100 * r['coverage']:.1f}%"
     if r["warned"] and r["coverage"] is not None:
-        cell += f" (warned {100 * r['warned']:.1f}%)"
+        cell += f" (warned {100 * r['warned']:.1f}%"
+        cell += f", unwarned held {100 * r['coverage_unwarned']:.1f}%)" if r.get("coverage_unwarned") else ")"
+    if r.get("width_vs_t") is not None:
+        cell += f", {r['width_vs_t']:.2f}x [t {100 * r['t_coverage']:.1f}%]"
     if "before_coverage" in r:
-        cell += f" [{100 * r['before_coverage']:.1f}%]"
+        cell += f" [before {100 * r['before_coverage']:.1f}%]"
     return cell
 
 
@@ -346,19 +485,43 @@ def markdown(result: dict) -> str:
     if "intervals" in result:
         out += [
             "Coverage of the printed 95% intervals (share of printed intervals that hold the true mean; "
-            '"none": no interval is printed, with a warning), and in brackets the warehouse\'s method '
-            "of version 0.1.0's first release on the same campaigns:",
+            '"none": no interval is printed, with a warning), their median width as a multiple of the plain '
+            "t interval's on the same campaigns (clipped to the range; campaigns where it has no width left "
+            "out), and in brackets how often that t interval held the mean:",
             "",
             *_grid(result["intervals"], DESIGNS, PAPERS, _coverage_cell),
         ]
+        bounded = [n for n, d in DESIGNS.items() if d.bounds == (0.0, 1.0)]
+        if all(
+            r.get("hull_width_vs_t") is not None
+            for r in result["intervals"]
+            if r["design"] in bounded and r["papers"] > 2
+        ):
+            out += [
+                "",
+                "The hull of the score and skew-corrected intervals used on every campaign, whatever the share of "
+                "papers at a bound (coverage, median width as a multiple of the t interval's):",
+                "",
+                *_grid(
+                    result["intervals"],
+                    bounded,
+                    PAPERS[1:],
+                    lambda r: f"{100 * r['hull_coverage']:.1f}%, {r['hull_width_vs_t']:.2f}x",
+                ),
+            ]
     if "paired" in result:
         out += [
             "",
             'The paired test\'s size under a true null (rejections at 5%; "cannot": p_min > 0.05, no '
             'rejection is possible and the row says so; "warned": the share of rows that carry a warning). '
             "Its interval is the test inverted, so it holds the true difference exactly when the test does not "
-            "reject. In brackets, before: the size, and how often the old interval and test disagreed (one "
-            "said there was a difference, the other not):",
+            "reject."
+            + (
+                " In brackets, before: the size, and how often the old interval and test disagreed (one said "
+                "there was a difference, the other not):"
+                if any("before_size" in r for r in result["paired"])
+                else ""
+            ),
             "",
             *_grid(result["paired"], PAIRED, sorted({r["papers"] for r in result["paired"]}), _size_cell),
         ]
@@ -382,14 +545,51 @@ def markdown(result: dict) -> str:
             for r in result["family_wise"]
         ]
     if "ranks" in result:
-        out += ["", "| agents | papers | rank interval holds its true rank (best to worst) | median width |"]
-        out += ["|---|---|---|---|"]
+        out += [
+            "",
+            "| agents | papers | each agent's interval holds its true rank (best to worst) | all at once | "
+            "median width | simultaneous: all at once | simultaneous: median width |",
+            "|---|---|---|---|---|---|---|",
+        ]
         out += [
             f"| {r['design']} | {r['papers']} | "
             + ", ".join(f"{100 * h:.1f}%" for h in reversed(r["rank_interval_holds"]))
-            + f" | {r['median_rank_interval_width']:g} |"
+            + f" | {100 * r['all_hold_at_once']:.1f}% | {r['median_rank_interval_width']:g} | "
+            f"{100 * r['simultaneous_all_hold']:.1f}% | {r['simultaneous_median_width']:g} |"
             for r in result["ranks"]
         ]
+    if "fixed_papers" in result:
+        out += [
+            "",
+            "| effects' SD between papers | papers | about these papers: holds, median width | single-pair flips "
+            "(before) | papers like these |",
+            "|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {r['effects_sd']:g} | {r['papers']} | "
+            + " | ".join(
+                f"{100 * r[f'{k}_holds']:.1f}%, {r[f'{k}_median_width']:.3f}"
+                for k in ("fixed", "single_pair_flips", "papers_like_these")
+            )
+            + " |"
+            for r in result["fixed_papers"]
+        ]
+    if "pilots" in result:
+        rows = result["pilots"]
+        out += [
+            "",
+            "| plan from a pilot of 8 papers | papers asked (min-median-max) | true power (min-median-max) | "
+            "pilots whose plan reaches 80% |",
+            "|---|---|---|---|",
+        ]
+        for name in ("plain", "conservative"):
+            asked = sorted(r[f"{name}_papers"] or 201 for r in rows)
+            got = sorted(r[f"{name}_true_power"] for r in rows)
+            reach = sum(p >= 0.8 for p in got)
+            out.append(
+                f"| {name} | {asked[0]}-{asked[len(asked) // 2]}-{asked[-1]} | "
+                f"{100 * got[0]:.1f}%-{100 * got[len(got) // 2]:.1f}%-{100 * got[-1]:.1f}% | {reach} of {len(rows)} |"
+            )
     if "episode_units" in result:
         units = result["episode_units"]
         out += [
@@ -416,7 +616,9 @@ def main() -> None:
     )
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "stats_sim.json"))
     parser.add_argument(
-        "--only", default=None, help="comma-separated parts: intervals,paired,asymmetry,power,fwer,ranks,units"
+        "--only",
+        default=None,
+        help="comma-separated parts: intervals,paired,asymmetry,power,fwer,ranks,fixed,pilots,units",
     )
     parser.add_argument("--tables", metavar="RESULT.json", help="print the markdown tables of an earlier result")
     parser.add_argument("--episodes", type=int, default=1000, help="units: episodes played per tree and agent")
@@ -425,7 +627,7 @@ def main() -> None:
         print(markdown(json.loads(Path(args.tables).read_text())))
         return
     before = _old(args.before)
-    parts = set((args.only or "intervals,paired,asymmetry,power,fwer,ranks,units").split(","))
+    parts = set((args.only or "intervals,paired,asymmetry,power,fwer,ranks,fixed,pilots,units").split(","))
     t0 = time.perf_counter()
     result: dict = {"campaigns": args.campaigns, "before": args.before}
     if args.only and Path(args.out).exists():  # a part run again replaces that part of an earlier result
@@ -442,6 +644,10 @@ def main() -> None:
         result["family_wise"] = family_wise(args.campaigns)
     if "ranks" in parts:
         result["ranks"] = ranks(args.campaigns)
+    if "fixed" in parts:
+        result["fixed_papers"] = fixed_papers(args.campaigns)
+    if "pilots" in parts:
+        result["pilots"] = pilots(args.campaigns)
     if "units" in parts:
         result["episode_units"] = episode_units(args.campaigns, args.episodes)
     result["seconds" if not args.only else f"seconds_{args.only}"] = round(time.perf_counter() - t0, 1)

@@ -59,6 +59,15 @@ def fixed_papers_option(f):
     )(f)
 
 
+def joint_ranks_option(f):
+    """--joint-ranks: rank intervals that hold for every agent at once."""
+    return click.option(
+        "--joint-ranks",
+        is_flag=True,
+        help="Rank intervals that hold for every agent at once (simultaneous), not each agent's on its own.",
+    )(f)
+
+
 def scope_options(f):
     """--suite NAME (repeatable) and --one-off: which episodes an analysis speaks about (Warehouse.scope)."""
     f = click.option(
@@ -118,10 +127,14 @@ def _not_loaded(wh, db_url: str | None) -> str:
     )
 
 
-def _settings(fixed_papers: bool):
+def _settings(fixed_papers: bool, joint_ranks: bool = False):
+    import dataclasses
+
     from inquitree.warehouse.intervals import Settings
 
-    return Settings.from_env().about("these" if fixed_papers else "papers")
+    return dataclasses.replace(
+        Settings.from_env().about("these" if fixed_papers else "papers"), joint_ranks=joint_ranks
+    )
 
 
 @click.group()
@@ -342,10 +355,11 @@ def _fitting(df):
 @output_options
 @click.option("--list", "list_", is_flag=True, help="List the queries with their first comment line.")
 @fixed_papers_option
+@joint_ranks_option
 @scope_options
 @db_option
 def query(
-    name, warehouse_path, fmt, out, columns, spreadsheet_safe, list_, fixed_papers, suites, one_off, db_url
+    name, warehouse_path, fmt, out, columns, spreadsheet_safe, list_, fixed_papers, joint_ranks, suites, one_off, db_url
 ) -> None:
     """Run queries/NAME.sql against the warehouse, as last loaded by `inquitree warehouse sync`
     (this command does not sync; it says when the store holds events the warehouse has not loaded)."""
@@ -356,7 +370,9 @@ def query(
             first = (QUERIES_DIR / f"{q}.sql").read_text().splitlines()[0].removeprefix("-- ")
             echo(f"{q:28} {first}")
         return
-    with _existing(warehouse_path, read_only=True, settings=_settings(fixed_papers)) as wh:  # `sql`'s sandbox
+    with _existing(
+        warehouse_path, read_only=True, settings=_settings(fixed_papers, joint_ranks)
+    ) as wh:  # `sql`'s sandbox
         _scoped(wh, suites, one_off, db_url)
         _emit(wh.query(name), fmt, out, columns, spreadsheet_safe)
 
@@ -436,14 +452,43 @@ def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, spre
 @click.option("--runs", default="1,2,3,5", show_default=True, help="Pairs per paper to plan for, comma-separated.")
 @click.option("--power", "target", type=float, default=0.8, show_default=True)
 @click.option("--simulations", type=int, default=2000, show_default=True, help="Simulated campaigns per paper count.")
+@click.option(
+    "--comparisons",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="The Holm family the comparison will belong to (compare's holm_family: the pairs of agents compared on "
+    "the headline metric at one level, 3 for three agents); plans for p <= 0.05 / comparisons.",
+)
+@click.option(
+    "--missing",
+    type=click.FloatRange(0, 1, max_open=True),
+    default=0.0,
+    show_default=True,
+    help="Share of papers expected to lose one run (failed or cut-short cells).",
+)
 @warehouse_option
 def power(
-    difference, agents, metric, randomness, one_off, sd_between, sd_within, runs, target, simulations, warehouse_path
+    difference,
+    agents,
+    metric,
+    randomness,
+    one_off,
+    sd_between,
+    sd_within,
+    runs,
+    target,
+    simulations,
+    comparisons,
+    missing,
+    warehouse_path,
 ):
     """How many papers (and runs per paper) a paired comparison needs to detect DIFFERENCE with the
     given power at the 5% level: from a pilot of two agents in the warehouse (--agents A B), or from
     stated spreads (--sd-between, --sd-within). Simulated with the test `compare` prints (the
-    sign-flip test over papers), normal differences; 5 papers or fewer can never reach p < 0.05."""
+    sign-flip test over papers), normal differences; 5 papers or fewer can never reach p < 0.05.
+    A plan from a pilot also says how many papers it needs if the pilot understated the spreads
+    (their 80% upper bound from the pilot's papers): a pilot of a few papers is itself uncertain."""
     from inquitree import stats
     from inquitree.warehouse.errors import WarehouseError
 
@@ -455,21 +500,13 @@ def power(
         raise click.BadParameter(f"{runs!r}: at least one run per paper", param_hint="--runs")
     if not 0 < target < 1:
         raise click.BadParameter(f"{target}: a share between 0 and 1", param_hint="--power")
-    source = "stated"
+    source, pilot_papers = "stated", 0
     if agents:
         if sd_between is not None or sd_within is not None:
             raise click.UsageError("--agents estimates the spreads: give either a pilot or --sd-between/--sd-within")
-        with _existing(warehouse_path, read_only=True) as wh:
-            df = wh.query("compare", {"agents": list(agents), "one_off": one_off})
-        df = df.filter((df["metric"] == metric) & (df["randomness"] == randomness) & (df["paired_cells"] > 0))
-        if df.is_empty():
-            raise WarehouseError(
-                f"no pair of {agents[0]!r} and {agents[1]!r} at level {randomness} for {metric}: a pilot needs both "
-                "agents on the same suite cells" + ("" if one_off else " (--one-off pairs episodes outside a suite)")
-            )
-        row = df.row(0, named=True)
-        sd_between, sd_within, note = stats.spreads(row["pair_trees"], row["pair_differences"])
-        source = f"pilot: {row['papers']} papers, {row['paired_cells']} pairs, judge {row['judge_id']}; {note}"
+        sd_between, sd_within, source, pilot_papers = _pilot_spreads(
+            agents, metric, randomness, one_off, warehouse_path
+        )
     elif sd_between is None or sd_within is None:
         raise click.UsageError("give a pilot (--agents A B) or both --sd-between and --sd-within")
     if difference == 0:
@@ -489,22 +526,76 @@ def power(
         f"difference {difference:g} in {metric}; spreads ({source}): between papers {sd_between:.4g}, "
         f"within a paper {sd_within:.4g}"
     )
+    plans = [("", sd_between, sd_within)]
+    if pilot_papers:
+        cautious_between, cautious_within, factor = stats.conservative_spreads(sd_between, sd_within, pilot_papers)
+        why = f"if the spreads are {factor:.2f}x the pilot's (their 80% upper bound from {pilot_papers} papers):"
+        plans.append((why, cautious_between, cautious_within))
+    if comparisons > 1 or missing:
+        echo(
+            f"planned for a Holm family of {comparisons} comparison(s) (p <= {stats.ALPHA / comparisons:.3g})"
+            + (f", {100 * missing:.3g}% of papers losing a run" if missing else "")
+        )
+    for heading, between, within in plans:
+        if heading:
+            echo(heading)
+        method = _print_plan(difference, between, within, plan, target, simulations, comparisons, missing)
+    echo(f"method: {method}")
+
+
+def _pilot_spreads(
+    agents, metric: str, randomness: int, one_off: bool, warehouse_path
+) -> tuple[float, float, str, int]:
+    """The spreads between and within papers estimated from a pilot of two agents' pairs, with a
+    note on where they come from and the pilot's number of papers."""
+    from inquitree import stats
+    from inquitree.warehouse.errors import WarehouseError
+
+    with _existing(warehouse_path, read_only=True) as wh:
+        df = wh.query("compare", {"agents": list(agents), "one_off": one_off})
+    df = df.filter((df["metric"] == metric) & (df["randomness"] == randomness) & (df["paired_cells"] > 0))
+    if df.is_empty():
+        raise WarehouseError(
+            f"no pair of {agents[0]!r} and {agents[1]!r} at level {randomness} for {metric}: a pilot needs both "
+            "agents on the same suite cells" + ("" if one_off else " (--one-off pairs episodes outside a suite)")
+        )
+    row = df.row(0, named=True)
+    between, within, note = stats.spreads(row["pair_trees"], row["pair_differences"])
+    source = f"pilot: {row['papers']} papers, {row['paired_cells']} pairs, judge {row['judge_id']}; {note}"
+    return between, within, source, int(row["papers"])
+
+
+def _print_plan(difference, between, within, plan, target, simulations, comparisons, missing) -> str:
+    """One line per number of pairs per paper: the papers needed, searched with progress lines.
+    Returns the method's words."""
+    from inquitree import stats
+
     due = progress_due()
+    method = ""
     for r in plan:
 
         def searching(papers: int, reached: float, r=r) -> None:
-            if due():
+            if due(False):
                 progress(f"  {r} pair(s) per paper: simulated {papers} papers (power {reached:.2f}) ...")
 
         found = stats.papers_needed(
-            difference, sd_between, sd_within, runs=r, power=target, simulations=simulations, progress=searching
+            difference,
+            between,
+            within,
+            runs=r,
+            power=target,
+            simulations=simulations,
+            progress=searching,
+            comparisons=comparisons,
+            missing=missing,
         )
         progress_done()
+        method = found.method
         if found.papers is None:
             echo(f"  {r} pair(s) per paper: more than 200 papers (power {found.power:.2f} at 200)")
         else:
             echo(f"  {r} pair(s) per paper: {found.papers} papers (simulated power {found.power:.3f})")
-    echo(f"method: {found.method}")
+    return method
 
 
 @click.command()
@@ -549,8 +640,11 @@ def _existing(warehouse_path: str | None, read_only: bool = False, settings=None
 @click.option("--max-episodes", default=200, show_default=True, help="Episode pages to write (the most recent).")
 @registry_option
 @fixed_papers_option
+@joint_ranks_option
 @scope_options
-def report(out_dir, warehouse_path, db_url, sync, max_episodes, registry, fixed_papers, suites, one_off) -> None:
+def report(
+    out_dir, warehouse_path, db_url, sync, max_episodes, registry, fixed_papers, joint_ranks, suites, one_off
+) -> None:
     """Write an HTML report: leaderboard, the paper's figures, and an episode viewer."""
     from pathlib import Path
 
@@ -559,7 +653,7 @@ def report(out_dir, warehouse_path, db_url, sync, max_episodes, registry, fixed_
 
     if registry and not sync:
         raise click.UsageError("--registry is read by the sync: it needs --sync")
-    with kept_only_if_used(warehouse_path, settings=_settings(fixed_papers)) as wh:
+    with kept_only_if_used(warehouse_path, settings=_settings(fixed_papers, joint_ranks)) as wh:
         if sync:
             r = wh.sync(db_url, progress=_progress, registry=Path(registry) if registry else None)
             progress_done()

@@ -1,8 +1,8 @@
 -- Figure 3a: average conclusion score (q_norm) per agent, judge and randomness level a
 -- (fake results with probability 10a%), as the mean over papers of per-paper means over runs.
--- Intervals: mean_ci (warehouse/intervals.py on inquitree.stats, docs/statistics.md): a t interval on the
--- paper means, clipped to [0, 1], or a distribution-free one when a fifth of the papers sit at 0 or 1;
--- none below 3 papers. *_se, *_ci_low, *_ci_high; interval_method and interval_warning say which and why.
+-- Intervals: mean_ci (warehouse/intervals.py on inquitree.stats, docs/statistics.md): a score interval
+-- for a mean in [0, 1] on the paper means (it follows their closeness to 0 or 1), widened by the
+-- skew-corrected t interval unless a fifth of the papers sit at 0 or 1; none below 3 papers. *_se, *_ci_low, *_ci_high; interval_method and interval_warning say which and why.
 WITH per_episode AS (
     SELECT e.agent, s.judge_id, e.randomness, e.tree_id, e.episode_id, s.q_norm, e.coverage
     FROM episodes e JOIN episode_scores s USING (episode_id)

@@ -6,9 +6,9 @@
 -- day is on or before it, and "date undetermined" otherwise (no date, or a window across the
 -- cutoff). An agent with no registry entry, or one whose cutoff is null, is "cutoff unknown".
 -- Nothing is dropped: every scored episode at level 0 is in exactly one row.
--- Intervals: mean_ci (warehouse/intervals.py on inquitree.stats, docs/statistics.md): a t interval on the
--- paper means, clipped to [0, 1], or a distribution-free one when a fifth of the papers sit at 0 or 1;
--- none below 3 papers. *_se, *_ci_low, *_ci_high; interval_method and interval_warning say which and why.
+-- Intervals: mean_ci (warehouse/intervals.py on inquitree.stats, docs/statistics.md): a score interval
+-- for a mean in [0, 1] on the paper means (it follows their closeness to 0 or 1), widened by the
+-- skew-corrected t interval unless a fifth of the papers sit at 0 or 1; none below 3 papers. *_se, *_ci_low, *_ci_high; interval_method and interval_warning say which and why.
 WITH scored AS (
     SELECT e.agent, s.judge_id, e.tree_id, e.episode_id, e.published_from, e.published_to,
            m.model AS registry_model, m.cutoff, s.q_norm

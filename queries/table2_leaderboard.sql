@@ -1,9 +1,9 @@
 -- Table 2 (model performance summary): coverage and conclusion score per agent and judge, at
 -- randomness level 0, as the mean over papers of the per-paper mean over runs (#17).
 -- The conclusion score is q_norm = Q / k (#15), comparable with the paper's numbers.
--- Intervals: mean_ci (warehouse/intervals.py on inquitree.stats, docs/statistics.md): a t interval on the
--- paper means, clipped to [0, 1], or a distribution-free one when a fifth of the papers sit at 0 or 1;
--- none below 3 papers. *_se, *_ci_low, *_ci_high; interval_method and interval_warning say which and why.
+-- Intervals: mean_ci (warehouse/intervals.py on inquitree.stats, docs/statistics.md): a score interval
+-- for a mean in [0, 1] on the paper means (it follows their closeness to 0 or 1), widened by the
+-- skew-corrected t interval unless a fifth of the papers sit at 0 or 1; none below 3 papers. *_se, *_ci_low, *_ci_high; interval_method and interval_warning say which and why.
 -- papers and episodes count what the conclusion score rests on. rank, rank_low and rank_high: the
 -- agent's rank by conclusion score among the agents of its judge and the 95% interval of that rank
 -- over resampled papers (rank_ci, stats.rank_intervals).

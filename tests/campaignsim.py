@@ -11,6 +11,9 @@ benchmark produces and those the first intervals were found failing on:
 - ``floor70`` / ``floor50`` / ``ceiling70``: 70% (50%) of the papers at exactly 0 (or 1) in every
   run, as a weak agent scores; the rest ~ U(0.1, 0.9), each run a share of 6 subtopics;
 - ``ushape``: paper difficulty ~ Beta(0.3, 0.3) (most papers all-or-nothing), runs a share of 6;
+- ``nearceiling``: a strong agent that fails badly on a few papers: paper means ~ Beta(12, 0.4)
+  (mean 0.968, a long left tail), each run a little below its paper's mean (|N(0, 0.01)|), none
+  exactly at 1: skewed and close to a bound without sitting on it;
 - ``skewed08`` / ``skewed05``: steps, paper means log-normal (sigma 0.8 or 0.5) around 30, runs
   log-normal (sigma 0.2) around their paper's mean: positive and unbounded above.
 
@@ -47,6 +50,12 @@ DESIGNS = {
         Design("floor50", 0.25, (0.0, 1.0), "50% of papers at 0, the rest ~ U(0.1, 0.9)"),
         Design("ceiling70", 0.85, (0.0, 1.0), "70% of papers at 1, the rest ~ U(0.1, 0.9)"),
         Design("ushape", 0.5, (0.0, 1.0), "paper difficulty ~ Beta(0.3, 0.3)"),
+        Design(
+            "nearceiling",
+            12 / 12.4 - 0.01 * float(np.sqrt(2 / np.pi)),
+            (0.0, 1.0),
+            "paper means ~ Beta(12, 0.4), none at 1",
+        ),
         Design("skewed08", 30.0, (0.0, None), "steps, paper means log-normal sigma 0.8"),
         Design("skewed05", 30.0, (0.0, None), "steps, paper means log-normal sigma 0.5"),
     ]
@@ -76,6 +85,9 @@ def campaign(rng: np.random.Generator, design: str, papers: int) -> tuple[list[s
         values = _share_of_six(rng, theta, runs)
     elif design == "ushape":
         values = _share_of_six(rng, rng.beta(0.3, 0.3, papers), runs)
+    elif design == "nearceiling":
+        theta = rng.beta(12, 0.4, papers)
+        values = [np.clip(t - np.abs(rng.normal(0, 0.01, int(r))), 0, 1) for t, r in zip(theta, runs, strict=True)]
     elif design in ("skewed08", "skewed05"):
         sigma = 0.8 if design == "skewed08" else 0.5
         means = 30 * np.exp(rng.normal(0, sigma, papers) - sigma**2 / 2)

@@ -142,7 +142,7 @@ def test_report_captions_name_the_interval_rules(sqlite_url, tmp_path):
     for fig in ("fig3a", "fig3b", "fig3c", "fig4"):
         assert BARS in CAPTIONS[fig] and "then runs within them" not in CAPTIONS[fig]
         assert "then episodes within them" not in CAPTIONS[fig]
-    assert "distribution-free" in BARS and "no bar below 3 papers" in BARS
+    assert "score interval" in BARS and "no bar below 3 papers" in BARS
 
 
 def test_power_plans_papers_from_stated_spreads_and_from_a_pilot(sqlite_url, tmp_path):
@@ -163,6 +163,18 @@ def test_power_plans_papers_from_stated_spreads_and_from_a_pilot(sqlite_url, tmp
     )
     assert pilot.exit_code == 0, pilot.output
     assert "pilot: 3 papers, 3 pairs" in pilot.output and "one pair per paper" in pilot.output
+    # A pilot of 3 papers is itself uncertain: the plan for spreads at their 80% upper bound asks for more.
+    answers = [ln.split(":")[1].split()[0] for ln in pilot.output.splitlines() if "1 pair(s) per paper:" in ln]
+    plain, cautious = [201 if a == "more" else int(a) for a in answers]  # "more than 200 papers"
+    assert "80% upper bound from 3 papers" in pilot.output and cautious > plain
+    family = runner.invoke(
+        main,
+        ["power", "--difference", "0.05", "--sd-between", "0.1", "--sd-within", "0.1", "--simulations", "300"]
+        + ["--runs", "1", "--comparisons", "3", "--missing", "0.25"],
+    )
+    assert family.exit_code == 0, family.output
+    assert "Holm's family of 3" in family.output and "25% of papers losing a run (so dropping out)" in family.output
+    assert int(family.output.split("1 pair(s) per paper: ")[1].split()[0]) > int(one.split(":")[1].split()[0])
     refused = runner.invoke(main, ["power", "--difference", "5", "--agents", "oracle", "script", "--warehouse", w])
     assert refused.exit_code == 2 and "--one-off pairs episodes outside a suite" in refused.output
 
@@ -380,3 +392,24 @@ def test_holms_family_is_one_metric_at_one_level_and_a_hopeless_family_says_so(t
         small = few.query("compare", {"agents": ["oracle", "random", "random-all"], "one_off": False}).to_dicts()
     warned = [r for r in small if r["metric"] == "conclusion_score"]
     assert warned and all("can reach 5%" in (r["interval_warning"] or "") or r["p_min"] > 0.05 for r in warned)
+
+
+def test_leaderboard_ranks_say_whom_they_hold_for_and_joint_ranks_hold_for_all(sqlite_url, tmp_path):
+    """Each agent's rank interval holds for that agent alone, and the leaderboard says so;
+    --joint-ranks prints intervals that hold for every agent at once (Holm over the pairs)."""
+    import json
+
+    w = _log(sqlite_url, tmp_path)
+    runner = CliRunner()
+    shown = {}
+    for extra in ([], ["--joint-ranks"]):
+        out = runner.invoke(
+            main, ["query", "table2_leaderboard", "--one-off", "--warehouse", w, "--format", "json"] + extra
+        )
+        assert out.exit_code == 0, out.output
+        shown[bool(extra)] = json.loads(out.output[out.output.index("[") :])
+    assert all(r["rank_method"].startswith("each agent's rank interval on its own") for r in shown[False])
+    joint = shown[True]
+    assert all(r["rank_method"].startswith("rank intervals that hold for every agent at once") for r in joint)
+    # Three papers cannot show the oracle and the script apart (p_min 0.25): both could be first.
+    assert sorted((r["rank_low"], r["rank_high"]) for r in joint) == [(1, 2), (1, 2)]

@@ -26,9 +26,9 @@ def test_three_papers_get_the_t_interval_on_paper_means_by_hand():
     assert r.high - r.estimate == pytest.approx(4.30265 * 0.20276, abs=1e-4)
     assert r.method == "about papers like these: t interval over 3 paper means (2 df)" and r.warning is None
     assert (r.papers, r.episodes) == (3, 4)
-    # The same metric in [0, 1]: the interval never leaves the range, and says it was clipped.
+    # The same metric in [0, 1]: the interval never leaves the range.
     bounded = mean_interval(["a", "a", "b", "c"], [0.1, 0.3, 0.5, 0.9], bounds=(0, 1))
-    assert (bounded.low, bounded.high) == (0.0, 1.0) and "clipped to the range [0, 1]" in bounded.method
+    assert 0.0 <= bounded.low < bounded.high <= 1.0 and "score interval for a mean in [0, 1]" in bounded.method
     for df, q in ((1, 12.7062), (2, 4.3027), (4, 2.7764), (6, 2.4469), (17, 2.1098)):
         assert stats.t_quantile(0.975, df) == pytest.approx(q, abs=1e-4)
 
@@ -62,29 +62,67 @@ def test_fewer_than_three_papers_print_no_interval_but_say_why():
     assert mean_interval([], []).warning == "no episodes"
 
 
-def test_papers_at_a_bound_get_the_distribution_free_interval():
+def test_papers_at_a_bound_get_the_score_interval_by_hand():
     # 4 of 5 papers at 0 (a weak agent): never the zero-width or negative interval the t gave.
     r = mean_interval(list("abcde"), [0, 0, 0, 0, 0.4], bounds=(0, 1))
-    assert r.method.startswith("about papers like these: distribution-free interval for a mean in [0, 1]")
-    assert "4 at 0 of 5" in r.method
-    assert r.low == 0.0 and 0.4 < r.high < 1.0
-    # Every paper at 0: still an interval that holds, [0, u] with u > 0, not [0, 0].
+    assert r.method.startswith("about papers like these: score interval for a mean in [0, 1] (4 at 0 of 5)")
+    x = np.array([0, 0, 0, 0, 0.4])
+    share = x.var(ddof=1) / (x.mean() * (1 - x.mean()))
+    k = stats.t_quantile(0.975, 4) ** 2 * share / 5
+    centre, half = (x.mean() + k / 2) / (1 + k), math.sqrt(k * x.mean() * (1 - x.mean()) + k * k / 4) / (1 + k)
+    assert (r.low, r.high) == pytest.approx((centre - half, centre + half))
+    assert 0 < r.low < r.estimate < r.high < 1 and r.high - r.estimate > r.estimate - r.low  # reaches into the range
+    # Every paper at 0: Wilson's interval (the largest spread a mean allows), [0, k / (1 + k)], not [0, 0].
     zero = mean_interval(list("abcdefgh"), [0.0] * 8, bounds=(0, 1))
-    assert zero.low == 0.0 and 0.2 < zero.high < 0.6
+    k = stats.t_quantile(0.975, 7) ** 2 / 8
+    assert zero.low == 0.0 and zero.high == pytest.approx(k / (1 + k)) and 0.4 < zero.high < 0.42
     # Mirrored at the ceiling, on another scale.
     top = mean_interval(list("abcdefgh"), [10.0] * 8, bounds=(0, 10))
-    assert top.high == 10.0 and 10 - top.low == pytest.approx(zero.high * 10, abs=0.01)
+    assert top.high == 10.0 and 10 - top.low == pytest.approx(zero.high * 10)
     with pytest.raises(ValueError, match="a paper's mean 1.5 is above the metric's bound 1"):
         mean_interval(list("abc"), [0.5, 1.5, 0.2], bounds=(0, 1))
 
 
-def test_betting_interval_holds_for_two_point_data_by_brute_force():
+def test_skewed_means_near_a_bound_get_the_skew_corrected_hull():
+    """A strong agent that fails badly on one paper, none exactly at 1: the t interval is
+    symmetric around 0.93; the printed one reaches further down, towards the tail, than up."""
+    values = [0.99, 0.98, 0.97, 0.99, 0.6, 0.95, 0.99, 0.97]
+    r = mean_interval(list("abcdefgh"), values, bounds=(0, 1))
+    x = np.array(values)
+    t_half = stats.t_quantile(0.975, 7) * x.std(ddof=1) / math.sqrt(8)
+    assert "widened by the skew-corrected t interval" in r.method
+    # 0.93 is within 1/8 of 1: a rarer failure than 8 papers can show would move it further.
+    assert r.warning.startswith("the mean is within 1/8 of the range's end 1, which no paper reaches")
+    assert mean_interval(list("abcdefgh"), [0.8, 0.7, 0.75, 0.85, 0.6, 0.8, 0.7, 0.75], bounds=(0, 1)).warning is None
+    assert r.low < x.mean() - t_half and r.high == 1.0
+    assert (r.low, r.high) == pytest.approx((min(stats.score_interval(x)[0], stats.skew_corrected(x)[0]), 1.0))
+
+
+def test_skew_correction_is_the_t_interval_on_symmetric_papers_and_inverts_halls_transformation():
+    x = np.array([0.3, 0.4, 0.5, 0.6, 0.7])
+    half = stats.t_quantile(0.975, 4) * x.std(ddof=1) / math.sqrt(5)
+    assert stats.skew_corrected(x) == pytest.approx((0.5 - half, 0.5 + half))
+    # Skewed: each end solves g((mean - end) / s) = -+ q / sqrt(n) with Hall's g.
+    y = np.array([0.1, 0.12, 0.15, 0.2, 0.9, 0.11])
+    n, mean, s = len(y), y.mean(), y.std(ddof=1)
+    gamma = ((y - mean) ** 3).mean() / s**3
+    q = stats.t_quantile(0.975, n - 1) / math.sqrt(n)
+
+    def g(t):
+        return t + gamma * t**2 / 3 + gamma**2 * t**3 / 27 + gamma / (6 * n)
+
+    low, high = stats.skew_corrected(y)
+    assert g((mean - low) / s) == pytest.approx(q) and g((mean - high) / s) == pytest.approx(-q)
+    assert high - mean > mean - low  # the long tail is above
+
+
+def test_bounded_intervals_hold_for_two_point_data_by_brute_force():
     # Values 0/1 with mean 0.3 at 8 papers: the interval must miss at most 5% of the time.
     rng = np.random.default_rng(1)
-    misses = sum(
-        not (lambda lo_hi: lo_hi[0] <= 0.3 <= lo_hi[1])(stats.betting_interval((rng.random(8) < 0.3).astype(float)))
-        for _ in range(400)
-    )
+    misses = 0
+    for _ in range(400):
+        r = mean_interval(list("abcdefgh"), (rng.random(8) < 0.3).astype(float).tolist(), bounds=(0, 1))
+        misses += not r.low <= 0.3 <= r.high
     assert misses / 400 <= 0.05
 
 
@@ -158,6 +196,38 @@ def test_more_than_twenty_papers_use_seeded_patterns():
     assert (r.low <= 0 <= r.high) == (r.p > 0.05)
 
 
+def test_papers_needed_plans_for_the_holm_family_and_lost_runs_as_brute_force_shows():
+    """The plan's power, checked by playing campaigns of that many papers through the printed
+    test: at 0.05 / 3 for a family of 3, and with a third of the papers dropping out."""
+    from inquitree.stats import sign_flip_p
+
+    alone = papers_needed(0.1, 0.1, 0.05, runs=1, simulations=600)
+    family = papers_needed(0.1, 0.1, 0.05, runs=1, simulations=600, comparisons=3)
+    lossy = papers_needed(0.1, 0.1, 0.05, runs=1, simulations=600, missing=1 / 3)
+    assert family.papers > alone.papers and lossy.papers > alone.papers
+    assert "at 0.05 / 3 (Holm's family of 3)" in family.method and "33.3% of papers losing a run" in lossy.method
+    rng = np.random.default_rng(11)
+    sd = math.sqrt(0.1**2 + 0.05**2)
+    hits_family = sum(sign_flip_p(rng.normal(0.1, sd, family.papers)) <= 0.05 / 3 for _ in range(400))
+    kept = [rng.normal(0.1, sd, lossy.papers)[rng.random(lossy.papers) >= 1 / 3] for _ in range(400)]
+    hits_lossy = sum(len(k) > 5 and sign_flip_p(k) <= 0.05 for k in kept)
+    assert hits_family / 400 >= 0.74 and hits_lossy / 400 >= 0.74  # 0.8 less 3 Monte Carlo SEs
+    # The plan without the losses, run with them: short of 80%.
+    short = [rng.normal(0.1, sd, alone.papers)[rng.random(alone.papers) >= 1 / 3] for _ in range(400)]
+    assert sum(len(k) > 5 and sign_flip_p(k) <= 0.05 for k in short) / 400 < 0.74
+
+
+def test_conservative_spreads_use_the_chi_square_bound():
+    # chi-square(7) 20% quantile 3.822 (tables): factor sqrt(7 / 3.822) = 1.353.
+    between, within, factor = stats.conservative_spreads(0.1, 0.05, 8)
+    assert factor == pytest.approx(1.353, abs=0.005) and (between, within) == pytest.approx(
+        (0.1 * factor, 0.05 * factor)
+    )
+    assert stats.conservative_spreads(0.1, 0.05, 200)[2] < 1.07  # a large pilot hardly widens them
+    with pytest.raises(ValueError, match="a pilot of 1 paper"):
+        stats.conservative_spreads(0.1, 0.05, 1)
+
+
 def test_holm_by_hand():
     # Sorted 0.01, 0.03, 0.04 of m = 3: 3 x 0.01, max(0.03, 2 x 0.03), max(0.06, 1 x 0.04).
     assert holm([0.01, 0.04, 0.03, None]) == [pytest.approx(0.03), pytest.approx(0.06), pytest.approx(0.06), None]
@@ -176,6 +246,26 @@ def test_rank_intervals():
     assert all((r.low, r.high) == (1, 2) for r in tied)
 
 
+def test_simultaneous_rank_intervals_come_from_holm_adjusted_pairs():
+    # Three agents 0.1 apart on 8 papers, each ahead on every paper: every pair is shown apart
+    # (p 2/256 each, Holm 3 x 0.0078 = 0.023), so the ranks are certain at once.
+    papers = [f"p{i}" for i in range(8)]
+    base = np.linspace(0.2, 0.6, 8)
+    agents = ["a"] * 8 + ["b"] * 8 + ["c"] * 8
+    values = list(base + 0.2) + list(base + 0.1) + list(base)
+    joint = rank_intervals(agents, papers * 3, values, simultaneous=True)
+    assert [(r.agent, r.rank, r.low, r.high) for r in joint] == [("a", 1, 1, 1), ("b", 2, 2, 2), ("c", 3, 3, 3)]
+    assert joint[0].method.startswith("rank intervals that hold for every agent at once")
+    assert rank_intervals(agents, papers * 3, values)[0].method.startswith("each agent's rank interval on its own")
+    # b and c apart on only half the papers: they cannot be told apart, a stays first.
+    values = list(base + 0.2) + list(base + np.tile([0.05, -0.05], 4)) + list(base)
+    joint = rank_intervals(agents, papers * 3, values, simultaneous=True)
+    assert [(r.low, r.high) for r in joint] == [(1, 1), (2, 3), (2, 3)]
+    # Five papers cannot show any pair apart: every interval is every rank.
+    few = rank_intervals(agents[:5] + agents[8:13], papers[:5] * 2, values[:5] + values[8:13], simultaneous=True)
+    assert [(r.low, r.high) for r in few] == [(1, 2), (1, 2)]
+
+
 def test_papers_needed_matches_the_normal_approximation():
     # Difference 0.05, paper SD sqrt(0.1^2 + 0.1^2 / 3) = 0.1155: ((1.96 + 0.84) x 0.1155 / 0.05)^2 = 41.8.
     r = papers_needed(0.05, 0.1, 0.1, runs=3, simulations=1000)
@@ -185,19 +275,45 @@ def test_papers_needed_matches_the_normal_approximation():
 
 
 # -- a few cells of bench/stats_sim.py, with fewer campaigns ---------------------------------------
-@pytest.mark.parametrize(("design", "papers"), [("floor70", 5), ("ceiling70", 8), ("ushape", 3), ("skewed08", 8)])
-def test_intervals_hold_where_the_t_interval_did_not(design, papers):
+@pytest.mark.parametrize(
+    ("design", "papers"), [("floor70", 5), ("floor70", 8), ("ceiling70", 8), ("ushape", 8), ("skewed08", 8)]
+)
+def test_intervals_hold_where_the_t_interval_did_not_and_are_not_much_wider(design, papers):
     rng = np.random.default_rng(7)
     truth, bounds = DESIGNS[design].truth, DESIGNS[design].bounds
     held = printed = 0
+    widths, t_widths = [], []
     for _ in range(1000):
-        r = mean_interval(*campaign(rng, design, papers), bounds=bounds)
+        trees, values = campaign(rng, design, papers)
+        r = mean_interval(trees, values, bounds=bounds)
         if r.low is not None:
             printed += 1
             held += r.low <= truth <= r.high
+            widths.append(r.high - r.low)
+        _, means, _ = stats.paper_means(trees, values)
+        half = stats.t_quantile(0.975, papers - 1) * means.std(ddof=1) / math.sqrt(papers)
+        low, high = bounds
+        t_high = means.mean() + half if high is None else min(high, means.mean() + half)
+        if half > 0:
+            t_widths.append(t_high - max(low, means.mean() - half))
     # the target; 1,000 campaigns: SE 0.7%. A campaign whose papers all have the same mean (up to
     # rounding) gets no interval, with a warning, rather than one of zero width: rare, never silent.
     assert printed >= 990 and held / printed >= 0.93
+    assert np.median(widths) <= 1.5 * np.median(t_widths)  # right and still useful
+
+
+def test_fixed_papers_test_holds_its_size_when_effects_differ_by_paper():
+    """Effects of +0.2 on four papers and -0.2 on four: their mean over these papers is 0, and
+    the test about these papers must reject at most 5% of the time as the runs vary. Flipping
+    single pairs tested that every paper's effect is 0 and rejected nearly always."""
+    rng = np.random.default_rng(5)
+    effects = np.repeat([0.2, -0.2], 4)
+    trees = [f"p{i}" for i in range(8) for _ in range(3)]
+    rejected = 0
+    for _ in range(400):
+        d = [float(e + x) for e in effects for x in rng.normal(0, 0.05, 3)]
+        rejected += paired_test(trees, d, population="these").p <= 0.05
+    assert rejected / 400 <= 0.085
 
 
 def test_paired_test_size_on_a_symmetric_null():
@@ -219,11 +335,16 @@ def test_fixed_papers_speak_of_the_runs_only_by_hand():
     assert mean_interval(papers, values, bounds=(0, 1)).method.startswith("about papers like these:")
     one_run = mean_interval(["a", "b", "c"], [0.1, 0.5, 0.9], population="these")
     assert one_run.low is None and "one run per paper" in one_run.warning
-    # The paired test about these papers flips single pairs: 18 pairs, 2^18 patterns.
+    # The paired test about these papers: the t statistic on the pairs' spread within papers.
     rng = np.random.default_rng(1)
     trees, d = [f"p{i}" for i in range(6) for _ in range(3)], list(rng.normal(0.05, 0.1, 18))
     fixed = paired_test(trees, d, population="these")
-    assert fixed.p_min == 2 / 2**18 and fixed.method.startswith("about these papers only: sign-flip test of 18 single")
+    groups = [d[3 * i : 3 * i + 3] for i in range(6)]
+    pooled = sum(((np.array(g) - np.mean(g)) ** 2).sum() for g in groups) / 12
+    se = math.sqrt(pooled * 6 / 3) / 6
+    assert fixed.se == pytest.approx(se) and fixed.estimate == pytest.approx(np.mean(d))
+    assert fixed.p == pytest.approx(1 - stats.t_cdf_two_sided(np.mean(d) / se, 12))
+    assert fixed.method.startswith("about these papers only: t test and interval on the spread of 18 pairs")
     assert (fixed.low <= 0 <= fixed.high) == (fixed.p > 0.05)
     assert paired_test(trees, d).p_min == 2 / 2**6  # papers like these: six papers, 64 patterns
 

@@ -83,6 +83,7 @@ class Settings:
     seed: int = 0
     point_only: bool = False  # estimates without intervals: the baseline of bench/intervals.py
     population: str = "papers"  # papers like these | these: exactly these papers (DECISIONS #27)
+    joint_ranks: bool = False  # rank intervals that hold for every agent at once
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -199,7 +200,7 @@ class Settings:
         if agents is None or trees is None or values is None or self.point_only:
             return None
         a, t, v = (x.to_pylist() if isinstance(x, pa.Array) else list(x) for x in (agents, trees, values))
-        found = stats.rank_intervals(a, t, v, resamples=self.resamples, seed=self.seed)
+        found = stats.rank_intervals(a, t, v, resamples=self.resamples, seed=self.seed, simultaneous=self.joint_ranks)
         return [
             {"agent": r.agent, "rank": r.rank, "rank_low": r.low, "rank_high": r.high, "method": r.method}
             for r in found

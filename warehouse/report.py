@@ -89,8 +89,8 @@ def _legend(ax) -> None:
 
 # How every bar of the report is made (#25): said once, in each caption that draws intervals.
 BARS = (
-    "Bars: 95% intervals with the paper as the unit (docs/statistics.md): a t interval over the papers' means, "
-    "clipped to the metric's range, or a distribution-free one where a fifth of the papers sit at a bound; no bar "
+    "Bars: 95% intervals with the paper as the unit (docs/statistics.md): for a metric in a range a score "
+    "interval that follows its closeness to a bound, widened for skew; Cox's log-scale interval for steps; no bar "
     "below 3 papers. Under the table: each method, and a warning wherever a number cannot be trusted."
 )
 
