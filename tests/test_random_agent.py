@@ -110,3 +110,34 @@ def test_steps_bounds_counts_cut_off_episodes_apart_and_says_why_an_episode_is_a
         assert ep["redo_decisions"] + ep["invalid_decisions"] + ep["repeat_subtopic_visits"] > 0
         if ep["redo_decisions"]:
             assert f"{ep['redo_decisions']} redo decisions" in row["above_upper_bound_why"]
+
+
+def test_one_seed_makes_independent_choices_on_different_papers():
+    """Rule 1 keyed each draw by seed and turn only: with one seed the agent made the same
+    choices on every tree (seeds 0 and 1 concluded at the first result on all four trees below),
+    so a campaign's random cells repeated one sample. Rule 2 keys by tree too."""
+    trees = [
+        resolve_tree(t)
+        for t in (
+            "it18-01-grid-cells-reference-frames",
+            "it18-02-spatio-predictive-maps",
+            "it18-03-composition-and-replay",
+            "it18-04-reward-relative-code",
+        )
+    ]
+
+    def decisions(rule: int, seed: int) -> list[tuple[str, ...]]:
+        return [
+            tuple(
+                a
+                for s, a, _ in _actions(play(t, RandomAgent(t, seed, rule=rule), seed=seed, max_turns=400))
+                if s == RESULT
+            )
+            for t in trees
+        ]
+
+    for seed in (0, 1):
+        assert len(set(decisions(1, seed))) == 1  # the flaw, kept for episodes recorded by it
+        assert len(set(decisions(2, seed))) > 1
+    assert RandomAgent(trees[0], 3).description == {"kind": "random", "seed": 3, "rule": 2}
+    assert RandomAgent(trees[0], 3, rule=1).description == {"kind": "random", "seed": 3}

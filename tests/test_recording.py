@@ -91,7 +91,9 @@ def played(store: EventStore, episode_id: str) -> list[tuple[str, bytes]]:
     return [(t, e) for t, e in stored(store, episode_id) if t not in MARKERS]
 
 
-def test_a_model_agent_appends_each_step_and_a_replayable_one_shares_appends(sqlite_url):
+def test_a_model_agent_appends_each_step_and_a_replayable_one_shares_appends(sqlite_url, monkeypatch):
+    monkeypatch.setattr(Recorder, "BATCH_EVENTS", 1000)  # this episode's 260 events in one append
+    monkeypatch.setattr(Recorder, "BATCH_SECONDS", 60.0)
     with EventStore(sqlite_url) as store:
         seen = appends_of(store)
         play(ModelLike(3), store, "model")

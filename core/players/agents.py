@@ -96,13 +96,30 @@ class RandomAgent:
 
     The agent reads which subtopic it is in from the Subtopic observation, which shows the
     subtopic's text (template C.2.1), as a human player would.
+
+    ``rule`` (recorded in its description): how a draw is keyed. Rule 2, what new episodes
+    play, keys each draw by seed, tree and turn, so one seed makes independent choices on
+    different papers. Rule 1 (episodes recorded without a rule) keyed it by seed and turn
+    only: with one seed it made the same choices on every tree (seeds 0 and 1 concluded at the
+    first result everywhere), so a campaign's random cells were one sample repeated, not one
+    per paper. Replay takes the recorded replies and needs neither; an episode of rule 1
+    continued by this version records the change of agent (``EpisodeResumed``).
     """
 
     replayable = True
+    RULES = (1, 2)
 
-    def __init__(self, tree: Tree, seed: int, visit_all: bool = False):
-        self.tree, self.seed, self.visit_all = tree, seed, visit_all
-        self.description = {"kind": "random", "seed": seed, **({"label": "random-all"} if visit_all else {})}
+    def __init__(self, tree: Tree, seed: int, visit_all: bool = False, rule: int = 2):
+        if rule not in self.RULES:
+            raise AgentError(f"random agent: rule {rule}: this version knows rules 1 and 2")
+        self.tree, self.seed, self.visit_all, self.rule = tree, seed, visit_all, rule
+        self.key: int | str = seed if rule == 1 else f"{seed}:{tree.id}"
+        self.description = {
+            "kind": "random",
+            "seed": seed,
+            **({"rule": rule} if rule != 1 else {}),
+            **({"label": "random-all"} if visit_all else {}),
+        }
         self.observed: list[str] = []
         self.current: str | None = None  # the subtopic it is in
         self.visited: set[str] = set()
@@ -122,7 +139,7 @@ class RandomAgent:
             self.observed.append(_result_text(observation))
 
     def _pick(self, options: list[str], turn: int) -> str:
-        return options[int(uniform(self.seed, turn, "agent") * len(options))]
+        return options[int(uniform(self.key, turn, "agent") * len(options))]
 
     def reply(self, observation: str, state: str, turn: int) -> Reply:
         self._see(observation, state)
