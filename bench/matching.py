@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from inquitree.core.game.engine import decide, threshold_at
 from inquitree.core.game.tree import resolve_tree
 from inquitree.core.players.embed import DEFAULT_TAU, normalize
 from inquitree.core.players.kinds import make_embedder
@@ -70,8 +71,11 @@ def candidates(item: dict) -> list[tuple[str, str]]:
     return [(st.id, st.text) for st in tree.subtopic[item["subtopic"]].studies]
 
 
-def scored(items: list[dict], embedder) -> list[tuple[str, float, str | None, str]]:
-    """(best candidate, its cosine, the label, the state) of every item."""
+Scored = tuple[list[str], dict[str, float], "str | None", str]
+
+
+def scored(items: list[dict], embedder) -> list[Scored]:
+    """(the candidates in the engine's order, each one's cosine, the label, the state) of every item."""
     texts: list[str] = []
     for it in items:
         texts.append(it["action"])
@@ -82,29 +86,33 @@ def scored(items: list[dict], embedder) -> list[tuple[str, float, str | None, st
     for it in items:
         cands = candidates(it)
         action = vectors[it["action"]]
-        cos = [float(vectors[t] @ action) for _, t in cands]
-        k = int(np.argmax(cos))  # the earlier candidate on a tie, as the engine
-        out.append((cands[k][0], cos[k], it["intended"], it["state"]))
+        out.append(
+            ([c for c, _ in cands], {c: float(vectors[t] @ action) for c, t in cands}, it["intended"], it["state"])
+        )
     return out
 
 
-def rates(rows, tau: float, tau_study: float | None = None) -> dict:
-    """Recognised and false matches with ``tau`` at the Topic and ``tau_study`` (default: tau) at
-    the Subtopic state."""
-
-    def threshold(state: str) -> float:
-        return tau_study if state == "subtopic" and tau_study is not None else tau
-
-    intended = [r for r in rows if r[2] is not None]
-    recognised = sum(1 for best, c, want, st in intended if c >= threshold(st) and best == want)
-    false_match = sum(1 for best, c, want, st in rows if c >= threshold(st) and best != want)
+def rates(rows: list[Scored], tau: float, tau_study: float | None = None) -> dict:
+    """Recognised, false and wrong-candidate matches with ``tau`` at the Topic and ``tau_study``
+    (default: tau) at the Subtopic state, decided by the engine's own function
+    (``engine.decide``): recognised, of the moves that name a candidate; false, of all actions
+    (a match to anything but the intended candidate, or to anything when none is meant); wrong,
+    of the moves that name a candidate, the matches to another one."""
+    intended = recognised = false_match = wrong = 0
+    for order, cosines, want, state in rows:
+        best, accepted = decide(order, cosines, threshold_at(state, tau, tau_study))
+        intended += want is not None
+        recognised += accepted and want is not None and best == want
+        false_match += accepted and best != want
+        wrong += accepted and want is not None and best != want
     return {
         "tau": tau,
         "tau_study": tau_study if tau_study is not None else tau,
-        "recognised": round(recognised / len(intended), 4) if intended else None,
+        "recognised": round(recognised / intended, 4) if intended else None,
         "false_match": round(false_match / len(rows), 4) if rows else None,
+        "wrong_candidate": round(wrong / intended, 4) if intended else None,
         "actions": len(rows),
-        "intended": len(intended),
+        "intended": intended,
     }
 
 
@@ -133,7 +141,9 @@ def evaluate(items: list[dict], embedder) -> dict:
     chosen = max(ok, key=lambda r: (r["recognised"] or 0, r["tau"], r["tau_study"])) if ok else None
     topic_tau = DEFAULT_TAU.get(embedder.id, (tau, ""))[0]  # the hint-calibrated default at the Topic
     study_tau = study_threshold(calibrate, topic_tau)
-    best_possible = sum(1 for best, _, want, _ in held_out if want is not None and best == want)
+    best_possible = sum(
+        1 for order, cos, want, _ in held_out if want is not None and decide(order, cos, 0.0)[0] == want
+    )
     wanted = sum(1 for r in held_out if r[2] is not None)
     return {
         "embedder": embedder.id,

@@ -184,16 +184,33 @@ def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, ba
 )
 @click.option("--embedder", default="local", show_default=True, help="local | hash | openai[:MODEL]")
 @click.option("--embedder-base-url", "base_url", default=None)
-@click.option("--tau", type=float, default=None, help="Match threshold (default: the embedder's).")
+@click.option("--tau", type=float, default=None, help="Match threshold, as `play --tau` (default: the embedder's).")
+@click.option(
+    "--tau-study",
+    type=float,
+    default=None,
+    help="Threshold at the Subtopic state, as `play --tau-study` (default: the embedder's when --tau is not given).",
+)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def match(tree_ref: str, text: str, subtopic: str | None, embedder: str, base_url, tau: float | None, fmt: str):
+def match(
+    tree_ref: str,
+    text: str,
+    subtopic: str | None,
+    embedder: str,
+    base_url,
+    tau: float | None,
+    tau_study: float | None,
+    fmt: str,
+):
     """What the engine would make of TEXT as an ACTION: the candidates of the state (the subtopics
-    at the Topic, or --subtopic's study), each with its cosine, the best, tau and the decision."""
+    at the Topic, or --subtopic's study), each with its cosine, the best, the threshold `play`
+    would apply there with the same options, and the engine's own decision."""
     import json
 
-    from inquitree.core.game.engine import best_candidate
+    from inquitree.core.game.engine import SUBTOPIC, TOPIC, decide, threshold_at
     from inquitree.core.players.kinds import make_embedder
     from inquitree.core.run.runner import cosines
+    from inquitree.core.run.spec import EpisodeSpec
 
     tree = resolve_tree(tree_ref)
     if subtopic is None:
@@ -204,20 +221,18 @@ def match(tree_ref: str, text: str, subtopic: str | None, embedder: str, base_ur
         known = ", ".join(s.id for s in tree.subtopics)
         raise click.BadParameter(f"{subtopic!r} is not a subtopic of {tree.id}; its subtopics: {known}")
     emb = make_embedder(embedder, base_url=base_url)
-    if tau is None:
-        from inquitree.core.players.embed import default_tau
-
-        tau = default_tau(emb.id)
+    state = SUBTOPIC if subtopic else TOPIC
+    threshold = threshold_at(state, *EpisodeSpec(tau=tau, tau_study=tau_study).thresholds(emb.id))
     found = cosines(emb, text, candidates)
-    best = best_candidate([c for c, _ in candidates], found)
+    best, accepted = decide([c for c, _ in candidates], found, threshold)
     result = {
         "tree": tree.id,
-        "state": "subtopic" if subtopic else "topic",
+        "state": state,
         "embedder": emb.id,
         "candidates": [{"id": c, "cosine": found[c]} for c, _ in candidates],
         "best": best,
-        "tau": tau,
-        "match": best if found[best] >= tau else None,
+        "tau": threshold,
+        "match": best if accepted else None,
     }
     if fmt == "json":
         click.echo(json.dumps(result, indent=1))
@@ -227,7 +242,7 @@ def match(tree_ref: str, text: str, subtopic: str | None, embedder: str, base_ur
         mark = "*" if c == best else " "
         echo(f"{mark} {found[c]:.3f}  {c}  {texts[c][:90]}")
     verdict = f"matches {best}" if result["match"] else "a miss (the hint level rises)"
-    echo(f"best {best} at {found[best]:.3f} against tau {tau}: {verdict}")
+    echo(f"best {best} at {found[best]:.3f} against tau {threshold} ({state} state): {verdict}")
 
 
 @trees.command()

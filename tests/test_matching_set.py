@@ -73,3 +73,45 @@ def test_the_default_thresholds_recognise_real_phrasing_as_documented(scored):
     both, one = rates(rows, tau, tau_study), rates(rows, tau)
     assert both["recognised"] >= 0.66 and both["false_match"] <= 0.06, both
     assert one["recognised"] <= 0.26 and one["false_match"] <= 0.035, one
+
+
+def test_trees_match_the_engine_and_the_bench_decide_alike_on_every_labelled_action():
+    """`trees match` applied 0.75 at the Subtopic state where the engine applies tau_study (0.42
+    for the local embedder) and called most real Subtopic matches misses. All three now call the
+    engine's decision with the engine's thresholds; here they must agree on every labelled action."""
+    import dataclasses
+
+    from click.testing import CliRunner
+
+    from inquitree.cli import main
+    from inquitree.core.game.engine import SUBTOPIC, Engine, MatchScored, Reply, decide, fold, threshold_at
+    from inquitree.core.game.prompts import TemplateSet
+    from inquitree.core.run.runner import cosines
+    from inquitree.core.run.spec import EpisodeSpec
+
+    emb = make_embedder("local")
+    templates = TemplateSet("inquitree")
+    runner = CliRunner()
+    accepted_at_subtopic = 0
+    for it in _items():
+        tree = resolve_tree(it["tree"])
+        params = EpisodeSpec().params(tree, emb.id, templates, 0, 0)
+        engine = Engine(tree, params, templates)
+        state = fold(engine.start("agree", {"kind": "test"}, {"kind": "none"}, "test"))
+        if it["state"] == "subtopic":
+            state = dataclasses.replace(state, state=SUBTOPIC, subtopic=it["subtopic"], visits={it["subtopic"]: 1})
+        raw = f"ACTION: {it['action']}"
+        action = engine.action_of(raw)
+        cands = engine.candidates(state)
+        found = cosines(emb, action, cands)
+        scored = next(e for e in engine.step(state, Reply(raw), found) if isinstance(e, MatchScored))
+        by_engine = scored.best if scored.accepted else None
+        args = ["trees", "match", it["tree"], action, "--format", "json"]
+        out = runner.invoke(main, args + (["--subtopic", it["subtopic"]] if it["subtopic"] else []))
+        assert out.exit_code == 0, out.output
+        by_tool = json.loads(out.output)
+        best, ok = decide([c for c, _ in cands], found, threshold_at(it["state"], params.tau, params.tau_study))
+        assert by_tool["match"] == by_engine == (best if ok else None), it
+        assert by_tool["tau"] == scored.tau
+        accepted_at_subtopic += it["state"] == "subtopic" and by_engine is not None
+    assert accepted_at_subtopic >= 9  # real Subtopic moves the old 0.75 called misses

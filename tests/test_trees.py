@@ -244,7 +244,12 @@ def test_trees_match_shows_what_the_engine_would_decide():
     )
     assert inside["candidates"][0]["id"] == study.id and inside["match"] is None and inside["tau"] == 0.99
     table = runner.invoke(main, ["trees", "match", tree.id, first.text])
-    assert f"best {first.id} at 1.000 against tau 0.75: matches {first.id}" in table.output
+    assert f"best {first.id} at 1.000 against tau 0.75 (topic state): matches {first.id}" in table.output
+    # Inside a subtopic, without options: the engine's study threshold, not the Topic's tau.
+    default = json.loads(
+        runner.invoke(main, ["trees", "match", tree.id, "x", "--subtopic", first.id, "--format", "json"]).output
+    )
+    assert default["state"] == "subtopic" and default["tau"] == 0.42
     wrong = runner.invoke(main, ["trees", "match", tree.id, "x", "--subtopic", "nope"])
     assert wrong.exit_code == 2 and "'nope' is not a subtopic of synthetic-diamond-4" in wrong.output
 

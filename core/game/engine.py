@@ -65,6 +65,20 @@ def best_candidate(order: list[str], cosines: dict[str, float]) -> str:
     return max(order, key=lambda c: (cosines[c], -order.index(c)))
 
 
+def threshold_at(state: str, tau: float, tau_study: float | None) -> float:
+    """The threshold a match at ``state`` must reach: ``tau_study`` at the Subtopic state (one
+    candidate, the subtopic's study) when it is set, else ``tau``."""
+    return tau_study if state == SUBTOPIC and tau_study is not None else tau
+
+
+def decide(order: list[str], cosines: dict[str, float], threshold: float) -> tuple[str, bool]:
+    """The engine's match decision (Eq. 2-4): the best candidate and whether it clears the
+    threshold. The engine and every tool that explains a match (`trees match`, the bench) call
+    this, so they cannot disagree."""
+    best = best_candidate(order, cosines)
+    return best, cosines[best] >= threshold
+
+
 class EngineError(InquiTreeError):
     pass
 
@@ -110,7 +124,7 @@ class Params:
 
     def tau_at(self, state: str) -> float:
         """The threshold a match at ``state`` must reach."""
-        return self.tau_study if state == SUBTOPIC and self.tau_study is not None else self.tau
+        return threshold_at(state, self.tau, self.tau_study)
 
     def validate(self) -> None:
         if not (0 < self.tau <= 1):
@@ -636,9 +650,8 @@ class Engine:
         for cid in cands:
             if not math.isfinite(cosines[cid]):
                 raise EngineError(f"step {step}: cosine for {cid} is {cosines[cid]}, not a finite number")
-        best = best_candidate(cands, cosines)
         tau = self.p.tau_at(s.state.state)
-        accepted = cosines[best] >= tau
+        best, accepted = decide(cands, cosines, tau)
         s.emit(
             MatchScored(
                 step=step,

@@ -109,6 +109,7 @@ def research_tree(
     db: str | None = None,
     window: int | None = None,
     templates: str = "inquitree",
+    tau_study: float | None = None,
 ) -> Task:
     """InquiTree's inquiry loop over paper-derived research trees (one sample per tree and level)."""
     if judge not in ("embedding", "grader"):
@@ -136,6 +137,7 @@ def research_tree(
         db=db,
         window=window,
         templates=templates,
+        tau_study=tau_study,
     )
     return Task(dataset=samples, solver=solver_, scorer=inquitree_scores(), config=GenerateConfig(temperature=0.0))
 
@@ -164,11 +166,13 @@ def inquiry(
     db: str | None = None,
     window: int | None = None,
     templates: str = "inquitree",
+    tau_study: float | None = None,
 ):
-    """Play one InquiTree episode with the task's model: the Episode of ``inquitree play``."""
+    """Play one InquiTree episode with the task's model: the Episode of ``inquitree play``
+    (``tau`` and ``tau_study`` as `play --tau` and `--tau-study`)."""
     template_set = TemplateSet(templates)
     emb = make_embedder(embedder)
-    spec = EpisodeSpec(tau, max_hints, max_turns, max_reasks)
+    spec = EpisodeSpec(tau, max_hints, max_turns, max_reasks, tau_study)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         from inquitree.events.store import EventStore

@@ -37,16 +37,23 @@ class EpisodeSpec:
     max_reasks: int | None = MAX_REASKS
     tau_study: float | None = None  # None: the embedder's study threshold if tau is its default too, else tau
 
-    def params(self, tree: Tree, embedder_id: str, templates: TemplateSet, randomness: int, seed: int) -> Params:
-        """The engine's parameters for one cell, validated."""
-        from inquitree.core.game.engine import ACTION_RULE, CONCLUSION_RULE, Params
+    def thresholds(self, embedder_id: str) -> tuple[float, float | None]:
+        """(tau, tau_study) for episodes matched by ``embedder_id``: the embedder's recommended
+        thresholds where none is given; a tau given alone applies at both states."""
         from inquitree.core.players.embed import default_tau, default_tau_study
 
         tau_study = self.tau_study
         if tau_study is None and self.tau is None:
             tau_study = default_tau_study(embedder_id)
+        return (default_tau(embedder_id) if self.tau is None else self.tau), tau_study
+
+    def params(self, tree: Tree, embedder_id: str, templates: TemplateSet, randomness: int, seed: int) -> Params:
+        """The engine's parameters for one cell, validated."""
+        from inquitree.core.game.engine import ACTION_RULE, CONCLUSION_RULE, Params
+
+        tau, tau_study = self.thresholds(embedder_id)
         params = Params(
-            tau=default_tau(embedder_id) if self.tau is None else self.tau,
+            tau=tau,
             max_hints=self.max_hints,
             max_turns=self.max_turns or tree.bounds(self.max_hints)[1],
             randomness=randomness,
