@@ -7,7 +7,7 @@ The repository root is this package: ``core/`` is ``inquitree.core``,
 
 from typing import Any, Callable
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 
 def lazy_exports(package: str, exports: dict[str, str]) -> tuple[list[str], Callable[[str], Any]]:
