@@ -253,7 +253,11 @@ def formula_safe(df):
     )
 
 
-def _emit(df, fmt: str, out: str | None, columns: str | None = None, safe: bool = False) -> None:
+def _emit(
+    df, fmt: str, out: str | None, columns: str | None = None, safe: bool = False, said: set[str] | None = None
+) -> None:
+    """Print or write ``df`` in ``fmt``; a terminal table with its methods and warnings under it
+    (``said``: note lines an earlier table of the same output printed, not repeated)."""
     import polars as pl
 
     if columns:
@@ -312,10 +316,18 @@ def _emit(df, fmt: str, out: str | None, columns: str | None = None, safe: bool 
         if fmt == "table":
             from inquitree.warehouse.notes import table_notes
 
-            for line in notes if notes is not None else table_notes(df, width):
-                echo(line)
+            _say_once(notes if notes is not None else table_notes(df, width), said)
         if note:
             echo(note, err=True)
+
+
+def _say_once(lines: list[str], said: set[str] | None) -> None:
+    """Print ``lines``, but those in ``said`` (printed under an earlier table), and remember them."""
+    for line in lines:
+        if said is None or line not in said:
+            echo(line)
+        if said is not None:
+            said.add(line)
 
 
 def _fitting(df):
@@ -419,7 +431,29 @@ def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, spre
             + ("" if one_off else " (--one-off also pairs episodes played outside a suite)")
         )
     rows = df.drop(PAIR_COLUMNS)  # the table; the pairs are listed under it (--pairs), or kept in CSV/JSON
-    _emit(rows if fmt == "table" else df, fmt, out, columns, spreadsheet_safe)
+    pairs = list(dict.fromkeys(zip(rows["agent_a"].to_list(), rows["agent_b"].to_list(), strict=True)))
+    if fmt == "table" and not out and not columns and len(pairs) > 1:
+        # One table per pair of agents: in one table the two agent columns push the difference,
+        # p and Holm's p off an 80-column screen.
+        said: set[str] = set()
+        for k, (a, b) in enumerate(pairs):
+            echo(("" if k == 0 else "\n") + f"{b} - {a}:")
+            pair = rows.filter((rows["agent_a"] == a) & (rows["agent_b"] == b)).drop("agent_a", "agent_b")
+            _emit(pair, fmt, out, columns, said=said)
+    else:
+        _emit(rows if fmt == "table" else df, fmt, out, columns, spreadsheet_safe)
+    if fmt == "table" and not out and not columns:
+        import shutil
+        import textwrap
+
+        sizes = sorted(set(rows.filter(rows["role"] == "headline")["holm_family"].to_list()))
+        text = (
+            "Holm's families: the conclusion score is the headline, adjusted over the "
+            f"{' or '.join(map(str, sizes)) or 'no'} comparison(s) of one level; the other metrics are "
+            "exploratory, each adjusted in a family of its own (docs/statistics.md)"
+        )
+        width = max(40, min(shutil.get_terminal_size((80, 24)).columns, 120))
+        echo("\n".join(textwrap.wrap(text, width, subsequent_indent="  ")))
     if show_pairs and fmt == "table" and not out:
         seen: set[tuple] = set()
         for row, these in zip(rows.iter_rows(named=True), df["pairs"].to_list(), strict=True):

@@ -413,3 +413,37 @@ def test_leaderboard_ranks_say_whom_they_hold_for_and_joint_ranks_hold_for_all(s
     assert all(r["rank_method"].startswith("rank intervals that hold for every agent at once") for r in joint)
     # Three papers cannot show the oracle and the script apart (p_min 0.25): both could be first.
     assert sorted((r["rank_low"], r["rank_high"]) for r in joint) == [(1, 2), (1, 2)]
+
+
+def test_three_agents_compare_in_one_table_per_pair_that_fits_80_columns(sqlite_url, tmp_path):
+    """With three agents the two agent columns pushed the difference, p and Holm's p off an
+    80-column screen: each pair now gets its own table, named above it, methods said once."""
+    from enginekit import RandomAgent
+
+    store = EventStore(sqlite_url)
+    for tid in TREES:
+        tree = resolve_tree(tid)
+        play(tree, OracleAgent(tree), store=store)
+        play(tree, ScriptAgent(always_miss_script(tree, 4, tmp_path / f"{tid}.txt")), store=store)
+        play(tree, RandomAgent(tree, 0), store=store)
+    store.close()
+    w = str(tmp_path / "w.duckdb")
+    with Warehouse(w) as wh:
+        wh.sync(sqlite_url)
+    out = CliRunner().invoke(
+        main, ["compare", "oracle", "script", "random", "--one-off", "--warehouse", w], env={"COLUMNS": "80"}
+    )
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    assert max(len(ln) for ln in lines if not ln.startswith("judge_id")) <= 80
+    assert [ln for ln in lines if ln.endswith(":") and " - " in ln] == [
+        "script - oracle:",
+        "random - oracle:",
+        "random - script:",
+    ]
+    headers = [ln for ln in lines if ln.startswith("│ #")]
+    assert len(headers) == 3 and all(all(name in h for name in ("difference", "p_value", "p_holm")) for h in headers)
+    assert sum(ln.startswith("interval method (every row)") for ln in lines) == 1  # said once
+    assert any(
+        ln.startswith("Holm's families: the conclusion score is the headline, adjusted over the 3") for ln in lines
+    )

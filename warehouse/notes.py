@@ -78,13 +78,16 @@ def readable(df, width: int | None = 100):
     ]
     order = ["#", *first, *[c for c in NUMBERS_FIRST if c in out]]
     order += [c for c in out if c not in order and c not in LAST] + [c for c in LAST if c in out]
-    table = pl.DataFrame({c: out[c] for c in order})
+    table = pl.DataFrame({SHORT.get(c, c): out[c] for c in order})
     # A column with one value in every row is said once, above the notes, not repeated in each row.
     same = [c for c in table.columns[1:] if table.height > 1 and c not in NUMBERS_FIRST and table[c].n_unique() == 1]
     above = [f"{c} (every row): {table[c][0]}" for c in same]
     return table.drop(same), above, row_notes(df, width)
 
 
+# Headers whose values are short: the table a person reads names them shortly (the randomness
+# level a is one digit, and its ten-letter header cost an 80-column screen the Holm's p column).
+SHORT = {"randomness": "level"}
 # The numbers a reader looks for first, in this order; what is long and rarely read goes last.
 NUMBERS_FIRST = ("conclusion_score", "difference", "rank", "p_value", "p_holm")
 LAST = ("role", "judge_id", "judge")
