@@ -18,7 +18,7 @@ DIARY = re.compile(r"\b(sessions? \d+|this session|the session's|issue #?\d+|wor
 HASH_NUMBER = re.compile(r"(?<![\w&/\"'])#(\d+)\b")
 # Recordings and data keep what they recorded: logs, labelled sets, result files, tree texts.
 NOT_PROSE = re.compile(
-    r"^(tests/golden/|tests/data/|docs/studies/.*/(episodes|tables)/|bench/results/|trees/.*\.json$|core/data/"
+    r"^(tests/golden/|tests/data/|docs/studies/.*/(episodes|tables)/|trees/.*\.json$|core/data/"
     r"|scripts/it18/|tests/test_docs\.py$)|\.(png|jsonl|csv|gguf)$"
 )
 
