@@ -314,7 +314,7 @@ def status(suite_file, db_url, agents) -> None:
     from inquitree.core.run.campaign import Suite, recorded_runs, run_status
     from inquitree.core.run.runner import STREAM_PREFIX, stream_id
     from inquitree.events.store import EventStore
-    from inquitree.events.types import EpisodeFailed
+    from inquitree.events.types import EpisodeFailed, EpisodeResumed
 
     s = Suite.load(suite_file, agents, trusted=True)  # status reads no file the suite names and calls nothing
     with EventStore(db_url, create=False) as store:
@@ -334,9 +334,18 @@ def status(suite_file, db_url, agents) -> None:
                 if sid in started
                 else "not started"
             )
+            if key == "failed":
+                # The latest failure or resume decides: a failed cell resumed since is in flight or cut short.
+                last = next(
+                    r.event
+                    for r in reversed(store.read_stream(sid))
+                    if isinstance(r.event, (EpisodeFailed, EpisodeResumed))
+                )
+                if isinstance(last, EpisodeResumed):
+                    key = "interrupted"
             counts[key] += 1
             if key == "failed":
-                last = next(r.event for r in reversed(store.read_stream(sid)) if isinstance(r.event, EpisodeFailed))
+                assert isinstance(last, EpisodeFailed)
                 reasons.append(
                     f"  failed: {sid.removeprefix(STREAM_PREFIX)} at step {last.step}: "
                     f"[{last.kind or '?'}{', retryable' if last.retryable else ''}] {last.error}"

@@ -17,6 +17,8 @@ from faultkit import FAULTS, run_fault
 from openai_server import OpenAICompatibleServer
 from tests_support import model_play
 
+FAULTS_RESUMED = next(f for f, (_, permanent) in FAULTS.items() if permanent)  # one fault also checks a resume
+
 
 @pytest.mark.parametrize("transport", ["direct", "sdk"])
 @pytest.mark.parametrize("fault", list(FAULTS), ids=[str(f) for f in FAULTS])
@@ -37,6 +39,19 @@ def test_fault_matrix(fault, transport, tmp_path, monkeypatch):
     assert all(f"[{kind}]" in e for e in out["errors"])
     status = CliRunner().invoke(main, ["suite", "status", out["suite"], "--db", out["db"]])
     assert "2 failed" in status.output and status.output.count(f"[{kind}") == 2, status.output
+    if fault != FAULTS_RESUMED:
+        return
+    # A failed cell resumed since (a rerun in flight, or cut short) is no longer counted failed.
+    from inquitree.core.run.runner import STREAM_PREFIX
+    from inquitree.events.store import EventStore
+    from inquitree.events.types import EpisodeResumed
+
+    with EventStore(out["db"]) as store:
+        sid = sorted(store.streams_with_event(STREAM_PREFIX, "EpisodeFailed"))[0]
+        version = len(store.read_stream(sid))
+        store.append(sid, [EpisodeResumed(step=1, after_error=kind)], expected_version=version)
+    status = CliRunner().invoke(main, ["suite", "status", out["suite"], "--db", out["db"]])
+    assert "1 failed, 1 interrupted" in status.output and status.output.count(f"[{kind}") == 1, status.output
 
 
 def test_the_direct_transport_takes_only_endpoints_it_can_honour(monkeypatch):
