@@ -37,17 +37,33 @@ def test_the_study_imports_under_its_key_replays_identically_and_gives_its_table
         "judge_flags",
         "matching",
     }
+    check_arm(STUDY, STUDY_KEY_ID, "2,906", tmp_path)
+
+
+def test_the_fakes_arm_imports_under_its_key_replays_identically_and_gives_its_tables(tmp_path):
+    """The randomness-3 arm played again under draw rule 2 (fakes drawn per tree), exported
+    under a key of its own."""
+    arm = STUDY / "fakes"
+    assert len(sorted((arm / "episodes").glob("*.jsonl"))) == 18
+    assert {p.stem for p in (arm / "tables").glob("*.csv")} >= {"episodes_by_level", "decisions_after_a_result"}
+    check_arm(arm, FAKES_KEY_ID, FAKES_EVENTS, tmp_path)
+
+
+def check_arm(folder: Path, key_id: str, events: str, tmp_path: Path) -> None:
+    """The study page's commands on one arm: every file in one import under the arm's public key,
+    the proof, a replay of each episode, and every table of ``folder/tables`` rebuilt by
+    ``queries/NAME.sql`` or the study's ``sql/NAME.sql``."""
+    episodes = sorted((folder / "episodes").glob("*.jsonl"))
     db, wh = f"sqlite:///{tmp_path / 'e.sqlite'}", str(tmp_path / "w.duckdb")
-    # the study page's commands: every file in one import, then the proof with the study's key
-    imported = run("episodes", "import", *map(str, EPISODES), "--db", db, "--key", str(STUDY / "signing.pub"))
-    assert imported.count(f"the signature by key {STUDY_KEY_ID}") == len(EPISODES), imported[-500:]
-    assert f"{len(EPISODES)} files imported" in imported
-    proof = run("db", "verify", "--key", str(STUDY / "signing.pub"), "--db", db, "--accept-unanchored")
-    assert f"proved by checkpoints signed by key {STUDY_KEY_ID}: the 2,906 events" in proof
-    for path in EPISODES:
+    imported = run("episodes", "import", *map(str, episodes), "--db", db, "--key", str(folder / "signing.pub"))
+    assert imported.count(f"the signature by key {key_id}") == len(episodes), imported[-500:]
+    assert f"{len(episodes)} files imported" in imported
+    proof = run("db", "verify", "--key", str(folder / "signing.pub"), "--db", db, "--accept-unanchored")
+    assert f"proved by checkpoints signed by key {key_id}: the {events} events" in proof
+    for path in episodes:
         assert "replay: identical" in run("replay", path.stem, "--db", db, "-q"), path.stem
     run("warehouse", "sync", "--db", db, "--warehouse", wh)
-    for table in TABLES:
+    for table in sorted((folder / "tables").glob("*.csv")):
         own = STUDY / "sql" / f"{table.stem}.sql"
         if own.exists():
             made = run("sql", "--file", str(own), "--warehouse", wh, "--format", "csv")
