@@ -19,6 +19,8 @@ STUDY = Path(__file__).resolve().parent.parent / "docs" / "studies" / "qwen-1.5b
 EPISODES = sorted((STUDY / "episodes").glob("*.jsonl"))
 # The study's signing key, as README.md and CHANGELOG.md publish it (not only the file beside the export)
 STUDY_KEY_ID = "c157c41dbcc290eb"
+# The randomness-3 arm played again under draw rule 2 (fakes/), signed with a key of its own
+FAKES_KEY_ID, FAKES_EVENTS = "d5575b8528a0eedc", "640"
 TABLES = sorted((STUDY / "tables").glob("*.csv"))  # each made by queries/NAME.sql, or by the study's sql/NAME.sql
 
 
