@@ -32,6 +32,7 @@ RUNS = {
     "faults.py": ["--quick", "--out", "{out}"],
     "fewer_events.py": ["--episodes", "10", "--out", "{out}"],
     "inspect_overhead.py": ["--runs", "1", "--out", "{out}"],
+    "judging.py": ["--out", "{out}"],
     "integrity.py": ["--events", "2000", "--rounds", "1", "--per-round", "20", "--out", "{out}"],
     "random_agent.py": ["--seeds", "1", "--out", "{out}"],
     "search_worst.py": ["--quick", "--out", "{out}"],
