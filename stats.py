@@ -609,22 +609,22 @@ def rank_intervals(
         return ranks
 
     point = ranks_of(np.ones((1, len(paper_ids))))[0]
-    rng = np.random.default_rng(seed)
-    copies = rng.multinomial(len(paper_ids), np.full(len(paper_ids), 1 / len(paper_ids)), size=resamples)
-    drawn = ranks_of(copies.astype(np.float64))
-
-    low = np.floor(np.percentile(drawn, 100 * ALPHA / 2, axis=0)).astype(int)
-    high = np.ceil(np.percentile(drawn, 100 * (1 - ALPHA / 2), axis=0)).astype(int)
-    method = (
-        f"each agent's rank interval on its own (not all at once), over {resamples} resamples of "
-        f"{len(paper_ids)} papers, seed {seed}"
-    )
     if simultaneous:
         low, high = _joint_ranks(means, has, sign, seed)
         pairs = len(names) * (len(names) - 1) // 2
         method = (
             f"rank intervals that hold for every agent at once: the paired sign-flip test of all {pairs} pairs of "
             f"agents over {len(paper_ids)} papers, Holm's adjustment"
+        )
+    else:
+        rng = np.random.default_rng(seed)
+        copies = rng.multinomial(len(paper_ids), np.full(len(paper_ids), 1 / len(paper_ids)), size=resamples)
+        drawn = ranks_of(copies.astype(np.float64))
+        low = np.floor(np.percentile(drawn, 100 * ALPHA / 2, axis=0)).astype(int)
+        high = np.ceil(np.percentile(drawn, 100 * (1 - ALPHA / 2), axis=0)).astype(int)
+        method = (
+            f"each agent's rank interval on its own (not all at once), over {resamples} resamples of "
+            f"{len(paper_ids)} papers, seed {seed}"
         )
     return [Rank(names[i], int(point[i]), int(low[i]), int(high[i]), method) for i in range(len(names))]
 
