@@ -345,15 +345,14 @@ def bounded_interval(means: np.ndarray, low_b: float, high_b: float) -> tuple[fl
     at_bound = at_low + at_high >= max(1, math.ceil(AT_BOUND_SHARE * n))
     if not at_bound and no_spread(x, float(x.std(ddof=1))):
         return None
-    lo, hi = score_interval(x)
     warning = None
     how = f"score interval for a mean in [{_fmt(low_b)}, {_fmt(high_b)}]"
     if at_bound:
+        lo, hi = score_interval(x)
         where = ", ".join(f"{k} at {_fmt(b)}" for k, b in ((at_low, low_b), (at_high, high_b)) if k)
         how += f" ({where} of {n})"
     else:
-        skew_lo, skew_hi = skew_corrected(x)
-        lo, hi = min(lo, max(skew_lo, 0.0)), max(hi, min(skew_hi, 1.0))
+        lo, hi = score_and_skew(x)
         how += " widened by the skew-corrected t interval where it reaches further"
         gap = min(float(x.mean()), 1 - float(x.mean()))
         if gap < 1 / n:
@@ -379,6 +378,14 @@ def score_interval(x: np.ndarray) -> tuple[float, float]:
     centre = (mean + k / 2) / (1 + k)
     half = math.sqrt(k * mean * (1 - mean) + k * k / 4) / (1 + k)
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def score_and_skew(x: np.ndarray) -> tuple[float, float]:
+    """The hull of :func:`score_interval` and :func:`skew_corrected` (clipped to [0, 1]) on values
+    in [0, 1] that spread."""
+    lo, hi = score_interval(x)
+    skew_lo, skew_hi = skew_corrected(x)
+    return min(lo, max(skew_lo, 0.0)), max(hi, min(skew_hi, 1.0))
 
 
 def skew_corrected(x: np.ndarray) -> tuple[float, float]:

@@ -70,32 +70,13 @@ class MpnetEmbedder:
         return normalize(np.concatenate(out))
 
 
-def candidates(item: dict) -> list[tuple[str, str]]:
-    tree = resolve_tree(item["tree"])
-    if item["state"] == "topic":
-        return [(s.id, s.text) for s in tree.subtopics]
-    return [(st.id, st.text) for st in tree.subtopic[item["subtopic"]].studies]
-
-
 Scored = tuple[list[str], dict[str, float], "str | None", str]
 
 
 def scored(items: list[dict], embedder) -> list[Scored]:
-    """(the candidates in the engine's order, each one's cosine, the label, the state) of every item."""
-    texts: list[str] = []
-    for it in items:
-        texts.append(it["action"])
-        texts += [t for _, t in candidates(it)]
-    unique = list(dict.fromkeys(texts))
-    vectors = dict(zip(unique, embedder.embed(unique), strict=True))
-    out = []
-    for it in items:
-        cands = candidates(it)
-        action = vectors[it["action"]]
-        out.append(
-            ([c for c, _ in cands], {c: float(vectors[t] @ action) for c, t in cands}, it["intended"], it["state"])
-        )
-    return out
+    """(the candidates in the engine's order, each one's cosine, the label, the state) of every
+    item: the paper's rule, one cosine with each candidate's own text."""
+    return anchored(items, embedder, "text", "max")
 
 
 def rates(rows: list[Scored], tau: float, tau_study: float | None = None, margin: float = 0.0) -> dict:

@@ -81,9 +81,7 @@ def _hull(trees: list[str], values: list[float]) -> tuple[float, float]:
     _, means, _ = stats.paper_means(trees, values)
     if means.std(ddof=1) <= 1e-12:
         return 0.0, 1.0
-    low, high = stats.score_interval(means)
-    skew_low, skew_high = stats.skew_corrected(means)
-    return min(low, max(skew_low, 0.0)), max(high, min(skew_high, 1.0))
+    return stats.score_and_skew(means)
 
 
 def intervals(campaigns: int, before) -> list[dict]:
