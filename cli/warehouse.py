@@ -284,11 +284,9 @@ def _emit(
     elif fmt == "json":
         text = df.write_json()
     else:
-        import shutil
-
         from inquitree.warehouse.notes import readable
 
-        width = max(40, min(shutil.get_terminal_size((80, 24)).columns, 120))
+        width = _note_width()
         table, above, notes = (df, [], None) if out or columns else readable(df, width)
         shown = table if out or columns else _fitting(table)
         if shown.width < table.width:
@@ -319,6 +317,13 @@ def _emit(
             _say_once(notes if notes is not None else table_notes(df, width), said)
         if note:
             echo(note, err=True)
+
+
+def _note_width() -> int:
+    """The width notes under a terminal table wrap to: the terminal's, kept within 40-120."""
+    import shutil
+
+    return max(40, min(shutil.get_terminal_size((80, 24)).columns, 120))
 
 
 def _say_once(lines: list[str], said: set[str] | None) -> None:
@@ -443,8 +448,7 @@ def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, spre
     else:
         _emit(rows if fmt == "table" else df, fmt, out, columns, spreadsheet_safe)
     if fmt == "table" and not out and not columns:
-        import shutil
-        import textwrap
+        from inquitree.warehouse.notes import wrapped
 
         sizes = sorted(set(rows.filter(rows["role"] == "headline")["holm_family"].to_list()))
         text = (
@@ -452,8 +456,7 @@ def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, spre
             f"{' or '.join(map(str, sizes)) or 'no'} comparison(s) of one level; the other metrics are "
             "exploratory, each adjusted in a family of its own (docs/statistics.md)"
         )
-        width = max(40, min(shutil.get_terminal_size((80, 24)).columns, 120))
-        echo("\n".join(textwrap.wrap(text, width, subsequent_indent="  ")))
+        echo("\n".join(wrapped(text, _note_width())))
     if show_pairs and fmt == "table" and not out:
         seen: set[tuple] = set()
         for row, these in zip(rows.iter_rows(named=True), df["pairs"].to_list(), strict=True):

@@ -7,6 +7,12 @@ from __future__ import annotations
 import textwrap
 
 
+def wrapped(text: str, width: int | None) -> list[str]:
+    """A note as the lines a terminal shows: wrapped to ``width`` with the continuation indented
+    (None: one line)."""
+    return textwrap.wrap(text, width, subsequent_indent="  ") if width else [text]
+
+
 def table_notes(df, width: int | None = 100) -> list[str]:
     """Lines for the ``*method`` columns (each distinct value once, with how many rows use it when
     the rows differ) and the ``*warning`` columns (each warning once, with the leading values of
@@ -15,7 +21,7 @@ def table_notes(df, width: int | None = 100) -> list[str]:
     lines: list[str] = []
 
     def add(text: str) -> None:
-        lines.extend(textwrap.wrap(text, width, subsequent_indent="  ") if width else [text])
+        lines.extend(wrapped(text, width))
 
     for column in [c for c in df.columns if c.endswith("method")]:
         values = [v for v in df[column].to_list() if v]
@@ -122,7 +128,7 @@ def row_notes(df, width: int | None = 100) -> list[str]:
     lines: list[str] = []
 
     def add(text: str) -> None:
-        lines.extend(textwrap.wrap(text, width, subsequent_indent="  ") if width else [text])
+        lines.extend(wrapped(text, width))
 
     for column in [c for c in df.columns if c.endswith(("method", "warning"))]:
         rows: dict[str, list[int]] = {}
