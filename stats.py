@@ -213,15 +213,21 @@ def fixed_paper_interval(
     return interval_of_groups(list(by_paper(papers, values).values()), bounds)
 
 
-def interval_of_groups(groups: list[list[float]], bounds: tuple[float | None, float | None] | None = None) -> Interval:
-    """:func:`fixed_paper_interval` from each paper's values."""
+def interval_of_groups(
+    groups: list[list[float]],
+    bounds: tuple[float | None, float | None] | None = None,
+    what: str = "t interval",
+    units: str = "runs",
+) -> Interval:
+    """:func:`fixed_paper_interval` from each paper's values (``what`` and ``units``: the method's
+    words for the interval and for a paper's values, e.g. a test's pairs)."""
     n, runs = len(groups), sum(len(g) for g in groups)
     if n == 0:
         return Interval(None, None, None, None, "no data", "no episodes", 0, 0)
     estimate = float(np.mean([np.mean(g) for g in groups]))
     se = _fixed_se(groups)
     df = runs - n
-    method = f"{FIXED}: t interval on the spread of {runs} runs within {n} papers ({df} df)"
+    method = f"{FIXED}: {what} on the spread of {runs} {units} within {n} papers ({df} df)"
     if se is None:
         why = "one run per paper: the spread of runs within a paper is unknown"
         return Interval(estimate, None, None, None, "no interval", why, n, runs)
@@ -434,13 +440,11 @@ def fixed_paired_test(groups: list[list[float]]) -> PairedTest:
     pairs = sum(len(g) for g in groups)
     if n == 0:
         return PairedTest(None, None, None, None, "no data", "no pairs", 0, 0)
-    r = interval_of_groups(groups)
-    method = r.method.replace("t interval", "t test and interval", 1).replace(" runs within", " pairs within", 1)
+    r = interval_of_groups(groups, what="t test and interval", units="pairs")
     if r.low is None or r.se is None or r.se == 0:
-        return PairedTest(r.estimate, None, None, r.se, method, r.warning, n, pairs)
-    df = pairs - n
-    p = 1.0 - t_cdf_two_sided(abs(r.estimate or 0.0) / r.se, df)
-    return PairedTest(r.estimate, r.low, r.high, r.se, method, r.warning, n, pairs, p=p, p_min=0.0)
+        return PairedTest(r.estimate, None, None, r.se, r.method, r.warning, n, pairs)
+    p = 1.0 - t_cdf_two_sided(abs(r.estimate or 0.0) / r.se, pairs - n)
+    return PairedTest(r.estimate, r.low, r.high, r.se, r.method, r.warning, n, pairs, p=p, p_min=0.0)
 
 
 def _patterns(d: np.ndarray, w: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, int, int]:
@@ -704,7 +708,7 @@ def papers_needed(
         raise ValueError(f"missing is {missing}: a share of papers, at least 0 and below 1")
     level = ALPHA / comparisons
     sd_paper = math.sqrt(sd_between**2 + sd_within**2 / runs)
-    sd_short = math.sqrt(sd_between**2 + sd_within**2 / (runs - 1)) if runs > 1 else math.inf
+    sd_short = math.sqrt(sd_between**2 + sd_within**2 / (runs - 1)) if runs > 1 else sd_paper
     rng = np.random.default_rng(seed)
     cache: dict[int, float] = {}
 
@@ -715,7 +719,7 @@ def papers_needed(
             else:
                 short = rng.random((simulations, n)) < missing
                 d = difference + rng.standard_normal((simulations, n)) * np.where(short, sd_short, sd_paper)
-                kept = np.isfinite(d)  # a paper with its only run lost drops out
+                kept = ~short if runs == 1 else np.ones_like(short)  # a paper with its only run lost drops out
                 rejected = 0
                 for m in map(int, np.unique(kept.sum(axis=1))):
                     rows = kept.sum(axis=1) == m
