@@ -112,7 +112,13 @@ class StepLine:
     help="random | random-all (concludes only after visiting every subtopic) | oracle | human | script:FILE"
     " | openai:MODEL",
 )
-@click.option("--judge", "judge_spec", default="embedding", show_default=True, help="embedding | openai:MODEL | none")
+@click.option(
+    "--judge",
+    "judge_spec",
+    default="embedding",
+    show_default=True,
+    help="embedding[:FULL/PARTIAL] | openai:MODEL | none",
+)
 @click.option("--embedder", "embedder_name", default="local", show_default=True, help="local | hash | openai[:MODEL]")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--randomness", "-a", default=0, show_default=True, type=int, help="Fake results with probability 10a%.")

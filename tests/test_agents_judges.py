@@ -74,6 +74,40 @@ def test_embedding_judge_scores_by_best_cosine():
     assert [v.score for v in judge.judge(tree, [])] == [0.0] * len(tree.conclusions)
 
 
+@pytest.mark.parametrize(
+    "spec, expected",
+    [("embedding", (0.85, 0.7)), ("embedding:0.78/0.74", (0.78, 0.74)), ("embedding:0.8/0.8", (0.8, 0.8))],
+)
+def test_an_embedding_judge_takes_its_thresholds_from_the_spec(spec, expected):
+    """`--judge embedding:FULL/PARTIAL` re-scores with thresholds chosen against a careful reading;
+    the thresholds are in the judge's id, so its verdicts sit beside the default judge's."""
+    from inquitree.core.players.kinds import make
+
+    judge = make("judge", spec, embedder=HashEmbedder())
+    assert (judge.full, judge.partial) == expected
+    assert judge.id.endswith(f":{expected[0]}/{expected[1]}")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "embedding:0.7/0.9",
+        "embedding:0.8",
+        "embedding:x/y",
+        "embedding:nan/nan",
+        "embedding:1.5/0.2",
+        "embedding:0.5/0",
+    ],
+)
+def test_an_embedding_judge_refuses_thresholds_out_of_order_or_range(spec):
+    from inquitree.core.players.kinds import SpecError, parse
+
+    with pytest.raises(SpecError, match=r"embedding:FULL/PARTIAL with 0 < PARTIAL <= FULL <= 1"):
+        parse("judge", spec)
+    out = CliRunner().invoke(main, ["judge", "--all", "--judge", spec])
+    assert out.exit_code != 0 and "0 < PARTIAL <= FULL <= 1" in out.output
+
+
 def test_embedding_judge_embeds_a_trees_ground_truth_once_and_scores_as_the_full_matrix_does():
     """The ground-truth items' vectors are kept per tree (a campaign judges the same tree in every
     episode); each verdict is still the best cosine over the agent's items, computed directly here."""

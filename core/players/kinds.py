@@ -35,6 +35,7 @@ class Kind:
     needs_model: bool = False  # calls a model endpoint: options, call settings and prices apply
     names_file: bool = False  # its argument is a path to a file the kind reads
     factory: Callable[..., Any] | None = None
+    check: Callable[[str, str], Any] | None = None  # check(argument, text) raises SpecError when it is wrong
 
     def usage(self) -> str:
         if self.argument is None:
@@ -85,7 +86,10 @@ def parse(role: str, text: str) -> Spec:
         usages = [k.usage() for k in kinds(role)]
         listed = ", ".join(usages[:-1]) + " or " + usages[-1] if len(usages) > 1 else usages[0]
         raise SpecError(f"{_OPTION[role]} {text!r}: expected {listed}")
-    return Spec(kind, (argument or kind.default_argument) if kind.argument is not None else None, text)
+    spec = Spec(kind, (argument or kind.default_argument) if kind.argument is not None else None, text)
+    if kind.check is not None and spec.argument is not None:
+        kind.check(spec.argument, text)
+    return spec
 
 
 def make(role: str, text: str, **context: Any) -> Any:
@@ -139,11 +143,29 @@ def _openai_agent(spec: Spec, system_prompt: str, config: Any = None, rate_limit
 
 
 # -- judges: factory(spec, embedder, config) ---------------------------------------------------------
-@register("judge", "embedding")
+def judge_thresholds(argument: str, text: str) -> tuple[float, float]:
+    """FULL/PARTIAL of an embedding judge's spec: two numbers with 0 < PARTIAL <= FULL <= 1."""
+    full_text, sep, partial_text = argument.partition("/")
+    try:
+        full, partial = float(full_text), float(partial_text)
+    except ValueError:
+        full = partial = float("nan")
+    if not sep or not (0.0 < partial <= full <= 1.0):
+        raise SpecError(
+            f"--judge {text!r}: expected embedding:FULL/PARTIAL with 0 < PARTIAL <= FULL <= 1"
+            " (e.g. embedding:0.78/0.74)"
+        )
+    return full, partial
+
+
+@register("judge", "embedding", argument="FULL/PARTIAL", default_argument="0.85/0.7", check=judge_thresholds)
 def _embedding_judge(spec: Spec, embedder: Any, **_: Any) -> Any:
+    """``embedding`` (full credit from cosine 0.85, partial from 0.7) or ``embedding:FULL/PARTIAL``
+    with thresholds of one's own, e.g. those chosen against a careful reading (docs/instrument.md)."""
     from inquitree.core.players.judges import EmbeddingJudge
 
-    return EmbeddingJudge(embedder)
+    full, partial = judge_thresholds(str(spec.argument), spec.text)
+    return EmbeddingJudge(embedder, full=full, partial=partial)
 
 
 @register("judge", "openai", argument="MODEL", needs_model=True)
