@@ -22,6 +22,9 @@ STUDY_KEY_ID = "c157c41dbcc290eb"
 # The randomness-3 arm played again under draw rule 2 (fakes/), signed with a key of its own
 FAKES_KEY_ID, FAKES_EVENTS = "d5575b8528a0eedc", "640"
 TABLES = sorted((STUDY / "tables").glob("*.csv"))  # each made by queries/NAME.sql, or by the study's sql/NAME.sql
+# The study re-scored: the embedding judge with the thresholds chosen against the careful reading
+# (bench/judging.py, docs/instrument.md), its verdicts appended beside the recorded ones
+REJUDGE = "embedding:0.78/0.74"
 
 
 def run(*args: str) -> str:
@@ -53,8 +56,8 @@ def test_the_fakes_arm_imports_under_its_key_replays_identically_and_gives_its_t
 
 def check_arm(folder: Path, key_id: str, events: str, tmp_path: Path) -> None:
     """The study page's commands on one arm: every file in one import under the arm's public key,
-    the proof, a replay of each episode, and every table of ``folder/tables`` rebuilt by
-    ``queries/NAME.sql`` or the study's ``sql/NAME.sql``."""
+    the proof, the re-scoring judge's verdicts appended, a replay of each episode, and every table
+    of ``folder/tables`` rebuilt by ``queries/NAME.sql`` or the study's ``sql/NAME.sql``."""
     episodes = sorted((folder / "episodes").glob("*.jsonl"))
     db, wh = f"sqlite:///{tmp_path / 'e.sqlite'}", str(tmp_path / "w.duckdb")
     imported = run("episodes", "import", *map(str, episodes), "--db", db, "--key", str(folder / "signing.pub"))
@@ -62,6 +65,8 @@ def check_arm(folder: Path, key_id: str, events: str, tmp_path: Path) -> None:
     assert f"{len(episodes)} files imported" in imported
     proof = run("db", "verify", "--key", str(folder / "signing.pub"), "--db", db, "--accept-unanchored")
     assert f"proved by checkpoints signed by key {key_id}: the {events} events" in proof
+    judged = run("judge", "--all", "--judge", REJUDGE, "--embedder", "local", "--db", db)
+    assert f"{len(episodes)} episodes judged" in judged, judged
     for path in episodes:
         assert "replay: identical" in run("replay", path.stem, "--db", db, "-q"), path.stem
     run("warehouse", "sync", "--db", db, "--warehouse", wh)
