@@ -3,12 +3,29 @@ them from here, never from the group's module ``cli.py``)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import click
 
 from inquitree.events.names import printable
 from inquitree.events.signing import KEY_ENV
+
+
+class FiniteFloat(click.FloatRange):
+    """A number option that refuses NaN and infinities, which pass any range check (``nan < 0`` and
+    ``nan > 1`` are both false) and would reach a plan, a limit or a threshold as a number."""
+
+    name = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+FINITE = FiniteFloat()
 
 
 def echo(message: object = None, **kw: Any) -> None:
@@ -122,7 +139,7 @@ def call_options(f):
     return _stack(
         click.option(
             "--timeout",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteFloat(min=0, min_open=True),
             default=DEFAULT_TIMEOUT_S,
             show_default=True,
             help="Seconds the endpoint may stay silent: before the first token and between tokens of a "
@@ -133,7 +150,7 @@ def call_options(f):
         ),
         click.option(
             "--call-limit",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteFloat(min=0, min_open=True),
             default=DEFAULT_CALL_LIMIT_S,
             show_default=True,
             help="Seconds a streamed answer may keep arriving (a CPU model's long reply); one still arriving "
@@ -250,14 +267,14 @@ def limit_options(f):
         ),
         click.option(
             "--max-episode-cost",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteFloat(min=0, min_open=True),
             default=None,
             metavar="USD",
             help="End the episode once its agent calls cost this much (needs the model's price).",
         ),
         click.option(
             "--max-episode-seconds",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteFloat(min=0, min_open=True),
             default=None,
             help="End the episode after this much wall time.",
         ),

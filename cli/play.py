@@ -8,6 +8,7 @@ import sys
 import click
 
 from inquitree.cli.common import (
+    FINITE,
     agent_config,
     agent_options,
     call_options,
@@ -122,10 +123,10 @@ class StepLine:
 @click.option("--embedder", "embedder_name", default="local", show_default=True, help="local | hash | openai[:MODEL]")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--randomness", "-a", default=0, show_default=True, type=int, help="Fake results with probability 10a%.")
-@click.option("--tau", type=float, default=None, help="Match threshold (default: the embedder's, see docs/design.md).")
+@click.option("--tau", type=FINITE, default=None, help="Match threshold (default: the embedder's, see docs/design.md).")
 @click.option(
     "--tau-study",
-    type=float,
+    type=FINITE,
     default=None,
     help="Threshold at the Subtopic state, whose one candidate is the study (default: the embedder's study "
     "threshold when --tau is its default too, else --tau).",

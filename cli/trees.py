@@ -7,7 +7,7 @@ import time
 
 import click
 
-from inquitree.cli.common import echo, progress
+from inquitree.cli.common import FINITE, echo, progress
 from inquitree.core.game.tree import Tree, TreeError, load_tree_file, resolve_tree, shipped_tree_paths
 
 
@@ -131,7 +131,7 @@ def graph(tree_ref: str, fmt: str) -> None:
     help="Also check hint monotonicity (Eq. 6) with this embedder: local | hash | openai[:MODEL].",
 )
 @click.option(
-    "--tau", type=float, default=None, help="Warn where a level-4 hint falls below tau (default: the embedder's)."
+    "--tau", type=FINITE, default=None, help="Warn where a level-4 hint falls below tau (default: the embedder's)."
 )
 @click.option("--base-url", default=None, help="Base URL of an OpenAI-compatible embeddings endpoint.")
 def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, base_url: str | None) -> None:
@@ -176,6 +176,13 @@ def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, ba
     sys.exit(1 if errors else 0)
 
 
+def _threshold(param: click.Parameter, value: float | None) -> float | None:
+    """A match threshold as `play` takes it: a number in (0, 1] (not NaN, which every range check passes)."""
+    if value is not None and not (0 < value <= 1):
+        raise click.BadParameter(f"{value} is not in (0, 1]", param=param)
+    return value
+
+
 @trees.command()
 @click.argument("tree_ref", metavar="TREE")
 @click.argument("text")
@@ -184,10 +191,17 @@ def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, ba
 )
 @click.option("--embedder", default="local", show_default=True, help="local | hash | openai[:MODEL]")
 @click.option("--embedder-base-url", "base_url", default=None)
-@click.option("--tau", type=float, default=None, help="Match threshold, as `play --tau` (default: the embedder's).")
+@click.option(
+    "--tau",
+    type=FINITE,
+    callback=lambda ctx, param, value: _threshold(param, value),
+    default=None,
+    help="Match threshold in (0, 1], as `play --tau` (default: the embedder's).",
+)
 @click.option(
     "--tau-study",
-    type=float,
+    type=FINITE,
+    callback=lambda ctx, param, value: _threshold(param, value),
     default=None,
     help="Threshold at the Subtopic state, as `play --tau-study` (default: the embedder's when --tau is not given).",
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from inquitree.cli.common import db_option, echo
+from inquitree.cli.common import FiniteFloat, db_option, echo
 from inquitree.cli.warehouse import warehouse_option
 from inquitree.events.names import install_extra
 
@@ -33,7 +33,7 @@ from inquitree.events.names import install_extra
 @click.option("--open", "open_browser", is_flag=True, help="Open the viewer in a browser.")
 @click.option(
     "--stale-after",
-    type=click.FloatRange(min=1),
+    type=FiniteFloat(min=1),
     default=300.0,
     show_default=True,
     metavar="SECONDS",

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import click
 
-from inquitree.cli.common import db_option, echo, echo_data, output_file, progress, progress_done, progress_due
+from inquitree.cli.common import (
+    FINITE,
+    FiniteFloat,
+    db_option,
+    echo,
+    echo_data,
+    output_file,
+    progress,
+    progress_done,
+    progress_due,
+)
 
 
 def warehouse_option(f):
@@ -471,7 +481,7 @@ def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, spre
 
 @click.command()
 @click.option(
-    "--difference", type=float, required=True, help="The true difference B - A to detect (in the metric's units)."
+    "--difference", type=FINITE, required=True, help="The true difference B - A to detect (in the metric's units)."
 )
 @click.option("--agents", nargs=2, default=None, metavar="A B", help="A pilot: estimate the spreads from their pairs.")
 @click.option(
@@ -482,12 +492,12 @@ def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, spre
 )
 @click.option("--randomness", "-a", type=int, default=0, show_default=True, help="The pilot's level.")
 @click.option("--one-off", is_flag=True, help="Let the pilot pair episodes played outside a suite.")
-@click.option("--sd-between", type=float, default=None, help="SD of the papers' true differences (no pilot).")
+@click.option("--sd-between", type=FINITE, default=None, help="SD of the papers' true differences (no pilot).")
 @click.option(
-    "--sd-within", type=float, default=None, help="SD of one pair's difference around its paper's (no pilot)."
+    "--sd-within", type=FINITE, default=None, help="SD of one pair's difference around its paper's (no pilot)."
 )
 @click.option("--runs", default="1,2,3,5", show_default=True, help="Pairs per paper to plan for, comma-separated.")
-@click.option("--power", "target", type=float, default=0.8, show_default=True)
+@click.option("--power", "target", type=FINITE, default=0.8, show_default=True)
 @click.option("--simulations", type=int, default=2000, show_default=True, help="Simulated campaigns per paper count.")
 @click.option(
     "--comparisons",
@@ -499,7 +509,7 @@ def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, spre
 )
 @click.option(
     "--missing",
-    type=click.FloatRange(0, 1, max_open=True),
+    type=FiniteFloat(0, 1, max_open=True),
     default=0.0,
     show_default=True,
     help="Share of papers expected to lose one run (failed or cut-short cells).",

@@ -845,3 +845,25 @@ def test_a_suites_relative_template_folder_is_its_own(tmp_path, monkeypatch):
     with EventStore(f"sqlite:///{db}") as store:
         started = next(r.event for s in store.streams("episode/") for r in store.read_stream(s.stream_id)[:1])
     assert started.params["template_set"] == str((lab / "tpl").resolve())
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["power", "--difference", "{v}", "--sd-between", "0.1", "--sd-within", "0.05"],
+        ["power", "--difference", "0.1", "--sd-between", "0.1", "--sd-within", "0.05", "--missing", "{v}"],
+        ["power", "--difference", "0.1", "--sd-between", "{v}", "--sd-within", "0.05"],
+        ["play", "--agent", "oracle", "--tree", "synthetic-diamond-4", "--tau", "{v}"],
+        ["play", "--agent", "oracle", "--tree", "synthetic-diamond-4", "--max-episode-seconds", "{v}"],
+        ["trees", "match", "synthetic-diamond-4", "x", "--tau-study", "{v}"],
+        ["view", "--stale-after", "{v}"],
+    ],
+)
+def test_number_options_refuse_nan_and_infinities(args, value):
+    """NaN passes every range check (nan < 0 and nan > 1 are both false): `power --missing nan`
+    ended in a traceback and `power --difference inf` planned 6 papers. Every number option of the
+    command line refuses non-finite values before anything runs."""
+    out = CliRunner().invoke(main, [a.replace("{v}", value) for a in args])
+    assert out.exit_code == 2 and "Invalid value for" in out.output, out.output
+    assert value != "nan" or "is not a finite number" in out.output  # an infinity may be out of range first

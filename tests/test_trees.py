@@ -252,6 +252,10 @@ def test_trees_match_shows_what_the_engine_would_decide():
     assert default["state"] == "subtopic" and default["tau"] == 0.42
     wrong = runner.invoke(main, ["trees", "match", tree.id, "x", "--subtopic", "nope"])
     assert wrong.exit_code == 2 and "'nope' is not a subtopic of synthetic-diamond-4" in wrong.output
+    # Thresholds play refuses are refused here too, not compared against.
+    for option, value in (("--tau", "1.5"), ("--tau", "0"), ("--tau-study", "-0.1"), ("--tau-study", "nan")):
+        out = runner.invoke(main, ["trees", "match", tree.id, "x", option, value])
+        assert out.exit_code == 2 and f"Invalid value for '{option}'" in out.output, (option, value, out.output)
 
 
 def test_calibrate_warns_where_subtopics_are_closer_to_each_other_than_tau():
