@@ -21,9 +21,11 @@ it was measured on.
 
 Ideas for recognising real phrasing are measured beside the paper's rule, per state (``ideas``):
 each candidate scored over several anchors (its text and its hints, or its studies' texts) by
-the best cosine or the mean of the best two, and a margin between the best candidate and the
-second at the Topic; the thresholds and margin chosen on the calibration trees, the rates
-reported on the held-out trees, with the wrong-candidate matches the goal bounds at 2%.
+the best cosine or the mean of the best two, and at the Topic a margin by which the best must
+lead the second candidate, or a lead over the mean of the others; the thresholds chosen on the
+calibration trees, the rates reported on the held-out trees, with the wrong-candidate matches the
+goal bounds at 2%, and beside them the share of the trees' subtopics whose own text (the
+oracle's move) each rule accepts.
 
 A chat model as matcher: ``--matcher-model MODEL --base-url URL`` asks the model, for every Topic
 action, which subtopic it names (or none), at temperature 0 with the prompt below, and keeps its
@@ -92,19 +94,25 @@ def scored(items: list[dict], embedder) -> list[Scored]:
     return anchored(items, embedder, "text", "max")
 
 
-def rates(rows: list[Scored], tau: float, tau_study: float | None = None, margin: float = 0.0) -> dict:
+def rates(
+    rows: list[Scored], tau: float, tau_study: float | None = None, margin: float = 0.0, lead: float = 0.0
+) -> dict:
     """Recognised, false and wrong-candidate matches with ``tau`` at the Topic and ``tau_study``
     (default: tau) at the Subtopic state, decided by the engine's own function
     (``engine.decide``): recognised, of the moves that name a candidate; false, of all actions
     (a match to anything but the intended candidate, or to anything when none is meant); wrong,
     of the moves that name a candidate, the matches to another one. ``margin`` (an idea measured
-    here, not the engine's rule): at the Topic the best must also lead the second by this much."""
+    here, not the engine's rule): at the Topic the best must also lead the second by this much;
+    ``lead`` (another): lead the mean of the other candidates by this much."""
     intended = recognised = false_match = wrong = 0
     for order, cosines, want, state in rows:
         best, accepted = decide(order, cosines, threshold_at(state, tau, tau_study))
         if margin and state == "topic" and len(order) > 1:
             second = sorted(cosines.values(), reverse=True)[1]
             accepted = accepted and cosines[best] - second >= margin
+        if lead and state == "topic" and len(order) > 1:
+            others = [v for c, v in cosines.items() if c != best]
+            accepted = accepted and cosines[best] - sum(others) / len(others) >= lead
         intended += want is not None
         recognised += accepted and want is not None and best == want
         false_match += accepted and best != want
@@ -120,13 +128,16 @@ def rates(rows: list[Scored], tau: float, tau_study: float | None = None, margin
     }
 
 
-IDEAS = {
-    "the paper's rule: one cosine with the candidate's text": ("text", "max"),
-    "the best of its text and its four hints": ("hints", "max"),
-    "the mean of the best two of its text and hints": ("hints", "top2"),
-    "the best of its text and its studies' texts": ("studies", "max"),
+IDEAS = {  # name: (anchors, how they combine, what the best must lead at the Topic: the second or the others' mean)
+    "the paper's rule: one cosine with the candidate's text": ("text", "max", "second"),
+    "the best of its text and its four hints": ("hints", "max", "second"),
+    "the mean of the best two of its text and hints": ("hints", "top2", "second"),
+    "the best of its text and its studies' texts": ("studies", "max", "second"),
+    "the paper's rule, leading the mean of the other subtopics": ("text", "max", "mean"),
+    "the best of its text and hints, leading the mean of the others": ("hints", "max", "mean"),
 }
 MARGINS = (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15)
+LEADS = tuple(round(0.01 * k, 2) for k in range(31))  # 0 .. 0.30
 
 
 def anchors(item: dict, kind: str) -> list[tuple[str, list[str]]]:
@@ -267,12 +278,21 @@ def model_ideas(items: list[dict], embedder, answers: list[dict]) -> list[dict]:
 
 
 def ideas(items: list[dict], embedder) -> list[dict]:
-    """Each idea of IDEAS, its Topic threshold and margin and its Subtopic threshold chosen on the
-    calibration trees (the most recognised with at most 5% false and 2% wrong-candidate matches),
-    then measured per state on the held-out trees."""
+    """Each idea of IDEAS, its Topic threshold and margin (or lead over the others' mean) and its
+    Subtopic threshold chosen on the calibration trees (the most recognised with at most 5% false
+    and 2% wrong-candidate matches), then measured per state on the held-out trees. ``own_text``:
+    with the Topic's choice, the share of the trees' subtopics whose own text (the oracle's move)
+    is accepted as itself: a rule must not refuse the candidate's own words."""
+    trees = sorted({it["tree"] for it in items})
+    own = [
+        {"tree": t, "state": "topic", "subtopic": None, "action": s.text, "intended": s.id, "split": "own"}
+        for t in trees
+        for s in resolve_tree(t).subtopics
+    ]
     out = []
-    for name, (kind, how) in IDEAS.items():
-        rows = anchored(items, embedder, kind, how)
+    for name, (kind, how, leads) in IDEAS.items():
+        rows = anchored(items + own, embedder, kind, how)
+        own_rows, rows = rows[len(items) :], rows[: len(items)]
         split = {
             (side, state): [
                 r for r, it in zip(rows, items, strict=True) if it["split"] == side and it["state"] == state
@@ -281,21 +301,27 @@ def ideas(items: list[dict], embedder) -> list[dict]:
             for state in ("topic", "subtopic")
         }
         found: dict = {"idea": name}
-        for state, margins in (("topic", MARGINS), ("subtopic", (0.0,))):
+        grid = [(m, 0.0) for m in MARGINS] if leads == "second" else [(0.0, x) for x in LEADS]
+        for state, extra in (("topic", grid), ("subtopic", [(0.0, 0.0)])):
             tried = [
-                (rates(split["calibrate", state], tau, tau, margin), tau, margin) for tau in TAUS for margin in margins
+                (rates(split["calibrate", state], tau, tau, margin, lead), tau, margin, lead)
+                for tau in TAUS
+                for margin, lead in extra
             ]
             ok = [t for t in tried if t[0]["false_match"] <= 0.05 and (t[0]["wrong_candidate"] or 0) <= 0.02]
             if not ok:
                 found[state] = None
                 continue
-            best, tau, margin = max(ok, key=lambda t: (t[0]["recognised"] or 0, -t[2], t[1]))
+            best, tau, margin, lead = max(ok, key=lambda t: (t[0]["recognised"] or 0, -t[2], -t[3], t[1]))
             found[state] = {
                 "tau": tau,
                 "margin": margin,
+                **({"lead": lead} if leads == "mean" else {}),
                 "calibrate": best,
-                "held_out": rates(split["held-out", state], tau, tau, margin),
+                "held_out": rates(split["held-out", state], tau, tau, margin, lead),
             }
+            if state == "topic":
+                found["own_text"] = rates(own_rows, tau, tau, margin, lead)["recognised"]
         out.append(found)
     return out
 
@@ -388,7 +414,9 @@ def main() -> None:
                 continue
             h = r["held_out"]
             cells.append(
-                f"{state} (tau {r['tau']}, margin {r['margin']}): held-out recognised {h['recognised']}, "
+                f"{state} (tau {r['tau']}, margin {r['margin']}"
+                + (f", lead {r['lead']}" if "lead" in r else "")
+                + f"): held-out recognised {h['recognised']}, "
                 f"false {h['false_match']}, wrong {h['wrong_candidate']} ({h['intended']} intended of {h['actions']})"
             )
         print(f"{idea['idea']}: " + "; ".join(cells))

@@ -139,9 +139,17 @@ def test_the_matching_ideas_give_what_docs_quote():
     assert held("the best of its text and its studies' texts") == (0.3261, 0.0171, 0.0)
     assert held("the model qwen-1.5b names the subtopic (matcher-v1)") == (0.6739, 0.6325, 0.1522)
     assert held("the paper's rule, accepted when the model qwen-1.5b names the same subtopic") == (0.413, 0.1197, 0.0)
+    assert held("the paper's rule, leading the mean of the other subtopics") == (0.5217, 0.0427, 0.0)
+    assert held("the best of its text and hints, leading the mean of the others") == (0.7174, 0.1026, 0.0)
     assert held("the paper's rule: one cosine with the candidate's text", "subtopic") == (0.9773, 0.0625, 0.0)
+    # the oracle's moves: a margin or a lead refuses some subtopics' own text where they are close
+    own = [found[name]["own_text"] for name in list(found)[:6]]
+    assert own == [0.8837, 1.0, 1.0, 0.8837, 0.9767, 0.9767]
     text = (Path(__file__).resolve().parent.parent / "docs" / "instrument.md").read_text()
     for quoted in (
+        "| 52.2% | 4.3% | 0% | 97.7% |",
+        "| 71.7% | 10.3% | 0% | 97.7% |",
+        "| 37.0% | 5.1% | 0% | 88.4% |",
         "| 37.0% | 5.1% | 0% |",
         "| 71.7% | 13.7% | 0% |",
         "| 63.0% | 9.4% | 0% |",
