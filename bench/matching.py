@@ -327,13 +327,43 @@ def ideas(items: list[dict], embedder) -> list[dict]:
 
 
 def study_threshold(calibrate, tau: float) -> float:
-    """The Subtopic state's threshold chosen on the calibration half with ``tau`` at the Topic:
-    the one (on a 0.01 grid) that recognises the most intended moves with at most 5% false
-    matches, the highest of equals. DEFAULT_TAU_STUDY of core/players/embed.py is this for the
-    local embedder (tests/test_matching_set.py re-derives it)."""
-    found = [rates(calibrate, tau, ts) for ts in TAUS]
+    """The Subtopic state's threshold chosen on the calibration half's Subtopic actions, the state
+    it governs: the one (on a 0.01 grid) that recognises the most intended moves there with at
+    most 5% false matches there, the highest of equals (``tau`` when none does). DEFAULT_TAU_STUDY
+    of core/players/embed.py is this for the local embedder (tests/test_matching_set.py
+    re-derives it). Chosen over all calibration actions instead, the Topic's false matches, which
+    this threshold cannot change, decided whether any threshold qualified."""
+    at_subtopic = [r for r in calibrate if r[3] == "subtopic"]
+    found = [rates(at_subtopic, tau, ts) for ts in TAUS]
     ok = [r for r in found if r["false_match"] is not None and r["false_match"] <= 0.05]
     return max(ok, key=lambda r: (r["recognised"] or 0, r["tau_study"]))["tau_study"] if ok else tau
+
+
+def over_trees(rows: list[tuple[Scored, str]], state: str, tau: float, tau_study: float, draws: int = 2000) -> dict:
+    """95% intervals for the rates at ``state`` that resample whole trees (a tree's actions are
+    one model's phrasing of one paper, not independent draws): the 2.5th and 97.5th percentiles
+    of each rate over ``draws`` resamples of the trees with replacement (seed 0)."""
+    by_tree: dict[str, list[Scored]] = {}
+    for r, tree in rows:
+        if r[3] == state:
+            by_tree.setdefault(tree, []).append(r)
+    trees = sorted(by_tree)
+    rng = np.random.default_rng(0)
+    found: dict[str, list[float]] = {"recognised": [], "false_match": [], "wrong_candidate": []}
+    for _ in range(draws):
+        picked = [r for k in rng.integers(0, len(trees), len(trees)) for r in by_tree[trees[k]]]
+        got = rates(picked, tau, tau_study)
+        for key, values in found.items():
+            if got[key] is not None:
+                values.append(got[key])
+    return {
+        "trees": len(trees),
+        "draws": draws,
+        **{
+            key: [round(float(np.percentile(v, 2.5)), 4), round(float(np.percentile(v, 97.5)), 4)]
+            for key, v in found.items()
+        },
+    }
 
 
 def evaluate(items: list[dict], embedder) -> dict:
@@ -373,7 +403,15 @@ def evaluate(items: list[dict], embedder) -> dict:
             "all": rates(rows, topic_tau, study_tau),
             "all_one_tau": rates(rows, topic_tau),
             "held_out_by_state": {
-                state: rates([r for r in held_out if r[3] == state], topic_tau, study_tau)
+                state: {
+                    **rates([r for r in held_out if r[3] == state], topic_tau, study_tau),
+                    "over_trees": over_trees(
+                        [(r, it["tree"]) for r, it in zip(rows, items, strict=True) if it["split"] == "held-out"],
+                        state,
+                        topic_tau,
+                        study_tau,
+                    ),
+                }
                 for state in ("topic", "subtopic")
             },
         },

@@ -64,17 +64,46 @@ def test_the_study_threshold_is_re_derived_from_the_calibration_half(scored):
 
 def test_the_default_thresholds_recognise_real_phrasing_as_documented(scored):
     """What docs/instrument.md and DECISIONS #1 say: the study threshold recognises two thirds of the set's
-    intended moves where the single tau recognised under a third; its false matches (7.3%, most at
+    intended moves where the single tau recognised under a third; its false matches (8.2%, most at
     the Topic) stay above the goal of 5%."""
     from matching import rates
 
     _, rows = scored
     tau, tau_study = default_tau(LocalEmbedder.id), DEFAULT_TAU_STUDY[LocalEmbedder.id][0]
     both, one = rates(rows, tau, tau_study), rates(rows, tau)
-    assert (both["recognised"], both["false_match"]) == (0.6788, 0.0729), both
-    assert (one["recognised"], one["false_match"]) == (0.2902, 0.0612), one
+    assert (both["recognised"], both["false_match"]) == (0.6466, 0.0821), both
+    assert (one["recognised"], one["false_match"]) == (0.2851, 0.067), one
     text = " ".join((Path(__file__).resolve().parent.parent / "docs" / "instrument.md").read_text().split())
-    assert "recognised 67.9% of the time with 7.3% false matches" in text
+    assert "recognised 64.7% of the time with 8.2% false matches" in text
+
+
+def test_the_held_out_rates_per_state_and_their_intervals_are_what_docs_quote(scored):
+    """docs/instrument.md's table of the defaults on the held-out trees, per state, with the
+    intervals that resample whole trees."""
+    from matching import over_trees, rates
+
+    items, rows = scored
+    tau, tau_study = default_tau(LocalEmbedder.id), DEFAULT_TAU_STUDY[LocalEmbedder.id][0]
+    held = [(r, it["tree"]) for r, it in zip(rows, items, strict=True) if it["split"] == "held-out"]
+    found = {}
+    for state in ("topic", "subtopic"):
+        r = rates([x for x, _ in held if x[3] == state], tau, tau_study)
+        found[state] = (
+            r["recognised"],
+            r["false_match"],
+            r["wrong_candidate"],
+            over_trees(held, state, tau, tau_study),
+        )
+    assert found["topic"][:3] == (0.3333, 0.1146, 0.0635)
+    assert found["subtopic"][:3] == (0.9623, 0.069, 0.0)
+    topic, subtopic = found["topic"][3], found["subtopic"][3]
+    assert topic["trees"] == subtopic["trees"] == 9
+    assert (topic["recognised"], topic["false_match"], topic["wrong_candidate"]) == (
+        [0.1739, 0.4918],
+        [0.0135, 0.245],
+        [0.0, 0.1587],
+    )
+    assert (subtopic["recognised"], subtopic["false_match"]) == ([0.9057, 1.0], [0.0, 0.1636])
 
 
 def test_trees_match_the_engine_and_the_bench_decide_alike_on_every_labelled_action():
@@ -133,28 +162,29 @@ def test_the_matching_ideas_give_what_docs_quote():
         r = found[name][state]["held_out"]
         return r["recognised"], r["false_match"], r["wrong_candidate"]
 
-    assert held("the paper's rule: one cosine with the candidate's text") == (0.3696, 0.0513, 0.0)
-    assert held("the best of its text and its four hints") == (0.7174, 0.1368, 0.0)
-    assert held("the mean of the best two of its text and hints") == (0.6304, 0.094, 0.0)
-    assert held("the best of its text and its studies' texts") == (0.3261, 0.0171, 0.0)
-    assert held("the model qwen-1.5b names the subtopic (matcher-v1)") == (0.6739, 0.6325, 0.1522)
-    assert held("the paper's rule, accepted when the model qwen-1.5b names the same subtopic") == (0.413, 0.1197, 0.0)
-    assert held("the paper's rule, leading the mean of the other subtopics") == (0.5217, 0.0427, 0.0)
-    assert held("the best of its text and hints, leading the mean of the others") == (0.7174, 0.1026, 0.0)
-    assert held("the paper's rule: one cosine with the candidate's text", "subtopic") == (0.9773, 0.0625, 0.0)
+    assert held("the paper's rule: one cosine with the candidate's text") == (0.5238, 0.1274, 0.0317)
+    assert held("the best of its text and its four hints") == (0.6508, 0.1274, 0.0159)
+    assert held("the mean of the best two of its text and hints") == (0.5556, 0.0701, 0.0159)
+    assert held("the best of its text and its studies' texts") == (0.4762, 0.0701, 0.0317)
+    assert held("the model qwen-1.5b names the subtopic (matcher-v1)") == (0.7302, 0.6306, 0.1429)
+    assert held("the paper's rule, accepted when the model qwen-1.5b names the same subtopic") == (0.4603, 0.1401, 0.0)
+    assert held("the paper's rule, leading the mean of the other subtopics") == (0.4127, 0.0446, 0.0)
+    assert held("the best of its text and hints, leading the mean of the others") == (0.5873, 0.1401, 0.0317)
+    assert held("the paper's rule: one cosine with the candidate's text", "subtopic") == (0.9623, 0.069, 0.0)
     # the oracle's moves: a margin or a lead refuses some subtopics' own text where they are close
     own = [found[name]["own_text"] for name in list(found)[:6]]
-    assert own == [0.8837, 1.0, 1.0, 0.8837, 0.9767, 0.9767]
+    assert own == [0.9767, 1.0, 1.0, 1.0, 0.9767, 1.0]
     text = (Path(__file__).resolve().parent.parent / "docs" / "instrument.md").read_text()
     for quoted in (
-        "| 52.2% | 4.3% | 0% | 97.7% |",
-        "| 71.7% | 10.3% | 0% | 97.7% |",
-        "| 37.0% | 5.1% | 0% | 88.4% |",
-        "| 37.0% | 5.1% | 0% |",
-        "| 71.7% | 13.7% | 0% |",
-        "| 63.0% | 9.4% | 0% |",
-        "| 32.6% | 1.7% | 0% |",
-        "| 67.4% | 63.3% | 15.2% |",
-        "| 41.3% | 12.0% | 0% |",
+        "| 52.4% | 12.7% | 3.2% | 97.7% |",
+        "| 65.1% | 12.7% | 1.6% | 100% |",
+        "| 55.6% | 7.0% | 1.6% | 100% |",
+        "| 47.6% | 7.0% | 3.2% | 100% |",
+        "| 41.3% | 4.5% | 0% | 97.7% |",
+        "| 58.7% | 14.0% | 3.2% | 100% |",
+        "| 73.0% | 63.1% | 14.3% | |",
+        "| 46.0% | 14.0% | 0% | |",
+        "| 33.3% [17.4, 49.2] | 11.5% [1.4, 24.5] | 6.3% [0, 15.9] |",
+        "| 96.2% [90.6, 100] | 6.9% [0, 16.4] | 0% |",
     ):
         assert quoted in text, quoted

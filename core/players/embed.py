@@ -293,9 +293,9 @@ DEFAULT_TAU: dict[str, tuple[float, str]] = {
 DEFAULT_TAU_STUDY: dict[str, tuple[float, str]] = {
     LocalEmbedder.id: (
         0.42,
-        "real Qwen 1.5B actions (tests/data/matching, calibration half), tau 0.75 at the Topic: the study "
-        "threshold that recognises the most intended moves with at most 5% false matches, the highest of "
-        "equals (bench/matching.py study_threshold; tests/test_matching_set.py re-derives it)",
+        "real Qwen 1.5B actions at the Subtopic state (tests/data/matching, calibration half): the study "
+        "threshold that recognises the most intended moves there with at most 5% false matches there, the "
+        "highest of equals (bench/matching.py study_threshold; tests/test_matching_set.py re-derives it)",
     ),
 }
 
