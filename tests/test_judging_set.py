@@ -42,5 +42,6 @@ def test_the_judges_agreement_is_what_docs_quote():
     assert "embedding judge: 150 items, agreement 0.6333, kappa 0.258" in out.stdout
     assert "model judge: 87 items, agreement 0.2069, kappa -0.0133" in out.stdout
     assert "full 0.78, partial 0.74" in out.stdout and "held-out kappa 0.3486" in out.stdout
-    text = " ".join((ROOT / "docs" / "real-models.md").read_text().split())
-    assert "63.3% (kappa 0.26)" in text and "20.7% (kappa -0.01, 87 items)" in text and "0.17 to 0.35" in text
+    text = " ".join((ROOT / "docs" / "instrument.md").read_text().split())
+    assert "63.3% of the items (Cohen's kappa 0.26)" in text
+    assert "20.7% of its 87 items (kappa -0.01)" in text and "from 0.17 to 0.35" in text
