@@ -1,5 +1,5 @@
 """The conclusion items read by hand (tests/data/judging): the set is what its README says, and
-bench/judging.py gives the agreement docs/real-models.md quotes."""
+bench/judging.py gives the agreement docs/instrument.md quotes."""
 
 from __future__ import annotations
 

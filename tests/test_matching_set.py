@@ -1,5 +1,5 @@
 """The labelled real actions of tests/data/matching: the set is what its README says,
-and the local embedder's thresholds recognise real phrasing as docs/real-models.md and DECISIONS #1 claim.
+and the local embedder's thresholds recognise real phrasing as docs/instrument.md and DECISIONS #1 claim.
 bench/matching.py writes the full comparison of embedders and thresholds."""
 
 from __future__ import annotations
