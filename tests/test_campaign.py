@@ -651,3 +651,30 @@ def test_a_campaign_that_has_succeeded_once_does_not_stop_on_failures():
     for _ in range(HALT_AFTER):
         systemic.failed("auth", "HTTP 401")
     assert stop.is_set() and systemic.reason == "[auth] HTTP 401"
+
+
+def test_a_suite_names_an_embedding_judge_with_its_own_thresholds(tmp_path):
+    """`judges = ["embedding", "embedding:0.78/0.74"]`: two judges, two cells per episode setting,
+    each judge's id carrying its thresholds; a judge with thresholds out of order is refused before
+    the store is made."""
+    from inquitree.warehouse.warehouse import Warehouse
+
+    body = """
+name = "{name}"
+trees = ["synthetic-diamond-4"]
+agents = ["oracle"]
+judges = ["embedding", "embedding:0.78/0.74"]
+runs = 1
+embedder = "hash"
+"""
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    report = run_suite(Suite.load(write_suite(tmp_path, "judged", body)), EventStore(url))
+    assert report.done == 2 and report.failed == 0
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        wh.sync(url)
+        judges = wh.sql("SELECT DISTINCT judge_id FROM episode_scores ORDER BY judge_id").rows()
+    assert judges == [("embedding:hash:char3-5-1024:0.78/0.74",), ("embedding:hash:char3-5-1024:0.85/0.7",)]
+    bad = write_suite(tmp_path, "bad", body.replace("0.78/0.74", "0.7/0.9"))
+    out = CliRunner().invoke(main, ["suite", "run", str(bad), "--db", f"sqlite:///{tmp_path / 'bad.sqlite'}"])
+    assert out.exit_code != 0 and "0 < PARTIAL <= FULL <= 1" in out.output, out.output
+    assert not (tmp_path / "bad.sqlite").exists()

@@ -275,6 +275,11 @@ class Suite:
                 suite.agents.append(entry.label)
         except InquiTreeError as exc:
             raise SuiteError(str(exc) if str(exc).startswith(str(path)) else f"{path}: {exc}") from None
+        for j in suite.judges:  # a wrong judge spec stops the suite before any store is made
+            try:
+                kinds.parse("judge", str(j))
+            except InquiTreeError as exc:
+                raise SuiteError(f"{path}: judges: {exc}") from None
         for a in suite.randomness:
             if not isinstance(a, int) or not 0 <= a <= 10:
                 raise SuiteError(f"{path}: randomness {a!r}: levels are integers 0..10")
