@@ -7,7 +7,7 @@ import time
 
 import click
 
-from inquitree.cli.common import FINITE, echo, progress
+from inquitree.cli.common import FINITE, FiniteFloat, echo, progress
 from inquitree.core.game.tree import Tree, TreeError, load_tree_file, resolve_tree, shipped_tree_paths
 
 
@@ -176,11 +176,8 @@ def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, ba
     sys.exit(1 if errors else 0)
 
 
-def _threshold(param: click.Parameter, value: float | None) -> float | None:
-    """A match threshold as `play` takes it: a number in (0, 1] (not NaN, which every range check passes)."""
-    if value is not None and not (0 < value <= 1):
-        raise click.BadParameter(f"{value} is not in (0, 1]", param=param)
-    return value
+# A match threshold as `play` takes it: a finite number in (0, 1]
+THRESHOLD = FiniteFloat(0, 1, min_open=True)
 
 
 @trees.command()
@@ -193,15 +190,13 @@ def _threshold(param: click.Parameter, value: float | None) -> float | None:
 @click.option("--embedder-base-url", "base_url", default=None)
 @click.option(
     "--tau",
-    type=FINITE,
-    callback=lambda ctx, param, value: _threshold(param, value),
+    type=THRESHOLD,
     default=None,
     help="Match threshold in (0, 1], as `play --tau` (default: the embedder's).",
 )
 @click.option(
     "--tau-study",
-    type=FINITE,
-    callback=lambda ctx, param, value: _threshold(param, value),
+    type=THRESHOLD,
     default=None,
     help="Threshold at the Subtopic state, as `play --tau-study` (default: the embedder's when --tau is not given).",
 )
