@@ -137,6 +137,14 @@ IDEAS = {  # name: (anchors, how they combine, what the best must lead at the To
     "the best of its text and hints, leading the mean of the others": ("hints", "max", "mean"),
 }
 MARGINS = (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15)
+
+
+def meets_goal(found: dict) -> bool:
+    """Within the goal's bounds on false and wrong-candidate matches (5% and 2%), as an idea's
+    thresholds must be on the calibration trees."""
+    return found["false_match"] <= 0.05 and (found["wrong_candidate"] or 0) <= 0.02
+
+
 LEADS = tuple(round(0.01 * k, 2) for k in range(31))  # 0 .. 0.30
 
 
@@ -258,7 +266,7 @@ def model_ideas(items: list[dict], embedder, answers: list[dict]) -> list[dict]:
             }
         )
         tried = [(rates(side(agree, "calibrate"), tau), tau) for tau in TAUS]
-        ok = [t for t in tried if t[0]["false_match"] <= 0.05 and (t[0]["wrong_candidate"] or 0) <= 0.02]
+        ok = [t for t in tried if meets_goal(t[0])]
         best = max(ok, key=lambda t: (t[0]["recognised"] or 0, t[1])) if ok else None
         out.append(
             {
@@ -308,7 +316,7 @@ def ideas(items: list[dict], embedder) -> list[dict]:
                 for tau in TAUS
                 for margin, lead in extra
             ]
-            ok = [t for t in tried if t[0]["false_match"] <= 0.05 and (t[0]["wrong_candidate"] or 0) <= 0.02]
+            ok = [t for t in tried if meets_goal(t[0])]
             if not ok:
                 found[state] = None
                 continue
@@ -458,13 +466,12 @@ def main() -> None:
                 f"false {h['false_match']}, wrong {h['wrong_candidate']} ({h['intended']} intended of {h['actions']})"
             )
         print(f"{idea['idea']}: " + "; ".join(cells))
+    earlier = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
     if args.ideas_only:
-        earlier = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
         Path(args.out).write_text(json.dumps({**earlier, "ideas": found_ideas}, indent=1) + "\n")
         print(f"wrote the ideas into {args.out}")
         return
     results = []
-    earlier = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
     for name in args.embedders.split(","):
         if name == "mpnet":
             try:
