@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from inquitree.cli.common import FiniteFloat, db_option, echo
-from inquitree.cli.warehouse import warehouse_option
+from inquitree.cli.warehouse import fixed_papers_option, interval_settings, joint_ranks_option, warehouse_option
 from inquitree.events.names import install_extra
 
 
@@ -39,7 +39,11 @@ from inquitree.events.names import install_extra
     metavar="SECONDS",
     help="A campaign cell with no end and nothing recorded for this long is shown as interrupted.",
 )
-def view(db_url, warehouse_path, host, port, allowed, sync, open_browser, stale_after) -> None:
+@fixed_papers_option
+@joint_ranks_option
+def view(
+    db_url, warehouse_path, host, port, allowed, sync, open_browser, stale_after, fixed_papers, joint_ranks
+) -> None:
     """A local, read-only web viewer: campaigns as they run, episodes, trees with an episode's path,
     search over every transcript, two agents side by side, and the report's figures."""
     import importlib.util
@@ -59,7 +63,15 @@ def view(db_url, warehouse_path, host, port, allowed, sync, open_browser, stale_
         with kept_only_if_used(path) as wh:  # an empty warehouse of this store, read until the sync publishes
             wh.bind(db_url)
     app = create_app(
-        path, db_url, sync, stale_after, host=host, extra_hosts=allowed, write_index=sync, index_in_background=True
+        path,
+        db_url,
+        sync,
+        stale_after,
+        host=host,
+        extra_hosts=allowed,
+        write_index=sync,
+        index_in_background=True,
+        settings=interval_settings(fixed_papers, joint_ranks),
     )
     if sync and app.state.viewer.catch_up(force=True):  # the pages answer meanwhile, and say so
         echo(f"{path}: loading the store's newer events in the background", err=True)

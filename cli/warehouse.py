@@ -137,7 +137,8 @@ def _not_loaded(wh, db_url: str | None) -> str:
     )
 
 
-def _settings(fixed_papers: bool, joint_ranks: bool = False):
+def interval_settings(fixed_papers: bool, joint_ranks: bool = False):
+    """The statistics --fixed-papers and --joint-ranks ask for (the rest from the environment)."""
     import dataclasses
 
     from inquitree.warehouse.intervals import Settings
@@ -398,7 +399,7 @@ def query(
             echo(f"{q:28} {first}")
         return
     with _existing(
-        warehouse_path, read_only=True, settings=_settings(fixed_papers, joint_ranks)
+        warehouse_path, read_only=True, settings=interval_settings(fixed_papers, joint_ranks)
     ) as wh:  # `sql`'s sandbox
         _scoped(wh, suites, one_off, db_url)
         _emit(wh.query(name), fmt, out, columns, spreadsheet_safe)
@@ -433,7 +434,7 @@ def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, spre
 
     if len(set(agents)) < 2:
         raise click.UsageError("name at least two different agents")
-    with _existing(warehouse_path, read_only=True, settings=_settings(fixed_papers)) as wh:
+    with _existing(warehouse_path, read_only=True, settings=interval_settings(fixed_papers)) as wh:
         known = {r[0] for r in wh.con.execute("SELECT DISTINCT agent FROM episodes").fetchall()}
         for name in agents:
             if name not in known:
@@ -700,7 +701,7 @@ def report(
 
     if registry and not sync:
         raise click.UsageError("--registry is read by the sync: it needs --sync")
-    with kept_only_if_used(warehouse_path, settings=_settings(fixed_papers, joint_ranks)) as wh:
+    with kept_only_if_used(warehouse_path, settings=interval_settings(fixed_papers, joint_ranks)) as wh:
         if sync:
             r = wh.sync(db_url, progress=_progress, registry=Path(registry) if registry else None)
             progress_done()

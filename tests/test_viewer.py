@@ -446,3 +446,32 @@ def test_a_page_never_waits_for_a_sync_and_says_newer_events_are_loading(tmp_pat
     home = client.get("/")
     assert later in home.text and "Newer events are being loaded" not in home.text
     assert client.get(f"/episodes/{later}").status_code == 200
+
+
+def test_the_viewer_shows_the_rank_intervals_and_population_it_was_started_with(sqlite_url, tmp_path):
+    """`view --joint-ranks` and `--fixed-papers` set the statistics of the viewer's tables as they
+    set `report`'s and `query`'s: the figures page's leaderboard says which rank intervals and
+    which population it shows, and the intervals are the ones asked for (three papers cannot part
+    the oracle from the script, so jointly both could be first; about exactly these papers, one
+    run per paper leaves no spread to build an interval from)."""
+    import urllib.request
+
+    from test_compare import _log
+
+    from tests_support import viewer_process
+
+    def leaderboard(page: str) -> str:
+        return page.split("Leaderboard")[1].split("<h2")[0]
+
+    w = _log(sqlite_url, tmp_path)
+    alone = leaderboard(TestClient(create_app(w), base_url="http://127.0.0.1").get("/figures").text)
+    assert "rank method (every row): each agent&#x27;s rank interval on its own" in alone
+    assert "<td>1 [1, 1]</td>" in alone and "about papers like these" in alone
+    with (
+        viewer_process(sqlite_url, w, "--no-sync", "--joint-ranks", "--fixed-papers") as base,
+        urllib.request.urlopen(base + "/figures", timeout=60) as r,
+    ):
+        joint = leaderboard(r.read().decode())
+    assert "rank method (every row): rank intervals that hold for every agent at once" in joint
+    assert "<td>1 [1, 2]</td>" in joint and "<td>2 [1, 2]</td>" in joint
+    assert "about these papers only" in joint and "papers like these" not in joint

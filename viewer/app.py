@@ -34,6 +34,7 @@ from inquitree.viewer.pages.search import api_search, search
 from inquitree.viewer.pages.suite import api_campaigns, api_suite, live_campaigns, live_suite, suite_page
 from inquitree.viewer.pages.trees import tree, trees_index
 from inquitree.viewer.state import STATIC, Viewer
+from inquitree.warehouse.intervals import Settings
 
 # Scripts and images from this server only; inline styles (the report's stylesheet) but no inline script.
 CSP = (
@@ -51,11 +52,14 @@ def create_app(
     extra_hosts: tuple[str, ...] = (),
     write_index: bool = True,
     index_in_background: bool = False,
+    settings: Settings | None = None,
 ) -> Starlette:
     """The viewer over the warehouse at ``warehouse_path``; with ``db_url`` (or ``sync``) its
     campaign pages follow the store, and with ``sync`` its other pages catch up with it too.
-    It answers requests whose Host is a loopback name, ``host`` or one of ``extra_hosts`` only."""
-    viewer = Viewer(warehouse_path, db_url, sync, stale_after, write_index, index_in_background)
+    It answers requests whose Host is a loopback name, ``host`` or one of ``extra_hosts`` only.
+    ``settings``: the statistics its tables and figures use (``view --fixed-papers``,
+    ``--joint-ranks``), as ``inquitree report`` and ``query`` take them."""
+    viewer = Viewer(warehouse_path, db_url, sync, stale_after, write_index, index_in_background, settings)
     app = _GuardedStarlette(hosts=allowed_hosts(host, extra_hosts), routes=ROUTES)
     app.state.viewer = viewer
     return app

@@ -22,6 +22,7 @@ from inquitree.viewer.search import (
     KINDS,
     SearchIndex,
 )
+from inquitree.warehouse.intervals import Settings
 from inquitree.warehouse.warehouse import Warehouse
 
 HERE = Path(__file__).resolve().parent
@@ -58,6 +59,7 @@ class Viewer:
         stale_after: float = 300.0,
         write_index: bool = True,
         index_in_background: bool = False,
+        settings: Settings | None = None,
     ):
         """``write_index=False`` (``view --no-sync``): nothing is written, the search index beside the
         warehouse included; search uses the index as it is, and says so when there is none.
@@ -74,7 +76,8 @@ class Viewer:
         self.index_guard = threading.Lock()
         self.lock = threading.RLock()
         self.opened = _identity(warehouse_path)  # which published snapshot ``self.wh`` reads
-        self.wh = Warehouse(warehouse_path, read_only=True)
+        self.settings = settings  # the statistics of every page's tables (None: from the environment)
+        self.wh = Warehouse(warehouse_path, read_only=True, settings=settings)
         self.index = SearchIndex(warehouse_path + ".search.sqlite")
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader([str(TEMPLATES), str(REPORT_CSS.parent)]), autoescape=True
@@ -220,7 +223,7 @@ class Viewer:
 
     def _reopen(self) -> None:
         old, self.opened = self.wh, _identity(self.path)
-        self.wh = Warehouse(self.path, read_only=True)
+        self.wh = Warehouse(self.path, read_only=True, settings=self.settings)
         old.close()
         self.refresh_index()
 
