@@ -48,14 +48,15 @@ def verdicts() -> dict[tuple[str, str], dict[str, dict]]:
     return found
 
 
-def agreement(pairs: list[tuple[str, str]]) -> dict:
-    """Exact agreement, Cohen's kappa and the confusion table of (reading, judge) pairs."""
+def agreement(pairs: list[tuple[str, str]], categories: tuple[str, ...] = CATEGORIES) -> dict:
+    """Exact agreement, Cohen's kappa and the confusion table of (reading, judge) pairs (or of
+    any two readings over ``categories``)."""
     n = len(pairs)
-    table = {r: {j: sum(1 for a, b in pairs if (a, b) == (r, j)) for j in CATEGORIES} for r in CATEGORIES}
+    table = {r: {j: sum(1 for a, b in pairs if (a, b) == (r, j)) for j in categories} for r in categories}
     if not n:
         return {"items": 0, "agreement": None, "kappa": None, "confusion": table}
-    observed = sum(table[c][c] for c in CATEGORIES) / n
-    expected = sum((sum(table[c].values()) / n) * (sum(table[r][c] for r in CATEGORIES) / n) for c in CATEGORIES)
+    observed = sum(table[c][c] for c in categories) / n
+    expected = sum((sum(table[c].values()) / n) * (sum(table[r][c] for r in categories) / n) for c in categories)
     kappa = (observed - expected) / (1 - expected) if expected < 1 else None
     return {
         "items": n,

@@ -55,6 +55,7 @@ from inquitree.core.players.embed import DEFAULT_TAU, normalize
 from inquitree.core.players.kinds import make_embedder
 
 LABELS = Path(__file__).resolve().parent.parent / "tests" / "data" / "matching" / "qwen-actions.jsonl"
+SECOND = LABELS.with_name("qwen-actions-second-reading.jsonl")  # the held-out Topic actions read again
 ANSWERS = Path(__file__).resolve().parent / "results" / "matching_model.jsonl"
 MATCHER_PROMPT = "matcher-v1"
 MATCHER_SYSTEM = "You read a researcher's proposed next step and decide which listed option it names."
@@ -362,6 +363,37 @@ def ideas(items: list[dict], embedder) -> list[dict]:
     return out
 
 
+def second_reading(items: list[dict], embedder, found_ideas: list[dict], path: Path = SECOND) -> dict:
+    """The second, blind reading of the held-out Topic actions (how it was made: the set's
+    README): its agreement with the labels (share, Cohen's kappa, the pairs that differ), and
+    each idea's held-out Topic rates, with the thresholds it chose on the calibration trees,
+    against the labels, against the second reading and on the actions both readings agree on:
+    whether the goal is missed because of how the actions were labelled."""
+    from judging import agreement
+
+    embedder = Remembered(embedder)
+    again = {action_key(r): r["second"] for r in (json.loads(line) for line in path.read_text().splitlines() if line)}
+    read = [it for it in items if action_key(it) in again]
+    pairs = [(str(it["intended"]), str(again[action_key(it)])) for it in read]
+    found = agreement(pairs, tuple(sorted({x for pair in pairs for x in pair})))
+    per_idea = {}
+    for idea in found_ideas:
+        t = idea["topic"]
+        if idea["idea"] not in IDEAS or t is None:
+            continue
+        kind, how, _ = IDEAS[idea["idea"]]
+        rows = anchored(read, embedder, kind, how)
+        second = [(o, c, again[action_key(it)], s) for (o, c, _, s), it in zip(rows, read, strict=True)]
+        agreed = [r for r, s in zip(rows, second, strict=True) if r[2] == s[2]]
+        at = (t["tau"], t["tau"], t["margin"], t.get("lead", 0.0))
+        per_idea[idea["idea"]] = {
+            "labels": rates(rows, *at),
+            "second_reading": rates(second, *at),
+            "both_agree": rates(agreed, *at),
+        }
+    return {"actions": len(read), **found, "ideas": per_idea}
+
+
 def study_threshold(calibrate, tau: float) -> float:
     """The Subtopic state's threshold chosen on the calibration half's Subtopic actions, the state
     it governs: the one (on a 0.01 grid) that recognises the most intended moves there with at
@@ -499,9 +531,19 @@ def main() -> None:
     local = make_embedder("local", cache=False)
     found_ideas = ideas(items, local) + model_ideas(items, local, read_answers(Path(args.answers)))
     show(found_ideas)
+    again = second_reading(items, local, found_ideas)
+    print(
+        f"second reading of {again['actions']} held-out Topic actions: agreement {again['agreement']}, "
+        f"kappa {again['kappa']}; on the actions both readings agree on:"
+    )
+    for name, r in again["ideas"].items():
+        b = r["both_agree"]
+        print(f"  {name}: recognised {b['recognised']}, false {b['false_match']}, wrong {b['wrong_candidate']}")
     earlier = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
     if args.ideas_only:
-        Path(args.out).write_text(json.dumps({**earlier, "ideas": found_ideas}, indent=1) + "\n")
+        Path(args.out).write_text(
+            json.dumps({**earlier, "ideas": found_ideas, "second_reading": again}, indent=1) + "\n"
+        )
         print(f"wrote the ideas into {args.out}")
         return
     results = []
@@ -523,8 +565,13 @@ def main() -> None:
                     file=sys.stderr,
                 )
                 continue
-            mpnet_ideas = {"items": len(items), "ideas": ideas(items, embedder)}
-            show(mpnet_ideas["ideas"], "mpnet: ")
+            found_mpnet = ideas(items, embedder)
+            show(found_mpnet, "mpnet: ")
+            mpnet_ideas = {
+                "items": len(items),
+                "ideas": found_mpnet,
+                "second_reading": second_reading(items, embedder, found_mpnet),
+            }
         else:
             embedder = make_embedder(name, cache=False)
         found = evaluate(items, embedder)
@@ -552,7 +599,13 @@ def main() -> None:
     root = Path(__file__).resolve().parent.parent
     labels = Path(args.labels).resolve()
     shown = str(labels.relative_to(root)) if labels.is_relative_to(root) else str(labels)
-    result = {"labels": shown, "items": len(items), "results": results, "ideas": found_ideas}
+    result = {
+        "labels": shown,
+        "items": len(items),
+        "results": results,
+        "ideas": found_ideas,
+        "second_reading": again,
+    }
     if mpnet_ideas:
         result["mpnet_ideas"] = mpnet_ideas
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")

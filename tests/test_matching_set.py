@@ -223,3 +223,34 @@ def test_the_stored_mpnet_results_are_what_docs_quote():
     topic = entry["study_threshold_with_default_tau"]["held_out_by_state"]["topic"]
     quoted = f"recognised {pct(topic['recognised'])} of the time with\n{pct(topic['false_match'])} false"
     assert " ".join(quoted.split()) in " ".join(text.split())
+    # on the actions both readings agree on (the second reading: the set's README)
+    nearest = "the best of its text and hints, with the topic's text as a candidate for none"
+    b = mpnet["second_reading"]["ideas"][nearest]["both_agree"]
+    quoted = f"{pct(b['recognised'])}, {pct(b['false_match'])} and {pct(b['wrong_candidate'])}"
+    assert quoted in " ".join(text.split()) and b["actions"] == 147
+
+
+def test_the_second_reading_covers_the_held_out_topic_and_gives_what_docs_quote():
+    """The second, blind reading (the set's README) names every held-out Topic action once, with
+    labels the tree has; its agreement with the labels, and the matcher's rates on the actions
+    both readings agree on, are recomputed here and are what docs/instrument.md quotes."""
+    from matching import SECOND, action_key, ideas, second_reading
+
+    items = _items()
+    again = [json.loads(line) for line in SECOND.read_text().splitlines() if line]
+    held = {action_key(it) for it in items if it["state"] == "topic" and it["split"] == "held-out"}
+    assert sorted(action_key(r) for r in again) == sorted(held)
+    assert sorted(r["order"] for r in again) == list(range(1, len(again) + 1))
+    for r in again:
+        assert r["second"] is None or r["second"] in {s.id for s in resolve_tree(r["tree"]).subtopics}, r
+    local = make_embedder("local", cache=False)
+    found = second_reading(items, local, ideas(items, local))
+    assert (found["actions"], found["agreement"], found["kappa"]) == (157, 0.9363, 0.8674)
+    assert found["confusion"]["None"]["s1"] == 3 and found["confusion"]["s1"]["None"] == 5
+    both = found["ideas"]["the best of its text and its four hints"]["both_agree"]
+    assert (both["recognised"], both["false_match"], both["wrong_candidate"]) == (0.6964, 0.1156, 0.0179)
+    rule = found["ideas"]["the paper's rule: one cosine with the candidate's text"]["both_agree"]
+    assert (rule["intended"], rule["actions"]) == (56, 147)
+    text = " ".join((ROOT / "docs" / "instrument.md").read_text().split())
+    for quoted in ("agree on 147 of the 157 (93.6%, kappa 0.87)", "69.6% recognised, 11.6% false"):
+        assert quoted in text, quoted
