@@ -30,6 +30,10 @@ calibration trees, the rates reported on the held-out trees, with the wrong-cand
 goal bounds at 2%, and beside them the share of the trees' subtopics whose own text (the
 oracle's move) each rule accepts.
 
+A second reading of the held-out Topic actions (``qwen-actions-second-reading.jsonl``, blind to
+the labels): its agreement with them, and each idea's rates against it and on the actions both
+readings agree on (``second_reading``), so a missed goal can be told apart from label noise.
+
 A chat model as matcher: ``--matcher-model MODEL --base-url URL`` asks the model, for every Topic
 action, which subtopic it names (or none), at temperature 0 with the prompt below, and keeps its
 answers in ``results/matching_model.jsonl``; from that file (no model needed) two more ideas are
