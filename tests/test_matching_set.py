@@ -254,3 +254,4 @@ def test_the_second_reading_covers_the_held_out_topic_and_gives_what_docs_quote(
     text = " ".join((ROOT / "docs" / "instrument.md").read_text().split())
     for quoted in ("agree on 147 of the 157 (93.6%, kappa 0.87)", "69.6% recognised, 11.6% false"):
         assert quoted in text, quoted
+    assert "blind reading agrees on 93.6%" in " ".join((ROOT / "README.md").read_text().split())
