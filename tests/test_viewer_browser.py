@@ -38,7 +38,7 @@ from inquitree.events.store import EventStore
 
 from enginekit import OracleAgent, ScriptAgent, follower, play
 from openai_server import OpenAICompatibleServer
-from tests_support import chromium_browser, chromium_path, viewer_process
+from tests_support import INTERRUPTIBLE, chromium_browser, chromium_path, viewer_process
 
 MARK = "window.__noReload = 'still here'"  # gone if the page reloads
 TERMINAL = ("finished", "limit", "failed")
@@ -241,6 +241,7 @@ def test_a_lab_at_work_beside_the_viewer(store_url, tmp_path, browser):
             env={**os.environ, "OPENAI_API_KEY": "none"},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
+            **INTERRUPTIBLE,  # interrupted below with SIGINT, whatever the disposition the tests started with
         )
         try:
             pages = _Pages(browser, base, None)
