@@ -30,9 +30,9 @@ calibration trees, the rates reported on the held-out trees, with the wrong-cand
 goal bounds at 2%, and beside them the share of the trees' subtopics whose own text (the
 oracle's move) each rule accepts.
 
-A second reading of the held-out Topic actions (``qwen-actions-second-reading.jsonl``, blind to
-the labels): its agreement with them, and each idea's rates against it and on the actions both
-readings agree on (``second_reading``), so a missed goal can be told apart from label noise.
+A second reading of the held-out actions (``qwen-actions-second-reading.jsonl``, blind to the
+labels): per state, its agreement with them, and each idea's rates against it and on the actions
+both readings agree on (``second_reading``), so a missed goal can be told apart from label noise.
 
 A chat model as matcher: ``--matcher-model MODEL --base-url URL`` asks the model, for every Topic
 action, which subtopic it names (or none), at temperature 0 with the prompt below, and keeps its
@@ -59,7 +59,7 @@ from inquitree.core.players.embed import DEFAULT_TAU, normalize
 from inquitree.core.players.kinds import make_embedder
 
 LABELS = Path(__file__).resolve().parent.parent / "tests" / "data" / "matching" / "qwen-actions.jsonl"
-SECOND = LABELS.with_name("qwen-actions-second-reading.jsonl")  # the held-out Topic actions read again
+SECOND = LABELS.with_name("qwen-actions-second-reading.jsonl")  # the held-out actions read again
 ANSWERS = Path(__file__).resolve().parent / "results" / "matching_model.jsonl"
 MATCHER_PROMPT = "matcher-v1"
 MATCHER_SYSTEM = "You read a researcher's proposed next step and decide which listed option it names."
@@ -368,34 +368,37 @@ def ideas(items: list[dict], embedder) -> list[dict]:
 
 
 def second_reading(items: list[dict], embedder, found_ideas: list[dict], path: Path = SECOND) -> dict:
-    """The second, blind reading of the held-out Topic actions (how it was made: the set's
-    README): its agreement with the labels (share, Cohen's kappa, the pairs that differ), and
-    each idea's held-out Topic rates, with the thresholds it chose on the calibration trees,
-    against the labels, against the second reading and on the actions both readings agree on:
-    whether the goal is missed because of how the actions were labelled."""
+    """The second, blind reading of the held-out actions (how it was made: the set's README), per
+    state: its agreement with the labels (share, Cohen's kappa, the pairs that differ), and each
+    idea's held-out rates, with the thresholds it chose on the calibration trees, against the
+    labels, against the second reading and on the actions both readings agree on: whether the
+    goal is missed because of how the actions were labelled."""
     from judging import agreement
 
     embedder = Remembered(embedder)
     again = {action_key(r): r["second"] for r in (json.loads(line) for line in path.read_text().splitlines() if line)}
-    read = [it for it in items if action_key(it) in again]
-    pairs = [(str(it["intended"]), str(again[action_key(it)])) for it in read]
-    found = agreement(pairs, tuple(sorted({x for pair in pairs for x in pair})))
-    per_idea = {}
-    for idea in found_ideas:
-        t = idea["topic"]
-        if idea["idea"] not in IDEAS or t is None:
-            continue
-        kind, how, _ = IDEAS[idea["idea"]]
-        rows = anchored(read, embedder, kind, how)
-        second = [(o, c, again[action_key(it)], s) for (o, c, _, s), it in zip(rows, read, strict=True)]
-        agreed = [r for r, s in zip(rows, second, strict=True) if r[2] == s[2]]
-        at = (t["tau"], t["tau"], t["margin"], t.get("lead", 0.0))
-        per_idea[idea["idea"]] = {
-            "labels": rates(rows, *at),
-            "second_reading": rates(second, *at),
-            "both_agree": rates(agreed, *at),
-        }
-    return {"actions": len(read), **found, "ideas": per_idea}
+    out = {}
+    for state in ("topic", "subtopic"):
+        read = [it for it in items if it["state"] == state and action_key(it) in again]
+        pairs = [(str(it["intended"]), str(again[action_key(it)])) for it in read]
+        found = agreement(pairs, tuple(sorted({x for pair in pairs for x in pair})))
+        per_idea = {}
+        for idea in found_ideas:
+            t = idea.get(state)
+            if idea["idea"] not in IDEAS or t is None:
+                continue
+            kind, how, _ = IDEAS[idea["idea"]]
+            rows = anchored(read, embedder, kind, how)
+            second = [(o, c, again[action_key(it)], st) for (o, c, _, st), it in zip(rows, read, strict=True)]
+            agreed = [r for r, x in zip(rows, second, strict=True) if r[2] == x[2]]
+            at = (t["tau"], t["tau"], t["margin"], t.get("lead", 0.0))
+            per_idea[idea["idea"]] = {
+                "labels": rates(rows, *at),
+                "second_reading": rates(second, *at),
+                "both_agree": rates(agreed, *at),
+            }
+        out[state] = {"actions": len(read), **found, "ideas": per_idea}
+    return out
 
 
 def study_threshold(calibrate, tau: float) -> float:
@@ -536,13 +539,14 @@ def main() -> None:
     found_ideas = ideas(items, local) + model_ideas(items, local, read_answers(Path(args.answers)))
     show(found_ideas)
     again = second_reading(items, local, found_ideas)
-    print(
-        f"second reading of {again['actions']} held-out Topic actions: agreement {again['agreement']}, "
-        f"kappa {again['kappa']}; on the actions both readings agree on:"
-    )
-    for name, r in again["ideas"].items():
-        b = r["both_agree"]
-        print(f"  {name}: recognised {b['recognised']}, false {b['false_match']}, wrong {b['wrong_candidate']}")
+    for state, read in again.items():
+        print(
+            f"second reading of {read['actions']} held-out {state} actions: agreement {read['agreement']}, "
+            f"kappa {read['kappa']}; on the actions both readings agree on:"
+        )
+        for name, r in read["ideas"].items():
+            b = r["both_agree"]
+            print(f"  {name}: recognised {b['recognised']}, false {b['false_match']}, wrong {b['wrong_candidate']}")
     earlier = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
     if args.ideas_only:
         Path(args.out).write_text(
