@@ -304,17 +304,23 @@ def model_ideas(items: list[dict], embedder, answers: list[dict]) -> list[dict]:
 
 
 class Remembered:
-    """An embedder that embeds each text once: the ideas share most of their texts, and embedding
-    is nearly all of their time."""
+    """An embedder that embeds each text once: the ideas, the second reading and the comparison of
+    thresholds share most of their texts, and embedding is nearly all of their time."""
 
     def __init__(self, embedder):
-        self.embedder, self.seen = embedder, {}
+        self.embedder, self.seen, self.id = embedder, {}, embedder.id
 
     def embed(self, texts):
         new = [t for t in dict.fromkeys(texts) if t not in self.seen]
         if new:
             self.seen.update(zip(new, self.embedder.embed(new), strict=True))
         return [self.seen[t] for t in texts]
+
+
+def remembered(embedder) -> Remembered:
+    """``embedder`` remembering what it embeds (itself when it already does, so that a run which
+    passes one to every step shares it)."""
+    return embedder if isinstance(embedder, Remembered) else Remembered(embedder)
 
 
 def ideas(items: list[dict], embedder) -> list[dict]:
@@ -330,7 +336,7 @@ def ideas(items: list[dict], embedder) -> list[dict]:
         for s in resolve_tree(t).subtopics
     ]
     out = []
-    embedder = Remembered(embedder)
+    embedder = remembered(embedder)
     for name, (kind, how, leads) in IDEAS.items():
         rows = anchored(items + own, embedder, kind, how)
         own_rows, rows = rows[len(items) :], rows[: len(items)]
@@ -375,7 +381,7 @@ def second_reading(items: list[dict], embedder, found_ideas: list[dict], path: P
     goal is missed because of how the actions were labelled."""
     from judging import agreement
 
-    embedder = Remembered(embedder)
+    embedder = remembered(embedder)
     again = {action_key(r): r["second"] for r in (json.loads(line) for line in path.read_text().splitlines() if line)}
     out = {}
     for state in ("topic", "subtopic"):
@@ -535,7 +541,7 @@ def main() -> None:
     items = [json.loads(line) for line in Path(args.labels).read_text().splitlines() if line.strip()]
     if args.matcher_model:
         ask_matcher(items, args.matcher_model, args.base_url, Path(args.answers))
-    local = make_embedder("local", cache=False)
+    local = Remembered(make_embedder("local", cache=False))
     found_ideas = ideas(items, local) + model_ideas(items, local, read_answers(Path(args.answers)))
     show(found_ideas)
     again = second_reading(items, local, found_ideas)
@@ -561,7 +567,7 @@ def main() -> None:
             try:
                 if not args.mpnet:
                     raise ImportError("needs --mpnet DIR")
-                embedder = MpnetEmbedder(args.mpnet)
+                embedder = Remembered(MpnetEmbedder(args.mpnet))
             except ImportError as exc:
                 kept = [dict(r) for r in earlier.get("results", []) if r["embedder"] == MpnetEmbedder.id]
                 for r in kept:  # what was measured before, on the set as it was then
@@ -581,7 +587,7 @@ def main() -> None:
                 "second_reading": second_reading(items, embedder, found_mpnet),
             }
         else:
-            embedder = make_embedder(name, cache=False)
+            embedder = local if name == "local" else make_embedder(name, cache=False)
         found = evaluate(items, embedder)
         results.append(found)
         h = found["held_out"]

@@ -149,15 +149,25 @@ def test_trees_match_the_engine_and_the_bench_decide_alike_on_every_labelled_act
     assert accepted_at_subtopic >= 9  # real Subtopic moves the old 0.75 called misses
 
 
-def test_the_matching_ideas_give_what_docs_quote():
+@pytest.fixture(scope="module")
+def measured():
+    """The local embedder (remembering what it embeds) and the ideas bench/matching.py measures
+    with it, computed once for the tests that read them."""
+    from matching import ideas, remembered
+
+    local = remembered(make_embedder("local", cache=False))
+    return local, ideas(_items(), local)
+
+
+def test_the_matching_ideas_give_what_docs_quote(measured):
     """docs/instrument.md quotes the held-out rates of the ideas bench/matching.py measures; they
     are recomputed here (the model matcher's from its stored answers), so the page cannot drift
     from the bench."""
-    from matching import ANSWERS, ideas, model_ideas, read_answers
+    from matching import ANSWERS, model_ideas, read_answers
 
-    local = make_embedder("local", cache=False)
+    local, embedding_ideas = measured
     items = _items()
-    found = {i["idea"]: i for i in ideas(items, local) + model_ideas(items, local, read_answers(ANSWERS))}
+    found = {i["idea"]: i for i in embedding_ideas + model_ideas(items, local, read_answers(ANSWERS))}
 
     def held(name: str, state: str = "topic") -> tuple:
         r = found[name][state]["held_out"]
@@ -230,11 +240,11 @@ def test_the_stored_mpnet_results_are_what_docs_quote():
     assert quoted in " ".join(text.split()) and b["actions"] == 147
 
 
-def test_the_second_reading_covers_the_held_out_actions_and_gives_what_docs_quote():
+def test_the_second_reading_covers_the_held_out_actions_and_gives_what_docs_quote(measured):
     """The second, blind reading (the set's README) names every held-out action once, with labels
     the tree has; its agreement with the labels, and the matcher's rates on the actions both
     readings agree on, are recomputed here and are what docs/instrument.md quotes."""
-    from matching import SECOND, action_key, ideas, second_reading
+    from matching import SECOND, action_key, second_reading
 
     items = _items()
     again = [json.loads(line) for line in SECOND.read_text().splitlines() if line]
@@ -249,8 +259,8 @@ def test_the_second_reading_covers_the_held_out_actions_and_gives_what_docs_quot
             else {st.id for st in tree.subtopic[r["subtopic"]].studies}
         )
         assert r["second"] is None or r["second"] in allowed, r
-    local = make_embedder("local", cache=False)
-    found = second_reading(items, local, ideas(items, local))
+    local, embedding_ideas = measured
+    found = second_reading(items, local, embedding_ideas)
     topic, sub = found["topic"], found["subtopic"]
     assert (topic["actions"], topic["agreement"], topic["kappa"]) == (157, 0.9363, 0.8674)
     assert topic["confusion"]["None"]["s1"] == 3 and topic["confusion"]["s1"]["None"] == 5
