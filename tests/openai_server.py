@@ -146,7 +146,9 @@ class OpenAICompatibleServer:
                 req = json.loads(self.rfile.read(length) or b"{}")
                 route = self.path.split("?", 1)[0]  # a base URL may carry a query (?api-version=...)
                 with server._lock:
-                    server.requests.append({"path": self.path, "body": req})
+                    server.requests.append(
+                        {"path": self.path, "body": req, "authorization": self.headers.get("Authorization")}
+                    )
                     fault = server.faults.pop(0) if server.faults else None
                     if route.endswith("/chat/completions"):
                         server.chat_calls += 1

@@ -9,6 +9,7 @@ from inquitree.core.players.embed import CachedEmbedder, EmbedderError, HashEmbe
 from inquitree.core.players.kinds import make_embedder
 
 from openai_server import OpenAICompatibleServer
+from tests_support import free_port
 
 PARAPHRASE = (
     "Record place cells in the hippocampus while mice explore a new arena.",
@@ -118,3 +119,49 @@ def test_openai_embedder_gives_up_with_a_clear_error():
 def test_unknown_embedder_name():
     with pytest.raises(EmbedderError, match="unknown embedder 'bert'"):
         make_embedder("bert")
+
+
+def test_nomic_embeds_the_action_as_a_query_and_the_candidates_as_documents(tmp_path, monkeypatch):
+    """nomic-embed-text-v1.5 reads a text by its task prefix: the engine's cosine puts
+    ``search_query: `` before the agent's action and ``search_document: `` before each candidate,
+    the cache keeps the two roles of one text apart, and no key of the environment reaches the
+    server."""
+    from inquitree.core.players.embed import NomicEmbedder, embed_actions
+    from inquitree.core.run.runner import cosines
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-the-embedder")
+    with OpenAICompatibleServer() as server:
+        server._embedder = HashEmbedder(dim=NomicEmbedder.DIM)
+        emb = make_embedder("nomic", base_url=server.base_url, cache=tmp_path / "cache.sqlite")
+        assert emb.id == "nomic:nomic-embed-text-v1.5-f16:search_query/search_document"
+        found = cosines(emb, "record place cells", [("s1", "place cells in mice"), ("s2", "bread prices")])
+        inputs = [r["body"]["input"] for r in server.requests]
+        assert inputs == [
+            ["search_document: place cells in mice", "search_document: bread prices"],
+            ["search_query: record place cells"],
+        ]
+        assert all(r["body"]["model"] == "nomic-embed-text-v1.5" for r in server.requests)
+        assert {r["authorization"] for r in server.requests} == {"Bearer unused"}
+        hashed = HashEmbedder(dim=NomicEmbedder.DIM)
+        want = hashed.embed(["search_document: place cells in mice"])[0] @ hashed.embed(
+            ["search_query: record place cells"]
+        )[0]
+        assert found["s1"] == round(float(want), 6)
+        # one text in both roles: two vectors, each cached under its own role
+        as_query = embed_actions(emb, ["bread prices"])[0]
+        assert not np.allclose(as_query, emb.embed(["bread prices"])[0])
+        assert len(server.requests) == 3
+        assert np.allclose(embed_actions(emb, ["bread prices"])[0], as_query)
+        assert len(server.requests) == 3
+
+
+def test_nomic_refuses_a_server_of_another_model_and_says_how_to_start_its_own():
+    """A server at the nomic address that answers with another width is another model: refused,
+    not read; with nothing listening, the error says how to serve the embedder."""
+    from inquitree.core.players.embed import NomicEmbedder
+
+    with OpenAICompatibleServer() as server:  # 64 dimensions
+        with pytest.raises(EmbedderError, match="answered with 64 dimensions, not nomic-embed-text-v1.5's 768"):
+            NomicEmbedder(server.base_url).embed(["x"])
+    with pytest.raises(EmbedderError, match="scripts/local-model.sh start nomic"):
+        NomicEmbedder(f"http://127.0.0.1:{free_port()}/v1", timeout=5).embed(["x"])

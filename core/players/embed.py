@@ -7,8 +7,17 @@
   normalization, as sentence-transformers does.
 - ``openai[:MODEL]``: any OpenAI-compatible ``/v1/embeddings`` endpoint
   (``text-embedding-3-small`` by default, the paper's choice), batched, retried.
+- ``nomic``: nomic-embed-text-v1.5 (f16 GGUF, 768 dimensions), served by llama.cpp on
+  loopback (``scripts/local-model.sh fetch nomic && scripts/local-model.sh start nomic``). A
+  stronger reader of real agents' moves than MiniLM (docs/instrument.md), at the price of a
+  server: the model runs in llama.cpp, which InquiTree's own install does not build. It wants a
+  task prefix on every text: the action is a query (``search_query: ``), the candidates
+  documents (``search_document: ``), so it embeds actions through :meth:`embed_queries`.
 - ``hash``: character n-gram feature hashing. Lexical only (it fails on
   paraphrases with no shared words); for fast tests and throughput benchmarks.
+
+An embedder may embed the texts an agent writes differently from the texts they are compared
+with (``embed_queries``; :func:`embed_actions` calls it where it exists, else ``embed``).
 
 :class:`CachedEmbedder` wraps any of them with a SQLite cache keyed by
 (embedder id, sha256 of the text): repeated texts and replays never recompute.
@@ -40,6 +49,13 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) float32 rows of unit length."""
+
+
+def embed_actions(embedder: Any, texts: Sequence[str]) -> np.ndarray:
+    """What an agent wrote, embedded as the embedder embeds a query (``embed_queries``) where it
+    makes that difference, else as any text."""
+    queries = getattr(embedder, "embed_queries", None)  # None: the same as any text
+    return queries(texts) if queries is not None else embedder.embed(texts)
 
 
 def normalize(m: np.ndarray) -> np.ndarray:
@@ -192,6 +208,55 @@ class OpenAIEmbedder:
         return normalize(m)
 
 
+class NomicEmbedder:
+    """nomic-embed-text-v1.5 behind llama.cpp's ``/v1/embeddings`` on loopback.
+
+    Served, not run in process: llama-cpp-python builds from source in 5-40 minutes, which the
+    default install must not ask for, and the server that ``scripts/local-model.sh`` builds for
+    the local chat model serves this model too (``start nomic``, port 8012). The base URL is the
+    argument, else ``$INQUITREE_NOMIC_URL``, else ``http://127.0.0.1:8012/v1``; no API key from
+    the environment is sent to it. The first answer must have 768 dimensions, so a server of
+    another model at that address is refused rather than read."""
+
+    MODEL = "nomic-embed-text-v1.5"
+    DIM = 768
+    QUERY, DOCUMENT = "search_query: ", "search_document: "
+    DEFAULT_URL = "http://127.0.0.1:8012/v1"
+    # The id names the weights and the prefixes: either changes every vector.
+    id = "nomic:nomic-embed-text-v1.5-f16:search_query/search_document"
+
+    def __init__(self, base_url: str | None = None, timeout: float = 120.0):
+        self.base_url = base_url or os.environ.get("INQUITREE_NOMIC_URL") or self.DEFAULT_URL
+        self._endpoint = OpenAIEmbedder(
+            self.MODEL, base_url=self.base_url, api_key="unused", batch_size=32, max_retries=2, timeout=timeout
+        )
+
+    def _embed(self, prefix: str, texts: Sequence[str]) -> np.ndarray:
+        if not len(texts):
+            return np.zeros((0, self.DIM), np.float32)
+        try:
+            m = self._endpoint.embed([prefix + t for t in texts])
+        except EmbedderError as exc:
+            raise EmbedderError(
+                f"{exc}\nthe nomic embedder is served on loopback: scripts/local-model.sh fetch nomic && "
+                "scripts/local-model.sh start nomic (or set INQUITREE_NOMIC_URL to where it runs)"
+            ) from None
+        if m.shape[1] != self.DIM:
+            raise EmbedderError(
+                f"{redact_url(self.base_url)} answered with {m.shape[1]} dimensions, not nomic-embed-text-v1.5's "
+                f"{self.DIM}: another model is served there (scripts/local-model.sh start nomic serves it on port 8012)"
+            )
+        return m
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Texts compared against (candidates, hints, ground truths), as documents."""
+        return self._embed(self.DOCUMENT, texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """What an agent wrote, as a query."""
+        return self._embed(self.QUERY, texts)
+
+
 def default_cache_path() -> Path:
     return cache_dir() / "embeddings.sqlite"
 
@@ -221,34 +286,45 @@ class CachedEmbedder:
             " vector BLOB NOT NULL, PRIMARY KEY (embedder, text_sha256))"
         )
         self.hits = self.misses = 0
+        # present exactly when the inner embedder embeds queries apart (see embed_actions)
+        self.embed_queries = self._embed_queries if hasattr(inner, "embed_queries") else None
 
     @staticmethod
     def key(text: str) -> str:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._cached(texts, self.id, self.inner.embed)
+
+    def _embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """:func:`embed_actions` through the cache: an embedder that embeds queries apart keeps
+        them under its id with ``#query``, so a text is never read back in the other role."""
+        return self._cached(texts, self.id + "#query", self.inner.embed_queries)
+
+    def _cached(self, texts: Sequence[str], cache_id: str, compute: Any) -> np.ndarray:
         keys = [self.key(t) for t in texts]
         found: dict[str, np.ndarray] = {}  # this call's vectors, whatever another thread drops meanwhile
+        ns = "" if cache_id == self.id else cache_id  # the memory's keys: the text's alone for plain texts
         with self._lock:
             mem = self._mem
             for k in keys:
-                if k in mem:
-                    found[k] = mem[k]
+                if ns + k in mem:
+                    found[k] = mem[ns + k]
             missing = [k for k in dict.fromkeys(keys) if k not in found]
             for chunk in _chunks(missing, 500):
                 marks = ",".join("?" * len(chunk))
                 q = f"SELECT text_sha256, vector FROM embeddings WHERE embedder = ? AND text_sha256 IN ({marks})"
-                for k, blob in self._db.execute(q, [self.id, *chunk]):
-                    found[k] = self._keep(k, np.frombuffer(blob, dtype=np.float32))
+                for k, blob in self._db.execute(q, [cache_id, *chunk]):
+                    found[k] = self._keep(ns + k, np.frombuffer(blob, dtype=np.float32))
             todo = {k: t for k, t in zip(keys, texts, strict=False) if k not in found}
         if todo:
-            vecs = self.inner.embed(list(todo.values()))
+            vecs = compute(list(todo.values()))
             with self._lock:
                 for k, v in zip(todo, vecs, strict=False):
-                    found[k] = self._keep(k, v)
+                    found[k] = self._keep(ns + k, v)
                 self._db.executemany(
                     "INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?)",
-                    [(self.id, k, v.astype(np.float32).tobytes()) for k, v in zip(todo, vecs, strict=False)],
+                    [(cache_id, k, v.astype(np.float32).tobytes()) for k, v in zip(todo, vecs, strict=False)],
                 )
                 self._db.commit()
         self.misses += len(todo)
@@ -284,19 +360,26 @@ DEFAULT_TAU: dict[str, tuple[float, str]] = {
         "P90(h1) and P10(h4), rounded to 0.05 (tests/test_trees.py re-derives it)",
     ),
     HashEmbedder.id: (0.55, "the same calibration rule with --embedder hash"),
+    NomicEmbedder.id: (
+        0.82,
+        "real Qwen 1.5B actions (core/data/matching, calibration half): the lowest threshold on a 0.01 grid "
+        "whose false matches there are at most 5% (bench/matching.py evaluate; the hints' midpoint rule of "
+        "`trees calibrate` knows nothing of how agents phrase a move)",
+    ),
 }
 
 
 # The threshold at the Subtopic state, where the one candidate is the subtopic's study (DECISIONS
-# #1 as revised): calibrated on real actions (tests/data/matching/, bench/matching.py).
+# #1 as revised): calibrated on real actions (core/data/matching/, bench/matching.py).
 # An embedder without an entry uses its tau there too, as the paper does.
 DEFAULT_TAU_STUDY: dict[str, tuple[float, str]] = {
     LocalEmbedder.id: (
         0.42,
-        "real Qwen 1.5B actions at the Subtopic state (tests/data/matching, calibration half): the study "
+        "real Qwen 1.5B actions at the Subtopic state (core/data/matching, calibration half): the study "
         "threshold that recognises the most intended moves there with at most 5% false matches there, the "
         "highest of equals (bench/matching.py study_threshold; tests/test_matching_set.py re-derives it)",
     ),
+    NomicEmbedder.id: (0.71, "the same rule as the local embedder's, with nomic's cosines (bench/matching.py)"),
 }
 
 

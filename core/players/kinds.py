@@ -190,6 +190,13 @@ def _hash(spec: Spec, **_: Any) -> Any:
     return HashEmbedder()
 
 
+@register("embedder", "nomic")
+def _nomic(spec: Spec, base_url: str | None = None, **_: Any) -> Any:
+    from inquitree.core.players.embed import NomicEmbedder
+
+    return NomicEmbedder(base_url)
+
+
 @register("embedder", "openai", argument="MODEL", default_argument="text-embedding-3-small", needs_model=True)
 def _openai_embedder(spec: Spec, base_url: str | None = None, **_: Any) -> Any:
     from inquitree.core.players.embed import OpenAIEmbedder
