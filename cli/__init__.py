@@ -38,6 +38,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "control": ("judge", "control"),
     "extract": ("extract", "extract"),
     "view": ("view", "view"),
+    "instrument": ("instrument", "instrument"),
 }
 
 

@@ -1,4 +1,4 @@
-"""The conclusion items read by hand (tests/data/judging): the set is what its README says, and
+"""The conclusion items read by hand (core/data/judging): the set is what its README says, and
 bench/judging.py gives the agreement docs/instrument.md quotes."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LABELS = ROOT / "tests" / "data" / "judging" / "qwen-conclusions.jsonl"
+LABELS = ROOT / "core" / "data" / "judging" / "qwen-conclusions.jsonl"
 sys.path.insert(0, str(ROOT / "bench"))
 
 

@@ -1,4 +1,4 @@
-"""The labelled real actions of tests/data/matching: the set is what its README says,
+"""The labelled real actions of core/data/matching: the set is what its README says,
 and the local embedder's thresholds recognise real phrasing as docs/instrument.md and DECISIONS #1 claim.
 bench/matching.py writes the full comparison of embedders and thresholds."""
 
@@ -15,7 +15,7 @@ from inquitree.core.players.embed import DEFAULT_TAU_STUDY, LocalEmbedder, defau
 from inquitree.core.players.kinds import make_embedder
 
 ROOT = Path(__file__).resolve().parent.parent
-LABELS = ROOT / "tests" / "data" / "matching" / "qwen-actions.jsonl"
+LABELS = ROOT / "core" / "data" / "matching" / "qwen-actions.jsonl"
 sys.path.insert(0, str(ROOT / "bench"))
 
 

@@ -1,0 +1,151 @@
+"""``inquitree instrument measure``: how well a matcher (an embedder with the paper's rule) or a
+judge reads real agents, on the labelled sets InquiTree ships (docs/instrument.md). A lab that
+brings its own embedder or judge model gets its error rates in one command, per state or split,
+calibration and held-out, with intervals that resample trees."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from inquitree.cli.common import FiniteFloat, call_options, echo, judge_config, judge_options, progress, progress_due
+
+THRESHOLD = FiniteFloat(0, 1, min_open=True)
+
+
+@click.group()
+def instrument() -> None:
+    """How well the matcher and the judge read real agents (docs/instrument.md)."""
+
+
+@instrument.command()
+@click.option("--embedder", "embedder_spec", help="Measure this embedder as the matcher: local | nomic | openai:MODEL")
+@click.option("--embedder-base-url", default=None, help="OpenAI-compatible base URL for the embedder.")
+@click.option("--tau", type=THRESHOLD, help="The Topic threshold (default: the embedder's, else chosen here).")
+@click.option("--tau-study", type=THRESHOLD, help="The Subtopic threshold (default: as --tau).")
+@click.option("--judge", "judge_spec", help="Measure this judge instead: embedding[:FULL/PARTIAL] | openai:MODEL")
+@judge_options
+@call_options
+@click.option("--draws", type=click.IntRange(min=100), default=2000, show_default=True, help="Resamples of trees.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option(
+    "--record",
+    "keep",
+    is_flag=True,
+    help="Keep the measurement in the lab's record ($INQUITREE_INSTRUMENT), which tables then state.",
+)
+def measure(embedder_spec, embedder_base_url, tau, tau_study, judge_spec, draws, fmt, keep, **model_kw) -> None:
+    """Error rates of a matcher (--embedder) or agreement of a judge (--judge) on the shipped sets.
+
+    With --judge, --embedder names the embedding judge's embedder (default: local). With --record,
+    every table that shows episodes read by this instrument states the measurement beside them."""
+    import json
+
+    from inquitree.core.instrument import measure_judge, measure_matcher
+    from inquitree.core.players.kinds import make_embedder, make_judge
+
+    if judge_spec:
+        if tau is not None or tau_study is not None:
+            raise click.UsageError("--tau and --tau-study are the matcher's: measure a judge without them")
+        embedder = make_embedder(embedder_spec or "local", base_url=embedder_base_url)
+        judge = make_judge(judge_spec, embedder, judge_config(model_kw))
+        due = progress_due()
+
+        def said(n: int, total: int) -> None:
+            if due(n == total):
+                progress(f"judged {n}/{total} episodes of the set", done=n == total)
+
+        found = measure_judge(judge, draws=draws, progress=said)
+        echo(json.dumps(found, indent=1) if fmt == "json" else _fitted(judge_table(found)))
+        _keep(found, keep)
+        return
+    if not embedder_spec:
+        raise click.UsageError("name what to measure: --embedder SPEC (the matcher) or --judge SPEC")
+    embedder = make_embedder(embedder_spec, base_url=embedder_base_url)
+    found = measure_matcher(embedder, tau=tau, tau_study=tau_study, draws=draws)
+    echo(json.dumps(found, indent=1) if fmt == "json" else _fitted(matcher_table(found)))
+    _keep(found, keep)
+
+
+def _keep(found: dict[str, Any], keep: bool) -> None:
+    if keep:
+        from inquitree.core.instrument.measured import record
+
+        echo(f"kept in {record(found)}", err=True)
+
+
+def _fitted(lines: list[str], width: int = 80) -> str:
+    """The table's lines, each longer than ``width`` wrapped (the rows of numbers fit as they are)."""
+    from inquitree.warehouse.notes import wrapped
+
+    return "\n".join(part for line in lines for part in (wrapped(line, width) if len(line) > width else [line]))
+
+
+def _pct(value: float | None, interval: list[float] | None = None) -> str:
+    if value is None:
+        return "-"
+    shown = f"{100 * value:.1f}%"
+    return shown + (f" [{100 * interval[0]:.1f}, {100 * interval[1]:.1f}]" if interval else "")
+
+
+def matcher_table(found: dict[str, Any]) -> list[str]:
+    """The matcher's measurement as a person reads it (80 columns)."""
+    from inquitree.core.instrument import GOAL
+
+    lines = [
+        f"matcher: the paper's rule with {found['embedder']}",
+        f"  tau {found['tau']}, tau_study {found['tau_study']} ({found['thresholds']})",
+        f"set: {found['labels']}, {found['actions']} labelled actions of Qwen2.5-Coder-1.5B on 18 trees",
+        f"{'state':9}{'split':12}{'recognised':21} {'false':18} wrong",
+    ]
+    met = {}
+    for state in ("topic", "subtopic"):
+        for split in ("calibration", "held_out"):
+            r = found[state][split]
+            iv = r["intervals"]
+            lines.append(
+                f"{state:9}{split.replace('_', '-'):12}{_pct(r['recognised'], iv['recognised']):21} "
+                f"{_pct(r['false_match'], iv['false_match']):18} {_pct(r['wrong_candidate'], iv['wrong_candidate'])}"
+            )
+        h = found[state]["held_out"]
+        met[state] = (
+            (h["recognised"] or 0) >= GOAL["recognised"]
+            and (h["false_match"] or 0) <= GOAL["false_match"]
+            and (h["wrong_candidate"] or 0) <= GOAL["wrong_candidate"]
+        )
+    held = found["topic"]["held_out"]
+    lines += [
+        f"intended moves / actions held out: topic {held['intended']}/{held['actions']}, subtopic "
+        f"{found['subtopic']['held_out']['intended']}/{found['subtopic']['held_out']['actions']}; "
+        f"95% intervals over {found['topic']['held_out']['intervals']['trees']} trees",
+        f"thresholds the calibration trees choose: tau {found['chosen']['tau']}, "
+        f"tau_study {found['chosen']['tau_study']}",
+        "goal on held-out trees, per state: recognised >= 66.7%, false <= 5%, wrong <= 2%: "
+        + ", ".join(f"{state} {'met' if ok else 'missed'}" for state, ok in met.items()),
+    ]
+    return lines
+
+
+def judge_table(found: dict[str, Any]) -> list[str]:
+    """The judge's measurement as a person reads it (80 columns)."""
+    from inquitree.core.instrument import CATEGORIES
+
+    lines = [
+        f"judge: {found['judge']}",
+        f"set: {found['labels']}, {found['items']} conclusion items of {found['episodes']} episodes, read by hand",
+        f"{'split':13}{'items':>6}  {'agreement':>9}  {'kappa':22}{'failed':>6}",
+    ]
+    for split in ("calibration", "held_out"):
+        r = found[split]
+        iv = r["kappa_interval"]
+        kappa = "-" if r["kappa"] is None else f"{r['kappa']:.2f}" + (f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv else "")
+        name = split.replace("_", "-")
+        lines.append(f"{name:13}{r['items']:>6}  {_pct(r['agreement']):>9}  {kappa:22}{r['failed']:>6}")
+    confusion = found["held_out"]["confusion"]
+    lines.append("held-out confusion (rows: the reading; columns: the judge):")
+    lines.append(f"  {'':10}" + "".join(f"{c:>10}" for c in CATEGORIES))
+    for row in CATEGORIES:
+        lines.append(f"  {row:10}" + "".join(f"{confusion[row][c]:>10}" for c in CATEGORIES))
+    lines.append("kappa intervals: 95%, resampling trees; a failed verdict is counted apart, not as absent")
+    return lines

@@ -1,0 +1,224 @@
+"""How well a matcher reads real moves: the labelled actions InquiTree ships
+(``core/data/matching/qwen-actions.jsonl``; how they were made and labelled in the README beside
+them), decided by the engine's own function and counted against the labels.
+
+Three rates (docs/instrument.md), each per state:
+
+- recognised: intended moves accepted as the intended candidate (of the moves that name one);
+- false match: actions accepted as a candidate they did not mean (of all actions);
+- wrong candidate: intended moves accepted as another candidate (of the moves that name one).
+
+Trees alternate between a calibration half, where thresholds are chosen, and a held-out half,
+where they are measured; intervals resample whole trees (a tree's actions are one model's
+phrasing of one paper, not independent draws). ``inquitree instrument measure`` and
+``bench/matching.py`` both count through this module.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from inquitree.core.game.engine import decide, threshold_at
+from inquitree.core.game.tree import resolve_tree
+from inquitree.core.players.embed import DEFAULT_TAU, DEFAULT_TAU_STUDY, embed_actions
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+LABELS = DATA / "matching" / "qwen-actions.jsonl"
+SECOND = LABELS.with_name("qwen-actions-second-reading.jsonl")  # the held-out actions read again
+TAUS = [round(0.30 + 0.01 * k, 2) for k in range(66)]  # 0.30 .. 0.95
+NONE = "(none: the topic)"  # at the Topic, a candidate that stands for no move: the topic's own text
+GOAL = {"recognised": 2 / 3, "false_match": 0.05, "wrong_candidate": 0.02}  # on held-out trees, per state
+RATES = ("recognised", "false_match", "wrong_candidate")
+
+# (the candidates in the engine's order, each one's cosine, the label, the state) of one action
+Scored = tuple[list[str], dict[str, float], "str | None", str]
+
+
+def read_labels(path: Path = LABELS) -> list[dict]:
+    """The labelled actions of ``path`` (JSON lines)."""
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def rates(
+    rows: list[Scored], tau: float, tau_study: float | None = None, margin: float = 0.0, lead: float = 0.0
+) -> dict:
+    """Recognised, false and wrong-candidate matches with ``tau`` at the Topic and ``tau_study``
+    (default: tau) at the Subtopic state, decided by the engine's own function
+    (``engine.decide``): recognised, of the moves that name a candidate; false, of all actions
+    (a match to anything but the intended candidate, or to anything when none is meant); wrong,
+    of the moves that name a candidate, the matches to another one. ``margin`` (an idea measured
+    by bench/matching.py, not the engine's rule): at the Topic the best must also lead the second
+    by this much; ``lead`` (another): lead the mean of the other candidates by this much. A best
+    that is :data:`NONE` is no match."""
+    intended = recognised = false_match = wrong = 0
+    for order, cosines, want, state in rows:
+        best, accepted = decide(order, cosines, threshold_at(state, tau, tau_study))
+        if margin and state == "topic" and len(order) > 1:
+            second = sorted(cosines.values(), reverse=True)[1]
+            accepted = accepted and cosines[best] - second >= margin
+        if lead and state == "topic" and len(order) > 1:
+            others = [v for c, v in cosines.items() if c != best]
+            accepted = accepted and cosines[best] - sum(others) / len(others) >= lead
+        accepted = accepted and best != NONE
+        intended += want is not None
+        recognised += accepted and want is not None and best == want
+        false_match += accepted and best != want
+        wrong += accepted and want is not None and best != want
+    return {
+        "tau": tau,
+        "tau_study": tau_study if tau_study is not None else tau,
+        "recognised": round(recognised / intended, 4) if intended else None,
+        "false_match": round(false_match / len(rows), 4) if rows else None,
+        "wrong_candidate": round(wrong / intended, 4) if intended else None,
+        "actions": len(rows),
+        "intended": intended,
+    }
+
+
+def meets_goal(found: dict) -> bool:
+    """Within the goal's bounds on false and wrong-candidate matches (5% and 2%), as an idea's
+    thresholds must be on the calibration trees."""
+    return found["false_match"] <= GOAL["false_match"] and (found["wrong_candidate"] or 0) <= GOAL["wrong_candidate"]
+
+
+def anchors(item: dict, kind: str) -> list[tuple[str, list[str]]]:
+    """Each candidate of the item's state with the texts that stand for it: its own text, and
+    with ``hints`` its four hints (paraphrases of it by construction), with ``studies`` (at the
+    Topic) its studies' texts; with ``+none`` (at the Topic) one more candidate, :data:`NONE`,
+    the topic's own text, which an action that only restates the topic should be nearest to and
+    which is never a match."""
+    tree = resolve_tree(item["tree"])
+    kind, none = kind.removesuffix("+none"), kind.endswith("+none")
+    if item["state"] == "topic":
+        targets = [(s.id, [s.text], list(s.hints), [st.text for st in s.studies]) for s in tree.subtopics]
+    else:
+        targets = [(st.id, [st.text], list(st.hints), []) for st in tree.subtopic[item["subtopic"]].studies]
+    extra = {"text": lambda h, st: [], "hints": lambda h, st: h, "studies": lambda h, st: st}[kind]
+    found = [(cid, text + extra(hints, studies)) for cid, text, hints, studies in targets]
+    return found + [(NONE, [tree.topic])] if none and item["state"] == "topic" else found
+
+
+def anchored(items: list[dict], embedder: Any, kind: str = "text", how: str = "max") -> list[Scored]:
+    """Each item's candidates scored over their anchors (:func:`anchors`): the best cosine
+    (``max``) or the mean of the best two (``top2``). ``text`` with ``max`` is the paper's rule:
+    one cosine with each candidate's own text. An embedder that embeds an agent's text as a query
+    (``embed_queries``) embeds the actions so; any other embeds every text in one batch."""
+    if getattr(embedder, "embed_queries", None) is None:
+        texts = list(
+            dict.fromkeys(t for it in items for t in [it["action"]] + [a for _, xs in anchors(it, kind) for a in xs])
+        )
+        vectors = dict(zip(texts, embedder.embed(texts), strict=True))
+        queries = vectors
+    else:
+        texts = list(dict.fromkeys(a for it in items for _, xs in anchors(it, kind) for a in xs))
+        vectors = dict(zip(texts, embedder.embed(texts), strict=True))
+        actions = list(dict.fromkeys(it["action"] for it in items))
+        queries = dict(zip(actions, embed_actions(embedder, actions), strict=True))
+    out = []
+    for it in items:
+        action = queries[it["action"]]
+        cosines = {}
+        for cid, xs in anchors(it, kind):
+            c = sorted((float(vectors[x] @ action) for x in xs), reverse=True)
+            cosines[cid] = c[0] if how == "max" else float(np.mean(c[:2]))
+        out.append((list(cosines), cosines, it["intended"], it["state"]))
+    return out
+
+
+def study_threshold(calibrate: list[Scored], tau: float) -> float:
+    """The Subtopic state's threshold chosen on the calibration half's Subtopic actions, the state
+    it governs: the one (on a 0.01 grid) that recognises the most intended moves there with at
+    most 5% false matches there, the highest of equals (``tau`` when none does). DEFAULT_TAU_STUDY
+    of core/players/embed.py is this for the local and nomic embedders (tests/test_matching_set.py
+    re-derives it)."""
+    at_subtopic = [r for r in calibrate if r[3] == "subtopic"]
+    found = [rates(at_subtopic, tau, ts) for ts in TAUS]
+    ok = [r for r in found if r["false_match"] is not None and r["false_match"] <= GOAL["false_match"]]
+    return max(ok, key=lambda r: (r["recognised"] or 0, r["tau_study"]))["tau_study"] if ok else tau
+
+
+def topic_threshold(calibrate: list[Scored]) -> float:
+    """The lowest threshold (on a 0.01 grid) whose false matches on the calibration half are at
+    most 5%: the Topic threshold of an embedder that has no default, and nomic's."""
+    safe = [r["tau"] for r in (rates(calibrate, t) for t in TAUS) if (r["false_match"] or 0) <= GOAL["false_match"]]
+    return min(safe) if safe else max(TAUS)
+
+
+def over_trees(rows: list[tuple[Scored, str]], state: str, tau: float, tau_study: float, draws: int = 2000) -> dict:
+    """95% intervals for the rates at ``state`` that resample whole trees: the 2.5th and 97.5th
+    percentiles of each rate over ``draws`` resamples of the trees with replacement (seed 0)."""
+    by_tree: dict[str, list[Scored]] = {}
+    for r, tree in rows:
+        if r[3] == state:
+            by_tree.setdefault(tree, []).append(r)
+    trees = sorted(by_tree)
+    rng = np.random.default_rng(0)
+    found: dict[str, list[float]] = {key: [] for key in RATES}
+    for _ in range(draws):
+        picked = [r for k in rng.integers(0, len(trees), len(trees)) for r in by_tree[trees[k]]]
+        got = rates(picked, tau, tau_study)
+        for key, values in found.items():
+            if got[key] is not None:
+                values.append(got[key])
+    return {
+        "trees": len(trees),
+        "draws": draws,
+        **{
+            key: [round(float(np.percentile(v, 2.5)), 4), round(float(np.percentile(v, 97.5)), 4)] if v else None
+            for key, v in found.items()
+        },
+    }
+
+
+def measure_matcher(
+    embedder: Any,
+    tau: float | None = None,
+    tau_study: float | None = None,
+    labels: Path = LABELS,
+    draws: int = 2000,
+) -> dict:
+    """The paper's rule with ``embedder`` on the labelled actions: per state, the calibration and
+    held-out rates with intervals over trees, at ``tau``/``tau_study`` when given, else at the
+    embedder's defaults, else at the thresholds the calibration trees choose (those are reported
+    in every case, as ``chosen``)."""
+    items = read_labels(labels)
+    rows = anchored(items, embedder, "text", "max")
+    calibrate = [r for r, it in zip(rows, items, strict=True) if it["split"] == "calibrate"]
+    chosen_tau = topic_threshold(calibrate)
+    chosen = {"tau": chosen_tau, "tau_study": study_threshold(calibrate, chosen_tau)}
+    if tau is not None:
+        source = "given"
+    elif embedder.id in DEFAULT_TAU:
+        source, tau = "the embedder's defaults", DEFAULT_TAU[embedder.id][0]
+    else:
+        source, tau = "chosen on the calibration trees", chosen["tau"]
+    if tau_study is None:
+        if embedder.id in DEFAULT_TAU_STUDY and source == "the embedder's defaults":
+            tau_study = DEFAULT_TAU_STUDY[embedder.id][0]
+        else:
+            tau_study = study_threshold(calibrate, tau)
+    found: dict[str, Any] = {
+        "embedder": embedder.id,
+        "rule": "paper",
+        "tau": tau,
+        "tau_study": tau_study,
+        "thresholds": source,
+        "chosen": chosen,
+        "labels": labels.name,
+        "actions": len(items),
+        "goal": {k: round(v, 4) for k, v in GOAL.items()},
+    }
+    for state in ("topic", "subtopic"):
+        found[state] = {}
+        for name, split in (("calibration", "calibrate"), ("held_out", "held-out")):
+            picked = [(r, it["tree"]) for r, it in zip(rows, items, strict=True) if it["split"] == split]
+            at = rates([r for r, _ in picked if r[3] == state], tau, tau_study)
+            found[state][name] = {
+                **{k: at[k] for k in (*RATES, "actions", "intended")},
+                "intervals": over_trees(picked, state, tau, tau_study, draws),
+            }
+    return found

@@ -1,0 +1,122 @@
+"""What is known of how an instrument reads, in the words a table prints beside its figures.
+
+Two records of measurements (each a JSON object with ``matchers`` and ``judges``, lists of what
+:func:`~inquitree.core.instrument.matching.measure_matcher` and
+:func:`~inquitree.core.instrument.judging.measure_judge` return): the one InquiTree ships
+(``core/data/instrument/measured.json``, made by ``bench/instrument_record.py`` and checked by
+tests/test_instrument.py), and a lab's own (``instrument measure --record`` adds to it; the file is
+``$INQUITREE_INSTRUMENT``, else ``instrument.json`` in InquiTree's cache folder). A lab's
+measurement of the same instrument comes first. An instrument in neither is "unmeasured".
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from inquitree.core.cache import cache_dir
+
+SHIPPED = Path(__file__).resolve().parent.parent / "data" / "instrument" / "measured.json"
+RECORD_ENV = "INQUITREE_INSTRUMENT"
+UNMEASURED = "unmeasured"
+
+
+def lab_record_path() -> Path:
+    """Where ``instrument measure --record`` keeps a lab's measurements."""
+    return Path(os.environ.get(RECORD_ENV) or cache_dir() / "instrument.json")
+
+
+def _read(path: Path) -> dict[str, list[dict]]:
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {"matchers": [], "judges": []}
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not a record of measurements ({exc})") from None
+    if not isinstance(found, dict) or not all(isinstance(found.get(k, []), list) for k in ("matchers", "judges")):
+        raise ValueError(f"{path}: not a record of measurements (an object with 'matchers' and 'judges' lists)")
+    return {"matchers": list(found.get("matchers", [])), "judges": list(found.get("judges", []))}
+
+
+@functools.lru_cache(maxsize=8)
+def _records(lab: str, stamp: float) -> list[dict[str, list[dict]]]:
+    return [_read(Path(lab)), _read(SHIPPED)]
+
+
+def records() -> list[dict[str, list[dict]]]:
+    """The lab's record, then the shipped one (read again when the lab's file changes)."""
+    lab = lab_record_path()
+    try:
+        stamp = lab.stat().st_mtime
+    except OSError:
+        stamp = 0.0
+    return _records(str(lab), stamp)
+
+
+def record(found: dict[str, Any], path: Path | None = None) -> Path:
+    """Keep one measurement in the lab's record, replacing an earlier one of the same instrument."""
+    from inquitree.events.outputs import write_file
+
+    path = path or lab_record_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kept = _read(path)
+    kind = "judges" if "judge" in found else "matchers"
+    kept[kind] = [m for m in kept[kind] if _key(m) != _key(found)] + [found]
+    write_file(path, json.dumps(kept, indent=1) + "\n")
+    return path
+
+
+def _key(m: dict) -> tuple:
+    if "judge" in m:
+        return ("judge", m["judge"])
+    return ("matcher", m["embedder"], m.get("rule", "paper"), float(m["tau"]), float(m["tau_study"]))
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _span(interval: list[float] | None) -> str:
+    return "" if not interval else f" [{100 * interval[0]:.0f}, {100 * interval[1]:.0f}]"
+
+
+def matcher_reading(embedder: str | None, tau: float | None, tau_study: float | None) -> str:
+    """How the matcher of episodes played with ``embedder`` at ``tau``/``tau_study`` (None: tau at
+    both states, as episodes recorded before tau_study) reads real moves on held-out trees."""
+    if embedder is None or tau is None:
+        return UNMEASURED
+    key = ("matcher", embedder, "paper", float(tau), float(tau if tau_study is None else tau_study))
+    for rec in records():
+        for m in rec["matchers"]:
+            if _key(m) == key:
+                t, s = m["topic"]["held_out"], m["subtopic"]["held_out"]
+                return (
+                    f"{embedder} at tau {key[3]}/{key[4]}: "
+                    f"held-out Topic moves recognised {_pct(t['recognised'])}{_span(t['intervals']['recognised'])}, "
+                    f"false {_pct(t['false_match'])}, wrong {_pct(t['wrong_candidate'])}; Subtopic "
+                    f"{_pct(s['recognised'])}, {_pct(s['false_match'])}, {_pct(s['wrong_candidate'])} "
+                    f"({m['actions']} labelled actions of a 1.5B model; docs/instrument.md)"
+                )
+    at = f"{tau}/{tau if tau_study is None else tau_study}"
+    return f"{UNMEASURED} ({embedder} at tau {at}: inquitree instrument measure)"
+
+
+def judge_reading(judge_id: str | None) -> str:
+    """How the judge ``judge_id`` agrees with a careful reading on held-out trees."""
+    if judge_id is None:
+        return UNMEASURED
+    for rec in records():
+        for m in rec["judges"]:
+            if m["judge"] == judge_id:
+                h = m["held_out"]
+                interval = h.get("kappa_interval")
+                span = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
+                kappa = "-" if h["kappa"] is None else f"{h['kappa']:.2f}"
+                return (
+                    f"kappa {kappa}{span} against a careful reading of {h['items']} held-out items "
+                    f"(agreement {_pct(h['agreement'])}; docs/instrument.md)"
+                )
+    return f"{UNMEASURED} (inquitree instrument measure --judge ...)"
