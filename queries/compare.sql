@@ -9,7 +9,8 @@
 -- metric at one randomness level and judge, over the pairs of agents (holm_family says how many).
 -- The conclusion score is the headline (role 'headline'); the other metrics are exploratory, each
 -- adjusted in its own family, never pooled with the headline's. interval_method and interval_warning say how
--- and when a number cannot be trusted; `compare --pairs` lists the pairs themselves.
+-- and when a number cannot be trusted; `compare --pairs` lists the pairs themselves. judge_validity:
+-- how well the judge of the conclusion score agrees with a careful reading, as measured (#31).
 WITH keyed AS (
     SELECT e.agent, e.pair_suite, e.pair_run, e.tree_id, e.randomness, s.judge_id, e.episode_id, e.coverage,
            s.q_norm, e.steps::DOUBLE AS steps,
@@ -72,6 +73,7 @@ SELECT metric, randomness, agent_a, agent_b, d.estimate AS difference, d.ci_low 
        CASE WHEN metric = 'conclusion_score' THEN 'headline' ELSE 'exploratory' END AS role,
        d.p_min AS p_min, ma.estimate AS mean_a, mb.estimate AS mean_b, paired_cells, only_a, only_b,
        d.papers AS papers, d.se AS difference_se, judge_id, d.method AS interval_method,
+       CASE WHEN metric = 'conclusion_score' THEN judge_validity(judge_id) END AS judge_validity,
        concat_ws('; ', d.warning,
            CASE WHEN tests > 1 AND d.p_min IS NOT NULL AND d.p_min <= 0.05 AND tests * d.p_min > 0.05 THEN
                format('{} comparisons in this family: the smallest adjusted p these papers allow is {:.3g}, so '

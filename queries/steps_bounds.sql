@@ -13,6 +13,8 @@
 -- Intervals: unit_mean_ci on mean_steps (warehouse/intervals.py, docs/statistics.md): one tree per row,
 -- so each concluded episode is a unit; steps are positive, so a log-scale (Cox) t interval below
 -- 30 episodes and the t interval from 30 on; none below 3 episodes (interval_warning says so).
+-- matcher_validity: how well the matcher that counted these steps reads real moves, as measured
+-- (warehouse/instrument.py, DECISIONS #31): steps, hints and forced transitions are its reading.
 WITH done AS (
     SELECT *, ended_by = 'conclusion' AS concluded,
            CASE WHEN ended_by <> 'conclusion' OR steps >= lower_bound THEN NULL
@@ -46,7 +48,8 @@ SELECT tree_id, agent, n_subtopics AS n, max_hints AS H, lower_bound, upper_boun
        string_agg(DISTINCT why_above, '; ' ORDER BY why_above) AS above_upper_bound_why,
        count(*) FILTER (WHERE NOT concluded) AS cut_off,
        string_agg(DISTINCT CASE WHEN NOT concluded THEN ended_by END, '; ' ORDER BY CASE WHEN NOT concluded THEN ended_by END)
-           AS cut_off_by
+           AS cut_off_by,
+       string_agg(DISTINCT matcher_validity(embedder, tau, tau_study), ' | ') AS matcher_validity
 FROM done
 GROUP BY ALL
 )
@@ -55,6 +58,6 @@ SELECT tree_id, agent, n, H, lower_bound, upper_bound, episodes, min_steps, mean
        concluded_visited_all, share_within_bounds, share_at_lower_bound, share_at_upper_bound, below_lower_bound,
        below_lower_bound_why,
        mean_coverage, b.method AS interval_method, b.warning AS interval_warning, concluded, above_upper_bound, above_upper_bound_why,
-       cut_off, cut_off_by
+       cut_off, cut_off_by, matcher_validity
 FROM agg
 ORDER BY tree_id, agent, H;

@@ -1,19 +1,25 @@
 -- Table 2 (model performance summary): coverage and conclusion score per agent and judge, at
--- randomness level 0, as the mean over papers of the per-paper mean over runs (#17).
+-- randomness level 0, as the mean over papers of the per-paper mean over runs (#17); beside coverage,
+-- own_coverage: the subtopics reached by the agent's own recognised moves, not by forced transitions
+-- (#31; docs/instrument.md).
 -- The conclusion score is q_norm = Q / k (#15), comparable with the paper's numbers.
 -- Intervals: mean_ci (warehouse/intervals.py on inquitree.stats, docs/statistics.md): a score interval
 -- for a mean in [0, 1] on the paper means (it follows their closeness to 0 or 1), widened by the
 -- skew-corrected t interval unless a fifth of the papers sit at 0 or 1; none below 3 papers. *_se, *_ci_low, *_ci_high; interval_method and interval_warning say which and why.
 -- papers and episodes count what the conclusion score rests on. rank, rank_low and rank_high: the
 -- agent's rank by conclusion score among the agents of its judge and the 95% interval of that rank
--- over resampled papers (rank_ci, stats.rank_intervals).
+-- over resampled papers (rank_ci, stats.rank_intervals). judge_validity and matcher_validity: how well
+-- the judge and the matcher that read these figures agree with careful readings of real agents, as
+-- measured (warehouse/instrument.py, DECISIONS #31), or "unmeasured".
 WITH per_episode AS (
-    SELECT e.agent, s.judge_id, e.tree_id, e.episode_id, e.coverage, s.q_norm
+    SELECT e.agent, s.judge_id, e.tree_id, e.episode_id, e.coverage, e.own_coverage, s.q_norm,
+           matcher_validity(e.embedder, e.tau, e.tau_study) AS matcher_validity
     FROM episodes e JOIN episode_scores s USING (episode_id)
     WHERE e.randomness = 0 AND e.status = 'done'
 ), boot AS (
-    SELECT agent, judge_id,
+    SELECT agent, judge_id, string_agg(DISTINCT matcher_validity, ' | ' ORDER BY matcher_validity) AS matcher_validity,
            mean_ci(list(tree_id ORDER BY episode_id), list(coverage ORDER BY episode_id), 0, 1) AS c,
+           mean_ci(list(tree_id ORDER BY episode_id), list(own_coverage ORDER BY episode_id), 0, 1) AS oc,
            mean_ci(list(tree_id ORDER BY episode_id), list(q_norm ORDER BY episode_id), 0, 1) AS q
     FROM per_episode GROUP BY ALL
 ), rank_lists AS (
@@ -25,11 +31,15 @@ WITH per_episode AS (
 )
 SELECT agent, judge_id,
        c.estimate AS coverage, c.se AS coverage_se, c.ci_low AS coverage_ci_low, c.ci_high AS coverage_ci_high,
+       oc.estimate AS own_coverage, oc.se AS own_coverage_se, oc.ci_low AS own_coverage_ci_low,
+       oc.ci_high AS own_coverage_ci_high,
        q.estimate AS conclusion_score, q.se AS conclusion_score_se,
        q.ci_low AS conclusion_score_ci_low, q.ci_high AS conclusion_score_ci_high,
        r.rank AS rank, r.rank_low AS rank_low, r.rank_high AS rank_high,
        q.papers AS papers, q.episodes AS episodes, q.method AS interval_method,
-       nullif(concat_ws('; ', 'conclusion score: ' || q.warning, 'coverage: ' || c.warning), '') AS interval_warning,
-       c.method AS coverage_interval_method, r.method AS rank_method
+       nullif(concat_ws('; ', 'conclusion score: ' || q.warning, 'coverage: ' || c.warning,
+                        'own coverage: ' || oc.warning), '') AS interval_warning,
+       c.method AS coverage_interval_method, r.method AS rank_method,
+       judge_validity(judge_id) AS judge_validity, matcher_validity
 FROM boot LEFT JOIN ranked USING (agent, judge_id)
 ORDER BY conclusion_score DESC NULLS LAST, agent, judge_id;

@@ -251,7 +251,8 @@ def _dated_trees(tmp_path: Path) -> Path:
 
 
 def _episode(store, tree_id, tree_hash, episode, model, a, visits, draws, decisions, verdicts):
-    """draws: [(step, result, fake)]; decisions: [(step, decision)]; verdicts: {judge: {item: score}}."""
+    """visits: [(step, subtopic)] or [(step, subtopic, True)] for a forced entry; draws: [(step, result,
+    fake)]; decisions: [(step, decision)]; verdicts: {judge: {item: score}}."""
     ev = [
         EpisodeStarted(
             episode_id=episode,
@@ -286,7 +287,11 @@ def _episode(store, tree_id, tree_hash, episode, model, a, visits, draws, decisi
                 usage={"input": 100, "cached_input": 0, "cache_write": None, "output": 10},
             )
         )
-        ev += [Transitioned(step=step, from_state="topic", to_state="subtopic", node=n) for s, n in visits if s == step]
+        ev += [
+            Transitioned(step=step, from_state="topic", to_state="subtopic", node=v[1], forced=v[2:] == (True,))
+            for v in visits
+            if v[0] == step
+        ]
         ev += [
             ResultDrawn(
                 step=step,
@@ -356,7 +361,8 @@ def hand_warehouse(sqlite_url, tmp_path):
         decisions=[(3, "draw_conclusion")],
         verdicts={"j1": {"c1": 1.0, "c2": 0.0, "c3": 0.0}},
     )
-    # C: level 0 on the late paper; visits s1..s3; all true; a redo after a true result (a false alarm).
+    # C: level 0 on the late paper; visits s1..s3 (s3 forced after the last hint); all true; a redo after
+    # a true result (a false alarm).
     _episode(
         store,
         "hand-late",
@@ -364,7 +370,7 @@ def hand_warehouse(sqlite_url, tmp_path):
         "C",
         "gpt-5",
         0,
-        visits=[(1, "s1"), (4, "s2"), (9, "s3")],
+        visits=[(1, "s1"), (4, "s2"), (9, "s3", True)],
         draws=[(2, "r1", False), (5, "r2", False), (7, "r2", False), (10, "r3", False)],
         decisions=[
             (3, "explore_new_subtopic"),
@@ -401,14 +407,24 @@ def test_hand_built_episode_summary(hand_warehouse):
     assert (got["B"]["coverage"], got["B"]["q_sum"], got["B"]["q_norm"]) == (0.25, 0.0, 0.0)
     # C: p = (1, 1, 1/2) -> Q = 1 + 1 + 0.5*0.6 = 2.3; steps 11 < 12
     assert (got["C"]["coverage"], got["C"]["q_sum"], got["C"]["q_norm"], got["C"]["steps"]) == (0.75, 2.3, 0.766667, 11)
+    # own_coverage: A and B entered their subtopics by their own moves; C's third was forced (2/4)
+    assert [got[e]["own_coverage"] for e in "ABC"] == [0.5, 0.25, 0.5]
 
 
 def test_hand_built_leaderboard_and_fig3(hand_warehouse):
     t2 = rows(hand_warehouse.query("table2_leaderboard").filter(pl.col("judge_id") == "j1"))
     # level 0: A (hand-early, 0.5333) and C (hand-late, 0.7667): mean over the two papers
-    point = ["agent", "judge_id", "coverage", "conclusion_score", "papers", "episodes"]
+    point = ["agent", "judge_id", "coverage", "own_coverage", "conclusion_score", "papers", "episodes"]
     assert [{k: r[k] for k in point} for r in t2] == [
-        {"agent": "gpt-5", "judge_id": "j1", "coverage": 0.625, "conclusion_score": 0.65, "papers": 2, "episodes": 2}
+        {
+            "agent": "gpt-5",
+            "judge_id": "j1",
+            "coverage": 0.625,
+            "own_coverage": 0.5,  # (2/4 + 2/4) / 2: C's forced entry into s3 is not the agent's
+            "conclusion_score": 0.65,
+            "papers": 2,
+            "episodes": 2,
+        }
     ]
     # Two papers: the standard error SE = sd(0.5333, 0.7667) / sqrt(2) = 0.116667, but no interval
     # (docs/statistics.md: below 3 papers none holds on a bounded metric), and a warning says why.

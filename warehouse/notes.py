@@ -17,13 +17,13 @@ def table_notes(df, width: int | None = 100) -> list[str]:
     """Lines for the ``*method`` columns (each distinct value once, with how many rows use it when
     the rows differ) and the ``*warning`` columns (each warning once, with the leading values of
     the rows it is about), wrapped to ``width`` (None: one line each)."""
-    keys = [c for c in df.columns[:5] if not c.endswith(("method", "warning")) and not df[c].dtype.is_float()][:4]
+    keys = [c for c in df.columns[:5] if not c.endswith(NOTE_COLUMNS) and not df[c].dtype.is_float()][:4]
     lines: list[str] = []
 
     def add(text: str) -> None:
         lines.extend(wrapped(text, width))
 
-    for column in [c for c in df.columns if c.endswith("method")]:
+    for column in [c for c in df.columns if c.endswith(("method", "validity"))]:
         values = [v for v in df[column].to_list() if v]
         for value in dict.fromkeys(values):
             count = values.count(value)
@@ -37,6 +37,11 @@ def table_notes(df, width: int | None = 100) -> list[str]:
             about = "every row" if len(where) == df.height > 1 else "; ".join(where)
             add(f"WARNING [{about}]: {text}")
     return lines
+
+
+# Columns said under a table rather than in it: how its intervals were made, what not to trust, and
+# how well the instrument that read its figures reads (warehouse/instrument.py).
+NOTE_COLUMNS = ("method", "warning", "validity")
 
 
 # -- the table a person reads: estimates with their intervals in one cell, methods tied to rows -----
@@ -59,7 +64,7 @@ def readable(df, width: int | None = 100):
     if {"rank", "rank_low", "rank_high"} <= set(columns):
         dropped |= {"rank_low", "rank_high"}
     for c in columns:
-        if c in dropped or c.endswith(("method", "warning")):
+        if c in dropped or c.endswith(NOTE_COLUMNS):
             continue
         if c in triples:
             out[c] = _with_interval(df[c].to_list(), df[f"{c}_ci_low"].to_list(), df[f"{c}_ci_high"].to_list())
@@ -130,7 +135,7 @@ def row_notes(df, width: int | None = 100) -> list[str]:
     def add(text: str) -> None:
         lines.extend(wrapped(text, width))
 
-    for column in [c for c in df.columns if c.endswith(("method", "warning"))]:
+    for column in [c for c in df.columns if c.endswith(NOTE_COLUMNS)]:
         rows: dict[str, list[int]] = {}
         for i, value in enumerate(df[column].to_list(), start=1):
             if value:

@@ -37,6 +37,7 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
             ("tree_hash", "VARCHAR", "tree_hash"),
             ("n_subtopics", "INTEGER", "n_subtopics"),
             ("tau", "DOUBLE", "params.tau"),
+            ("tau_study", "DOUBLE", "params.tau_study"),  # NULL: tau at both states (#1)
             ("max_hints", "INTEGER", "params.max_hints"),
             ("max_turns", "INTEGER", "params.max_turns"),
             ("randomness", "INTEGER", "params.randomness"),

@@ -9,6 +9,9 @@ WITH steps AS (
     SELECT episode_id, max(step) AS steps FROM ev_agent_replied WHERE state <> 'conclusion' GROUP BY ALL
 ), visited AS (            -- V^sub (Eq. 7, #9): a subtopic counts once its Subtopic state is entered
     SELECT episode_id, count(DISTINCT node) AS visited FROM ev_transitioned WHERE to_state = 'subtopic' GROUP BY ALL
+), own AS (                -- the subtopics the agent reached by its own recognised move, not by a forced
+    SELECT episode_id, count(DISTINCT node) AS own_visited  -- transition after the last hint (#5, #31)
+    FROM ev_transitioned WHERE to_state = 'subtopic' AND NOT coalesce(forced, false) GROUP BY ALL
 ), hints AS (
     SELECT episode_id, count(*) AS hints_issued FROM ev_hint_issued GROUP BY ALL
 ), forced AS (
@@ -40,7 +43,8 @@ WITH steps AS (
 )
 SELECT s.episode_id, s.tree_id, s.tree_hash, s.n_subtopics,
        coalesce(s.agent_label, s.agent_model, s.agent_kind) AS agent,   -- the label keeps runs of one model with different options apart
-       s.agent_kind, s.agent_model, s.judge_kind, s.randomness, s.seed, s.tau, s.max_hints, s.max_turns,
+       s.agent_kind, s.agent_model, s.judge_kind, s.randomness, s.seed, s.tau, s.tau_study, s.embedder,
+       s.max_hints, s.max_turns,
        s.recorded_at AS started_at,
        CASE WHEN c.episode_id IS NOT NULL THEN 'done'
             WHEN fl.last_failure > coalesce(rs.last_resume, -1) THEN 'failed'
@@ -62,6 +66,7 @@ SELECT s.episode_id, s.tree_id, s.tree_hash, s.n_subtopics,
        -- lands between them only by the misses it added, so bound statistics count these alone
        coalesce(v.visited, 0) >= s.n_subtopics AS visited_all,
        coalesce(v.visited, 0) / s.n_subtopics AS coverage,                  -- Eq. 7
+       coalesce(o.own_visited, 0) / s.n_subtopics AS own_coverage,          -- #31: by its own moves
        coalesce(h.hints_issued, 0) AS hints_issued, coalesce(fo.forced_transitions, 0) AS forced_transitions,
        coalesce(d.result_observations, 0) AS result_observations, coalesce(d.fake_observations, 0) AS fake_observations,
        coalesce(d.true_observations, 0) AS true_observations, coalesce(r.redo_decisions, 0) AS redo_decisions,
@@ -77,6 +82,7 @@ LEFT JOIN endings en USING (episode_id)
 LEFT JOIN limits li USING (episode_id)
 LEFT JOIN steps st USING (episode_id)
 LEFT JOIN visited v USING (episode_id)
+LEFT JOIN own o USING (episode_id)
 LEFT JOIN hints h USING (episode_id)
 LEFT JOIN forced fo USING (episode_id)
 LEFT JOIN draws d USING (episode_id)

@@ -31,6 +31,7 @@ from inquitree.events.names import shown, warn
 from inquitree.events.outputs import output_folder, write_file
 from inquitree.warehouse.errors import WarehouseError
 from inquitree.warehouse.intervals import Settings
+from inquitree.warehouse.instrument import register as register_instrument
 from inquitree.warehouse.intervals import register as register_intervals
 from inquitree.warehouse.schema import BASE, DIMENSIONS, TYPED, table_statements
 from inquitree.warehouse.sync import SyncReport, bind, checkpoint, sync
@@ -199,6 +200,7 @@ class Warehouse:
             self._give_up()
             raise WarehouseError(str(exc)) from None
         register_intervals(self.con, self.settings)  # the interval functions queries/*.sql call
+        register_instrument(self.con)  # what is known of how the matcher and the judge read
         if read_only:
             # A read-only warehouse runs SQL that users (and the viewer's visitors) write: it reads
             # the warehouse and nothing else. No file, no ATTACH, no COPY TO or EXPORT, no extension;
