@@ -143,9 +143,10 @@ def test_nomic_embeds_the_action_as_a_query_and_the_candidates_as_documents(tmp_
         assert all(r["body"]["model"] == "nomic-embed-text-v1.5" for r in server.requests)
         assert {r["authorization"] for r in server.requests} == {"Bearer unused"}
         hashed = HashEmbedder(dim=NomicEmbedder.DIM)
-        want = hashed.embed(["search_document: place cells in mice"])[0] @ hashed.embed(
-            ["search_query: record place cells"]
-        )[0]
+        want = (
+            hashed.embed(["search_document: place cells in mice"])[0]
+            @ hashed.embed(["search_query: record place cells"])[0]
+        )
         assert found["s1"] == round(float(want), 6)
         # one text in both roles: two vectors, each cached under its own role
         as_query = embed_actions(emb, ["bread prices"])[0]
@@ -160,8 +161,8 @@ def test_nomic_refuses_a_server_of_another_model_and_says_how_to_start_its_own()
     not read; with nothing listening, the error says how to serve the embedder."""
     from inquitree.core.players.embed import NomicEmbedder
 
-    with OpenAICompatibleServer() as server:  # 64 dimensions
-        with pytest.raises(EmbedderError, match="answered with 64 dimensions, not nomic-embed-text-v1.5's 768"):
-            NomicEmbedder(server.base_url).embed(["x"])
+    refused = pytest.raises(EmbedderError, match="answered with 64 dimensions, not nomic-embed-text-v1.5's 768")
+    with OpenAICompatibleServer() as server, refused:  # 64 dimensions
+        NomicEmbedder(server.base_url).embed(["x"])
     with pytest.raises(EmbedderError, match="scripts/local-model.sh start nomic"):
         NomicEmbedder(f"http://127.0.0.1:{free_port()}/v1", timeout=5).embed(["x"])

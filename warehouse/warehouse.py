@@ -30,8 +30,8 @@ from inquitree import __version__
 from inquitree.events.names import shown, warn
 from inquitree.events.outputs import output_folder, write_file
 from inquitree.warehouse.errors import WarehouseError
-from inquitree.warehouse.intervals import Settings
 from inquitree.warehouse.instrument import register as register_instrument
+from inquitree.warehouse.intervals import Settings
 from inquitree.warehouse.intervals import register as register_intervals
 from inquitree.warehouse.schema import BASE, DIMENSIONS, TYPED, table_statements
 from inquitree.warehouse.sync import SyncReport, bind, checkpoint, sync
