@@ -523,6 +523,12 @@ def evaluate(items: list[dict], embedder) -> dict:
                 for state in ("topic", "subtopic")
             },
         },
+        # the first Topic reply of an episode, which mostly restates the topic (docs/studies/qwen-1.5b.md)
+        "first_step_topic": rates(
+            [r for r, it in zip(rows, items, strict=True) if it["state"] == "topic" and it.get("step") == 1],
+            topic_tau,
+            study_tau,
+        ),
         "calibration_curve": curve,
         "seconds": round(time.perf_counter() - t0, 1),
     }

@@ -21,6 +21,8 @@ EPISODES = sorted((STUDY / "episodes").glob("*.jsonl"))
 STUDY_KEY_ID = "c157c41dbcc290eb"
 # The randomness-3 arm played again under draw rule 2 (fakes/), signed with a key of its own
 FAKES_KEY_ID, FAKES_EVENTS = "d5575b8528a0eedc", "640"
+# The first arm's trees played once more with the moves read by nomic-embed-text-v1.5 (nomic/)
+NOMIC_KEY_ID, NOMIC_EVENTS = "cf6ee5a24ef264b9", "721"
 TABLES = sorted((STUDY / "tables").glob("*.csv"))  # each made by queries/NAME.sql, or by the study's sql/NAME.sql
 # The study re-scored: the embedding judge with the thresholds chosen against the careful reading
 # (bench/judging.py, docs/instrument.md), its verdicts appended beside the recorded ones
@@ -52,6 +54,16 @@ def test_the_fakes_arm_imports_under_its_key_replays_identically_and_gives_its_t
     assert len(sorted((arm / "episodes").glob("*.jsonl"))) == 18
     assert {p.stem for p in (arm / "tables").glob("*.csv")} >= {"episodes_by_level", "decisions_after_a_result"}
     check_arm(arm, FAKES_KEY_ID, FAKES_EVENTS, tmp_path)
+
+
+def test_the_arm_read_by_nomic_imports_under_its_key_replays_identically_and_gives_its_tables(tmp_path):
+    """The first arm's 18 trees, one run, with the agent's moves read by nomic (0.82/0.71): its
+    replay needs no embedder (the recorded cosines are re-simulated), and its table sets it beside
+    the first arm's (tables/reading_by_matcher.csv)."""
+    arm = STUDY / "nomic"
+    assert len(sorted((arm / "episodes").glob("*.jsonl"))) == 18
+    assert {p.stem for p in (arm / "tables").glob("*.csv")} == {"reading_by_matcher"}
+    check_arm(arm, NOMIC_KEY_ID, NOMIC_EVENTS, tmp_path)
 
 
 def check_arm(folder: Path, key_id: str, events: str, tmp_path: Path) -> None:
