@@ -7,7 +7,9 @@ Measures, on the labelled sets of ``core/data/``: the matcher with the local emb
 defaults (tau 0.75, tau_study 0.42), with nomic at its defaults (0.82, 0.71) when its server
 answers (else the earlier measurement is kept, with a line saying so), and the embedding judges
 with the local embedder at 0.85/0.7 (the default) and 0.78/0.74 (thresholds chosen on the
-calibration trees). tests/test_instrument.py measures the local entries again and compares.
+calibration trees). A judge that needs a model server is measured with `inquitree instrument
+measure --judge SPEC --format json > FILE` and added with ``--add FILE``; such entries are kept when
+the record is made again. tests/test_instrument.py measures the local entries again and compares.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def main() -> None:
     ap.add_argument("--nomic-url", default=None)
     ap.add_argument("--draws", type=int, default=2000)
     ap.add_argument("--out", default=str(SHIPPED))
+    ap.add_argument("--add", action="append", default=[], help="a measurement: instrument measure --format json")
     args = ap.parse_args()
     earlier = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {"matchers": [], "judges": []}
     local = make_embedder("local", cache=False)
@@ -43,6 +46,10 @@ def main() -> None:
         matchers += kept
         print(f"nomic: skipped ({str(exc).splitlines()[0]}); its earlier measurement is kept", file=sys.stderr)
     judges = [measure_judge(make_judge(spec, local), draws=args.draws) for spec in JUDGES]
+    added = [json.loads(Path(path).read_text()) for path in args.add]
+    kept = [j for j in earlier["judges"] if not j["judge"].startswith("embedding:")]  # measured with a server
+    for found in kept + added:
+        judges = [j for j in judges if j["judge"] != found["judge"]] + [found]
     Path(args.out).write_text(json.dumps({"matchers": matchers, "judges": judges}, indent=1) + "\n")
     for m in matchers:
         t = m["topic"]["held_out"]

@@ -197,3 +197,46 @@ def test_judge_errors_leave_q_undefined_not_zero():
 )
 def test_parse_verdict(raw, expected):
     assert parse_verdict(raw) == expected
+
+
+def test_the_rubric_judge_asks_for_one_word_per_item_and_re_asks_once_when_none_comes():
+    """rubric:MODEL: no JSON schema is sent; the first of STATED, PARTIAL, ABSENT in the answer is the
+    verdict (a small model may explain after the word); an answer with none is asked again in the
+    rubric's words, and one that stays without a word is a judge error, never absent."""
+    from inquitree.core.players.judges import RubricJudge, parse_rubric
+
+    assert parse_rubric("Partial. The agent says it only in general terms.") == (0.6, "the judge answered PARTIAL")
+    assert parse_rubric("ABSENT, not STATED")[0] == 0.0
+    assert parse_rubric("I think so")[0] is None
+    tree = resolve_tree("synthetic-diamond-4")
+    answers = iter(["STATED", "hmm", "absent", "partial: it hedges"] + ["Absent"] * 10)
+    with OpenAICompatibleServer(lambda m: next(answers)) as server:
+        judge = RubricJudge("judge-m", ModelConfig(server.base_url))
+        verdicts = judge.judge(tree, ["a claim", "another claim"])
+        bodies = [r["body"] for r in server.requests]
+    assert judge.id == "rubric:judge-m:rubric-judge-v1" and judge.description["kind"] == "rubric"
+    assert [v.score for v in verdicts][:3] == [1.0, 0.0, 0.6]
+    assert "response_format" not in bodies[0]
+    assert "(1) a claim\n(2) another claim" in bodies[0]["messages"][1]["content"]
+    assert bodies[2]["messages"][-1]["content"].startswith("Your answer could not be used: no STATED, PARTIAL")
+    with OpenAICompatibleServer(lambda m: "I cannot tell") as server:
+        bad = RubricJudge("judge-m", ModelConfig(server.base_url), attempts=2).judge(tree, ["a claim"])
+    assert all(v.score is None and v.error for v in bad)
+
+
+def test_the_hybrid_judge_shows_the_model_the_three_agent_items_nearest_the_ground_truth():
+    """hybrid:MODEL: the embedder's cosine picks which of the agent's items the model reads (three,
+    in the agent's order); the model's word is the verdict."""
+    from inquitree.core.players.kinds import make_judge
+
+    tree = resolve_tree("synthetic-diamond-4")
+    truth = tree.conclusions[0].text
+    items = ["bread prices rose", truth, "the weather was fine", truth + " in mice", "cats sleep a lot"]
+    with OpenAICompatibleServer(lambda m: "STATED") as server:
+        judge = make_judge("hybrid:judge-m", HashEmbedder(), ModelConfig(server.base_url))
+        verdicts = judge.judge(tree, items)
+        first = server.requests[0]["body"]["messages"][1]["content"]
+    assert judge.id == "hybrid:judge-m:hybrid-judge-v1:hash:char3-5-1024"
+    assert {v.score for v in verdicts} == {1.0}
+    shown = first.split("The agent's conclusions:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert len(shown) == 3 and shown[0] == f"(1) {truth}" and shown[1] == f"(2) {truth} in mice"

@@ -32,6 +32,8 @@ RUNS = {
     "faults.py": ["--quick", "--out", "{out}"],
     "fewer_events.py": ["--episodes", "10", "--out", "{out}"],
     "inspect_overhead.py": ["--runs", "1", "--out", "{out}"],
+    # nomic at the discard port: skipped with one line, as on a machine without its server
+    "instrument_record.py": ["--nomic-url", "http://127.0.0.1:9/v1", "--draws", "100", "--out", "{out}"],
     "judging.py": ["--out", "{out}"],
     "integrity.py": ["--events", "2000", "--rounds", "1", "--per-round", "20", "--out", "{out}"],
     "random_agent.py": ["--seeds", "1", "--out", "{out}"],

@@ -9,6 +9,7 @@ so: an embedding judge with thresholds of its own, or a chat model (``openai:MOD
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any, Callable
@@ -92,7 +93,10 @@ def measure_judge(
     for n, (episode, its) in enumerate(sorted(wanted.items()), 1):
         if episode not in conclusions:
             raise ValueError(f"{submitted}: no submitted conclusion of episode {episode!r} (needed by {labels.name})")
-        tree = resolve_tree(conclusions[episode]["tree"])
+        whole = resolve_tree(conclusions[episode]["tree"])
+        # only the labelled items are asked about: a model judge makes one call an item
+        asked = {it["item"] for it in its}
+        tree = dataclasses.replace(whole, conclusions=tuple(c for c in whole.conclusions if c.id in asked))
         got = {v.item_id: v.score for v in judge.judge(tree, list(conclusions[episode]["items"]))}
         for it in its:
             verdicts[(episode, it["item"])] = category(got.get(it["item"]))

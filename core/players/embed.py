@@ -287,7 +287,8 @@ class CachedEmbedder:
         )
         self.hits = self.misses = 0
         # present exactly when the inner embedder embeds queries apart (see embed_actions)
-        self.embed_queries = self._embed_queries if hasattr(inner, "embed_queries") else None
+        self._inner_queries = getattr(inner, "embed_queries", None)
+        self.embed_queries = self._embed_queries if self._inner_queries is not None else None
 
     @staticmethod
     def key(text: str) -> str:
@@ -299,7 +300,7 @@ class CachedEmbedder:
     def _embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """:func:`embed_actions` through the cache: an embedder that embeds queries apart keeps
         them under its id with ``#query``, so a text is never read back in the other role."""
-        return self._cached(texts, self.id + "#query", self.inner.embed_queries)
+        return self._cached(texts, self.id + "#query", self._inner_queries)
 
     def _cached(self, texts: Sequence[str], cache_id: str, compute: Any) -> np.ndarray:
         keys = [self.key(t) for t in texts]

@@ -81,13 +81,14 @@ class EmbeddingJudge:
         self.embedder, self.full, self.partial = embedder, full, partial
         self.id = f"embedding:{embedder.id}:{full}/{partial}"
         self.description = {"kind": "embedding", "embedder": embedder.id, "full": full, "partial": partial}
-        self._truths: dict[str, np.ndarray] = {}  # the ground-truth items' vectors, by tree content hash
+        self._truths: dict[tuple, np.ndarray] = {}  # the ground-truth items' vectors, by tree and items
 
     def judge(self, tree: Tree, items: list[str]) -> list[JudgeVerdict]:
         if items:
-            truths = self._truths.get(tree.content_hash)
+            key = (tree.content_hash, tuple(c.id for c in tree.conclusions))  # a tree may be asked of some items only
+            truths = self._truths.get(key)
             if truths is None:  # once per tree: each episode of a campaign asks for the same ones
-                truths = self._truths[tree.content_hash] = self.embedder.embed([c.text for c in tree.conclusions])
+                truths = self._truths[key] = self.embedder.embed([c.text for c in tree.conclusions])
             sims = truths @ self.embedder.embed(items).T
             best_item = sims.argmax(axis=1)  # each ground-truth item's best agent item
             at, bests = best_item.tolist(), sims[np.arange(len(best_item)), best_item].tolist()
@@ -178,17 +179,30 @@ class OpenAIJudge:
         self.id = f"openai:{config.label or option_label(model, config.settings.options)}:{self.prompt_version}"
         self.description = {"kind": "openai", **self.chat.describe()}
 
+    def messages(self, tree: Tree, item: str, items: list[str]) -> list[dict[str, str]]:
+        """The question about one ground-truth item: the topic, the item and every agent item."""
+        listing = "\n".join(f"({i}) {t}" for i, t in enumerate(items, 1))
+        user = JUDGE_USER.format(topic=tree.topic, item=item, conclusions=listing)
+        return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
+
+    def answer_format(self) -> dict[str, Any] | None:
+        return json_schema_format("verdict", VERDICT_SCHEMA)
+
+    def parse(self, raw: str) -> tuple[float | None, str]:
+        return parse_verdict(raw)
+
+    def reask(self, messages: list[dict[str, str]], raw: str, problem: str) -> list[dict[str, str]]:
+        return reask(messages, raw, problem)
+
     def judge(self, tree: Tree, items: list[str]) -> list[JudgeVerdict]:
         """Raises :class:`JudgeError` when the endpoint fails (the runner records it as the
         episode's failure, to be resumed); an answer that stays unusable is a judge error verdict."""
-        listing = "\n".join(f"({i}) {t}" for i, t in enumerate(items, 1))
         out = []
         for c in tree.conclusions:
             if not items:  # nothing to grade: no call
                 out.append(verdict(self, c.id, 0.0, "the agent submitted no conclusion items"))
                 continue
-            user = JUDGE_USER.format(topic=tree.topic, item=c.text, conclusions=listing)
-            messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
+            messages = self.messages(tree, c.text, items)
             raw, score, why, model = "", None, "", None
             paid: dict[str, int | None] = {}  # usage of the calls made
             served: dict[str, int | None] = {}  # usage of the answers the cache gave
@@ -197,7 +211,7 @@ class OpenAIJudge:
             finish = None
             for _ in range(self.attempts):
                 try:
-                    res = self.chat.chat(messages, json_schema_format("verdict", VERDICT_SCHEMA))
+                    res = self.chat.chat(messages, self.answer_format())
                 except ModelCallError as exc:
                     raise JudgeError(f"{exc} (judging item {c.id})", exc.retryable, exc.kind, exc.attempts) from None
                 if res.cache_hit:
@@ -208,11 +222,11 @@ class OpenAIJudge:
                 hit = hit and res.cache_hit
                 failed += res.failed
                 raw, model, finish = res.text, res.model, res.finish_reason
-                score, why = parse_verdict(raw)
+                score, why = self.parse(raw)
                 if score is not None or raw in answers:  # usable, or the same unusable answer again: stop
                     break
                 answers.add(raw)
-                messages = reask(messages, raw, why)
+                messages = self.reask(messages, raw, why)
             # A verdict's usage is what it cost: the calls made; a verdict served wholly from the
             # cache records the cached usage with cache_hit, which costs nothing in `query costs`.
             usage = served if hit else paid
@@ -233,6 +247,91 @@ class OpenAIJudge:
                 )
             )
         return out
+
+
+# A rubric for a small model: one ground-truth item at a time, the agent's items quoted and
+# numbered, and a one-word answer instead of JSON (a 1.5B model judging in JSON never said absent:
+# docs/instrument.md). Versioned like the JSON prompt; its verdicts record the answer word.
+RUBRIC_PROMPT_VERSION = "rubric-judge-v1"
+RUBRIC_SYSTEM = """You check whether a research agent's conclusions state one finding of a scientific paper.
+Answer STATED if one of the agent's conclusions states the finding: the same claim, in the same direction.
+Answer PARTIAL if one states part of the finding, or states it only in general terms or hedged.
+Answer ABSENT if none of them states it, or if they state the opposite.
+Answer with one word: STATED, PARTIAL or ABSENT."""
+RUBRIC_USER = """Research topic: {topic}
+
+The finding:
+{item}
+
+The agent's conclusions:
+{conclusions}
+
+Does one of the agent's conclusions state the finding? Answer with one word: STATED, PARTIAL or ABSENT."""
+RUBRIC_REASK = "Your answer could not be used: {problem}. Answer with one word: STATED, PARTIAL or ABSENT."
+RUBRIC_SCORES = {"STATED": 1.0, "PARTIAL": 0.6, "ABSENT": 0.0}
+_RUBRIC_WORD = re.compile(r"\b(STATED|PARTIAL|ABSENT)\b", re.IGNORECASE)
+
+
+def parse_rubric(raw: str) -> tuple[float | None, str]:
+    """The rubric's verdict: the first of STATED, PARTIAL, ABSENT in the answer (a small model
+    may explain itself after the word); None when the answer holds none of them."""
+    found = _RUBRIC_WORD.search(raw)
+    if found is None:
+        return None, "no STATED, PARTIAL or ABSENT in the answer"
+    word = found.group(1).upper()
+    return RUBRIC_SCORES[word], f"the judge answered {word}"
+
+
+class RubricJudge(OpenAIJudge):
+    """``rubric:MODEL``: the model judge with the rubric prompt (one word per ground-truth item)."""
+
+    prompt_version = RUBRIC_PROMPT_VERSION
+    kind = "rubric"
+
+    def __init__(self, model: str, config: ModelConfig | None = None, attempts: int = 3):
+        super().__init__(model, config, attempts)
+        self.id = f"{self.kind}:{self.id.removeprefix('openai:')}"
+        self.description = {**self.description, "kind": self.kind}
+
+    def messages(self, tree: Tree, item: str, items: list[str]) -> list[dict[str, str]]:
+        listing = "\n".join(f"({i}) {t}" for i, t in enumerate(items, 1))
+        user = RUBRIC_USER.format(topic=tree.topic, item=item, conclusions=listing)
+        return [{"role": "system", "content": RUBRIC_SYSTEM}, {"role": "user", "content": user}]
+
+    def answer_format(self) -> dict[str, Any] | None:
+        return None
+
+    def parse(self, raw: str) -> tuple[float | None, str]:
+        return parse_rubric(raw)
+
+    def reask(self, messages: list[dict[str, str]], raw: str, problem: str) -> list[dict[str, str]]:
+        return [
+            *messages,
+            {"role": "assistant", "content": raw},
+            {"role": "user", "content": RUBRIC_REASK.format(problem=problem)},
+        ]
+
+
+class HybridJudge(RubricJudge):
+    """``hybrid:MODEL``: the rubric, shown only the agent's items nearest the ground-truth item by
+    the embedder's cosine (:data:`SHORTLIST` of them, in the agent's order): the cosine picks what
+    to read, the model decides. A shorter question for a small model, and no item it cannot see
+    as relevant."""
+
+    prompt_version = "hybrid-judge-v1"
+    kind = "hybrid"
+    SHORTLIST = 3
+
+    def __init__(self, model: str, embedder, config: ModelConfig | None = None, attempts: int = 3):
+        super().__init__(model, config, attempts)
+        self.embedder = embedder
+        self.id = f"{self.id}:{embedder.id}"
+        self.description = {**self.description, "embedder": embedder.id, "shortlist": self.SHORTLIST}
+
+    def messages(self, tree: Tree, item: str, items: list[str]) -> list[dict[str, str]]:
+        cosines = self.embedder.embed(items) @ self.embedder.embed([item])[0]
+        nearest = sorted(np.argsort(-cosines, kind="stable")[: self.SHORTLIST].tolist())
+        return super().messages(tree, item, [items[i] for i in nearest])
 
 
 def _add_usage(a: dict[str, int | None], b: dict[str, int | None]) -> dict[str, int | None]:

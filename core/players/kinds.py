@@ -175,6 +175,22 @@ def _openai_judge(spec: Spec, config: Any = None, **_: Any) -> Any:
     return OpenAIJudge(str(spec.argument), config)
 
 
+@register("judge", "rubric", argument="MODEL", needs_model=True)
+def _rubric_judge(spec: Spec, config: Any = None, **_: Any) -> Any:
+    """``rubric:MODEL``: one word (STATED, PARTIAL, ABSENT) per ground-truth item, no JSON."""
+    from inquitree.core.players.judges import RubricJudge
+
+    return RubricJudge(str(spec.argument), config)
+
+
+@register("judge", "hybrid", argument="MODEL", needs_model=True)
+def _hybrid_judge(spec: Spec, embedder: Any, config: Any = None, **_: Any) -> Any:
+    """``hybrid:MODEL``: the rubric shown the agent's three items nearest the ground truth by cosine."""
+    from inquitree.core.players.judges import HybridJudge
+
+    return HybridJudge(str(spec.argument), embedder, config)
+
+
 # -- embedders: factory(spec, base_url) ---------------------------------------------------------------
 @register("embedder", "local")
 def _local(spec: Spec, **_: Any) -> Any:
