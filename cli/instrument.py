@@ -24,7 +24,11 @@ def instrument() -> None:
 @click.option("--embedder-base-url", default=None, help="OpenAI-compatible base URL for the embedder.")
 @click.option("--tau", type=THRESHOLD, help="The Topic threshold (default: the embedder's, else chosen here).")
 @click.option("--tau-study", type=THRESHOLD, help="The Subtopic threshold (default: as --tau).")
-@click.option("--judge", "judge_spec", help="Measure this judge instead: embedding[:FULL/PARTIAL] | openai:MODEL")
+@click.option(
+    "--judge",
+    "judge_spec",
+    help="Measure this judge instead: embedding[:FULL/PARTIAL] | openai:MODEL | rubric:MODEL | hybrid:MODEL",
+)
 @judge_options
 @call_options
 @click.option("--draws", type=click.IntRange(min=100), default=2000, show_default=True, help="Resamples of trees.")

@@ -118,7 +118,7 @@ class StepLine:
     "judge_spec",
     default="embedding",
     show_default=True,
-    help="embedding[:FULL/PARTIAL] | openai:MODEL | none",
+    help="embedding[:FULL/PARTIAL] | openai:MODEL | rubric:MODEL | hybrid:MODEL | none",
 )
 @click.option("--embedder", "embedder_name", default="local", show_default=True, help="local | hash | openai[:MODEL]")
 @click.option("--seed", default=0, show_default=True, type=int)

@@ -39,8 +39,12 @@ def test_a_spec_names_its_kind_and_what_applies_to_it(role, text, name, argument
         ("agent", "gpt", "--agent 'gpt': expected random, random-all, oracle, human, script:FILE or openai:MODEL"),
         ("agent", "openai:", "--agent 'openai:': expected"),
         ("agent", "oracle:x", "--agent 'oracle:x': expected"),
-        ("judge", "grader", "--judge 'grader': expected embedding[:FULL/PARTIAL] or openai:MODEL"),
-        ("embedder", "bge", "--embedder 'bge': expected local, hash or openai[:MODEL]"),
+        (
+            "judge",
+            "grader",
+            "--judge 'grader': expected embedding[:FULL/PARTIAL], openai:MODEL, rubric:MODEL or hybrid:MODEL",
+        ),
+        ("embedder", "bge", "--embedder 'bge': expected local, hash, nomic or openai[:MODEL]"),
         ("control", "human", "--agent 'human': expected oracle, random or openai:MODEL"),
     ],
 )
@@ -66,5 +70,5 @@ def test_every_entry_point_asks_the_registry(tmp_path):
     for make, bad, error in ((make_agent, "gpt", AgentError), (make_judge, "x", JudgeError)):
         with pytest.raises(error):
             make(bad, tree, 0, "sys") if make is make_agent else make(bad, emb)
-    with pytest.raises(EmbedderError, match=r"unknown embedder 'bge': expected local, hash or openai\[:MODEL\]"):
+    with pytest.raises(EmbedderError, match=r"unknown embedder 'bge': expected local, hash, nomic or openai\[:MODEL\]"):
         make_embedder("bge")
