@@ -174,3 +174,16 @@ def test_the_leaderboard_and_the_report_say_how_well_their_instrument_reads(tmp_
     assert report.exit_code == 0, report.output
     page = " ".join(p.read_text() for p in (tmp_path / "r").rglob("*.html") if "judge validity" in p.read_text())
     assert "judge validity (every row): kappa 0.17" in page and "matcher validity" in page
+
+
+def test_every_judge_measured_with_a_server_is_recorded_as_its_committed_measurement():
+    """A model judge needs its server, which CI does not start: its entry in the record is the
+    measurement `instrument measure --judge SPEC --format json` wrote, committed beside the benches
+    (bench/results/judge-*.json), and added with `bench/instrument_record.py --add FILE`."""
+    results = SHIPPED.parents[3] / "bench" / "results"
+    committed = {m["judge"]: m for m in (json.loads(p.read_text()) for p in results.glob("judge-*.json"))}
+    served = [m for m in RECORD["judges"] if not m["judge"].startswith("embedding:")]
+    assert served and {m["judge"] for m in served} == set(committed)
+    for m in served:
+        assert m == committed[m["judge"]]
+        assert (m["items"], m["episodes"]) == (150, 71)
