@@ -49,7 +49,7 @@ SELECT tree_id, agent, n_subtopics AS n, max_hints AS H, lower_bound, upper_boun
        count(*) FILTER (WHERE NOT concluded) AS cut_off,
        string_agg(DISTINCT CASE WHEN NOT concluded THEN ended_by END, '; ' ORDER BY CASE WHEN NOT concluded THEN ended_by END)
            AS cut_off_by,
-       string_agg(DISTINCT matcher_validity(embedder, tau, tau_study), ' | ') AS matcher_validity
+       list(DISTINCT {'embedder': embedder, 'tau': tau, 'tau_study': tau_study}) AS readers
 FROM done
 GROUP BY ALL
 )
@@ -58,6 +58,9 @@ SELECT tree_id, agent, n, H, lower_bound, upper_bound, episodes, min_steps, mean
        concluded_visited_all, share_within_bounds, share_at_lower_bound, share_at_upper_bound, below_lower_bound,
        below_lower_bound_why,
        mean_coverage, b.method AS interval_method, b.warning AS interval_warning, concluded, above_upper_bound, above_upper_bound_why,
-       cut_off, cut_off_by, matcher_validity
+       cut_off, cut_off_by,
+       -- the matcher's reading, asked once per embedder and thresholds of the row, not per episode
+       array_to_string(list_sort(list_transform(readers, lambda r: matcher_validity(r.embedder, r.tau, r.tau_study))),
+                       ' | ') AS matcher_validity
 FROM agg
 ORDER BY tree_id, agent, H;

@@ -13,11 +13,15 @@
 -- measured (warehouse/instrument.py, DECISIONS #31), or "unmeasured".
 WITH per_episode AS (
     SELECT e.agent, s.judge_id, e.tree_id, e.episode_id, e.coverage, e.own_coverage, s.q_norm,
-           matcher_validity(e.embedder, e.tau, e.tau_study) AS matcher_validity
+           e.embedder, e.tau, e.tau_study
     FROM episodes e JOIN episode_scores s USING (episode_id)
     WHERE e.randomness = 0 AND e.status = 'done'
+), matchers AS (  -- the matcher's reading, asked once per embedder and thresholds, not per episode
+    SELECT agent, judge_id, string_agg(matcher_validity(embedder, tau, tau_study), ' | ' ORDER BY embedder, tau, tau_study)
+           AS matcher_validity
+    FROM (SELECT DISTINCT agent, judge_id, embedder, tau, tau_study FROM per_episode) GROUP BY ALL
 ), boot AS (
-    SELECT agent, judge_id, string_agg(DISTINCT matcher_validity, ' | ' ORDER BY matcher_validity) AS matcher_validity,
+    SELECT agent, judge_id,
            mean_ci(list(tree_id ORDER BY episode_id), list(coverage ORDER BY episode_id), 0, 1) AS c,
            mean_ci(list(tree_id ORDER BY episode_id), list(own_coverage ORDER BY episode_id), 0, 1) AS oc,
            mean_ci(list(tree_id ORDER BY episode_id), list(q_norm ORDER BY episode_id), 0, 1) AS q
@@ -41,5 +45,5 @@ SELECT agent, judge_id,
                         'own coverage: ' || oc.warning), '') AS interval_warning,
        c.method AS coverage_interval_method, r.method AS rank_method,
        judge_validity(judge_id) AS judge_validity, matcher_validity
-FROM boot LEFT JOIN ranked USING (agent, judge_id)
+FROM boot LEFT JOIN ranked USING (agent, judge_id) LEFT JOIN matchers USING (agent, judge_id)
 ORDER BY conclusion_score DESC NULLS LAST, agent, judge_id;
