@@ -10,7 +10,7 @@
 -- The conclusion score is the headline (role 'headline'); the other metrics are exploratory, each
 -- adjusted in its own family, never pooled with the headline's. interval_method and interval_warning say how
 -- and when a number cannot be trusted; `compare --pairs` lists the pairs themselves. judge_validity:
--- how well the judge of the conclusion score agrees with a careful reading, as measured (#31).
+-- how well the judge of the conclusion score agrees with a careful reading, as measured (#32).
 WITH keyed AS (
     SELECT e.agent, e.pair_suite, e.pair_run, e.tree_id, e.randomness, s.judge_id, e.episode_id, e.coverage,
            s.q_norm, e.steps::DOUBLE AS steps,

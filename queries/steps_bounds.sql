@@ -14,7 +14,7 @@
 -- so each concluded episode is a unit; steps are positive, so a log-scale (Cox) t interval below
 -- 30 episodes and the t interval from 30 on; none below 3 episodes (interval_warning says so).
 -- matcher_validity: how well the matcher that counted these steps reads real moves, as measured
--- (warehouse/instrument.py, DECISIONS #31): steps, hints and forced transitions are its reading.
+-- (warehouse/instrument.py, DECISIONS #32): steps, hints and forced transitions are its reading.
 WITH done AS (
     SELECT *, ended_by = 'conclusion' AS concluded,
            CASE WHEN ended_by <> 'conclusion' OR steps >= lower_bound THEN NULL

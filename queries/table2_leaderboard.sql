@@ -1,7 +1,7 @@
 -- Table 2 (model performance summary): coverage and conclusion score per agent and judge, at
 -- randomness level 0, as the mean over papers of the per-paper mean over runs (#17); beside coverage,
 -- own_coverage: the subtopics reached by the agent's own recognised moves, not by forced transitions
--- (#31; docs/instrument.md).
+-- (#32; docs/instrument.md).
 -- The conclusion score is q_norm = Q / k (#15), comparable with the paper's numbers.
 -- Intervals: mean_ci (warehouse/intervals.py on inquitree.stats, docs/statistics.md): a score interval
 -- for a mean in [0, 1] on the paper means (it follows their closeness to 0 or 1), widened by the
@@ -10,7 +10,7 @@
 -- agent's rank by conclusion score among the agents of its judge and the 95% interval of that rank
 -- over resampled papers (rank_ci, stats.rank_intervals). judge_validity and matcher_validity: how well
 -- the judge and the matcher that read these figures agree with careful readings of real agents, as
--- measured (warehouse/instrument.py, DECISIONS #31), or "unmeasured".
+-- measured (warehouse/instrument.py, DECISIONS #32), or "unmeasured".
 WITH per_episode AS (
     SELECT e.agent, s.judge_id, e.tree_id, e.episode_id, e.coverage, e.own_coverage, s.q_norm,
            e.embedder, e.tau, e.tau_study

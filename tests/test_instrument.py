@@ -1,4 +1,4 @@
-"""The instrument measured (docs/instrument.md, DECISIONS #31): `inquitree instrument measure` on the
+"""The instrument measured (docs/instrument.md, DECISIONS #32): `inquitree instrument measure` on the
 shipped sets, the shipped record of measurements that tables state, a lab's own record, and
 own_coverage, which counts only the subtopics an agent reached by its own recognised moves."""
 
@@ -153,7 +153,7 @@ def test_own_coverage_counts_only_the_agents_own_moves(tmp_path):
 
 
 def test_the_leaderboard_and_the_report_say_how_well_their_instrument_reads(tmp_path):
-    """DECISIONS #31: beside the conclusion score, the judge's measured kappa; beside coverage, the
+    """DECISIONS #32: beside the conclusion score, the judge's measured kappa; beside coverage, the
     matcher's measured rates, naming the embedder and thresholds that read the episodes."""
     db, wh = f"sqlite:///{tmp_path / 's.sqlite'}", str(tmp_path / "w.duckdb")
     runner = CliRunner()

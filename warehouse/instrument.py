@@ -1,7 +1,7 @@
 """How well the instrument behind a table's figures reads, as SQL functions the queries call:
 ``judge_validity(judge_id)`` and ``matcher_validity(embedder, tau, tau_study)`` give the measured
 agreement of a judge and the measured rates of a matcher (``inquitree.core.instrument``: the
-shipped record and a lab's own), or "unmeasured" (DECISIONS #31). A table's ``*_validity``
+shipped record and a lab's own), or "unmeasured" (DECISIONS #32). A table's ``*_validity``
 columns are printed under it as notes (``notes.py``), beside its methods and warnings."""
 
 from __future__ import annotations

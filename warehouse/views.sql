@@ -10,7 +10,7 @@ WITH steps AS (
 ), visited AS (            -- V^sub (Eq. 7, #9): a subtopic counts once its Subtopic state is entered
     SELECT episode_id, count(DISTINCT node) AS visited FROM ev_transitioned WHERE to_state = 'subtopic' GROUP BY ALL
 ), own AS (                -- the subtopics the agent reached by its own recognised move, not by a forced
-    SELECT episode_id, count(DISTINCT node) AS own_visited  -- transition after the last hint (#5, #31)
+    SELECT episode_id, count(DISTINCT node) AS own_visited  -- transition after the last hint (#5, #32)
     FROM ev_transitioned WHERE to_state = 'subtopic' AND NOT coalesce(forced, false) GROUP BY ALL
 ), hints AS (
     SELECT episode_id, count(*) AS hints_issued FROM ev_hint_issued GROUP BY ALL
@@ -66,7 +66,7 @@ SELECT s.episode_id, s.tree_id, s.tree_hash, s.n_subtopics,
        -- lands between them only by the misses it added, so bound statistics count these alone
        coalesce(v.visited, 0) >= s.n_subtopics AS visited_all,
        coalesce(v.visited, 0) / s.n_subtopics AS coverage,                  -- Eq. 7
-       coalesce(o.own_visited, 0) / s.n_subtopics AS own_coverage,          -- #31: by its own moves
+       coalesce(o.own_visited, 0) / s.n_subtopics AS own_coverage,          -- #32: by its own moves
        coalesce(h.hints_issued, 0) AS hints_issued, coalesce(fo.forced_transitions, 0) AS forced_transitions,
        coalesce(d.result_observations, 0) AS result_observations, coalesce(d.fake_observations, 0) AS fake_observations,
        coalesce(d.true_observations, 0) AS true_observations, coalesce(r.redo_decisions, 0) AS redo_decisions,

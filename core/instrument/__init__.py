@@ -5,7 +5,7 @@ text names) and the judge (which ground-truth conclusions it stated). This room 
 against the careful readings InquiTree ships (``core/data/matching``, ``core/data/judging``), for
 any embedder or judge (``inquitree instrument measure``), and keeps the measurements of the shipped
 instruments (``core/data/instrument/measured.json``) that every table states beside its figures
-(DECISIONS #31; docs/instrument.md).
+(DECISIONS #32; docs/instrument.md).
 """
 
 from inquitree.core.instrument.judging import CATEGORIES, agreement, measure_judge
