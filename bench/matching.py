@@ -75,7 +75,7 @@ from inquitree.core.instrument.matching import (
     rates,
     study_threshold,
 )
-from inquitree.core.players.embed import DEFAULT_TAU, EmbedderError, NomicEmbedder, normalize
+from inquitree.core.players.embed import DEFAULT_TAU, EmbedderError, NomicEmbedder, embeds_queries_apart, normalize
 from inquitree.core.players.kinds import make_embedder
 
 ANSWERS = Path(__file__).resolve().parent / "results" / "matching_model.jsonl"
@@ -266,7 +266,7 @@ class Remembered:
 
     def __init__(self, embedder):
         self.embedder, self.seen, self.asked, self.id = embedder, {}, {}, embedder.id
-        self.embed_queries = self._queries if getattr(embedder, "embed_queries", None) is not None else None
+        self.embed_queries = self._queries if embeds_queries_apart(embedder) else None
 
     def embed(self, texts):
         return self._remember(texts, self.seen, self.embedder.embed)

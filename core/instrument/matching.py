@@ -24,7 +24,7 @@ import numpy as np
 
 from inquitree.core.game.engine import decide, threshold_at
 from inquitree.core.game.tree import resolve_tree
-from inquitree.core.players.embed import DEFAULT_TAU, DEFAULT_TAU_STUDY, embed_actions
+from inquitree.core.players.embed import DEFAULT_TAU, DEFAULT_TAU_STUDY, embed_actions, embeds_queries_apart
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 LABELS = DATA / "matching" / "qwen-actions.jsonl"
@@ -107,7 +107,7 @@ def anchored(items: list[dict], embedder: Any, kind: str = "text", how: str = "m
     (``max``) or the mean of the best two (``top2``). ``text`` with ``max`` is the paper's rule:
     one cosine with each candidate's own text. An embedder that embeds an agent's text as a query
     (``embed_queries``) embeds the actions so; any other embeds every text in one batch."""
-    if getattr(embedder, "embed_queries", None) is None:
+    if not embeds_queries_apart(embedder):
         texts = list(
             dict.fromkeys(t for it in items for t in [it["action"]] + [a for _, xs in anchors(it, kind) for a in xs])
         )

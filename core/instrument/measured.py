@@ -89,18 +89,18 @@ def matcher_reading(embedder: str | None, tau: float | None, tau_study: float | 
     if embedder is None or tau is None:
         return UNMEASURED
     key = ("matcher", embedder, "paper", float(tau), float(tau if tau_study is None else tau_study))
+    at = f"{key[3]}/{key[4]}"
     for rec in records():
         for m in rec["matchers"]:
             if _key(m) == key:
                 t, s = m["topic"]["held_out"], m["subtopic"]["held_out"]
                 return (
-                    f"{embedder} at tau {key[3]}/{key[4]}: "
+                    f"{embedder} at tau {at}: "
                     f"held-out Topic moves recognised {_pct(t['recognised'])}{_span(t['intervals']['recognised'])}, "
                     f"false {_pct(t['false_match'])}, wrong {_pct(t['wrong_candidate'])}; Subtopic "
                     f"{_pct(s['recognised'])}, {_pct(s['false_match'])}, {_pct(s['wrong_candidate'])} "
                     f"({m['actions']} labelled actions of a 1.5B model; docs/instrument.md)"
                 )
-    at = f"{tau}/{tau if tau_study is None else tau_study}"
     return f"{UNMEASURED} ({embedder} at tau {at}: inquitree instrument measure)"
 
 

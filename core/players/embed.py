@@ -51,11 +51,17 @@ class Embedder(Protocol):
         """(len(texts), dim) float32 rows of unit length."""
 
 
+def embeds_queries_apart(embedder: Any) -> bool:
+    """Whether ``embedder`` embeds what an agent writes otherwise than what it is compared with
+    (an ``embed_queries`` that is not None). Without it every text is embedded alike, and
+    callers keep the one batch recorded episodes were scored with."""
+    return getattr(embedder, "embed_queries", None) is not None
+
+
 def embed_actions(embedder: Any, texts: Sequence[str]) -> np.ndarray:
-    """What an agent wrote, embedded as the embedder embeds a query (``embed_queries``) where it
-    makes that difference, else as any text."""
-    queries = getattr(embedder, "embed_queries", None)  # None: the same as any text
-    return queries(texts) if queries is not None else embedder.embed(texts)
+    """What an agent wrote, embedded as the embedder embeds a query where it makes that
+    difference (:func:`embeds_queries_apart`), else as any text."""
+    return embedder.embed_queries(texts) if embeds_queries_apart(embedder) else embedder.embed(texts)
 
 
 def normalize(m: np.ndarray) -> np.ndarray:
@@ -215,8 +221,8 @@ class NomicEmbedder:
     default install must not ask for, and the server that ``scripts/local-model.sh`` builds for
     the local chat model serves this model too (``start nomic``, port 8012). The base URL is the
     argument, else ``$INQUITREE_NOMIC_URL``, else ``http://127.0.0.1:8012/v1``; no API key from
-    the environment is sent to it. The first answer must have 768 dimensions, so a server of
-    another model at that address is refused rather than read."""
+    the environment is sent to it. Every answer must have 768 dimensions, so a server of another
+    model at that address is refused rather than read."""
 
     MODEL = "nomic-embed-text-v1.5"
     DIM = 768

@@ -130,15 +130,6 @@ Answer again with a JSON object only, the score and a rationale of one or two se
 {{"score": 1.0 | 0.6 | 0.0, "rationale": "..."}}"""
 
 
-def reask(messages: list[dict[str, str]], raw: str, problem: str) -> list[dict[str, str]]:
-    """The conversation to send after an unusable verdict: the answer, then what was wrong with it."""
-    return [
-        *messages,
-        {"role": "assistant", "content": raw},
-        {"role": "user", "content": JUDGE_REASK.format(problem=problem)},
-    ]
-
-
 VERDICT_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -179,11 +170,13 @@ class OpenAIJudge:
         self.id = f"openai:{config.label or option_label(model, config.settings.options)}:{self.prompt_version}"
         self.description = {"kind": "openai", **self.chat.describe()}
 
+    SYSTEM, USER, REASK = JUDGE_SYSTEM, JUDGE_USER, JUDGE_REASK  # the prompt its version names
+
     def messages(self, tree: Tree, item: str, items: list[str]) -> list[dict[str, str]]:
         """The question about one ground-truth item: the topic, the item and every agent item."""
         listing = "\n".join(f"({i}) {t}" for i, t in enumerate(items, 1))
-        user = JUDGE_USER.format(topic=tree.topic, item=item, conclusions=listing)
-        return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
+        user = self.USER.format(topic=tree.topic, item=item, conclusions=listing)
+        return [{"role": "system", "content": self.SYSTEM}, {"role": "user", "content": user}]
 
     def answer_format(self) -> dict[str, Any] | None:
         return json_schema_format("verdict", VERDICT_SCHEMA)
@@ -192,7 +185,9 @@ class OpenAIJudge:
         return parse_verdict(raw)
 
     def reask(self, messages: list[dict[str, str]], raw: str, problem: str) -> list[dict[str, str]]:
-        return reask(messages, raw, problem)
+        """The conversation to send after an unusable verdict: the answer, then what was wrong with it."""
+        again = self.REASK.format(problem=problem)
+        return [*messages, {"role": "assistant", "content": raw}, {"role": "user", "content": again}]
 
     def judge(self, tree: Tree, items: list[str]) -> list[JudgeVerdict]:
         """Raises :class:`JudgeError` when the endpoint fails (the runner records it as the
@@ -286,6 +281,7 @@ class RubricJudge(OpenAIJudge):
     """``rubric:MODEL``: the model judge with the rubric prompt (one word per ground-truth item)."""
 
     prompt_version = RUBRIC_PROMPT_VERSION
+    SYSTEM, USER, REASK = RUBRIC_SYSTEM, RUBRIC_USER, RUBRIC_REASK
     kind = "rubric"
 
     def __init__(self, model: str, config: ModelConfig | None = None, attempts: int = 3):
@@ -293,23 +289,11 @@ class RubricJudge(OpenAIJudge):
         self.id = f"{self.kind}:{self.id.removeprefix('openai:')}"
         self.description = {**self.description, "kind": self.kind}
 
-    def messages(self, tree: Tree, item: str, items: list[str]) -> list[dict[str, str]]:
-        listing = "\n".join(f"({i}) {t}" for i, t in enumerate(items, 1))
-        user = RUBRIC_USER.format(topic=tree.topic, item=item, conclusions=listing)
-        return [{"role": "system", "content": RUBRIC_SYSTEM}, {"role": "user", "content": user}]
-
     def answer_format(self) -> dict[str, Any] | None:
         return None
 
     def parse(self, raw: str) -> tuple[float | None, str]:
         return parse_rubric(raw)
-
-    def reask(self, messages: list[dict[str, str]], raw: str, problem: str) -> list[dict[str, str]]:
-        return [
-            *messages,
-            {"role": "assistant", "content": raw},
-            {"role": "user", "content": RUBRIC_REASK.format(problem=problem)},
-        ]
 
 
 class HybridJudge(RubricJudge):

@@ -32,7 +32,7 @@ from inquitree.core.game.engine import (
 from inquitree.core.game.prompts import TemplateSet
 from inquitree.core.game.tree import Tree
 from inquitree.core.players.agents import Agent
-from inquitree.core.players.embed import embed_actions
+from inquitree.core.players.embed import embed_actions, embeds_queries_apart
 from inquitree.core.players.judges import Judge
 from inquitree.core.run.limits import Budget, Limits, PriceTable, tokens_of
 from inquitree.events.base import Event
@@ -117,7 +117,7 @@ class Recorder:
 def cosines(embedder, action: str, candidates: list[tuple[str, str]]) -> dict[str, float]:
     """Eq. 2 between the ACTION and each candidate's canonical text, rounded to 6 decimals."""
     texts = [text for _, text in candidates]
-    if getattr(embedder, "embed_queries", None) is None:  # one batch, as every recorded episode was scored
+    if not embeds_queries_apart(embedder):  # one batch, as every recorded episode was scored
         vecs = embedder.embed([action] + texts)
         sims = vecs[1:] @ vecs[0]
     else:  # the action is a query, the candidates documents (NomicEmbedder)
