@@ -187,3 +187,38 @@ def test_every_judge_measured_with_a_server_is_recorded_as_its_committed_measure
     for m in served:
         assert m == committed[m["judge"]]
         assert (m["items"], m["episodes"]) == (150, 71)
+
+
+def test_a_labs_record_is_checked_when_read_and_written_without_following_links(tmp_path, monkeypatch):
+    """The lab's record ($INQUITREE_INSTRUMENT) is a file anyone may hand over: a table that would
+    print it fails with exit 2 and one line naming the file, the field and the value (a control
+    character shown escaped), and `--record` never writes through a link planted at its path."""
+    db, wh = f"sqlite:///{tmp_path / 's.sqlite'}", str(tmp_path / "w.duckdb")
+    runner = CliRunner()
+    assert (
+        runner.invoke(
+            main, ["play", "--tree", "synthetic-chain-7", "--agent", "oracle", "--db", db, "--record"]
+        ).exit_code
+        == 0
+    )
+    assert runner.invoke(main, ["warehouse", "sync", "--db", db, "--warehouse", wh]).exit_code == 0
+    lab = tmp_path / "instrument.json"
+    monkeypatch.setenv("INQUITREE_INSTRUMENT", str(lab))
+    judge = {"judge": MINILM_DEFAULT, "held_out": {"items": 1, "kappa": "\x1b[31mred", "agreement": 0.5}}
+    for text, said in (
+        ("not json", f"{lab}: not a record of measurements"),
+        (
+            json.dumps({"judges": [judge]}),
+            "judges[0].held_out.kappa is '\\x1b[31mred': expected a finite number or null",
+        ),
+    ):
+        lab.write_text(text)
+        out = runner.invoke(main, ["query", "table2_leaderboard", "--warehouse", wh, "--one-off"])
+        assert out.exit_code == 2 and said in out.output and "\x1b" not in out.output, out.output
+    victim = tmp_path / "victim.json"  # a record, so that record() reads it through the link and goes on
+    victim.write_text('{"matchers": [], "judges": []}')
+    lab.unlink()
+    lab.symlink_to(victim)
+    record(measure_judge(make_judge("embedding:0.9/0.8", make_embedder("local", cache=False)), draws=100))
+    assert victim.read_text() == '{"matchers": [], "judges": []}' and not lab.is_symlink()
+    assert json.loads(lab.read_text())["judges"][0]["judge"].endswith(":0.9/0.8")

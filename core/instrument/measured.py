@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,61 @@ def _read(path: Path) -> dict[str, list[dict]]:
         raise ValueError(f"{path}: not a record of measurements ({exc})") from None
     if not isinstance(found, dict) or not all(isinstance(found.get(k, []), list) for k in ("matchers", "judges")):
         raise ValueError(f"{path}: not a record of measurements (an object with 'matchers' and 'judges' lists)")
-    return {"matchers": list(found.get("matchers", [])), "judges": list(found.get("judges", []))}
+    record = {"matchers": list(found.get("matchers", [])), "judges": list(found.get("judges", []))}
+    for kind, fields in (("matchers", _MATCHER_FIELDS), ("judges", _JUDGE_FIELDS)):
+        for n, entry in enumerate(record[kind]):
+            for field, expected in fields:
+                value: Any = entry
+                for part in field.split("."):
+                    value = value.get(part) if isinstance(value, dict) else _MISSING
+                if not expected(value):
+                    raise ValueError(f"{path}: {kind}[{n}].{field} is {value!r}: {_EXPECTED[expected]}")
+    return record
+
+
+_MISSING = object()
+
+
+def _text(v: Any) -> bool:
+    return isinstance(v, str) and bool(v)
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _rate(v: Any) -> bool:  # a rate or kappa: a finite number, or null where it is undefined
+    return v is None or _number(v)
+
+
+def _span(v: Any) -> bool:  # an interval: two finite numbers, or null
+    return v is None or (isinstance(v, list) and len(v) == 2 and all(_number(x) for x in v))
+
+
+_EXPECTED = {
+    _text: "expected a non-empty string",
+    _number: "expected a finite number",
+    _rate: "expected a finite number or null",
+    _span: "expected [low, high] (finite numbers) or null",
+}
+# What the readings print of each entry, checked when a record is read: a lab's record is a file
+# anyone may hand over, and a table must fail with the field named rather than print it.
+_MATCHER_FIELDS = (
+    [("embedder", _text), ("tau", _number), ("tau_study", _number), ("actions", _number)]
+    + [
+        (f"{state}.held_out.{rate}", _rate)
+        for state in ("topic", "subtopic")
+        for rate in ("recognised", "false_match", "wrong_candidate")
+    ]
+    + [("topic.held_out.intervals.recognised", _span)]
+)
+_JUDGE_FIELDS = [
+    ("judge", _text),
+    ("held_out.items", _number),
+    ("held_out.kappa", _rate),
+    ("held_out.agreement", _rate),
+    ("held_out.kappa_interval", _span),
+]
 
 
 @functools.lru_cache(maxsize=8)
@@ -79,7 +134,7 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.0f}%"
 
 
-def _span(interval: list[float] | None) -> str:
+def _percent_span(interval: list[float] | None) -> str:
     return "" if not interval else f" [{100 * interval[0]:.0f}, {100 * interval[1]:.0f}]"
 
 
@@ -94,9 +149,10 @@ def matcher_reading(embedder: str | None, tau: float | None, tau_study: float | 
         for m in rec["matchers"]:
             if _key(m) == key:
                 t, s = m["topic"]["held_out"], m["subtopic"]["held_out"]
+                span = _percent_span(t["intervals"]["recognised"])
                 return (
                     f"{embedder} at tau {at}: "
-                    f"held-out Topic moves recognised {_pct(t['recognised'])}{_span(t['intervals']['recognised'])}, "
+                    f"held-out Topic moves recognised {_pct(t['recognised'])}{span}, "
                     f"false {_pct(t['false_match'])}, wrong {_pct(t['wrong_candidate'])}; Subtopic "
                     f"{_pct(s['recognised'])}, {_pct(s['false_match'])}, {_pct(s['wrong_candidate'])} "
                     f"({m['actions']} labelled actions of a 1.5B model; docs/instrument.md)"
