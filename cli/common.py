@@ -4,7 +4,7 @@ them from here, never from the group's module ``cli.py``)."""
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import click
 
@@ -34,6 +34,57 @@ def echo(message: object = None, **kw: Any) -> None:
     (``events.names.printable``), so none can clear the screen, retitle the window, hide a link
     or overwrite a line, on a terminal or through a pipe."""
     click.echo(None if message is None else printable(str(message)), **kw)
+
+
+def screen_width() -> int:
+    """The width a person's terminal shows (``$COLUMNS`` when set, 80 when unknown), kept within
+    40-120: what notes, long lines and fitted tables wrap or fit to."""
+    import shutil
+
+    return max(40, min(shutil.get_terminal_size((80, 24)).columns, 120))
+
+
+def say(message: str, err: bool = False) -> None:
+    """:func:`echo` a sentence, on a terminal wrapped to :func:`screen_width` with its continuation lines
+    indented; into a pipe or a file one line, for whatever reads it (grep, a log, a test)."""
+    import sys
+    import textwrap
+
+    if (sys.stderr if err else sys.stdout).isatty():
+        message = "\n".join(textwrap.wrap(message, screen_width(), subsequent_indent="  ", break_on_hyphens=False))
+    echo(message, err=err)
+
+
+def fitted(rows: Sequence[Sequence[str]], cut: tuple[int, ...] = (), indent: int = 0) -> tuple[list[str], list[str]]:
+    """``rows`` (the first one the header) as aligned lines within the terminal's width: columns
+    kept from the left while they fit, the columns in ``cut`` shortened with "…" (to 20 characters
+    when the whole does not fit, and the last to the room left; an id is never cut), each line
+    after ``indent`` spaces; returns the lines and the names of the columns left out."""
+    import shutil
+
+    width = max(40, shutil.get_terminal_size((80, 24)).columns) - indent  # a table may use a wide screen whole
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    if sum(widths) + 2 * (len(widths) - 1) > width:  # too wide: the cuttable columns first, before any is dropped
+        widths = [min(w, max(len(rows[0][i]), 20)) if i in cut else w for i, w in enumerate(widths)]
+    kept: list[tuple[int, int]] = []
+    used = 0
+    for i, w in enumerate(widths):
+        gap = 2 if kept else 0
+        if used + gap + w <= width:
+            kept.append((i, w))
+            used += gap + w
+            continue
+        room = width - used - gap
+        if i in cut and room >= max(8, len(rows[0][i])):
+            kept.append((i, room))
+        break
+
+    def cell(text: str, w: int) -> str:
+        return text.ljust(w) if len(text) <= w else text[: w - 1] + "…"
+
+    lines = [" " * indent + "  ".join(cell(r[i], w) for i, w in kept).rstrip() for r in rows]
+    shown = {i for i, _ in kept}
+    return lines, [rows[0][i] for i in range(len(widths)) if i not in shown]
 
 
 def secho(message: object = None, **styles: Any) -> None:
@@ -111,6 +162,102 @@ def progress_due(seconds: float = 1.0) -> Callable[[bool], bool]:
         return False
 
     return due
+
+
+class Progress:
+    """How far a long run of ``total`` items has come, with an estimate of the time left. On a
+    terminal: one line rewritten in place, at most once a second. Piped, under ``nohup`` or into a
+    file (CI), where a rewritten line shows nothing: a full line on stderr at every tenth of the
+    items and at least every ``every`` seconds, a background thread saying it while one item takes
+    long, so that a log shows the run is alive and how much is left. The first update's count is
+    where this run started (items a resumed run finds done do not speed up its estimate). A
+    context manager."""
+
+    def __init__(self, total: int, noun: str, every: float = 10.0):
+        import sys
+        import threading
+        import time
+
+        self.total, self.noun, self.every = total, noun, every
+        self.done, self.extra = 0, ""
+        self.base: int | None = None  # the count at the first update
+        self.tty = sys.stderr.isatty()
+        self.started = self.said = time.monotonic()
+        self._tenths = 0
+        self._due = progress_due()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._beat = None if self.tty else threading.Thread(target=self._heartbeat, daemon=True)
+        if self._beat is not None:
+            self._beat.start()
+
+    def line(self) -> str:
+        """``12/96 cells (12%), 1 min 5 s, about 7 min 40 s left`` and the caller's extra words."""
+        import time
+
+        elapsed = time.monotonic() - self.started
+        now = self.done - (self.base or 0)
+        if now > 0 and self.total > self.done:
+            left = f", about {_duration(elapsed / now * (self.total - self.done))} left"
+        else:
+            left = "" if self.done >= self.total else ", estimating the time left"
+        share = f" ({100 * self.done // self.total}%)" if self.total else ""
+        return f"  {self.done}/{self.total} {self.noun}{share}, {_duration(elapsed)}{left}{self.extra}"
+
+    def update(self, done: int, extra: str = "", total: int | None = None) -> None:
+        import time
+
+        with self._lock:
+            self.done, self.extra = done, extra
+            if self.base is None:
+                self.base = done
+            if total is not None:
+                self.total = total
+            last = done >= self.total
+            if self.tty:
+                if self._due(last):
+                    progress(self.line(), done=last)
+                return
+            tenths = 10 * done // max(1, self.total)
+            if tenths > self._tenths or last or time.monotonic() - self.said >= self.every:
+                self._tenths = tenths
+                self._say()
+
+    def _say(self) -> None:
+        import time
+
+        self.said = time.monotonic()
+        click.echo(printable(self.line()), err=True)
+
+    def _heartbeat(self) -> None:
+        import time
+
+        while not self._stop.wait(min(1.0, self.every)):
+            with self._lock:
+                if self.base is not None and time.monotonic() - self.said >= self.every and self.done < self.total:
+                    self._say()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join()
+        progress_done()
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``3 min 5 s``, ``2 h 10 min``."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
 
 
 def _stack(*decorators: Callable) -> Callable:

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import click
 
-from inquitree.cli.common import db_option, echo, progress, progress_due
+from inquitree.cli.common import Progress, db_option, echo, progress, progress_due, say
 
 
 @click.group()
@@ -44,9 +44,10 @@ def suite() -> None:
     help="Let the suite name files outside its folder and the current directory, and send $OPENAI_API_KEY to "
     "its base URLs (only for a suite you wrote or checked).",
 )
-def run(suite_file, db_url, shard, concurrency, agents, workers, trust_suite) -> None:
+@click.option("--as-worker", is_flag=True, hidden=True, help="Run as one of --workers' processes: its parent reports.")
+def run(suite_file, db_url, shard, concurrency, agents, workers, trust_suite, as_worker) -> None:
     """Run every unfinished cell: skip finished episodes, continue interrupted ones."""
-    from inquitree.core.run.campaign import Suite, parse_shard
+    from inquitree.core.run.campaign import Suite, parse_shard, set_up
     from inquitree.events.store import EventStore
 
     s = Suite.load(suite_file, agents, trusted=trust_suite)
@@ -55,38 +56,46 @@ def run(suite_file, db_url, shard, concurrency, agents, workers, trust_suite) ->
     for tree in s.trees:  # a typo in a tree is refused before the store is made
         resolve_tree(tree)
     index, count = parse_shard(shard)
+    setup = set_up(s)  # a missing key or a wrong agent is refused before the store is made, too
     if workers > 1:
         # The store is opened (made, or checked) once here, not by every worker at once; it is
         # closed again before the workers start, so that none inherits a connection.
         EventStore(db_url).close()
         sys.exit(_run_workers(suite_file, db_url, (index, count), concurrency, agents, workers, trust_suite))
-    sys.exit(run_shard(s, suite_file, db_url, (index, count), concurrency, agents))
+    sys.exit(run_shard(s, suite_file, db_url, (index, count), concurrency, agents, worker=as_worker, setup=setup))
 
 
 def run_shard(
-    s, suite_file: str, db_url: str | None, shard: tuple[int, int], concurrency: int | None, agents: tuple = ()
+    s,
+    suite_file: str,
+    db_url: str | None,
+    shard: tuple[int, int],
+    concurrency: int | None,
+    agents: tuple = (),
+    worker: bool = False,
+    setup=None,
 ) -> int:
     """Run one shard of the campaign with its progress and report (``suite run`` and each forked
-    worker call this, the worker with its sub-shard); returns the command's exit code."""
+    worker call this, the worker with its sub-shard: its parent says the progress and the scores);
+    returns the command's exit code."""
     from inquitree.core.run.campaign import HALT_AFTER, CampaignInterrupted, run_suite
     from inquitree.events.store import EventStore
 
     index, count = shard
-    due = progress_due()
 
     def on_cell(report, remaining: int) -> None:
-        if due(remaining == 0):
-            progress(
-                f"  done {report.done}  failed {report.failed}  remaining {remaining}  "
-                f"skipped {report.skipped}  tokens {report.tokens:,}",
-                done=remaining == 0,
-            )
+        extra = f"; {report.done} done, {report.failed} failed" + (
+            f", {report.tokens:,} tokens" if report.tokens else ""
+        )
+        meter.update(report.cells - remaining, extra, total=report.cells)
 
     t0 = time.perf_counter()
     interrupted = False
-    with EventStore(db_url) as store:
+    with EventStore(db_url) as store, Progress(0, "cells") as meter:
         try:
-            report = run_suite(s, store, (index, count), progress=on_cell, concurrency=concurrency)
+            report = run_suite(
+                s, store, (index, count), progress=None if worker else on_cell, concurrency=concurrency, setup=setup
+            )
         except CampaignInterrupted as exc:
             report, interrupted = exc.report, True
     if interrupted or report.halted:
@@ -100,22 +109,66 @@ def run_shard(
         f"{report.done} done now, {report.failed} failed, {report.taken_elsewhere} taken by another worker"
         f"{left} ({time.perf_counter() - t0:.1f} s)"
     )
+    if not worker:
+        with EventStore(db_url) as store:
+            say_scores(s, store)
     if interrupted:
         echo("interrupted: run the same command again to continue where it stopped", err=True)
-    shown_errors = 5 if report.halted else 50
-    for err in report.errors[:shown_errors]:
-        echo(f"  failed: {err}", err=True)
     status = status_command(suite_file, db_url, tuple(agents))
-    if len(report.errors) > shown_errors:
-        echo(f"  ... and {len(report.errors) - shown_errors} more: `{status}` lists them", err=True)
-    if report.halted:
+    say_failures(report.errors, status)
+    if report.halted:  # one line, the status command in it whole
         echo(
             f"stopped: the first {HALT_AFTER} cells all failed the same way and none succeeded: {report.halted}. "
-            "Fix the endpoint (is the server up? the key? the model's name?), then run the same command "
-            f"again: it continues with the cells left. `{status}` shows where the campaign stands.",
+            "Fix what it says (is the server up? the key? the model's name? its token budget?), then run the same "
+            f"command again: it continues with the cells left. `{status}` shows where the campaign stands.",
             err=True,
         )
     return 130 if interrupted else 1 if (report.failed or report.halted) else 0
+
+
+def say_failures(errors: list[str], status: str, shown: int = 20) -> None:
+    """Each way the cells failed, once, with how many cells failed that way and the first of them
+    (an error is ``EPISODE: why``); the most frequent first."""
+    from collections import Counter
+
+    ways: Counter[str] = Counter()
+    first: dict[str, str] = {}
+    for err in errors:
+        episode, _, why = err.partition(": ")
+        ways[why or episode] += 1
+        first.setdefault(why or episode, episode)
+    for why, count in ways.most_common(shown):
+        cells = f"{count} cells, the first {first[why]}" if count > 1 else first[why]
+        echo(f"  failed ({cells}): {why}", err=True)
+    if len(ways) > shown:
+        echo(f"  ... and {len(ways) - shown} other reasons: `{status}` lists every failed cell", err=True)
+
+
+def say_scores(s, store) -> None:
+    """The campaign's short leaderboard: each agent's conclusion score with its interval, per judge."""
+    from inquitree.core.run.campaign import campaign_scores
+
+    rows = campaign_scores(s, store)
+    width = max((len(r.agent) for r in rows), default=0)
+    for judge in dict.fromkeys(r.judge for r in rows):
+        mine = [r for r in rows if r.judge == judge]
+        papers = max(r.interval.papers for r in mine)
+        level = mine[0].randomness
+        say(f"conclusion score at randomness {level}, judge {judge} (mean over {papers} papers, 95% interval):")
+        for r in mine:
+            i = r.interval
+            if i.estimate is None:
+                cell = "no score"
+            elif i.low is None or i.high is None:
+                cell = f"{i.estimate:.2f} [no interval]"
+            else:
+                cell = f"{i.estimate:.2f} [{i.low:.2f}, {i.high:.2f}]"
+            without = f"  ({r.unscored} episodes without a usable verdict)" if r.unscored else ""
+            echo(f"  {r.agent:<{width}}  {cell}{without}")
+    if rows:
+        say(
+            "(the tables, with methods and warnings: inquitree warehouse sync, then inquitree query table2_leaderboard)"
+        )
 
 
 def status_command(suite_file: str, db_url: str | None, agents: tuple[str, ...]) -> str:
@@ -211,11 +264,16 @@ class _ForkedWorker:
 
 
 def _wait_for(procs: list[tuple[int, Any]], workers: int, t0: float) -> None:
-    due = progress_due(0.5)
+    # On a terminal a line rewritten twice a second; piped (CI, nohup) a line every 10 s.
+    due = progress_due(0.5) if sys.stderr.isatty() else progress_due(10.0)
     while any(p.poll() is None for _, p in procs):
         if due(False):
             running = sum(p.poll() is None for _, p in procs)
-            progress(f"  {running} of {workers} workers running ({time.monotonic() - t0:.0f} s)")
+            line = f"  {running} of {workers} workers running ({time.monotonic() - t0:.0f} s)"
+            if sys.stderr.isatty():
+                progress(line)
+            else:
+                echo(line, err=True)
         time.sleep(0.02)  # the end is noticed within 20 ms, not half a second (bench/campaign.py)
     progress(f"  {workers} workers finished ({time.monotonic() - t0:.0f} s)", done=True)
 
@@ -250,7 +308,7 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int, t
     procs: list[tuple[int, Any]] = []
     fork = _can_fork()
     for k, sub in enumerate(worker_shards(shard, workers), start=1):
-        args = ["suite", "run", suite_file, "--shard", sub]
+        args = ["suite", "run", suite_file, "--shard", sub, "--as-worker"]
         if concurrency:
             args += ["-j", str(concurrency)]
         for spec in agents:
@@ -266,6 +324,7 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int, t
                 parse_shard(sub),
                 concurrency,
                 tuple(agents),
+                worker=True,
             )
             procs.append((k, _ForkedWorker(work, env)))
         else:
@@ -301,6 +360,10 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int, t
     for k, _ in procs:
         for line in "".join(outputs[k]).rstrip().splitlines():
             echo(f"worker {k}/{workers}: {line}")
+    from inquitree.events.store import EventStore
+
+    with EventStore(db_url) as store:
+        say_scores(Suite.load(suite_file, agents, trusted=trusted), store)
     codes = [p.returncode for _, p in procs]
     return max(codes) if all(c >= 0 for c in codes) else 2
 

@@ -59,6 +59,39 @@ def cli(*args: str, **kw) -> subprocess.Popen:
     )
 
 
+def test_a_campaign_without_a_terminal_says_its_progress_and_ends_with_its_scores(tmp_path):
+    """Piped (CI, nohup, tee), where a rewritten line shows nothing: a progress line at every tenth
+    of the cells with what is left, and at the end each agent's score with its interval."""
+    proc = cli("suite", "run", str(write_suite(tmp_path, "piped")), "--db", f"sqlite:///{tmp_path / 'p.sqlite'}")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out + err
+    lines = [line for line in err.splitlines() if " cells (" in line]
+    assert 10 <= len(lines) <= 12 and "\r" not in err  # full lines, about one per tenth of the 54 cells
+    assert all("left" in line for line in lines[:-1]) and lines[-1].startswith("  54/54 cells (100%)")
+    board = out.split("conclusion score at randomness 0, judge embedding (mean over 3 papers, 95% interval):\n")[1]
+    assert [line.split()[0] for line in board.splitlines()[:2]] == ["oracle", "random"]
+    assert "1.00 [" in board.splitlines()[0]
+
+
+def heartbeat_lines(every: float, seconds: float) -> list[str]:
+    """What a piped :class:`Progress` says over ``seconds`` when no item ends."""
+    import io
+    from contextlib import redirect_stderr
+
+    from inquitree.cli.common import Progress
+
+    buffer = io.StringIO()
+    with redirect_stderr(buffer), Progress(10, "cells", every=every) as meter:
+        meter.update(0)
+        time.sleep(seconds)
+    return buffer.getvalue().splitlines()
+
+
+def test_a_piped_progress_line_comes_while_one_cell_takes_long():
+    lines = heartbeat_lines(every=0.3, seconds=1.2)
+    assert 3 <= len(lines) <= 6 and all(line.startswith("  0/10 cells (0%)") for line in lines)
+
+
 def test_kill_9_mid_campaign_then_resume_equals_an_uninterrupted_run(tmp_path):
     suite = write_suite(tmp_path)
     killed = f"sqlite:///{tmp_path / 'killed.sqlite'}"
@@ -316,7 +349,12 @@ def test_workers_run_every_cell_once_and_a_rerun_does_nothing(tmp_path, backend,
         "worker 2/3",
         "worker 3/3",
     ]
-    assert sum(int(line.split(" done now")[0].rsplit(", ", 1)[1]) for line in out.splitlines()) == 54
+    assert (
+        sum(int(line.split(" done now")[0].rsplit(", ", 1)[1]) for line in out.splitlines() if " done now" in line)
+        == 54
+    )
+    assert "conclusion score at randomness 0, judge embedding" in out  # said once, by the parent, after the workers
+    assert out.count("conclusion score at randomness") == 1
     streams = logs(url)
     assert len(streams) == 54 and all([t for t, _ in evs].count("EpisodeScored") == 1 for evs in streams.values())
     again = cli("suite", "run", str(suite), "--db", url, "--workers", "2", env=env)
@@ -431,16 +469,16 @@ def test_ctrl_c_stops_a_campaign_at_step_boundaries_and_a_rerun_finishes_it(tmp_
 
 def test_progress_is_called_once_per_cell_and_its_error_ends_the_campaign(tmp_path):
     """Cells are counted by the threads that ran them (the caller's thread only waits): the
-    progress callback still sees every cell once, the count going down to 0, and an error it
-    raises ends the campaign, the cells still queued not run."""
+    progress callback sees where the run starts, then every cell once, the count going down to 0,
+    and an error it raises ends the campaign, the cells still queued not run."""
     body = GRID.replace("concurrency = 2", "concurrency = 1")
     suite = Suite.load(write_suite(tmp_path, "progress", body))
     seen: list[tuple[int, int]] = []
     with EventStore(f"sqlite:///{tmp_path / 'p.sqlite'}") as store:
         report = run_suite(suite, store, progress=lambda r, left: seen.append((r.done, left)))
-    assert report.done == 54 and len(seen) == 54
-    assert [left for _, left in seen] == list(range(53, -1, -1))
-    assert [done for done, _ in seen] == list(range(1, 55))
+    assert report.done == 54 and len(seen) == 55
+    assert [left for _, left in seen] == list(range(54, -1, -1))
+    assert [done for done, _ in seen] == list(range(0, 55))
 
     class Gone(Exception):
         pass
@@ -632,6 +670,32 @@ def test_a_campaign_whose_endpoint_refuses_every_call_stops_after_a_few_cells(tm
     assert "campaign: failed" in status.output
 
 
+def test_a_campaign_whose_every_reply_spends_its_budget_on_reasoning_stops_with_one_line(tmp_path, monkeypatch):
+    """A failure no retry mends, the same in the first cells, stops the campaign as a dead port
+    does; the failures are said once each, with how many cells failed that way."""
+    from inquitree.core.run.campaign import HALT_AFTER
+
+    with OpenAICompatibleServer(lambda m: "ACTION: nothing") as server:
+        server.reasoning, server.reasoning_only = "Let me think. " * 20, True
+        body = (
+            GRID.replace('agents = ["random", "oracle"]', 'agents = ["openai:thinker"]').replace(
+                "concurrency = 2", "concurrency = 1"
+            )
+            + f'base_url = "{server.base_url}"\nmax_retries = 0\nretries = 0\n'
+        )
+        path = write_suite(tmp_path, "thinking", body)
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        out = CliRunner().invoke(
+            main, ["suite", "run", str(path), "--db", f"sqlite:///{tmp_path / 't.sqlite'}", "--trust-suite"]
+        )
+    assert out.exit_code == 1, out.output
+    stopped = [line for line in out.output.splitlines() if line.startswith("stopped:")]
+    assert len(stopped) == 1 and "[reasoning_budget]" in stopped[0] and f"the first {HALT_AFTER} cells" in stopped[0]
+    failed = [line for line in out.output.splitlines() if line.startswith("  failed (")]
+    assert len(failed) == 1 and failed[0].startswith(f"  failed ({HALT_AFTER} cells, the first thinking."), failed
+
+
 def test_a_campaign_that_has_succeeded_once_does_not_stop_on_failures():
     import threading
 
@@ -651,6 +715,14 @@ def test_a_campaign_that_has_succeeded_once_does_not_stop_on_failures():
     for _ in range(HALT_AFTER):
         systemic.failed("auth", "HTTP 401")
     assert stop.is_set() and systemic.reason == "[auth] HTTP 401"
+    transient = SameFailures(again := threading.Event())
+    for _ in range(HALT_AFTER):
+        transient.failed("timeout", "no answer in 5 s", retryable=True)
+    assert not again.is_set()  # a passing cause: the next cells may well succeed
+    lasting = SameFailures(again)
+    for _ in range(HALT_AFTER):
+        lasting.failed("reasoning_budget", "spent its whole budget on reasoning", retryable=False)
+    assert again.is_set() and lasting.reason.startswith("[reasoning_budget]")
 
 
 def test_a_suite_names_an_embedding_judge_with_its_own_thresholds(tmp_path):

@@ -44,6 +44,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from inquitree import stats
 from inquitree.core.calls.models import CallSettings, option_label, redact_url
 from inquitree.core.game.prompts import TemplateSet, is_shipped
 from inquitree.core.game.tree import Tree, resolve_tree
@@ -64,7 +65,7 @@ from inquitree.events.names import (  # the grid's names live beside the store's
     warn,
 )
 from inquitree.events.store import EventStore, epoch_of
-from inquitree.events.types import AgentReplied, CampaignAlive, CampaignEnded, CampaignStarted
+from inquitree.events.types import AgentReplied, CampaignAlive, CampaignEnded, CampaignStarted, EpisodeScored
 
 _FIELDS = {
     "name": str,
@@ -377,18 +378,21 @@ class CampaignReport:
 
 # Failures that say the endpoint cannot be used at all (nothing listens, the key is refused, no such
 # model): when the first cells of a run all end in one of these, of one kind, and none has
-# succeeded, the rest would fail the same way, one by one, each after its retries.
+# succeeded, the rest would fail the same way, one by one, each after its retries. So does any
+# failure that no retry mends (a reply that spends its whole budget on reasoning, a request the
+# endpoint refuses), when the first cells all end in it.
 SYSTEMIC_KINDS = frozenset({"connection", "auth", "not_found"})
 HALT_AFTER = 3
 
 
 class SameFailures:
     """Watches a run's cells and tells it to stop once its first ``HALT_AFTER`` failures are of one
-    systemic kind with no cell done; the cells not reached stay resumable (not started)."""
+    kind that is systemic or not transient, with no cell done; the cells not reached stay
+    resumable (not started)."""
 
     def __init__(self, stop: threading.Event):
         self.stop = stop
-        self.kinds: list[str | None] = []
+        self.kinds: list[tuple[str | None, bool]] = []  # (kind, retryable) of each failure
         self.done = 0
         self.reason: str | None = None
         self._lock = threading.Lock()
@@ -397,19 +401,59 @@ class SameFailures:
         with self._lock:
             self.done += 1
 
-    def failed(self, kind: str | None, message: str) -> None:
+    def failed(self, kind: str | None, message: str, retryable: bool = True) -> None:
         with self._lock:
-            self.kinds.append(kind)
+            self.kinds.append((kind, retryable))
             first = self.kinds[:HALT_AFTER]
             if (
                 self.reason is None
                 and not self.done
                 and len(first) == HALT_AFTER
-                and len(set(first)) == 1
-                and first[0] in SYSTEMIC_KINDS
+                and len({k for k, _ in first}) == 1
+                and first[0][0] is not None
+                and (first[0][0] in SYSTEMIC_KINDS or not any(r for _, r in first))
             ):
                 self.reason = f"[{kind}] {message}"
                 self.stop.set()
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentScore:
+    """One agent's conclusion score in a campaign, under one judge at one randomness level."""
+
+    agent: str
+    judge: str
+    randomness: int
+    interval: stats.Interval
+    unscored: int  # finished episodes whose judge gave no usable verdict on some item
+
+
+def campaign_scores(suite: Suite, store: EventStore) -> list[AgentScore]:
+    """Each agent's conclusion score (q_norm) at the suite's lowest randomness level, per judge:
+    the mean over papers of per-paper means with its 95% interval (``stats.mean_interval``, the
+    method of ``table2_leaderboard``), from the score each finished cell recorded under its own
+    judge; best first. What ``suite run`` ends with; the warehouse's tables say more."""
+    level = min(suite.randomness)
+    cells = {stream_id(c.episode_id(suite.name)): c for c in suite.cells() if c.randomness == level}
+    found = store.read_streams(list(cells), ["EpisodeScored"])
+    values: dict[tuple[str, str], tuple[list[str], list[float], list[int]]] = {}
+    for sid, recorded in found.items():
+        if not recorded:
+            continue
+        cell, scored = cells[sid], recorded[0].event  # the first score is the cell's own judge's
+        papers, qs, unscored = values.setdefault((cell.agent, cell.judge), ([], [], [0]))
+        if not isinstance(scored, EpisodeScored) or scored.q_norm is None:
+            unscored[0] += 1
+        else:
+            papers.append(cell.tree)
+            qs.append(float(scored.q_norm))
+    rows = [
+        AgentScore(agent, judge, level, stats.mean_interval(papers, qs, bounds=(0, 1)), unscored[0])
+        for (agent, judge), (papers, qs, unscored) in values.items()
+    ]
+    return sorted(
+        rows, key=lambda r: (r.judge, -(r.interval.estimate if r.interval.estimate is not None else -1), r.agent)
+    )
 
 
 def parse_shard(text: str | None) -> tuple[int, int]:
@@ -437,7 +481,8 @@ class _Setup:
     budget: Budget | None
 
 
-def _set_up(suite: Suite) -> _Setup:
+def set_up(suite: Suite) -> _Setup:
+    """What every cell shares, checked: a missing key or a wrong spec raises here, before a store is made."""
     trees: dict[str, Tree] = {t: resolve_tree(t) for t in suite.trees}
     templates = TemplateSet(suite.templates)
     embedder = make_embedder(suite.embedder, base_url=suite.embedder_base_url)
@@ -469,9 +514,11 @@ class _CampaignRun:
     """One run of a campaign's shard: the cells it has to play, each played and retried by
     :meth:`attempt`, counted by :meth:`tally`, all of them in a pool of threads by :meth:`play`."""
 
-    def __init__(self, suite: Suite, store: EventStore, shard: tuple[int, int], stop: threading.Event):
+    def __init__(
+        self, suite: Suite, store: EventStore, shard: tuple[int, int], stop: threading.Event, setup: _Setup | None
+    ):
         self.suite, self.store, self.stop = suite, store, stop
-        self.setup = _set_up(suite)
+        self.setup = setup or set_up(suite)
         index, count = shard
         self.mine = [c for k, c in enumerate(suite.cells()) if k % count == index - 1]
         prefix = STREAM_PREFIX + episode_prefix(suite.name)
@@ -544,7 +591,7 @@ class _CampaignRun:
                 if exc.retryable and attempt < suite.retries and not self.stop.is_set():
                     time.sleep(min(30.0, 2.0**attempt))
                     continue
-                self.same.failed(exc.kind, str(exc))
+                self.same.failed(exc.kind, str(exc), exc.retryable)
                 return f"failed: {eid}: [{exc.kind}] {exc}", 0
             if out.appended == 0:
                 return "skipped", 0  # another worker finished it after this run listed the grid
@@ -598,6 +645,8 @@ class _CampaignRun:
 
         if not self.todo:
             all_counted.set()
+        if progress:  # where the run starts: the cells a resumed campaign finds finished
+            progress(self.report, self.remaining())
         pool = ThreadPoolExecutor(max_workers=concurrency)
         futures = [pool.submit(cell, c, eid) for c, eid in self.todo]
         try:
@@ -636,6 +685,7 @@ def run_suite(
     progress: Callable[[CampaignReport, int], None] | None = None,
     concurrency: int | None = None,
     stop: threading.Event | None = None,
+    setup: _Setup | None = None,
 ) -> CampaignReport:
     """Run every cell of ``suite`` in this shard that is not finished yet.
 
@@ -648,8 +698,9 @@ def run_suite(
     or judge call, its steps recorded (``stopped``: a later run resumes it). A KeyboardInterrupt
     sets it: the cells that wait are dropped, the episodes in flight reach their step boundary,
     and :class:`CampaignInterrupted` (a KeyboardInterrupt) carries the report. A second
-    interrupt does not wait for them."""
-    run = _CampaignRun(suite, store, shard, stop or threading.Event())
+    interrupt does not wait for them. ``setup``: :func:`set_up`'s, when the caller checked the suite
+    before opening the store."""
+    run = _CampaignRun(suite, store, shard, stop or threading.Event(), setup)
     run_id = secrets.token_hex(6)
     jobs = concurrency or suite.concurrency
     beat: _Heartbeat | None = None
