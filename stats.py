@@ -590,8 +590,9 @@ def rank_intervals(
     Wright and Wieczorek, "A joint confidence region for an overall ranking of populations",
     JRSS C 69(3), 2020): an agent ranks no better than 1 + the agents shown better than it, and
     no worse than the agents not shown worse. With 5 papers or fewer no pair can be shown apart
-    and every interval is every rank."""
-    names = sorted({str(a) for a in agents if a is not None})
+    and every interval is every rank. An agent with no value (every one None or NaN) has no rank:
+    it is left out rather than ranked last."""
+    names = sorted({str(a) for a, v in zip(agents, values, strict=True) if a is not None and v is not None and v == v})
     if not names:
         return []
     paper_ids = sorted({str(p) for p in papers if p is not None})

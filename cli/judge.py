@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
-from inquitree.cli.common import agent_config, agent_options, call_options, db_option, echo, judge_config, judge_options
+from inquitree.cli.common import (
+    Progress,
+    agent_config,
+    agent_options,
+    call_options,
+    db_option,
+    echo,
+    judge_config,
+    judge_options,
+)
 
 
 @click.command()
@@ -20,22 +31,74 @@ from inquitree.cli.common import agent_config, agent_options, call_options, db_o
 @click.option("--again", is_flag=True, help="Judge again even where this judge already has verdicts.")
 @db_option
 def judge(episodes, all_, prefix, judge_spec, embedder_name, again, db_url, **model_kw) -> None:
-    """Append a judge's verdicts and scores to finished episodes (nothing is overwritten)."""
+    """Append a judge's verdicts and scores to finished episodes (nothing is overwritten).
+
+    Says how many verdicts failed and why (one line per cause, with its count) and exits 1 when
+    every verdict it made failed; Ctrl-C keeps the episodes judged so far (exit 130) and the same
+    command continues with the rest."""
+    from collections import Counter
+
     from inquitree.core.players.kinds import make_embedder, make_judge
     from inquitree.core.run.rejudge import finished_episodes, rejudge
+    from inquitree.events.errors import InquiTreeError
     from inquitree.events.store import EventStore
 
     j = make_judge(judge_spec, make_embedder(embedder_name), judge_config(model_kw))
+    added = skipped = verdicts = 0
+    causes: Counter[str] = Counter()
     with EventStore(db_url, create=False) as store:
         ids = list(episodes) + (finished_episodes(store, prefix) if all_ else [])
         if not ids:
             raise click.UsageError("name episodes, or use --all")
-        added = skipped = 0
-        for eid in ids:
-            n = rejudge(store, eid, j, again=again)
-            added += n > 0
-            skipped += n == 0
+        with Progress(len(ids), "episodes") as meter:
+            try:
+                for n, eid in enumerate(ids):
+                    meter.update(n, f"; {added} judged, {skipped} had its verdicts" + _failed(causes, verdicts))
+                    new = rejudge(store, eid, j, again=again)
+                    added += bool(new)
+                    skipped += not new
+                    verdicts += len(new)
+                    causes.update(v.rationale for v in new if v.error)
+                meter.update(len(ids), f"; {added} judged, {skipped} had its verdicts" + _failed(causes, verdicts))
+            except (KeyboardInterrupt, InquiTreeError) as exc:
+                meter.close()
+                why = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"stopped: {exc}"
+                echo(
+                    f"judge {j.id}: {why} at episode {added + skipped + 1} of {len(ids)}; the {added} episodes "
+                    "judged so far keep their verdicts: run the same command again to judge the rest",
+                    err=True,
+                )
+                _say_causes(causes, verdicts)
+                sys.exit(130 if isinstance(exc, KeyboardInterrupt) else 1)
     echo(f"judge {j.id}: {added} episodes judged, {skipped} already had its verdicts")
+    _say_causes(causes, verdicts)
+    if verdicts and sum(causes.values()) == verdicts:
+        echo(
+            f"every verdict of judge {j.id} failed: its episodes have no conclusion score under it "
+            "(is the model able to answer in the judge's format? `inquitree query judge_flags` lists the causes)",
+            err=True,
+        )
+        sys.exit(1)
+
+
+def _failed(causes, verdicts: int) -> str:
+    failed = sum(causes.values())
+    return f", {failed} of {verdicts} verdicts failed" if failed else ""
+
+
+def _say_causes(causes, verdicts: int) -> None:
+    """How many verdicts failed, then one line per cause with its count, the most frequent first."""
+    failed = sum(causes.values())
+    if not failed:
+        return
+    echo(f"{failed} of {verdicts} verdicts failed (no score for their episodes under this judge):", err=True)
+    for cause, count in causes.most_common(10):
+        echo(f"  {count} x {cause}", err=True)
+    if len(causes) > 10:
+        echo(
+            f"  ... and {len(causes) - 10} other causes ({sum(c for _, c in causes.most_common()[10:])} verdicts)",
+            err=True,
+        )
 
 
 @click.command()

@@ -10,10 +10,13 @@
 -- agent's rank by conclusion score among the agents of its judge and the 95% interval of that rank
 -- over resampled papers (rank_ci, stats.rank_intervals). judge_validity and matcher_validity: how well
 -- the judge and the matcher that read these figures agree with careful readings of real agents, as
--- measured (warehouse/instrument.py, DECISIONS #32), or "unmeasured".
+-- measured (warehouse/instrument.py, DECISIONS #32), or "unmeasured". failed_verdicts: the judge's
+-- verdicts that failed (unusable output); an episode with one has no score and is left out of the
+-- score and the rank, and a judge with no usable verdict for an agent gives that row no score and
+-- no rank; interval_warning says so (`query judge_flags` gives the causes).
 WITH per_episode AS (
     SELECT e.agent, s.judge_id, e.tree_id, e.episode_id, e.coverage, e.own_coverage, s.q_norm,
-           e.embedder, e.tau, e.tau_study
+           s.failed_verdicts, e.embedder, e.tau, e.tau_study
     FROM episodes e JOIN episode_scores s USING (episode_id)
     WHERE e.randomness = 0 AND e.status = 'done'
 ), matchers AS (  -- the matcher's reading, asked once per embedder and thresholds, not per episode
@@ -24,12 +27,14 @@ WITH per_episode AS (
     SELECT agent, judge_id,
            mean_ci(list(tree_id ORDER BY episode_id), list(coverage ORDER BY episode_id), 0, 1) AS c,
            mean_ci(list(tree_id ORDER BY episode_id), list(own_coverage ORDER BY episode_id), 0, 1) AS oc,
-           mean_ci(list(tree_id ORDER BY episode_id), list(q_norm ORDER BY episode_id), 0, 1) AS q
+           mean_ci(list(tree_id ORDER BY episode_id), list(q_norm ORDER BY episode_id), 0, 1) AS q,
+           sum(failed_verdicts) AS failed_verdicts, count(*) AS played,
+           count(*) FILTER (WHERE q_norm IS NULL) AS unscored
     FROM per_episode GROUP BY ALL
 ), rank_lists AS (
     SELECT judge_id, rank_ci(list(agent ORDER BY episode_id), list(tree_id ORDER BY episode_id),
                              list(q_norm ORDER BY episode_id)) AS ranks
-    FROM per_episode GROUP BY ALL
+    FROM per_episode WHERE q_norm IS NOT NULL GROUP BY ALL  -- an agent with no score has no rank
 ), ranked AS (
     SELECT judge_id, r.agent AS agent, r FROM (SELECT judge_id, unnest(ranks) AS r FROM rank_lists)
 )
@@ -40,8 +45,18 @@ SELECT agent, judge_id,
        q.estimate AS conclusion_score, q.se AS conclusion_score_se,
        q.ci_low AS conclusion_score_ci_low, q.ci_high AS conclusion_score_ci_high,
        r.rank AS rank, r.rank_low AS rank_low, r.rank_high AS rank_high,
-       q.papers AS papers, q.episodes AS episodes, q.method AS interval_method,
-       nullif(concat_ws('; ', 'conclusion score: ' || q.warning, 'coverage: ' || c.warning,
+       failed_verdicts, q.papers AS papers, q.episodes AS episodes, q.method AS interval_method,
+       nullif(concat_ws('; ',
+                        CASE WHEN unscored = played
+                             THEN format('no conclusion score and no rank: none of the {} episodes has a usable '
+                                         'verdict from this judge ({} verdicts failed; `inquitree query '
+                                         'judge_flags` gives their causes)', played, failed_verdicts)
+                             WHEN unscored > 0
+                             THEN format('{} of {} episodes have a failed verdict and are left out of the '
+                                         'conclusion score and the rank ({} verdicts failed; `inquitree query '
+                                         'judge_flags` gives their causes)', unscored, played, failed_verdicts)
+                        END,
+                        'conclusion score: ' || q.warning, 'coverage: ' || c.warning,
                         'own coverage: ' || oc.warning), '') AS interval_warning,
        c.method AS coverage_interval_method, r.method AS rank_method,
        judge_validity(judge_id) AS judge_validity, matcher_validity

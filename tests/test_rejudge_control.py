@@ -28,9 +28,9 @@ def test_rejudging_appends_and_overwrites_nothing(sqlite_url):
     eid = out.episode_id
     first = [r.event for r in store.read_stream(stream_id(eid))]
     strict = EmbeddingJudge(HashEmbedder(), full=0.95, partial=0.9)
-    assert rejudge(store, eid, strict) == len(tree.conclusions) + 1
-    assert rejudge(store, eid, strict) == 0  # already judged by it
-    assert rejudge(store, eid, strict, again=True) == len(tree.conclusions) + 1
+    assert len(rejudge(store, eid, strict)) == len(tree.conclusions)  # the verdicts added (and a score)
+    assert rejudge(store, eid, strict) == []  # already judged by it
+    assert len(rejudge(store, eid, strict, again=True)) == len(tree.conclusions)
     after = [r.event for r in store.read_stream(stream_id(eid))]
     assert after[: len(first)] == first  # the original verdicts and score are untouched
     scored = [e for e in after if e.TYPE == "EpisodeScored"]

@@ -244,6 +244,10 @@ def test_rank_intervals():
     values = list(rng.normal(0.5, 0.1, 10)) + list(rng.normal(0.5, 0.1, 10))
     tied = rank_intervals(["x"] * 10 + ["y"] * 10, papers * 2, values)
     assert all((r.low, r.high) == (1, 2) for r in tied)
+    # An agent with no value (a judge whose every verdict failed) has no rank, in either method.
+    for joint in (False, True):
+        found = rank_intervals(["x"] * 4 + ["z"] * 4, list("abcd") * 2, [0.5] * 4 + [None] * 4, simultaneous=joint)
+        assert [r.agent for r in found] == ["x"]
 
 
 def test_simultaneous_rank_intervals_come_from_holm_adjusted_pairs():

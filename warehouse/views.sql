@@ -27,7 +27,7 @@ WITH steps AS (
 ), entries AS (
     SELECT episode_id, count(*) AS subtopic_entries FROM ev_transitioned WHERE to_state = 'subtopic' GROUP BY ALL
 ), failures AS (           -- the latest failure; a failure followed by EpisodeResumed is history
-    SELECT episode_id, count(*) AS failures, arg_max(kind, global_position) AS last_failure_kind,
+    SELECT episode_id, count(*) AS failures, arg_max_null(kind, global_position) AS last_failure_kind,
            max(global_position) AS last_failure
     FROM ev_episode_failed GROUP BY ALL
 ), resumes AS (             -- after a failure, an interruption, or a change of settings
@@ -36,7 +36,7 @@ WITH steps AS (
     SELECT episode_id, count(*) AS interruptions, max(global_position) AS last_interruption
     FROM ev_episode_interrupted GROUP BY ALL
 ), endings AS (            -- how the inquiry ended: the agent concluded, or the engine asked it to, or a limit
-    SELECT episode_id, arg_max(reason, global_position) AS reason
+    SELECT episode_id, arg_max_null(reason, global_position) AS reason
     FROM ev_transitioned WHERE to_state = 'conclusion' GROUP BY ALL
 ), limits AS (
     SELECT episode_id, arg_min(limit_name, global_position) AS limit_name FROM ev_limit_reached GROUP BY ALL
@@ -129,18 +129,22 @@ LEFT JOIN true_seen ts ON ts.episode_id = e.episode_id AND ts.result_id = r.resu
 GROUP BY e.episode_id, i.item_id, i.n_required;
 
 -- S(c_i) per judge: the latest verdict for each (episode, judge, item); re-judging appends (#16).
+-- arg_max_null: when the latest verdict failed (no score), it is still the latest (arg_max would
+-- skip its NULL and return the verdict before it).
 CREATE OR REPLACE VIEW latest_verdicts AS
-SELECT episode_id, judge_id, item_id, arg_max(score, global_position) AS score,
-       arg_max(error, global_position) AS error, arg_max(rationale, global_position) AS rationale,
+SELECT episode_id, judge_id, item_id, arg_max_null(score, global_position) AS score,
+       arg_max_null(error, global_position) AS error, arg_max_null(rationale, global_position) AS rationale,
        max(recorded_at) AS judged_at
 FROM ev_judge_verdict GROUP BY episode_id, judge_id, item_id;
 
--- Eq. 9: Q = sum_i p_i S(c_i), and q_norm = Q / k (#15). NULL when any item lacks a usable verdict.
+-- Eq. 9: Q = sum_i p_i S(c_i), and q_norm = Q / k (#15). NULL when any item lacks a usable verdict;
+-- failed_verdicts counts the items whose latest verdict is a judge error (its cause in the rationale).
 CREATE OR REPLACE VIEW episode_scores AS
 WITH judges AS (SELECT DISTINCT episode_id, judge_id FROM ev_judge_verdict)
 SELECT j.episode_id, j.judge_id, count(*) AS k,
        CASE WHEN count(v.score) = count(*) THEN sum(ev.p * v.score) END AS q_sum,
-       CASE WHEN count(v.score) = count(*) THEN sum(ev.p * v.score) / count(*) END AS q_norm
+       CASE WHEN count(v.score) = count(*) THEN sum(ev.p * v.score) / count(*) END AS q_norm,
+       count(*) FILTER (WHERE v.error) AS failed_verdicts
 FROM judges j
 JOIN episode_item_evidence ev ON ev.episode_id = j.episode_id
 LEFT JOIN latest_verdicts v ON v.episode_id = j.episode_id AND v.judge_id = j.judge_id AND v.item_id = ev.item_id

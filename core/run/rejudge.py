@@ -29,15 +29,17 @@ from inquitree.core.run.runner import STREAM_PREFIX, stream_id
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.store import EventStore
-from inquitree.events.types import ConclusionSubmitted, ControlAnswered, ControlStarted, EpisodeStarted
+from inquitree.events.types import ConclusionSubmitted, ControlAnswered, ControlStarted, EpisodeStarted, JudgeVerdict
 
 
 class RejudgeError(InquiTreeError):
     pass
 
 
-def rejudge(store: EventStore, episode_id: str, judge: Judge, again: bool = False) -> int:
-    """Append ``judge``'s verdicts and score to a finished episode; return the events added."""
+def rejudge(store: EventStore, episode_id: str, judge: Judge, again: bool = False) -> list[JudgeVerdict]:
+    """Append ``judge``'s verdicts and score to a finished episode; return the verdicts added (none
+    when it already has this judge's and not ``again``); a failed verdict has ``error`` set and its
+    cause in ``rationale``."""
     sid = stream_id(episode_id)
     recorded = store.read_stream(sid)
     if not recorded:
@@ -53,14 +55,14 @@ def rejudge(store: EventStore, episode_id: str, judge: Judge, again: bool = Fals
         raise RejudgeError(f"episode {episode_id}: tree {tree.id} changed since it was played; cannot judge it fairly")
     state = fold(events)
     if judge.id in state.verdicts and not again:
-        return 0
+        return []
     params = Params.from_dict(started.params)
     engine = Engine(tree, params, TemplateSet(params.template_set))
     verdicts = judge.judge(tree, state.conclusion_items or [])
     state = fold(verdicts, state)
     new: list[Event] = [*verdicts, engine.score(state, judge.id)]
     store.append(sid, new, recorded[-1].stream_version)
-    return len(new)
+    return verdicts
 
 
 def finished_episodes(store: EventStore, prefix: str = "") -> list[str]:
