@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from inquitree.cli.common import db_option, echo, key_option, output_file
+from inquitree.cli.common import db_option, echo, key_option, output_file, say
 from inquitree.events.names import IMPORT_PREFIX, shown
 
 
@@ -123,31 +123,31 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
     if report.first_problem is not None:
         stream, version, what = report.first_problem
         where = f"stream {stream!r} version {version}: " if stream is not None else ""
-        echo(f"TAMPERED: {where}{what}")
+        say(f"TAMPERED: {where}{what}")
         sys.exit(1)
     if missing:
-        echo(
+        say(
             "UNGUARDED: the database no longer enforces immutability: "
             + "; ".join(missing)
             + " (`inquitree db upgrade`, as the store's owner, restores them;"
             + " then check the log with an anchor or a key)"
         )
-    echo(
+    say(
         f"chains ok: {report.events_checked:,} events in {report.streams_checked:,} streams; no event inside the log "
         f"was changed, removed, inserted or moved (head: position {report.head_position}, "
         f"log hash {report.head_hash[:16]}...)"
     )
     for note in report.notes:
-        echo(f"note: {note}")
+        say(f"note: {note}")
     for ev in imports:
-        echo(f"imported: episode {ev.episode_id} from {shown(ev.file_name)} ({ev.events} events): {_word(ev)}")
+        say(f"imported: episode {ev.episode_id} from {shown(ev.file_name)} ({ev.events} events): {_word(ev)}")
     sys.exit(_proof(report, verifier, missing, accept_unanchored))
 
 
 def _proof(report, verifier, missing: list[str], accept_unanchored: bool) -> int:
     """What the anchor or the keys proved, said line by line; returns `db verify`'s exit status."""
     if not report.proof:
-        echo(_CANNOT)
+        say(_CANNOT)
         return 1 if missing else 0
     by = []
     if "anchor" in report.proof:
@@ -156,17 +156,17 @@ def _proof(report, verifier, missing: list[str], accept_unanchored: bool) -> int
         by.append(f"checkpoints signed by {verifier.describe()}")
     proved_by = " and ".join(by)
     if report.covered_to:
-        echo(f"proved by {proved_by}: the log up to global position {report.covered_to} is the one recorded")
+        say(f"proved by {proved_by}: the log up to global position {report.covered_to} is the one recorded")
     if report.stream_covered:
         after = f" after global position {report.covered_to}" if report.covered_to else ""
-        echo(
+        say(
             f"proved by {proved_by}: the {report.stream_covered:,} events{after} are in streams whose signed heads "
             "cover them (episodes recorded, exported or imported under the key)"
         )
     if "anchor" not in report.proof:  # a signature covers what it signed, never what was cut after it
-        echo(_TAIL)
+        say(_TAIL)
     if report.unsigned_import_records:
-        echo(
+        say(
             f"note: {report.unsigned_import_records} record(s) of imports were written by an importer without a "
             "signing key: the 'imported:' lines above are that importer's word"
         )
@@ -183,12 +183,12 @@ def _proof(report, verifier, missing: list[str], accept_unanchored: bool) -> int
             else f"{report.uncovered:,} events after global position {report.covered_to} (the last covered by "
             f"{proved_by}) are covered by nothing"
         )
-        echo(f"NOT PROVEN: {what}{sign}")
+        say(f"NOT PROVEN: {what}{sign}")
         return 1
     if missing:
         return 1
     if "anchor" not in report.proof and not accept_unanchored:
-        echo("UNANCHORED: exit status 3 (--anchor FILE proves the end; --accept-unanchored accepts the proof as it is)")
+        say("UNANCHORED: exit status 3 (--anchor FILE proves the end; --accept-unanchored accepts the proof as it is)")
         return UNANCHORED_EXIT
     return 0
 

@@ -14,10 +14,12 @@ from inquitree.cli.common import (
     db_option,
     echo,
     echo_data,
+    fitted,
     key_option,
     output_file,
     progress,
     progress_due,
+    say,
     secho,
 )
 from inquitree.events.base import Event
@@ -156,18 +158,30 @@ def episodes() -> None:
 @db_option
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Episodes to list.")
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True, help="Newest episodes to skip.")
-def episodes_list(db_url: str | None, limit: int, offset: int) -> None:
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "tsv"]),
+    default=None,
+    help="table: aligned columns that fit the terminal, what does not fit named; tsv: tab-separated, every "
+    "column. Default: table on a terminal, tsv into a pipe or a file.",
+)
+def episodes_list(db_url: str | None, limit: int, offset: int, fmt: str | None) -> None:
     """One line per recorded episode, newest first, a page at a time: id, start time, tree, agent,
     seed, randomness, state, steps, coverage, q_norm and the judge that gave it (the latest score;
     an episode judged twice is scored once per judge: `inquitree query episode_summary`). Only the page's
     episodes are read, so a page takes the same time in a store of any size."""
+    import sys
+
     from inquitree.core.game.engine import STATE_AND_STEP_EVENTS, fold
     from inquitree.events.names import EPISODE_PREFIX as STREAM_PREFIX
     from inquitree.events.names import agent_name
     from inquitree.events.store import EventStore
 
+    rows: list[tuple[str, ...]] = [
+        ("episode", "started", "tree", "agent", "seed", "a", "state", "steps", "coverage", "q_norm", "judge")
+    ]
     with EventStore(db_url, create=False) as store:
-        echo("episode\tstarted\ttree\tagent\tseed\ta\tstate\tsteps\tcoverage\tq_norm\tjudge")
         page = store.newest_streams(STREAM_PREFIX, limit + 1, offset)
         if len(page) > limit:
             page = page[:limit]
@@ -187,12 +201,38 @@ def episodes_list(db_url: str | None, limit: int, offset: int) -> None:
             qn = f"{scored[-1].q_norm:.3f}" if scored and scored[-1].q_norm is not None else "-"
             judge = scored[-1].judge_id if scored else "-"
             agent = agent_name(start.agent) if start else "?"
-            echo(
-                f"{s.stream_id.removeprefix(STREAM_PREFIX)}\t{s.first_recorded_at[:19]}\t"
-                f"{start.tree_id if start else '?'}\t{agent}\t"
-                f"{start.params['seed'] if start else '?'}\t{start.params['randomness'] if start else '?'}\t"
-                f"{st.state}\t{st.step}\t{cov}\t{qn}\t{judge}"
+            rows.append(
+                (
+                    s.stream_id.removeprefix(STREAM_PREFIX),
+                    s.first_recorded_at[:19],
+                    start.tree_id if start else "?",
+                    agent,
+                    str(start.params["seed"]) if start else "?",
+                    str(start.params["randomness"]) if start else "?",
+                    st.state,
+                    str(st.step),
+                    cov,
+                    qn,
+                    judge,
+                )
             )
+    if (fmt or ("table" if sys.stdout.isatty() else "tsv")) == "tsv":
+        for row in rows:
+            echo("\t".join(row))
+        return
+    # A person's order: who, then the score beside the judge that gave it, then the rest.
+    order = [0, 2, 3, 5, 9, 10, 8, 7, 6, 4, 1]
+    rows = [tuple(row[i] for i in order) for row in rows]
+    lines, left_out = fitted(rows, cut=(1, 2, 5))
+    if len(left_out) > len(rows[0]) // 2:  # long ids (a campaign's): each on a line of its own, the rest below it
+        lines, left_out = fitted([r[1:] for r in rows], cut=(0, 1, 4), indent=2)
+        lines = [lines[0]] + [line for row, rest in zip(rows[1:], lines[1:], strict=True) for line in (row[0], rest)]
+    for line in lines:
+        echo(line)
+    if left_out:
+        say(
+            f"{len(left_out)} more column(s) do not fit: {', '.join(left_out)} (--format tsv gives every one)", err=True
+        )
 
 
 @episodes.command("show")

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from inquitree.cli.common import FINITE, FiniteFloat, echo, progress
+from inquitree.cli.common import FINITE, FiniteFloat, echo, fitted, progress, say
 from inquitree.core.game.tree import Tree, TreeError, load_tree_file, resolve_tree, shipped_tree_paths
 
 
@@ -30,7 +30,7 @@ def list_(max_hints: int) -> None:
     """
     from inquitree.core.game.tree import it18_registry
 
-    rows = [("id", "IT-18", "n", "paper n", "3n", f"n(2H+3), H={max_hints}", "provenance", "title")]
+    rows = [("id", "IT-18", "n", "paper n", "3n", "n(2H+3)", "title", "provenance")]
     covered: dict[int, Tree] = {}
     for path in shipped_tree_paths():
         t = load_tree_file(path)
@@ -46,24 +46,31 @@ def list_(max_hints: int) -> None:
                 "-" if paper_n is None else str(paper_n),
                 str(lo),
                 str(hi),
-                t.provenance["kind"],
                 t.title,
+                t.provenance["kind"],
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    for r in rows:
-        echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+    lines, left_out = fitted(rows, cut=(6,))
+    echo(f"bounds with H={max_hints}")
+    for line in lines:
+        echo(line)
+    if left_out:
+        say(
+            f"{len(left_out)} more column(s) do not fit: {', '.join(left_out)} (`inquitree trees show ID` gives them)",
+            err=True,
+        )
     papers = it18_registry()
     ours = sum(covered[p["it18_id"]].n for p in papers if p["it18_id"] in covered)
     theirs = sum(p["subtopics"] for p in papers)
     have = [p for p in papers if p["it18_id"] in covered]
-    echo(
-        f"\nIT-18 (paper's Table 4): {len(have)} of {len(papers)} papers have a tree; subtopics {ours} here "
+    echo()
+    say(
+        f"IT-18 (paper's Table 4): {len(have)} of {len(papers)} papers have a tree; subtopics {ours} here "
         f"vs {theirs} in the paper; mean per paper {ours / max(len(have), 1):.1f} vs {theirs / len(papers):.1f}"
     )
     for p in papers:
         if p["it18_id"] not in covered:
-            echo(f"  no tree yet: IT-18 #{p['it18_id']} ({p['subtopics']} subtopics) {p['title']}")
+            say(f"  no tree yet: IT-18 #{p['it18_id']} ({p['subtopics']} subtopics) {p['title']}")
 
 
 @trees.command()

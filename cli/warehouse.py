@@ -14,6 +14,7 @@ from inquitree.cli.common import (
     progress,
     progress_done,
     progress_due,
+    screen_width,
 )
 
 
@@ -229,7 +230,8 @@ def export(warehouse_path, out_dir) -> None:
             echo(str(p))
 
 
-TEXT_CELL = 28  # characters of a text cell in the terminal table
+TEXT_CELL = 28  # characters of a text cell in the terminal table (NARROW_CELL below 100 columns)
+NARROW_CELL = 20
 
 
 def _flat(df):
@@ -287,6 +289,14 @@ def _emit(
         output_file(out, buffer.getvalue())
         echo(f"wrote {df.height} rows to {out}", err=True)
         return
+    if fmt == "table" and not out and not columns and df.height and "judge_id" in df.columns:
+        # One table per judge, its id above it: the judge is what tells two rows of one agent apart,
+        # and as the last, longest column it was the one an 80-column screen dropped.
+        said = set() if said is None else said
+        for k, judge in enumerate(dict.fromkeys(df["judge_id"].to_list())):
+            echo(("" if k == 0 else "\n") + (f"judge {judge}:" if judge is not None else "no judge:"))
+            _emit(df.filter(pl.col("judge_id").eq_missing(judge)).drop("judge_id"), fmt, out, columns, said=said)
+        return
     note = ""
     if safe and fmt != "csv":
         raise click.UsageError("--spreadsheet-safe is for --format csv")
@@ -295,16 +305,16 @@ def _emit(
     elif fmt == "json":
         text = df.write_json()
     else:
-        from inquitree.warehouse.notes import readable
+        from inquitree.warehouse.notes import readable, wrapped
 
         width = _note_width()
         table, above, notes = (df, [], None) if out or columns else readable(df, width)
         shown = table if out or columns else _fitting(table)
         if shown.width < table.width:
             rest = [c for c in table.columns if c not in shown.columns]
-            note = (
-                f"{len(rest)} more column(s) do not fit: {', '.join(rest)}\n"
-                "(--columns A,B,... picks columns; --format csv or json shows them all)"
+            note = "\n".join(
+                wrapped(f"{len(rest)} more column(s) do not fit: {', '.join(rest)}", width)
+                + ["(--columns A,B,... picks columns; --format csv or json shows them all)"]
             )
         with pl.Config(
             tbl_rows=200,
@@ -331,10 +341,8 @@ def _emit(
 
 
 def _note_width() -> int:
-    """The width notes under a terminal table wrap to: the terminal's, kept within 40-120."""
-    import shutil
-
-    return max(40, min(shutil.get_terminal_size((80, 24)).columns, 120))
+    """The width notes under a terminal table wrap to."""
+    return screen_width()
 
 
 def _say_once(lines: list[str], said: set[str] | None) -> None:
@@ -353,11 +361,12 @@ def _fitting(df):
     import polars as pl
 
     width = shutil.get_terminal_size((120, 24)).columns
+    text_cell = TEXT_CELL if width >= 100 else NARROW_CELL  # an 80-column screen keeps a number, not a title's end
     used, keep = 1, []
     for name in df.columns:
         col = df[name].head(200)
         if col.dtype == pl.Utf8:
-            cap = 200 if name.endswith("episode_id") else TEXT_CELL + 1  # an id is only useful whole
+            cap = 200 if name.endswith("episode_id") else text_cell + 1  # an id is only useful whole
             cells = [min(len(v), cap) for v in col.drop_nulls().to_list()]
         elif col.dtype.is_float():
             cells = [len(f"{v:.4f}") for v in col.drop_nulls().to_list()]
@@ -369,8 +378,8 @@ def _fitting(df):
         keep.append(name)
         used += need
     shortened = [
-        pl.col(c).str.slice(0, TEXT_CELL - 1)
-        + pl.when(pl.col(c).str.len_chars() >= TEXT_CELL).then(pl.lit("…")).otherwise(pl.lit(""))
+        pl.col(c).str.slice(0, text_cell - 1)
+        + pl.when(pl.col(c).str.len_chars() >= text_cell).then(pl.lit("…")).otherwise(pl.lit(""))
         for c in keep
         if df[c].dtype == pl.Utf8 and not c.endswith("episode_id")
     ]

@@ -395,3 +395,57 @@ def test_the_last_line_after_progress_starts_on_a_clean_line(monkeypatch, tmp_pa
     progress("  ... 1,000 events loaded")
     progress_done()
     assert tty.getvalue() == "\r\x1b[K  ... 1,000 events loaded\r\x1b[K"
+
+
+def test_view_and_a_refused_campaign_leave_nothing_behind(tmp_path, monkeypatch):
+    """`view` in a folder with no store, and `suite run` refused for a missing key, make no file:
+    no empty warehouse, no empty store to be found later."""
+    pytest.importorskip("starlette", reason="the viewer's extra is not installed")
+    monkeypatch.chdir(tmp_path)
+    viewed = run("view", "--port", "8797")
+    assert viewed.exit_code == 2 and "no event store at" in viewed.output, viewed.output
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    refused = run("suite", "run", "baselines", "--agent", "openai:gpt-x")
+    assert refused.exit_code == 2 and "needs $OPENAI_API_KEY" in refused.output, refused.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_lists_fit_an_80_column_terminal_or_say_what_they_leave_out(tmp_path, monkeypatch):
+    """`episodes list` (as a table), `trees list` and `db verify` on a terminal 80 columns wide."""
+    monkeypatch.setenv("COLUMNS", "80")
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    for seed in (1, 2):
+        assert run("play", "--tree", "it18-01-grid-cells-reference-frames", "--agent", "random", "--seed", str(seed),
+                   "--record", "--db", db, "-q").exit_code == 0  # fmt: skip
+    listed = run("episodes", "list", "--db", db, "--format", "table")
+    assert listed.exit_code == 0 and all(len(line) <= 80 for line in listed.stdout.splitlines()), listed.stdout
+    assert "q_norm" in listed.stdout.splitlines()[0] and "judge" in listed.stdout.splitlines()[0]
+    trees = on_a_terminal(80, "trees", "list")
+    assert all(len(line) <= 80 for line in trees.splitlines()), trees
+    assert "do not fit: title, provenance" in trees
+    verified = on_a_terminal(80, "db", "verify", "--db", db)
+    assert "chains ok" in verified and all(len(line) <= 80 for line in verified.splitlines()), verified
+
+
+def on_a_terminal(columns: int, *args: str) -> str:
+    """What an `inquitree` command prints on a pseudo-terminal ``columns`` wide (stdout and stderr)."""
+    import pty
+    import subprocess
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "COLUMNS": str(columns), "TERM": "dumb"}
+    proc = subprocess.Popen([sys.executable, "-m", "inquitree", *args], stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the command ended
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait(timeout=60)
+    os.close(leader)
+    return out.decode().replace("\r\n", "\n")

@@ -63,6 +63,8 @@ def readable(df, width: int | None = 100):
     dropped = {f"{c}_{s}" for c in triples for s in ("ci_low", "ci_high", "se")} | set(HIDDEN)
     if {"rank", "rank_low", "rank_high"} <= set(columns):
         dropped |= {"rank_low", "rank_high"}
+    if "failed_verdicts" in columns and not any(df["failed_verdicts"].to_list()):
+        dropped.add("failed_verdicts")  # shown beside the score only when a verdict failed
     for c in columns:
         if c in dropped or c.endswith(NOTE_COLUMNS):
             continue
@@ -82,26 +84,45 @@ def readable(df, width: int | None = 100):
         else:
             out[c] = ["" if v is None else str(v) for v in df[c].to_list()]
     # A reader's order: who and what first, then the headline numbers, then the rest.
+    last = [c for c in out if c in LAST or c.endswith(LAST_SUFFIXES)]
     first = [
         c
         for c in out
-        if c in IDENTITY or (c != "#" and c not in NUMBERS_FIRST and c not in LAST and not _numeric(df, c))
+        if c in IDENTITY or (c != "#" and c not in NUMBERS_FIRST and c not in last and not _numeric(df, c))
     ]
     order = ["#", *first, *[c for c in NUMBERS_FIRST if c in out]]
-    order += [c for c in out if c not in order and c not in LAST] + [c for c in LAST if c in out]
+    order += [c for c in out if c not in order and c not in last] + last
     table = pl.DataFrame({SHORT.get(c, c): out[c] for c in order})
-    # A column with one value in every row is said once, above the notes, not repeated in each row.
-    same = [c for c in table.columns[1:] if table.height > 1 and c not in NUMBERS_FIRST and table[c].n_unique() == 1]
+    # A column with one value in every row is said once, above the notes, not repeated in each row;
+    # one empty in every row (a rank where no row has a score) is left out, the headline score kept.
+    empty = [c for c in table.columns[1:] if c != NUMBERS_FIRST[0] and not any(table[c].to_list())]
+    same = [
+        c
+        for c in table.columns[1:]
+        if table.height > 1 and c not in NUMBERS_FIRST and c not in empty and table[c].n_unique() == 1
+    ]
     above = [f"{c} (every row): {table[c][0]}" for c in same]
-    return table.drop(same), above, row_notes(df, width)
+    return table.drop(same + empty), above, row_notes(df, width)
 
 
 # Headers whose values are short: the table a person reads names them shortly (the randomness
 # level a is one digit, and its ten-letter header cost an 80-column screen the Holm's p column).
-SHORT = {"randomness": "level"}
+SHORT = {"randomness": "level", "lower_bound": "3n", "upper_bound": "n(2H+3)"}
 # The numbers a reader looks for first, in this order; what is long and rarely read goes last.
-NUMBERS_FIRST = ("conclusion_score", "difference", "rank", "p_value", "p_holm")
-LAST = ("role", "judge_id", "judge")
+NUMBERS_FIRST = (
+    "conclusion_score",
+    "failed_verdicts",
+    "difference",
+    "rank",
+    "p_value",
+    "p_holm",
+    "mean_steps",
+    "lower_bound",
+    "upper_bound",
+    "share_within_bounds",
+)
+LAST = ("role", "judge_id", "judge", "contradicting_examples")
+LAST_SUFFIXES = ("_why", "_by")  # a row's explanation in words: read after its numbers
 IDENTITY = ("agent", "agent_a", "agent_b", "metric", "randomness", "tree_id", "split", "model")
 
 
