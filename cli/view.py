@@ -5,7 +5,13 @@ from __future__ import annotations
 import click
 
 from inquitree.cli.common import FiniteFloat, db_option, echo
-from inquitree.cli.warehouse import fixed_papers_option, interval_settings, joint_ranks_option, warehouse_option
+from inquitree.cli.warehouse import (
+    fixed_papers_option,
+    interval_settings,
+    joint_ranks_option,
+    scope_options,
+    warehouse_option,
+)
 from inquitree.events.names import install_extra
 
 
@@ -41,8 +47,20 @@ from inquitree.events.names import install_extra
 )
 @fixed_papers_option
 @joint_ranks_option
+@scope_options
 def view(
-    db_url, warehouse_path, host, port, allowed, sync, open_browser, stale_after, fixed_papers, joint_ranks
+    db_url,
+    warehouse_path,
+    host,
+    port,
+    allowed,
+    sync,
+    open_browser,
+    stale_after,
+    fixed_papers,
+    joint_ranks,
+    suites,
+    one_off,
 ) -> None:
     """A local, read-only web viewer: campaigns as they run, episodes, trees with an episode's path,
     search over every transcript, two agents side by side, and the report's figures."""
@@ -59,6 +77,10 @@ def view(
 
     path = warehouse_path or default_warehouse_path()
     _port_free(host, port)  # before anything is built or said: a port in use is one line, not a URL
+    if sync:  # no store here: one line, and no warehouse file is made beside it
+        from inquitree.events.store import EventStore
+
+        EventStore(db_url, create=False, read_only=True).close()
     if sync and not Path(path).exists():
         with kept_only_if_used(path) as wh:  # an empty warehouse of this store, read until the sync publishes
             wh.bind(db_url)
@@ -72,6 +94,7 @@ def view(
         write_index=sync,
         index_in_background=True,
         settings=interval_settings(fixed_papers, joint_ranks),
+        scope=(tuple(suites), one_off),
     )
     if sync and app.state.viewer.catch_up(force=True):  # the pages answer meanwhile, and say so
         echo(f"{path}: loading the store's newer events in the background", err=True)

@@ -6,6 +6,7 @@ client and, for scripts planted in a reply, in headless Chromium."""
 from __future__ import annotations
 
 import sqlite3
+import time
 
 import pytest
 
@@ -448,6 +449,42 @@ def test_a_page_never_waits_for_a_sync_and_says_newer_events_are_loading(tmp_pat
     assert client.get(f"/episodes/{later}").status_code == 200
 
 
+def test_the_first_page_never_waits_for_the_campaigns_to_be_folded(tmp_path, monkeypatch):
+    """`inquitree view` after a campaign appended many events: the campaigns' folds catch up in a
+    thread of their own (250k events took 5-8 s inside the first request); the page answers at
+    once, says newer events are being loaded, and shows the campaign once they are folded."""
+    import threading
+
+    from inquitree.core.run.campaign import Suite, run_suite
+    from inquitree.viewer.live import Campaigns
+
+    suite_file = tmp_path / "big.toml"
+    suite_file.write_text('name = "big"\ntrees = ["synthetic-diamond-4"]\nagents = ["oracle"]\nembedder = "hash"\n')
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    with EventStore(url) as store:
+        assert run_suite(Suite.load(suite_file), store).done == 1
+    path = str(tmp_path / "w.duckdb")
+    with Warehouse(path) as wh:
+        wh.sync(url)
+    release = threading.Event()
+    real = Campaigns._fold_to
+
+    def held(self, head):  # a fold that takes as long as the test says
+        assert release.wait(30)
+        return real(self, head)
+
+    monkeypatch.setattr(Campaigns, "_fold_to", held)
+    app = create_app(path, db_url=url, sync=True, index_in_background=True)  # as `inquitree view` makes it
+    client = TestClient(app, base_url="http://127.0.0.1")
+    home = client.get("/")  # answered while the fold is held
+    assert home.status_code == 200 and "Newer events are being loaded" in home.text
+    release.set()
+    deadline = time.monotonic() + 30
+    while app.state.viewer.live.folding and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert "/suites/big" in client.get("/").text
+
+
 def test_the_viewer_shows_the_rank_intervals_and_population_it_was_started_with(sqlite_url, tmp_path):
     """`view --joint-ranks` and `--fixed-papers` set the statistics of the viewer's tables as they
     set `report`'s and `query`'s: the figures page's leaderboard says which rank intervals and
@@ -475,3 +512,42 @@ def test_the_viewer_shows_the_rank_intervals_and_population_it_was_started_with(
     assert "rank method (every row): rank intervals that hold for every agent at once" in joint
     assert "<td>1 [1, 2]</td>" in joint and "<td>2 [1, 2]</td>" in joint
     assert "about these papers only" in joint and "papers like these" not in joint
+
+
+def test_the_viewers_figures_and_lists_read_the_episodes_query_reads(tmp_path):
+    """A store with a campaign and one-off episodes: by default the viewer's home list, figures and
+    leaderboard speak of the campaign's episodes, as `query` and `report` do; `--one-off` of the
+    others; an episode page shows any episode."""
+    from inquitree.core.run.campaign import Suite, run_suite
+    from inquitree.warehouse.report import figures
+
+    suite_file = tmp_path / "pop.toml"
+    suite_file.write_text(
+        'name = "pop"\ntrees = ["synthetic-chain-7", "synthetic-diamond-4", "synthetic-independent-7"]\n'
+        'agents = ["oracle", "random"]\nrandomness = [0, 3]\nembedder = "hash"\n'
+    )
+    url = f"sqlite:///{tmp_path / 'pop.sqlite'}"
+    tree = resolve_tree("synthetic-diamond-4")
+    with EventStore(url) as store:
+        assert run_suite(Suite.load(suite_file), store).done == 12
+        loose = play(tree, ScriptAgent(_script(tmp_path)), store=store, max_turns=4).episode_id
+    path = str(tmp_path / "w.duckdb")
+    with Warehouse(path) as wh:
+        wh.sync(url)
+    with Warehouse(path, read_only=True) as wh:
+        assert "1 one-off episode" in wh.scope()  # what `query` reads by default: the campaign
+        (tmp_path / "q").mkdir()
+        expected = {name: f["table"] for name, f in figures(wh, tmp_path / "q").items()}
+        board = wh.query("table2_leaderboard")
+    client = TestClient(create_app(path), base_url="http://127.0.0.1")
+    viewer = client.app.state.viewer
+    from inquitree.viewer.pages.figures import figures_now
+
+    assert {name: f["table"] for name, f in figures_now(viewer).items()} == expected
+    page = client.get("/figures").text
+    assert "script" not in set(board["agent"].to_list()) and ">script<" not in page
+    home = client.get("/").text
+    assert loose not in home and "one-off episode" in home  # said, with how to see them
+    assert client.get(f"/episodes/{loose}").status_code == 200  # its own page still opens
+    one_off = TestClient(create_app(path, scope=((), True)), base_url="http://127.0.0.1")
+    assert loose in one_off.get("/").text and "pop.synthetic" not in one_off.get("/").text

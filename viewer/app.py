@@ -53,13 +53,15 @@ def create_app(
     write_index: bool = True,
     index_in_background: bool = False,
     settings: Settings | None = None,
+    scope: tuple[tuple[str, ...], bool] = ((), False),
 ) -> Starlette:
     """The viewer over the warehouse at ``warehouse_path``; with ``db_url`` (or ``sync``) its
     campaign pages follow the store, and with ``sync`` its other pages catch up with it too.
     It answers requests whose Host is a loopback name, ``host`` or one of ``extra_hosts`` only.
     ``settings``: the statistics its tables and figures use (``view --fixed-papers``,
-    ``--joint-ranks``), as ``inquitree report`` and ``query`` take them."""
-    viewer = Viewer(warehouse_path, db_url, sync, stale_after, write_index, index_in_background, settings)
+    ``--joint-ranks``), as ``inquitree report`` and ``query`` take them; ``scope``: the episodes its
+    lists and figures speak about, as ``query --suite/--one-off`` (``Viewer``)."""
+    viewer = Viewer(warehouse_path, db_url, sync, stale_after, write_index, index_in_background, settings, scope)
     app = _GuardedStarlette(hosts=allowed_hosts(host, extra_hosts), routes=ROUTES)
     app.state.viewer = viewer
     return app

@@ -20,7 +20,6 @@ baseline's rate.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import os
 import threading
 import time
@@ -95,11 +94,13 @@ class Campaigns:
         min_interval: float = 0.5,
         snapshot: str | Path | None = None,
         save_snapshot: bool = True,
+        background: bool = False,
     ):
         """``snapshot``: a file where the episodes' folds are kept with the position they were
         folded to (the viewer's is beside the warehouse), so that a restart reads only the events
         appended since; it is used only if the store holds the very log it was folded from (the log
-        hash at its position) and the prices are the same, and written when ``save_snapshot``."""
+        hash at its position) and the prices are the same, and written when ``save_snapshot``.
+        ``background``: the first look at the store is folded in a thread of its own."""
         self.store = EventStore(db_url, read_only=True)
         self.stale_seconds = stale_seconds
         self.min_interval = min_interval
@@ -116,7 +117,19 @@ class Campaigns:
         self.saving = threading.Lock()  # one thread writes the snapshot at a time
         self.save_snapshot = save_snapshot and self.snapshot is not None
         self.resumed_from = self.saved_at = self._load_snapshot()  # the position a snapshot gave, or 0
-        self.refresh(force=True)
+        self.folding = False  # a thread is folding newly appended events (pages do not wait for it)
+        if background:  # `inquitree view`: the pages answer while the store's newer events are folded
+            self.folding = True  # set before any page can look, so that none folds the first look itself
+            threading.Thread(target=self._first_look_behind, name="campaign-folds", daemon=True).start()
+        else:
+            self.refresh(force=True)
+            self._save()
+
+    def _first_look_behind(self) -> None:
+        with self.lock:
+            self.looked = time.monotonic()
+            head = self.store.last_position()
+        self._folded_to(head)
         self._save()
 
     def close(self) -> None:
@@ -187,36 +200,61 @@ class Campaigns:
     # -- folding -----------------------------------------------------------------------------
     def refresh(self, force: bool = False) -> int:
         """Read what was appended since the last look (at most every ``min_interval`` seconds, so
-        many open pages cost one read); returns the store position folded to."""
+        many open pages cost one read); returns the store position folded to. While another thread
+        folds (a first look at a large store), it returns at once: pages show the folds as far as
+        they have come (``folding``), never waiting for them."""
         with self.lock:
-            if not force and time.monotonic() - self.looked < self.min_interval:
+            if self.folding or (not force and time.monotonic() - self.looked < self.min_interval):
                 return self.position
             self.looked = time.monotonic()
             head = self.store.last_position()
             if head == self.position:
                 return head
-            # The first look reads the campaigns' starts by their streams; later looks read only the
-            # events appended since, which hold any new start.
-            tail: list[RecordedEvent] = []
-            if self.position:
-                tail = list(
-                    itertools.takewhile(lambda r: r.global_position <= head, self.store.iter_all(self.position))
-                )
-                starts = [r for r in tail if r.event_type in _RUN_EVENTS and r.stream_id.startswith(CAMPAIGN_PREFIX)]
-            else:
-                starts = list(self.store.read_prefix(CAMPAIGN_PREFIX, list(_RUN_EVENTS), head))
-            new = [key for r in starts for key in self._started(r)]
-            for key in new:  # a campaign seen for the first time: its episodes so far, stream by stream
-                for r in self.store.read_prefix(STREAM_PREFIX + key + ".", _FOLDED, head):
-                    self._fold(r)
-            known = tuple(STREAM_PREFIX + k + "." for k in self.campaigns if k not in new)
-            for r in tail:
-                if r.event_type in _FOLDED and r.stream_id.startswith(known):
-                    self._fold(r)
-            self.position = head
+            self.folding = True
+        return self._folded_to(head)
+
+    def _folded_to(self, head: int) -> int:
+        """Fold to ``head`` (``folding`` is set), then say the folding is over."""
+        try:
+            self._fold_to(head)
+        finally:
+            with self.lock:
+                self.folding = False
         if head - self.saved_at >= SAVE_EVERY:
             self._save()
         return head
+
+    def _fold_to(self, head: int) -> None:
+        """Fold the events up to ``head``: read outside the lock, a batch at a time, each folded under
+        it (pages read between batches). ``position`` moves to ``head`` only at the end, so that a
+        snapshot never holds folds past its position."""
+        # The first look reads the campaigns' starts by their streams; later looks read only the
+        # events appended since (of the types a fold needs), which hold any new start.
+        if not self.position:
+            starts = list(self.store.read_prefix(CAMPAIGN_PREFIX, list(_RUN_EVENTS), head))
+            with self.lock:
+                self._fold_new(head, [key for r in starts for key in self._started(r)])
+                self.position = head
+            return
+        fresh: set[str] = set()  # campaigns first seen in this look: folded to head by their streams
+        for batch in self.store.read_after(self.position, [*_RUN_EVENTS, *_FOLDED], head):
+            with self.lock:
+                starts = [r for r in batch if r.event_type in _RUN_EVENTS and r.stream_id.startswith(CAMPAIGN_PREFIX)]
+                new = [key for r in starts for key in self._started(r)]
+                self._fold_new(head, new)
+                fresh.update(new)
+                known = tuple(STREAM_PREFIX + k + "." for k in self.campaigns if k not in fresh)
+                for r in batch:
+                    if r.event_type in _FOLDED and r.stream_id.startswith(known):
+                        self._fold(r)
+        with self.lock:
+            self.position = head
+
+    def _fold_new(self, head: int, keys: list[str]) -> None:
+        """A campaign seen for the first time: its episodes so far, stream by stream, up to ``head``."""
+        for key in keys:
+            for r in self.store.read_prefix(STREAM_PREFIX + key + ".", _FOLDED, head):
+                self._fold(r)
 
     def _started(self, r: RecordedEvent) -> list[str]:
         """Fold a ``CampaignStarted`` (or a run's ``CampaignAlive`` and ``CampaignEnded``); the key of

@@ -119,7 +119,7 @@ class SearchIndex:
         texts at once held hundreds of megabytes in Python objects at the viewer's first start."""
         cur = wh.con.execute(
             f"SELECT t.*, e.agent, e.tree_id, e.randomness, e.status FROM ({_TEXTS}) t(episode_id, step, kind, text) "
-            f"JOIN episodes e USING (episode_id) WHERE t.text IS NOT NULL {where}",
+            f"JOIN all_episodes e USING (episode_id) WHERE t.text IS NOT NULL {where}",  # every episode, any scope
             args or [],
         )
         n = 0

@@ -10,6 +10,8 @@ SELECT list(DISTINCT agent ORDER BY agent) AS agent, list(DISTINCT tree_id ORDER
        list(DISTINCT status ORDER BY status) AS status
 FROM episodes
 """
+# The compare page's agents: every agent, as `inquitree compare` names them (it pairs one-off episodes too).
+ALL_AGENTS = "SELECT list(DISTINCT agent ORDER BY agent) AS agent FROM all_episodes"
 FILTER_CHOICES_JUDGES = "SELECT list(DISTINCT judge_id ORDER BY judge_id) AS judge FROM ev_episode_scored"
 # The episode list (home page): sorted by one of its columns and filtered by agent, tree, level,
 # judge and status, a page at a time. The sort column and direction pick one of these fixed
@@ -31,7 +33,8 @@ LIST_SORTS = {
 # The score an episode was given last, and by which judge (as `episodes list` shows it).
 _LAST_SCORE = """
 WITH s AS (
-    SELECT episode_id, arg_max(judge_id, global_position) AS judge_id, arg_max(q_norm, global_position) AS q_norm
+    SELECT episode_id, arg_max_null(judge_id, global_position) AS judge_id,
+           arg_max_null(q_norm, global_position) AS q_norm  -- the latest score, even when it is none
     FROM ev_episode_scored GROUP BY ALL
 )
 """
@@ -61,8 +64,9 @@ SELECT e.episode_id, e.coverage, s.judge_id, s.q_norm
 FROM (SELECT unnest($1::VARCHAR[]) AS episode_id) i JOIN episodes e USING (episode_id) LEFT JOIN s USING (episode_id)
 """
 )
-EPISODE = "SELECT * FROM episodes WHERE episode_id = ?"
-EPISODE_OF_TREE = "SELECT * FROM episodes WHERE episode_id = ? AND tree_id = ?"
+# An episode's own page shows it whatever the pages' scope (a link from search or `play` works).
+EPISODE = "SELECT * FROM all_episodes WHERE episode_id = ?"
+EPISODE_OF_TREE = "SELECT * FROM all_episodes WHERE episode_id = ? AND tree_id = ?"
 EPISODE_SCORES = "SELECT * FROM episode_scores WHERE episode_id = ?"
 TEMPLATE_SET = "SELECT template_set FROM ev_episode_started WHERE episode_id = ?"
 TREE_HASH = "SELECT tree_hash FROM ev_episode_started WHERE episode_id = ?"

@@ -60,8 +60,12 @@ class Viewer:
         write_index: bool = True,
         index_in_background: bool = False,
         settings: Settings | None = None,
+        scope: tuple[tuple[str, ...], bool] = ((), False),
     ):
-        """``write_index=False`` (``view --no-sync``): nothing is written, the search index beside the
+        """``scope``: the campaigns named, or with its flag the one-off episodes, whose episodes the
+        lists, figures and tables speak about, as ``query --suite/--one-off`` (``Warehouse.scope``:
+        every campaign's by default); an episode's own page shows any episode.
+        ``write_index=False`` (``view --no-sync``): nothing is written, the search index beside the
         warehouse included; search uses the index as it is, and says so when there is none.
         ``index_in_background`` (``inquitree view``): the search index's first build runs in a
         thread of its own, through a connection of its own, so pages answer from the start; a
@@ -78,6 +82,8 @@ class Viewer:
         self.opened = _identity(warehouse_path)  # which published snapshot ``self.wh`` reads
         self.settings = settings  # the statistics of every page's tables (None: from the environment)
         self.wh = Warehouse(warehouse_path, read_only=True, settings=settings)
+        self.scope = scope
+        self.scope_line = self.wh.scope(*scope)  # what the pages leave out ('' when nothing)
         self.index = SearchIndex(warehouse_path + ".search.sqlite")
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader([str(TEMPLATES), str(REPORT_CSS.parent)]), autoescape=True
@@ -86,7 +92,7 @@ class Viewer:
         # reads only what was appended since (written unless nothing may be, `view --no-sync`)
         folds = warehouse_path + ".campaigns.json"
         self.live = (
-            Campaigns(db_url, stale_after, snapshot=folds, save_snapshot=write_index)
+            Campaigns(db_url, stale_after, snapshot=folds, save_snapshot=write_index, background=index_in_background)
             if db_url is not None or sync
             else None
         )
@@ -106,6 +112,16 @@ class Viewer:
             cur = self.wh.con.execute(text, args or [])
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    @contextlib.contextmanager
+    def unscoped(self):
+        """Every episode, for the length of a ``with`` (the caller holds ``lock``): the compare page
+        pairs as `inquitree compare` does, by suite, one-off episodes when asked."""
+        self.wh.con.execute("RESET VARIABLE episode_scope")
+        try:
+            yield
+        finally:
+            self.scope_line = self.wh.scope(*self.scope)
 
     def position(self) -> int:
         return int(self.rows(sql.POSITION)[0]["p"])
@@ -204,8 +220,9 @@ class Viewer:
             self.follow_published()
 
     def loading(self) -> bool:
-        """True while this viewer's sync of newer events runs (the pages say so)."""
-        return self.syncing is not None
+        """True while this viewer's sync of newer events runs, or its campaigns' folds catch up with
+        the store (the pages say so)."""
+        return self.syncing is not None or (self.live is not None and self.live.folding)
 
     def wait_for_sync(self, timeout: float = 60.0) -> None:
         """Wait for a background sync to publish (tests, and `view` before it opens a browser)."""
@@ -224,11 +241,13 @@ class Viewer:
     def _reopen(self) -> None:
         old, self.opened = self.wh, _identity(self.path)
         self.wh = Warehouse(self.path, read_only=True, settings=self.settings)
+        self.scope_line = self.wh.scope(*self.scope)
         old.close()
         self.refresh_index()
 
     def page(self, name: str, status_code: int = 200, **values: Any) -> HTMLResponse:
         values.setdefault("loading", self.loading())
+        values.setdefault("scope", self.scope_line)
         return HTMLResponse(self.env.get_template(name).render(**values), status_code=status_code)
 
 

@@ -18,13 +18,13 @@ def compare(request: Request) -> Response:
     viewer.catch_up()
     a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
     one_off = request.query_params.get("one_off") == "1"
-    agents = viewer.choices["agent"]
+    agents = [str(a) for a in viewer.rows(sql.ALL_AGENTS)[0]["agent"] or []]
     page: dict[str, Any] = {"a": a, "b": b, "agents": agents, "one_off": one_off}
     if a not in agents or b not in agents or a == b:
         return viewer.page("compare.html.j2", table=None, cells=[], **page)
-    with viewer.lock:
+    with viewer.lock, viewer.unscoped():  # pairs as `inquitree compare` makes them: by suite, one-off when asked
         df = viewer.wh.query("compare", {"agents": [a, b], "one_off": one_off})
         paired = df.height and df["paired_cells"].max()
         table = table_html(df.drop(PAIR_COLUMNS)) if paired else None  # the pairs are listed below it
-    cells = viewer.rows(sql.CELLS, [a, b, one_off])
+        cells = viewer.rows(sql.CELLS, [a, b, one_off])
     return viewer.page("compare.html.j2", table=table, cells=cells, **page)
