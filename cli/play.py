@@ -272,12 +272,16 @@ def play(
         else:
             echo(
                 f"\ninterrupted: the steps taken are recorded in {redact(store.url)} as episode {episode_id}; "
-                "the same command with --resume continues it",
+                f"this continues it: {resume_command(episode_id)}",
                 err=True,
             )
         sys.exit(130)
     except EpisodeFailure as exc:
-        where = f"; what was played is recorded in {redact(store.url)}, and --resume continues it" if store else ""
+        where = (
+            f"; what was played is recorded in {redact(store.url)}; this continues it: {resume_command(episode_id)}"
+            if store
+            else ""
+        )
         raise EpisodeFailure(
             f"{exc} (episode {episode_id} failed{where})", exc.episode_id, exc.retryable, exc.kind, exc.error_class
         ) from exc
@@ -290,6 +294,21 @@ def play(
         if store
         else "  not recorded (use --record to keep the events)"
     )
+
+
+def resume_command(episode_id: str) -> str:
+    """The command that continues this episode, as a user can paste it: this one's words with the
+    episode's id and ``--resume`` (a password in a URL shown as ***, as the store's is)."""
+    import shlex
+
+    from inquitree.events.store import redact
+
+    words = ["inquitree", *(redact(w) if "://" in w else w for w in sys.argv[1:])]
+    if not any(w == "--episode-id" or w.startswith("--episode-id=") for w in words):
+        words += ["--episode-id", episode_id]
+    if "--resume" not in words:
+        words.append("--resume")
+    return shlex.join(words)
 
 
 @click.command()

@@ -189,7 +189,7 @@ def test_an_interrupted_play_is_refused_under_its_id_and_resumed_with_resume(tmp
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, out + err
-        assert "recorded in sqlite:///" in err and "as episode p1" in err and "--resume continues it" in err
+        assert "recorded in sqlite:///" in err and "as episode p1" in err and "this continues it: inquitree" in err
         with EventStore(url) as store:
             taken = [r.event_type for r in store.read_stream(stream_id("p1"))]
         assert taken[0] == "EpisodeStarted" and "EpisodeScored" not in taken and "EpisodeFailed" not in taken
@@ -208,6 +208,43 @@ def test_an_interrupted_play_is_refused_under_its_id_and_resumed_with_resume(tmp
     assert events[: len(taken)] == taken and events.count("EpisodeStarted") == 1 and events[-1] == "EpisodeScored"
     replayed = run("replay", "p1", "--db", url, "-q")
     assert replayed.exit_code == 0 and "replay: identical" in replayed.output, replayed.output
+
+
+def test_an_interrupted_play_prints_the_command_that_resumes_it(tmp_path):
+    """Without --episode-id the id is made up: the printed command carries it, and runs as printed."""
+    import shlex
+
+    db = tmp_path / "q.sqlite"
+    url = f"sqlite:///{db}"
+    env = {**os.environ, "OPENAI_API_KEY": "none"}
+    with OpenAICompatibleServer(lambda m: "ACTION: not sure yet", delay=0.05) as server:
+        args = ["play", "--agent", "openai:m", "--base-url", server.base_url, "--embedder", "hash"]
+        args += ["--record", "--db", url, "--max-turns", "8"]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "inquitree", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            **INTERRUPTIBLE,
+        )
+        deadline = time.time() + 60
+        steps = 0
+        while steps < 2 and time.time() < deadline:
+            time.sleep(0.02)
+            if db.exists():
+                with sqlite3.connect(db) as c, contextlib.suppress(sqlite3.OperationalError):
+                    steps = c.execute("SELECT count(*) FROM events WHERE event_type = 'AgentReplied'").fetchone()[0]
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        command = shlex.split(err.split("this continues it: ", 1)[1].splitlines()[0])
+        assert command[0] == "inquitree" and command[-1] == "--resume" and "--episode-id" in command
+        resumed = subprocess.run(
+            [sys.executable, "-m", "inquitree", *command[1:]], capture_output=True, text=True, env=env
+        )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "(it had been interrupted (interrupt))" in resumed.stdout
 
 
 def test_exporting_an_unknown_episode_is_an_error_not_an_empty_file(tmp_path):

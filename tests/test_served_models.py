@@ -69,6 +69,21 @@ def test_a_template_without_a_system_role_gets_the_system_text_in_the_first_user
     assert system_in_user([{"role": "system", "content": "S"}]) == [{"role": "user", "content": "S"}]
 
 
+def test_a_missing_system_role_costs_one_refused_call_per_endpoint_a_run_not_one_per_episode():
+    """Each episode has a client of its own; what one learned the next ones know."""
+    messages = [{"role": "system", "content": "You are a scientist."}, {"role": "user", "content": "Topic."}]
+    with OpenAICompatibleServer([ANSWER] * 4) as server:
+        server.no_system_role = True
+        for _ in range(3):  # three episodes' clients of the same endpoint and model
+            assert (
+                ChatModel("gemma2", server.base_url, settings=CallSettings(max_retries=0)).chat(messages).system_as_user
+            )
+        sent = [r["body"]["messages"] for r in server.requests]
+        other = ChatModel("gemma3", server.base_url, settings=CallSettings(max_retries=0)).chat(messages)
+    assert len(sent) == 4 and sum(m[0]["role"] == "system" for m in sent) == 1  # one refusal, then never again
+    assert other.system_as_user and len(server.requests) == 6  # another model learns for itself
+
+
 def _played(tmp_path, monkeypatch, episode_id: str, *extra: str, no_system_role: bool = False) -> str:
     """A recorded `play` of a reasoning model (THINKING, then ANSWER) on a loopback server; the store's URL."""
     monkeypatch.setenv("OPENAI_API_KEY", "test")

@@ -468,7 +468,10 @@ class ChatModel:
         self._usage_in_stream = True  # False once it refused ``stream_options``
         self._refusals_read = False  # the cache file's refusals, read on the first structured call
         # the system text goes in the first user message: asked for, or learned from the endpoint
-        self.system_as_user = self.settings.system_role == "user"
+        # (by this client or another of this process: one refused call per endpoint and model a run)
+        self.system_as_user = self.settings.system_role == "user" or (
+            self.settings.system_role == "auto" and (self.endpoint, self.model) in _NO_SYSTEM_ROLE_LEARNED
+        )
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -616,6 +619,7 @@ class ChatModel:
                     # as the start of the first user message, now and in every later call (recorded)
                     body["messages"] = system_in_user(body["messages"])
                     self.system_as_user = True
+                    _NO_SYSTEM_ROLE_LEARNED.add((self.endpoint, self.model))  # the next episodes' clients know it
                     continue
                 if exc.kind == "bad_request" and "temperature" in message and "temperature" in body:
                     body.pop("temperature")  # the model does not take it (#24: "where the model accepts it");
@@ -853,6 +857,9 @@ class ChatModel:
 # What an endpoint says when its chat template has no system role (Gemma's Jinja template raises
 # "System role not supported"; others insist that roles alternate user/assistant).
 _NO_SYSTEM_ROLE = re.compile(r"system role|system message|system prompt|roles must alternate", re.IGNORECASE)
+# The (endpoint, model) pairs that refused a system message in this process: a campaign's later
+# episodes send the system text in the first user message at once (set.add is atomic in CPython).
+_NO_SYSTEM_ROLE_LEARNED: set[tuple[str, str]] = set()
 
 
 def system_in_user(messages: list[dict[str, str]]) -> list[dict[str, str]]:
