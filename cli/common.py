@@ -429,7 +429,7 @@ def limit_options(f):
             "--prices",
             default=None,
             metavar="FILE",
-            help="Price table for cost limits (default: $INQUITREE_PRICES or the shipped one).",
+            help="Price table for cost limits (default: $INQUITREE_PRICES, else ~/.config/inquitree/prices.json).",
         ),
     )(f)
 

@@ -172,7 +172,7 @@ def _progress(n: int, pos: int) -> None:
     "--prices",
     type=click.Path(dir_okay=False, exists=True),
     default=None,
-    help="Price table (default: $INQUITREE_PRICES or trees/registry/prices.json).",
+    help="Price table (default: $INQUITREE_PRICES, else ~/.config/inquitree/prices.json, else none).",
 )
 @registry_option
 @click.option(

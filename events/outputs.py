@@ -2,7 +2,9 @@
 through a link that is already there. A file is written under a new, unguessable name in its
 folder (created with ``O_EXCL | O_NOFOLLOW``) and renamed over the target, which replaces a link
 at that name instead of writing to where it points; an output folder that is a link, or that
-belongs to another user, is refused, and so is a link among the folders the tool makes inside it."""
+belongs to another user, is refused, and so is a link among the folders the tool makes inside it.
+And files it reads from a user or another lab (``read_file``): regular files only, read once, to a
+size the reader names, so that no file decides how much memory or time a read takes."""
 
 from __future__ import annotations
 
@@ -59,3 +61,39 @@ def write_file(path: str | Path, data: bytes | str) -> Path:
         temporary.unlink(missing_ok=True)
         raise
     return target
+
+
+class InputRefused(InquiTreeError):
+    """A file the tool will not read: not a regular file, larger than its limit, or unreadable."""
+
+
+def read_file(path: str | Path, limit: int, *, what: str = "file") -> bytes:
+    """The bytes of the regular file at ``path`` (links followed), read once and at most ``limit``:
+    opened without waiting (a named pipe with no writer is refused, not waited on), checked on the
+    open descriptor (a device such as /dev/zero, a folder or a socket is refused before a byte is
+    read), and read to ``limit`` + 1 bytes at most, so that a file that grows while it is read is
+    refused too. Whoever needs the file's hash hashes these bytes, never a second read."""
+    import stat
+
+    shown_path = Path(path)
+    try:
+        fd = os.open(shown_path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputRefused(f"{what} {shown_path}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a folder" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else "a device or a socket"
+            raise InputRefused(f"{what} {shown_path}: it is {kind}, not a regular file; refused")
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > limit:
+            raise InputRefused(f"{what} {shown_path}: larger than {limit:,} bytes, the most it may hold; refused")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

@@ -3,6 +3,7 @@ the memory window (all against a loopback OpenAI-compatible server)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -315,6 +316,54 @@ def test_a_cost_limit_needs_a_price_and_ends_the_episode_when_spent(tmp_path):
     assert lim.limit == "episode_cost_usd" and lim.used >= 0.5 and events[-1].TYPE == "EpisodeScored"
 
 
+@pytest.mark.parametrize(
+    "entry, says",
+    [
+        ({"model": "m", "input_per_mtok": float("nan"), "output_per_mtok": 1.0}, "input_per_mtok is nan"),
+        ({"model": "m", "input_per_mtok": -1.0, "output_per_mtok": 1.0}, "input_per_mtok is -1.0"),
+        ({"model": "m", "input_per_mtok": "1.0", "output_per_mtok": 1.0}, "input_per_mtok is '1.0'"),
+        ({"model": "m", "input_per_mtok": 1.0, "output_per_mtok": 1.0, "cached_input_per_mtok": -0.1}, "cached_input"),
+        ({"model": "m", "usd_per_hour": 2.0, "serves": float("inf")}, "serves is inf"),
+        ({"model": "m", "usd_per_hour": 2.0, "serves": 1e308}, "serves is 1e+308"),
+        ({"model": "m", "usd_per_hour": 2.0, "serves": 2.5}, "serves is 2.5"),
+        ({"model": "m", "usd_per_hour": float("inf")}, "usd_per_hour is inf"),
+        ({"model": 7, "input_per_mtok": 1.0, "output_per_mtok": 1.0}, "no model name"),
+    ],
+)
+def test_every_price_is_a_finite_number_and_serves_a_whole_number(tmp_path, entry, says):
+    """NaN, negative or infinite prices and an unbounded `serves` made every call cost nothing and
+    silently disabled --max-episode-cost; a price given as text ended the episode in a TypeError.
+    Each is refused when the table is read, naming the file, the model and the field."""
+    import json
+
+    from inquitree.core.run.limits import LimitError, PriceTable
+
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({"prices": [entry]}))  # json writes NaN and Infinity, as Python reads them
+    with pytest.raises(LimitError, match=f"{path}: not a price table.*{re.escape(says)}"):
+        PriceTable(path)
+
+
+def test_prices_live_outside_the_installed_package(tmp_path, monkeypatch):
+    """--prices FILE, then $INQUITREE_PRICES, then the user's ~/.config/inquitree/prices.json, then
+    the shipped (empty) table: no user edits a file inside the package."""
+    import json
+
+    from inquitree.core.run.limits import PRICES_ENV, PRICES_PATH, PriceTable
+
+    monkeypatch.delenv(PRICES_ENV, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    assert PriceTable().path == PRICES_PATH
+    user = tmp_path / "config" / "inquitree" / "prices.json"
+    user.parent.mkdir(parents=True)
+    user.write_text(json.dumps({"prices": [{"model": "mine", "input_per_mtok": 1, "output_per_mtok": 2}]}))
+    assert PriceTable().path == user and PriceTable().has("mine")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"prices": []}))
+    monkeypatch.setenv(PRICES_ENV, str(other))
+    assert PriceTable().path == other and PriceTable(user).path == user
+
+
 def test_a_server_priced_per_hour_charges_each_call_its_seconds(tmp_path):
     """A model a lab serves itself: usd_per_hour shared by `serves` requests. The episode's cost
     limit ends it on time spent, and `query costs` prices every call by its latency."""
@@ -329,7 +378,7 @@ def test_a_server_priced_per_hour_charges_each_call_its_seconds(tmp_path):
     assert table.cost("m", {"output": 10**9}, 4.0) == 2.0 and table.cost("m", {"output": 5}) is None
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"prices": [{**entry, "serves": 0}]}))
-    with pytest.raises(LimitError, match="serves >= 1"):
+    with pytest.raises(LimitError, match="serves is 0, not a whole number from 1"):
         PriceTable(bad)
 
     db = f"sqlite:///{tmp_path / 'e.sqlite'}"

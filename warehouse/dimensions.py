@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inquitree.core.game.tree import TreeError, load_tree_file, publication_window, shipped_tree_paths
-from inquitree.core.run.limits import PRICES_ENV, PRICES_PATH, LimitError, PriceTable
+from inquitree.core.run.limits import LimitError, PriceTable
+from inquitree.core.run.limits import prices_path as limits_prices_path
 from inquitree.warehouse.errors import WarehouseError
 
 REGISTRY_PATH = Path(__file__).resolve().parent.parent / "trees" / "registry" / "models.json"
@@ -98,7 +99,7 @@ def dimension_rows(
     paths = list(shipped_tree_paths())
     for d in trees_dirs or []:
         paths += sorted(Path(d).glob("*.json"))
-    prices_path = Path(prices or os.environ.get(PRICES_ENV) or PRICES_PATH)
+    prices_path = limits_prices_path(prices)
     extra = registry_path(registry)
     watched = [*paths, REGISTRY_PATH, prices_path, *([extra] if extra else [])]
     # Skip the work (validating every tree) when no tree file and not the registry changed.

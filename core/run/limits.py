@@ -12,23 +12,47 @@ apart (``episodes.ended_by``).
   started are left for a later run.
 - Episode wall time counts from the start of this run of the episode (a resumed episode
   starts a fresh clock).
-- Cost needs a price for the model (``trees/registry/prices.json`` or ``--prices FILE``): a
-  cost limit for a model without one is refused before anything runs.
+- Cost needs a price for the model (``--prices FILE``, ``$INQUITREE_PRICES`` or the user's
+  ``~/.config/inquitree/prices.json``; the shipped table is empty): a cost limit for a model
+  without one is refused before anything runs.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import threading
 from pathlib import Path
 from typing import Any
 
 from inquitree.events.errors import InquiTreeError
+from inquitree.events.outputs import read_file
 
-PRICES_PATH = Path(__file__).resolve().parents[2] / "trees" / "registry" / "prices.json"
+PRICES_PATH = Path(__file__).resolve().parents[2] / "trees" / "registry" / "prices.json"  # shipped: no prices
 PRICES_ENV = "INQUITREE_PRICES"
+MAX_PRICES_BYTES = 1_000_000  # a price table is a few kB
+MAX_SERVES = 100_000  # requests a server answers at once; more would make an hour's price vanish per call
+PRICE_FIELDS = ("input_per_mtok", "output_per_mtok", "cached_input_per_mtok", "cache_write_per_mtok", "usd_per_hour")
+
+
+def user_prices_path() -> Path:
+    """Where a user keeps their prices, outside the installed package:
+    ``$XDG_CONFIG_HOME/inquitree/prices.json`` (``~/.config/inquitree/prices.json``)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "inquitree" / "prices.json"
+
+
+def prices_path(path: str | Path | None = None) -> Path:
+    """The price table to read: ``path`` (``--prices``), else ``$INQUITREE_PRICES``, else the user's
+    (:func:`user_prices_path`) when there is one, else the shipped table (empty)."""
+    if path:
+        return Path(path)
+    if os.environ.get(PRICES_ENV):
+        return Path(os.environ[PRICES_ENV])
+    user = user_prices_path()
+    return user if user.is_file() else PRICES_PATH
 
 
 class LimitError(InquiTreeError):
@@ -54,20 +78,16 @@ class PriceTable:
     #31)."""
 
     def __init__(self, path: str | Path | None = None):
-        self.path = Path(path or os.environ.get(PRICES_ENV) or PRICES_PATH)
+        self.path = prices_path(path)
         try:
-            rows = json.loads(self.path.read_text(encoding="utf-8"))["prices"]
-            self.prices = {str(r["model"]).lower(): r for r in rows}
-            for r in rows:  # per token, the two prices every entry needs; per hour, a positive rate
-                if "usd_per_hour" in r:
-                    if not (float(r["usd_per_hour"]) >= 0 and float(r.get("serves", 1)) >= 1):
-                        raise ValueError(f"{r['model']}: usd_per_hour must be >= 0 and serves >= 1")
-                else:
-                    float(r["input_per_mtok"]), float(r["output_per_mtok"])
+            doc = json.loads(read_file(self.path, MAX_PRICES_BYTES, what="price table"))
+            rows = doc["prices"] if isinstance(doc, dict) else None
+            if not isinstance(rows, list):
+                raise ValueError("'prices' must be a list of entries")
+            self.prices = {_checked(r): r for r in rows}
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise LimitError(
-                f"{self.path}: not a price table ({type(exc).__name__}: {exc}); "
-                "see trees/registry/prices.json for the format"
+                f"{self.path}: not a price table ({exc}); see trees/registry/prices.json for the format"
             ) from None
 
     def has(self, model: str) -> bool:
@@ -95,6 +115,31 @@ class PriceTable:
             + n("cache_write") * (p.get("cache_write_per_mtok") or inp)
             + n("output") * p["output_per_mtok"]
         ) / 1e6
+
+
+def _checked(entry: Any) -> str:
+    """An entry's model name (lower case), once every price in it is a finite number >= 0 and
+    ``serves`` a whole number from 1 to ``MAX_SERVES``: NaN, a negative price or an infinite ``serves`` would
+    make every call cost nothing and silently disable a cost limit; a price given as text would
+    end an episode in a TypeError at its first call."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("model"), str) or not entry["model"]:
+        raise ValueError(f"an entry {str(entry)[:60]!r} has no model name")
+    model = entry["model"]
+    needed = ("usd_per_hour",) if "usd_per_hour" in entry else ("input_per_mtok", "output_per_mtok")
+    for key in PRICE_FIELDS:
+        if key not in entry or (entry[key] is None and key not in needed):
+            if key in needed:
+                raise ValueError(f"{model}: {key} is missing")
+            continue
+        value = entry[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"{model}: {key} is {value!r}, not a finite number >= 0")
+    serves = entry.get("serves", 1)
+    if isinstance(serves, bool) or not isinstance(serves, (int, float)) or not math.isfinite(serves):
+        raise ValueError(f"{model}: serves is {serves!r}, not a whole number from 1 to {MAX_SERVES:,}")
+    if not 1 <= serves <= MAX_SERVES or serves != int(serves):
+        raise ValueError(f"{model}: serves is {serves!r}, not a whole number from 1 to {MAX_SERVES:,}")
+    return model.lower()
 
 
 @dataclasses.dataclass(frozen=True)
