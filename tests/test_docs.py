@@ -93,3 +93,48 @@ def test_query_descriptions_speak_of_the_analysis():
 
     listed = CliRunner().invoke(main, ["query", "--list"]).output
     assert listed.strip() and not DIARY.search(listed) and not re.search(r"#(4\d|5\d)\b", listed)
+
+
+def test_the_manual_builds_as_a_site(tmp_path):
+    """`mkdocs build --strict`: every page in the navigation, every link and anchor inside the site."""
+    import sys
+
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert (tmp_path / "site" / "instrument" / "index.html").exists()
+
+
+# What reads as the history of the work rather than the tool as it is.
+HISTORY = re.compile(r"\b(no longer|the old \w+|used to be|previously|anymore|any more)\b", re.I)
+
+
+def test_no_page_points_outside_the_repository_or_speaks_of_its_past():
+    found = []
+    for page in MANUAL:
+        if page.name == "CHANGELOG.md":
+            continue
+        for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if "../shared" in line or re.search(r"\]\((\.\./){2,}", line):
+                found.append(f"{page.relative_to(ROOT)}:{n}: points outside the repository: {line.strip()[:80]}")
+            if HISTORY.search(line) and "would no longer" not in line and "may no longer" not in line:
+                found.append(f"{page.relative_to(ROOT)}:{n}: speaks of the past: {line.strip()[:80]}")
+    assert not found, "\n".join(found)
+
+
+def test_every_version_in_the_changelog_has_its_date():
+    versions = re.findall(r"^## (.+)$", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), re.M)
+    assert versions and all(v == "Unreleased" or re.search(r"\(\d{4}-\d\d-\d\d", v) for v in versions), versions
+
+
+def test_the_local_model_script_cites_sections_that_exist():
+    text = (ROOT / "scripts" / "local-model.sh").read_text(encoding="utf-8")
+    cited = re.findall(r"\(((?:docs/)?[\w./-]+\.md), \"([^\"]+)\"\)", text)
+    assert cited, "the script cites where its figures are measured"
+    for page, section in cited:
+        titles = [line.lstrip("#").strip() for line in (ROOT / page).read_text().splitlines() if line.startswith("#")]
+        assert section in titles, f"scripts/local-model.sh cites {page}, section {section!r}: no such section"
