@@ -25,6 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from needs import need  # bench/needs.py
+
 from inquitree.events.store import EventStore
 from inquitree.warehouse.warehouse import Warehouse
 from warehouse import generate  # bench/warehouse.py
@@ -66,6 +68,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out")
     args = ap.parse_args()
+    need("starlette", "httpx", "uvicorn")  # the viewer and its test client
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         store_file, warehouse = d / "events.sqlite", d / "w.duckdb"

@@ -32,6 +32,7 @@ Every request is kept in ``requests`` for the test to inspect.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -39,6 +40,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
 from inquitree.core.players.embed import HashEmbedder
+
+# Streamed answers without end, each chosen by the other side (docs/SECURITY.md's read bounds):
+# an event line that never ends, a comment line that never ends, reasoning deltas as fast as the
+# socket takes them, and events that carry no token every half second.
+FLOODS = ("line_without_end", "comment_without_end", "reasoning_flood", "role_only")
 
 
 class OpenAICompatibleServer:
@@ -68,6 +74,19 @@ class OpenAICompatibleServer:
         self.reasoning_only = False  # the whole budget spent on reasoning: empty content, finish "length"
         self.no_system_role = False  # a chat template without a system role
         server = self
+
+        def flood(fault: str, write: Callable[[bytes], None], delta: Callable[[dict], None]) -> None:
+            """One of FLOODS, until the server stops or the client closes the connection."""
+            if fault in ("line_without_end", "comment_without_end"):
+                write(b"data: " if fault == "line_without_end" else b": ")
+            while not server._stopping.is_set():
+                if fault in ("line_without_end", "comment_without_end"):
+                    write(b"x" * 65536)
+                elif fault == "reasoning_flood":
+                    delta({"reasoning_content": "Let me think again. " * 400})
+                else:  # "role_only": events with nothing in them, twice a second
+                    delta({"role": "assistant"})
+                    server._stopping.wait(0.5)
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -109,6 +128,9 @@ class OpenAICompatibleServer:
                 pieces = [content[i : i + server.stream_piece] for i in range(0, len(content), server.stream_piece)]
                 thinking = server.reasoning or ""
                 try:
+                    if fault in FLOODS:  # what the other side may choose to send without end
+                        self.close_connection = True
+                        return flood(fault, write, lambda delta: event(chunk(delta)))
                     event(chunk({"role": "assistant"}))
                     for i in range(0, len(thinking), server.stream_piece):
                         event(chunk({"reasoning_content": thinking[i : i + server.stream_piece]}))
@@ -183,6 +205,15 @@ class OpenAICompatibleServer:
                     )
                 if fault == "garbage":
                     return self._send(200, b"<html>this is not json</html>")
+                if fault == "endless_body":  # a 200 whose body never ends (no length, read to the close)
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    self.close_connection = True
+                    with contextlib.suppress(OSError):  # the client closed the connection
+                        while not server._stopping.is_set():
+                            self.wfile.write(b'{"x": "' + b"y" * 65536)
+                    return None
                 if fault == "hang":
                     server._stopping.wait(600)
                     self.close_connection = True

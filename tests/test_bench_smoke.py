@@ -43,6 +43,7 @@ RUNS = {
     "store_append.py": ["--events", "2000", "--batch", "500", "--single", "20", "--out", "{out}"],
     "trees_calibration.py": ["--quick", "--out", "{out}"],
     "viewer.py": ["--quick", "--out", "{out}"],
+    "viewer_first_page.py": ["--before", "500", "--appended", "2000", "--runs", "1", "--out", "{out}"],
 }
 NEEDS_A_STORE = {  # run against a small generated store, which they must leave as it was
     "intervals.py cost": ["cost", "--db", "{db}", "--out", "{out}"],
@@ -113,6 +114,7 @@ def test_real_model_benches_say_when_there_is_no_server(script, tmp_path):
 
 NEEDS_AN_EXTRA = {  # what each bench needs beyond the README's install, checked before it starts
     "viewer.py": ("starlette", "httpx", "uvicorn"),
+    "viewer_first_page.py": ("starlette", "httpx", "uvicorn"),
     "growth.py": ("starlette", "httpx", "uvicorn"),
     "search_worst.py": ("starlette", "httpx", "uvicorn"),
     "inspect_overhead.py": ("inspect_ai",),

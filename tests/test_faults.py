@@ -114,7 +114,7 @@ def test_suite_run_exits_non_zero_naming_the_failed_cells(tmp_path):
         )
         out = CliRunner().invoke(main, ["suite", "run", str(suite), "--db", f"sqlite:///{tmp_path / 'e.sqlite'}"])
     assert out.exit_code == 1, out.output
-    assert "1 done now, 1 failed" in out.output and "failed: ws.synthetic-diamond-4.openai-m" in out.output
+    assert "1 done now, 1 failed" in out.output and "failed (ws.synthetic-diamond-4.openai-m" in out.output
     assert "[wrong_shape]" in out.output and "Traceback" not in out.output
 
 

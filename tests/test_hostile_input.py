@@ -867,3 +867,32 @@ def test_number_options_refuse_nan_and_infinities(args, value):
     out = CliRunner().invoke(main, [a.replace("{v}", value) for a in args])
     assert out.exit_code == 2 and "Invalid value for" in out.output, out.output
     assert value != "nan" or "is not a finite number" in out.output  # an infinity may be out of range first
+
+
+# Texts whose shape the other side chooses, each of which made a renderer do more than linear work
+# (unclosed bold openers took 46 s for one episode's replies and 211 s for a 200 KB reasoning).
+RENDER_SHAPES = ["**a ", "__a ", "*a ", "`a ", "**a\n", "_a_ ", "# **x", "- __y ", "\x1b[2J**", "*" * 7 + " "]
+
+
+def _seconds(render, text: str) -> float:
+    best = float("inf")
+    for _ in range(3):  # the least of three: the machine is shared
+        t0 = time.perf_counter()
+        render(text)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+@pytest.mark.parametrize("shape", RENDER_SHAPES)
+def test_every_text_renderer_is_linear_in_its_input(shape):
+    """Eight times the text takes at most about eight times as long (a quadratic renderer takes 64
+    times): the report's and the viewer's Markdown, the terminal's escaping and search snippets."""
+    from inquitree.viewer.search import _snippet, _words_pattern
+    from inquitree.warehouse.report import markdown_html
+
+    pattern = _words_pattern(["a", "zebra"])
+    for render in (markdown_html, printable, lambda t: _snippet(t, pattern)):
+        small, large = shape * 2_500, shape * 20_000
+        ratio = _seconds(render, large) / max(_seconds(render, small), 1e-4)
+        assert ratio < 24, f"{render}: {ratio:.1f} times as long for 8 times the text {shape!r}"
+        assert _seconds(render, shape * 50_000) < 5.0  # 200 KB and more, in seconds at most

@@ -756,7 +756,7 @@ def test_a_bad_price_table_stops_the_sync_before_it_commits_anything(sqlite_url,
     bad = tmp_path / "prices.json"
     bad.write_text('{"prices": [{"model": "m"}]}')
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
-        with pytest.raises(WarehouseError, match=r"prices\.json: not a price table \(KeyError: 'input_per_mtok'\)"):
+        with pytest.raises(WarehouseError, match=r"prices\.json: not a price table \(m: input_per_mtok is missing\)"):
             wh.sync(sqlite_url, prices=bad)
         assert wh.checkpoint() == (None, 0) and wh.sql("SELECT count(*) FROM raw_events").item() == 0
         assert wh.sql("SELECT count(*) FROM trees").item() == 0

@@ -37,6 +37,13 @@ import orjson
 HTTP_ENV = "INQUITREE_CHAT_HTTP"  # "direct" (the default where it applies) or "sdk"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
+# What the other side may make this process hold (docs/SECURITY.md): a line of a streamed answer
+# (an event or a comment), a whole answer that is not streamed, and the events of one streamed
+# answer together. Past any of them the call ends with one error line, its connection closed.
+MAX_LINE_BYTES = 1024 * 1024
+MAX_BODY_BYTES = 16 * 1024 * 1024
+MAX_STREAM_BYTES = 16 * 1024 * 1024
+
 _TLS: list[ssl.SSLContext] = []  # built once (tens of ms), shared by every connection
 _TLS_LOCK = threading.Lock()
 _SDK_CLIENTS: dict[tuple, Any] = {}  # endpoint and settings -> the SDK client the threads' copies come from
@@ -45,6 +52,10 @@ _THREAD = threading.local()
 # Request options for the SDK's ``post``: the API key as a bearer token (what the typed methods
 # ask for; clients before 2.x send it anyway and ignore the option).
 _BEARER: Any = {"security": {"bearer_auth": True}}
+
+
+class TransportTooLarge(Exception):
+    """The endpoint sent more than this process holds for one call (a line, a body, a stream)."""
 
 
 class TransportTimeout(Exception):
@@ -62,11 +73,14 @@ class Stream(Protocol):
     closes); ``deadline`` (``time.monotonic()`` seconds, or None) bounds the whole streamed answer,
     which may run longer than an answer that is not streamed, since its tokens keep arriving.
     The transport sets ``done`` at the server's ``[DONE]`` and ``stopped`` when ``feed`` asked to
-    stop; ``text`` is what was fed, one event a line."""
+    stop; ``text`` is what was fed, one event a line. ``spoke`` says whether the last event fed
+    carried a token (content or reasoning): only those count as the endpoint speaking, so that
+    events with nothing in them (a role alone, every half second) cannot hold a call open."""
 
     deadline: float | None
     done: bool
     stopped: bool
+    spoke: bool
 
     def feed(self, data: str) -> bool: ...
 
@@ -275,8 +289,8 @@ class Endpoint:
                     assert stream is not None
                     text = self._read_events(resp, stream, wait, watch)
                 else:
-                    text = resp.read().decode("utf-8", "replace")
-            except TransportTimeout:  # a stream that went silent: closed, so the server stops
+                    text = self._read_body(resp)
+            except (TransportTimeout, TransportTooLarge):  # closed, so the server stops
                 self._abandon(resp, sock)
                 raise
             except (TimeoutError, socket.timeout):
@@ -323,37 +337,58 @@ class Endpoint:
             sock.close()
 
     @staticmethod
+    def _read_body(resp: http.client.HTTPResponse) -> str:
+        """An answer that is not streamed, read to ``MAX_BODY_BYTES`` at most."""
+        raw = resp.read(MAX_BODY_BYTES + 1)
+        if len(raw) > MAX_BODY_BYTES:
+            raise TransportTooLarge(f"the answer is longer than {MAX_BODY_BYTES:,} bytes; not read further")
+        if resp.length:  # a read of a given size returns what came: a body cut short is said here
+            raise http.client.IncompleteRead(raw, resp.length)
+        return raw.decode("utf-8", "replace")
+
+    @staticmethod
     def _why_cut(stream: Stream | None, wait: float) -> str:
         """Why the watchdog ended a call: the endpoint fell silent, or the answer ran past its deadline."""
         if stream is not None and (stream.deadline is None or time.monotonic() < stream.deadline):
-            return f"no complete event for {wait:g} s (the endpoint fell silent, or sent bytes that made none)"
+            return f"no token for {wait:g} s (the endpoint fell silent, or sent lines or events with none in them)"
         return _CUT_OFF
 
     @staticmethod
     def _read_events(resp: http.client.HTTPResponse, stream: Stream, silence: float, watch: list[Any] | None) -> str:
         """The data of a server-sent event stream, until ``[DONE]``, its end, or ``stream.feed``
-        saying it has enough. Comment lines (a server's keep-alive pings) do not count as the
-        endpoint speaking: ``silence`` seconds without a complete data event end the read (the
-        watchdog's deadline moves on with each one, so a line dripped a byte at a time ends too)."""
+        saying it has enough. Only an event that carries a token counts as the endpoint speaking:
+        ``silence`` seconds without one end the read (the watchdog's deadline moves on with each,
+        so neither keep-alive comments, nor events with nothing in them, nor a line dripped a byte
+        at a time hold a call open). A line is read to ``MAX_LINE_BYTES`` at most and the stream's
+        data to ``MAX_STREAM_BYTES``: past either the read ends with :class:`TransportTooLarge`."""
         heard = time.monotonic()
+        received = 0
         while True:
-            line = resp.readline()
+            line = resp.readline(MAX_LINE_BYTES + 1)
+            if len(line) > MAX_LINE_BYTES:
+                raise TransportTooLarge(f"a streamed line is longer than {MAX_LINE_BYTES:,} bytes; not read further")
             if not line:
                 return stream.text()
             if line.startswith(b"data:"):
-                heard = time.monotonic()
-                later = heard + silence
-                _WATCHDOG.extend(watch, min(later, stream.deadline) if stream.deadline is not None else later)
+                received += len(line)
+                if received > MAX_STREAM_BYTES:
+                    raise TransportTooLarge(f"the streamed answer passed {MAX_STREAM_BYTES:,} bytes; not read further")
                 payload = line[5:].strip().decode("utf-8", "replace")
                 if payload == "[DONE]":
                     stream.done = True
-                    resp.read()  # the body's end (a chunked stream's last chunk): the connection is reusable
+                    if len(resp.read(MAX_LINE_BYTES + 1)) > MAX_LINE_BYTES:  # the body's end: reusable
+                        raise TransportTooLarge(f"more than {MAX_LINE_BYTES:,} bytes after the stream's end")
                     return stream.text()
                 if stream.feed(payload):
                     stream.stopped = True
                     return stream.text()
-            elif time.monotonic() - heard > silence:
-                raise TransportTimeout(f"no data for {silence:g} s", stream.text())
+                if stream.spoke:
+                    heard = time.monotonic()
+                    later = heard + silence
+                    _WATCHDOG.extend(watch, min(later, stream.deadline) if stream.deadline is not None else later)
+                    continue
+            if time.monotonic() - heard > silence:
+                raise TransportTimeout(f"no token for {silence:g} s", stream.text())
 
 
 def direct_endpoint(base_url: str | None, api_key: str, timeout: float) -> Endpoint | None:
@@ -410,10 +445,11 @@ class SdkEndpoint:
         # The SDK's import and the client's TLS set-up (a second or more, once per thread) are this
         # process's own work, not the endpoint's: the deadline bounds the wait for the answer.
         deadline += time.monotonic() - t0
-        future = _sdk_pool().submit(self._post, client, path, body)
+        future = _in_daemon_thread(self._post, client, path, body)
         try:
             return future.result(timeout=max(0.0, deadline - time.monotonic()))
         except concurrent.futures.TimeoutError:
+            _forget_sdk_client(self.base_url, self.api_key, self.timeout, client)  # its read ends with it
             raise TransportTimeout(_CUT_OFF) from None
 
     def _post(self, client: Any, path: str, body: dict[str, Any]) -> tuple[int, Any, str]:
@@ -421,7 +457,18 @@ class SdkEndpoint:
 
         try:
             options = {**_BEARER, "params": dict(self.query)} if self.query else _BEARER
-            text = client.post(path, cast_to=str, body=body, options=options)
+            # The response unread (stream=True), then read here to MAX_BODY_BYTES at most: the SDK
+            # would read a 200's body whole, however long the other side makes it.
+            http = _sdk_http()
+            resp = client.post(path, cast_to=http.Response, body=body, options=options, stream=True)
+            try:
+                text = _bounded_text(resp)
+            except http.TimeoutException:
+                raise TransportTimeout(f"no answer within {self.timeout:g} s") from None
+            except http.HTTPError as exc:  # the body cut short or the connection lost while it was read
+                raise TransportError(f"{type(exc).__name__}: {exc}") from None
+            finally:
+                resp.close()
         except openai.APITimeoutError:
             raise TransportTimeout(f"no answer within {self.timeout:g} s") from None
         except openai.APIConnectionError as exc:
@@ -436,14 +483,50 @@ class SdkEndpoint:
         return 200, None, text
 
 
-_SDK_POOL: list[Any] = []
+def _in_daemon_thread(fn: Any, *args: Any) -> concurrent.futures.Future:
+    """``fn(*args)`` in a daemon thread of its own. A call given up at its deadline may still be
+    reading in it; a daemon thread does not hold the process when it ends (a pool's threads did:
+    after the error was printed, a slow drip kept the process 152 s and an endless body for ever)."""
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # handed to the caller, as a pool does
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="inquitree-sdk-call", daemon=True).start()
+    return future
 
 
-def _sdk_pool() -> concurrent.futures.ThreadPoolExecutor:
-    with _TLS_LOCK:
-        if not _SDK_POOL:
-            _SDK_POOL.append(concurrent.futures.ThreadPoolExecutor(256, thread_name_prefix="inquitree-sdk-call"))
-        return _SDK_POOL[0]
+def _bounded_text(resp: Any) -> str:
+    """An SDK response's body as text, read to ``MAX_BODY_BYTES`` at most."""
+    chunks, size = [], 0
+    for chunk in resp.iter_bytes():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise TransportTooLarge(f"the answer is longer than {MAX_BODY_BYTES:,} bytes; not read further")
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def _sdk_http() -> Any:
+    """The HTTP package the SDK is built on (httpx, or httpx2 in later releases)."""
+    import openai
+
+    return importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
+
+
+def _forget_sdk_client(base_url: str | None, api_key: str, timeout: float, client: Any) -> None:
+    """Close a thread's SDK client whose call was given up (the read still under way in its helper
+    thread fails at once) and let the thread make a new one."""
+    mine: dict[tuple, Any] = _THREAD.__dict__.setdefault("sdk_clients", {})
+    if mine.get((base_url, api_key, timeout)) is client:
+        del mine[(base_url, api_key, timeout)]
+    with contextlib.suppress(Exception):
+        client.close()
 
 
 def _sdk_client(base_url: str | None, api_key: str, timeout: float):
@@ -466,8 +549,7 @@ def _sdk_client(base_url: str | None, api_key: str, timeout: float):
             if not _SDK_SSL:
                 # the SDK's HTTP package (httpx, or httpx2 in later releases) makes the context as
                 # its clients do by default (certifi, SSL_CERT_FILE, ...)
-                http = importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
-                _SDK_SSL.append(http.create_ssl_context())
+                _SDK_SSL.append(_sdk_http().create_ssl_context())
         client = mine[key] = _SDK_CLIENTS[key].with_options(http_client=openai.DefaultHttpxClient(verify=_SDK_SSL[0]))
     return client
 

@@ -64,6 +64,10 @@ DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_CALL_LIMIT_S = 900.0  # a streamed answer still arriving is kept as far as it got after this long
 DEFAULT_MAX_RETRIES = 2
 DEFAULT_MAX_REPLY_CHARS = 20_000
+# A reasoning model's thinking, kept with its reply up to this many characters (about 50k tokens;
+# the rest is cut and the cut said in the text kept), so that no reply can make its event too large
+# to record (MAX_EVENT_BYTES) and fail its episode, nor a stream of thinking fill this process.
+MAX_REASONING_CHARS = 200_000
 # A request option whose name says it carries a credential (``api_key``, ``x-api-key``, ``auth_token``,
 # ``Authorization``, ``client_secret``, ``password``, ...): its value reaches the endpoint, and
 # nothing else (records, labels, messages) ever holds it.
@@ -678,7 +682,7 @@ class ChatModel:
     ) -> ChatResult:
         """One attempt: streamed where the transport and the endpoint allow (see the module's
         docstring), else the answer whole by ``deadline``."""
-        from inquitree.core.calls.chat_http import Endpoint, TransportError, TransportTimeout
+        from inquitree.core.calls.chat_http import Endpoint, TransportError, TransportTimeout, TransportTooLarge
 
         wait = silence or self.settings.timeout
         reply: _StreamedReply | None = None
@@ -704,6 +708,8 @@ class ChatModel:
             raise self._error(what, "timeout", True, chunks=reply.chunks) from None
         except TransportError as exc:
             raise self._error(f"connection failed ({exc})", "connection", True) from None
+        except TransportTooLarge as exc:  # the same request would be answered the same way: not retried
+            raise self._error(str(exc), "too_large", False, chunks=reply.chunks if reply else None) from None
         if not 200 <= status < 300:
             raise self._status_error(status, text, headers, "response_format" in body)
         if reply is not None and (reply.events or reply.done):
@@ -737,7 +743,7 @@ class ChatModel:
                 chunks=chunks,
             )
         content = reply.content
-        reasoning = "".join(reply.reasoning_parts) or None
+        reasoning = kept_reasoning("".join(reply.reasoning_parts), reply.reasoning_size)
         if not content.strip():
             raise self._empty(reply.finish_reason, reasoning)
         truncated_from = None
@@ -777,7 +783,7 @@ class ChatModel:
                 200,
             )
         thinking = message.get("reasoning_content") or message.get("reasoning")
-        reasoning = thinking if isinstance(thinking, str) and thinking else None
+        reasoning = kept_reasoning(thinking) if isinstance(thinking, str) else None
         if not content or not content.strip():
             finish = first.get("finish_reason") if isinstance(first, dict) else None
             raise self._empty(finish, reasoning)
@@ -897,6 +903,20 @@ def _usage(u: dict[str, Any]) -> dict[str, int | None]:
     return usage
 
 
+def kept_reasoning(text: str | None, received: int | None = None) -> str | None:
+    """A reply's reasoning as it is recorded: at most ``MAX_REASONING_CHARS`` characters, and when
+    more came (``received``, for a stream whose rest was never kept), a last line that says so."""
+    if not text:
+        return None
+    total = max(received or 0, len(text))
+    if total <= MAX_REASONING_CHARS:
+        return text
+    return (
+        text[:MAX_REASONING_CHARS]
+        + f"\n[reasoning cut here: {total:,} characters came, the first {MAX_REASONING_CHARS:,} kept]"
+    )
+
+
 class _StreamedReply:
     """A streamed chat completion as its events arrive (a :class:`~inquitree.core.calls.chat_http.Stream`
     for the transport to feed): the content so far, the finish reason, usage and model when the endpoint
@@ -910,6 +930,8 @@ class _StreamedReply:
         self.parts: list[str] = []
         self.reasoning_parts: list[str] = []  # a reasoning model's thinking, streamed before its answer
         self.size = self.chunks = 0
+        self.reasoning_size = 0  # characters of thinking received (kept: MAX_REASONING_CHARS at most)
+        self.spoke = False  # the last event carried a token
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
         self.model: str | None = None
@@ -923,6 +945,7 @@ class _StreamedReply:
         return "\n".join(self.events)
 
     def feed(self, data: str) -> bool:
+        self.spoke = False
         self.events.append(data)
         try:
             doc = json.loads(data)
@@ -944,14 +967,18 @@ class _StreamedReply:
         if isinstance(delta, dict):
             thinking = delta.get("reasoning_content") or delta.get("reasoning")
             if isinstance(thinking, str) and thinking:
-                self.reasoning_parts.append(thinking)
+                if self.reasoning_size < MAX_REASONING_CHARS:
+                    self.reasoning_parts.append(thinking[: MAX_REASONING_CHARS - self.reasoning_size])
+                self.reasoning_size += len(thinking)
                 self.chunks += 1
+                self.spoke = True
         piece = delta.get("content") if isinstance(delta, dict) else None
         if not isinstance(piece, str) or not piece:
             return False
         self.parts.append(piece)
         self.size += len(piece)
         self.chunks += 1
+        self.spoke = True
         if self.size > self.max_chars:
             self.finish_reason = "max_reply_chars"  # cut here anyway: the rest is not worth generating
             return True
