@@ -365,15 +365,12 @@ def _import_one(path: str, db_url: str | None, verifier) -> None:
     from pathlib import Path
 
     from inquitree.core.run.golden import MAX_IMPORT_BYTES, dump_jsonl, load_export
+    from inquitree.events.outputs import read_file
     from inquitree.events.store import EventStore
     from inquitree.events.types import EpisodeImported
 
-    size = Path(path).stat().st_size
-    if size > MAX_IMPORT_BYTES:
-        raise InquiTreeError(
-            f"{path}: {size:,} bytes is more than an export may hold ({MAX_IMPORT_BYTES:,}); nothing was imported"
-        )
-    exported = load_export(path)
+    data = read_file(path, MAX_IMPORT_BYTES, what="the export")  # once: what is hashed is what is imported
+    exported = load_export(path, data)
     events = exported.events
     first = events[0]
     if not isinstance(first, EpisodeStarted):
@@ -383,7 +380,7 @@ def _import_one(path: str, db_url: str | None, verifier) -> None:
     record = EpisodeImported(
         episode_id=first.episode_id,
         file_name=shown(Path(path).name, 120).strip("'"),
-        file_sha256=hashlib.sha256(Path(path).read_bytes()).hexdigest(),
+        file_sha256=hashlib.sha256(data).hexdigest(),
         events=len(events),
         hashes=exported.rows is not None,
         signed_by=str(exported.signature.get("key_id")) if exported.signature else None,

@@ -230,6 +230,7 @@ def export(warehouse_path, out_dir) -> None:
             echo(str(p))
 
 
+MAX_SQL_FILE_BYTES = 1_000_000  # one statement
 TEXT_CELL = 28  # characters of a text cell in the terminal table (NARROW_CELL below 100 columns)
 NARROW_CELL = 20
 
@@ -658,7 +659,7 @@ def _print_plan(difference, between, within, plan, target, simulations, comparis
 @click.command()
 @click.argument("text", required=False)
 @click.option(
-    "--file", "sql_file", type=click.File(encoding="utf-8"), default=None, help="Read the statement from this file."
+    "--file", "sql_file", type=click.Path(dir_okay=False), default=None, help="Read the statement from this file."
 )
 @warehouse_option
 @output_options
@@ -667,7 +668,10 @@ def sql(text, sql_file, warehouse_path, fmt, out, columns, spreadsheet_safe) -> 
     (it cannot change it, nor read any file)."""
     if (text is None) == (sql_file is None):
         raise click.UsageError("give the statement as TEXT or with --file FILE, one of the two")
-    text = text if text is not None else sql_file.read()
+    if text is None:  # a regular file of at most MAX_SQL_FILE_BYTES, read once
+        from inquitree.events.outputs import read_file
+
+        text = read_file(sql_file, MAX_SQL_FILE_BYTES, what="--file").decode("utf-8", "replace")
     with _existing(warehouse_path, read_only=True) as wh:
         _emit(wh.sql(text, one_statement=True), fmt, out, columns, spreadsheet_safe)
 

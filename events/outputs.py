@@ -81,10 +81,13 @@ def read_file(path: str | Path, limit: int, *, what: str = "file") -> bytes:
     except OSError as exc:
         raise InputRefused(f"{what} {shown_path}: cannot read it ({exc.strerror or exc})") from None
     try:
-        mode = os.fstat(fd).st_mode
+        info = os.fstat(fd)
+        mode = info.st_mode
         if not stat.S_ISREG(mode):
             kind = "a folder" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else "a device or a socket"
             raise InputRefused(f"{what} {shown_path}: it is {kind}, not a regular file; refused")
+        if info.st_size > limit:
+            raise InputRefused(f"{what} {shown_path}: {info.st_size:,} bytes, over the limit of {limit:,}; refused")
         chunks, total = [], 0
         while total <= limit:
             chunk = os.read(fd, min(1 << 20, limit + 1 - total))

@@ -119,7 +119,7 @@ def generate(prefix: str | Path) -> tuple[Path, Path]:
 
     private_path, public_path = Path(f"{prefix}.key"), Path(f"{prefix}.pub")
     for path in (private_path, public_path):
-        if path.exists():
+        if os.path.lexists(path):  # a link counts, dangling or not
             raise InquiTreeError(f"{path} exists: a key is never overwritten (choose another name)")
     key = Ed25519PrivateKey.generate()
     private_pem = key.private_bytes(
@@ -128,10 +128,11 @@ def generate(prefix: str | Path) -> tuple[Path, Path]:
     public_pem = key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
-    fd = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(private_pem)
-    public_path.write_bytes(public_pem)
+    # Both made here, never opened through a link: O_EXCL refuses any name already there.
+    for path, pem, mode in ((private_path, private_pem, 0o600), (public_path, public_pem, 0o644)):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(pem)
     return private_path, public_path
 
 

@@ -255,3 +255,20 @@ def test_bad_inputs_are_one_line_errors(tmp_path):
         main, ["extract", str(empty), "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--embedder", "hash"]
     )
     assert r.exit_code == 2 and "empty.txt: the file is empty" in r.output
+
+
+def test_extract_writes_through_no_link_planted_at_its_outputs(paper, tmp_path, local_embedder):
+    """`extract --out` wrote STEM.review.md and STEM.json.tmp through links placed there in advance
+    (a victim file was overwritten): its temporary file has an unguessable name, and an output name
+    that is a link leaving the folder is refused."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    for planted, code in (("sleep-test.json.tmp", 0), ("sleep-test.review.md", 2)):
+        out = tmp_path / planted
+        out.mkdir()
+        (out / planted).symlink_to(victim)
+        with OpenAICompatibleServer(scripted_model) as srv:
+            done = run(paper, out, srv.base_url)
+        assert done.exit_code == code, done.output
+        assert victim.read_text() == "precious"
+    assert not (tmp_path / "sleep-test.json.tmp" / "sleep-test.json").is_symlink()

@@ -179,7 +179,7 @@ def test_import_refuses_a_file_over_the_size_limit(export, tmp_path, monkeypatch
 
     monkeypatch.setattr(golden, "MAX_IMPORT_BYTES", 1000)
     out = run("episodes", "import", str(export), "--db", f"sqlite:///{tmp_path / 'o.sqlite'}")
-    assert out.exit_code == 2 and "more than an export may hold" in out.output
+    assert out.exit_code == 2 and "bytes, over the limit of 1,000; refused" in out.output
     assert not (tmp_path / "o.sqlite").exists()
 
 
@@ -896,3 +896,13 @@ def test_every_text_renderer_is_linear_in_its_input(shape):
         ratio = _seconds(render, large) / max(_seconds(render, small), 1e-4)
         assert ratio < 24, f"{render}: {ratio:.1f} times as long for 8 times the text {shape!r}"
         assert _seconds(render, shape * 50_000) < 5.0  # 200 KB and more, in seconds at most
+
+
+def test_keygen_writes_through_no_link(tmp_path):
+    """`db keygen PREFIX` wrote PREFIX.pub through a dangling link placed there (the existence check
+    followed the link and found nothing): a link at either name, dangling or not, is refused."""
+    victim = tmp_path / "victim.pub"
+    (tmp_path / "lab.pub").symlink_to(victim)  # dangling: victim does not exist yet
+    refused = run("db", "keygen", str(tmp_path / "lab"))
+    assert refused.exit_code != 0 and "exists: a key is never overwritten" in refused.output
+    assert not victim.exists() and not (tmp_path / "lab.key").exists()

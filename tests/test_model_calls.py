@@ -496,3 +496,32 @@ def test_history_budget_and_context_errors_trim_the_history_never_the_episode(tm
     assert events[-1].TYPE == "EpisodeScored" and not any(e.TYPE == "EpisodeFailed" for e in events)
     assert len(refused) == 1  # refused once; the budget it taught held for every later turn
     assert max(sent[-3:]) < max(sent)  # the later turns went out with less history
+
+
+def test_a_key_the_endpoint_echoes_in_its_answer_is_never_stored(tmp_path):
+    """An API key echoed in a 200 reply was stored and exported as it was (the same key in an
+    error was redacted): every known secret (the key, credential options and header values, a
+    URL's password and query values) is redacted from each reply and reasoning before it is
+    recorded, cached or exported."""
+    key, header = "sk-echoed-key-0123456789", "Bearer echoed-header-0004"
+
+    def echo(messages: list[dict]) -> str:
+        return f"THOUGHT: my key is {key} and {header}\nACTION: something"
+
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    cache = tmp_path / "calls.sqlite"
+    with OpenAICompatibleServer(echo) as server:
+        server.reasoning = f"thinking with {key}"
+        out = CliRunner().invoke(
+            main,
+            [
+                *["play", "--agent", "openai:m", "--base-url", server.base_url, "--embedder", "hash", "-q"],
+                *["--agent-option", f'extra_headers={{"Authorization": "{header}"}}', "--max-turns", "3"],
+                *["--call-cache", str(cache), "--record", "--db", db, "--episode-id", "k"],
+            ],
+            env={"OPENAI_API_KEY": key},
+        )
+    assert out.exit_code == 0, out.output
+    exported = CliRunner().invoke(main, ["episodes", "export", "k", "--db", db]).output
+    stored = (tmp_path / "e.sqlite").read_bytes() + cache.read_bytes() + exported.encode()
+    assert b"echoed" not in stored and "my key is ***" in exported

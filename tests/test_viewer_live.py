@@ -23,6 +23,7 @@ from inquitree.events.types import CampaignEnded, CampaignStarted, EpisodeInterr
 from inquitree.viewer.live import Campaigns
 from inquitree.viewer.treeview import dot_quote, episode_path, tree_dot, tree_svg
 
+from enginekit import OracleAgent, play
 from openai_server import OpenAICompatibleServer
 from tests_support import Noted
 
@@ -286,3 +287,24 @@ def test_a_restart_takes_up_the_saved_folds_and_reads_only_what_came_after(store
     unsaved = tmp_path / "none.json"
     Campaigns(store_url, snapshot=unsaved, save_snapshot=False).close()
     assert not unsaved.exists()
+
+
+def test_the_campaigns_snapshot_is_written_through_no_link(tmp_path):
+    """The snapshot's temporary file had a predictable name (``.<pid>.part``): a link planted there
+    in advance made it overwrite a victim file, and the snapshot became a link to it. It is written
+    under an unguessable name and renamed over its target, which replaces a link at that name."""
+    import os
+
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    tree = resolve_tree("synthetic-diamond-4")
+    with EventStore(url) as store:
+        play(tree, OracleAgent(tree), store=store)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    snapshot = tmp_path / "w.duckdb.campaigns.json"
+    snapshot.symlink_to(victim)
+    (tmp_path / f"w.duckdb.campaigns.json.{os.getpid()}.part").symlink_to(victim)
+    live = Campaigns(url, snapshot=snapshot)
+    live._write_snapshot(snapshot)
+    live.close()
+    assert victim.read_text() == "precious" and snapshot.is_file() and not snapshot.is_symlink()

@@ -20,7 +20,6 @@ baseline's rate.
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ from inquitree.events.base import registered_types
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.names import CAMPAIGN_PREFIX, Cell, cells_of, warn
 from inquitree.events.names import EPISODE_PREFIX as STREAM_PREFIX
+from inquitree.events.outputs import write_file
 from inquitree.events.store import EventStore, RecordedEvent, epoch_of
 from inquitree.events.types import CampaignAlive, CampaignEnded, CampaignStarted
 
@@ -187,12 +187,9 @@ class Campaigns:
                 "campaigns": sorted(self.campaigns),
                 "episodes": {eid: dataclasses.asdict(e) for eid, e in self.episodes.items()},
             }
-        part = snapshot.with_name(f"{snapshot.name}.{os.getpid()}.part")  # a viewer of its own per process
-        try:
-            part.write_bytes(orjson.dumps(saved))
-            os.replace(part, snapshot)
-        except OSError as exc:
-            part.unlink(missing_ok=True)
+        try:  # under a new, unguessable name, then renamed over it: never through a link planted there
+            write_file(snapshot, orjson.dumps(saved))
+        except (OSError, InquiTreeError) as exc:
             warn(f"inquitree view: {snapshot} was not written ({exc})")
             return
         self.saved_at = position

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import re
+import secrets
 import sqlite3
 import threading
 import time
@@ -65,24 +66,28 @@ class SearchIndex:
 
     def build(self, wh: Any, position: int) -> int:
         """Index every text of the warehouse ``wh`` (synced to ``position``); returns how many."""
-        tmp = self.path.with_suffix(".tmp")
-        tmp.unlink(missing_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(6)}.tmp")  # unguessable: no link waits there
         con = sqlite3.connect(tmp)
-        con.execute(
-            "CREATE VIRTUAL TABLE texts USING fts5(text, episode_id UNINDEXED, step UNINDEXED, kind UNINDEXED, "
-            "agent UNINDEXED, tree_id UNINDEXED, randomness UNINDEXED, status UNINDEXED)"
-        )
-        con.execute("CREATE TABLE state (position INTEGER)")
-        # Which episode each text belongs to, by an index FTS5 cannot give its UNINDEXED columns: an
-        # update deletes an episode's texts by their rowids (by episode_id it read every text, 0.3 s
-        # an episode at 1M events). The index is made after the rows, which is quicker than beside them.
-        con.execute("CREATE TABLE owners (episode_id TEXT NOT NULL, text_rowid INTEGER NOT NULL)")
-        con.execute("INSERT INTO state VALUES (?)", (position,))
-        n = self._insert(con, wh, "")
-        con.execute("CREATE INDEX owners_by_episode ON owners (episode_id)")
-        con.commit()
-        con.close()
-        tmp.replace(self.path)
+        try:
+            con.execute(
+                "CREATE VIRTUAL TABLE texts USING fts5(text, episode_id UNINDEXED, step UNINDEXED, kind UNINDEXED, "
+                "agent UNINDEXED, tree_id UNINDEXED, randomness UNINDEXED, status UNINDEXED)"
+            )
+            con.execute("CREATE TABLE state (position INTEGER)")
+            # Which episode each text belongs to, by an index FTS5 cannot give its UNINDEXED columns: an
+            # update deletes an episode's texts by their rowids (by episode_id it read every text, 0.3 s
+            # an episode at 1M events). The index is made after the rows, which is quicker than beside them.
+            con.execute("CREATE TABLE owners (episode_id TEXT NOT NULL, text_rowid INTEGER NOT NULL)")
+            con.execute("INSERT INTO state VALUES (?)", (position,))
+            n = self._insert(con, wh, "")
+            con.execute("CREATE INDEX owners_by_episode ON owners (episode_id)")
+            con.commit()
+            con.close()
+            tmp.replace(self.path)
+        except BaseException:
+            con.close()
+            tmp.unlink(missing_ok=True)
+            raise
         return n
 
     def update(self, wh: Any, position: int) -> int:

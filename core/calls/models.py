@@ -251,6 +251,42 @@ def redact_options(options: dict[str, Any]) -> dict[str, Any]:
     return clean(dict(options))
 
 
+def secret_values(options: dict[str, Any], base_url: str | None = None) -> tuple[str, ...]:
+    """The texts :func:`redact_options` and :func:`redact_url` hide: every value it shows as ``***``
+    (credential-like options, header and query values) and the password and query values of
+    ``base_url``. A reply that echoes one is recorded with it redacted (a key echoed in an error
+    was redacted, one echoed in a 200 reply was stored and exported as it was)."""
+    shown = redact_options(options)
+    found: list[str] = []
+
+    def walk(value: Any, mask: Any) -> None:
+        if isinstance(value, dict) and isinstance(mask, dict):
+            for k, v in value.items():
+                walk(v, mask.get(k))
+        elif isinstance(value, list) and isinstance(mask, list):
+            for v, m in zip(value, mask, strict=False):
+                walk(v, m)
+        elif mask == "***" and value is not None:
+            if isinstance(value, (dict, list)):
+                found.extend(str(x) for x in _leaves(value))
+            else:
+                found.append(str(value))
+
+    walk(options, shown)
+    if base_url:
+        parts = urlsplit(base_url)
+        found += [parts.password or "", *(v for _, v in parse_qsl(parts.query))]
+    return tuple(dict.fromkeys(v for v in found if len(v) >= 4))
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _leaves(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in _leaves(v)]
+    return [value]
+
+
 def option_label(model: str, options: dict[str, Any]) -> str:
     """A default label for a model run with options: ``gpt-5@reasoning_effort=high`` (credentials
     left out: a label is recorded and printed everywhere)."""
@@ -447,6 +483,8 @@ class ChatModel:
                 f"the {who} needs $OPENAI_API_KEY (or a base URL for a local server)", "auth", retryable=False
             )
         self._key: str = key
+        # what a reply must not carry into the record: the key, and the secrets of options and URL
+        self._secrets = (key, *secret_values(self.settings.options, self.base_url))
         if self.base_url is not None:
             try:
                 parts = urlsplit(self.base_url)
@@ -535,20 +573,22 @@ class ChatModel:
             for _name, req in requests:
                 hit = self.cache.get(CallCache.key(self.model, self.endpoint, req))
                 if hit is not None:
-                    return ChatResult(
-                        hit["text"],
-                        hit["model"],
-                        hit["usage"],
-                        0.0,
-                        cache_hit=True,
-                        truncated_from=hit.get("truncated_from"),
-                        finish_reason=hit.get("finish_reason"),
-                        reasoning=hit.get("reasoning"),
-                        system_as_user=bool(hit.get("system_as_user")),
+                    return self._redacted(
+                        ChatResult(
+                            hit["text"],
+                            hit["model"],
+                            hit["usage"],
+                            0.0,
+                            cache_hit=True,
+                            truncated_from=hit.get("truncated_from"),
+                            finish_reason=hit.get("finish_reason"),
+                            reasoning=hit.get("reasoning"),
+                            system_as_user=bool(hit.get("system_as_user")),
+                        ),
                     )
         for i, (name, req) in enumerate(requests):
             try:
-                result = self._send(req, stop)
+                result = self._redacted(self._send(req, stop))
             except ModelCallError as exc:
                 if not (exc.kind == "format_refused" and i + 1 < len(requests)):
                     raise
@@ -574,6 +614,13 @@ class ChatModel:
                 )
             return result
         raise AssertionError("unreachable")
+
+    def _redacted(self, result: ChatResult) -> ChatResult:
+        """``result`` with every known secret in its text and reasoning replaced by ``***``."""
+        result.text = redact_text(result.text, self._secrets)
+        if result.reasoning:
+            result.reasoning = redact_text(result.reasoning, self._secrets)
+        return result
 
     def _send(self, req: dict[str, Any], stop: Callable[[str], bool] | None = None) -> ChatResult:
         """The call with its retries (see the module's docstring for how long each may wait);

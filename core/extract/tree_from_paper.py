@@ -33,7 +33,6 @@ import dataclasses
 import datetime as _dt
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 from typing import Callable
@@ -44,6 +43,7 @@ from inquitree.core.players.agents import strip_code_fence
 from inquitree.core.players.calibrate import hint_cosines, is_monotone
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.names import confined
+from inquitree.events.outputs import write_file
 
 PROMPT_VERSION = "extract-v1"
 
@@ -664,12 +664,11 @@ def extract_tree(
         obj = chat.ask(f"{stage} {name} check", system, user, check=_flags_check(known), schema=FLAGS_SCHEMA)
         flags += [Flag(stage, name, f["item"], f["issue"], str(f.get("suggestion") or "")) for f in obj["flags"]]
 
-    tree_path = confined(out_dir, stem, ".json")
-    tmp = tree_path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, tree_path)
-    review_path = confined(out_dir, stem, ".review.md")
-    review_path.write_text(render_review(doc, flags, cosines, model, embedder.id, chat), encoding="utf-8")
+    # Each under a new, unguessable name, then renamed over its target: never through a link there.
+    tree_path = write_file(confined(out_dir, stem, ".json"), json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    review_path = write_file(
+        confined(out_dir, stem, ".review.md"), render_review(doc, flags, cosines, model, embedder.id, chat)
+    )
     progress(f"wrote {tree_path} ({n} subtopics) and {review_path} ({len(flags)} flags)")
     return Extraction(tree_path, review_path, doc, flags, cosines, chat.calls, chat.cached, dict(chat.tokens))
 

@@ -20,6 +20,7 @@ from typing import Any
 from inquitree.core.cache import cache_dir
 from inquitree.events.base import canonical_json
 from inquitree.events.errors import InquiTreeError
+from inquitree.events.outputs import InputRefused, read_file
 
 TREES_DIR = Path(__file__).resolve().parents[2] / "trees"
 SCHEMA_PATH = TREES_DIR / "schema" / "research-tree.schema.json"
@@ -293,25 +294,19 @@ MAX_TREE_BYTES = 5_000_000  # the largest shipped tree is about 15 kB
 
 
 def load_tree_file(path: Path | str, memo: bool = True) -> Tree:
-    """A tree from its JSON file. A file over ``$INQUITREE_MAX_TREE_BYTES`` (5 MB) is refused before
-    it is read: every text of a tree is embedded and sent to the agent, so a huge one is a mistake."""
+    """A tree from its JSON file. A file over ``$INQUITREE_MAX_TREE_BYTES`` (5 MB) is refused as it is
+    read (every text of a tree is embedded and sent to the agent, so a huge one is a mistake), and so
+    is anything that is not a regular file (``events.outputs.read_file``)."""
     path = Path(path)
     limit = int(os.environ.get(MAX_TREE_BYTES_ENV) or MAX_TREE_BYTES)
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise TreeError(str(path), ["no such file"]) from None
-    except OSError as exc:
-        raise TreeError(str(path), [f"cannot read: {exc}"]) from None
-    if size > limit:
-        raise TreeError(
-            str(path), [f"the file is {size:,} bytes, over the limit of {limit:,} (${MAX_TREE_BYTES_ENV} raises it)"]
-        )
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TreeError(str(path), ["no such file"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    if not path.exists():
+        raise TreeError(str(path), ["no such file"])
+    try:  # one read of a regular file, to the limit: a link to /dev/zero or a named pipe is refused
+        text = read_file(path, limit, what="the tree file").decode("utf-8")
+    except InputRefused as exc:
+        raises = f" (${MAX_TREE_BYTES_ENV} raises it)" if "limit" in str(exc) or "larger" in str(exc) else ""
+        raise TreeError(str(path), [f"{exc}{raises}"]) from None
+    except UnicodeDecodeError as exc:
         raise TreeError(str(path), [f"cannot read: {exc}"]) from None
     try:
         doc = json.loads(text)

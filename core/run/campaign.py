@@ -64,6 +64,7 @@ from inquitree.events.names import (  # the grid's names live beside the store's
     shown,
     warn,
 )
+from inquitree.events.outputs import read_file
 from inquitree.events.store import EventStore, epoch_of
 from inquitree.events.types import AgentReplied, CampaignAlive, CampaignEnded, CampaignStarted, EpisodeScored
 
@@ -242,12 +243,12 @@ class Suite:
         own folder or the current directory, and its endpoints (``base_url``, ...) may not receive
         $OPENAI_API_KEY unless they are $OPENAI_BASE_URL (see :func:`check_suite_trust`)."""
         path = find_suite(path)
-        try:
-            doc = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        if not path.exists():
             shipped = ", ".join(sorted(p.stem for p in SHIPPED_SUITES.glob("*.toml")))
-            raise SuiteError(f"{path}: no such suite file (shipped suites, by name: {shipped})") from None
-        except tomllib.TOMLDecodeError as exc:
+            raise SuiteError(f"{path}: no such suite file (shipped suites, by name: {shipped})")
+        try:  # one read of a regular file, to MAX_SUITE_BYTES
+            doc = tomllib.loads(read_file(path, MAX_SUITE_BYTES, what="the suite file").decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise SuiteError(f"{path}: not valid TOML: {exc}") from None
         for key, value in doc.items():
             if key not in _FIELDS:
@@ -383,6 +384,7 @@ class CampaignReport:
 # endpoint refuses), when the first cells all end in it.
 SYSTEMIC_KINDS = frozenset({"connection", "auth", "not_found"})
 HALT_AFTER = 3
+MAX_SUITE_BYTES = 1_000_000  # a suite file is a few hundred bytes
 
 
 class SameFailures:

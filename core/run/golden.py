@@ -20,6 +20,7 @@ import orjson
 from inquitree.events.base import Event, canonical_json, decode, parse_json
 from inquitree.events.chain import GENESIS_HASH, link_problem
 from inquitree.events.errors import InquiTreeError
+from inquitree.events.outputs import read_file
 from inquitree.events.signing import Signer, Verifier, checkpoint_message
 
 PROOF_FIELDS = ("stream_version", "recorded_at", "prev_hash", "hash")
@@ -137,12 +138,16 @@ class Export:
         return said + [f"the signature by key {verifier.key_id} verifies"]
 
 
-def load_export(path: str | Path) -> Export:
+def load_export(path: str | Path, data: bytes | None = None) -> Export:
+    """An exported episode, from ``data`` (the file's bytes, read once by the caller, who hashes
+    the same bytes) or read here: a regular file of at most ``MAX_IMPORT_BYTES``."""
     events: list[Event] = []
     rows: list[dict[str, Any]] = []
     signature = None
     proof_lines = 0
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    if data is None:
+        data = read_file(path, MAX_IMPORT_BYTES, what="the export")
+    for n, line in enumerate(data.decode("utf-8").splitlines(), 1):
         if not line.strip():
             continue
         try:
