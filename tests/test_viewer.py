@@ -551,3 +551,15 @@ def test_the_viewers_figures_and_lists_read_the_episodes_query_reads(tmp_path):
     assert client.get(f"/episodes/{loose}").status_code == 200  # its own page still opens
     one_off = TestClient(create_app(path, scope=((), True)), base_url="http://127.0.0.1")
     assert loose in one_off.get("/").text and "pop.synthetic" not in one_off.get("/").text
+
+
+def test_an_episode_page_renders_its_markdown_under_a_deadline(warehouse, monkeypatch):
+    """Past the page's time for rendering, the texts left are shown as escaped plain text, and the
+    page says so: no reply's shape can hold a page (or the viewer) for minutes."""
+    from inquitree.viewer.pages import episode as page_module
+
+    path, oracle, scripted = warehouse
+    monkeypatch.setattr(page_module, "RENDER_SECONDS", 0.0)
+    page = TestClient(create_app(path), base_url="http://127.0.0.1").get(f"/episodes/{scripted}").text
+    assert "(shown as plain text: the page's time for rendering ran out)" in page
+    assert "&lt;script&gt;" in page and "<script>document" not in page

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import io
 import re
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -464,11 +465,13 @@ def _inline(text: str) -> str:
     return text
 
 
-def episode_items(wh: Warehouse, episode_id: str) -> list[dict]:
+def episode_items(wh: Warehouse, episode_id: str, render_seconds: float | None = None) -> list[dict]:
     """The episode's dialogue and the engine's notes, in order, from the typed tables (the report's
     episode pages and the viewer's show the same items); ``step`` is set on the dialogue's turns,
     ``tag`` names what a note is about (match, locked, hint, draw, transition, decision, verdict,
-    end), for the viewer's next-of-a-kind keys."""
+    end), for the viewer's next-of-a-kind keys. ``render_seconds``: the time the texts' Markdown may
+    take in all (the viewer's page has a deadline); the texts after it are shown as plain text,
+    escaped, and say so."""
     rows = wh.con.execute(
         """
         SELECT global_position, 'env' AS kind,
@@ -515,6 +518,7 @@ def episode_items(wh: Warehouse, episode_id: str) -> list[dict]:
         ORDER BY global_position, kind = 'agent'""",
         [episode_id],
     ).fetchall()
+    deadline = None if render_seconds is None else time.monotonic() + render_seconds
     return [
         {
             "kind": kind,
@@ -522,10 +526,20 @@ def episode_items(wh: Warehouse, episode_id: str) -> list[dict]:
             "text": text,
             "step": step,
             "tag": tag,
-            "html": markdown_html(text) if kind in ("agent", "env", "reasoning") else None,
+            "html": _rendered(text, deadline) if kind in ("agent", "env", "reasoning") else None,
         }
         for _, kind, head, text, step, tag in rows
     ]
+
+
+PLAIN_NOTE = "<span class='empty'>(shown as plain text: the page's time for rendering ran out)</span><br>"
+
+
+def _rendered(text: str, deadline: float | None) -> str:
+    """``text`` as Markdown, or past ``deadline`` as escaped plain text with a note that says so."""
+    if deadline is not None and time.monotonic() > deadline:
+        return PLAIN_NOTE + html.escape(text or "").replace("\n", "<br>")
+    return markdown_html(text)
 
 
 def registry_table(wh: Warehouse) -> pl.DataFrame:

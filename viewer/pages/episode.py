@@ -12,6 +12,8 @@ from inquitree.viewer import sql
 from inquitree.viewer.state import Viewer
 from inquitree.warehouse.report import episode_items, table_html
 
+RENDER_SECONDS = 2.0  # the Markdown of one episode page; the texts after it are shown as plain text
+
 
 def episode(request: Request) -> Response:
     viewer: Viewer = request.app.state.viewer
@@ -22,7 +24,7 @@ def episode(request: Request) -> Response:
     if not found:
         return viewer.page("missing.html.j2", what=f"episode {episode_id}", status_code=404)
     with viewer.lock:
-        items = episode_items(viewer.wh, episode_id)
+        items = episode_items(viewer.wh, episode_id, RENDER_SECONDS)
         scores = table_html(viewer.wh.con.sql(sql.EPISODE_SCORES, params=[episode_id]).pl())
     template_set = viewer.rows(sql.TEMPLATE_SET, [episode_id])
     return viewer.page(
