@@ -91,7 +91,7 @@ def run_shard(
 
     t0 = time.perf_counter()
     interrupted = False
-    with EventStore(db_url) as store, Progress(0, "cells") as meter:
+    with EventStore(db_url) as store, contextlib.nullcontext() if worker else Progress(0, "cells") as meter:
         try:
             report = run_suite(
                 s, store, (index, count), progress=None if worker else on_cell, concurrency=concurrency, setup=setup
