@@ -87,7 +87,8 @@ def run_shard(
         extra = f"; {report.done} done, {report.failed} failed" + (
             f", {report.tokens:,} tokens" if report.tokens else ""
         )
-        meter.update(report.cells - remaining, extra, total=report.cells)
+        if meter is not None:  # (a worker has none: it is not called there)
+            meter.update(report.cells - remaining, extra, total=report.cells)
 
     t0 = time.perf_counter()
     interrupted = False

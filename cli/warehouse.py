@@ -435,7 +435,8 @@ def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, spre
     level: both means, the difference B - A, the sign-flip test of the papers' mean differences
     (exact up to 20 papers) with the interval that inverts it (so the two never disagree), the
     smallest p the papers allow (p_min: with 5 papers or fewer no difference can reach 5%), and
-    Holm's adjustment over every p-value printed (p_holm). Methods and warnings are printed under
+    Holm's adjustment within each family, one metric at one level and judge over the pairs of agents
+    (p_holm; holm_family is the family's size). Methods and warnings are printed under
     the table (queries/compare.sql; docs/statistics.md). Agents are named as in the warehouse's
     `agent` column (see `inquitree query table2_leaderboard`).
     """

@@ -38,7 +38,7 @@ WITH per_episode AS (
 ), ranked AS (
     SELECT judge_id, r.agent AS agent, r FROM (SELECT judge_id, unnest(ranks) AS r FROM rank_lists)
 )
-SELECT agent, judge_id,
+SELECT agent, judge_id, 0 AS randomness,  -- the level this table speaks of, said with it
        c.estimate AS coverage, c.se AS coverage_se, c.ci_low AS coverage_ci_low, c.ci_high AS coverage_ci_high,
        oc.estimate AS own_coverage, oc.se AS own_coverage_se, oc.ci_low AS own_coverage_ci_low,
        oc.ci_high AS own_coverage_ci_high,

@@ -447,3 +447,20 @@ def test_three_agents_compare_in_one_table_per_pair_that_fits_80_columns(sqlite_
     assert any(
         ln.startswith("Holm's families: the conclusion score is the headline, adjusted over the 3") for ln in lines
     )
+
+
+def test_every_text_says_the_holm_family_the_code_uses():
+    """The report said p-values were "adjusted by Holm over the whole table" while the code adjusts
+    within one metric, level and judge over the pairs of agents: every place says the latter."""
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from inquitree.cli import main
+
+    root = Path(__file__).resolve().parent.parent
+    report = (root / "warehouse" / "report_pages" / "index.html.j2").read_text()
+    helped = " ".join(CliRunner().invoke(main, ["compare", "--help"]).output.split())
+    for text in (report, helped):
+        assert "whole table" not in text and "every p-value printed" not in text
+        assert "one metric at one" in text and "over the pairs of agents" in text

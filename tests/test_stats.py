@@ -384,3 +384,19 @@ def test_equal_paper_means_up_to_rounding_give_no_zero_width_interval():
     assert interval.low is None and interval.high is None and "no spread" in (interval.warning or "")
     test = stats.paired_test(["a", "b", "c", "d", "e", "f"], [0.1 + 0.2] * 3 + [0.3] * 3)
     assert test.low is None and any("no spread" in w for w in (test.warning or "").split("; "))
+
+
+def test_p_and_the_interval_agree_to_the_last_digit_when_differences_tie_at_zero():
+    """With differences tied at 0 an interval end came out as -5e-18 and printed -0.00 beside
+    p = 0.5: an end within the test's tolerance of 0 is 0, so 0 is inside the interval exactly
+    when p is above 5%."""
+    for n in range(6, 10):
+        for k in range(1, n):
+            for values in ([0.1], [0.1, -0.1], [0.2, 0.1]):
+                d = [0.0] * (n - k) + [values[i % len(values)] for i in range(k)]
+                r = paired_test([f"p{i}" for i in range(n)], d)
+                for end in (r.low, r.high):
+                    assert end is None or end == 0.0 or abs(end) > 1e-9, (d, r.low, r.high)
+                if r.low is not None and r.high is not None:
+                    assert (r.low <= 0.0 <= r.high) == (r.p > 0.05), (d, r.p, r.low, r.high)
+                    assert f"{r.low:.2f}" != "-0.00" and f"{r.high:.2f}" != "-0.00"
