@@ -362,9 +362,11 @@ def bounded_interval(means: np.ndarray, low_b: float, high_b: float) -> tuple[fl
         how += " widened by the skew-corrected t interval where it reaches further"
         gap = min(float(x.mean()), 1 - float(x.mean()))
         if gap < 1 / n:
-            side = _fmt(low_b) if x.mean() < 0.5 else _fmt(high_b)
+            low_side = x.mean() < 0.5
+            side, there = (_fmt(low_b), at_low) if low_side else (_fmt(high_b), at_high)
+            reach = "which no paper reaches" if not there else f"which {there} of the {n} papers reach"
             warning = (
-                f"the mean is within 1/{n} of the range's end {side}, which no paper reaches: a rare paper "
+                f"the mean is within 1/{n} of the range's end {side}, {reach}: a rare paper "
                 f"far from it, which {n} papers cannot show, would move the mean more than the interval "
                 "allows (such intervals held 87-93% in simulation, docs/statistics.md)"
             )

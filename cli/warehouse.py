@@ -347,12 +347,16 @@ def _note_width() -> int:
 
 
 def _say_once(lines: list[str], said: set[str] | None) -> None:
-    """Print ``lines``, but those in ``said`` (printed under an earlier table), and remember them."""
+    """Print ``lines``, but those in ``said`` (printed under an earlier table), and remember them;
+    when some were left out, one line points to them, so that every table says where its notes are."""
+    again = [line for line in lines if said is not None and line in said and not line.startswith("  ")]
     for line in lines:
         if said is None or line not in said:
             echo(line)
         if said is not None:
             said.add(line)
+    if again:
+        echo(f"(and {len(again)} note(s) as under the first table)")
 
 
 def _fitting(df):
@@ -363,11 +367,19 @@ def _fitting(df):
 
     width = shutil.get_terminal_size((120, 24)).columns
     text_cell = TEXT_CELL if width >= 100 else NARROW_CELL  # an 80-column screen keeps a number, not a title's end
+    # Words are shortened to fit; an id is only useful whole, and so is a number with its interval.
+    cuttable = {
+        name
+        for name in df.columns
+        if df[name].dtype == pl.Utf8
+        and not name.endswith("episode_id")
+        and df[name].head(200).drop_nulls().str.contains(r"[A-Za-z]").any()
+    }
     used, keep = 1, []
     for name in df.columns:
         col = df[name].head(200)
         if col.dtype == pl.Utf8:
-            cap = 200 if name.endswith("episode_id") else text_cell + 1  # an id is only useful whole
+            cap = text_cell + 1 if name in cuttable else 200
             cells = [min(len(v), cap) for v in col.drop_nulls().to_list()]
         elif col.dtype.is_float():
             cells = [len(f"{v:.4f}") for v in col.drop_nulls().to_list()]
@@ -382,7 +394,7 @@ def _fitting(df):
         pl.col(c).str.slice(0, text_cell - 1)
         + pl.when(pl.col(c).str.len_chars() >= text_cell).then(pl.lit("…")).otherwise(pl.lit(""))
         for c in keep
-        if df[c].dtype == pl.Utf8 and not c.endswith("episode_id")
+        if c in cuttable
     ]
     return df.select(keep).with_columns(shortened)
 

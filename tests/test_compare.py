@@ -444,6 +444,8 @@ def test_three_agents_compare_in_one_table_per_pair_that_fits_80_columns(sqlite_
     headers = [ln for ln in lines if ln.startswith("│ #")]
     assert len(headers) == 3 and all(all(name in h for name in ("difference", "p_value", "p_holm")) for h in headers)
     assert sum(ln.startswith("interval method (every row)") for ln in lines) == 1  # said once
+    # and every later table points to the notes it shares with the first
+    assert sum(ln.startswith("(") and "as under the first table" in ln for ln in lines) == 2
     assert any(
         ln.startswith("Holm's families: the conclusion score is the headline, adjusted over the 3") for ln in lines
     )
@@ -464,3 +466,16 @@ def test_every_text_says_the_holm_family_the_code_uses():
     for text in (report, helped):
         assert "whole table" not in text and "every p-value printed" not in text
         assert "one metric at one" in text and "over the pairs of agents" in text
+
+
+def test_a_narrow_screen_shortens_words_never_a_number_with_its_interval(monkeypatch):
+    """Below 100 columns text cells are shortened to 20 characters; a difference such as
+    -36.4 [-46.8, -25.8] lost its bracket that way: only cells with words in them are shortened."""
+    import polars as pl
+
+    from inquitree.cli.warehouse import _fitting
+
+    monkeypatch.setenv("COLUMNS", "80")
+    df = pl.DataFrame({"tree": ["it18-01-grid-cells-reference-frames"], "difference": ["-36.4 [-46.8, -25.8]"]})
+    shown = _fitting(df)
+    assert shown["difference"][0] == "-36.4 [-46.8, -25.8]" and shown["tree"][0].endswith("…")

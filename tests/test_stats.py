@@ -400,3 +400,12 @@ def test_p_and_the_interval_agree_to_the_last_digit_when_differences_tie_at_zero
                 if r.low is not None and r.high is not None:
                     assert (r.low <= 0.0 <= r.high) == (r.p > 0.05), (d, r.p, r.low, r.high)
                     assert f"{r.low:.2f}" != "-0.00" and f"{r.high:.2f}" != "-0.00"
+
+
+def test_the_near_bound_warning_says_how_many_papers_reach_the_bound():
+    """It said "which no paper reaches" when one did (fewer than a fifth at the bound)."""
+    reached = mean_interval([f"p{i}" for i in range(10)], [1.0] + [0.97] * 9, bounds=(0, 1))
+    assert reached.warning and "which 1 of the 10 papers reach" in reached.warning
+    assert "no paper reaches" not in reached.warning
+    none = mean_interval([f"p{i}" for i in range(10)], [0.96, 0.97, 0.98] * 3 + [0.99], bounds=(0, 1))
+    assert none.warning and "which no paper reaches" in none.warning
