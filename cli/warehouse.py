@@ -662,10 +662,16 @@ def _print_plan(difference, between, within, plan, target, simulations, comparis
         )
         progress_done()
         method = found.method
+        # the simulated power's own standard error: a share of `simulations` campaigns
+        share = found.power if found.power is not None else float("nan")
+        error = (share * (1 - share) / simulations) ** 0.5
         if found.papers is None:
-            echo(f"  {r} pair(s) per paper: more than 200 papers (power {found.power:.2f} at 200)")
+            echo(f"  {r} pair(s) per paper: more than 200 papers (power {found.power:.2f} ± {error:.2f} at 200)")
         else:
-            echo(f"  {r} pair(s) per paper: {found.papers} papers (simulated power {found.power:.3f})")
+            echo(
+                f"  {r} pair(s) per paper: {found.papers} papers (simulated power {found.power:.3f} ± {error:.3f},"
+                f" {simulations} simulations)"
+            )
     return method
 
 

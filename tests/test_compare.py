@@ -153,6 +153,8 @@ def test_power_plans_papers_from_stated_spreads_and_from_a_pilot(sqlite_url, tmp
     assert stated.exit_code == 0, stated.output
     # 1 pair per paper: SD sqrt(0.02) = 0.141; normal approximation ((1.96 + 0.84) 0.141 / 0.05)^2 = 63.
     one = next(ln for ln in stated.output.splitlines() if ln.strip().startswith("1 pair(s) per paper:"))
+    power = float(one.split("simulated power ")[1].split()[0])  # with its simulation error, from 300 runs
+    assert f"± {(power * (1 - power) / 300) ** 0.5:.3f}, 300 simulations)" in one
     assert 55 <= int(one.split(":")[1].split()[0]) <= 72
     assert "method: 300 simulated campaigns per paper count" in stated.output
     w = _log(sqlite_url, tmp_path)
