@@ -56,6 +56,7 @@ _FOLDED = (
 
 
 SNAPSHOT_FORMAT = 2  # raise it when _Episode or the fold changes: an older snapshot is then folded again
+FOLD_BATCH = 10_000  # events folded under the lock at a time: pages read between batches
 SAVE_EVERY = 50_000  # events folded since the last save that make the next refresh save again
 
 _VERSIONS = {name: cls.VERSION for name, cls in registered_types().items() if name in _FOLDED}
@@ -230,16 +231,19 @@ class Campaigns:
         if not self.position:
             starts = list(self.store.read_prefix(CAMPAIGN_PREFIX, list(_RUN_EVENTS), head))
             with self.lock:
-                self._fold_new(head, [key for r in starts for key in self._started(r)])
+                new = [key for r in starts for key in self._started(r)]
+            self._fold_new(head, new)
+            with self.lock:
                 self.position = head
             return
         fresh: set[str] = set()  # campaigns first seen in this look: folded to head by their streams
         for batch in self.store.read_after(self.position, [*_RUN_EVENTS, *_FOLDED], head):
+            starts = [r for r in batch if r.event_type in _RUN_EVENTS and r.stream_id.startswith(CAMPAIGN_PREFIX)]
             with self.lock:
-                starts = [r for r in batch if r.event_type in _RUN_EVENTS and r.stream_id.startswith(CAMPAIGN_PREFIX)]
                 new = [key for r in starts for key in self._started(r)]
-                self._fold_new(head, new)
-                fresh.update(new)
+            self._fold_new(head, new)
+            fresh.update(new)
+            with self.lock:
                 known = tuple(STREAM_PREFIX + k + "." for k in self.campaigns if k not in fresh)
                 for r in batch:
                     if r.event_type in _FOLDED and r.stream_id.startswith(known):
@@ -248,10 +252,20 @@ class Campaigns:
             self.position = head
 
     def _fold_new(self, head: int, keys: list[str]) -> None:
-        """A campaign seen for the first time: its episodes so far, stream by stream, up to ``head``."""
+        """Campaigns seen for the first time: their episodes so far, stream by stream, up to ``head``,
+        read outside the lock and folded under it a batch at a time."""
         for key in keys:
+            batch: list[RecordedEvent] = []
             for r in self.store.read_prefix(STREAM_PREFIX + key + ".", _FOLDED, head):
-                self._fold(r)
+                batch.append(r)
+                if len(batch) >= FOLD_BATCH:
+                    with self.lock:
+                        for done in batch:
+                            self._fold(done)
+                    batch = []
+            with self.lock:
+                for done in batch:
+                    self._fold(done)
 
     def _started(self, r: RecordedEvent) -> list[str]:
         """Fold a ``CampaignStarted`` (or a run's ``CampaignAlive`` and ``CampaignEnded``); the key of
