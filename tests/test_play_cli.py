@@ -163,6 +163,16 @@ def store_is_replayable(url: str, episode: str) -> bool:
     return out.exit_code == 0 and "replay: identical" in out.output
 
 
+def _wait_for_replies(db, n: int) -> None:
+    """Wait (up to 60 s) until the recording at ``db`` holds ``n`` agent replies."""
+    deadline, steps = time.time() + 60, 0
+    while steps < n and time.time() < deadline:
+        time.sleep(0.02)
+        if db.exists():
+            with sqlite3.connect(db) as c, contextlib.suppress(sqlite3.OperationalError):
+                steps = c.execute("SELECT count(*) FROM events WHERE event_type = 'AgentReplied'").fetchone()[0]
+
+
 def test_an_interrupted_play_is_refused_under_its_id_and_resumed_with_resume(tmp_path):
     """Ctrl-C leaves the steps taken in the store and says how to continue; the same id without
     --resume used to start a second episode inside the first one's stream."""
@@ -179,13 +189,7 @@ def test_an_interrupted_play_is_refused_under_its_id_and_resumed_with_resume(tmp
             env={**os.environ, "OPENAI_API_KEY": "none"},
             **INTERRUPTIBLE,
         )
-        deadline = time.time() + 60
-        steps = 0
-        while steps < 3 and time.time() < deadline:
-            time.sleep(0.02)
-            if db.exists():
-                with sqlite3.connect(db) as c, contextlib.suppress(sqlite3.OperationalError):
-                    steps = c.execute("SELECT count(*) FROM events WHERE event_type = 'AgentReplied'").fetchone()[0]
+        _wait_for_replies(db, 3)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, out + err
@@ -228,13 +232,7 @@ def test_an_interrupted_play_prints_the_command_that_resumes_it(tmp_path):
             env=env,
             **INTERRUPTIBLE,
         )
-        deadline = time.time() + 60
-        steps = 0
-        while steps < 2 and time.time() < deadline:
-            time.sleep(0.02)
-            if db.exists():
-                with sqlite3.connect(db) as c, contextlib.suppress(sqlite3.OperationalError):
-                    steps = c.execute("SELECT count(*) FROM events WHERE event_type = 'AgentReplied'").fetchone()[0]
+        _wait_for_replies(db, 2)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, err
