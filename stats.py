@@ -55,7 +55,7 @@ AT_BOUND_SHARE = 0.2  # from this share of papers at a bound: the score interval
 # recorded steps by bench/stats_sim.py ("episodes as units" in docs/statistics.md).
 COX_MAX_UNITS = 30
 EXACT_PAPERS = 20  # up to this many papers the paired test enumerates every sign pattern
-LIKE = "about papers like these"  # what a default interval or test speaks of (DECISIONS #27)
+LIKE = "about papers like these"  # what a default interval or test speaks of (docs/DECISIONS.md #26)
 FIXED = "about these papers only"  # what population="these" speaks of
 SYMMETRY_PAPERS = 30  # fewer papers: the paired test's symmetry assumption carries a warning (docs/statistics.md)
 FLIPS = 20_000  # beyond: this many seeded sign patterns
@@ -195,21 +195,51 @@ def _pooled_within(groups: list[list[float]]) -> float | None:
     return sum(float(((np.asarray(g) - np.mean(g)) ** 2).sum()) for g in groups) / df
 
 
-def _fixed_se(groups: list[list[float]]) -> float | None:
-    """The standard error of the mean of paper means when the papers are fixed: the runs' spread
-    within papers, pooled over the papers with two or more runs, divided by each paper's runs."""
-    pooled = _pooled_within(groups)
-    if pooled is None:
+@dataclass(frozen=True)
+class FixedSpread:
+    """The standard error of the mean of paper means when the papers are fixed (only the runs
+    vary), each paper with its own run-to-run variance: ``se``, its Welch-Satterthwaite degrees of
+    freedom ``df`` (rounded down) and ``borrowed``, the papers with one run, whose variance cannot
+    be estimated and is taken as the pooled variance of the papers that have two or more."""
+
+    se: float
+    df: int
+    borrowed: int
+
+
+def _fixed_spread(groups: list[list[float]]) -> FixedSpread | None:
+    """:class:`FixedSpread` of each paper's values; None when no paper has two.
+
+    Pooling the run-to-run variance over papers, as before, held only when every paper's runs
+    spread alike: with one erratic paper among 8 its interval covered 76%, and when the noisy
+    papers kept a single run, 20% (bench/stats_sim.py, docs/statistics.md). Each paper's own
+    variance over its runs, divided by its runs, gives the variance of its mean; their sum over
+    n^2 is the variance of the mean of paper means, with Satterthwaite's degrees of freedom, which
+    fall towards one paper's runs minus one when that paper carries the spread."""
+    n = len(groups)
+    multi = [np.asarray(g, np.float64) for g in groups if len(g) > 1]
+    if not multi:
         return None
-    return math.sqrt(pooled * sum(1 / len(g) for g in groups)) / len(groups)
+    terms = [(float(g.var(ddof=1)) / len(g) / n**2, len(g) - 1) for g in multi]
+    borrowed = n - len(multi)
+    if borrowed:
+        pooled_df = sum(df for _, df in terms)
+        pooled = sum(float(((g - g.mean()) ** 2).sum()) for g in multi) / pooled_df
+        terms.append((pooled * borrowed / n**2, pooled_df))
+    variance = sum(v for v, _ in terms)
+    if variance <= 0:
+        return FixedSpread(0.0, sum(df for _, df in terms[: len(multi)]), borrowed)
+    df = variance**2 / sum(v * v / df for v, df in terms if v > 0)
+    return FixedSpread(math.sqrt(variance), max(1, int(math.floor(df + 1e-9))), borrowed)
 
 
 def fixed_paper_interval(
     papers: Sequence, values: Sequence, bounds: tuple[float | None, float | None] | None = None
 ) -> Interval:
-    """The interval for the mean over exactly these papers (DECISIONS #27): only the runs vary.
-    A t interval on the pooled within-paper spread (degrees of freedom: runs minus papers),
-    clipped to the metric's range; none when no paper has two runs."""
+    """The interval for the mean over exactly these papers (docs/DECISIONS.md #26): only the runs vary.
+    A t interval on each paper's own run-to-run spread (:func:`_fixed_spread`, Satterthwaite's
+    degrees of freedom), clipped to the metric's range; none when no paper has two runs, and a
+    warning when some paper has one."""
     return interval_of_groups(list(by_paper(papers, values).values()), bounds)
 
 
@@ -225,15 +255,26 @@ def interval_of_groups(
     if n == 0:
         return Interval(None, None, None, None, "no data", "no episodes", 0, 0)
     estimate = float(np.mean([np.mean(g) for g in groups]))
-    se = _fixed_se(groups)
-    df = runs - n
-    method = f"{FIXED}: {what} on the spread of {runs} {units} within {n} papers ({df} df)"
-    if se is None:
-        why = "one run per paper: the spread of runs within a paper is unknown"
+    spread = _fixed_spread(groups)
+    if spread is None:
+        why = f"one {units[:-1]} per paper: the spread of {units} within a paper is unknown"
+        method = f"{FIXED}: {what} on each paper's spread of its {units}"
         return Interval(estimate, None, None, None, "no interval", why, n, runs)
+    se, df = spread.se, spread.df
+    method = (
+        f"{FIXED}: {what} on each paper's own spread of its {units} ({runs} {units} within {n} papers, "
+        f"{df} df by Welch-Satterthwaite)"
+    )
     if no_spread(np.asarray([v for g in groups for v in g], np.float64), se):
         why = f"no run differs from its paper's other runs: no spread to build an interval from ({FIXED})"
         return Interval(estimate, None, None, 0.0, "no interval", why, n, runs)
+    warning = None
+    if spread.borrowed:
+        warning = (
+            f"{spread.borrowed} of {n} papers have one {units[:-1]}: their spread cannot be estimated and is "
+            f"taken as the other papers' pooled spread; if their {units} vary more, the interval is too narrow "
+            f"({FIXED})"
+        )
     half = t_quantile(1 - ALPHA / 2, df) * se
     lo, hi = estimate - half, estimate + half
     low_b, high_b = bounds if bounds is not None else (None, None)
@@ -241,7 +282,7 @@ def interval_of_groups(
         lo, method = float(low_b), method + ", clipped to the range"
     if high_b is not None and hi > high_b:
         hi, method = float(high_b), method + (", clipped to the range" if "clipped" not in method else "")
-    return Interval(estimate, lo, hi, se, method, None, n, runs)
+    return Interval(estimate, lo, hi, se, method, warning, n, runs)
 
 
 def interval_of_means(
@@ -370,7 +411,30 @@ def bounded_interval(means: np.ndarray, low_b: float, high_b: float) -> tuple[fl
                 f"far from it, which {n} papers cannot show, would move the mean more than the interval "
                 "allows (such intervals held 87-93% in simulation, docs/statistics.md)"
             )
+        else:
+            warning = _one_paper_warning(x, lo, hi, low_b, high_b)
     return low_b + lo * width, low_b + hi * width, how, warning
+
+
+def _one_paper_warning(x: np.ndarray, lo: float, hi: float, low_b: float, high_b: float) -> str | None:
+    """A warning when one more paper at an end of the range would move the mean of ``x`` (paper
+    means scaled to [0, 1], none at a bound) past the interval [lo, hi]: the papers agree so
+    closely that the interval is narrower than one paper's pull, and a kind of paper too rare for
+    them to include (a failure on one paper in twenty) would leave the true mean outside it. When
+    no such paper is drawn nothing else in the data says it exists; such rows held 78-86% in
+    simulation where the rest held 95% (``rarebad``, docs/statistics.md)."""
+    n, mean = len(x), float(x.mean())
+    pulls = ((mean / (n + 1), mean - lo, low_b), ((1 - mean) / (n + 1), hi - mean, high_b))
+    pull, room, end = max(pulls, key=lambda t: t[0] - t[1])
+    if pull <= room:
+        return None
+    scale = high_b - low_b
+    return (
+        f"one more paper at {_fmt(end)} would move the mean by {pull * scale:.3g}, past the interval's "
+        f"{room * scale:.3g} on that side: these {n} papers agree more closely than one paper unlike them "
+        "would allow, and a kind of paper too rare for them to include would leave the true mean outside "
+        "the interval (docs/statistics.md)"
+    )
 
 
 def score_interval(x: np.ndarray) -> tuple[float, float]:
@@ -401,7 +465,15 @@ def skew_corrected(x: np.ndarray) -> tuple[float, float]:
     removal of skewness by transformation", JRSS B 54(1), 1992): with T = (mean - m) / s and g
     the sample skewness, g(T) = T + g T^2 / 3 + g^2 T^3 / 27 + g / (6 n) is close to symmetric,
     so the interval inverts it at the t quantiles. It reaches further on the side of the long
-    tail, and is the t interval when the papers are symmetric."""
+    tail, and is the t interval when the papers are symmetric.
+
+    g rises everywhere but is flat at T = -3 / g (its slope is (1 + g T / 3)^2), and the
+    correction is not carried past that point: beyond it the inverse runs off as fast as the
+    skew grows, and one paper far from seven alike (skewness 1.8) put the end at the range's
+    bound, an interval that admits every paper at 1 when seven of eight sit near 0.5. Capped,
+    that end is mean + 3 s / g (0.82 there, against the t interval's 0.69 and 0.74 from the
+    binomial bound on how common such papers can be); where the expansion holds the cap is never
+    reached (bench/stats_sim.py measures coverage with it)."""
     n, mean = len(x), float(x.mean())
     s = float(x.std(ddof=1))
     gamma = float(((x - mean) ** 3).mean()) / s**3
@@ -410,7 +482,7 @@ def skew_corrected(x: np.ndarray) -> tuple[float, float]:
     def inverse(y: float) -> float:
         if abs(gamma) < 1e-9:
             return y
-        return 3 / gamma * (float(np.cbrt(1 + gamma * (y - gamma / (6 * n)))) - 1)
+        return 3 / gamma * (float(np.cbrt(max(0.0, 1 + gamma * (y - gamma / (6 * n))))) - 1)
 
     return mean - s * inverse(q), mean - s * inverse(-q)
 
@@ -430,9 +502,10 @@ def paired_test(papers: Sequence, differences: Sequence, seed: int = 0, populati
 
 def fixed_paired_test(groups: list[list[float]]) -> PairedTest:
     """The test and interval for the mean over exactly these papers of their mean differences
-    (DECISIONS #27), from each paper's pairs: only the runs vary, so the standard error is the
-    pairs' spread within their papers (:func:`fixed_paper_interval`), with t quantiles on pairs
-    minus papers degrees of freedom; the p-value is the same t statistic's, so the two agree.
+    (docs/DECISIONS.md #26), from each paper's pairs: only the runs vary, so the standard error is the
+    pairs' spread within their papers (:func:`fixed_paper_interval`), with t quantiles on
+    degrees of freedom by Welch-Satterthwaite, each paper with its own spread; the p-value is the
+    same t statistic's on the same degrees of freedom, so the two agree.
 
     Flipping single pairs, as before, tested that B and A do alike on every one of these papers:
     when the effect differs by paper that null is false even where the mean effect is 0, and its
@@ -443,9 +516,10 @@ def fixed_paired_test(groups: list[list[float]]) -> PairedTest:
     if n == 0:
         return PairedTest(None, None, None, None, "no data", "no pairs", 0, 0)
     r = interval_of_groups(groups, what="t test and interval", units="pairs")
-    if r.low is None or r.se is None or r.se == 0:
+    spread = _fixed_spread(groups)
+    if r.low is None or r.se is None or r.se == 0 or spread is None:
         return PairedTest(r.estimate, None, None, r.se, r.method, r.warning, n, pairs)
-    p = 1.0 - t_cdf_two_sided(abs(r.estimate or 0.0) / r.se, pairs - n)
+    p = 1.0 - t_cdf_two_sided(abs(r.estimate or 0.0) / r.se, spread.df)
     return PairedTest(r.estimate, r.low, r.high, r.se, r.method, r.warning, n, pairs, p=p, p_min=0.0)
 
 
@@ -471,6 +545,34 @@ def sign_flip_p(d: np.ndarray, seed: int = 0) -> float:
     """The two-sided sign-flip p-value of the per-paper mean differences ``d`` alone (what
     :func:`paired_test_of_means` prints as ``p``, without its interval)."""
     return float(_sign_flip_pvalues(np.asarray(d, np.float64)[None, :], seed)[0])
+
+
+def skewness(x: np.ndarray) -> float | None:
+    """The sample skewness of ``x`` (the third central moment over the cube of the SD); None when
+    ``x`` has fewer than 3 values or no spread."""
+    x = np.asarray(x, np.float64)
+    if len(x) < 3:
+        return None
+    s = float(x.std(ddof=1))
+    if no_spread(x, s):
+        return None
+    return float(((x - x.mean()) ** 3).mean()) / s**3
+
+
+def skew_limit(n: int, checks: int = 1) -> float:
+    """How far the skewness of ``n`` symmetric values strays from 0 one time in twenty: its
+    normal quantile times its standard error sqrt(6 / n); over ``checks`` sets of values at once
+    (the pairs of a ranking), one time in twenty that any of them does (Bonferroni's share).
+    bench/stats_sim.py measures how often symmetric differences are warned by it."""
+    return normal_quantile(1 - ALPHA / 2 / checks) * math.sqrt(6 / n)
+
+
+def skewed(d: np.ndarray, checks: int = 1) -> float | None:
+    """The skewness of ``d`` when it is beyond :func:`skew_limit`, else None: the data, not their
+    count, saying that their spread is not symmetric (a test exact on symmetric differences can
+    then reject too often: under log-normal effects, sigma 1, 10-12% at 30-40 papers)."""
+    g = skewness(d)
+    return g if g is not None and abs(g) > skew_limit(len(d), checks) else None
 
 
 def no_spread(values: np.ndarray, spread: float | None) -> bool:
@@ -546,6 +648,12 @@ def _sign_flip(d, w, papers: int, pairs: int, seed: int, se, what: str, units: s
             "papers cannot show; when a few papers carry a large effect, p can be too small "
             "(docs/statistics.md measures how much)"
         )
+    elif units == "papers" and p_min <= ALPHA and (g := skewed(d)) is not None:
+        warnings.append(
+            f"the papers' differences are skewed (skewness {g:.2f}; symmetric ones over {m} papers stay within "
+            f"+-{skew_limit(m):.2f} 19 times in 20): p and the interval hold if they spread symmetrically; when a "
+            "few papers carry a large effect, p can be too small (docs/statistics.md measures how much)"
+        )
     warning = "; ".join(warnings) or None
     return PairedTest(estimate, low, high, se, method, warning, papers, pairs, p=p, p_min=p_min)
 
@@ -569,9 +677,10 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
 class Rank:
     agent: str
     rank: int
-    low: int
-    high: int
+    low: int | None
+    high: int | None
     method: str = field(default="")
+    warning: str | None = None
 
 
 def rank_intervals(
@@ -582,6 +691,7 @@ def rank_intervals(
     resamples: int = 2000,
     seed: int = 0,
     simultaneous: bool = False,
+    population: str = "papers",
 ) -> list[Rank]:
     """Each agent's rank (1 = best) by its mean over papers of per-paper means, and the 95%
     interval of its rank over resamples of the papers (drawn with replacement, each drawn paper
@@ -594,8 +704,14 @@ def rank_intervals(
     Wright and Wieczorek, "A joint confidence region for an overall ranking of populations",
     JRSS C 69(3), 2020): an agent ranks no better than 1 + the agents shown better than it, and
     no worse than the agents not shown worse. With 5 papers or fewer no pair can be shown apart
-    and every interval is every rank. An agent with no value (every one None or NaN) has no rank:
-    it is left out rather than ranked last."""
+    and every interval is every rank. They hold when each pair's differences spread symmetrically
+    over papers (the paired test's condition): below ``SYMMETRY_PAPERS`` papers each row says so,
+    and from there a pair whose differences are skewed (:func:`skewed`) is named in the warning.
+
+    ``population``: ``these`` speaks of exactly these papers (docs/DECISIONS.md #26): the papers are not
+    resampled; each agent's paper means are drawn from their runs' spread (:func:`_fixed_ranks`),
+    and the simultaneous intervals test each pair on those spreads. An agent with no value (every
+    one None or NaN) has no rank: it is left out rather than ranked last."""
     names = sorted({str(a) for a, v in zip(agents, values, strict=True) if a is not None and v is not None and v == v})
     if not names:
         return []
@@ -625,13 +741,39 @@ def rank_intervals(
         return ranks
 
     point = ranks_of(np.ones((1, len(paper_ids))))[0]
+    warning = None
+    if population == "these":
+        cells: list[list[list[float]]] = [[[] for _ in paper_ids] for _ in names]
+        for a, p, v in zip(agents, papers, values, strict=True):
+            if a is not None and p is not None and v is not None and not math.isnan(float(v)):
+                cells[a_index[str(a)]][index[str(p)]].append(float(v))
+        fixed = _fixed_ranks(cells, sign, resamples, seed, simultaneous)
+        return [
+            Rank(names[i], int(point[i]), fixed.low[i], fixed.high[i], fixed.method, fixed.warning)
+            for i in range(len(names))
+        ]
     if simultaneous:
-        low, high = _joint_ranks(means, has, sign, seed)
+        low, high, skewed_pairs, any_shown = _joint_ranks(means, has, sign, seed)
         pairs = len(names) * (len(names) - 1) // 2
         method = (
             f"rank intervals that hold for every agent at once: the paired sign-flip test of all {pairs} pairs of "
-            f"agents over {len(paper_ids)} papers, Holm's adjustment"
+            f"agents over {len(paper_ids)} papers, Holm's adjustment; they hold when each pair's differences "
+            "spread symmetrically over papers"
         )
+        if any_shown and len(paper_ids) < SYMMETRY_PAPERS:
+            warning = (
+                f"{len(paper_ids)} papers: the intervals hold for every agent at once if each pair's differences "
+                f"spread symmetrically over papers, which {len(paper_ids)} papers cannot show; when one agent's "
+                "gains over another come from a few papers they can miss (docs/statistics.md measures how often)"
+            )
+        elif skewed_pairs:
+            named = ", ".join(f"{names[i]} and {names[j]} ({g:.2f})" for i, j, g in skewed_pairs[:3])
+            more = f" and {len(skewed_pairs) - 3} more" if len(skewed_pairs) > 3 else ""
+            warning = (
+                f"the differences of {named}{more} are skewed over papers (skewness beyond "
+                f"+-{skew_limit(len(paper_ids), len(skewed_pairs)):.2f}): the intervals hold for every agent at "
+                "once if each pair's differences spread symmetrically (docs/statistics.md)"
+            )
     else:
         rng = np.random.default_rng(seed)
         copies = rng.multinomial(len(paper_ids), np.full(len(paper_ids), 1 / len(paper_ids)), size=resamples)
@@ -639,32 +781,138 @@ def rank_intervals(
         low = np.floor(np.percentile(drawn, 100 * ALPHA / 2, axis=0)).astype(int)
         high = np.ceil(np.percentile(drawn, 100 * (1 - ALPHA / 2), axis=0)).astype(int)
         method = (
-            f"each agent's rank interval on its own (not all at once), over {resamples} resamples of "
-            f"{len(paper_ids)} papers, seed {seed}"
+            f"each agent's rank interval on its own (not all at once; agents equal in truth are covered less "
+            f"often, docs/statistics.md), over {resamples} resamples of {len(paper_ids)} papers, seed {seed}"
         )
-    return [Rank(names[i], int(point[i]), int(low[i]), int(high[i]), method) for i in range(len(names))]
+    return [Rank(names[i], int(point[i]), int(low[i]), int(high[i]), method, warning) for i in range(len(names))]
 
 
-def _joint_ranks(means: np.ndarray, has: np.ndarray, sign: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _joint_ranks(
+    means: np.ndarray, has: np.ndarray, sign: float, seed: int
+) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, float]], bool]:
     """Simultaneous rank bounds from the pairwise paired tests (:func:`rank_intervals`): agents x
-    papers ``means`` where ``has``; ``sign`` -1 when higher is better."""
+    papers ``means`` where ``has``; ``sign`` -1 when higher is better. Also the pairs shown apart
+    whose differences are skewed (:func:`skewed`), with their skewness, and whether any pair was
+    shown apart (none: every interval is every rank, which holds whatever the shape)."""
     k = len(means)
     tests: list[tuple[int, int, float, float]] = []
+    differences = {}
     for i in range(k):
         for j in range(i + 1, k):
             both = has[i] & has[j]
-            d = sign * (means[j, both] - means[i, both])  # > 0: j ranks below i
+            d = differences[i, j] = sign * (means[j, both] - means[i, both])  # > 0: j ranks below i
             p = sign_flip_p(d, seed) if both.sum() > 0 else 1.0
             tests.append((i, j, float(d.mean()) if both.any() else 0.0, p))
+    low, high, shown = _bounds_from_tests(tests, k)
+    skews = {pair: skewed(differences[pair], len(shown)) for pair in sorted(shown)}
+    return low, high, [(i, j, g) for (i, j), g in skews.items() if g is not None], bool(shown)
+
+
+def _bounds_from_tests(
+    tests: list[tuple[int, int, float, float]], k: int
+) -> tuple[np.ndarray, np.ndarray, set[tuple[int, int]]]:
+    """Rank bounds of ``k`` agents from the tests of their pairs (i, j, mean difference, p; a
+    difference > 0 puts j below i), Holm-adjusted over the pairs: an agent ranks no better than
+    1 + the agents shown above it and no worse than k - the agents shown below it. Also the
+    pairs shown apart: only their tests make a claim that a skewed pair can make false."""
     adjusted = holm([p for *_, p in tests])
     better = np.zeros(k, int)  # how many agents are shown to rank above each
     worse = np.zeros(k, int)
+    shown = set()
     for (i, j, mean_d, _), p_holm in zip(tests, adjusted, strict=True):
         if p_holm is not None and p_holm <= ALPHA and mean_d != 0:
             above, below = (i, j) if mean_d > 0 else (j, i)
             better[below] += 1
             worse[above] += 1
-    return 1 + better, k - worse
+            shown.add((i, j))
+    return 1 + better, k - worse, shown
+
+
+@dataclass(frozen=True)
+class _FixedRanks:
+    low: list[int | None]
+    high: list[int | None]
+    method: str
+    warning: str | None
+
+
+def _fixed_ranks(cells: list[list[list[float]]], sign: float, draws: int, seed: int, simultaneous: bool) -> _FixedRanks:
+    """Rank intervals about exactly these papers from each agent's runs on each paper (agents x
+    papers lists): only the runs vary. Each agent's interval: the 2.5% and 97.5% points of its
+    rank over ``draws`` draws of every paper mean from a normal with its runs' spread over its
+    runs (each agent and paper its own spread, as :func:`fixed_paper_interval`). Simultaneous:
+    every pair tested on those spreads (the t test of the difference of the two means over the
+    papers both have, Satterthwaite's degrees of freedom), Holm's adjustment over the pairs. A
+    cell with one run borrows its agent's pooled spread (all agents' when the agent never repeats
+    a run), with a warning; no paper with two runs, or runs that never differ: no interval."""
+    k, n = len(cells), len(cells[0]) if cells else 0
+    overall = _pooled_within([c for row in cells for c in row if c])
+    overall_df = sum(len(c) - 1 for row in cells for c in row if c)
+    kind = "rank intervals that hold for every agent at once" if simultaneous else "each agent's rank interval"
+    if overall is None:
+        why = "one run per paper for every agent: the spread of runs within a paper is unknown"
+        return _FixedRanks([None] * k, [None] * k, f"{FIXED}: {kind}: none", why)
+    if no_spread(np.array([v for row in cells for c in row for v in c]), math.sqrt(overall)):
+        why = "no run differs from its paper's other runs: no spread to build a rank interval from"
+        return _FixedRanks([None] * k, [None] * k, f"{FIXED}: {kind}: none", why)
+    own = [_pooled_within([c for c in row if c]) for row in cells]
+    pooled: list[float] = [overall if o is None else o for o in own]
+    pooled_df = [overall_df if o is None else sum(len(c) - 1 for c in row) for o, row in zip(own, cells, strict=True)]
+    mean = np.full((k, n), np.nan)
+    var = np.full((k, n), np.nan)  # the variance of each cell's mean
+    df = np.ones((k, n), np.int64)  # the degrees of freedom of that variance
+    for a, row in enumerate(cells):
+        for q, c in enumerate(row):
+            if c:
+                repeated = len(c) > 1
+                mean[a, q] = np.mean(c)
+                var[a, q] = (float(np.var(c, ddof=1)) if repeated else pooled[a]) / len(c)
+                df[a, q] = len(c) - 1 if repeated else max(1, pooled_df[a])
+    single = sum(1 for row in cells for c in row if len(c) == 1)
+    warning = None
+    if single:
+        warning = (
+            f"{single} agent-paper cells have one run: their spread cannot be estimated and is taken as the pooled "
+            f"spread of the runs that repeat (the agent's own where it has some; {FIXED})"
+        )
+    if simultaneous:
+        tests = []
+        for i in range(k):
+            for j in range(i + 1, k):
+                both = ~np.isnan(mean[i]) & ~np.isnan(mean[j])
+                m = int(both.sum())
+                if not m:
+                    tests.append((i, j, 0.0, 1.0))
+                    continue
+                d = sign * float((mean[j, both] - mean[i, both]).mean())
+                terms = np.concatenate([var[i, both], var[j, both]]) / m**2
+                dfs = np.concatenate([df[i, both], df[j, both]])
+                total = float(terms.sum())
+                if total <= 0:
+                    tests.append((i, j, d, 0.0 if d else 1.0))
+                    continue
+                kept = terms > 0
+                t_df = max(1, int(total**2 / float((terms[kept] ** 2 / dfs[kept]).sum())))
+                tests.append((i, j, d, 1.0 - t_cdf_two_sided(abs(d) / math.sqrt(total), t_df)))
+        low, high, _ = _bounds_from_tests(tests, k)
+        method = (
+            f"{FIXED}: rank intervals that hold for every agent at once: the t test of all {len(tests)} pairs of "
+            f"agents on each paper's spread of runs over {n} papers (Satterthwaite's df), Holm's adjustment"
+        )
+        return _FixedRanks([int(x) for x in low], [int(x) for x in high], method, warning)
+    rng = np.random.default_rng(seed)
+    draw = mean[None] + rng.standard_normal((draws, k, n)) * np.sqrt(np.nan_to_num(var))[None]
+    score = np.nanmean(draw, axis=2)
+    order = np.argsort(sign * score, axis=1, kind="stable")
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(1, k + 1)[None, :].repeat(draws, 0), axis=1)
+    low = np.floor(np.percentile(ranks, 100 * ALPHA / 2, axis=0)).astype(int)
+    high = np.ceil(np.percentile(ranks, 100 * (1 - ALPHA / 2), axis=0)).astype(int)
+    method = (
+        f"{FIXED}: each agent's rank interval on its own, over {draws} draws of its paper means from each "
+        f"paper's spread of runs ({n} papers kept), seed {seed}"
+    )
+    return _FixedRanks([int(x) for x in low], [int(x) for x in high], method, warning)
 
 
 # -- power -----------------------------------------------------------------------------------------

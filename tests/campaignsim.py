@@ -15,13 +15,19 @@ benchmark produces and those the first intervals were found failing on:
   (mean 0.968, a long left tail), each run a little below its paper's mean (|N(0, 0.01)|), none
   exactly at 1: skewed and close to a bound without sitting on it;
 - ``skewed08`` / ``skewed05``: steps, paper means log-normal (sigma 0.8 or 0.5) around 30, runs
-  log-normal (sigma 0.2) around their paper's mean: positive and unbounded above.
+  log-normal (sigma 0.2) around their paper's mean: positive and unbounded above;
+- ``rarebad``: a rare bad paper away from the bounds: paper means ~ N(0.7, 0.05), but one paper
+  in twenty at 0.1; runs +- 0.03 (true mean 0.67).
 
 Paired designs give the papers' true differences B - A and pairs around them (SD 0.05):
 
 - ``paired-normal``: differences ~ N(0, 0.10), 3 pairs per paper;
 - ``paired-unbalanced``: the same with 1 to 6 pairs;
-- ``paired-asymmetric``: +0.30 on a quarter of the papers, -0.10 on the rest (mean 0).
+- ``paired-asymmetric``: +0.30 on a quarter of the papers, -0.10 on the rest (mean 0);
+- ``paired-lognormal``: strongly skewed effects, 0.1 (exp(N(0, 1)) - e^0.5) (mean 0, skewness 6.2).
+
+``run_spread_campaign`` gives papers whose runs vary unequally (``--fixed-papers``), and
+``skewed_gain_agents`` agents of which two are equal in truth (the rank intervals' designs).
 
 ``effect`` shifts every paper's difference (power); 0 is the null (size).
 """
@@ -58,12 +64,14 @@ DESIGNS = {
         ),
         Design("skewed08", 30.0, (0.0, None), "steps, paper means log-normal sigma 0.8"),
         Design("skewed05", 30.0, (0.0, None), "steps, paper means log-normal sigma 0.5"),
+        Design("rarebad", 0.95 * 0.7 + 0.05 * 0.1, (0.0, 1.0), "paper means ~ N(0.7, 0.05), 1 in 20 at 0.1"),
     ]
 }
 PAIRED = {
     "paired-normal": "paper differences ~ N(0, 0.10), 3 pairs",
     "paired-unbalanced": "paper differences ~ N(0, 0.10), 1-6 pairs",
     "paired-asymmetric": "+0.30 on a quarter of papers, -0.10 on the rest (mean 0), 3 pairs",
+    "paired-lognormal": "0.1 (exp(N(0, 1)) - e^0.5): skewness 6.2, mean 0, 3 pairs",
 }
 PAPERS = (2, 3, 5, 8, 12, 18)
 
@@ -88,6 +96,9 @@ def campaign(rng: np.random.Generator, design: str, papers: int) -> tuple[list[s
     elif design == "nearceiling":
         theta = rng.beta(12, 0.4, papers)
         values = [np.clip(t - np.abs(rng.normal(0, 0.01, int(r))), 0, 1) for t, r in zip(theta, runs, strict=True)]
+    elif design == "rarebad":
+        theta = np.where(rng.random(papers) < 0.05, 0.1, rng.normal(0.7, 0.05, papers))
+        values = [np.clip(t + rng.normal(0, 0.03, int(r)), 0, 1) for t, r in zip(theta, runs, strict=True)]
     elif design in ("skewed08", "skewed05"):
         sigma = 0.8 if design == "skewed08" else 0.5
         means = 30 * np.exp(rng.normal(0, sigma, papers) - sigma**2 / 2)
@@ -105,6 +116,8 @@ def paired_campaign(rng: np.random.Generator, design: str, papers: int, effect: 
         truth = rng.normal(0, 0.10, papers)
     elif design == "paired-asymmetric":
         truth = np.where(rng.random(papers) < 0.25, 0.30, -0.10)
+    elif design == "paired-lognormal":
+        truth = 0.1 * (np.exp(rng.normal(0, 1, papers)) - np.exp(0.5))
     else:
         raise ValueError(f"no paired design {design!r}")
     truth = truth + effect
@@ -122,3 +135,51 @@ def equal_agents(rng: np.random.Generator, agents: int, papers: int) -> tuple[li
     ]
     a, p, v = zip(*rows, strict=True)
     return list(a), list(p), list(v)
+
+
+RUN_SPREADS = {
+    "equal spreads": "every paper's runs +- 0.05, 3 runs",
+    "one erratic paper": "one paper's runs +- 0.40, the rest +- 0.05, 3 runs",
+    "noisy papers kept one run": "a quarter of the papers +- 0.40 with 1 run, the rest +- 0.05 with 3",
+}
+
+
+def run_spread_campaign(rng: np.random.Generator, design: str, papers: int) -> tuple[list[str], list[float], float]:
+    """(paper of each pair, its difference, the mean of these papers' true differences): papers
+    whose true differences ~ N(0.05, 0.10) are fixed once drawn, and whose runs vary unequally
+    (``RUN_SPREADS``): the estimand of ``--fixed-papers`` is the mean over these papers."""
+    effects = rng.normal(0.05, 0.10, papers)
+    sd, runs = np.full(papers, 0.05), np.full(papers, 3)
+    if design == "one erratic paper":
+        sd[0] = 0.40
+    elif design == "noisy papers kept one run":
+        noisy = np.arange(papers) < max(1, papers // 4)
+        sd[noisy], runs[noisy] = 0.40, 1
+    elif design != "equal spreads":
+        raise ValueError(f"no run-spread design {design!r}")
+    trees = [f"p{i}" for i, r in enumerate(runs) for _ in range(int(r))]
+    values = [float(v) for e, s, r in zip(effects, sd, runs, strict=True) for v in e + rng.normal(0, s, int(r))]
+    return trees, values, float(effects.mean())
+
+
+RANK_TIES = {
+    "4 agents 0.1 apart and a fifth equal to the second, its gains over it skewed": True,
+    "4 agents 0.1 apart and a fifth equal to the second, its gains over it symmetric": False,
+}
+
+
+def skewed_gain_agents(rng: np.random.Generator, papers: int, skewed: bool) -> tuple[list, list, list, list]:
+    """(agent, paper, value) of agents a0..a3 0.1 apart (a3 best) with a shared paper difficulty,
+    and a4, equal in truth to a2, whose gain over a2 on each paper is 0.1 (exp(N(0, 1)) - e^0.5)
+    (``skewed``) or N(0, 0.1): most papers a little worse, a few far better. Also each agent's
+    true ranks as (best, worst) (a2 and a4 share ranks 2 and 3)."""
+    difficulty = rng.normal(0, 0.1, papers)
+    truth = [0.4, 0.5, 0.6, 0.7]
+    rows = []
+    for k, mean in enumerate(truth):
+        rows += [(f"a{k}", f"p{p}", float(mean + difficulty[p] + rng.normal(0, 0.05))) for p in range(papers)]
+    gains = 0.1 * (np.exp(rng.normal(0, 1, papers)) - np.exp(0.5)) if skewed else rng.normal(0, 0.1, papers)
+    rows += [("a4", f"p{p}", float(0.6 + difficulty[p] + gains[p] + rng.normal(0, 0.05))) for p in range(papers)]
+    a, p, v = zip(*rows, strict=True)
+    ranks = [(5, 5), (4, 4), (2, 3), (1, 1), (2, 3)]
+    return list(a), list(p), list(v), ranks

@@ -13,7 +13,7 @@ import pytest
 from inquitree import stats
 from inquitree.stats import holm, mean_interval, paired_test, papers_needed, rank_intervals
 
-from campaignsim import DESIGNS, campaign, paired_campaign
+from campaignsim import DESIGNS, campaign, paired_campaign, run_spread_campaign
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -83,6 +83,38 @@ def test_papers_at_a_bound_get_the_score_interval_by_hand():
         mean_interval(list("abc"), [0.5, 1.5, 0.2], bounds=(0, 1))
 
 
+def test_papers_closer_than_one_paper_can_pull_are_warned_away_from_the_bounds():
+    """A rare bad paper away from the bounds (``rarebad``: 1 paper in 20 at 0.1, the rest near
+    0.7): when none is drawn the papers agree closely and the interval, narrower than one paper's
+    pull, misses the true mean; such rows are warned, and papers that spread as widely as
+    ``normal``'s are not. The warning is what one more paper at the far end would do."""
+    close = [0.68, 0.71, 0.7, 0.66, 0.73, 0.69, 0.72, 0.7]
+    r = mean_interval(list("abcdefgh"), close, bounds=(0, 1))
+    pull = np.mean(close) / 9  # one more paper at 0 among 9
+    assert r.estimate - r.low < pull
+    assert r.warning.startswith(f"one more paper at 0 would move the mean by {pull:.3g}, past the interval's")
+    spread = [0.3, 0.55, 0.7, 0.45, 0.6, 0.35, 0.5, 0.65]
+    assert mean_interval(list("abcdefgh"), spread, bounds=(0, 1)).warning is None
+    # On a scale of its own the pull is in the metric's units.
+    scaled = mean_interval(list("abcdefgh"), [10 * v for v in close], bounds=(0, 10))
+    assert f"by {10 * pull:.3g}," in scaled.warning
+
+
+def test_skew_correction_stops_where_halls_transformation_turns_flat():
+    """One paper far above seven alike (skewness 1.8): Hall's inverse past its flat point put the
+    upper end at 1, admitting every paper at 1 when seven sit at 0.5. The end stops at mean + 3s/g."""
+    x = np.array([0.5, 0.52, 0.48, 0.5, 0.51, 0.49, 0.5, 0.95])
+    low, high = stats.skew_corrected(x)
+    g = stats.skewness(x)
+    assert high == pytest.approx(x.mean() + 3 * x.std(ddof=1) / g)
+    assert 0.69 < high < 0.85
+    symmetric = np.array([0.3, 0.5, 0.45, 0.55, 0.42, 0.48, 0.6, 0.7])
+    t_half = stats.t_quantile(0.975, 7) * symmetric.std(ddof=1) / math.sqrt(8)
+    assert stats.skew_corrected(symmetric) == pytest.approx(
+        (symmetric.mean() - t_half, symmetric.mean() + t_half), abs=0.01
+    )
+
+
 def test_skewed_means_near_a_bound_get_the_skew_corrected_hull():
     """A strong agent that fails badly on one paper, none exactly at 1: the t interval is
     symmetric around 0.93; the printed one reaches further down, towards the tail, than up."""
@@ -93,7 +125,8 @@ def test_skewed_means_near_a_bound_get_the_skew_corrected_hull():
     assert "widened by the skew-corrected t interval" in r.method
     # 0.93 is within 1/8 of 1: a rarer failure than 8 papers can show would move it further.
     assert r.warning.startswith("the mean is within 1/8 of the range's end 1, which no paper reaches")
-    assert mean_interval(list("abcdefgh"), [0.8, 0.7, 0.75, 0.85, 0.6, 0.8, 0.7, 0.75], bounds=(0, 1)).warning is None
+    away = mean_interval(list("abcdefgh"), [0.8, 0.7, 0.75, 0.85, 0.6, 0.8, 0.7, 0.75], bounds=(0, 1))
+    assert "within 1/8" not in away.warning  # 0.74 is not near 1; what it gets is the next test's warning
     assert r.low < x.mean() - t_half and r.high == 1.0
     assert (r.low, r.high) == pytest.approx((min(stats.score_interval(x)[0], stats.skew_corrected(x)[0]), 1.0))
 
@@ -112,8 +145,18 @@ def test_skew_correction_is_the_t_interval_on_symmetric_papers_and_inverts_halls
         return t + gamma * t**2 / 3 + gamma**2 * t**3 / 27 + gamma / (6 * n)
 
     low, high = stats.skew_corrected(y)
-    assert g((mean - low) / s) == pytest.approx(q) and g((mean - high) / s) == pytest.approx(-q)
+    assert g((mean - low) / s) == pytest.approx(q)
+    # Above, -q is below the value g takes where it is flat (t = -3 / gamma, g = -1 / gamma +
+    # gamma / 6n): the end stops there instead of running off.
+    assert g(-3 / gamma) > -q and high == pytest.approx(mean + 3 * s / gamma)
     assert high - mean > mean - low  # the long tail is above
+    z = np.array([0.3, 0.32, 0.35, 0.4, 0.5, 0.31, 0.36, 0.45, 0.33, 0.38])  # milder: no cap
+    zm, zs = z.mean(), z.std(ddof=1)
+    zg, zq = ((z - zm) ** 3).mean() / zs**3, stats.t_quantile(0.975, 9) / math.sqrt(10)
+    assert 1 + zg * (-zq - zg / 60) > 0
+    z_high = stats.skew_corrected(z)[1]
+    zt = (zm - z_high) / zs
+    assert zt + zg * zt**2 / 3 + zg**2 * zt**3 / 27 + zg / 60 == pytest.approx(-zq)
 
 
 def test_bounded_intervals_hold_for_two_point_data_by_brute_force():
@@ -327,14 +370,18 @@ def test_paired_test_size_on_a_symmetric_null():
 
 
 def test_fixed_papers_speak_of_the_runs_only_by_hand():
-    # Papers a (0.1, 0.3), b (0.5, 0.6), c (0.9, 0.8): runs differ from their paper's mean by
-    # +-0.1, +-0.05, +-0.05: pooled variance (0.02 + 0.005 + 0.005) / 3 = 0.01; the mean of three
-    # paper means has SE sqrt(0.01 x 3 / 2) / 3 = 0.040825 and t_{3, 0.975} = 3.18245.
+    # Papers a (0.1, 0.3), b (0.5, 0.6), c (0.9, 0.8): each paper's own run variance 0.02, 0.005,
+    # 0.005, over its 2 runs and 3^2: 0.0011111 + 2 x 0.00027778 = 0.0016667, SE 0.040825;
+    # Satterthwaite's df 0.0016667^2 / (0.0011111^2 + 2 x 0.00027778^2) = 2 (one df each), so
+    # t_{2, 0.975} = 4.30265: a paper carrying most of the spread leaves few df.
     papers, values = ["a", "a", "b", "b", "c", "c"], [0.1, 0.3, 0.5, 0.6, 0.9, 0.8]
     r = mean_interval(papers, values, bounds=(0, 1), population="these")
     assert r.se == pytest.approx(0.040825, abs=1e-6)
-    assert r.high - r.estimate == pytest.approx(3.18245 * 0.040825, abs=1e-5)
-    assert r.method.startswith("about these papers only: t interval on the spread of 6 runs within 3 papers (3 df)")
+    assert r.high - r.estimate == pytest.approx(4.30265 * 0.040825, abs=1e-5)
+    assert r.method.startswith(
+        "about these papers only: t interval on each paper's own spread of its runs (6 runs within 3 papers, "
+        "2 df by Welch-Satterthwaite)"
+    )
     # Papers like these (the default) spread far more: the paper means 0.2, 0.55, 0.85.
     assert mean_interval(papers, values, bounds=(0, 1)).method.startswith("about papers like these:")
     one_run = mean_interval(["a", "b", "c"], [0.1, 0.5, 0.9], population="these")
@@ -344,11 +391,13 @@ def test_fixed_papers_speak_of_the_runs_only_by_hand():
     trees, d = [f"p{i}" for i in range(6) for _ in range(3)], list(rng.normal(0.05, 0.1, 18))
     fixed = paired_test(trees, d, population="these")
     groups = [d[3 * i : 3 * i + 3] for i in range(6)]
-    pooled = sum(((np.array(g) - np.mean(g)) ** 2).sum() for g in groups) / 12
-    se = math.sqrt(pooled * 6 / 3) / 6
+    terms = [np.var(g, ddof=1) / 3 / 36 for g in groups]
+    se, df = math.sqrt(sum(terms)), int(sum(terms) ** 2 / sum(t * t / 2 for t in terms))
     assert fixed.se == pytest.approx(se) and fixed.estimate == pytest.approx(np.mean(d))
-    assert fixed.p == pytest.approx(1 - stats.t_cdf_two_sided(np.mean(d) / se, 12))
-    assert fixed.method.startswith("about these papers only: t test and interval on the spread of 18 pairs")
+    assert fixed.p == pytest.approx(1 - stats.t_cdf_two_sided(np.mean(d) / se, df))
+    assert fixed.method.startswith(
+        "about these papers only: t test and interval on each paper's own spread of its pairs"
+    )
     assert (fixed.low <= 0 <= fixed.high) == (fixed.p > 0.05)
     assert paired_test(trees, d).p_min == 2 / 2**6  # papers like these: six papers, 64 patterns
 
@@ -409,3 +458,81 @@ def test_the_near_bound_warning_says_how_many_papers_reach_the_bound():
     assert "no paper reaches" not in reached.warning
     none = mean_interval([f"p{i}" for i in range(10)], [0.96, 0.97, 0.98] * 3 + [0.99], bounds=(0, 1))
     assert none.warning and "which no paper reaches" in none.warning
+
+
+def test_fixed_papers_give_each_paper_its_own_run_spread():
+    """`--fixed-papers` with one erratic paper among eight: pooling the runs' spread gave it 7 df
+    it did not have and held less often; each paper's own spread with Satterthwaite's df holds.
+    Noisy papers that kept one run cannot show their spread: those rows are warned."""
+    rng = np.random.default_rng(3)
+    held = 0
+    for _ in range(300):
+        trees, d, truth = run_spread_campaign(rng, "one erratic paper", 8)
+        r = paired_test(trees, d, population="these")
+        held += r.low <= truth <= r.high
+        assert r.warning is None
+    assert held / 300 >= 0.92
+    trees, d, _ = run_spread_campaign(rng, "noisy papers kept one run", 8)
+    r = paired_test(trees, d, population="these")
+    assert r.warning.startswith("2 of 8 papers have one pair: their spread cannot be estimated")
+    assert mean_interval(trees, d, population="these").warning.startswith("2 of 8 papers have one run")
+
+
+def test_paired_rows_from_30_papers_are_warned_by_skewed_data():
+    """From 30 papers the count no longer warns; strongly skewed differences do (log-normal
+    effects, where the test rejected 10-12% of true nulls), symmetric ones mostly do not."""
+    rng = np.random.default_rng(4)
+    lognormal = [paired_test(*paired_campaign(rng, "paired-lognormal", 40)) for _ in range(40)]
+    normal = [paired_test(*paired_campaign(rng, "paired-normal", 40)) for _ in range(40)]
+    assert sum(r.warning is not None and "differences are skewed" in r.warning for r in lognormal) >= 36
+    assert sum(r.warning is not None for r in normal) <= 4
+    d = np.array([-0.1] * 29 + [2.9])  # 30 papers, one carrying the whole effect
+    r = paired_test([f"p{i}" for i in range(30)], list(d))
+    assert f"skewness {stats.skewness(d):.2f}" in r.warning and r.low is not None
+    assert stats.skew_limit(30) == pytest.approx(1.959964 * math.sqrt(6 / 30), abs=1e-6)
+
+
+def test_joint_ranks_say_their_condition_and_name_skewed_pairs():
+    """Simultaneous rank intervals hold when each pair's differences are symmetric: below 30 papers
+    a table where some pair is shown apart says so; from 30, a skewed pair shown apart is named;
+    when no pair is shown apart every interval is every rank and nothing needs saying."""
+    papers = [f"p{i}" for i in range(8)]
+    base = np.linspace(0.2, 0.6, 8)
+    agents = ["a"] * 8 + ["b"] * 8
+    apart = rank_intervals(agents, papers * 2, list(base + 0.2) + list(base), simultaneous=True)
+    assert apart[0].warning.startswith("8 papers: the intervals hold for every agent at once if each pair's")
+    assert "spread symmetrically over papers" in apart[0].method
+    together = rank_intervals(agents, papers * 2, list(base) + list(base[::-1]), simultaneous=True)
+    assert [(r.low, r.high) for r in together] == [(1, 2), (1, 2)] and together[0].warning is None
+    many = [f"p{i}" for i in range(40)]
+    gains = np.array([0.05] * 36 + [1.0] * 4)  # b ahead on every paper, by far on four
+    skewed = rank_intervals(["a"] * 40 + ["b"] * 40, many * 2, [0.5] * 40 + list(0.5 + gains), simultaneous=True)
+    assert "the differences of a and b" in skewed[0].warning
+    even = rank_intervals(["a"] * 40 + ["b"] * 40, many * 2, [0.5] * 40 + [0.6] * 20 + [0.7] * 20, simultaneous=True)
+    assert even[0].warning is None
+
+
+def test_fixed_paper_ranks_keep_the_papers():
+    """About exactly these papers a rank interval does not resample papers: each agent's paper
+    means are drawn from their runs' spread. Two agents apart by far more than their runs vary
+    are certain; equal ones could be either; one run per paper gives no interval, with a warning."""
+    rng = np.random.default_rng(6)
+    papers = [f"p{i}" for i in range(6) for _ in range(3)]
+    x = list(0.5 + rng.normal(0, 0.01, 18))
+    y = list(0.3 + rng.normal(0, 0.01, 18))
+    found = rank_intervals(["x"] * 18 + ["y"] * 18, papers * 2, x + y, population="these")
+    assert [(r.agent, r.low, r.high) for r in found] == [("x", 1, 1), ("y", 2, 2)]
+    assert found[0].method.startswith("about these papers only: each agent's rank interval on its own")
+    z = list(0.5 + rng.normal(0, 0.01, 18))
+    tied = rank_intervals(["x"] * 18 + ["z"] * 18, papers * 2, x + z, population="these")
+    assert all((r.low, r.high) == (1, 2) for r in tied)
+    for joint in (False, True):
+        one = rank_intervals(
+            ["x"] * 6 + ["y"] * 6, papers[::3] * 2, x[::3] + y[::3], population="these", simultaneous=joint
+        )
+        assert all(r.low is None and r.high is None for r in one)
+        assert one[0].warning.startswith("one run per paper for every agent")
+    joint = rank_intervals(
+        ["x"] * 18 + ["y"] * 18 + ["z"] * 18, papers * 3, x + y + z, population="these", simultaneous=True
+    )
+    assert [(r.agent, r.low, r.high) for r in joint] == [("x", 1, 2), ("y", 3, 3), ("z", 1, 2)]
