@@ -62,7 +62,7 @@ def output_options(f):
 
 
 def fixed_papers_option(f):
-    """--fixed-papers: intervals and tests about exactly these papers (DECISIONS #27)."""
+    """--fixed-papers: intervals and tests about exactly these papers (docs/DECISIONS.md #26)."""
     return click.option(
         "--fixed-papers",
         is_flag=True,
@@ -75,7 +75,10 @@ def joint_ranks_option(f):
     return click.option(
         "--joint-ranks",
         is_flag=True,
-        help="Rank intervals that hold for every agent at once (simultaneous), not each agent's on its own.",
+        help=(
+            "Rank intervals that hold for every agent at once (simultaneous), not each agent's on its own, "
+            "when each pair's differences spread symmetrically over papers (rows warn when that is not shown)."
+        ),
     )(f)
 
 

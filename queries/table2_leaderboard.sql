@@ -8,7 +8,8 @@
 -- skew-corrected t interval unless a fifth of the papers sit at 0 or 1; none below 3 papers. *_se, *_ci_low, *_ci_high; interval_method and interval_warning say which and why.
 -- papers and episodes count what the conclusion score rests on. rank, rank_low and rank_high: the
 -- agent's rank by conclusion score among the agents of its judge and the 95% interval of that rank
--- over resampled papers (rank_ci, stats.rank_intervals). judge_validity and matcher_validity: how well
+-- over resampled papers (rank_ci, stats.rank_intervals; with --fixed-papers, over draws of each paper's
+-- runs, the papers kept). judge_validity and matcher_validity: how well
 -- the judge and the matcher that read these figures agree with careful readings of real agents, as
 -- measured (warehouse/instrument.py, DECISIONS #32), or "unmeasured". failed_verdicts: the judge's
 -- verdicts that failed (unusable output); an episode with one has no score and is left out of the
@@ -57,7 +58,7 @@ SELECT agent, judge_id, 0 AS randomness,  -- the level this table speaks of, sai
                                          'judge_flags` gives their causes)', unscored, played, failed_verdicts)
                         END,
                         'conclusion score: ' || q.warning, 'coverage: ' || c.warning,
-                        'own coverage: ' || oc.warning), '') AS interval_warning,
+                        'own coverage: ' || oc.warning, 'rank: ' || r.warning), '') AS interval_warning,
        c.method AS coverage_interval_method, r.method AS rank_method,
        judge_validity(judge_id) AS judge_validity, matcher_validity
 FROM boot LEFT JOIN ranked USING (agent, judge_id) LEFT JOIN matchers USING (agent, judge_id)

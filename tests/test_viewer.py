@@ -488,9 +488,9 @@ def test_the_first_page_never_waits_for_the_campaigns_to_be_folded(tmp_path, mon
 def test_the_viewer_shows_the_rank_intervals_and_population_it_was_started_with(sqlite_url, tmp_path):
     """`view --joint-ranks` and `--fixed-papers` set the statistics of the viewer's tables as they
     set `report`'s and `query`'s: the figures page's leaderboard says which rank intervals and
-    which population it shows, and the intervals are the ones asked for (three papers cannot part
-    the oracle from the script, so jointly both could be first; about exactly these papers, one
-    run per paper leaves no spread to build an interval from)."""
+    which population it shows, and the intervals are the ones asked for (about exactly these
+    papers the ranks do not resample papers, and runs that never differ leave no spread to build
+    an interval from, for the means or the ranks)."""
     import urllib.request
 
     from test_compare import _log
@@ -509,9 +509,11 @@ def test_the_viewer_shows_the_rank_intervals_and_population_it_was_started_with(
         urllib.request.urlopen(base + "/figures", timeout=60) as r,
     ):
         joint = leaderboard(r.read().decode())
-    assert "rank method (every row): rank intervals that hold for every agent at once" in joint
-    assert "<td>1 [1, 2]</td>" in joint and "<td>2 [1, 2]</td>" in joint
-    assert "about these papers only" in joint and "papers like these" not in joint
+    assert "rank method (every row): about these papers only: rank intervals that hold for every agent at once" in joint
+    # About exactly these papers only the runs vary, and these runs never differ: no rank interval.
+    assert "<td>oracle</td><td>1.00 [no interval]</td><td>1</td>" in joint  # a rank, no interval
+    assert "rank: no run differs from its paper&#x27;s other runs: no spread to build a rank interval from" in joint
+    assert "papers like these" not in joint
 
 
 def test_the_viewers_figures_and_lists_read_the_episodes_query_reads(tmp_path):

@@ -13,7 +13,8 @@ Registered on every connection (``register``), each taking lists gathered per gr
   same papers (Fig. 3b's relative change), the same way;
 - ``paired_ci(trees, differences)``: ``stats.paired_test``: the sign-flip p-value, the smallest p
   the papers allow and the interval that inverts the test;
-- ``rank_ci(agents, trees, values)``: ``stats.rank_intervals``, a list of (agent, rank, low, high).
+- ``rank_ci(agents, trees, values)``: ``stats.rank_intervals``, a list of (agent, rank, low, high,
+  method, warning), about the settings' population.
 
 Each interval is a struct: ``estimate``, ``se``, ``ci_low``, ``ci_high``, ``papers``,
 ``episodes``, ``method`` and ``warning`` (NULL when none; then ``ci_low``/``ci_high`` may be NULL
@@ -59,6 +60,7 @@ _RANKS = pa.list_(
             ("rank_low", pa.int32()),
             ("rank_high", pa.int32()),
             ("method", pa.string()),
+            ("warning", pa.string()),
         ]
     )
 )
@@ -82,7 +84,7 @@ class Settings:
     resamples: int = 2000
     seed: int = 0
     point_only: bool = False  # estimates without intervals: the baseline of bench/intervals.py
-    population: str = "papers"  # papers like these | these: exactly these papers (DECISIONS #27)
+    population: str = "papers"  # papers like these | these: exactly these papers (docs/DECISIONS.md #26)
     joint_ranks: bool = False  # rank intervals that hold for every agent at once
 
     @classmethod
@@ -200,9 +202,18 @@ class Settings:
         if agents is None or trees is None or values is None or self.point_only:
             return None
         a, t, v = (x.to_pylist() if isinstance(x, pa.Array) else list(x) for x in (agents, trees, values))
-        found = stats.rank_intervals(a, t, v, resamples=self.resamples, seed=self.seed, simultaneous=self.joint_ranks)
+        found = stats.rank_intervals(
+            a, t, v, resamples=self.resamples, seed=self.seed, simultaneous=self.joint_ranks, population=self.population
+        )
         return [
-            {"agent": r.agent, "rank": r.rank, "rank_low": r.low, "rank_high": r.high, "method": r.method}
+            {
+                "agent": r.agent,
+                "rank": r.rank,
+                "rank_low": r.low,
+                "rank_high": r.high,
+                "method": r.method,
+                "warning": r.warning,
+            }
             for r in found
         ]
 
