@@ -388,7 +388,7 @@ def _fitting(df):
             cells = [len(f"{v:.4f}") for v in col.drop_nulls().to_list()]
         else:
             cells = [len(str(v)) for v in col.drop_nulls().to_list()]
-        need = max([len(name), 4, *cells]) + 3  # a cell's padding and its border
+        need = max([len(name), *cells]) + 3  # a cell's padding and its border (no dtype line is drawn)
         if keep and used + need > width:
             break
         keep.append(name)
@@ -479,7 +479,7 @@ def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, spre
         # p and Holm's p off an 80-column screen.
         said: set[str] = set()
         for k, (a, b) in enumerate(pairs):
-            echo(("" if k == 0 else "\n") + f"{b} - {a}:")
+            echo(("" if k == 0 else "\n") + f"B - A = {b} - {a}:")
             pair = rows.filter((rows["agent_a"] == a) & (rows["agent_b"] == b)).drop("agent_a", "agent_b")
             _emit(pair, fmt, out, columns, said=said)
     else:

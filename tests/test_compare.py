@@ -439,12 +439,16 @@ def test_three_agents_compare_in_one_table_per_pair_that_fits_80_columns(sqlite_
     lines = out.stdout.splitlines()
     assert max(len(ln) for ln in lines if not ln.startswith("judge_id")) <= 80
     assert [ln for ln in lines if ln.endswith(":") and " - " in ln] == [
-        "script - oracle:",
-        "random - oracle:",
-        "random - script:",
+        "B - A = script - oracle:",
+        "B - A = random - oracle:",
+        "B - A = random - script:",
     ]
     headers = [ln for ln in lines if ln.startswith("│ #")]
-    assert len(headers) == 3 and all(all(name in h for name in ("difference", "p_value", "p_holm")) for h in headers)
+    named = ("difference", "p_value", "p_holm", "means A → B")  # both agents' means fit, in one cell
+    assert len(headers) == 3 and all(all(name in h for name in named) for h in headers)
+    assert not any("do not fit" in ln for ln in lines)
+    means = [ln for ln in lines if ln.startswith("│ 1 ┆ conclusion_score")]
+    assert all("1.00 → " in ln for ln in means[:2])  # the oracle, A of its pairs, first
     assert sum(ln.startswith("interval method (every row)") for ln in lines) == 1  # said once
     # and every later table points to the notes it shares with the first
     assert sum(ln.startswith("(") and "as under the first table" in ln for ln in lines) == 2

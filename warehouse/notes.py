@@ -65,6 +65,12 @@ def readable(df, width: int | None = 100):
         dropped |= {"rank_low", "rank_high"}
     if "failed_verdicts" in columns and not any(df["failed_verdicts"].to_list()):
         dropped.add("failed_verdicts")  # shown beside the score only when a verdict failed
+    if {"mean_a", "mean_b"} <= set(columns):  # both agents' means in one cell, A's first as in B - A
+        dropped |= {"mean_a", "mean_b"}
+        out[MEANS] = [
+            "" if a is None and b is None else f"{_number(a)} → {_number(b)}"
+            for a, b in zip(df["mean_a"].to_list(), df["mean_b"].to_list(), strict=True)
+        ]
     for c in columns:
         if c in dropped or c.endswith(NOTE_COLUMNS):
             continue
@@ -105,6 +111,14 @@ def readable(df, width: int | None = 100):
     return table.drop(same + empty), above, row_notes(df, width)
 
 
+# Both agents' means of a comparison, in one cell: two columns cost an 80-column screen one of them.
+MEANS = "means A → B"
+
+
+def _number(v: float | None) -> str:
+    return "none" if v is None else f"{v:.{_digits([v])}f}"
+
+
 # Headers whose values are short: the table a person reads names them shortly (the randomness
 # level a is one digit, and its ten-letter header cost an 80-column screen the Holm's p column).
 SHORT = {"randomness": "level", "lower_bound": "3n", "upper_bound": "n(2H+3)"}
@@ -116,6 +130,7 @@ NUMBERS_FIRST = (
     "rank",
     "p_value",
     "p_holm",
+    MEANS,
     "mean_steps",
     "lower_bound",
     "upper_bound",
