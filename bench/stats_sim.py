@@ -39,6 +39,7 @@ import sys
 import time
 import zlib
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -46,7 +47,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from inquitree import stats
 
-from campaignsim import DESIGNS, PAIRED, PAPERS, campaign, equal_agents, paired_campaign
+from campaignsim import (
+    DESIGNS,
+    PAIRED,
+    PAPERS,
+    RANK_TIES,
+    RUN_SPREADS,
+    campaign,
+    equal_agents,
+    paired_campaign,
+    run_spread_campaign,
+    skewed_gain_agents,
+)
 
 
 def _old(path: str | None):
@@ -58,6 +70,19 @@ def _old(path: str | None):
     sys.modules["old_intervals"] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module.Bootstrap()
+
+
+def _prior(path: str | None):
+    """An older ``stats.py`` (``git show COMMIT:stats.py > FILE``), run on the same campaigns as
+    the shipped one for the before/after columns of the parts that name it; None without one."""
+    if not path:
+        return None
+    spec = importlib.util.spec_from_file_location("prior_stats", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["prior_stats"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def _t_interval(trees: list[str], values: list[float], bounds) -> tuple[float, float]:
@@ -84,7 +109,7 @@ def _hull(trees: list[str], values: list[float]) -> tuple[float, float]:
     return stats.score_and_skew(means)
 
 
-def intervals(campaigns: int, before) -> list[dict]:
+def intervals(campaigns: int, before, prior=None) -> list[dict]:
     rows = []
     for name, design in DESIGNS.items():
         for papers in PAPERS:
@@ -93,10 +118,17 @@ def intervals(campaigns: int, before) -> list[dict]:
             hull_widths = []
             widths, t_widths = [], []
             old_covered = old_zero = 0
+            prior_covered = prior_printed = prior_warned = 0
             t0 = time.perf_counter()
             for _ in range(campaigns):
                 trees, values = campaign(rng, name, papers)
                 r = stats.mean_interval(trees, values, design.bounds)
+                if prior is not None:
+                    o = prior.mean_interval(trees, values, design.bounds)
+                    prior_warned += o.warning is not None
+                    if o.low is not None:
+                        prior_printed += 1
+                        prior_covered += o.low <= design.truth <= o.high
                 warned += r.warning is not None
                 if r.low is not None and r.high is not None:
                     printed += 1
@@ -139,6 +171,9 @@ def intervals(campaigns: int, before) -> list[dict]:
             if before is not None:
                 row["before_coverage"] = round(old_covered / campaigns, 4)
                 row["before_zero_width"] = round(old_zero / campaigns, 4)
+            if prior is not None:
+                row["prior_coverage"] = round(prior_covered / prior_printed, 4) if prior_printed else None
+                row["prior_warned"] = round(prior_warned / campaigns, 4)
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
     return rows
@@ -146,7 +181,7 @@ def intervals(campaigns: int, before) -> list[dict]:
 
 def paired(campaigns: int, before) -> list[dict]:
     rows = []
-    for name in PAIRED:
+    for name in (n for n in PAIRED if n != "paired-lognormal"):  # measured from 30 papers by skewed_null
         for papers in sorted(set(PAPERS) | {7, 9}):
             rng = np.random.default_rng(zlib.crc32(f"{name}/{papers}/paired".encode()))
             rejected = rejected_unwarned = unwarned = printed = covered = warned = 0
@@ -356,6 +391,142 @@ def fixed_papers(campaigns: int) -> list[dict]:
     return rows
 
 
+def fixed_spread(campaigns: int, prior=None) -> list[dict]:
+    """``--fixed-papers`` when the runs of some papers vary more than others' (``RUN_SPREADS``):
+    how often the paired interval about these papers holds the mean of their true differences,
+    how often a row is warned and how often an unwarned one holds; beside it, the same from
+    ``prior`` (the pooled spread it replaced)."""
+    rows = []
+    for design in RUN_SPREADS:
+        for papers in (8, 18):
+            rng = np.random.default_rng(zlib.crc32(f"{design}/{papers}/fixed".encode()))
+            held = printed = warned = unwarned = unwarned_held = 0
+            prior_held = prior_printed = prior_warned = 0
+            widths = []
+            for _ in range(campaigns):
+                trees, d, truth = run_spread_campaign(rng, design, papers)
+                r = stats.paired_test(trees, d, population="these")
+                warned += r.warning is not None
+                if r.low is not None and r.high is not None:
+                    printed += 1
+                    hit = r.low <= truth <= r.high
+                    held += hit
+                    widths.append(r.high - r.low)
+                    if r.warning is None:
+                        unwarned += 1
+                        unwarned_held += hit
+                if prior is not None:
+                    o = prior.paired_test(trees, d, population="these")
+                    prior_warned += o.warning is not None
+                    if o.low is not None:
+                        prior_printed += 1
+                        prior_held += o.low <= truth <= o.high
+            row = {
+                "design": design,
+                "what": RUN_SPREADS[design],
+                "papers": papers,
+                "campaigns": campaigns,
+                "coverage": round(held / printed, 4) if printed else None,
+                "warned": round(warned / campaigns, 4),
+                "coverage_unwarned": round(unwarned_held / unwarned, 4) if unwarned else None,
+                "median_width": round(float(np.median(widths)), 4) if widths else None,
+            }
+            if prior is not None:
+                row["prior_coverage"] = round(prior_held / prior_printed, 4) if prior_printed else None
+                row["prior_warned"] = round(prior_warned / campaigns, 4)
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+SKEWED_NULL_PAPERS = (30, 40, 60, 100)
+
+
+def skewed_null(campaigns: int, prior=None) -> list[dict]:
+    """The paired test from 30 papers on, where only the data can warn: its size on strongly
+    skewed null effects (``paired-lognormal``) and on symmetric ones (``paired-normal``, where a
+    warning is a false alarm), the share of rows warned, the size among unwarned rows and the
+    share of campaigns with an unwarned rejection; beside it, ``prior``'s size and warnings."""
+    rows = []
+    for name in ("paired-lognormal", "paired-normal"):
+        for papers in SKEWED_NULL_PAPERS:
+            rng = np.random.default_rng(zlib.crc32(f"{name}/{papers}/skewed-null".encode()))
+            rejected = warned = unwarned = unwarned_rejected = prior_rejected = prior_warned = 0
+            t0 = time.perf_counter()
+            for _ in range(campaigns):
+                trees, diffs = paired_campaign(rng, name, papers)
+                r = stats.paired_test(trees, diffs)
+                hit = r.p is not None and r.p <= stats.ALPHA
+                rejected += hit
+                warned += r.warning is not None
+                if r.warning is None:
+                    unwarned += 1
+                    unwarned_rejected += hit
+                if prior is not None:
+                    o = prior.paired_test(trees, diffs)
+                    prior_rejected += o.p is not None and o.p <= stats.ALPHA
+                    prior_warned += o.warning is not None
+            row = {
+                "design": name,
+                "what": PAIRED[name],
+                "papers": papers,
+                "campaigns": campaigns,
+                "size": round(rejected / campaigns, 4),
+                "warned": round(warned / campaigns, 4),
+                "size_unwarned": round(unwarned_rejected / unwarned, 4) if unwarned else None,
+                "unwarned_rejections": round(unwarned_rejected / campaigns, 4),
+                "seconds": round(time.perf_counter() - t0, 1),
+            }
+            if prior is not None:
+                row["prior_size"] = round(prior_rejected / campaigns, 4)
+                row["prior_warned"] = round(prior_warned / campaigns, 4)
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+def rank_ties(campaigns: int) -> list[dict]:
+    """Rank intervals when two agents are equal in truth (``RANK_TIES``): an interval holds when
+    it spans every rank the agent can hold (both ranks the two share: [2, 2] says an agent ranks
+    above its equal, which is false). Per agent (each on its own) and all at once, for
+    the per-agent resampled intervals and the simultaneous ones, with the share of simultaneous
+    tables warned and how often an unwarned one holds."""
+    rows = []
+    for design, skewed in RANK_TIES.items():
+        for papers in (8, 12, 18, 30, 60):
+            rng = np.random.default_rng(zlib.crc32(f"{design}/{papers}".encode()))
+            held = np.zeros(5)
+            at_once = {False: 0, True: 0}
+            warned = unwarned = unwarned_held = 0
+            for _ in range(campaigns):
+                agents, trees, values, truth = skewed_gain_agents(rng, papers, skewed)
+                for joint in (False, True):
+                    found = stats.rank_intervals(agents, trees, values, resamples=500, seed=0, simultaneous=joint)
+                    hits = [r.low <= truth[int(r.agent[1:])][0] and r.high >= truth[int(r.agent[1:])][1] for r in found]
+                    at_once[joint] += all(hits)
+                    if joint:
+                        warned += found[0].warning is not None
+                        if found[0].warning is None:
+                            unwarned += 1
+                            unwarned_held += all(hits)
+                    else:
+                        for r, hit in zip(found, hits, strict=True):
+                            held[int(r.agent[1:])] += hit
+            row = {
+                "design": design,
+                "papers": papers,
+                "campaigns": campaigns,
+                "rank_interval_holds": [round(h / campaigns, 4) for h in held],
+                "all_hold_at_once": round(at_once[False] / campaigns, 4),
+                "simultaneous_all_hold": round(at_once[True] / campaigns, 4),
+                "simultaneous_warned": round(warned / campaigns, 4),
+                "simultaneous_unwarned_all_hold": round(unwarned_held / unwarned, 4) if unwarned else None,
+            }
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
 def pilots(campaigns: int, count: int = 30) -> list[dict]:
     """How far a plan from a pilot can be trusted: ``count`` pilots of 8 papers x 3 pairs drawn
     from the power part's truth (difference 0.10, SD 0.10 between, 0.05 within), each planned by
@@ -463,6 +634,12 @@ def _coverage_cell(r: dict) -> str:
     return cell
 
 
+def _prior_cell(r: dict) -> str:
+    """Coverage and warned share now, then before (a prior stats module on the same campaigns)."""
+    cell = f"{_pct(r['coverage'])}, warned {_pct(r['warned'])}, unwarned held {_pct(r.get('coverage_unwarned'))}"
+    return cell + f"; before {_pct(r['prior_coverage'])}, warned {_pct(r['prior_warned'])}"
+
+
 def _size_cell(r: dict) -> str:
     cell = "cannot" if r["interval_printed"] == 0 else f"{100 * r['size']:.1f}%"
     if r["interval_printed"] and r["warned"]:
@@ -472,9 +649,79 @@ def _size_cell(r: dict) -> str:
     return cell
 
 
+def _pct(x: float | None) -> str:
+    """A share as a percentage with one decimal; "none" when there is none."""
+    return "none" if x is None else f"{100 * x:.1f}%"
+
+
 def _by_papers(title: str, cells: list[tuple[int, str]]) -> list[str]:
     """A two-column table, one row per paper count, after a blank line."""
     return ["", f"| papers | {title} |", "|---|---|", *[f"| {papers} | {cell} |" for papers, cell in cells]]
+
+
+NEW = ("rarebad",)  # designs whose before/after the intervals part tabulates when run with --prior
+
+
+def _md_prior(result: dict) -> list[str]:
+    """The interval designs in ``NEW``, now and before, when the intervals part ran with --prior."""
+    rows = result["intervals"]
+    changed = [n for n in NEW if any(r["design"] == n and "prior_coverage" in r for r in rows)]
+    if not changed:
+        return []
+    return [
+        "",
+        f"Designs added since {result.get('prior')}: coverage, the share of rows warned and how often an "
+        "unwarned interval held, now and before:",
+        "",
+        *_grid(rows, changed, PAPERS[1:], _prior_cell),
+    ]
+
+
+def _md_added(result: dict) -> list[str]:
+    """The tables of the parts on unequal run spreads, skewed nulls and tied ranks."""
+    out: list[str] = []
+    prior = result.get("prior")
+    if "fixed_spread" in result:
+        out += [
+            "",
+            "| `--fixed-papers`, runs varying unequally | papers | holds | warned | unwarned rows hold | median width |"
+            + (f" before ({prior}): holds, warned |" if prior else ""),
+            "|---|---|---|---|---|---|" + ("---|" if prior else ""),
+        ]
+        out += [
+            f"| {r['design']} ({r['what']}) | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
+            f"{_pct(r['coverage_unwarned'])} | {r['median_width']:.3f} |"
+            + (f" {_pct(r.get('prior_coverage'))}, {_pct(r.get('prior_warned'))} |" if prior else "")
+            for r in result["fixed_spread"]
+        ]
+    if "skewed_null" in result:
+        out += [
+            "",
+            "| null design | papers | size | warned | size among unwarned rows | unwarned rejections |"
+            + (f" before ({prior}): size, warned |" if prior else ""),
+            "|---|---|---|---|---|---|" + ("---|" if prior else ""),
+        ]
+        out += [
+            f"| {r['design']} | {r['papers']} | {_pct(r['size'])} | {_pct(r['warned'])} | "
+            f"{_pct(r['size_unwarned'])} | {_pct(r['unwarned_rejections'])} |"
+            + (f" {_pct(r.get('prior_size'))}, {_pct(r.get('prior_warned'))} |" if prior else "")
+            for r in result["skewed_null"]
+        ]
+    if "rank_ties" in result:
+        out += [
+            "",
+            "| agents | papers | each agent's interval holds (a3 best, a2, a4 equal to a2, a1, a0) | all at once | "
+            "simultaneous: all at once | simultaneous: warned | simultaneous, unwarned: all at once |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {r['design']} | {r['papers']} | "
+            + ", ".join(_pct(r["rank_interval_holds"][k]) for k in (3, 2, 4, 1, 0))
+            + f" | {_pct(r['all_hold_at_once'])} | {_pct(r['simultaneous_all_hold'])} | "
+            f"{_pct(r['simultaneous_warned'])} | {_pct(r['simultaneous_unwarned_all_hold'])} |"
+            for r in result["rank_ties"]
+        ]
+    return out
 
 
 def markdown(result: dict) -> str:
@@ -489,6 +736,7 @@ def markdown(result: dict) -> str:
             "",
             *_grid(result["intervals"], DESIGNS, PAPERS, _coverage_cell),
         ]
+        out += _md_prior(result)
         bounded = [n for n, d in DESIGNS.items() if d.bounds == (0.0, 1.0)]
         if all(
             r.get("hull_width_vs_t") is not None
@@ -521,7 +769,12 @@ def markdown(result: dict) -> str:
                 else ""
             ),
             "",
-            *_grid(result["paired"], PAIRED, sorted({r["papers"] for r in result["paired"]}), _size_cell),
+            *_grid(
+                result["paired"],
+                [n for n in PAIRED if any(r["design"] == n for r in result["paired"])],
+                sorted({r["papers"] for r in result["paired"]}),
+                _size_cell,
+            ),
         ]
     if "asymmetry" in result:
         out += _by_papers(
@@ -572,6 +825,7 @@ def markdown(result: dict) -> str:
             + " |"
             for r in result["fixed_papers"]
         ]
+    out += _md_added(result)
     if "pilots" in result:
         rows = result["pilots"]
         out += [
@@ -606,17 +860,39 @@ def markdown(result: dict) -> str:
     return "\n".join(out)
 
 
+# Each part: the key of its result and how it runs (on the arguments, --before's and --prior's modules).
+PARTS: dict[str, tuple[str, Callable]] = {
+    "intervals": ("intervals", lambda a, before, prior: intervals(a.campaigns, before, prior)),
+    "paired": ("paired", lambda a, before, prior: paired(a.campaigns, before)),
+    "asymmetry": ("asymmetry", lambda a, before, prior: asymmetry(a.campaigns)),
+    "power": ("power", lambda a, before, prior: power(a.campaigns)),
+    "fwer": ("family_wise", lambda a, before, prior: family_wise(a.campaigns)),
+    "ranks": ("ranks", lambda a, before, prior: ranks(a.campaigns)),
+    "fixed": ("fixed_papers", lambda a, before, prior: fixed_papers(a.campaigns)),
+    "spreads": ("fixed_spread", lambda a, before, prior: fixed_spread(a.campaigns, prior)),
+    "skewnull": ("skewed_null", lambda a, before, prior: skewed_null(a.campaigns, prior)),
+    "ties": ("rank_ties", lambda a, before, prior: rank_ties(a.campaigns)),
+    "pilots": ("pilots", lambda a, before, prior: pilots(a.campaigns)),
+    "units": ("episode_units", lambda a, before, prior: episode_units(a.campaigns, a.episodes)),
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--campaigns", type=int, default=2000)
     parser.add_argument(
         "--before", default=None, help="a copy of an older interval module (from git history), for comparison"
     )
+    parser.add_argument(
+        "--prior",
+        default=None,
+        help="an older stats.py (git show COMMIT:stats.py > FILE): before/after on the same campaigns",
+    )
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "stats_sim.json"))
     parser.add_argument(
         "--only",
         default=None,
-        help="comma-separated parts: intervals,paired,asymmetry,power,fwer,ranks,fixed,pilots,units",
+        help="comma-separated parts: " + ",".join(PARTS),
     )
     parser.add_argument("--tables", metavar="RESULT.json", help="print the markdown tables of an earlier result")
     parser.add_argument("--episodes", type=int, default=1000, help="units: episodes played per tree and agent")
@@ -624,30 +900,20 @@ def main() -> None:
     if args.tables:
         print(markdown(json.loads(Path(args.tables).read_text())))
         return
-    before = _old(args.before)
-    parts = set((args.only or "intervals,paired,asymmetry,power,fwer,ranks,fixed,pilots,units").split(","))
+    before, prior = _old(args.before), _prior(args.prior)
+    parts = set((args.only or ",".join(PARTS)).split(","))
+    if parts - set(PARTS):
+        parser.error(f"--only {args.only}: no part {', '.join(sorted(parts - set(PARTS)))}; parts: {','.join(PARTS)}")
     t0 = time.perf_counter()
     result: dict = {"campaigns": args.campaigns, "before": args.before}
     if args.only and Path(args.out).exists():  # a part run again replaces that part of an earlier result
         result = json.loads(Path(args.out).read_text()) | {"campaigns": args.campaigns}
-    if "intervals" in parts:
-        result["intervals"] = intervals(args.campaigns, before)
-    if "paired" in parts:
-        result["paired"] = paired(args.campaigns, before)
-    if "asymmetry" in parts:
-        result["asymmetry"] = asymmetry(args.campaigns)
-    if "power" in parts:
-        result["power"] = power(args.campaigns)
-    if "fwer" in parts:
-        result["family_wise"] = family_wise(args.campaigns)
-    if "ranks" in parts:
-        result["ranks"] = ranks(args.campaigns)
-    if "fixed" in parts:
-        result["fixed_papers"] = fixed_papers(args.campaigns)
-    if "pilots" in parts:
-        result["pilots"] = pilots(args.campaigns)
-    if "units" in parts:
-        result["episode_units"] = episode_units(args.campaigns, args.episodes)
+    if args.prior:
+        result["prior"] = Path(args.prior).name
+    for part in PARTS:
+        if part in parts:
+            key, run = PARTS[part]
+            result[key] = run(args, before, prior)
     result["seconds" if not args.only else f"seconds_{args.only}"] = round(time.perf_counter() - t0, 1)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
