@@ -211,8 +211,9 @@ def _fixed_spread(groups: list[list[float]]) -> FixedSpread | None:
     """:class:`FixedSpread` of each paper's values; None when no paper has two.
 
     Pooling the run-to-run variance over papers, as before, held only when every paper's runs
-    spread alike: with one erratic paper among 8 its interval covered 76%, and when the noisy
-    papers kept a single run, 20% (bench/stats_sim.py, docs/statistics.md). Each paper's own
+    spread alike: with one erratic paper among 8 its paired interval held 87.2% (94.0% with each
+    paper's own spread), and when the noisy papers kept a single run, 29.8% (bench/stats_sim.py,
+    docs/statistics.md; such rows are now warned). Each paper's own
     variance over its runs, divided by its runs, gives the variance of its mean; their sum over
     n^2 is the variance of the mean of paper means, with Satterthwaite's degrees of freedom, which
     fall towards one paper's runs minus one when that paper carries the spread."""
@@ -754,14 +755,14 @@ def rank_intervals(
             for i in range(len(names))
         ]
     if simultaneous:
-        low, high, skewed_pairs, any_shown = _joint_ranks(means, has, sign, seed)
+        low, high, skewed_pairs, shown = _joint_ranks(means, has, sign, seed)
         pairs = len(names) * (len(names) - 1) // 2
         method = (
             f"rank intervals that hold for every agent at once: the paired sign-flip test of all {pairs} pairs of "
             f"agents over {len(paper_ids)} papers, Holm's adjustment; they hold when each pair's differences "
             "spread symmetrically over papers"
         )
-        if any_shown and len(paper_ids) < SYMMETRY_PAPERS:
+        if shown and len(paper_ids) < SYMMETRY_PAPERS:
             warning = (
                 f"{len(paper_ids)} papers: the intervals hold for every agent at once if each pair's differences "
                 f"spread symmetrically over papers, which {len(paper_ids)} papers cannot show; when one agent's "
@@ -772,7 +773,7 @@ def rank_intervals(
             more = f" and {len(skewed_pairs) - 3} more" if len(skewed_pairs) > 3 else ""
             warning = (
                 f"the differences of {named}{more} are skewed over papers (skewness beyond "
-                f"+-{skew_limit(len(paper_ids), len(skewed_pairs)):.2f}): the intervals hold for every agent at "
+                f"+-{skew_limit(len(paper_ids), shown):.2f}): the intervals hold for every agent at "
                 "once if each pair's differences spread symmetrically (docs/statistics.md)"
             )
     else:
@@ -790,11 +791,12 @@ def rank_intervals(
 
 def _joint_ranks(
     means: np.ndarray, has: np.ndarray, sign: float, seed: int
-) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, float]], bool]:
+) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, float]], int]:
     """Simultaneous rank bounds from the pairwise paired tests (:func:`rank_intervals`): agents x
     papers ``means`` where ``has``; ``sign`` -1 when higher is better. Also the pairs shown apart
-    whose differences are skewed (:func:`skewed`), with their skewness, and whether any pair was
-    shown apart (none: every interval is every rank, which holds whatever the shape)."""
+    whose differences are skewed (:func:`skewed`, its limit shared over those pairs), with their
+    skewness, and how many pairs were shown apart (none: every interval is every rank, which holds
+    whatever the shape)."""
     k = len(means)
     tests: list[tuple[int, int, float, float]] = []
     differences = {}
@@ -806,7 +808,7 @@ def _joint_ranks(
             tests.append((i, j, float(d.mean()) if both.any() else 0.0, p))
     low, high, shown = _bounds_from_tests(tests, k)
     skews = {pair: skewed(differences[pair], len(shown)) for pair in sorted(shown)}
-    return low, high, [(i, j, g) for (i, j), g in skews.items() if g is not None], bool(shown)
+    return low, high, [(i, j, g) for (i, j), g in skews.items() if g is not None], len(shown)
 
 
 def _bounds_from_tests(
