@@ -221,7 +221,9 @@ def test_an_interrupted_play_prints_the_command_that_resumes_it(tmp_path):
     db = tmp_path / "q.sqlite"
     url = f"sqlite:///{db}"
     env = {**os.environ, "OPENAI_API_KEY": "none"}
-    with OpenAICompatibleServer(lambda m: "ACTION: not sure yet", delay=0.05) as server:
+    # Replies slow enough that the 6 turns left take seconds: at 0.05 s each the episode could end
+    # on a busy machine before Ctrl-C arrived, and exit 0.
+    with OpenAICompatibleServer(lambda m: "ACTION: not sure yet", delay=0.5) as server:
         args = ["play", "--agent", "openai:m", "--base-url", server.base_url, "--embedder", "hash"]
         args += ["--record", "--db", url, "--max-turns", "8"]
         proc = subprocess.Popen(
