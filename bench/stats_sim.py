@@ -677,36 +677,43 @@ def _md_prior(result: dict) -> list[str]:
     ]
 
 
+def _with_prior(rows: list[dict], header: str, line, first: tuple[str, str], prior: str | None) -> list[str]:
+    """A table of ``rows`` (``line(row)`` each, under ``header``), with a last column from the
+    prior stats module when there is one: ``first`` (its words, its key) and the share warned."""
+    if prior:
+        header += f" before ({prior}): {first[0]}, warned |"
+    rule = "|---" * header.count(" | ") + "|---|"
+    cells = [line(r) + (f" {_pct(r.get(first[1]))}, {_pct(r.get('prior_warned'))} |" if prior else "") for r in rows]
+    return ["", header, rule, *cells]
+
+
 def _md_added(result: dict) -> list[str]:
     """The tables of the parts on unequal run spreads, skewed nulls and tied ranks."""
     out: list[str] = []
     prior = result.get("prior")
     if "fixed_spread" in result:
-        out += [
-            "",
-            "| `--fixed-papers`, runs varying unequally | papers | holds | warned | unwarned rows hold | median width |"
-            + (f" before ({prior}): holds, warned |" if prior else ""),
-            "|---|---|---|---|---|---|" + ("---|" if prior else ""),
-        ]
-        out += [
-            f"| {r['design']} ({r['what']}) | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
-            f"{_pct(r['coverage_unwarned'])} | {r['median_width']:.3f} |"
-            + (f" {_pct(r.get('prior_coverage'))}, {_pct(r.get('prior_warned'))} |" if prior else "")
-            for r in result["fixed_spread"]
-        ]
+        out += _with_prior(
+            result["fixed_spread"],
+            "| `--fixed-papers`, runs varying unequally | papers | holds | warned | unwarned rows hold "
+            "| median width |",
+            lambda r: (
+                f"| {r['design']} ({r['what']}) | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
+                f"{_pct(r['coverage_unwarned'])} | {r['median_width']:.3f} |"
+            ),
+            ("holds", "prior_coverage"),
+            prior,
+        )
     if "skewed_null" in result:
-        out += [
-            "",
-            "| null design | papers | size | warned | size among unwarned rows | unwarned rejections |"
-            + (f" before ({prior}): size, warned |" if prior else ""),
-            "|---|---|---|---|---|---|" + ("---|" if prior else ""),
-        ]
-        out += [
-            f"| {r['design']} | {r['papers']} | {_pct(r['size'])} | {_pct(r['warned'])} | "
-            f"{_pct(r['size_unwarned'])} | {_pct(r['unwarned_rejections'])} |"
-            + (f" {_pct(r.get('prior_size'))}, {_pct(r.get('prior_warned'))} |" if prior else "")
-            for r in result["skewed_null"]
-        ]
+        out += _with_prior(
+            result["skewed_null"],
+            "| null design | papers | size | warned | size among unwarned rows | unwarned rejections |",
+            lambda r: (
+                f"| {r['design']} | {r['papers']} | {_pct(r['size'])} | {_pct(r['warned'])} | "
+                f"{_pct(r['size_unwarned'])} | {_pct(r['unwarned_rejections'])} |"
+            ),
+            ("size", "prior_size"),
+            prior,
+        )
     if "rank_ties" in result:
         out += [
             "",
