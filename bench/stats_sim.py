@@ -33,6 +33,7 @@ for a before/after table. The results go to ``--out`` as JSON and a markdown tab
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import sys
@@ -179,23 +180,45 @@ def intervals(campaigns: int, before, prior=None) -> list[dict]:
     return rows
 
 
+@dataclasses.dataclass
+class Tally:
+    """Rejections of a test over campaigns, and how many came in rows without a warning: the
+    size, the share warned and the size where the warning is silent, as the tables report them."""
+
+    campaigns: int
+    rejected: int = 0
+    warned: int = 0
+    unwarned: int = 0
+    unwarned_rejected: int = 0
+
+    def add(self, rejected: bool, warning: str | None) -> None:
+        self.rejected += rejected
+        self.warned += warning is not None
+        if warning is None:
+            self.unwarned += 1
+            self.unwarned_rejected += rejected
+
+    def shares(self) -> dict:
+        return {
+            "size": round(self.rejected / self.campaigns, 4),
+            "warned": round(self.warned / self.campaigns, 4),
+            "size_unwarned": round(self.unwarned_rejected / self.unwarned, 4) if self.unwarned else None,
+        }
+
+
 def paired(campaigns: int, before) -> list[dict]:
     rows = []
     for name in (n for n in PAIRED if n != "paired-lognormal"):  # measured from 30 papers by skewed_null
         for papers in sorted(set(PAPERS) | {7, 9}):
             rng = np.random.default_rng(zlib.crc32(f"{name}/{papers}/paired".encode()))
-            rejected = rejected_unwarned = unwarned = printed = covered = warned = 0
+            tally, printed, covered = Tally(campaigns), 0, 0
             old_rejected = old_disagree = 0
             t0 = time.perf_counter()
             for _ in range(campaigns):
                 trees, diffs = paired_campaign(rng, name, papers)
                 r = stats.paired_test(trees, diffs)
                 significant = r.p is not None and r.p <= stats.ALPHA
-                rejected += significant
-                warned += r.warning is not None
-                if r.warning is None:
-                    unwarned += 1
-                    rejected_unwarned += significant
+                tally.add(significant, r.warning)
                 if r.low is not None and r.high is not None:
                     printed += 1
                     covered += r.low <= 0.0 <= r.high
@@ -211,9 +234,7 @@ def paired(campaigns: int, before) -> list[dict]:
                 "what": PAIRED[name],
                 "papers": papers,
                 "campaigns": campaigns,
-                "size": round(rejected / campaigns, 4),
-                "size_unwarned": round(rejected_unwarned / unwarned, 4) if unwarned else None,
-                "warned": round(warned / campaigns, 4),
+                **tally.shares(),
                 "interval_printed": round(printed / campaigns, 4),
                 "interval_coverage": round(covered / printed, 4) if printed else None,
                 "seconds": round(time.perf_counter() - t0, 1),
@@ -451,17 +472,12 @@ def skewed_null(campaigns: int, prior=None) -> list[dict]:
     for name in ("paired-lognormal", "paired-normal"):
         for papers in SKEWED_NULL_PAPERS:
             rng = np.random.default_rng(zlib.crc32(f"{name}/{papers}/skewed-null".encode()))
-            rejected = warned = unwarned = unwarned_rejected = prior_rejected = prior_warned = 0
+            tally, prior_rejected, prior_warned = Tally(campaigns), 0, 0
             t0 = time.perf_counter()
             for _ in range(campaigns):
                 trees, diffs = paired_campaign(rng, name, papers)
                 r = stats.paired_test(trees, diffs)
-                hit = r.p is not None and r.p <= stats.ALPHA
-                rejected += hit
-                warned += r.warning is not None
-                if r.warning is None:
-                    unwarned += 1
-                    unwarned_rejected += hit
+                tally.add(r.p is not None and r.p <= stats.ALPHA, r.warning)
                 if prior is not None:
                     o = prior.paired_test(trees, diffs)
                     prior_rejected += o.p is not None and o.p <= stats.ALPHA
@@ -471,10 +487,8 @@ def skewed_null(campaigns: int, prior=None) -> list[dict]:
                 "what": PAIRED[name],
                 "papers": papers,
                 "campaigns": campaigns,
-                "size": round(rejected / campaigns, 4),
-                "warned": round(warned / campaigns, 4),
-                "size_unwarned": round(unwarned_rejected / unwarned, 4) if unwarned else None,
-                "unwarned_rejections": round(unwarned_rejected / campaigns, 4),
+                **tally.shares(),
+                "unwarned_rejections": round(tally.unwarned_rejected / campaigns, 4),
                 "seconds": round(time.perf_counter() - t0, 1),
             }
             if prior is not None:
