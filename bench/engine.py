@@ -55,7 +55,7 @@ def record_inputs(tree, emb, p, templates, seeds):
         while state.state != DONE:
             reply = agent.reply(state.last_observation, state.state, state.step + 1)
             action = engine.action_of(reply.text)
-            cos = cosines(emb, action, engine.candidates(state)) if engine.needs_cosines(state) else None
+            cos = cosines(emb, action, engine.anchors(state)) if engine.needs_cosines(state) else None
             inputs.append((reply, cos))
             state = fold(engine.step(state, reply, cos), state)
         episodes.append(inputs)
@@ -231,7 +231,7 @@ def main() -> None:
                 state = fold(engine.start("e", {}, {}, "bench"))
                 for reply, _ in inputs:
                     action = engine.action_of(reply.text)
-                    cos = cosines(emb, action, engine.candidates(state)) if engine.needs_cosines(state) else None
+                    cos = cosines(emb, action, engine.anchors(state)) if engine.needs_cosines(state) else None
                     state = fold(engine.step(state, reply, cos), state)
             return time.perf_counter() - t0, (time.process_time() - c0) / steps * 1e6
 
@@ -248,7 +248,7 @@ def main() -> None:
             state = fold(start)
             for reply, _ in inputs:
                 action = engine.action_of(reply.text)
-                cos = cosines(emb, action, engine.candidates(state)) if engine.needs_cosines(state) else None
+                cos = cosines(emb, action, engine.anchors(state)) if engine.needs_cosines(state) else None
                 new = engine.step(state, reply, cos)
                 version = store.append(stream_id(f"r{i}"), new, version)
                 state = fold(new, state)

@@ -4,8 +4,9 @@
     python bench/instrument_record.py [--nomic-url URL] [--draws N]
 
 Measures, on the labelled sets of ``core/data/``: the matcher with the local embedder at its
-defaults (tau 0.75, tau_study 0.42), with nomic at its defaults (0.82, 0.71) when its server
-answers (else the earlier measurement is kept, with a line saying so), and the embedding judges
+defaults (tau 0.75, tau_study 0.42) and with the rule fitted for it (``--match-rule fitted``), with
+nomic at its defaults (0.82, 0.71) when its server answers (else the earlier measurement is kept,
+with a line saying so), and the embedding judges
 with the local embedder at 0.85/0.7 (the default) and 0.78/0.74 (thresholds chosen on the
 calibration trees). A judge that needs a model server is measured with `inquitree instrument
 measure --judge SPEC --format json > FILE` and added with ``--add FILE``; such entries are kept when
@@ -36,7 +37,7 @@ def main() -> None:
     args = ap.parse_args()
     earlier = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {"matchers": [], "judges": []}
     local = make_embedder("local", cache=False)
-    matchers = [measure_matcher(local, draws=args.draws)]
+    matchers = [measure_matcher(local, draws=args.draws), measure_matcher(local, draws=args.draws, rule="fitted")]
     try:
         nomic = make_embedder("nomic", base_url=args.nomic_url, cache=False)
         nomic.embed(["a probe"])
@@ -53,7 +54,10 @@ def main() -> None:
     Path(args.out).write_text(json.dumps({"matchers": matchers, "judges": judges}, indent=1) + "\n")
     for m in matchers:
         t = m["topic"]["held_out"]
-        print(f"{m['embedder']} at {m['tau']}/{m['tau_study']}: held-out Topic {t['recognised']} / {t['false_match']}")
+        print(
+            f"{m['embedder']} ({m['rule']}) at {m['tau']}/{m['tau_study']}: "
+            f"held-out Topic {t['recognised']} / {t['false_match']}"
+        )
     for j in judges:
         print(f"{j['judge']}: held-out kappa {j['held_out']['kappa']} {j['held_out']['kappa_interval']}")
     print(f"wrote {args.out}")

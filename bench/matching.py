@@ -60,16 +60,18 @@ from pathlib import Path
 
 import numpy as np
 
-from inquitree.core.game.engine import decide
+from inquitree.core.game.matching import FEATURES, FITTED, FITTED_RULES, decide, features
 from inquitree.core.game.tree import resolve_tree
 from inquitree.core.instrument.judging import agreement
 from inquitree.core.instrument.matching import (
     LABELS,
-    NONE,
     SECOND,
     TAUS,
     Scored,
     anchored,
+    candidate_order,
+    engine_cosines,
+    fitted_rows,
     meets_goal,
     over_trees,
     rates,
@@ -338,24 +340,6 @@ def ideas(items: list[dict], embedder) -> list[dict]:
     return out + [fitted_idea(items, embedder)]
 
 
-FEATURES = ("best", "margin", "lead", "topic", "text")  # what the fitted rule reads of one action's cosines
-
-
-def features(hinted: Scored, plain: Scored) -> tuple[str, list[float]]:
-    """The best candidate of one action (by the best of its text and hints) and what a fitted rule
-    reads of it: that cosine (``best``), its lead over the second (``margin``) and over the mean of
-    the others (``lead``), the action's cosine with the topic's own text (``topic``, at the Topic),
-    and its cosine with the best candidate's own text alone (``text``, the paper's rule's number)."""
-    order, cos, _, _ = hinted
-    topic = cos.get(NONE, 0.0)
-    order = [c for c in order if c != NONE]
-    best = decide(order, cos, 0.0)[0]
-    others = sorted((cos[c] for c in order if c != best), reverse=True)
-    margin = cos[best] - others[0] if others else 0.0
-    lead = cos[best] - sum(others) / len(others) if others else 0.0
-    return best, [cos[best], margin, lead, topic, plain[1][best]]
-
-
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, rounds: int = 100) -> np.ndarray:
     """Logistic regression by Newton's method (intercept first, then one weight a feature), with a
     small ridge so that a separable calibration set still has an answer. Deterministic: the same
@@ -375,13 +359,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, rounds: int = 1
     return w
 
 
-def probability(coefficients: list[float], values: list[float]) -> float:
-    """The fitted rule's probability that accepting the best candidate is right."""
-    z = coefficients[0] + sum(c * v for c, v in zip(coefficients[1:], values, strict=True))
-    return 1 / (1 + np.exp(-z))
-
-
-FITTED = "a logistic rule over the best, margin, lead, topic and text cosines, fitted on the calibration trees"
+FITTED_IDEA = "a logistic rule over the best, margin, lead, topic and text cosines, fitted on the calibration trees"
 PROBABILITIES = [round(0.05 + 0.01 * k, 2) for k in range(91)]  # 0.05 .. 0.95
 
 
@@ -400,28 +378,23 @@ def fitted_idea(items: list[dict], embedder) -> dict:
         for s in resolve_tree(t).subtopics
     ]
     everything = items + own
-    hinted = anchored(everything, embedder, "hints+none", "max")
-    plain = anchored(everything, embedder, "text", "max")
-    found: dict = {"idea": FITTED}
+    cosines = engine_cosines(everything, embedder)
+    found: dict = {"idea": FITTED_IDEA}
     for state in ("topic", "subtopic"):
         picked = [
-            (it, *features(h, t)) for it, h, t in zip(everything, hinted, plain, strict=True) if it["state"] == state
+            (it, cos, *features(candidate_order(it), cos)[:2])
+            for it, cos in zip(everything, cosines, strict=True)
+            if it["state"] == state
         ]
-        train = [(it, best, v) for it, best, v in picked if it["split"] == "calibrate"]
+        train = [(it, best, v) for it, _, best, v in picked if it["split"] == "calibrate"]
         x = np.array([v for _, _, v in train])
         y = np.array([float(best == it["intended"]) for it, best, _ in train])
         coefficients = [round(float(w), 4) for w in fit_logistic(x, y)]
+        rule = {"name": FITTED, "version": 1, state: {"coefficients": coefficients, "threshold": 0.5}}
 
-        def rows(split: str, picked=picked, coefficients=coefficients, state=state) -> list[Scored]:
-            out = []
-            for it, best, v in picked:
-                if it["split"] != split:
-                    continue
-                order = [s.id for s in resolve_tree(it["tree"]).subtopics] if state == "topic" else [best]
-                order = order if best in order else [*order, best]
-                p = float(probability(coefficients, v))
-                out.append((order, {c: (p if c == best else 0.0) for c in order}, it["intended"], state))
-            return out
+        def rows(split: str, picked=picked, rule=rule) -> list[Scored]:
+            kept = [(it, cos) for it, cos, _, _ in picked if it["split"] == split]
+            return fitted_rows([it for it, _ in kept], [cos for _, cos in kept], rule)
 
         calibrate, held_out = rows("calibrate"), rows("held-out")
         tried = [(rates(calibrate, t, t), t) for t in PROBABILITIES]
@@ -433,13 +406,38 @@ def fitted_idea(items: list[dict], embedder) -> dict:
         found[state] = {
             "tau": threshold,
             "margin": 0.0,
-            "rule": {"features": list(FEATURES), "coefficients": coefficients, "threshold": threshold},
+            "rule": {"features": list(FEATURES), "coefficients": rule[state]["coefficients"], "threshold": threshold},
             "calibrate": best_rates,
             "held_out": rates(held_out, threshold, threshold),
         }
         if state == "topic":
             found["own_text"] = rates(rows("own"), threshold, threshold)["recognised"]
     return found
+
+
+def as_rule(fitted: dict, items: list[dict]) -> dict:
+    """The fitted idea as the engine records it (core/game/matching.py: ``fitted``, version 1):
+    its features, and per state the coefficients and probability threshold fitted on the
+    calibration trees. A refit that changes them is a new version: episodes keep the rule they
+    were played with."""
+    return {
+        "name": FITTED,
+        "version": 1,
+        "features": list(FEATURES),
+        **{
+            state: {k: fitted[state]["rule"][k] for k in ("coefficients", "threshold")}
+            for state in ("topic", "subtopic")
+        },
+        "fitted_on": f"the calibration trees of core/data/matching/{LABELS.name} "
+        f"({sum(it['split'] == 'calibrate' for it in items)} of {len(items)} labelled actions; bench/matching.py)",
+    }
+
+
+def ship_rule(embedder_id: str, fitted: dict, items: list[dict], path: Path = FITTED_RULES) -> None:
+    """Keep the embedder's fitted rule where ``--match-rule fitted`` reads it."""
+    shipped = json.loads(path.read_text()) if path.exists() else {}
+    shipped[embedder_id] = as_rule(fitted, items)
+    path.write_text(json.dumps(shipped, indent=1) + "\n")
 
 
 def second_reading(items: list[dict], embedder, found_ideas: list[dict], path: Path = SECOND) -> dict:
@@ -578,6 +576,10 @@ def main() -> None:
     local = Remembered(make_embedder("local", cache=False))
     found_ideas = ideas(items, local) + model_ideas(items, local, read_answers(Path(args.answers)))
     show(found_ideas)
+    fitted = next(i for i in found_ideas if i["idea"] == FITTED_IDEA)
+    if fitted["topic"] and fitted["subtopic"]:
+        ship_rule(local.id, fitted, items)
+        print(f"the fitted rule for {local.id} kept in core/data/matching/{FITTED_RULES.name} (--match-rule fitted)")
     again = second_reading(items, local, found_ideas)
     for state, read in again.items():
         print(

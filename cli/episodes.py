@@ -22,6 +22,7 @@ from inquitree.cli.common import (
     say,
     secho,
 )
+from inquitree.core.game.matching import decided
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.names import IMPORT_PREFIX, episode_stream, install_extra, shown
@@ -82,8 +83,7 @@ def show_event(ev: Event, engine_notes: bool = True) -> None:
         return
     elif isinstance(ev, MatchScored) and ev.best is not None:
         secho(
-            f"    engine: best match {ev.best} cos={ev.best_cosine:.3f} tau={ev.tau} "
-            f"{'accepted' if ev.accepted else 'below tau'}",
+            f"    engine: best match {ev.best} {decided(ev.best_cosine, ev.tau, ev.accepted, ev.rule)}",
             fg="yellow",
         )
     elif isinstance(ev, DependencyBlocked):

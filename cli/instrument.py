@@ -12,6 +12,7 @@ import click
 from inquitree.cli.common import FiniteFloat, call_options, echo, judge_config, judge_options, progress, progress_due
 
 THRESHOLD = FiniteFloat(0, 1, min_open=True)
+PAPER_NAME, FITTED_NAME = "the paper's rule", "the fitted rule"
 
 
 @click.group()
@@ -24,6 +25,13 @@ def instrument() -> None:
 @click.option("--embedder-base-url", default=None, help="OpenAI-compatible base URL for the embedder.")
 @click.option("--tau", type=THRESHOLD, help="The Topic threshold (default: the embedder's, else chosen here).")
 @click.option("--tau-study", type=THRESHOLD, help="The Subtopic threshold (default: as --tau).")
+@click.option(
+    "--rule",
+    type=click.Choice(["paper", "fitted"]),
+    default="paper",
+    show_default=True,
+    help="The match rule to measure: the paper's (one cosine against tau) or the one fitted for the embedder.",
+)
 @click.option(
     "--judge",
     "judge_spec",
@@ -39,19 +47,22 @@ def instrument() -> None:
     is_flag=True,
     help="Keep the measurement in the lab's record ($INQUITREE_INSTRUMENT), which tables then state.",
 )
-def measure(embedder_spec, embedder_base_url, tau, tau_study, judge_spec, draws, fmt, keep, **model_kw) -> None:
+def measure(embedder_spec, embedder_base_url, tau, tau_study, rule, judge_spec, draws, fmt, keep, **model_kw) -> None:
     """Error rates of a matcher (--embedder) or agreement of a judge (--judge) on the shipped sets.
 
     With --judge, --embedder names the embedding judge's embedder (default: local). With --record,
     every table that shows episodes read by this instrument states the measurement beside them."""
     import json
 
+    from inquitree.core.game.matching import MatchRuleError
     from inquitree.core.instrument import measure_judge, measure_matcher
     from inquitree.core.players.kinds import make_embedder, make_judge
 
     if judge_spec:
         if tau is not None or tau_study is not None:
             raise click.UsageError("--tau and --tau-study are the matcher's: measure a judge without them")
+        if rule != "paper":
+            raise click.UsageError("--rule is the matcher's: measure a judge without it")
         embedder = make_embedder(embedder_spec or "local", base_url=embedder_base_url)
         judge = make_judge(judge_spec, embedder, judge_config(model_kw))
         due = progress_due()
@@ -67,7 +78,12 @@ def measure(embedder_spec, embedder_base_url, tau, tau_study, judge_spec, draws,
     if not embedder_spec:
         raise click.UsageError("name what to measure: --embedder SPEC (the matcher) or --judge SPEC")
     embedder = make_embedder(embedder_spec, base_url=embedder_base_url)
-    found = measure_matcher(embedder, tau=tau, tau_study=tau_study, draws=draws)
+    if rule == "fitted" and (tau is not None or tau_study is not None):
+        raise click.UsageError("--tau and --tau-study: the fitted rule decides by its own probability thresholds")
+    try:
+        found = measure_matcher(embedder, tau=tau, tau_study=tau_study, draws=draws, rule=rule)
+    except MatchRuleError as exc:
+        raise click.UsageError(str(exc)) from None
     echo(json.dumps(found, indent=1) if fmt == "json" else _fitted(matcher_table(found)))
     _keep(found, keep)
 
@@ -97,9 +113,14 @@ def matcher_table(found: dict[str, Any]) -> list[str]:
     """The matcher's measurement as a person reads it (80 columns)."""
     from inquitree.core.instrument import GOAL
 
+    fitted = found["rule"] != "paper"
     lines = [
-        f"matcher: the paper's rule with {found['embedder']}",
-        f"  tau {found['tau']}, tau_study {found['tau_study']} ({found['thresholds']})",
+        f"matcher: {FITTED_NAME if fitted else PAPER_NAME} with {found['embedder']}",
+        (
+            f"  probability thresholds: topic {found['tau']}, subtopic {found['tau_study']} (the rule's own)"
+            if fitted
+            else f"  tau {found['tau']}, tau_study {found['tau_study']} ({found['thresholds']})"
+        ),
         f"set: {found['labels']}, {found['actions']} labelled actions of Qwen2.5-Coder-1.5B on 18 trees",
         f"{'state':9}{'split':12}{'recognised':21} {'false':18} wrong",
     ]
@@ -123,8 +144,12 @@ def matcher_table(found: dict[str, Any]) -> list[str]:
         f"intended moves / actions held out: topic {held['intended']}/{held['actions']}, subtopic "
         f"{found['subtopic']['held_out']['intended']}/{found['subtopic']['held_out']['actions']}; "
         f"95% intervals over {found['topic']['held_out']['intervals']['trees']} trees",
-        f"thresholds the calibration trees choose: tau {found['chosen']['tau']}, "
-        f"tau_study {found['chosen']['tau_study']}",
+        (
+            "the rule's thresholds were chosen on the calibration trees when it was fitted (bench/matching.py)"
+            if fitted
+            else f"thresholds the calibration trees choose: tau {found['chosen']['tau']}, "
+            f"tau_study {found['chosen']['tau_study']}"
+        ),
         "goal on held-out trees, per state: recognised >= 66.7%, false <= 5%, wrong <= 2%: "
         + ", ".join(f"{state} {'met' if ok else 'missed'}" for state, ok in met.items()),
     ]

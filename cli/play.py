@@ -21,6 +21,7 @@ from inquitree.cli.common import (
     secho,
 )
 from inquitree.cli.episodes import episode_ref, interrupted_note, load_episode, print_scores, resumed_note, show_event
+from inquitree.core.game.matching import decided
 from inquitree.core.run.spec import MAX_HINTS, MAX_REASKS
 from inquitree.events.base import Event
 from inquitree.events.names import check_episode_id
@@ -66,7 +67,7 @@ class StepLine:
                 self.parts.append("empty action")
             elif not self.for_human:
                 verdict = "matched" if ev.accepted else "no match, best"
-                self.parts.append(f"{verdict} {ev.best} ({ev.best_cosine:.2f} vs tau {ev.tau})")
+                self.parts.append(f"{verdict} {ev.best} ({decided(ev.best_cosine, ev.tau, ev.accepted, ev.rule, 2)})")
         elif isinstance(ev, DependencyBlocked) and not self.for_human:
             self.parts.append(f"{ev.subtopic_id} locked")
         elif isinstance(ev, HintIssued):
@@ -131,6 +132,14 @@ class StepLine:
     help="Threshold at the Subtopic state, whose one candidate is the study (default: the embedder's study "
     "threshold when --tau is its default too, else --tau).",
 )
+@click.option(
+    "--match-rule",
+    type=click.Choice(["paper", "fitted"]),
+    default="paper",
+    show_default=True,
+    help="How an ACTION is matched: the paper's one cosine against tau, or the rule fitted on real moves for "
+    "the embedder (docs/instrument.md).",
+)
 @click.option("--max-hints", "-H", default=MAX_HINTS, show_default=True, type=int)
 @click.option("--max-turns", type=click.IntRange(min=1), default=None, help="Default: n(2H+3).")
 @click.option(
@@ -184,6 +193,7 @@ def play(
     randomness,
     tau,
     tau_study,
+    match_rule,
     max_hints,
     max_turns,
     max_reasks,
@@ -213,7 +223,7 @@ def play(
     tree = resolve_tree(tree_ref)
     templates = TemplateSet(template_set)
     embedder = make_embedder(embedder_name, base_url=embedder_base_url)
-    spec = EpisodeSpec(tau, max_hints, max_turns, max_reasks, tau_study)
+    spec = EpisodeSpec(tau, max_hints, max_turns, max_reasks, tau_study, match_rule)
     params = spec.params(tree, embedder.id, templates, randomness, seed)
     limits, prices = limits_of(model_kw)
     agent = make_agent(agent_spec, tree, seed, templates.system_prompt, agent_config(model_kw))

@@ -207,6 +207,13 @@ THRESHOLD = FiniteFloat(0, 1, min_open=True)
     default=None,
     help="Threshold at the Subtopic state, as `play --tau-study` (default: the embedder's when --tau is not given).",
 )
+@click.option(
+    "--match-rule",
+    type=click.Choice(["paper", "fitted"]),
+    default="paper",
+    show_default=True,
+    help="The match rule, as `play --match-rule`.",
+)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def match(
     tree_ref: str,
@@ -216,6 +223,7 @@ def match(
     base_url,
     tau: float | None,
     tau_study: float | None,
+    match_rule: str,
     fmt: str,
 ):
     """What the engine would make of TEXT as an ACTION: the candidates of the state (the subtopics
@@ -223,42 +231,50 @@ def match(
     would apply there with the same options, and the engine's own decision."""
     import json
 
-    from inquitree.core.game.engine import SUBTOPIC, TOPIC, decide, threshold_at
+    from inquitree.core.game import matching
+    from inquitree.core.game.engine import SUBTOPIC, TOPIC, threshold_at
     from inquitree.core.players.kinds import make_embedder
     from inquitree.core.run.runner import cosines
     from inquitree.core.run.spec import EpisodeSpec
 
     tree = resolve_tree(tree_ref)
-    if subtopic is None:
-        candidates = [(s.id, s.text) for s in tree.subtopics]
-    elif subtopic in tree.subtopic:
-        candidates = [(st.id, st.text) for st in tree.subtopic[subtopic].studies]
-    else:
+    if subtopic is not None and subtopic not in tree.subtopic:
         known = ", ".join(s.id for s in tree.subtopics)
         raise click.BadParameter(f"{subtopic!r} is not a subtopic of {tree.id}; its subtopics: {known}")
     emb = make_embedder(embedder, base_url=base_url)
     state = SUBTOPIC if subtopic else TOPIC
+    rule = matching.fitted_rule(emb.id) if match_rule == "fitted" else None
     threshold = threshold_at(state, *EpisodeSpec(tau=tau, tau_study=tau_study).thresholds(emb.id))
-    found = cosines(emb, text, candidates)
-    best, accepted = decide([c for c, _ in candidates], found, threshold)
+    anchors = matching.anchors(tree, state, subtopic, rule is not None)
+    order = [s.id for s in tree.subtopics] if subtopic is None else [st.id for st in tree.subtopic[subtopic].studies]
+    found = matching.read(order, cosines(emb, text, anchors), state, threshold, rule)
     result = {
         "tree": tree.id,
         "state": state,
         "embedder": emb.id,
-        "candidates": [{"id": c, "cosine": found[c]} for c, _ in candidates],
-        "best": best,
+        "rule": match_rule,
+        "candidates": found.candidates,
+        "best": found.best,
         "tau": threshold,
-        "match": best if accepted else None,
+        **({"reading": found.rule} if found.rule else {}),
+        "match": found.best if found.accepted else None,
     }
     if fmt == "json":
         click.echo(json.dumps(result, indent=1))
         return
-    texts = dict(candidates)
-    for c, _ in sorted(candidates, key=lambda ct: -found[ct[0]]):
-        mark = "*" if c == best else " "
-        echo(f"{mark} {found[c]:.3f}  {c}  {texts[c][:90]}")
-    verdict = f"matches {best}" if result["match"] else "a miss (the hint level rises)"
-    echo(f"best {best} at {found[best]:.3f} against tau {threshold} ({state} state): {verdict}")
+    texts = dict(anchors)
+    score = {c["id"]: max([c["cosine"], *c.get("hints", [])]) for c in found.candidates}
+    for c in sorted(order, key=lambda c: -score[c]):
+        mark = "*" if c == found.best else " "
+        echo(f"{mark} {score[c]:.3f}  {c}  {texts[c][:90]}")
+    verdict = f"matches {found.best}" if result["match"] else "a miss (the hint level rises)"
+    if found.rule is None:
+        echo(f"best {found.best} at {found.best_cosine:.3f} against tau {threshold} ({state} state): {verdict}")
+    else:
+        echo(
+            f"best {found.best} at {found.best_cosine:.3f} (the best of its text and hints); the fitted rule's "
+            f"probability {found.rule['probability']:.3f} against {found.rule['threshold']} ({state} state): {verdict}"
+        )
 
 
 @trees.command()

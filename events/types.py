@@ -88,16 +88,22 @@ def _agent_replied_v2_to_v3(p: Payload) -> Payload:
 
 @event_type
 class MatchScored(Event):
-    """Eq. 2-4: every candidate's cosine, the best one, tau and the outcome."""
+    """Eq. 2-4: every candidate's cosine, the best one, tau and the outcome. Under the fitted match
+    rule (core/game/matching.py) each candidate also carries its hints' cosines, ``best_cosine`` is
+    the best of its text and hints, and ``rule`` holds what decided: the topic's cosine, the rule's
+    features, its probability and threshold. Written only when set (``OPTIONAL``): episodes under
+    the paper's rule record what they always did."""
 
     TYPE = "MatchScored"
+    OPTIONAL = ("rule",)
     step: int
     state: str
-    candidates: list[dict[str, Any]]  # [{"id": ..., "cosine": ...}] in candidate order
+    candidates: list[dict[str, Any]]  # [{"id": ..., "cosine": ...[, "hints": [...]]}] in candidate order
     best: str | None
     best_cosine: float | None
     tau: float
     accepted: bool
+    rule: dict[str, Any] | None = None
 
 
 @event_type

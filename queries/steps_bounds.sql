@@ -49,7 +49,7 @@ SELECT tree_id, agent, n_subtopics AS n, max_hints AS H, lower_bound, upper_boun
        count(*) FILTER (WHERE NOT concluded) AS cut_off,
        string_agg(DISTINCT CASE WHEN NOT concluded THEN ended_by END, '; ' ORDER BY CASE WHEN NOT concluded THEN ended_by END)
            AS cut_off_by,
-       list(DISTINCT {'embedder': embedder, 'tau': tau, 'tau_study': tau_study}) AS readers
+       list(DISTINCT {'embedder': embedder, 'tau': tau, 'tau_study': tau_study, 'rule': match_rule}) AS readers
 FROM done
 GROUP BY ALL
 )
@@ -60,7 +60,7 @@ SELECT tree_id, agent, n, H, lower_bound, upper_bound, episodes, min_steps, mean
        mean_coverage, b.method AS interval_method, b.warning AS interval_warning, concluded, above_upper_bound, above_upper_bound_why,
        cut_off, cut_off_by,
        -- the matcher's reading, asked once per embedder and thresholds of the row, not per episode
-       array_to_string(list_sort(list_transform(readers, lambda r: matcher_validity(r.embedder, r.tau, r.tau_study))),
+       array_to_string(list_sort(list_transform(readers, lambda r: matcher_validity(r.embedder, r.tau, r.tau_study, r.rule))),
                        ' | ') AS matcher_validity
 FROM agg
 ORDER BY tree_id, agent, H;

@@ -17,13 +17,14 @@
 -- no rank; interval_warning says so (`query judge_flags` gives the causes).
 WITH per_episode AS (
     SELECT e.agent, s.judge_id, e.tree_id, e.episode_id, e.coverage, e.own_coverage, s.q_norm,
-           s.failed_verdicts, e.embedder, e.tau, e.tau_study
+           s.failed_verdicts, e.embedder, e.tau, e.tau_study, e.match_rule
     FROM episodes e JOIN episode_scores s USING (episode_id)
     WHERE e.randomness = 0 AND e.status = 'done'
 ), matchers AS (  -- the matcher's reading, asked once per embedder and thresholds, not per episode
-    SELECT agent, judge_id, string_agg(matcher_validity(embedder, tau, tau_study), ' | ' ORDER BY embedder, tau, tau_study)
-           AS matcher_validity
-    FROM (SELECT DISTINCT agent, judge_id, embedder, tau, tau_study FROM per_episode) GROUP BY ALL
+    SELECT agent, judge_id,
+           string_agg(matcher_validity(embedder, tau, tau_study, match_rule), ' | '
+                      ORDER BY embedder, tau, tau_study, match_rule) AS matcher_validity
+    FROM (SELECT DISTINCT agent, judge_id, embedder, tau, tau_study, match_rule FROM per_episode) GROUP BY ALL
 ), boot AS (
     SELECT agent, judge_id,
            mean_ci(list(tree_id ORDER BY episode_id), list(coverage ORDER BY episode_id), 0, 1) AS c,

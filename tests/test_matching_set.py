@@ -107,45 +107,59 @@ def test_the_held_out_rates_per_state_and_their_intervals_are_what_docs_quote(sc
     assert (subtopic["recognised"], subtopic["false_match"]) == ([0.9057, 1.0], [0.0, 0.1636])
 
 
-def test_trees_match_the_engine_and_the_bench_decide_alike_on_every_labelled_action():
+@pytest.mark.parametrize("rule", ["paper", "fitted"])
+def test_trees_match_the_engine_and_the_instrument_decide_alike_on_every_labelled_action(rule):
     """`trees match` applied 0.75 at the Subtopic state where the engine applies tau_study (0.42
-    for the local embedder) and called most real Subtopic matches misses. All three now call the
-    engine's decision with the engine's thresholds; here they must agree on every labelled action."""
+    for the local embedder) and called most real Subtopic matches misses. The engine, `trees
+    match` and `instrument measure` (so the bench, which counts through it) now decide through
+    one function with the engine's thresholds, under either match rule; here they must agree on
+    every labelled action."""
     import dataclasses
 
     from click.testing import CliRunner
 
     from inquitree.cli import main
-    from inquitree.core.game.engine import SUBTOPIC, Engine, MatchScored, Reply, decide, fold, threshold_at
+    from inquitree.core.game.engine import SUBTOPIC, Engine, MatchScored, Reply, fold
+    from inquitree.core.game.matching import decide
     from inquitree.core.game.prompts import TemplateSet
+    from inquitree.core.instrument.matching import anchored, engine_cosines, fitted_rows
     from inquitree.core.run.runner import cosines
     from inquitree.core.run.spec import EpisodeSpec
 
     emb = make_embedder("local")
     templates = TemplateSet("inquitree")
     runner = CliRunner()
-    accepted_at_subtopic = 0
-    for it in _items():
+    items = _items()
+    params = EpisodeSpec(match_rule=rule).params(resolve_tree(items[0]["tree"]), emb.id, templates, 0, 0)
+    if rule == "paper":
+        measured = anchored(items, emb, "text", "max")
+        taus = (params.tau, params.tau_study)
+    else:
+        assert params.match_rule is not None
+        measured = fitted_rows(items, engine_cosines(items, emb), params.match_rule)
+        taus = (params.match_rule["topic"]["threshold"], params.match_rule["subtopic"]["threshold"])
+    accepted_at_subtopic = disagree = 0
+    for it, row in zip(items, measured, strict=True):
         tree = resolve_tree(it["tree"])
-        params = EpisodeSpec().params(tree, emb.id, templates, 0, 0)
-        engine = Engine(tree, params, templates)
+        engine = Engine(tree, EpisodeSpec(match_rule=rule).params(tree, emb.id, templates, 0, 0), templates)
         state = fold(engine.start("agree", {"kind": "test"}, {"kind": "none"}, "test"))
         if it["state"] == "subtopic":
             state = dataclasses.replace(state, state=SUBTOPIC, subtopic=it["subtopic"], visits={it["subtopic"]: 1})
         raw = f"ACTION: {it['action']}"
         action = engine.action_of(raw)
-        cands = engine.candidates(state)
-        found = cosines(emb, action, cands)
+        found = cosines(emb, action, engine.anchors(state))
         scored = next(e for e in engine.step(state, Reply(raw), found) if isinstance(e, MatchScored))
         by_engine = scored.best if scored.accepted else None
-        args = ["trees", "match", it["tree"], action, "--format", "json"]
+        args = ["trees", "match", it["tree"], action, "--format", "json", "--match-rule", rule]
         out = runner.invoke(main, args + (["--subtopic", it["subtopic"]] if it["subtopic"] else []))
         assert out.exit_code == 0, out.output
         by_tool = json.loads(out.output)
-        best, ok = decide([c for c, _ in cands], found, threshold_at(it["state"], params.tau, params.tau_study))
-        assert by_tool["match"] == by_engine == (best if ok else None), it
+        assert by_tool["match"] == by_engine, it
         assert by_tool["tau"] == scored.tau
+        best, ok = decide(row[0], row[1], taus[it["state"] == "subtopic"])
+        disagree += by_engine != (best if ok else None)
         accepted_at_subtopic += it["state"] == "subtopic" and by_engine is not None
+    assert disagree == 0
     assert accepted_at_subtopic >= 9  # real Subtopic moves the old 0.75 called misses
 
 

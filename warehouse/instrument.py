@@ -1,5 +1,5 @@
 """How well the instrument behind a table's figures reads, as SQL functions the queries call:
-``judge_validity(judge_id)`` and ``matcher_validity(embedder, tau, tau_study)`` give the measured
+``judge_validity(judge_id)`` and ``matcher_validity(embedder, tau, tau_study, match_rule)`` give the measured
 agreement of a judge and the measured rates of a matcher (``inquitree.core.instrument``: the
 shipped record and a lab's own), or "unmeasured" (DECISIONS #32). A table's ``*_validity``
 columns are printed under it as notes (``notes.py``), beside its methods and warnings."""
@@ -17,7 +17,7 @@ def register(con) -> None:
     con.create_function(
         "matcher_validity",
         matcher_reading,
-        ["VARCHAR", "DOUBLE", "DOUBLE"],
+        ["VARCHAR", "DOUBLE", "DOUBLE", "VARCHAR"],
         "VARCHAR",
         null_handling="special",
         side_effects=False,

@@ -484,8 +484,13 @@ def episode_items(wh: Warehouse, episode_id: str, render_seconds: float | None =
             reasoning, NULL, 'reasoning'
             FROM ev_agent_replied WHERE episode_id = $1 AND reasoning IS NOT NULL
         UNION ALL SELECT global_position, 'note', NULL,
-            format('best match {} cos {:.3f} vs tau {}: {}', best, best_cosine, tau,
-                   CASE WHEN accepted THEN 'accepted' ELSE 'below tau' END), NULL, 'match'
+            CASE WHEN probability IS NULL
+                 THEN format('best match {} cos {:.3f} vs tau {}: {}', best, best_cosine, tau,
+                             CASE WHEN accepted THEN 'accepted' ELSE 'below tau' END)
+                 ELSE format('best match {} text and hints {:.3f}, fitted p {:.3f} vs {}: {}', best, best_cosine,
+                             probability, rule_threshold,
+                             CASE WHEN accepted THEN 'accepted' ELSE 'below the threshold' END)
+            END, NULL, 'match'
             FROM ev_match_scored WHERE episode_id = $1 AND best IS NOT NULL
         UNION ALL SELECT global_position, 'note', NULL,
             format('{} is locked: needs {}', subtopic_id, array_to_string(missing, ', ')), NULL, 'locked'

@@ -38,6 +38,8 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
             ("n_subtopics", "INTEGER", "n_subtopics"),
             ("tau", "DOUBLE", "params.tau"),
             ("tau_study", "DOUBLE", "params.tau_study"),  # NULL: tau at both states (#1)
+            ("match_rule", "VARCHAR", "params.match_rule.name"),  # NULL: the paper's rule (core/game/matching.py)
+            ("match_rule_version", "INTEGER", "params.match_rule.version"),
             ("max_hints", "INTEGER", "params.max_hints"),
             ("max_turns", "INTEGER", "params.max_turns"),
             ("randomness", "INTEGER", "params.randomness"),
@@ -87,6 +89,8 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
             ("best_cosine", "DOUBLE", "best_cosine"),
             ("tau", "DOUBLE", "tau"),
             ("accepted", "BOOLEAN", "accepted"),
+            ("probability", "DOUBLE", "rule.probability"),  # NULL: the paper's rule decided (no fitted rule)
+            ("rule_threshold", "DOUBLE", "rule.threshold"),
         ],
     ),
     "DependencyBlocked": (

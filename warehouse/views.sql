@@ -43,7 +43,9 @@ WITH steps AS (
 )
 SELECT s.episode_id, s.tree_id, s.tree_hash, s.n_subtopics,
        coalesce(s.agent_label, s.agent_model, s.agent_kind) AS agent,   -- the label keeps runs of one model with different options apart
-       s.agent_kind, s.agent_model, s.judge_kind, s.randomness, s.seed, s.tau, s.tau_study, s.embedder,
+       s.agent_kind, s.agent_model, s.judge_kind, s.randomness, s.seed, s.tau, s.tau_study,
+       s.match_rule || '-' || s.match_rule_version AS match_rule,   -- NULL: the paper's rule
+       s.embedder,
        s.max_hints, s.max_turns,
        s.recorded_at AS started_at,
        CASE WHEN c.episode_id IS NOT NULL THEN 'done'

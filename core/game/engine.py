@@ -20,6 +20,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Any, Iterable
 
+from inquitree.core.game import matching
 from inquitree.events.base import Event
 from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import (
@@ -60,23 +61,10 @@ _DECISION_RE = {d: re.compile(r"\b" + r"[_\s]+".join(d.split("_")) + r"\b", re.I
 _ITEM_RE = re.compile(r"^\s*(?:[-*\u2022]\s*)?(?:\(\d+\)|\d+[.)]|[-*\u2022])\s+(.+?)\s*$")
 
 
-def best_candidate(order: list[str], cosines: dict[str, float]) -> str:
-    """The candidate an ACTION matches best (Eq. 2): the highest cosine, the earlier candidate on a tie."""
-    return max(order, key=lambda c: (cosines[c], -order.index(c)))
-
-
 def threshold_at(state: str, tau: float, tau_study: float | None) -> float:
     """The threshold a match at ``state`` must reach: ``tau_study`` at the Subtopic state (one
     candidate, the subtopic's study) when it is set, else ``tau``."""
     return tau_study if state == SUBTOPIC and tau_study is not None else tau
-
-
-def decide(order: list[str], cosines: dict[str, float], threshold: float) -> tuple[str, bool]:
-    """The engine's match decision (Eq. 2-4): the best candidate and whether it clears the
-    threshold. The engine and every tool that explains a match (`trees match`, the bench) call
-    this, so they cannot disagree."""
-    best = best_candidate(order, cosines)
-    return best, cosines[best] >= threshold
 
 
 class EngineError(InquiTreeError):
@@ -106,9 +94,20 @@ class Params:
     # list five items three times over), and from a reply cut short (by max_tokens, the call limit or
     # the size limit) not the last item, which the cut may have left a fragment.
     conclusion_rule: int = 1
+    # How a free-text ACTION is matched (core/game/matching.py): None, the paper's rule; else the
+    # fitted rule whole (its coefficients and thresholds), so a replay never reads a later refit.
+    # Recorded only when set, so that episodes under the paper's rule record what they always did.
+    match_rule: dict[str, Any] | None = None
 
     # Recorded before these existed: the value that replays such an episode as it ran.
-    _ABSENT = {"max_reasks": None, "tau_study": None, "action_rule": 1, "draw_rule": 1, "conclusion_rule": 1}
+    _ABSENT = {
+        "max_reasks": None,
+        "tau_study": None,
+        "action_rule": 1,
+        "draw_rule": 1,
+        "conclusion_rule": 1,
+        "match_rule": None,
+    }
 
     @classmethod
     def from_dict(cls, recorded: dict[str, Any]) -> "Params":
@@ -148,6 +147,18 @@ class Params:
             raise EngineError(f"--max-turns {self.max_turns}: must be at least 1")
         if self.max_reasks is not None and self.max_reasks < 0:
             raise EngineError(f"--max-reasks {self.max_reasks}: must be 0 or more")
+        if self.match_rule is not None:
+            try:
+                matching.check_rule(self.match_rule)
+            except matching.MatchRuleError as exc:
+                raise EngineError(str(exc)) from None
+
+    def recorded(self) -> dict[str, Any]:
+        """The parameters as EpisodeStarted records them (``match_rule`` only when set)."""
+        found = dataclasses.asdict(self)
+        if found["match_rule"] is None:
+            del found["match_rule"]
+        return found
 
 
 @dataclasses.dataclass(frozen=True)
@@ -483,7 +494,7 @@ class Engine:
                 tree_hash=self.tree.content_hash,
                 tree_title=self.tree.title,
                 n_subtopics=self.tree.n,
-                params=dataclasses.asdict(self.p),
+                params=self.p.recorded(),
                 agent=agent,
                 judge=judge,
                 code_version=code_version,
@@ -500,6 +511,12 @@ class Engine:
         if state.state == SUBTOPIC:
             return [(st.id, st.text) for st in self.tree.subtopic[state.in_subtopic].studies]
         return []
+
+    def anchors(self, state: EpisodeState) -> list[tuple[str, str]]:
+        """What the ACTION is embedded against in ``state``, as (key, text): the candidates' texts,
+        and under the fitted rule their hints and the topic's text (core/game/matching.py)."""
+        subtopic = state.in_subtopic if state.state == SUBTOPIC else None
+        return matching.anchors(self.tree, state.state, subtopic, self.p.match_rule is not None)
 
     def needs_cosines(self, state: EpisodeState) -> bool:
         return state.state in (TOPIC, SUBTOPIC)
@@ -630,7 +647,7 @@ class Engine:
 
     # -- states ----------------------------------------------------------------------------------
     def _match(self, s: _Step, step: int, action: str, cosines: dict[str, float] | None) -> tuple[str | None, bool]:
-        """Eq. 2-4: the best candidate (ties: tree order) and whether it clears tau."""
+        """Eq. 2-4 (or the fitted rule): the best candidate (ties: tree order) and whether it is accepted."""
         cands = [cid for cid, _ in self.candidates(s.state)]
         if not action:
             s.emit(
@@ -645,25 +662,27 @@ class Engine:
                 )
             )
             return None, False
-        if cosines is None or set(cands) - set(cosines):
-            raise EngineError(f"step {step}: cosines are needed for every candidate of {s.state.state}: {cands}")
-        for cid in cands:
-            if not math.isfinite(cosines[cid]):
-                raise EngineError(f"step {step}: cosine for {cid} is {cosines[cid]}, not a finite number")
+        keys = [key for key, _ in self.anchors(s.state)]
+        if cosines is None or set(keys) - set(cosines):
+            raise EngineError(f"step {step}: cosines are needed for every candidate of {s.state.state}: {keys}")
+        for key in keys:
+            if not math.isfinite(cosines[key]):
+                raise EngineError(f"step {step}: cosine for {key} is {cosines[key]}, not a finite number")
         tau = self.p.tau_at(s.state.state)
-        best, accepted = decide(cands, cosines, tau)
+        found = matching.read(cands, {k: cosines[k] for k in keys}, s.state.state, tau, self.p.match_rule)
         s.emit(
             MatchScored(
                 step=step,
                 state=s.state.state,
-                candidates=[{"id": c, "cosine": cosines[c]} for c in cands],
-                best=best,
-                best_cosine=cosines[best],
+                candidates=found.candidates,
+                best=found.best,
+                best_cosine=found.best_cosine,
                 tau=tau,
-                accepted=accepted,
+                accepted=found.accepted,
+                rule=found.rule,
             )
         )
-        return best, accepted
+        return found.best, found.accepted
 
     def _missing_prerequisites(self, state: EpisodeState, subtopic_id: str) -> list[str]:
         """Eq. 5: the prerequisites of ``subtopic_id`` not yet visited (empty: it is unlocked)."""

@@ -110,6 +110,7 @@ def research_tree(
     window: int | None = None,
     templates: str = "inquitree",
     tau_study: float | None = None,
+    match_rule: str = "paper",
 ) -> Task:
     """InquiTree's inquiry loop over paper-derived research trees (one sample per tree and level)."""
     if judge not in ("embedding", "grader"):
@@ -138,6 +139,7 @@ def research_tree(
         window=window,
         templates=templates,
         tau_study=tau_study,
+        match_rule=match_rule,
     )
     return Task(dataset=samples, solver=solver_, scorer=inquitree_scores(), config=GenerateConfig(temperature=0.0))
 
@@ -167,12 +169,13 @@ def inquiry(
     window: int | None = None,
     templates: str = "inquitree",
     tau_study: float | None = None,
+    match_rule: str = "paper",
 ):
     """Play one InquiTree episode with the task's model: the Episode of ``inquitree play``
-    (``tau`` and ``tau_study`` as `play --tau` and `--tau-study`)."""
+    (``tau``, ``tau_study`` and ``match_rule`` as `play --tau`, `--tau-study` and `--match-rule`)."""
     template_set = TemplateSet(templates)
     emb = make_embedder(embedder)
-    spec = EpisodeSpec(tau, max_hints, max_turns, max_reasks, tau_study)
+    spec = EpisodeSpec(tau, max_hints, max_turns, max_reasks, tau_study, match_rule)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         from inquitree.events.store import EventStore

@@ -22,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from inquitree.core.game.engine import decide, threshold_at
+from inquitree.core.game import matching as rule_of
+from inquitree.core.game.engine import threshold_at
+from inquitree.core.game.matching import decide
 from inquitree.core.game.tree import resolve_tree
 from inquitree.core.players.embed import DEFAULT_TAU, DEFAULT_TAU_STUDY, embed_actions, embeds_queries_apart
 
@@ -36,6 +38,7 @@ RATES = ("recognised", "false_match", "wrong_candidate")
 
 # (the candidates in the engine's order, each one's cosine, the label, the state) of one action
 Scored = tuple[list[str], dict[str, float], "str | None", str]
+MATCH_RULES = ("paper", "fitted")  # what `instrument measure --rule` measures (core/game/matching.py)
 
 
 def read_labels(path: Path = LABELS) -> list[dict]:
@@ -129,6 +132,47 @@ def anchored(items: list[dict], embedder: Any, kind: str = "text", how: str = "m
     return out
 
 
+def candidate_order(item: dict) -> list[str]:
+    """The candidates of the item's state in the engine's order."""
+    tree = resolve_tree(item["tree"])
+    if item["state"] == "topic":
+        return [s.id for s in tree.subtopics]
+    return [st.id for st in tree.subtopic[item["subtopic"]].studies]
+
+
+def engine_cosines(items: list[dict], embedder: Any) -> list[dict[str, float]]:
+    """Each item's cosines with the fitted rule's anchors (core/game/matching.py: the candidates'
+    texts and hints, the topic's text), keyed and rounded as the engine keys and rounds them."""
+    keyed = [rule_of.anchors(resolve_tree(it["tree"]), it["state"], it.get("subtopic"), fitted=True) for it in items]
+    texts = list(dict.fromkeys(t for found in keyed for _, t in found))
+    actions = list(dict.fromkeys(it["action"] for it in items))
+    if embeds_queries_apart(embedder):
+        vectors = dict(zip(texts, embedder.embed(texts), strict=True))
+        queries = dict(zip(actions, embed_actions(embedder, actions), strict=True))
+    else:
+        everything = list(dict.fromkeys(actions + texts))
+        vectors = dict(zip(everything, embedder.embed(everything), strict=True))
+        queries = vectors
+    return [
+        {key: round(float(vectors[t] @ queries[it["action"]]), 6) for key, t in found}
+        for it, found in zip(items, keyed, strict=True)
+    ]
+
+
+def fitted_rows(items: list[dict], cosines: list[dict[str, float]], rule: dict) -> list[Scored]:
+    """Each item decided by the fitted ``rule`` through the engine's own reading
+    (``core.game.matching.read``), as rows :func:`rates` counts with the rule's thresholds: the
+    best candidate carries the rule's probability, the others 0."""
+    out: list[Scored] = []
+    for it, cos in zip(items, cosines, strict=True):
+        order = candidate_order(it)
+        reading = rule_of.read(order, cos, it["state"], 0.0, rule)
+        assert reading.rule is not None
+        p = reading.rule["probability"]
+        out.append((order, {c: (p if c == reading.best else 0.0) for c in order}, it["intended"], it["state"]))
+    return out
+
+
 def study_threshold(calibrate: list[Scored], tau: float) -> float:
     """The Subtopic state's threshold chosen on the calibration half's Subtopic actions, the state
     it governs: the one (on a 0.01 grid) that recognises the most intended moves there with at
@@ -180,12 +224,24 @@ def measure_matcher(
     tau_study: float | None = None,
     labels: Path = LABELS,
     draws: int = 2000,
+    rule: str = "paper",
 ) -> dict:
-    """The paper's rule with ``embedder`` on the labelled actions: per state, the calibration and
-    held-out rates with intervals over trees, at ``tau``/``tau_study`` when given, else at the
-    embedder's defaults, else at the thresholds the calibration trees choose (those are reported
-    in every case, as ``chosen``)."""
+    """A match rule with ``embedder`` on the labelled actions: per state, the calibration and
+    held-out rates with intervals over trees. The paper's rule at ``tau``/``tau_study`` when
+    given, else at the embedder's defaults, else at the thresholds the calibration trees choose
+    (those are reported in every case, as ``chosen``); the fitted rule (``rule="fitted"``) with
+    the coefficients and probability thresholds shipped for the embedder, which were chosen on the
+    calibration trees when it was fitted (reported as ``tau``/``tau_study``)."""
     items = read_labels(labels)
+    if rule == "fitted":
+        if tau is not None or tau_study is not None:
+            raise rule_of.MatchRuleError("--tau/--tau-study: the fitted rule decides by its own probability thresholds")
+        fitted = rule_of.fitted_rule(embedder.id)
+        rows = fitted_rows(items, engine_cosines(items, embedder), fitted)
+        tau, tau_study = fitted["topic"]["threshold"], fitted["subtopic"]["threshold"]
+        chosen = {"tau": tau, "tau_study": tau_study}
+        source = "the fitted rule's probability thresholds"
+        return _measured(items, rows, embedder.id, "fitted-1", tau, tau_study, source, chosen, labels, draws)
     rows = anchored(items, embedder, "text", "max")
     calibrate = [r for r, it in zip(rows, items, strict=True) if it["split"] == "calibrate"]
     chosen_tau = topic_threshold(calibrate)
@@ -201,9 +257,25 @@ def measure_matcher(
             tau_study = DEFAULT_TAU_STUDY[embedder.id][0]
         else:
             tau_study = study_threshold(calibrate, tau)
+    return _measured(items, rows, embedder.id, "paper", tau, tau_study, source, chosen, labels, draws)
+
+
+def _measured(
+    items: list[dict],
+    rows: list[Scored],
+    embedder_id: str,
+    rule: str,
+    tau: float,
+    tau_study: float,
+    source: str,
+    chosen: dict,
+    labels: Path,
+    draws: int,
+) -> dict:
+    """Per state, the calibration and held-out rates of decided ``rows`` with intervals over trees."""
     found: dict[str, Any] = {
-        "embedder": embedder.id,
-        "rule": "paper",
+        "embedder": embedder_id,
+        "rule": rule,
         "tau": tau,
         "tau_study": tau_study,
         "thresholds": source,

@@ -138,26 +138,35 @@ def _percent_span(interval: list[float] | None) -> str:
     return "" if not interval else f" [{100 * interval[0]:.0f}, {100 * interval[1]:.0f}]"
 
 
-def matcher_reading(embedder: str | None, tau: float | None, tau_study: float | None) -> str:
+def matcher_reading(
+    embedder: str | None, tau: float | None, tau_study: float | None, match_rule: str | None = None
+) -> str:
     """How the matcher of episodes played with ``embedder`` at ``tau``/``tau_study`` (None: tau at
-    both states, as episodes recorded before tau_study) reads real moves on held-out trees."""
+    both states, as episodes recorded before tau_study) reads real moves on held-out trees; under
+    a fitted match rule (``match_rule``, its name and version: ``fitted-1``; None: the paper's)
+    the thresholds are the rule's own."""
     if embedder is None or tau is None:
         return UNMEASURED
-    key = ("matcher", embedder, "paper", float(tau), float(tau if tau_study is None else tau_study))
-    at = f"{key[3]}/{key[4]}"
+    if (rule := match_rule) is not None:  # its name and version (fitted-1): its thresholds are its own
+        found = [m for rec in records() for m in rec["matchers"] if (m["embedder"], m.get("rule")) == (embedder, rule)]
+        key = _key(found[0]) if found else ("matcher", embedder, match_rule, float("nan"), float("nan"))
+        at = f"the {match_rule} match rule"
+    else:
+        key = ("matcher", embedder, "paper", float(tau), float(tau if tau_study is None else tau_study))
+        at = f"tau {key[3]}/{key[4]}"
     for rec in records():
         for m in rec["matchers"]:
             if _key(m) == key:
                 t, s = m["topic"]["held_out"], m["subtopic"]["held_out"]
                 span = _percent_span(t["intervals"]["recognised"])
                 return (
-                    f"{embedder} at tau {at}: "
+                    f"{embedder} at {at}: "
                     f"held-out Topic moves recognised {_pct(t['recognised'])}{span}, "
                     f"false {_pct(t['false_match'])}, wrong {_pct(t['wrong_candidate'])}; Subtopic "
                     f"{_pct(s['recognised'])}, {_pct(s['false_match'])}, {_pct(s['wrong_candidate'])} "
                     f"({m['actions']} labelled actions of a 1.5B model; docs/instrument.md)"
                 )
-    return f"{UNMEASURED} ({embedder} at tau {at}: inquitree instrument measure)"
+    return f"{UNMEASURED} ({embedder} at {at}: inquitree instrument measure)"
 
 
 def judge_reading(judge_id: str | None) -> str:

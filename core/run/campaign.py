@@ -79,6 +79,7 @@ _FIELDS = {
     "embedder": str,
     "tau": float,
     "tau_study": float,
+    "match_rule": str,
     "max_hints": int,
     "max_turns": int,
     "concurrency": int,
@@ -200,6 +201,7 @@ class Suite:
     embedder: str = "local"
     tau: float | None = None
     tau_study: float | None = None
+    match_rule: str = "paper"
     max_hints: int = MAX_HINTS
     max_turns: int | None = None
     concurrency: int = 4
@@ -354,7 +356,7 @@ class Suite:
         )
 
     def spec(self) -> EpisodeSpec:
-        return EpisodeSpec(self.tau, self.max_hints, self.max_turns, self.max_reasks, self.tau_study)
+        return EpisodeSpec(self.tau, self.max_hints, self.max_turns, self.max_reasks, self.tau_study, self.match_rule)
 
     def limits(self) -> Limits:
         return Limits(self.episode_tokens, self.episode_cost_usd, self.episode_seconds)
@@ -504,6 +506,10 @@ def set_up(suite: Suite) -> _Setup:
         budget=Budget(suite.budget_tokens, suite.budget_cost_usd) if (suite.budget_tokens or costed) else None,
     )
     first = trees[suite.trees[0]]
+    try:  # a wrong match rule, or one not fitted for this embedder, stops here, not in every cell
+        setup.spec.params(first, embedder.id, templates, suite.randomness[0], suite.seed)
+    except InquiTreeError as exc:
+        raise SuiteError(f"{suite.source}: {exc}") from None
     for entry in suite.entries.values():  # a wrong agent spec or a missing key stops here, not inside a worker
         make_agent(entry.spec, first, suite.seed, templates.system_prompt, entry.config)
         model = kinds.parse("agent", entry.spec).model

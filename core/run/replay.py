@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from inquitree.core.game.engine import Engine, EngineError, EpisodeState, Params, Reply, fold
+from inquitree.core.game.matching import recorded_cosines
 from inquitree.core.game.prompts import TemplateError, TemplateSet
 from inquitree.core.game.tree import Tree, TreeError, resolve_tree
 from inquitree.events.base import Event, canonical_json
@@ -119,7 +120,7 @@ def resimulate(recorded: list[Event], tree: Tree | None = None, templates: Templ
                 cos = None
                 if engine.needs_cosines(state):
                     nxt = recorded[pos + 1] if pos + 1 < len(recorded) else None
-                    cos = {c["id"]: c["cosine"] for c in nxt.candidates} if isinstance(nxt, MatchScored) else {}
+                    cos = recorded_cosines(nxt.candidates, nxt.rule) if isinstance(nxt, MatchScored) else {}
                 produced = engine.step(state, reply, cos)
             elif isinstance(ev, (JudgeVerdict, EpisodeFailed, EpisodeInterrupted)):  # facts from outside the engine
                 produced = [ev]

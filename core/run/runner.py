@@ -115,7 +115,9 @@ class Recorder:
 
 
 def cosines(embedder, action: str, candidates: list[tuple[str, str]]) -> dict[str, float]:
-    """Eq. 2 between the ACTION and each candidate's canonical text, rounded to 6 decimals."""
+    """Eq. 2 between the ACTION and each text of ``candidates`` (the engine's anchors: the
+    candidates' canonical texts, and under the fitted rule their hints and the topic), rounded to
+    6 decimals."""
     texts = [text for _, text in candidates]
     if not embeds_queries_apart(embedder):  # one batch, as every recorded episode was scored
         vecs = embedder.embed([action] + texts)
@@ -298,7 +300,7 @@ class Episode:
         cos = None
         if self.engine.needs_cosines(self.state):
             action = self.engine.action_of(reply.text)
-            cos = cosines(embedder, action, self.engine.candidates(self.state)) if action else {}
+            cos = cosines(embedder, action, self.engine.anchors(self.state)) if action else {}
         self.record(self.engine.step(self.state, reply, cos))
 
     def interrupted(self, reason: str, during: str) -> None:

@@ -36,6 +36,7 @@ class EpisodeSpec:
     max_turns: int | None = None  # None: the upper bound n(2H+3) of the tree (Eq. 12)
     max_reasks: int | None = MAX_REASKS
     tau_study: float | None = None  # None: the embedder's study threshold if tau is its default too, else tau
+    match_rule: str = "paper"  # or "fitted": the rule fitted for the embedder (core/game/matching.py)
 
     def thresholds(self, embedder_id: str) -> tuple[float, float | None]:
         """(tau, tau_study) for episodes matched by ``embedder_id``: the embedder's recommended
@@ -50,6 +51,10 @@ class EpisodeSpec:
     def params(self, tree: Tree, embedder_id: str, templates: TemplateSet, randomness: int, seed: int) -> Params:
         """The engine's parameters for one cell, validated."""
         from inquitree.core.game.engine import ACTION_RULE, CONCLUSION_RULE, Params
+        from inquitree.core.game.matching import RULES, MatchRuleError, fitted_rule
+
+        if self.match_rule not in RULES:
+            raise MatchRuleError(f"match rule {self.match_rule!r}: one of {', '.join(RULES)}")
 
         tau, tau_study = self.thresholds(embedder_id)
         params = Params(
@@ -65,6 +70,7 @@ class EpisodeSpec:
             tau_study=tau_study,
             action_rule=ACTION_RULE,
             conclusion_rule=CONCLUSION_RULE,
+            match_rule=fitted_rule(embedder_id) if self.match_rule == "fitted" else None,
         )
         params.validate()
         return params
