@@ -456,10 +456,14 @@ def second_reading(items: list[dict], embedder, found_ideas: list[dict], path: P
         per_idea = {}
         for idea in found_ideas:
             t = idea.get(state)
-            if idea["idea"] not in IDEAS or t is None:
+            if (idea["idea"] not in IDEAS and idea["idea"] != FITTED_IDEA) or t is None:
                 continue
-            kind, how, _ = IDEAS[idea["idea"]]
-            rows = anchored(read, embedder, kind, how)
+            if idea["idea"] == FITTED_IDEA:  # decided by the engine's reading with the fitted coefficients
+                rule = {"name": FITTED, "version": 1, state: {k: t["rule"][k] for k in ("coefficients", "threshold")}}
+                rows = fitted_rows(read, engine_cosines(read, embedder), rule)
+            else:
+                kind, how, _ = IDEAS[idea["idea"]]
+                rows = anchored(read, embedder, kind, how)
             second = [(o, c, again[action_key(it)], st) for (o, c, _, st), it in zip(rows, read, strict=True)]
             agreed = [r for r, x in zip(rows, second, strict=True) if r[2] == x[2]]
             at = (t["tau"], t["tau"], t["margin"], t.get("lead", 0.0))

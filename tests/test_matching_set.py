@@ -267,7 +267,7 @@ def test_the_second_reading_covers_the_held_out_actions_and_gives_what_docs_quot
     """The second, blind reading (the set's README) names every held-out action once, with labels
     the tree has; its agreement with the labels, and the matcher's rates on the actions both
     readings agree on, are recomputed here and are what docs/instrument.md quotes."""
-    from matching import SECOND, action_key, second_reading
+    from matching import FITTED_IDEA, SECOND, action_key, second_reading
 
     items = _items()
     again = [json.loads(line) for line in SECOND.read_text().splitlines() if line]
@@ -291,6 +291,11 @@ def test_the_second_reading_covers_the_held_out_actions_and_gives_what_docs_quot
     assert (both["recognised"], both["false_match"], both["wrong_candidate"]) == (0.6964, 0.1156, 0.0179)
     rule = topic["ideas"]["the paper's rule: one cosine with the candidate's text"]["both_agree"]
     assert (rule["intended"], rule["actions"]) == (56, 147)
+    fitted = {state: found[state]["ideas"][FITTED_IDEA] for state in ("topic", "subtopic")}
+    rates3 = ("recognised", "false_match", "wrong_candidate")
+    assert [fitted["topic"]["second_reading"][k] for k in rates3] == [0.661, 0.051, 0.0169]
+    assert [fitted["topic"]["both_agree"][k] for k in rates3] == [0.6786, 0.0544, 0.0179]
+    assert [fitted["subtopic"]["both_agree"][k] for k in rates3] == [1.0, 0.0189, 0.0]
     assert (sub["actions"], sub["agreement"], sub["kappa"]) == (58, 0.9138, 0.3983)
     assert sub["confusion"]["None"]["s1.study"] == 3 and sub["confusion"]["s1.study"]["None"] == 2
     default = sub["ideas"]["the paper's rule: one cosine with the candidate's text"]  # tau_study 0.42
