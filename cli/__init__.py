@@ -12,8 +12,9 @@ import sys
 import click
 
 from inquitree import __version__
-from inquitree.events.errors import InquiTreeError, is_damage
-from inquitree.events.names import printable
+from inquitree.boundary.errors import InquiTreeError
+from inquitree.boundary.text import printable
+from inquitree.events.errors import is_damage
 
 __all__ = ["main"]
 

@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 import click
 
-from inquitree.events.names import printable
+from inquitree.boundary.text import printable
 from inquitree.events.signing import KEY_ENV
 
 
@@ -31,7 +31,7 @@ FINITE = FiniteFloat()
 def echo(message: object = None, **kw: Any) -> None:
     """``click.echo`` for anything a person reads on a terminal: model replies, tree text, error
     messages from endpoints and ids reach it with every control character escaped
-    (``events.names.printable``), so none can clear the screen, retitle the window, hide a link
+    (``boundary.text.printable``), so none can clear the screen, retitle the window, hide a link
     or overwrite a line, on a terminal or through a pipe."""
     click.echo(None if message is None else printable(str(message)), **kw)
 
@@ -483,10 +483,10 @@ def limits_of(kw: dict[str, Any]):
 def output_file(path: str, data: str | bytes) -> None:
     """Write ``data`` to the ``--out`` file ``path``, with the folders it names made first (as
     ``report --out`` and ``--parquet`` make theirs), never through a link already at ``path``
-    (``events/outputs.py``); a folder that cannot be made is the usual one-line error."""
+    (``boundary/files.py``); a folder that cannot be made is the usual one-line error."""
     from pathlib import Path
 
-    from inquitree.events.outputs import write_file
+    from inquitree.boundary.files import write_file
 
     parent = Path(path).expanduser().parent
     try:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
+from inquitree.boundary.text import shown
 from inquitree.cli.common import db_option, echo, key_option, output_file, say
-from inquitree.events.names import IMPORT_PREFIX, shown
+from inquitree.events.names import IMPORT_PREFIX
 
 
 @click.group()

@@ -10,6 +10,8 @@ import textwrap
 
 import click
 
+from inquitree.boundary.errors import InquiTreeError
+from inquitree.boundary.text import install_extra, shown
 from inquitree.cli.common import (
     db_option,
     echo,
@@ -24,8 +26,7 @@ from inquitree.cli.common import (
 )
 from inquitree.core.game.matching import decided
 from inquitree.events.base import Event
-from inquitree.events.errors import InquiTreeError
-from inquitree.events.names import IMPORT_PREFIX, episode_stream, install_extra, shown
+from inquitree.events.names import IMPORT_PREFIX, episode_stream
 from inquitree.events.types import (
     AgentReplied,
     DependencyBlocked,
@@ -364,8 +365,8 @@ def _import_one(path: str, db_url: str | None, verifier) -> None:
     import hashlib
     from pathlib import Path
 
+    from inquitree.boundary.files import read_file
     from inquitree.core.run.golden import MAX_IMPORT_BYTES, dump_jsonl, load_export
-    from inquitree.events.outputs import read_file
     from inquitree.events.store import EventStore
     from inquitree.events.types import EpisodeImported
 

@@ -38,9 +38,9 @@ def judge(episodes, all_, prefix, judge_spec, embedder_name, again, db_url, **mo
     command continues with the rest."""
     from collections import Counter
 
+    from inquitree.boundary.errors import InquiTreeError
     from inquitree.core.players.kinds import make_embedder, make_judge
     from inquitree.core.run.rejudge import finished_episodes, rejudge
-    from inquitree.events.errors import InquiTreeError
     from inquitree.events.store import EventStore
 
     j = make_judge(judge_spec, make_embedder(embedder_name), judge_config(model_kw))

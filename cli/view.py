@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from inquitree.boundary.text import install_extra
 from inquitree.cli.common import FiniteFloat, db_option, echo
 from inquitree.cli.warehouse import (
     fixed_papers_option,
@@ -12,7 +13,6 @@ from inquitree.cli.warehouse import (
     scope_options,
     warehouse_option,
 )
-from inquitree.events.names import install_extra
 
 
 @click.command()

@@ -691,7 +691,7 @@ def sql(text, sql_file, warehouse_path, fmt, out, columns, spreadsheet_safe) -> 
     if (text is None) == (sql_file is None):
         raise click.UsageError("give the statement as TEXT or with --file FILE, one of the two")
     if text is None:  # a regular file of at most MAX_SQL_FILE_BYTES, read once
-        from inquitree.events.outputs import read_file
+        from inquitree.boundary.files import read_file
 
         text = read_file(sql_file, MAX_SQL_FILE_BYTES, what="--file").decode("utf-8", "replace")
     with _existing(warehouse_path, read_only=True) as wh:

@@ -2,7 +2,7 @@
 
 from inquitree.events import types as _types  # noqa: F401  (registers the episode events)
 from inquitree.events.base import Event, canonical_json, decode, event_type, registered_types, upcast, upcaster
-from inquitree.events.errors import ConcurrencyError, InquiTreeError, StoreError, UnknownEventType, UnknownEventVersion
+from inquitree.events.errors import ConcurrencyError, StoreError, UnknownEventType, UnknownEventVersion
 
 __all__ = [
     "Event",
@@ -13,7 +13,6 @@ __all__ = [
     "upcast",
     "upcaster",
     "ConcurrencyError",
-    "InquiTreeError",
     "StoreError",
     "UnknownEventType",
     "UnknownEventVersion",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+from inquitree.boundary.text import warn
 from inquitree.events import signing
 from inquitree.events.chain import GENESIS_HASH, link_problem, log_hash
 from inquitree.events.database import (
@@ -17,7 +18,6 @@ from inquitree.events.database import (
     EVENT_COLUMNS,
     Database,
 )
-from inquitree.events.names import warn
 
 
 @dataclasses.dataclass

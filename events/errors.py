@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-
-class InquiTreeError(Exception):
-    """Base of every error InquiTree reports as a one-line message (no traceback)."""
+from inquitree.boundary.errors import InquiTreeError
 
 
 class StoreError(InquiTreeError):

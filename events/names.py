@@ -7,7 +7,7 @@ grammar, checked wherever an id enters: letters, digits and ``._-``, starting wi
 digit or ``_``, at most :data:`MAX_ID` characters. No path separator, no ``..`` on its own, no
 markup, no control character can pass. And no file name is ever built from a stored name without
 :func:`confined`, which refuses any name that would leave its folder, whatever the grammar said
-when the name was stored.
+when the name was stored (``inquitree.boundary.files``).
 """
 
 from __future__ import annotations
@@ -16,11 +16,10 @@ import dataclasses
 import functools
 import hashlib
 import re
-import unicodedata
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from inquitree.events.errors import InquiTreeError
+from inquitree.boundary.errors import BadName
+from inquitree.boundary.text import shown
 
 if TYPE_CHECKING:
     from inquitree.events.types import CampaignStarted
@@ -37,14 +36,9 @@ __all__ = [
     "EPISODE_PREFIX",
     "IMPORT_PREFIX",
     "MAX_ID",
-    "BadName",
     "check_episode_id",
-    "confined",
     "episode_stream",
-    "install_extra",
     "is_episode_id",
-    "printable",
-    "shown",
 ]
 
 EPISODE_PREFIX = "episode/"
@@ -53,69 +47,6 @@ CAMPAIGN_PREFIX = "campaign/"  # a suite's CampaignStarted events
 MAX_ID = 180  # the store's stream ids are at most 200 characters, "episode/" included
 EPISODE_ID_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9._-]{0,%d}" % (MAX_ID - 1)  # the whole id (fullmatch)
 _ID = re.compile(EPISODE_ID_PATTERN)
-
-
-class BadName(InquiTreeError):
-    """A name from outside (an episode id, a query name, a file name) that breaks its grammar."""
-
-
-def shown(value: object, limit: int = 80) -> str:
-    """``value`` as a quoted, printable string for an error message or a terminal: every control or
-    format character escaped, cut at ``limit`` characters (a hostile name is never echoed raw)."""
-    text = str(value)
-    cut = len(text) > limit
-    text = text[:limit]
-    out = []
-    for ch in text:
-        if ch in "\\'":
-            out.append("\\" + ch)
-        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp"):
-            out.append(ch.encode("unicode_escape").decode("ascii") if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}")
-        else:
-            out.append(ch)
-    return "'" + "".join(out) + "'" + ("..." if cut else "")
-
-
-# What a terminal would act on rather than show, by Unicode category, not by a list: controls (Cc:
-# ESC starts colours, clear-screen, OSC titles and hyperlinks; CR overwrites a line), format
-# characters (Cf: bidirectional marks and overrides, zero-width marks), line and paragraph
-# separators (Zl, Zp), private-use and surrogate code points (Co, Cs). Newline and tab stay.
-ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs"})
-
-
-def printable(text: str, one_line: bool = False) -> str:
-    """``text`` as it may reach a terminal: every character of ``ESCAPED_CATEGORIES`` but newline and
-    tab escaped and shown (``\\x1b``, ``\\u061c``), so that model output or tree text can colour,
-    clear, retitle, reorder or overwrite nothing. With ``one_line``, newlines and tabs are escaped
-    too. Every path that prints to a terminal goes through here (``cli/common.py``'s ``echo``,
-    :func:`warn`)."""
-    if text.isprintable():  # the common case, decided in C: nothing to escape
-        return text
-    out = []
-    for ch in text:
-        if ch == "\n" or ch == "\t":
-            out.append(("\\n" if ch == "\n" else "\\t") if one_line else ch)
-        elif ch.isprintable() or unicodedata.category(ch) not in ESCAPED_CATEGORIES:
-            out.append(ch)  # printable, or a space (Zs) or an unassigned code point (Cn): shown as it is
-        else:
-            c = ord(ch)
-            out.append(f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" if c < 0x10000 else f"\\U{c:08x}")
-    return "".join(out)
-
-
-def warn(message: str) -> None:
-    """A line on stderr for a person, escaped as :func:`printable` does (it may quote an endpoint's
-    error, a tree's text or a name from a file)."""
-    import sys
-
-    print(printable(message), file=sys.stderr)
-
-
-def install_extra(extra: str) -> str:
-    """How to install one of InquiTree's extras: from its checkout (it is not on a package index)."""
-    return (
-        f"pip install '.[{extra}]' in InquiTree's checkout (or pip install 'inquitree[{extra}]' where it is published)"
-    )
 
 
 def is_episode_id(value: object) -> bool:
@@ -136,30 +67,6 @@ def check_episode_id(value: object, where: str = "") -> str:
 def episode_stream(episode_id: str, where: str = "") -> str:
     """The store's stream name of an episode, after checking its id."""
     return EPISODE_PREFIX + check_episode_id(episode_id, where)
-
-
-def confined(folder: str | Path, name: str, suffix: str = "") -> Path:
-    """``folder/name+suffix``, refused unless it is a plain file name that stays inside ``folder``
-    (no separator, no ``..``, no NUL or control character): for every file named after a stored
-    or imported name."""
-    base = Path(folder)
-    if not is_episode_id(name) and not _plain_file_name(name):
-        raise BadName(f"{shown(name)} cannot name a file in {base}: it is not a plain file name")
-    path = base / f"{name}{suffix}"
-    root = base.resolve()
-    if path.resolve().parent != root:
-        raise BadName(f"{shown(name)} cannot name a file in {base}: it would leave the folder")
-    return path
-
-
-def _plain_file_name(name: str) -> bool:
-    return (
-        bool(name)
-        and len(name) <= 200
-        and name not in (".", "..")
-        and not any(c in name for c in "/\\\x00")
-        and all(unicodedata.category(c)[0] != "C" for c in name)
-    )
 
 
 # -- a campaign's cells and their episode ids (core/run/campaign.py runs them; the viewer folds them) --

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from inquitree.events.errors import InquiTreeError
+from inquitree.boundary.errors import InquiTreeError
 
 KEY_ENV = "INQUITREE_SIGNING_KEY"
 ALGORITHM = "ed25519"

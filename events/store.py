@@ -37,6 +37,8 @@ import dataclasses
 import hashlib
 from typing import Any, Callable, Iterator, Sequence
 
+from inquitree.boundary.errors import BadName
+from inquitree.boundary.text import shown, warn
 from inquitree.events import revisions, signing
 from inquitree.events.backends.sqlite import SQLITE_PAGE_SIZE, sqlite_database
 from inquitree.events.base import Event, decode, frozen_from_dict, parse_json
@@ -69,7 +71,7 @@ from inquitree.events.errors import (
     UnknownEventVersion,
     is_damage,
 )
-from inquitree.events.names import EPISODE_PREFIX, BadName, check_episode_id, shown, warn
+from inquitree.events.names import EPISODE_PREFIX, check_episode_id
 from inquitree.events.verify import Anchor, VerifyReport, verify
 
 __all__ = [

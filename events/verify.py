@@ -12,11 +12,11 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from inquitree.boundary.errors import InquiTreeError
 from inquitree.events import signing
 from inquitree.events.chain import GENESIS_HASH, link_problem, log_hash
 from inquitree.events.checkpoints import read_checkpoints
 from inquitree.events.database import Database, utc_now
-from inquitree.events.errors import InquiTreeError
 from inquitree.events.names import IMPORT_PREFIX
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "ARCHITECTURE.md"
 BEGIN, END = "<!-- module map: begin (scripts/architecture_map.py) -->", "<!-- module map: end -->"
-PACKAGES = ("events", "core", "warehouse", "viewer", "cli")
+PACKAGES = ("boundary", "events", "core", "warehouse", "viewer", "cli")
 
 
 def modules() -> list[Path]:

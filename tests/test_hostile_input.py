@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from inquitree.boundary.files import confined
+from inquitree.boundary.text import ESCAPED_CATEGORIES, printable, shown
 from inquitree.cli import main
 from inquitree.core.game.tree import resolve_tree
-from inquitree.events.names import ESCAPED_CATEGORIES, check_episode_id, confined, printable, shown
+from inquitree.events.names import check_episode_id
 from inquitree.events.store import MAX_EVENT_BYTES, EventStore
 from inquitree.events.types import AgentReplied, EpisodeStarted
 

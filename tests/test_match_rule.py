@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from inquitree.boundary.errors import InquiTreeError
 from inquitree.cli import main
 from inquitree.core.game import matching
 from inquitree.core.game.engine import EngineError, Params
 from inquitree.core.game.tree import resolve_tree
 from inquitree.core.players.embed import HashEmbedder, LocalEmbedder
 from inquitree.core.run.spec import EpisodeSpec
-from inquitree.events.errors import InquiTreeError
 from tests.enginekit import TEMPLATES
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
+from inquitree.boundary.errors import InquiTreeError
 from inquitree.cli import main
 from inquitree.core.game.tree import resolve_tree
 from inquitree.core.players.agents import ModelConfig
@@ -13,7 +14,6 @@ from inquitree.core.players.judges import EmbeddingJudge
 from inquitree.core.run.rejudge import RejudgeError, control_items, parse_validity, rejudge, run_control
 from inquitree.core.run.replay import resimulate
 from inquitree.core.run.runner import stream_id
-from inquitree.events.errors import InquiTreeError
 from inquitree.events.store import EventStore
 from inquitree.warehouse.warehouse import Warehouse
 

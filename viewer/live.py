@@ -27,13 +27,14 @@ from typing import Any
 
 import orjson
 
+from inquitree.boundary.errors import InquiTreeError
+from inquitree.boundary.files import write_file
+from inquitree.boundary.text import warn
 from inquitree.core.run.campaign import RunState, fold_run, run_status
 from inquitree.core.run.limits import PriceTable, tokens_of
 from inquitree.events.base import registered_types
-from inquitree.events.errors import InquiTreeError
-from inquitree.events.names import CAMPAIGN_PREFIX, Cell, cells_of, warn
+from inquitree.events.names import CAMPAIGN_PREFIX, Cell, cells_of
 from inquitree.events.names import EPISODE_PREFIX as STREAM_PREFIX
-from inquitree.events.outputs import write_file
 from inquitree.events.store import EventStore, RecordedEvent, epoch_of
 from inquitree.events.types import CampaignAlive, CampaignEnded, CampaignStarted
 

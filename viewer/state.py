@@ -15,7 +15,7 @@ from typing import Any
 import jinja2
 from starlette.responses import HTMLResponse
 
-from inquitree.events.names import warn
+from inquitree.boundary.text import warn
 from inquitree.viewer import sql
 from inquitree.viewer.live import Campaigns
 from inquitree.viewer.search import (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from inquitree.events.errors import InquiTreeError
+from inquitree.boundary.errors import InquiTreeError
 
 
 class WarehouseError(InquiTreeError):

@@ -19,8 +19,9 @@ from typing import Any, Callable
 import jinja2
 import polars as pl
 
-from inquitree.events.names import confined, is_episode_id, shown, warn
-from inquitree.events.outputs import inner_folder, output_folder, write_file
+from inquitree.boundary.files import confined, inner_folder, output_folder, write_file
+from inquitree.boundary.text import shown, warn
+from inquitree.events.names import is_episode_id
 from inquitree.warehouse.notes import readable, table_notes
 from inquitree.warehouse.warehouse import PAIR_COLUMNS, Warehouse
 

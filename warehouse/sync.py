@@ -25,7 +25,8 @@ from typing import Callable, Protocol
 import duckdb
 import pyarrow as pa
 
-from inquitree.events.names import EPISODE_ID_PATTERN, shown, warn
+from inquitree.boundary.text import shown, warn
+from inquitree.events.names import EPISODE_ID_PATTERN
 from inquitree.events.store import default_url, redact
 from inquitree.warehouse.dimensions import DimensionRows, dimension_rows
 from inquitree.warehouse.errors import WarehouseError

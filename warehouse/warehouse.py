@@ -27,8 +27,8 @@ import duckdb
 import polars as pl
 
 from inquitree import __version__
-from inquitree.events.names import shown, warn
-from inquitree.events.outputs import output_folder, write_file
+from inquitree.boundary.files import output_folder, write_file
+from inquitree.boundary.text import shown, warn
 from inquitree.warehouse.errors import WarehouseError
 from inquitree.warehouse.instrument import register as register_instrument
 from inquitree.warehouse.intervals import Settings
@@ -406,7 +406,7 @@ class Warehouse:
         return WarehouseError(f"{what}: {str(exc).strip()}")
 
     def export_parquet(self, out_dir: str | Path) -> list[Path]:
-        """Every table as ``out_dir/TABLE.parquet``, written from Python (``events/outputs.py``: never
+        """Every table as ``out_dir/TABLE.parquet``, written from Python (``boundary/files.py``: never
         through a link), not by DuckDB's COPY, which would need file access on this connection."""
         import io
 

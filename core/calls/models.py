@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from inquitree.events.errors import InquiTreeError
+from inquitree.boundary.errors import InquiTreeError
 
 BACKOFF_CAP_S = 30.0
 DEFAULT_TIMEOUT_S = 60.0

@@ -37,13 +37,12 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from inquitree.boundary.errors import InquiTreeError
+from inquitree.boundary.files import confined, write_file
 from inquitree.core.calls.models import CallSettings, ChatModel, ModelCallError, json_schema_format
 from inquitree.core.game.tree import TreeError, parse_tree
 from inquitree.core.players.agents import strip_code_fence
 from inquitree.core.players.calibrate import hint_cosines, is_monotone
-from inquitree.events.errors import InquiTreeError
-from inquitree.events.names import confined
-from inquitree.events.outputs import write_file
 
 PROMPT_VERSION = "extract-v1"
 

@@ -20,9 +20,9 @@ import math
 import re
 from typing import TYPE_CHECKING, Any, Iterable
 
+from inquitree.boundary.errors import InquiTreeError
 from inquitree.core.game import matching
 from inquitree.events.base import Event
-from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import (
     AgentReplied,
     ConclusionSubmitted,

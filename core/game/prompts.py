@@ -20,7 +20,7 @@ import jinja2
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from inquitree.events.errors import InquiTreeError
+from inquitree.boundary.errors import InquiTreeError
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "prompt_sets"
 FILES = {

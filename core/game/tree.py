@@ -17,10 +17,10 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
+from inquitree.boundary.errors import InquiTreeError
+from inquitree.boundary.files import InputRefused, read_file
 from inquitree.core.cache import cache_dir
 from inquitree.events.base import canonical_json
-from inquitree.events.errors import InquiTreeError
-from inquitree.events.outputs import InputRefused, read_file
 
 TREES_DIR = Path(__file__).resolve().parents[2] / "trees"
 SCHEMA_PATH = TREES_DIR / "schema" / "research-tree.schema.json"
@@ -296,7 +296,7 @@ MAX_TREE_BYTES = 5_000_000  # the largest shipped tree is about 15 kB
 def load_tree_file(path: Path | str, memo: bool = True) -> Tree:
     """A tree from its JSON file. A file over ``$INQUITREE_MAX_TREE_BYTES`` (5 MB) is refused as it is
     read (every text of a tree is embedded and sent to the agent, so a huge one is a mistake), and so
-    is anything that is not a regular file (``events.outputs.read_file``)."""
+    is anything that is not a regular file (``boundary.files.read_file``)."""
     path = Path(path)
     limit = int(os.environ.get(MAX_TREE_BYTES_ENV) or MAX_TREE_BYTES)
     if not path.exists():

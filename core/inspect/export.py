@@ -55,11 +55,11 @@ from inspect_ai.model import (
 )
 
 from inquitree import __version__
+from inquitree.boundary.errors import InquiTreeError
 from inquitree.core.game.prompts import TemplateSet
 from inquitree.core.game.tree import Tree, resolve_tree
 from inquitree.core.inspect.task import SCORE_KEYS, SCORER_NAME, episode_score
 from inquitree.core.players.agents import last_turns
-from inquitree.events.errors import InquiTreeError
 from inquitree.events.names import agent_name
 from inquitree.events.types import (
     AgentReplied,

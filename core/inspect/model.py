@@ -25,9 +25,9 @@ from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageUser,
 from inspect_ai.model import modelapi as _modelapi
 from inspect_ai.tool import ToolChoice, ToolInfo
 
+from inquitree.boundary.errors import InquiTreeError
 from inquitree.core.game.tree import Tree, resolve_tree, shipped_tree_paths
 from inquitree.core.players.agents import ScriptAgent
-from inquitree.events.errors import InquiTreeError
 
 __all__ = ["InquiTreeModel", "oracle_reply"]
 

@@ -39,6 +39,7 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Score, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, solver
 
+from inquitree.boundary.errors import InquiTreeError
 from inquitree.core.game.engine import Reply
 from inquitree.core.game.prompts import TemplateSet
 from inquitree.core.game.tree import Tree, resolve_tree, shipped_tree_paths
@@ -57,7 +58,6 @@ from inquitree.core.players.judges import (
 from inquitree.core.players.kinds import make_embedder
 from inquitree.core.run.runner import Episode
 from inquitree.core.run.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
-from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import JudgeVerdict
 
 GRADER_PROMPT_VERSION = JUDGE_PROMPT_VERSION  # the same prompt and re-asks as the openai judge (core/players/judges.py)

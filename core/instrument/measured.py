@@ -113,7 +113,7 @@ def records() -> list[dict[str, list[dict]]]:
 
 def record(found: dict[str, Any], path: Path | None = None) -> Path:
     """Keep one measurement in the lab's record, replacing an earlier one of the same instrument."""
-    from inquitree.events.outputs import write_file
+    from inquitree.boundary.files import write_file
 
     path = path or lab_record_path()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from inquitree.boundary.errors import InquiTreeError
 from inquitree.core.calls.models import CallSettings, ChatModel, ModelCallError, call_cache, option_label
 from inquitree.core.game.engine import (
     CONCLUSION,
@@ -41,7 +42,6 @@ from inquitree.core.game.engine import (
     uniform,
 )
 from inquitree.core.game.tree import Tree
-from inquitree.events.errors import InquiTreeError
 
 
 def recorded_turns(events: list) -> list[tuple[str, Any]]:

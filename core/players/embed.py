@@ -35,9 +35,9 @@ from typing import Any, Iterable, Protocol, Sequence
 
 import numpy as np
 
+from inquitree.boundary.errors import InquiTreeError
 from inquitree.core.cache import cache_dir
 from inquitree.core.calls.models import openai_endpoint, redact_text, redact_url
-from inquitree.events.errors import InquiTreeError
 
 
 class EmbedderError(InquiTreeError):

@@ -19,10 +19,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from inquitree.boundary.errors import InquiTreeError
 from inquitree.core.calls.models import ModelCallError, json_schema_format, option_label
 from inquitree.core.game.tree import Tree
 from inquitree.core.players.agents import ModelConfig, strip_code_fence
-from inquitree.events.errors import InquiTreeError
 from inquitree.events.types import JudgeVerdict
 
 SCORES = (1.0, 0.6, 0.0)

@@ -14,7 +14,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable
 
-from inquitree.events.errors import InquiTreeError
+from inquitree.boundary.errors import InquiTreeError
 
 __all__ = ["Kind", "Spec", "SpecError", "kinds", "make", "parse"]
 

@@ -45,6 +45,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from inquitree import stats
+from inquitree.boundary.errors import InquiTreeError
+from inquitree.boundary.files import read_file
+from inquitree.boundary.text import shown, warn
 from inquitree.core.calls.models import CallSettings, option_label, redact_url
 from inquitree.core.game.prompts import TemplateSet, is_shipped
 from inquitree.core.game.tree import Tree, resolve_tree
@@ -55,16 +58,8 @@ from inquitree.core.run.limits import Budget, Limits, PriceTable, tokens_of
 from inquitree.core.run.runner import STREAM_PREFIX, EpisodeFailure, EpisodeStopped, run_episode, stream_id
 from inquitree.core.run.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
 from inquitree.events.base import Event
-from inquitree.events.errors import ConcurrencyError, InquiTreeError
-from inquitree.events.names import (  # the grid's names live beside the store's (the viewer reads them)
-    Cell,
-    campaign_stream,
-    episode_prefix,
-    grid,
-    shown,
-    warn,
-)
-from inquitree.events.outputs import read_file
+from inquitree.events.errors import ConcurrencyError
+from inquitree.events.names import Cell, campaign_stream, episode_prefix, grid
 from inquitree.events.store import EventStore, epoch_of
 from inquitree.events.types import AgentReplied, CampaignAlive, CampaignEnded, CampaignStarted, EpisodeScored
 

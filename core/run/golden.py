@@ -17,10 +17,10 @@ from typing import Any
 
 import orjson
 
+from inquitree.boundary.errors import InquiTreeError
+from inquitree.boundary.files import read_file
 from inquitree.events.base import Event, canonical_json, decode, parse_json
 from inquitree.events.chain import GENESIS_HASH, link_problem
-from inquitree.events.errors import InquiTreeError
-from inquitree.events.outputs import read_file
 from inquitree.events.signing import Signer, Verifier, checkpoint_message
 
 PROOF_FIELDS = ("stream_version", "recorded_at", "prev_hash", "hash")

@@ -27,8 +27,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from inquitree.events.errors import InquiTreeError
-from inquitree.events.outputs import read_file
+from inquitree.boundary.errors import InquiTreeError
+from inquitree.boundary.files import read_file
 
 PRICES_PATH = Path(__file__).resolve().parents[2] / "trees" / "registry" / "prices.json"  # shipped: no prices
 PRICES_ENV = "INQUITREE_PRICES"

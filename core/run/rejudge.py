@@ -17,6 +17,7 @@ import json
 import re
 from typing import Any
 
+from inquitree.boundary.errors import InquiTreeError
 from inquitree.core.calls.models import ModelCallError
 from inquitree.core.game.engine import Engine, Params, fold, uniform
 from inquitree.core.game.prompts import TemplateSet
@@ -27,7 +28,6 @@ from inquitree.core.players.control import CONTROL_PROMPT_VERSION, CONTROL_USER
 from inquitree.core.players.judges import Judge
 from inquitree.core.run.runner import STREAM_PREFIX, stream_id
 from inquitree.events.base import Event
-from inquitree.events.errors import InquiTreeError
 from inquitree.events.store import EventStore
 from inquitree.events.types import ConclusionSubmitted, ControlAnswered, ControlStarted, EpisodeStarted, JudgeVerdict
 

@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 from inquitree import __version__
+from inquitree.boundary.errors import InquiTreeError
 from inquitree.core.calls.models import call_deadline, redact_text
 from inquitree.core.game.engine import (
     DONE,
@@ -36,7 +37,6 @@ from inquitree.core.players.embed import embed_actions, embeds_queries_apart
 from inquitree.core.players.judges import Judge
 from inquitree.core.run.limits import Budget, Limits, PriceTable, tokens_of
 from inquitree.events.base import Event
-from inquitree.events.errors import InquiTreeError
 from inquitree.events.names import EPISODE_PREFIX, episode_stream
 from inquitree.events.store import EventStore
 from inquitree.events.types import AgentReplied, EpisodeFailed, EpisodeResumed, EpisodeScored

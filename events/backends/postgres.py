@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from inquitree.boundary.text import install_extra
 from inquitree.events.backends import Backend
 from inquitree.events.errors import StoreError
-from inquitree.events.names import install_extra
 
 if TYPE_CHECKING:
     import sqlalchemy as sa

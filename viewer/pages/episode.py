@@ -7,7 +7,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from inquitree.events.errors import InquiTreeError
+from inquitree.boundary.errors import InquiTreeError
 from inquitree.viewer import sql
 from inquitree.viewer.state import Viewer
 from inquitree.warehouse.report import episode_items, table_html

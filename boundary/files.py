@@ -1,18 +1,25 @@
-"""Files InquiTree writes where a user points it (``report --out DIR``, ``--out FILE``): never
-through a link that is already there. A file is written under a new, unguessable name in its
-folder (created with ``O_EXCL | O_NOFOLLOW``) and renamed over the target, which replaces a link
-at that name instead of writing to where it points; an output folder that is a link, or that
-belongs to another user, is refused, and so is a link among the folders the tool makes inside it.
-And files it reads from a user or another lab (``read_file``): regular files only, read once, to a
-size the reader names, so that no file decides how much memory or time a read takes."""
+"""Files InquiTree reads and writes for a user.
+
+Files it writes where a user points it (``report --out DIR``, ``--out FILE``): never through a link
+that is already there. A file is written under a new, unguessable name in its folder (created with
+``O_EXCL | O_NOFOLLOW``) and renamed over the target, which replaces a link at that name instead of
+writing to where it points; an output folder that is a link, or that belongs to another user, is
+refused, and so is a link among the folders the tool makes inside it. Files it reads from a user or
+another lab (``read_file``): regular files only, read once, to a size the reader names, so that no
+file decides how much memory or time a read takes. And no file name is built from a stored or
+imported name without ``confined``, which refuses any name that would leave its folder, whatever
+the grammar said when the name was stored.
+"""
 
 from __future__ import annotations
 
 import os
 import secrets
+import unicodedata
 from pathlib import Path
 
-from inquitree.events.errors import InquiTreeError
+from inquitree.boundary.errors import BadName, InquiTreeError
+from inquitree.boundary.text import shown
 
 
 class OutputRefused(InquiTreeError):
@@ -100,3 +107,27 @@ def read_file(path: str | Path, limit: int, *, what: str = "file") -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def confined(folder: str | Path, name: str, suffix: str = "") -> Path:
+    """``folder/name+suffix``, refused unless it is a plain file name that stays inside ``folder``
+    (no separator, no ``..``, no NUL or control character): for every file named after a stored
+    or imported name."""
+    base = Path(folder)
+    if not _plain_file_name(name):
+        raise BadName(f"{shown(name)} cannot name a file in {base}: it is not a plain file name")
+    path = base / f"{name}{suffix}"
+    root = base.resolve()
+    if path.resolve().parent != root:
+        raise BadName(f"{shown(name)} cannot name a file in {base}: it would leave the folder")
+    return path
+
+
+def _plain_file_name(name: str) -> bool:
+    return (
+        bool(name)
+        and len(name) <= 200
+        and name not in (".", "..")
+        and not any(c in name for c in "/\\\x00")
+        and all(unicodedata.category(c)[0] != "C" for c in name)
+    )
