@@ -16,7 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from inquitree.events.signing import load_verifier
-from inquitree.events.store import Anchor, EventStore, VerifyReport
+from inquitree.events.store import EventStore
+from inquitree.events.verify import Anchor, VerifyReport
 
 from attackkit import ATTACKS, attacked_copy, record_lab
 

@@ -172,8 +172,8 @@ def store_floor(db: Path, steps: int) -> dict:
 
     ``sqlite_rows_by_page_size``: the same inserts with SQLite's default 4 KiB pages and with the
     store's page size, alternated three times each; the median user and system CPU per step."""
+    from inquitree.events.backends.sqlite import SQLITE_PAGE_SIZE
     from inquitree.events.base import decode, parse_json
-    from inquitree.events.store import SQLITE_PAGE_SIZE
 
     streams, schema = read_streams(db)
     out = db.with_name(db.stem + "-floor.sqlite")

@@ -26,7 +26,7 @@ from pathlib import Path
 import orjson
 from engine import chains_cpu, insert_cpu, read_streams  # bench/engine.py: the store floor's parts
 
-from inquitree.events.store import SQLITE_PAGE_SIZE
+from inquitree.events.backends.sqlite import SQLITE_PAGE_SIZE
 
 FOLDED = ("MatchScored", "Transitioned")
 

@@ -31,9 +31,10 @@ import sqlalchemy as sa
 from store_append import make_event
 
 from inquitree.events.chain import GENESIS_HASH
+from inquitree.events.database import INSERT_COLUMNS
 from inquitree.events.schema import events as events_table
 from inquitree.events.signing import generate, load_signer
-from inquitree.events.store import INSERT_COLUMNS, EventStore
+from inquitree.events.store import EventStore
 
 OLD_COLUMNS = INSERT_COLUMNS[1:-1]  # before the log chain: no position given, no log hash
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from inquitree.events.store import INSERT_COLUMNS, EventStore
+from inquitree.events.database import INSERT_COLUMNS
+from inquitree.events.store import EventStore
 from inquitree.events.types import MatchScored
 
 # Every column the store writes, so the baseline inserts the same bytes (the log chain's too).

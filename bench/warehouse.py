@@ -47,7 +47,8 @@ import inquitree.warehouse.sync as sync_module
 import inquitree.warehouse.warehouse as ws
 from inquitree.core.game.tree import resolve_tree
 from inquitree.core.run.runner import stream_id
-from inquitree.events.store import EventStore, sqlite_database
+from inquitree.events.backends.sqlite import sqlite_database
+from inquitree.events.store import EventStore
 from inquitree.warehouse.schema import table_statements
 from inquitree.warehouse.sources import open_source
 from inquitree.warehouse.sync import sync as sync_into

@@ -14,7 +14,7 @@ import click
 from inquitree import __version__
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.boundary.text import printable
-from inquitree.events.errors import is_damage
+from inquitree.events import is_damage
 
 __all__ = ["main"]
 

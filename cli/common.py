@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 import click
 
 from inquitree.boundary.text import printable
-from inquitree.events.signing import KEY_ENV
+from inquitree.events import KEY_ENV
 
 
 class FiniteFloat(click.FloatRange):
@@ -273,7 +273,7 @@ def call_options(f):
     """How model calls are made (agent and judge alike): waiting, retries, reply size, cache.
     (The model-call module is imported here, by the commands that call models, not by this
     module: `episodes list` and the other commands that read the store do without it.)"""
-    from inquitree.core.calls.models import (
+    from inquitree.core.calls import (
         BACKOFF_CAP_S,
         DEFAULT_CALL_LIMIT_S,
         DEFAULT_MAX_REPLY_CHARS,
@@ -435,7 +435,7 @@ def limit_options(f):
 
 
 def _settings(kw: dict[str, Any], max_tokens: int | None, options: tuple[str, ...], what: str):
-    from inquitree.core.calls.models import DEFAULT_CALL_LIMIT_S, CallSettings, parse_options
+    from inquitree.core.calls import DEFAULT_CALL_LIMIT_S, CallSettings, parse_options
 
     return CallSettings(
         timeout=kw["timeout"],
@@ -450,7 +450,7 @@ def _settings(kw: dict[str, Any], max_tokens: int | None, options: tuple[str, ..
 
 
 def agent_config(kw: dict[str, Any]):
-    from inquitree.core.players.agents import ModelConfig
+    from inquitree.core.players import ModelConfig
 
     return ModelConfig(
         kw["base_url"],
@@ -463,7 +463,7 @@ def agent_config(kw: dict[str, Any]):
 
 
 def judge_config(kw: dict[str, Any]):
-    from inquitree.core.players.agents import ModelConfig
+    from inquitree.core.players import ModelConfig
 
     return ModelConfig(
         kw["judge_base_url"],
@@ -473,7 +473,7 @@ def judge_config(kw: dict[str, Any]):
 
 
 def limits_of(kw: dict[str, Any]):
-    from inquitree.core.run.limits import Limits, PriceTable
+    from inquitree.core.run import Limits, PriceTable
 
     limits = Limits(kw["max_episode_tokens"], kw["max_episode_cost"], kw["max_episode_seconds"])
     prices = PriceTable(kw["prices"]) if (kw["prices"] or limits.episode_cost_usd) else None

@@ -9,7 +9,7 @@ import click
 
 from inquitree.boundary.text import shown
 from inquitree.cli.common import db_option, echo, key_option, output_file, say
-from inquitree.events.names import IMPORT_PREFIX
+from inquitree.events import IMPORT_PREFIX
 
 
 @click.group()
@@ -21,9 +21,7 @@ def db() -> None:
 @db_option
 def upgrade(db_url: str | None) -> None:
     """Bring the store's schema to the newest migration."""
-    from inquitree.events import guards, migrate
-    from inquitree.events.backends import backend_named
-    from inquitree.events.store import default_url, make_engine, redact
+    from inquitree.events import backend_named, default_url, guards, make_engine, migrate, redact
 
     url = db_url or default_url()
     engine = make_engine(url)
@@ -99,10 +97,7 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
     can show that none were cut from the end together with their checkpoints (UNANCHORED; exit 0
     with --accept-unanchored). Without --key or --anchor only the chains are checked, and a log cut
     short or re-hashed whole is not found (exit 0, and the output says so)."""
-    from inquitree.events.errors import StoreDamaged
-    from inquitree.events.signing import load_keyring
-    from inquitree.events.store import Anchor, EventStore
-    from inquitree.events.types import EpisodeImported
+    from inquitree.events import Anchor, EpisodeImported, EventStore, StoreDamaged, load_keyring
 
     anchor = Anchor.load(anchor_path) if anchor_path else None
     verifier = load_keyring(key_paths)
@@ -196,8 +191,7 @@ def _proof(report, verifier, missing: list[str], accept_unanchored: bool) -> int
 
 def _report_damage(db_url: str | None, exc: Exception) -> None:
     """What is left of a damaged store, as `db verify` says it (exit 1: tampered or damaged)."""
-    from inquitree.events.damage import inspect_file
-    from inquitree.events.store import default_url, redact, sqlite_database
+    from inquitree.events import default_url, inspect_file, redact, sqlite_database
 
     url = db_url or default_url()
     path = sqlite_database(url)
@@ -241,7 +235,7 @@ def keygen(prefix: str) -> None:
 
     Keep the private key away from the database (set $INQUITREE_SIGNING_KEY to its path where
     episodes are recorded); publish the public key with your results."""
-    from inquitree.events.signing import KEY_ENV, generate, load_verifier
+    from inquitree.events import KEY_ENV, generate, load_verifier
 
     private, public = generate(prefix)
     echo(f"wrote {private} (private, mode 600) and {public} (public); key id {load_verifier(public).key_id}")
@@ -271,8 +265,7 @@ def anchor(db_url: str | None, out: str, key_path: str | None, adopt: bool) -> N
     signed), once you have checked them. Keep the file elsewhere or publish it with a paper;
     `inquitree db verify --anchor FILE` then proves the log up to that head, whoever could write to
     the database since."""
-    from inquitree.events.signing import load_signer
-    from inquitree.events.store import Anchor, EventStore, redact
+    from inquitree.events import Anchor, EventStore, load_signer, redact
 
     signer = load_signer(key_path) if key_path else None
     if adopt and signer is None:
@@ -307,7 +300,7 @@ def anchor(db_url: str | None, out: str, key_path: str | None, adopt: bool) -> N
 @click.option("--prefix", default=None, help="Only streams whose id starts with this.")
 def streams(db_url: str | None, prefix: str | None) -> None:
     """List the streams with their versions."""
-    from inquitree.events.store import EventStore
+    from inquitree.events import EventStore
 
     with EventStore(db_url, create=False) as store:
         for s in store.streams(prefix):
@@ -327,8 +320,7 @@ def grant_roles(db_url: str | None, owner: str, writer: str, reader: str) -> Non
     may only SELECT. Record and run campaigns as the writer, sync the warehouse as the reader.
     Passwords come from $INQUITREE_PG_OWNER_PASSWORD, $INQUITREE_PG_WRITER_PASSWORD and
     $INQUITREE_PG_READER_PASSWORD when set. Safe to run again."""
-    from inquitree.events.roles import grant
-    from inquitree.events.store import default_url
+    from inquitree.events import default_url, grant
 
     urls = grant(db_url or default_url(), {"owner": owner, "writer": writer, "reader": reader})
     for kind, url in urls.items():

@@ -24,10 +24,9 @@ from inquitree.cli.common import (
     say,
     secho,
 )
-from inquitree.core.game.matching import decided
-from inquitree.events.base import Event
-from inquitree.events.names import IMPORT_PREFIX, episode_stream
-from inquitree.events.types import (
+from inquitree.core.game import decided
+from inquitree.events import (
+    IMPORT_PREFIX,
     AgentReplied,
     DependencyBlocked,
     EpisodeFailed,
@@ -35,12 +34,14 @@ from inquitree.events.types import (
     EpisodeResumed,
     EpisodeScored,
     EpisodeStarted,
+    Event,
     HintIssued,
     LimitReached,
     MatchScored,
     ObservationEmitted,
     ResultDrawn,
     TurnLimitReached,
+    episode_stream,
 )
 
 
@@ -130,7 +131,7 @@ def print_scores(episode_id: str, scored: EpisodeScored | None) -> None:
 
 def episode_ref(store, ref: str) -> str:
     """The episode id a command line names: ``last`` (the latest recorded), an id, or its stream."""
-    from inquitree.core.run.runner import STREAM_PREFIX
+    from inquitree.core.run import STREAM_PREFIX
 
     if ref == "last":
         streams = store.streams(prefix=STREAM_PREFIX)
@@ -142,7 +143,7 @@ def episode_ref(store, ref: str) -> str:
 
 def load_episode(store, episode_id: str) -> list[Event]:
     """Every event of an episode; an unknown id is an error, not an empty episode."""
-    from inquitree.core.run.runner import stream_id
+    from inquitree.core.run import stream_id
 
     recorded = store.read_stream(stream_id(episode_id))
     if not recorded:
@@ -174,10 +175,9 @@ def episodes_list(db_url: str | None, limit: int, offset: int, fmt: str | None) 
     episodes are read, so a page takes the same time in a store of any size."""
     import sys
 
-    from inquitree.core.game.engine import STATE_AND_STEP_EVENTS, fold
-    from inquitree.events.names import EPISODE_PREFIX as STREAM_PREFIX
-    from inquitree.events.names import agent_name
-    from inquitree.events.store import EventStore
+    from inquitree.core.game import STATE_AND_STEP_EVENTS, fold
+    from inquitree.events import EPISODE_PREFIX as STREAM_PREFIX
+    from inquitree.events import EventStore, agent_name
 
     rows: list[tuple[str, ...]] = [
         ("episode", "started", "tree", "agent", "seed", "a", "state", "steps", "coverage", "q_norm", "judge")
@@ -241,7 +241,7 @@ def episodes_list(db_url: str | None, limit: int, offset: int, fmt: str | None) 
 @db_option
 def episodes_show(episode: str, db_url: str | None) -> None:
     """The transcript of one episode with the engine's notes and its scores."""
-    from inquitree.events.store import EventStore
+    from inquitree.events import EventStore
 
     with EventStore(db_url, create=False) as store:
         episode_id = episode_ref(store, episode)
@@ -266,10 +266,8 @@ def episodes_export(episode: str, db_url: str | None, out: str, key_path: str | 
     Each line holds {"type", "version", "payload"} (the golden-log format) and the event's stored
     timestamp and hashes; with a key, a last line signs the episode's head, so that `episodes
     import --key PUBLIC_KEY` can show the file is the one recorded."""
-    from inquitree.core.run.golden import dump_export
-    from inquitree.core.run.runner import stream_id
-    from inquitree.events.signing import load_signer
-    from inquitree.events.store import EventStore, utc_now
+    from inquitree.core.run import dump_export, stream_id
+    from inquitree.events import EventStore, load_signer, utc_now
 
     signer = load_signer(key_path) if key_path else None
     with EventStore(db_url, create=False) as store:
@@ -300,8 +298,8 @@ def episodes_to_inspect(
     tree and randomness level, its episodes as epochs, the dialogue as messages (the engine's
     notes on each reply), the recorded scores and inspect's metrics over them. EPISODE is an id
     or `last` (the default, without --suite). Needs `pip install 'inquitree[inspect]'`."""
-    from inquitree.core.run.runner import STREAM_PREFIX
-    from inquitree.events.store import EventStore
+    from inquitree.core.run import STREAM_PREFIX
+    from inquitree.events import EventStore
 
     try:
         from inquitree.core.inspect import export as inspect_export
@@ -310,7 +308,7 @@ def episodes_to_inspect(
     with EventStore(db_url, create=False) as store:
         ids = [episode_ref(store, ref) for ref in episode_refs]
         if suite_name is not None:
-            from inquitree.events.names import episode_prefix
+            from inquitree.events import episode_prefix
 
             prefix = STREAM_PREFIX + episode_prefix(suite_name)
             found = [s.stream_id.removeprefix(STREAM_PREFIX) for s in store.streams(prefix=prefix)]
@@ -351,7 +349,7 @@ def episodes_import(paths: tuple[str, ...], db_url: str | None, key_path: str | 
     --key` proves it only with the key of whoever signed it. An episode already in the store is
     left alone: importing the same events again does nothing, and a file that differs from the
     stored episode is refused."""
-    from inquitree.events.signing import load_verifier
+    from inquitree.events import load_verifier
 
     verifier = load_verifier(key_path) if key_path else None
     for path in paths:
@@ -366,9 +364,8 @@ def _import_one(path: str, db_url: str | None, verifier) -> None:
     from pathlib import Path
 
     from inquitree.boundary.files import read_file
-    from inquitree.core.run.golden import MAX_IMPORT_BYTES, dump_jsonl, load_export
-    from inquitree.events.store import EventStore
-    from inquitree.events.types import EpisodeImported
+    from inquitree.core.run import MAX_IMPORT_BYTES, dump_jsonl, load_export
+    from inquitree.events import EpisodeImported, EventStore
 
     data = read_file(path, MAX_IMPORT_BYTES, what="the export")  # once: what is hashed is what is imported
     exported = load_export(path, data)

@@ -53,11 +53,11 @@ def extract(
     and the Stage 2 dependency audit. Checks only flag; a person decides. Model answers
     are cached beside the outputs, so an interrupted run resumes where it stopped.
     """
-    from inquitree.core.extract.tree_from_paper import extract_tree, tokens_note
-    from inquitree.core.players.kinds import make_embedder
+    from inquitree.core.extract import extract_tree, tokens_note
+    from inquitree.core.players import make_embedder
 
     emb = make_embedder(embedder, base_url=base_url)
-    from inquitree.core.calls.models import CallSettings
+    from inquitree.core.calls import CallSettings
 
     settings = CallSettings(
         timeout=call_kw["timeout"],

@@ -54,9 +54,9 @@ def measure(embedder_spec, embedder_base_url, tau, tau_study, rule, judge_spec, 
     every table that shows episodes read by this instrument states the measurement beside them."""
     import json
 
-    from inquitree.core.game.matching import MatchRuleError
+    from inquitree.core.game import MatchRuleError
     from inquitree.core.instrument import measure_judge, measure_matcher
-    from inquitree.core.players.kinds import make_embedder, make_judge
+    from inquitree.core.players import make_embedder, make_judge
 
     if judge_spec:
         if tau is not None or tau_study is not None:
@@ -90,14 +90,14 @@ def measure(embedder_spec, embedder_base_url, tau, tau_study, rule, judge_spec, 
 
 def _keep(found: dict[str, Any], keep: bool) -> None:
     if keep:
-        from inquitree.core.instrument.measured import record
+        from inquitree.core.instrument import record
 
         echo(f"kept in {record(found)}", err=True)
 
 
 def _fitted(lines: list[str], width: int = 80) -> str:
     """The table's lines, each longer than ``width`` wrapped (the rows of numbers fit as they are)."""
-    from inquitree.warehouse.notes import wrapped
+    from inquitree.warehouse import wrapped
 
     return "\n".join(part for line in lines for part in (wrapped(line, width) if len(line) > width else [line]))
 

@@ -39,9 +39,10 @@ def judge(episodes, all_, prefix, judge_spec, embedder_name, again, db_url, **mo
     from collections import Counter
 
     from inquitree.boundary.errors import InquiTreeError
-    from inquitree.core.players.kinds import make_embedder, make_judge
-    from inquitree.core.run.rejudge import finished_episodes, rejudge
-    from inquitree.events.store import EventStore
+    from inquitree.core.players import make_embedder, make_judge
+    from inquitree.core import rejudge
+    from inquitree.core.run import finished_episodes
+    from inquitree.events import EventStore
 
     j = make_judge(judge_spec, make_embedder(embedder_name), judge_config(model_kw))
     added = skipped = verdicts = 0
@@ -110,10 +111,9 @@ def _say_causes(causes, verdicts: int) -> None:
 @db_option
 def control(agent_spec, tree_refs, seed, db_url, **model_kw) -> None:
     """The decontextualized control: each true and fake result alone; VALID or INVALID."""
-    from inquitree.core.game.tree import load_tree_file, resolve_tree, shipped_tree_paths
-    from inquitree.core.run.rejudge import run_control
-    from inquitree.events.store import EventStore
-    from inquitree.events.types import ControlAnswered
+    from inquitree.core.game import load_tree_file, resolve_tree, shipped_tree_paths
+    from inquitree.core.run import run_control
+    from inquitree.events import ControlAnswered, EventStore
 
     trees = [resolve_tree(r) for r in tree_refs] if tree_refs else [load_tree_file(p) for p in shipped_tree_paths()]
     with EventStore(db_url) as store:

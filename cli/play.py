@@ -21,11 +21,9 @@ from inquitree.cli.common import (
     secho,
 )
 from inquitree.cli.episodes import episode_ref, interrupted_note, load_episode, print_scores, resumed_note, show_event
-from inquitree.core.game.matching import decided
-from inquitree.core.run.spec import MAX_HINTS, MAX_REASKS
-from inquitree.events.base import Event
-from inquitree.events.names import check_episode_id
-from inquitree.events.types import (
+from inquitree.core.game import decided
+from inquitree.core.run import MAX_HINTS, MAX_REASKS
+from inquitree.events import (
     ConclusionSubmitted,
     DecisionParsed,
     DependencyBlocked,
@@ -34,6 +32,7 @@ from inquitree.events.types import (
     EpisodeResumed,
     EpisodeScored,
     EpisodeStarted,
+    Event,
     HintIssued,
     LimitReached,
     MatchScored,
@@ -41,6 +40,7 @@ from inquitree.events.types import (
     ResultDrawn,
     Transitioned,
     TurnLimitReached,
+    check_episode_id,
 )
 
 
@@ -212,13 +212,10 @@ def play(
 
     A failure of the agent, judge or embedder ends the episode with a recorded EpisodeFailed
     (exit 2); a reached limit ends it with LimitReached, and it is scored on what it reached."""
-    from inquitree.core.game.prompts import TemplateSet
-    from inquitree.core.game.tree import resolve_tree
-    from inquitree.core.players import kinds
-    from inquitree.core.players.kinds import make_agent, make_embedder, make_judge
-    from inquitree.core.run.runner import EpisodeFailure, new_episode_id, run_episode, stream_id
-    from inquitree.core.run.spec import EpisodeSpec
-    from inquitree.events.store import EventStore, redact
+    from inquitree.core.game import TemplateSet, resolve_tree
+    from inquitree.core.players import kinds, make_agent, make_embedder, make_judge
+    from inquitree.core.run import EpisodeFailure, EpisodeSpec, new_episode_id, run_episode, stream_id
+    from inquitree.events import EventStore, redact
 
     tree = resolve_tree(tree_ref)
     templates = TemplateSet(template_set)
@@ -311,7 +308,7 @@ def resume_command(episode_id: str) -> str:
     episode's id and ``--resume`` (a password in a URL shown as ***, as the store's is)."""
     import shlex
 
-    from inquitree.events.store import redact
+    from inquitree.events import redact
 
     words = ["inquitree", *(redact(w) if "://" in w else w for w in sys.argv[1:])]
     if not any(w == "--episode-id" or w.startswith("--episode-id=") for w in words):
@@ -333,11 +330,9 @@ def replay(episode: str, db_url: str | None, quiet: bool, transcript: bool, tree
     Exit 0 when the re-simulation is identical, 1 at the first differing event."""
     import time
 
-    from inquitree.core.game.engine import fold
-    from inquitree.core.game.tree import resolve_tree
-    from inquitree.core.run.replay import resimulate
-    from inquitree.core.run.runner import stream_id
-    from inquitree.events.store import EventStore
+    from inquitree.core.game import fold, resolve_tree
+    from inquitree.core.run import resimulate, stream_id
+    from inquitree.events import EventStore
 
     t0 = time.perf_counter()
     with EventStore(db_url, create=False) as store:

@@ -47,11 +47,11 @@ def suite() -> None:
 @click.option("--as-worker", is_flag=True, hidden=True, help="Run as one of --workers' processes: its parent reports.")
 def run(suite_file, db_url, shard, concurrency, agents, workers, trust_suite, as_worker) -> None:
     """Run every unfinished cell: skip finished episodes, continue interrupted ones."""
-    from inquitree.core.run.campaign import Suite, parse_shard, set_up
-    from inquitree.events.store import EventStore
+    from inquitree.core.run import Suite, parse_shard, set_up
+    from inquitree.events import EventStore
 
     s = Suite.load(suite_file, agents, trusted=trust_suite)
-    from inquitree.core.game.tree import resolve_tree
+    from inquitree.core.game import resolve_tree
 
     for tree in s.trees:  # a typo in a tree is refused before the store is made
         resolve_tree(tree)
@@ -78,8 +78,8 @@ def run_shard(
     """Run one shard of the campaign with its progress and report (``suite run`` and each forked
     worker call this, the worker with its sub-shard: its parent says the progress and the scores);
     returns the command's exit code."""
-    from inquitree.core.run.campaign import HALT_AFTER, CampaignInterrupted, run_suite
-    from inquitree.events.store import EventStore
+    from inquitree.core.run import HALT_AFTER, CampaignInterrupted, run_suite
+    from inquitree.events import EventStore
 
     index, count = shard
 
@@ -147,7 +147,7 @@ def say_failures(errors: list[str], status: str, shown: int = 20) -> None:
 
 def say_scores(s, store) -> None:
     """The campaign's short leaderboard: each agent's conclusion score with its interval, per judge."""
-    from inquitree.core.run.campaign import campaign_scores
+    from inquitree.core.run import campaign_scores
 
     rows = campaign_scores(s, store)
     width = max((len(r.agent) for r in rows), default=0)
@@ -177,7 +177,7 @@ def status_command(suite_file: str, db_url: str | None, agents: tuple[str, ...])
     agents as the run (a password in the store's URL shown as ***)."""
     import shlex
 
-    from inquitree.events.database import redact
+    from inquitree.events import redact
 
     words = ["inquitree", "suite", "status", suite_file]
     if db_url:
@@ -301,7 +301,7 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int, t
     import os
     import subprocess
 
-    from inquitree.core.run.campaign import Suite, parse_shard
+    from inquitree.core.run import Suite, parse_shard
 
     env = dict(os.environ)
     if db_url:
@@ -361,7 +361,7 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int, t
     for k, _ in procs:
         for line in "".join(outputs[k]).rstrip().splitlines():
             echo(f"worker {k}/{workers}: {line}")
-    from inquitree.events.store import EventStore
+    from inquitree.events import EventStore
 
     with EventStore(db_url) as store:
         say_scores(Suite.load(suite_file, agents, trusted=trusted), store)
@@ -375,10 +375,8 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int, t
 @click.option("--agent", "agents", multiple=True, metavar="SPEC", help="As given to `suite run --agent`.")
 def status(suite_file, db_url, agents) -> None:
     """How many cells are finished, failed, interrupted or not started; each failed cell with its reason."""
-    from inquitree.core.run.campaign import Suite, recorded_runs, run_status
-    from inquitree.core.run.runner import STREAM_PREFIX, stream_id
-    from inquitree.events.store import EventStore
-    from inquitree.events.types import EpisodeFailed, EpisodeResumed
+    from inquitree.core.run import STREAM_PREFIX, Suite, recorded_runs, run_status, stream_id
+    from inquitree.events import EpisodeFailed, EpisodeResumed, EventStore
 
     s = Suite.load(suite_file, agents, trusted=True)  # status reads no file the suite names and calls nothing
     with EventStore(db_url, create=False) as store:

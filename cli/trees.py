@@ -8,7 +8,7 @@ import time
 import click
 
 from inquitree.cli.common import FINITE, FiniteFloat, echo, fitted, progress, say
-from inquitree.core.game.tree import Tree, TreeError, load_tree_file, resolve_tree, shipped_tree_paths
+from inquitree.core.game import Tree, TreeError, load_tree_file, resolve_tree, shipped_tree_paths
 
 
 @click.group()
@@ -28,7 +28,7 @@ def list_(max_hints: int) -> None:
     Below the table, the IT-18 set (the paper's Table 4) against the shipped trees:
     papers covered, subtopics ours vs the paper's, and any paper without a tree.
     """
-    from inquitree.core.game.tree import it18_registry
+    from inquitree.core.game import it18_registry
 
     rows = [("id", "IT-18", "n", "paper n", "3n", "n(2H+3)", "title", "provenance")]
     covered: dict[int, Tree] = {}
@@ -143,9 +143,7 @@ def graph(tree_ref: str, fmt: str) -> None:
 @click.option("--base-url", default=None, help="Base URL of an OpenAI-compatible embeddings endpoint.")
 def validate(paths: tuple[str, ...], embedder: str | None, tau: float | None, base_url: str | None) -> None:
     """Validate tree files (default: every shipped tree). Exit 1 on any error."""
-    from inquitree.core.players.calibrate import calibrate_tree
-    from inquitree.core.players.embed import default_tau
-    from inquitree.core.players.kinds import make_embedder
+    from inquitree.core.players import calibrate_tree, default_tau, make_embedder
 
     refs = paths or tuple(str(p) for p in shipped_tree_paths())
     emb = make_embedder(embedder, base_url=base_url) if embedder else None
@@ -231,11 +229,9 @@ def match(
     would apply there with the same options, and the engine's own decision."""
     import json
 
-    from inquitree.core.game import matching
-    from inquitree.core.game.engine import SUBTOPIC, TOPIC, threshold_at
-    from inquitree.core.players.kinds import make_embedder
-    from inquitree.core.run.runner import cosines
-    from inquitree.core.run.spec import EpisodeSpec
+    from inquitree.core.game import SUBTOPIC, TOPIC, matching, threshold_at
+    from inquitree.core.players import make_embedder
+    from inquitree.core.run import EpisodeSpec, cosines
 
     tree = resolve_tree(tree_ref)
     if subtopic is not None and subtopic not in tree.subtopic:
@@ -283,9 +279,14 @@ def match(
 @click.option("--base-url", default=None)
 def calibrate(refs: tuple[str, ...], embedder: str, base_url: str | None) -> None:
     """Cosines of hints by level and between targets, per tree, and a recommended tau."""
-    from inquitree.core.players.calibrate import calibrate_tree, percentile, recommend_tau, summary_rows
-    from inquitree.core.players.embed import DEFAULT_TAU
-    from inquitree.core.players.kinds import make_embedder
+    from inquitree.core.players import (
+        DEFAULT_TAU,
+        calibrate_tree,
+        make_embedder,
+        percentile,
+        recommend_tau,
+        summary_rows,
+    )
 
     emb = make_embedder(embedder, base_url=base_url)
     trees_ = _load_all(refs)

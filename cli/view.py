@@ -73,12 +73,12 @@ def view(
     import uvicorn
 
     from inquitree.viewer.app import create_app
-    from inquitree.warehouse.warehouse import default_warehouse_path, kept_only_if_used
+    from inquitree.warehouse import default_warehouse_path, kept_only_if_used
 
     path = warehouse_path or default_warehouse_path()
     _port_free(host, port)  # before anything is built or said: a port in use is one line, not a URL
     if sync:  # no store here: one line, and no warehouse file is made beside it
-        from inquitree.events.store import EventStore
+        from inquitree.events import EventStore
 
         EventStore(db_url, create=False, read_only=True).close()
     if sync and not Path(path).exists():

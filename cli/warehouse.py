@@ -115,7 +115,7 @@ def _not_loaded(wh, db_url: str | None) -> str:
     """'' or one line: the store holds events this warehouse has not loaded yet."""
     from pathlib import Path
 
-    from inquitree.events.database import default_url, redact
+    from inquitree.events import default_url, redact
 
     url = db_url or default_url()
     source, position = wh.checkpoint()
@@ -124,7 +124,7 @@ def _not_loaded(wh, db_url: str | None) -> str:
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
         return ""
     try:
-        from inquitree.events.store import EventStore
+        from inquitree.events import EventStore
 
         store = EventStore(url, read_only=True)
         try:
@@ -145,7 +145,7 @@ def interval_settings(fixed_papers: bool, joint_ranks: bool = False):
     """The statistics --fixed-papers and --joint-ranks ask for (the rest from the environment)."""
     import dataclasses
 
-    from inquitree.warehouse.intervals import Settings
+    from inquitree.warehouse import Settings
 
     return dataclasses.replace(
         Settings.from_env().about("these" if fixed_papers else "papers"), joint_ranks=joint_ranks
@@ -189,7 +189,7 @@ def sync(db_url, warehouse_path, trees_dirs, prices, registry, memory) -> None:
     """Load the events recorded since the last sync."""
     from pathlib import Path
 
-    from inquitree.warehouse.warehouse import kept_only_if_used
+    from inquitree.warehouse import kept_only_if_used
 
     with kept_only_if_used(warehouse_path, memory=memory) as wh:
         r = wh.sync(
@@ -212,8 +212,8 @@ def rebuild(db_url, warehouse_path, trees_dirs, registry) -> None:
     """Delete the warehouse and load every event again."""
     from pathlib import Path
 
-    from inquitree.warehouse.warehouse import default_warehouse_path
-    from inquitree.warehouse.warehouse import rebuild as do_rebuild
+    from inquitree.warehouse import default_warehouse_path
+    from inquitree.warehouse import rebuild as do_rebuild
 
     path = warehouse_path or default_warehouse_path()
     r = do_rebuild(
@@ -309,7 +309,7 @@ def _emit(
     elif fmt == "json":
         text = df.write_json()
     else:
-        from inquitree.warehouse.notes import readable, wrapped
+        from inquitree.warehouse import readable, wrapped
 
         width = _note_width()
         table, above, notes = (df, [], None) if out or columns else readable(df, width)
@@ -337,7 +337,7 @@ def _emit(
             echo(line)
         (echo if fmt == "table" else echo_data)(text, nl=not text.endswith("\n"))
         if fmt == "table":
-            from inquitree.warehouse.notes import table_notes
+            from inquitree.warehouse import table_notes
 
             _say_once(notes if notes is not None else table_notes(df, width), said)
         if note:
@@ -416,7 +416,7 @@ def query(
 ) -> None:
     """Run queries/NAME.sql against the warehouse, as last loaded by `inquitree warehouse sync`
     (this command does not sync; it says when the store holds events the warehouse has not loaded)."""
-    from inquitree.warehouse.warehouse import QUERIES_DIR, query_names
+    from inquitree.warehouse import QUERIES_DIR, query_names
 
     if list_ or not name:
         for q in query_names():
@@ -455,8 +455,7 @@ def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, spre
     the table (queries/compare.sql; docs/statistics.md). Agents are named as in the warehouse's
     `agent` column (see `inquitree query table2_leaderboard`).
     """
-    from inquitree.warehouse.errors import WarehouseError
-    from inquitree.warehouse.warehouse import PAIR_COLUMNS
+    from inquitree.warehouse import PAIR_COLUMNS, WarehouseError
 
     if len(set(agents)) < 2:
         raise click.UsageError("name at least two different agents")
@@ -485,7 +484,7 @@ def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, spre
     else:
         _emit(rows if fmt == "table" else df, fmt, out, columns, spreadsheet_safe)
     if fmt == "table" and not out and not columns:
-        from inquitree.warehouse.notes import wrapped
+        from inquitree.warehouse import wrapped
 
         sizes = sorted(set(rows.filter(rows["role"] == "headline")["holm_family"].to_list()))
         text = (
@@ -564,7 +563,7 @@ def power(
     A plan from a pilot also says how many papers it needs if the pilot understated the spreads
     (their 80% upper bound from the pilot's papers): a pilot of a few papers is itself uncertain."""
     from inquitree import stats
-    from inquitree.warehouse.errors import WarehouseError
+    from inquitree.warehouse import WarehouseError
 
     try:
         plan = sorted({int(r) for r in runs.split(",") if r.strip()})
@@ -623,7 +622,7 @@ def _pilot_spreads(
     """The spreads between and within papers estimated from a pilot of two agents' pairs, with a
     note on where they come from and the pilot's number of papers."""
     from inquitree import stats
-    from inquitree.warehouse.errors import WarehouseError
+    from inquitree.warehouse import WarehouseError
 
     with _existing(warehouse_path, read_only=True) as wh:
         df = wh.query("compare", {"agents": list(agents), "one_off": one_off})
@@ -702,8 +701,7 @@ def _existing(warehouse_path: str | None, read_only: bool = False, settings=None
     """The warehouse, which must exist and hold a sync: a query on an empty one says what to do."""
     from pathlib import Path
 
-    from inquitree.warehouse.errors import WarehouseError
-    from inquitree.warehouse.warehouse import Warehouse, default_warehouse_path
+    from inquitree.warehouse import Warehouse, WarehouseError, default_warehouse_path
 
     path = warehouse_path or default_warehouse_path()
     if not Path(path).exists():
@@ -731,8 +729,7 @@ def report(
     """Write an HTML report: leaderboard, the paper's figures, and an episode viewer."""
     from pathlib import Path
 
-    from inquitree.warehouse.report import write_report
-    from inquitree.warehouse.warehouse import kept_only_if_used
+    from inquitree.warehouse import kept_only_if_used, write_report
 
     if registry and not sync:
         raise click.UsageError("--registry is read by the sync: it needs --sync")

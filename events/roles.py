@@ -36,7 +36,7 @@ def password_env(role: str) -> str:
 def grant(admin_url: str, roles: dict[str, str] | None = None) -> dict[str, str]:
     """Create the three roles (if missing), bring the schema to head, give the tables to the owner
     and grant the writer and reader what they need. Returns each role's URL (no password)."""
-    from inquitree.events.store import make_engine, redact
+    from inquitree.events.database import make_engine, redact
 
     roles = {**DEFAULT_ROLES, **(roles or {})}
     for kind, name in roles.items():

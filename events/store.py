@@ -40,27 +40,18 @@ from typing import Any, Callable, Iterator, Sequence
 from inquitree.boundary.errors import BadName
 from inquitree.boundary.text import shown, warn
 from inquitree.events import revisions, signing
-from inquitree.events.backends.sqlite import SQLITE_PAGE_SIZE, sqlite_database
 from inquitree.events.base import Event, decode, frozen_from_dict, parse_json
-from inquitree.events.chain import GENESIS_HASH, chain_hash, log_hash
+from inquitree.events.chain import GENESIS_HASH, chain_hash
 from inquitree.events.checkpoints import FROM_ENV, Checkpoints, FromEnv, SignResult
 from inquitree.events.database import (
-    DB_ENV,
-    DEFAULT_URL,
     EVENT_COLUMNS,
     INSERT_COLUMNS,
     LAST_POSITION_SQL,
-    NOTIFICATION_COLUMNS,
-    SCHEMA_REVISION_SQL,
     Database,
     _is_db_error,
     _rollback,
     _schema_revision,
     _short,
-    default_url,
-    epoch_of,
-    make_engine,
-    notifications_sql,
     redact,
     utc_now,
 )
@@ -75,33 +66,10 @@ from inquitree.events.names import EPISODE_PREFIX, check_episode_id
 from inquitree.events.verify import Anchor, VerifyReport, verify
 
 __all__ = [
-    "DB_ENV",
-    "DEFAULT_URL",
-    "EVENT_COLUMNS",
-    "FROM_ENV",
-    "GENESIS_HASH",
-    "INSERT_COLUMNS",
-    "LAST_POSITION_SQL",
-    "SCHEMA_REVISION_SQL",
     "MAX_EVENT_BYTES",
-    "NOTIFICATION_COLUMNS",
-    "SQLITE_PAGE_SIZE",
-    "Anchor",
     "EventStore",
-    "FromEnv",
     "RecordedEvent",
-    "SignResult",
     "StreamInfo",
-    "VerifyReport",
-    "chain_hash",
-    "default_url",
-    "epoch_of",
-    "log_hash",
-    "make_engine",
-    "notifications_sql",
-    "redact",
-    "sqlite_database",
-    "utc_now",
 ]
 
 

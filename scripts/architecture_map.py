@@ -28,15 +28,37 @@ def dotted(path: Path) -> str:
     return "inquitree." + ".".join(path.relative_to(ROOT).with_suffix("").parts)
 
 
-def imported(path: Path) -> set[str]:
-    """Every ``inquitree...`` module a file imports (``from a.b import c`` counts a.b and a.b.c)."""
-    out: set[str] = set()
+def face_exports(package: str) -> dict[str, str]:
+    """A face's public names and the module of the package each comes from (its ``_EXPORTS``), or
+    nothing for a package that is not a face."""
+    init = ROOT.joinpath(*package.split(".")[1:], "__init__.py")
+    if not init.exists():
+        return {}
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_EXPORTS" for t in node.targets):
+            return {k: f"{package}.{v}" for k, v in ast.literal_eval(node.value).items()}
+    return {}
+
+
+def import_statements(path: Path) -> list[tuple[str, list[str]]]:
+    """Each ``inquitree...`` import of a file as written: (module, names imported from it)."""
+    out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("inquitree"):
-            out.add(node.module)
-            out.update(f"{node.module}.{a.name}" for a in node.names)
+            out.append((node.module, [a.name for a in node.names]))
         elif isinstance(node, ast.Import):
-            out.update(a.name for a in node.names if a.name.startswith("inquitree"))
+            out += [(a.name, []) for a in node.names if a.name.startswith("inquitree")]
+    return out
+
+
+def imported(path: Path) -> set[str]:
+    """Every ``inquitree...`` module a file imports (``from a.b import c`` counts a.b and a.b.c); a
+    name taken from a face counts the module behind the face it comes from."""
+    out: set[str] = set()
+    for module, names in import_statements(path):
+        out.add(module)
+        behind = face_exports(module)
+        out.update(behind.get(n, f"{module}.{n}") for n in names)
     return out
 
 

@@ -20,8 +20,10 @@ from inquitree.core.game.prompts import TemplateSet
 from inquitree.core.game.tree import resolve_tree
 from inquitree.events.base import canonical_json, decode, parse_json
 from inquitree.events.chain import GENESIS_HASH, chain_hash, log_hash
+from inquitree.events.database import utc_now
 from inquitree.events.signing import checkpoint_message, generate, load_signer
-from inquitree.events.store import Anchor, EventStore, utc_now
+from inquitree.events.store import EventStore
+from inquitree.events.verify import Anchor
 
 from enginekit import OracleAgent, RandomAgent, play
 

@@ -55,6 +55,61 @@ def test_imports_go_down_the_layers_and_rooms(path):
     assert not wrong, f"{path.relative_to(ROOT)} imports against the map: {wrong}"
 
 
+def face_of(module: str) -> str | None:
+    """The face a module sits behind: ``inquitree.events``, ``inquitree.warehouse`` or a room of
+    core (``inquitree.core.run``); None for the rest (boundary, the viewer, the command line, the
+    package's top)."""
+    parts = module.split(".")
+    if len(parts) > 1 and parts[1] in ("events", "warehouse"):
+        return ".".join(parts[:2])
+    if len(parts) > 2 and parts[1] == "core" and parts[2] in ROOMS:
+        return ".".join(parts[:3])
+    return None
+
+
+@pytest.mark.parametrize("path", architecture_map.modules(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_a_module_outside_a_layer_or_room_enters_it_by_its_face(path):
+    """The events, the warehouse and each room of core are entered by their package (what they
+    export, listed in its ``__all__``), never by a module behind it: a module may move inside its
+    layer without its users changing. Inside a layer or a room, modules import each other;
+    tests and bench may reach in."""
+    here = face_of(architecture_map.dotted(path))
+    past = [
+        module
+        for module, _ in architecture_map.import_statements(path)
+        if (face := face_of(module)) is not None and face != here and module != face
+    ]
+    assert not past, f"{path.relative_to(ROOT)} reaches past a face: {past}"
+
+
+@pytest.mark.parametrize("face", ["inquitree.events", "inquitree.warehouse"] + [f"inquitree.core.{r}" for r in ROOMS])
+def test_every_face_loads_what_it_exports_and_the_type_checker_reads_the_same(face):
+    """A face loads each name on first use (the command line imports faces at start-up, and nothing
+    heavy may come with them); the type checker reads the same names from the same modules, so that
+    a face never turns a checked type into Any."""
+    import ast
+    import importlib
+    import importlib.util
+
+    exports = architecture_map.face_exports(face)
+    init = ROOT.joinpath(*face.split(".")[1:], "__init__.py")
+    checked = {
+        a.asname or a.name: node.module
+        for block in ast.parse(init.read_text()).body
+        if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for a in node.names
+    }
+    assert checked == exports
+    loaded = importlib.import_module(face)
+    assert sorted(getattr(loaded, "__all__", [])) == sorted(exports)
+    # a name that is also a module of the package would be that module once it is imported
+    assert not {name for name in exports if importlib.util.find_spec(f"{face}.{name}") is not None}
+    for name, module in exports.items():
+        assert getattr(loaded, name) is getattr(importlib.import_module(module), name)
+
+
 def test_every_room_is_named_in_the_document_and_exists():
     text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
     for room in ROOMS:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,3 +139,24 @@ def test_the_local_model_script_cites_sections_that_exist():
     for page, section in cited:
         titles = [line.lstrip("#").strip() for line in (ROOT / page).read_text().splitlines() if line.startswith("#")]
         assert section in titles, f"scripts/local-model.sh cites {page}, section {section!r}: no such section"
+
+
+def test_the_readmes_python_example_runs_through_the_faces(tmp_path, monkeypatch):
+    """The README's Python example, after a recorded episode in its folder: it imports only the
+    layers' faces, reads the episode, replays it and queries the warehouse."""
+    from click.testing import CliRunner
+
+    from inquitree.cli import main
+
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"\*\*From Python\*\*.*?```python\n(.*?)```", text, flags=re.S)
+    assert block is not None
+    code = block.group(1)
+    assert all(line.split()[1].count(".") <= 2 for line in code.splitlines() if line.startswith("from inquitree"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("INQUITREE_DB", raising=False)
+    played = CliRunner().invoke(main, ["play", "--tree", "synthetic-chain-7", "--agent", "oracle", "--record", "-q"])
+    assert played.exit_code == 0, played.output
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "replays identically: True" in out.stdout and "shape: (1, " in out.stdout

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from inquitree.cli import main
 from inquitree.core.run.replay import resimulate
 from inquitree.events.signing import load_verifier
-from inquitree.events.store import Anchor, EventStore
+from inquitree.events.store import EventStore
+from inquitree.events.verify import Anchor
 
 from attackkit import ATTACKS, attacked_copy, forge_verdicts, record_lab
 

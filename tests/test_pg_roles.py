@@ -83,7 +83,7 @@ def test_the_writer_cannot_migrate_and_is_told_who_can(urls):
     """A store left at revision 0001 (as an older InquiTree made it): the writer may read its
     revision but not upgrade it, and the message names who can."""
     from inquitree.events import migrate
-    from inquitree.events.store import make_engine
+    from inquitree.events.database import make_engine
 
     old = fresh_pg_database(role=None)
     admin = make_engine(old)

@@ -9,7 +9,8 @@ import sqlalchemy as sa
 from conftest import as_admin
 
 from inquitree.events import ConcurrencyError, StoreError, migrate
-from inquitree.events.store import GENESIS_HASH, EventStore, chain_hash
+from inquitree.events.chain import GENESIS_HASH, chain_hash
+from inquitree.events.store import EventStore
 
 from tests_support import Noted
 
@@ -380,7 +381,7 @@ def test_utc_now_is_the_iso_instant_with_microseconds():
     import re
     from datetime import datetime, timezone
 
-    from inquitree.events.store import utc_now
+    from inquitree.events.database import utc_now
 
     for _ in range(3):
         before = datetime.now(timezone.utc)

@@ -940,8 +940,8 @@ def test_the_events_table_is_described_once():
     """The store describes its table (events/schema.py for the schema, INSERT_COLUMNS for its rows)
     and owns the one query projections read it with (notifications_sql); the warehouse's raw table
     follows those columns."""
+    from inquitree.events.database import INSERT_COLUMNS, NOTIFICATION_COLUMNS, notifications_sql
     from inquitree.events.schema import events as events_table
-    from inquitree.events.store import INSERT_COLUMNS, NOTIFICATION_COLUMNS, notifications_sql
     from inquitree.warehouse.schema import RAW_COLUMNS
 
     assert sorted(c.name for c in events_table.columns) == sorted(INSERT_COLUMNS)

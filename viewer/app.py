@@ -34,7 +34,7 @@ from inquitree.viewer.pages.search import api_search, search
 from inquitree.viewer.pages.suite import api_campaigns, api_suite, live_campaigns, live_suite, suite_page
 from inquitree.viewer.pages.trees import tree, trees_index
 from inquitree.viewer.state import STATIC, Viewer
-from inquitree.warehouse.intervals import Settings
+from inquitree.warehouse import Settings
 
 # Scripts and images from this server only; inline styles (the report's stylesheet) but no inline script.
 CSP = (

@@ -30,13 +30,20 @@ import orjson
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.boundary.files import write_file
 from inquitree.boundary.text import warn
-from inquitree.core.run.campaign import RunState, fold_run, run_status
-from inquitree.core.run.limits import PriceTable, tokens_of
-from inquitree.events.base import registered_types
-from inquitree.events.names import CAMPAIGN_PREFIX, Cell, cells_of
-from inquitree.events.names import EPISODE_PREFIX as STREAM_PREFIX
-from inquitree.events.store import EventStore, RecordedEvent, epoch_of
-from inquitree.events.types import CampaignAlive, CampaignEnded, CampaignStarted
+from inquitree.core.run import PriceTable, RunState, fold_run, run_status, tokens_of
+from inquitree.events import (
+    CAMPAIGN_PREFIX,
+    CampaignAlive,
+    CampaignEnded,
+    CampaignStarted,
+    Cell,
+    EventStore,
+    RecordedEvent,
+    cells_of,
+    epoch_of,
+    registered_types,
+)
+from inquitree.events import EPISODE_PREFIX as STREAM_PREFIX
 
 __all__ = ["Campaigns", "STATES"]
 

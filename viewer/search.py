@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from inquitree.events.names import EPISODE_PREFIX as STREAM_PREFIX
+from inquitree.events import EPISODE_PREFIX as STREAM_PREFIX
 
 __all__ = ["SearchIndex", "SearchStopped", "KINDS", "RANK_AT_MOST", "terms"]
 

@@ -22,8 +22,7 @@ from inquitree.viewer.search import (
     KINDS,
     SearchIndex,
 )
-from inquitree.warehouse.intervals import Settings
-from inquitree.warehouse.warehouse import Warehouse
+from inquitree.warehouse import Settings, Warehouse
 
 HERE = Path(__file__).resolve().parent
 

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from typing import Any
 
-from inquitree.core.game.tree import Tree
+from inquitree.core.game import Tree
 
 __all__ = ["dot_quote", "episode_path", "tree_dot", "tree_svg", "GraphvizMissing"]
 

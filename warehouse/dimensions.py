@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from inquitree.core.game.tree import TreeError, load_tree_file, publication_window, shipped_tree_paths
-from inquitree.core.run.limits import LimitError, PriceTable
-from inquitree.core.run.limits import prices_path as limits_prices_path
+from inquitree.core.game import TreeError, load_tree_file, publication_window, shipped_tree_paths
+from inquitree.core.run import LimitError, PriceTable
+from inquitree.core.run import prices_path as limits_prices_path
 from inquitree.warehouse.errors import WarehouseError
 
 REGISTRY_PATH = Path(__file__).resolve().parent.parent / "trees" / "registry" / "models.json"

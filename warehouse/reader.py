@@ -31,7 +31,7 @@ import sys
 import threading
 from functools import partial
 
-from inquitree.events.store import notifications_sql
+from inquitree.events import notifications_sql
 
 WINDOW = 3  # chunks announced and not yet acknowledged
 READERS = 2  # threads reading ranges side by side

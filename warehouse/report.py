@@ -21,7 +21,7 @@ import polars as pl
 
 from inquitree.boundary.files import confined, inner_folder, output_folder, write_file
 from inquitree.boundary.text import shown, warn
-from inquitree.events.names import is_episode_id
+from inquitree.events import is_episode_id
 from inquitree.warehouse.notes import readable, table_notes
 from inquitree.warehouse.warehouse import PAIR_COLUMNS, Warehouse
 
@@ -573,7 +573,7 @@ def registry_table(wh: Warehouse) -> pl.DataFrame:
 def trees_table() -> pl.DataFrame:
     """Table 4: the IT-18 papers as the paper lists them beside the shipped trees: journal,
     subtopic counts (ours and the paper's), publication date or window, and DOI."""
-    from inquitree.core.game.tree import it18_registry, load_tree_file, publication_window, shipped_tree_paths
+    from inquitree.core.game import it18_registry, load_tree_file, publication_window, shipped_tree_paths
 
     trees = {}
     for path in shipped_tree_paths():

@@ -22,15 +22,18 @@ from typing import Any, Iterator
 import pyarrow as pa
 import sqlalchemy as sa
 
-from inquitree.events.base import adds_only_from, canonical_json, registered_types, upcast
-from inquitree.events.revisions import revision_problem
-from inquitree.events.store import (
+from inquitree.events import (
     LAST_POSITION_SQL,
     NOTIFICATION_COLUMNS,
     SCHEMA_REVISION_SQL,
+    adds_only_from,
+    canonical_json,
     make_engine,
     notifications_sql,
     redact,
+    registered_types,
+    revision_problem,
+    upcast,
 )
 from inquitree.warehouse.errors import WarehouseError
 

@@ -26,8 +26,7 @@ import duckdb
 import pyarrow as pa
 
 from inquitree.boundary.text import shown, warn
-from inquitree.events.names import EPISODE_ID_PATTERN
-from inquitree.events.store import default_url, redact
+from inquitree.events import EPISODE_ID_PATTERN, default_url, redact
 from inquitree.warehouse.dimensions import DimensionRows, dimension_rows
 from inquitree.warehouse.errors import WarehouseError
 from inquitree.warehouse.schema import (

@@ -39,10 +39,9 @@ from typing import Callable
 
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.boundary.files import confined, write_file
-from inquitree.core.calls.models import CallSettings, ChatModel, ModelCallError, json_schema_format
-from inquitree.core.game.tree import TreeError, parse_tree
-from inquitree.core.players.agents import strip_code_fence
-from inquitree.core.players.calibrate import hint_cosines, is_monotone
+from inquitree.core.calls import CallSettings, ChatModel, ModelCallError, json_schema_format
+from inquitree.core.game import TreeError, parse_tree
+from inquitree.core.players import hint_cosines, is_monotone, strip_code_fence
 
 PROMPT_VERSION = "extract-v1"
 

@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.core.game import matching
-from inquitree.events.base import Event
-from inquitree.events.types import (
+from inquitree.events import (
     AgentReplied,
     ConclusionSubmitted,
     DecisionParsed,
@@ -33,6 +32,7 @@ from inquitree.events.types import (
     EpisodeResumed,
     EpisodeScored,
     EpisodeStarted,
+    Event,
     HintIssued,
     JudgeVerdict,
     LimitReached,

@@ -20,7 +20,7 @@ from typing import Any
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.boundary.files import InputRefused, read_file
 from inquitree.core.cache import cache_dir
-from inquitree.events.base import canonical_json
+from inquitree.events import canonical_json
 
 TREES_DIR = Path(__file__).resolve().parents[2] / "trees"
 SCHEMA_PATH = TREES_DIR / "schema" / "research-tree.schema.json"

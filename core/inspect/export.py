@@ -56,18 +56,17 @@ from inspect_ai.model import (
 
 from inquitree import __version__
 from inquitree.boundary.errors import InquiTreeError
-from inquitree.core.game.prompts import TemplateSet
-from inquitree.core.game.tree import Tree, resolve_tree
+from inquitree.core.game import TemplateSet, Tree, resolve_tree
 from inquitree.core.inspect.task import SCORE_KEYS, SCORER_NAME, episode_score
-from inquitree.core.players.agents import last_turns
-from inquitree.events.names import agent_name
-from inquitree.events.types import (
+from inquitree.core.players import last_turns
+from inquitree.events import (
     AgentReplied,
     ConclusionSubmitted,
     EpisodeFailed,
     EpisodeScored,
     EpisodeStarted,
     ObservationEmitted,
+    agent_name,
 )
 
 TASK = "inquitree/research_tree"
@@ -308,8 +307,8 @@ def _reply_usage(ev: AgentReplied) -> ModelUsage | None:
 def eval_logs(store, episode_ids: list[str], progress: Callable[[int, int], None] | None = None) -> dict[str, EvalLog]:
     """One eval log per agent label over the given episodes (see the module docstring);
     ``progress(read, total)`` after each episode read."""
-    from inquitree.core.run.runner import stream_id
-    from inquitree.events.store import redact
+    from inquitree.core.run import stream_id
+    from inquitree.events import redact
 
     by_agent: dict[str, list[Exported]] = defaultdict(list)
     installed = Installed()

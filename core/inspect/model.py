@@ -26,8 +26,8 @@ from inspect_ai.model import modelapi as _modelapi
 from inspect_ai.tool import ToolChoice, ToolInfo
 
 from inquitree.boundary.errors import InquiTreeError
-from inquitree.core.game.tree import Tree, resolve_tree, shipped_tree_paths
-from inquitree.core.players.agents import ScriptAgent
+from inquitree.core.game import Tree, resolve_tree, shipped_tree_paths
+from inquitree.core.players import ScriptAgent
 
 __all__ = ["InquiTreeModel", "oracle_reply"]
 

@@ -40,25 +40,23 @@ from inspect_ai.scorer import Score, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, solver
 
 from inquitree.boundary.errors import InquiTreeError
-from inquitree.core.game.engine import Reply
-from inquitree.core.game.prompts import TemplateSet
-from inquitree.core.game.tree import Tree, resolve_tree, shipped_tree_paths
+from inquitree.core.game import Reply, TemplateSet, Tree, resolve_tree, shipped_tree_paths
 from inquitree.core.inspect import model as inspect_model  # noqa: F401 - registers inquitree/oracle and inquitree/script for inspect
-from inquitree.core.players.agents import last_turns, recorded_turns
-from inquitree.core.players.judges import (
+from inquitree.core.players import (
     JUDGE_PROMPT_VERSION,
     JUDGE_REASK,
     JUDGE_SYSTEM,
     JUDGE_USER,
     VERDICT_SCHEMA,
     EmbeddingJudge,
+    last_turns,
+    make_embedder,
     parse_verdict,
+    recorded_turns,
     verdict,
 )
-from inquitree.core.players.kinds import make_embedder
-from inquitree.core.run.runner import Episode
-from inquitree.core.run.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
-from inquitree.events.types import JudgeVerdict
+from inquitree.core.run import MAX_HINTS, MAX_REASKS, Episode, EpisodeSpec
+from inquitree.events import JudgeVerdict
 
 GRADER_PROMPT_VERSION = JUDGE_PROMPT_VERSION  # the same prompt and re-asks as the openai judge (core/players/judges.py)
 
@@ -178,7 +176,7 @@ def inquiry(
     spec = EpisodeSpec(tau, max_hints, max_turns, max_reasks, tau_study, match_rule)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        from inquitree.events.store import EventStore
+        from inquitree.events import EventStore
 
         tree = resolve_tree(state.metadata["tree"])
         params = spec.params(tree, emb.id, template_set, state.metadata["randomness"], seed + state.epoch - 1)

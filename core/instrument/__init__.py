@@ -8,17 +8,32 @@ instruments (``core/data/instrument/measured.json``) that every table states bes
 (DECISIONS #32; docs/instrument.md).
 """
 
-from inquitree.core.instrument.judging import CATEGORIES, agreement, measure_judge
-from inquitree.core.instrument.matching import GOAL, RATES, measure_matcher
-from inquitree.core.instrument.measured import judge_reading, matcher_reading
+from __future__ import annotations
 
-__all__ = [
-    "CATEGORIES",
-    "GOAL",
-    "RATES",
-    "agreement",
-    "judge_reading",
-    "matcher_reading",
-    "measure_judge",
-    "measure_matcher",
-]
+from typing import TYPE_CHECKING
+
+from inquitree import lazy_exports
+
+if TYPE_CHECKING:  # the names as the type checker reads them; at run time each is loaded on first use
+    from inquitree.core.instrument.judging import CATEGORIES as CATEGORIES
+    from inquitree.core.instrument.judging import agreement as agreement
+    from inquitree.core.instrument.judging import measure_judge as measure_judge
+    from inquitree.core.instrument.matching import GOAL as GOAL
+    from inquitree.core.instrument.matching import RATES as RATES
+    from inquitree.core.instrument.matching import measure_matcher as measure_matcher
+    from inquitree.core.instrument.measured import judge_reading as judge_reading
+    from inquitree.core.instrument.measured import matcher_reading as matcher_reading
+    from inquitree.core.instrument.measured import record as record
+
+_EXPORTS = {
+    "CATEGORIES": "judging",
+    "agreement": "judging",
+    "measure_judge": "judging",
+    "GOAL": "matching",
+    "RATES": "matching",
+    "measure_matcher": "matching",
+    "judge_reading": "measured",
+    "matcher_reading": "measured",
+    "record": "measured",
+}
+__all__, __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from inquitree.core.game.tree import resolve_tree
+from inquitree.core.game import resolve_tree
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "judging"
 LABELS = DATA / "qwen-conclusions.jsonl"

@@ -22,11 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from inquitree.core.game import decide, resolve_tree, threshold_at
 from inquitree.core.game import matching as rule_of
-from inquitree.core.game.engine import threshold_at
-from inquitree.core.game.matching import decide
-from inquitree.core.game.tree import resolve_tree
-from inquitree.core.players.embed import DEFAULT_TAU, DEFAULT_TAU_STUDY, embed_actions, embeds_queries_apart
+from inquitree.core.players import DEFAULT_TAU, DEFAULT_TAU_STUDY, embed_actions, embeds_queries_apart
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 LABELS = DATA / "matching" / "qwen-actions.jsonl"

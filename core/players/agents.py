@@ -29,24 +29,24 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from inquitree.boundary.errors import InquiTreeError
-from inquitree.core.calls.models import CallSettings, ChatModel, ModelCallError, call_cache, option_label
-from inquitree.core.game.engine import (
+from inquitree.core.calls import CallSettings, ChatModel, ModelCallError, call_cache, option_label
+from inquitree.core.game import (
     CONCLUSION,
     RESULT,
     STUDY,
     SUBTOPIC,
     TOPIC,
     Reply,
+    Tree,
     cut_where_it_repeats,
     repeats_itself,
     uniform,
 )
-from inquitree.core.game.tree import Tree
 
 
 def recorded_turns(events: list) -> list[tuple[str, Any]]:
     """(the observation the agent answered, its AgentReplied event) for every recorded reply."""
-    from inquitree.events.types import AgentReplied, ObservationEmitted
+    from inquitree.events import AgentReplied, ObservationEmitted
 
     turns, last_obs = [], ""
     for ev in events:

@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from inquitree.core.game.tree import Tree
+from inquitree.core.game import Tree
 
 
 def is_monotone(cosines: Sequence[float]) -> bool:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from inquitree.core.calls.models import json_schema_format, option_label
-from inquitree.core.game.engine import uniform
-from inquitree.core.game.tree import Tree
+from inquitree.core.calls import json_schema_format, option_label
+from inquitree.core.game import Tree, uniform
 from inquitree.core.players.agents import ModelConfig
 
 CONTROL_PROMPT_VERSION = "control-v2"

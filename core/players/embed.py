@@ -37,7 +37,7 @@ import numpy as np
 
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.core.cache import cache_dir
-from inquitree.core.calls.models import openai_endpoint, redact_text, redact_url
+from inquitree.core.calls import openai_endpoint, redact_text, redact_url
 
 
 class EmbedderError(InquiTreeError):

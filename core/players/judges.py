@@ -20,10 +20,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from inquitree.boundary.errors import InquiTreeError
-from inquitree.core.calls.models import ModelCallError, json_schema_format, option_label
-from inquitree.core.game.tree import Tree
+from inquitree.core.calls import ModelCallError, json_schema_format, option_label
+from inquitree.core.game import Tree
 from inquitree.core.players.agents import ModelConfig, strip_code_fence
-from inquitree.events.types import JudgeVerdict
+from inquitree.events import JudgeVerdict
 
 SCORES = (1.0, 0.6, 0.0)
 

@@ -2,3 +2,81 @@
 parameters for play, campaigns and the inspect task), the runner (one episode, recorded step by
 step), campaigns (a suite's grid), replay and re-simulation, re-judging and the control
 experiment, limits and prices, and the episode export format (``golden``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from inquitree import lazy_exports
+
+if TYPE_CHECKING:  # the names as the type checker reads them; at run time each is loaded on first use
+    from inquitree.core.run.campaign import HALT_AFTER as HALT_AFTER
+    from inquitree.core.run.campaign import CampaignInterrupted as CampaignInterrupted
+    from inquitree.core.run.campaign import RunState as RunState
+    from inquitree.core.run.campaign import Suite as Suite
+    from inquitree.core.run.campaign import campaign_scores as campaign_scores
+    from inquitree.core.run.campaign import fold_run as fold_run
+    from inquitree.core.run.campaign import parse_shard as parse_shard
+    from inquitree.core.run.campaign import recorded_runs as recorded_runs
+    from inquitree.core.run.campaign import run_status as run_status
+    from inquitree.core.run.campaign import run_suite as run_suite
+    from inquitree.core.run.campaign import set_up as set_up
+    from inquitree.core.run.golden import MAX_IMPORT_BYTES as MAX_IMPORT_BYTES
+    from inquitree.core.run.golden import dump_export as dump_export
+    from inquitree.core.run.golden import dump_jsonl as dump_jsonl
+    from inquitree.core.run.golden import load_export as load_export
+    from inquitree.core.run.limits import LimitError as LimitError
+    from inquitree.core.run.limits import Limits as Limits
+    from inquitree.core.run.limits import PriceTable as PriceTable
+    from inquitree.core.run.limits import prices_path as prices_path
+    from inquitree.core.run.limits import tokens_of as tokens_of
+    from inquitree.core.run.rejudge import finished_episodes as finished_episodes
+    from inquitree.core.run.rejudge import run_control as run_control
+    from inquitree.core.run.replay import resimulate as resimulate
+    from inquitree.core.run.runner import STREAM_PREFIX as STREAM_PREFIX
+    from inquitree.core.run.runner import Episode as Episode
+    from inquitree.core.run.runner import EpisodeFailure as EpisodeFailure
+    from inquitree.core.run.runner import cosines as cosines
+    from inquitree.core.run.runner import new_episode_id as new_episode_id
+    from inquitree.core.run.runner import run_episode as run_episode
+    from inquitree.core.run.runner import stream_id as stream_id
+    from inquitree.core.run.spec import MAX_HINTS as MAX_HINTS
+    from inquitree.core.run.spec import MAX_REASKS as MAX_REASKS
+    from inquitree.core.run.spec import EpisodeSpec as EpisodeSpec
+
+_EXPORTS = {
+    "CampaignInterrupted": "campaign",
+    "HALT_AFTER": "campaign",
+    "RunState": "campaign",
+    "Suite": "campaign",
+    "campaign_scores": "campaign",
+    "fold_run": "campaign",
+    "parse_shard": "campaign",
+    "recorded_runs": "campaign",
+    "run_status": "campaign",
+    "run_suite": "campaign",
+    "set_up": "campaign",
+    "MAX_IMPORT_BYTES": "golden",
+    "dump_export": "golden",
+    "dump_jsonl": "golden",
+    "load_export": "golden",
+    "LimitError": "limits",
+    "Limits": "limits",
+    "PriceTable": "limits",
+    "prices_path": "limits",
+    "tokens_of": "limits",
+    "finished_episodes": "rejudge",
+    "run_control": "rejudge",
+    "resimulate": "replay",
+    "Episode": "runner",
+    "EpisodeFailure": "runner",
+    "STREAM_PREFIX": "runner",
+    "cosines": "runner",
+    "new_episode_id": "runner",
+    "run_episode": "runner",
+    "stream_id": "runner",
+    "EpisodeSpec": "spec",
+    "MAX_HINTS": "spec",
+    "MAX_REASKS": "spec",
+}
+__all__, __getattr__ = lazy_exports(__name__, _EXPORTS)

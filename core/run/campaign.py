@@ -48,20 +48,27 @@ from inquitree import stats
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.boundary.files import read_file
 from inquitree.boundary.text import shown, warn
-from inquitree.core.calls.models import CallSettings, option_label, redact_url
-from inquitree.core.game.prompts import TemplateSet, is_shipped
-from inquitree.core.game.tree import Tree, resolve_tree
-from inquitree.core.players import kinds
-from inquitree.core.players.agents import ModelConfig, RateLimiter
-from inquitree.core.players.kinds import make_agent, make_embedder, make_judge
+from inquitree.core.calls import CallSettings, option_label, redact_url
+from inquitree.core.game import TemplateSet, Tree, is_shipped, resolve_tree
+from inquitree.core.players import ModelConfig, RateLimiter, kinds, make_agent, make_embedder, make_judge
 from inquitree.core.run.limits import Budget, Limits, PriceTable, tokens_of
 from inquitree.core.run.runner import STREAM_PREFIX, EpisodeFailure, EpisodeStopped, run_episode, stream_id
 from inquitree.core.run.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
-from inquitree.events.base import Event
-from inquitree.events.errors import ConcurrencyError
-from inquitree.events.names import Cell, campaign_stream, episode_prefix, grid
-from inquitree.events.store import EventStore, epoch_of
-from inquitree.events.types import AgentReplied, CampaignAlive, CampaignEnded, CampaignStarted, EpisodeScored
+from inquitree.events import (
+    AgentReplied,
+    CampaignAlive,
+    CampaignEnded,
+    CampaignStarted,
+    Cell,
+    ConcurrencyError,
+    EpisodeScored,
+    Event,
+    EventStore,
+    campaign_stream,
+    episode_prefix,
+    epoch_of,
+    grid,
+)
 
 _FIELDS = {
     "name": str,

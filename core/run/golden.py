@@ -19,9 +19,17 @@ import orjson
 
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.boundary.files import read_file
-from inquitree.events.base import Event, canonical_json, decode, parse_json
-from inquitree.events.chain import GENESIS_HASH, link_problem
-from inquitree.events.signing import Signer, Verifier, checkpoint_message
+from inquitree.events import (
+    GENESIS_HASH,
+    Event,
+    Signer,
+    Verifier,
+    canonical_json,
+    checkpoint_message,
+    decode,
+    link_problem,
+    parse_json,
+)
 
 PROOF_FIELDS = ("stream_version", "recorded_at", "prev_hash", "hash")
 # An export is one episode: even at the turn limit with every reply at its 20,000-character cut it

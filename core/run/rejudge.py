@@ -18,18 +18,19 @@ import re
 from typing import Any
 
 from inquitree.boundary.errors import InquiTreeError
-from inquitree.core.calls.models import ModelCallError
-from inquitree.core.game.engine import Engine, Params, fold, uniform
-from inquitree.core.game.prompts import TemplateSet
-from inquitree.core.game.tree import Tree, resolve_tree
-from inquitree.core.players import kinds
-from inquitree.core.players.agents import ModelConfig, strip_code_fence
-from inquitree.core.players.control import CONTROL_PROMPT_VERSION, CONTROL_USER
-from inquitree.core.players.judges import Judge
+from inquitree.core.calls import ModelCallError
+from inquitree.core.game import Engine, Params, TemplateSet, Tree, fold, resolve_tree, uniform
+from inquitree.core.players import CONTROL_PROMPT_VERSION, CONTROL_USER, Judge, ModelConfig, kinds, strip_code_fence
 from inquitree.core.run.runner import STREAM_PREFIX, stream_id
-from inquitree.events.base import Event
-from inquitree.events.store import EventStore
-from inquitree.events.types import ConclusionSubmitted, ControlAnswered, ControlStarted, EpisodeStarted, JudgeVerdict
+from inquitree.events import (
+    ConclusionSubmitted,
+    ControlAnswered,
+    ControlStarted,
+    EpisodeStarted,
+    Event,
+    EventStore,
+    JudgeVerdict,
+)
 
 
 class RejudgeError(InquiTreeError):

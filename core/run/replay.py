@@ -12,22 +12,33 @@ from __future__ import annotations
 
 import dataclasses
 
-from inquitree.core.game.engine import Engine, EngineError, EpisodeState, Params, Reply, fold
-from inquitree.core.game.matching import recorded_cosines
-from inquitree.core.game.prompts import TemplateError, TemplateSet
-from inquitree.core.game.tree import Tree, TreeError, resolve_tree
-from inquitree.events.base import Event, canonical_json
-from inquitree.events.types import (
+from inquitree.core.game import (
+    Engine,
+    EngineError,
+    EpisodeState,
+    Params,
+    Reply,
+    TemplateError,
+    TemplateSet,
+    Tree,
+    TreeError,
+    fold,
+    recorded_cosines,
+    resolve_tree,
+)
+from inquitree.events import (
     AgentReplied,
     EpisodeFailed,
     EpisodeInterrupted,
     EpisodeResumed,
     EpisodeScored,
     EpisodeStarted,
+    Event,
     JudgeVerdict,
     LimitReached,
     MatchScored,
     ObservationEmitted,
+    canonical_json,
 )
 
 

@@ -19,27 +19,20 @@ import numpy as np
 
 from inquitree import __version__
 from inquitree.boundary.errors import InquiTreeError
-from inquitree.core.calls.models import call_deadline, redact_text
-from inquitree.core.game.engine import (
-    DONE,
-    FAILED,
-    Engine,
-    EngineError,
-    EpisodeState,
-    Params,
-    Reply,
-    fold,
-)
-from inquitree.core.game.prompts import TemplateSet
-from inquitree.core.game.tree import Tree
-from inquitree.core.players.agents import Agent
-from inquitree.core.players.embed import embed_actions, embeds_queries_apart
-from inquitree.core.players.judges import Judge
+from inquitree.core.calls import call_deadline, redact_text
+from inquitree.core.game import DONE, FAILED, Engine, EngineError, EpisodeState, Params, Reply, TemplateSet, Tree, fold
+from inquitree.core.players import Agent, Judge, embed_actions, embeds_queries_apart
 from inquitree.core.run.limits import Budget, Limits, PriceTable, tokens_of
-from inquitree.events.base import Event
-from inquitree.events.names import EPISODE_PREFIX, episode_stream
-from inquitree.events.store import EventStore
-from inquitree.events.types import AgentReplied, EpisodeFailed, EpisodeResumed, EpisodeScored
+from inquitree.events import (
+    EPISODE_PREFIX,
+    AgentReplied,
+    EpisodeFailed,
+    EpisodeResumed,
+    EpisodeScored,
+    Event,
+    EventStore,
+    episode_stream,
+)
 
 STREAM_PREFIX = EPISODE_PREFIX
 

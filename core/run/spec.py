@@ -16,9 +16,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the CLI reads the defaults at start-up: nothing heavy is imported for them
-    from inquitree.core.game.engine import Params
-    from inquitree.core.game.prompts import TemplateSet
-    from inquitree.core.game.tree import Tree
+    from inquitree.core.game import Params, TemplateSet, Tree
 
 __all__ = ["MAX_HINTS", "MAX_REASKS", "TEMPLATES", "EpisodeSpec"]
 
@@ -41,7 +39,7 @@ class EpisodeSpec:
     def thresholds(self, embedder_id: str) -> tuple[float, float | None]:
         """(tau, tau_study) for episodes matched by ``embedder_id``: the embedder's recommended
         thresholds where none is given; a tau given alone applies at both states."""
-        from inquitree.core.players.embed import default_tau, default_tau_study
+        from inquitree.core.players import default_tau, default_tau_study
 
         tau_study = self.tau_study
         if tau_study is None and self.tau is None:
@@ -50,8 +48,7 @@ class EpisodeSpec:
 
     def params(self, tree: Tree, embedder_id: str, templates: TemplateSet, randomness: int, seed: int) -> Params:
         """The engine's parameters for one cell, validated."""
-        from inquitree.core.game.engine import ACTION_RULE, CONCLUSION_RULE, Params
-        from inquitree.core.game.matching import RULES, MatchRuleError, fitted_rule
+        from inquitree.core.game import ACTION_RULE, CONCLUSION_RULE, RULES, MatchRuleError, Params, fitted_rule
 
         if self.match_rule not in RULES:
             raise MatchRuleError(f"match rule {self.match_rule!r}: one of {', '.join(RULES)}")

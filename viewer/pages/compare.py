@@ -9,8 +9,7 @@ from starlette.responses import Response
 
 from inquitree.viewer import sql
 from inquitree.viewer.state import Viewer
-from inquitree.warehouse.report import table_html
-from inquitree.warehouse.warehouse import PAIR_COLUMNS
+from inquitree.warehouse import PAIR_COLUMNS, table_html
 
 
 def compare(request: Request) -> Response:

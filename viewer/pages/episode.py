@@ -10,7 +10,7 @@ from starlette.responses import Response
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.viewer import sql
 from inquitree.viewer.state import Viewer
-from inquitree.warehouse.report import episode_items, table_html
+from inquitree.warehouse import episode_items, table_html
 
 RENDER_SECONDS = 2.0  # the Markdown of one episode page; the texts after it are shown as plain text
 
@@ -81,7 +81,7 @@ def aligned(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> tuple[list[dict
 
 def _system_prompt(template_set: str | None) -> str | None:
     """The system prompt the episode's agent was given (its template set's; None if not here)."""
-    from inquitree.core.game.prompts import TemplateSet
+    from inquitree.core.game import TemplateSet
 
     try:
         return TemplateSet(template_set).system_prompt if template_set else None

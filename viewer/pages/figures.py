@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from inquitree.viewer.state import Viewer
-from inquitree.warehouse.report import figures, table_html
+from inquitree.warehouse import figures, table_html
 
 
 def figures_page(request: Request) -> Response:

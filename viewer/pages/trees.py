@@ -7,7 +7,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from inquitree.core.game.tree import load_tree_file, shipped_tree, shipped_tree_paths
+from inquitree.core.game import load_tree_file, shipped_tree, shipped_tree_paths
 from inquitree.viewer import sql
 from inquitree.viewer.state import Viewer
 from inquitree.viewer.treeview import GraphvizMissing, episode_path, tree_dot, tree_svg
