@@ -58,8 +58,9 @@ class Event:
 
     def to_payload(self) -> Payload:
         """The fields as stored: every field, but an ``OPTIONAL`` one only when it is not its default."""
-        payload = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        for name, default, factory in _fields(type(self)) if self.OPTIONAL else ():
+        fields = _fields(type(self))
+        payload = {name: getattr(self, name) for name, _, _ in fields}
+        for name, default, factory in fields if self.OPTIONAL else ():
             if name in self.OPTIONAL and payload[name] == (factory() if factory is not _MISSING else default):
                 del payload[name]
         return payload
