@@ -39,8 +39,8 @@ def judge(episodes, all_, prefix, judge_spec, embedder_name, again, db_url, **mo
     from collections import Counter
 
     from inquitree.boundary.errors import InquiTreeError
-    from inquitree.core.players import make_embedder, make_judge
     from inquitree.core import rejudge
+    from inquitree.core.players import make_embedder, make_judge
     from inquitree.core.run import finished_episodes
     from inquitree.events import EventStore
 

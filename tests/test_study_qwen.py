@@ -23,6 +23,8 @@ STUDY_KEY_ID = "c157c41dbcc290eb"
 FAKES_KEY_ID, FAKES_EVENTS = "d5575b8528a0eedc", "640"
 # The first arm's trees played once more with the moves read by nomic-embed-text-v1.5 (nomic/)
 NOMIC_KEY_ID, NOMIC_EVENTS = "cf6ee5a24ef264b9", "721"
+# ... and once more with the moves read by the rule fitted on real moves (fitted/: --match-rule fitted)
+FITTED_KEY_ID = "9e32017ebe950597"
 TABLES = sorted((STUDY / "tables").glob("*.csv"))  # each made by queries/NAME.sql, or by the study's sql/NAME.sql
 # The study re-scored: the embedding judge with the thresholds chosen against the careful reading
 # (bench/judging.py, docs/instrument.md), its verdicts appended beside the recorded ones
@@ -64,6 +66,19 @@ def test_the_arm_read_by_nomic_imports_under_its_key_replays_identically_and_giv
     assert len(sorted((arm / "episodes").glob("*.jsonl"))) == 18
     assert {p.stem for p in (arm / "tables").glob("*.csv")} == {"reading_by_matcher"}
     check_arm(arm, NOMIC_KEY_ID, NOMIC_EVENTS, tmp_path)
+
+
+def test_the_arm_read_by_the_fitted_rule_imports_under_its_key_replays_identically_and_gives_its_tables(tmp_path):
+    """The first arm's 18 trees, one run, with the agent's moves read by the fitted match rule
+    (MiniLM): each episode records the rule whole, so its replay decides as it was played, with no
+    embedder; its table sets it beside the first arm's and nomic's."""
+    arm = STUDY / "fitted"
+    episodes = sorted((arm / "episodes").glob("*.jsonl"))
+    assert len(episodes) == 18
+    assert all('"match_rule":{' in p.read_text().splitlines()[0] for p in episodes)
+    assert {p.stem for p in (arm / "tables").glob("*.csv")} == {"reading_by_matcher"}
+    events = sum(1 for p in episodes for line in p.read_text().splitlines() if not line.startswith('{"signature"'))
+    check_arm(arm, FITTED_KEY_ID, f"{events:,}", tmp_path)
 
 
 def check_arm(folder: Path, key_id: str, events: str, tmp_path: Path) -> None:
