@@ -27,6 +27,7 @@ RUNS = {
     "cli_startup.py": ["--runs", "1", "--out", "{out}"],
     "embedder.py": ["--quick", "--out", "{out}"],
     "engine.py": ["--episodes", "5", "--rounds", "1", "--out", "{out}"],
+    "engine_ab.py": ["--base", "HEAD", "--rounds", "1", "--episodes", "5", "--out", "{out}"],
     "matching.py": ["--embedders", "hash", "--out", "{out}"],
     "episodes_list.py": ["--quick", "--out", "{out}"],
     "faults.py": ["--quick", "--out", "{out}"],
