@@ -147,8 +147,10 @@ def matcher_reading(
     the thresholds are the rule's own."""
     if embedder is None or tau is None:
         return UNMEASURED
-    if (rule := match_rule) is not None:  # its name and version (fitted-1): its thresholds are its own
-        found = [m for rec in records() for m in rec["matchers"] if (m["embedder"], m.get("rule")) == (embedder, rule)]
+    if match_rule is not None:  # its name and version (fitted-1): its thresholds are its own
+        found = [
+            m for rec in records() for m in rec["matchers"] if (m["embedder"], m.get("rule")) == (embedder, match_rule)
+        ]
         key = _key(found[0]) if found else ("matcher", embedder, match_rule, float("nan"), float("nan"))
         at = f"the {match_rule} match rule"
     else:
