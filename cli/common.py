@@ -269,6 +269,15 @@ def _stack(*decorators: Callable) -> Callable:
     return apply
 
 
+def match_rule_option(name: str, help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The match rule a command plays, explains or measures with: the paper's (one cosine against
+    tau) or the one fitted on real moves for the embedder (core/game/matching.py); its value
+    reaches the command as ``match_rule``."""
+    return click.option(
+        name, "match_rule", type=click.Choice(["paper", "fitted"]), default="paper", show_default=True, help=help
+    )
+
+
 def call_options(f):
     """How model calls are made (agent and judge alike): waiting, retries, reply size, cache.
     (The model-call module is imported here, by the commands that call models, not by this

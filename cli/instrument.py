@@ -9,7 +9,16 @@ from typing import Any
 
 import click
 
-from inquitree.cli.common import FiniteFloat, call_options, echo, judge_config, judge_options, progress, progress_due
+from inquitree.cli.common import (
+    FiniteFloat,
+    call_options,
+    echo,
+    judge_config,
+    judge_options,
+    match_rule_option,
+    progress,
+    progress_due,
+)
 
 THRESHOLD = FiniteFloat(0, 1, min_open=True)
 PAPER_NAME, FITTED_NAME = "the paper's rule", "the fitted rule"
@@ -25,12 +34,8 @@ def instrument() -> None:
 @click.option("--embedder-base-url", default=None, help="OpenAI-compatible base URL for the embedder.")
 @click.option("--tau", type=THRESHOLD, help="The Topic threshold (default: the embedder's, else chosen here).")
 @click.option("--tau-study", type=THRESHOLD, help="The Subtopic threshold (default: as --tau).")
-@click.option(
-    "--rule",
-    type=click.Choice(["paper", "fitted"]),
-    default="paper",
-    show_default=True,
-    help="The match rule to measure: the paper's (one cosine against tau) or the one fitted for the embedder.",
+@match_rule_option(
+    "--rule", "The match rule to measure: the paper's (one cosine against tau) or the one fitted for the embedder."
 )
 @click.option(
     "--judge",
@@ -47,7 +52,9 @@ def instrument() -> None:
     is_flag=True,
     help="Keep the measurement in the lab's record ($INQUITREE_INSTRUMENT), which tables then state.",
 )
-def measure(embedder_spec, embedder_base_url, tau, tau_study, rule, judge_spec, draws, fmt, keep, **model_kw) -> None:
+def measure(
+    embedder_spec, embedder_base_url, tau, tau_study, match_rule, judge_spec, draws, fmt, keep, **model_kw
+) -> None:
     """Error rates of a matcher (--embedder) or agreement of a judge (--judge) on the shipped sets.
 
     With --judge, --embedder names the embedding judge's embedder (default: local). With --record,
@@ -61,7 +68,7 @@ def measure(embedder_spec, embedder_base_url, tau, tau_study, rule, judge_spec, 
     if judge_spec:
         if tau is not None or tau_study is not None:
             raise click.UsageError("--tau and --tau-study are the matcher's: measure a judge without them")
-        if rule != "paper":
+        if match_rule != "paper":
             raise click.UsageError("--rule is the matcher's: measure a judge without it")
         embedder = make_embedder(embedder_spec or "local", base_url=embedder_base_url)
         judge = make_judge(judge_spec, embedder, judge_config(model_kw))
@@ -78,10 +85,10 @@ def measure(embedder_spec, embedder_base_url, tau, tau_study, rule, judge_spec, 
     if not embedder_spec:
         raise click.UsageError("name what to measure: --embedder SPEC (the matcher) or --judge SPEC")
     embedder = make_embedder(embedder_spec, base_url=embedder_base_url)
-    if rule == "fitted" and (tau is not None or tau_study is not None):
+    if match_rule == "fitted" and (tau is not None or tau_study is not None):
         raise click.UsageError("--tau and --tau-study: the fitted rule decides by its own probability thresholds")
     try:
-        found = measure_matcher(embedder, tau=tau, tau_study=tau_study, draws=draws, rule=rule)
+        found = measure_matcher(embedder, tau=tau, tau_study=tau_study, draws=draws, rule=match_rule)
     except MatchRuleError as exc:
         raise click.UsageError(str(exc)) from None
     echo(json.dumps(found, indent=1) if fmt == "json" else _fitted(matcher_table(found)))

@@ -18,6 +18,7 @@ from inquitree.cli.common import (
     judge_options,
     limit_options,
     limits_of,
+    match_rule_option,
     secho,
 )
 from inquitree.cli.episodes import episode_ref, interrupted_note, load_episode, print_scores, resumed_note, show_event
@@ -132,12 +133,9 @@ class StepLine:
     help="Threshold at the Subtopic state, whose one candidate is the study (default: the embedder's study "
     "threshold when --tau is its default too, else --tau).",
 )
-@click.option(
+@match_rule_option(
     "--match-rule",
-    type=click.Choice(["paper", "fitted"]),
-    default="paper",
-    show_default=True,
-    help="How an ACTION is matched: the paper's one cosine against tau, or the rule fitted on real moves for "
+    "How an ACTION is matched: the paper's one cosine against tau, or the rule fitted on real moves for "
     "the embedder (docs/instrument.md).",
 )
 @click.option("--max-hints", "-H", default=MAX_HINTS, show_default=True, type=int)

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from inquitree.cli.common import FINITE, FiniteFloat, echo, fitted, progress, say
+from inquitree.cli.common import FINITE, FiniteFloat, echo, fitted, match_rule_option, progress, say
 from inquitree.core.game import Tree, TreeError, load_tree_file, resolve_tree, shipped_tree_paths
 
 
@@ -205,13 +205,7 @@ THRESHOLD = FiniteFloat(0, 1, min_open=True)
     default=None,
     help="Threshold at the Subtopic state, as `play --tau-study` (default: the embedder's when --tau is not given).",
 )
-@click.option(
-    "--match-rule",
-    type=click.Choice(["paper", "fitted"]),
-    default="paper",
-    show_default=True,
-    help="The match rule, as `play --match-rule`.",
-)
+@match_rule_option("--match-rule", "The match rule, as `play --match-rule`.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def match(
     tree_ref: str,
