@@ -540,14 +540,7 @@ def extract_tree(
     settings: CallSettings | None = None,
 ) -> Extraction:
     paper_path = Path(paper_path)
-    try:
-        text = paper_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ExtractError(f"{paper_path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ExtractError(f"{paper_path}: cannot read it as UTF-8 text: {exc}") from None
-    if not text.strip():
-        raise ExtractError(f"{paper_path}: the file is empty")
+    text = _paper_text(paper_path)
     digest = hashlib.sha256(text.encode()).hexdigest()
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = tree_id or f"extracted-{paper_path.stem}"
@@ -576,6 +569,48 @@ def extract_tree(
 
     targets = [(f"s{k}", "subtopic", s["text"]) for k, s in enumerate(sk["subtopics"], 1)]
     targets += [(f"s{k}.study", "study", s["study"]) for k, s in enumerate(sk["subtopics"], 1)]
+    hints, cosines, flags = _hints(chat, embedder, topic, targets, hint_rounds, progress)
+    doc = _skeleton_to_doc(sk, stem, provenance, hints)
+    problems = _tree_problems(doc)
+    if problems:  # the skeleton passed, so only hints could break it: not expected, but never write a bad tree
+        raise ExtractError("the assembled tree is invalid: " + "; ".join(problems))
+
+    flags += _unsupported_paper_facts(doc, text) + _form_flags(doc)
+    flags += _model_checks(chat, doc, progress)
+
+    # Each under a new, unguessable name, then renamed over its target: never through a link there.
+    tree_path = write_file(confined(out_dir, stem, ".json"), json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    review_path = write_file(
+        confined(out_dir, stem, ".review.md"), render_review(doc, flags, cosines, model, embedder.id, chat)
+    )
+    progress(f"wrote {tree_path} ({n} subtopics) and {review_path} ({len(flags)} flags)")
+    return Extraction(tree_path, review_path, doc, flags, cosines, chat.calls, chat.cached, dict(chat.tokens))
+
+
+def _paper_text(paper_path: Path) -> str:
+    """The paper's text, read as UTF-8; a missing, unreadable or empty file is one line naming it."""
+    try:
+        text = paper_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ExtractError(f"{paper_path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ExtractError(f"{paper_path}: cannot read it as UTF-8 text: {exc}") from None
+    if not text.strip():
+        raise ExtractError(f"{paper_path}: the file is empty")
+    return text
+
+
+def _hints(
+    chat: JsonChat,
+    embedder,
+    topic: str,
+    targets: list[tuple[str, str, str]],
+    hint_rounds: int,
+    progress: Callable[[str], None],
+) -> tuple[dict[str, list[str]], dict[str, list[float]], list[Flag]]:
+    """Four hints for each target (a subtopic or a study), asked again up to ``hint_rounds`` times
+    while their cosines to the target under ``embedder`` are not monotone; a target whose hints
+    stay out of order is flagged for the reviewer."""
     hints: dict[str, list[str]] = {}
     cosines: dict[str, list[float]] = {}
     flags: list[Flag] = []
@@ -615,12 +650,13 @@ def extract_tree(
                 )
             )
 
-    doc = _skeleton_to_doc(sk, stem, provenance, hints)
-    problems = _tree_problems(doc)
-    if problems:  # the skeleton passed, so only hints could break it: not expected, but never write a bad tree
-        raise ExtractError("the assembled tree is invalid: " + "; ".join(problems))
+    return hints, cosines, flags
 
-    flags += _unsupported_paper_facts(doc, text) + _form_flags(doc)
+
+def _model_checks(chat: JsonChat, doc: dict, progress: Callable[[str], None]) -> list[Flag]:
+    """The model's checks of the assembled tree (Appendix D): stage 1 leakage, purity and fakes,
+    stage 2 the dependency audit; each returns flags for a person to act on."""
+    flags: list[Flag] = []
     ids = {"topic"} | {s["id"] for s in doc["subtopics"]} | {f"{s['id']}.study" for s in doc["subtopics"]}
     results = {s["studies"][0]["result"]["id"] for s in doc["subtopics"]}
     conclusions = "\n".join(f"- {c['id']}: {c['text']}" for c in doc["conclusions"])
@@ -661,14 +697,7 @@ def extract_tree(
         progress(f"{stage}: {name} check")
         obj = chat.ask(f"{stage} {name} check", system, user, check=_flags_check(known), schema=FLAGS_SCHEMA)
         flags += [Flag(stage, name, f["item"], f["issue"], str(f.get("suggestion") or "")) for f in obj["flags"]]
-
-    # Each under a new, unguessable name, then renamed over its target: never through a link there.
-    tree_path = write_file(confined(out_dir, stem, ".json"), json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
-    review_path = write_file(
-        confined(out_dir, stem, ".review.md"), render_review(doc, flags, cosines, model, embedder.id, chat)
-    )
-    progress(f"wrote {tree_path} ({n} subtopics) and {review_path} ({len(flags)} flags)")
-    return Extraction(tree_path, review_path, doc, flags, cosines, chat.calls, chat.cached, dict(chat.tokens))
+    return flags
 
 
 def render_review(
