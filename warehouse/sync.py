@@ -125,32 +125,7 @@ def sync(  # noqa: C901 - one transaction stages, loads and checkpoints; its err
     t0 = time.perf_counter()
     threads = int(wh.con.execute("SELECT current_setting('threads')").fetchall()[0][0])  # see _stage
     loaded = 0
-    # A reader thread fetches the next batch while this one loads (DuckDB and the drivers
-    # release the GIL while they work); the queue holds at most two batches in memory.
-    batches: queue.Queue = queue.Queue(maxsize=2)
-    stop = threading.Event()
-
-    def read() -> None:
-        try:
-            src = open_source(url, position, batch_size)
-        except Exception as exc:  # handed to the loading thread
-            batches.put(exc)
-            return
-        try:
-            for batch in src.batches(position, batch_size):
-                if stop.is_set():
-                    break
-                batches.put(batch)
-        except Exception as exc:
-            batches.put(exc)
-        finally:
-            try:
-                src.close()
-            finally:
-                batches.put(None)  # always: the loading thread waits for it
-
-    reader = threading.Thread(target=read, name="warehouse-reader", daemon=True)
-    reader.start()
+    batches, stop, reader = _start_reader(url, position, batch_size)
     # The dimension rows are read (every tree file validated) in a thread beside the
     # loading, and written in the first commit: a bad price table still stops the sync
     # before it commits any event, and the first batch is staged without waiting for them.
@@ -200,11 +175,7 @@ def sync(  # noqa: C901 - one transaction stages, loads and checkpoints; its err
             con.execute("ROLLBACK")
         raise
     finally:
-        stop.set()
-        while reader.is_alive():  # let the reader finish its current batch and exit
-            with contextlib.suppress(queue.Empty):
-                batches.get(timeout=0.1)
-        reader.join()
+        _stop_reader(batches, stop, reader)
         dims_pool.shutdown(wait=True)
         con.execute(f"SET threads = {threads}")  # if a failed _stage left one
         con.execute("DROP TABLE IF EXISTS staged")
@@ -221,6 +192,46 @@ def sync(  # noqa: C901 - one transaction stages, loads and checkpoints; its err
             [source_id, datetime.now(timezone.utc).replace(tzinfo=None)],
         )
     return SyncReport(loaded, position, time.perf_counter() - t0)
+
+
+def _start_reader(url: str, position: int, batch_size: int) -> tuple[queue.Queue, threading.Event, threading.Thread]:
+    """A thread that reads the events after ``position`` in batches while the caller loads (DuckDB
+    and the drivers release the GIL while they work): the queue holds at most two batches in
+    memory, then an exception the reader met, if any, then None, always."""
+    batches: queue.Queue = queue.Queue(maxsize=2)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            src = open_source(url, position, batch_size)
+        except Exception as exc:  # handed to the loading thread
+            batches.put(exc)
+            return
+        try:
+            for batch in src.batches(position, batch_size):
+                if stop.is_set():
+                    break
+                batches.put(batch)
+        except Exception as exc:
+            batches.put(exc)
+        finally:
+            try:
+                src.close()
+            finally:
+                batches.put(None)  # always: the loading thread waits for it
+
+    reader = threading.Thread(target=read, name="warehouse-reader", daemon=True)
+    reader.start()
+    return batches, stop, reader
+
+
+def _stop_reader(batches: queue.Queue, stop: threading.Event, reader: threading.Thread) -> None:
+    """Let the reader finish its current batch and exit, taking what it still puts."""
+    stop.set()
+    while reader.is_alive():
+        with contextlib.suppress(queue.Empty):
+            batches.get(timeout=0.1)
+    reader.join()
 
 
 def _warn_foreign_ids(con: duckdb.DuckDBPyConnection, after: int) -> None:
