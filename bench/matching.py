@@ -390,7 +390,7 @@ def fitted_idea(items: list[dict], embedder) -> dict:
         x = np.array([v for _, _, v in train])
         y = np.array([float(best == it["intended"]) for it, best, _ in train])
         coefficients = [round(float(w), 4) for w in fit_logistic(x, y)]
-        rule = {"name": FITTED, "version": 1, state: {"coefficients": coefficients, "threshold": 0.5}}
+        rule = one_state_rule(state, coefficients, 0.5)
 
         def rows(split: str, picked=picked, rule=rule) -> list[Scored]:
             kept = [(it, cos) for it, cos, _, _ in picked if it["split"] == split]
@@ -413,6 +413,12 @@ def fitted_idea(items: list[dict], embedder) -> dict:
         if state == "topic":
             found["own_text"] = rates(rows("own"), threshold, threshold)["recognised"]
     return found
+
+
+def one_state_rule(state: str, coefficients: list[float], threshold: float) -> dict:
+    """The fitted rule at one state, as the engine's reading takes it (the probability a row
+    carries does not depend on ``threshold``)."""
+    return {"name": FITTED, "version": 1, state: {"coefficients": coefficients, "threshold": threshold}}
 
 
 def as_rule(fitted: dict, items: list[dict]) -> dict:
@@ -459,7 +465,7 @@ def second_reading(items: list[dict], embedder, found_ideas: list[dict], path: P
             if (idea["idea"] not in IDEAS and idea["idea"] != FITTED_IDEA) or t is None:
                 continue
             if idea["idea"] == FITTED_IDEA:  # decided by the engine's reading with the fitted coefficients
-                rule = {"name": FITTED, "version": 1, state: {k: t["rule"][k] for k in ("coefficients", "threshold")}}
+                rule = one_state_rule(state, t["rule"]["coefficients"], t["rule"]["threshold"])
                 rows = fitted_rows(read, engine_cosines(read, embedder), rule)
             else:
                 kind, how, _ = IDEAS[idea["idea"]]

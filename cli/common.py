@@ -273,9 +273,9 @@ def match_rule_option(name: str, help: str) -> Callable[[Callable[..., Any]], Ca
     """The match rule a command plays, explains or measures with: the paper's (one cosine against
     tau) or the one fitted on real moves for the embedder (core/game/matching.py); its value
     reaches the command as ``match_rule``."""
-    return click.option(
-        name, "match_rule", type=click.Choice(["paper", "fitted"]), default="paper", show_default=True, help=help
-    )
+    from inquitree.core.game import PAPER, RULES
+
+    return click.option(name, "match_rule", type=click.Choice(list(RULES)), default=PAPER, show_default=True, help=help)
 
 
 def call_options(f):

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.core.game.engine import repeats_itself as repeats_itself
     from inquitree.core.game.engine import threshold_at as threshold_at
     from inquitree.core.game.engine import uniform as uniform
+    from inquitree.core.game.matching import PAPER as PAPER
     from inquitree.core.game.matching import RULES as RULES
     from inquitree.core.game.matching import MatchRuleError as MatchRuleError
     from inquitree.core.game.matching import decide as decide
@@ -70,6 +71,7 @@ _EXPORTS = {
     "threshold_at": "engine",
     "uniform": "engine",
     "MatchRuleError": "matching",
+    "PAPER": "matching",
     "RULES": "matching",
     "decide": "matching",
     "decided": "matching",

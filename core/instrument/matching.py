@@ -36,7 +36,6 @@ RATES = ("recognised", "false_match", "wrong_candidate")
 
 # (the candidates in the engine's order, each one's cosine, the label, the state) of one action
 Scored = tuple[list[str], dict[str, float], "str | None", str]
-MATCH_RULES = ("paper", "fitted")  # what `instrument measure --rule` measures (core/game/matching.py)
 
 
 def read_labels(path: Path = LABELS) -> list[dict]:
@@ -103,22 +102,27 @@ def anchors(item: dict, kind: str) -> list[tuple[str, list[str]]]:
     return found + [(NONE, [tree.topic])] if none and item["state"] == "topic" else found
 
 
+def _embedded(embedder: Any, actions: list[str], texts: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The vectors of the candidates' ``texts`` and of the ``actions``, each text embedded once: an
+    embedder that embeds an agent's text as a query (``embed_queries``) embeds the actions so, any
+    other embeds actions and texts in one batch (as every recorded episode was scored)."""
+    actions = list(dict.fromkeys(actions))
+    if embeds_queries_apart(embedder):
+        texts = list(dict.fromkeys(texts))
+        queries = dict(zip(actions, embed_actions(embedder, actions), strict=True))
+        return dict(zip(texts, embedder.embed(texts), strict=True)), queries
+    everything = list(dict.fromkeys(actions + texts))
+    vectors = dict(zip(everything, embedder.embed(everything), strict=True))
+    return vectors, vectors
+
+
 def anchored(items: list[dict], embedder: Any, kind: str = "text", how: str = "max") -> list[Scored]:
     """Each item's candidates scored over their anchors (:func:`anchors`): the best cosine
     (``max``) or the mean of the best two (``top2``). ``text`` with ``max`` is the paper's rule:
     one cosine with each candidate's own text. An embedder that embeds an agent's text as a query
     (``embed_queries``) embeds the actions so; any other embeds every text in one batch."""
-    if not embeds_queries_apart(embedder):
-        texts = list(
-            dict.fromkeys(t for it in items for t in [it["action"]] + [a for _, xs in anchors(it, kind) for a in xs])
-        )
-        vectors = dict(zip(texts, embedder.embed(texts), strict=True))
-        queries = vectors
-    else:
-        texts = list(dict.fromkeys(a for it in items for _, xs in anchors(it, kind) for a in xs))
-        vectors = dict(zip(texts, embedder.embed(texts), strict=True))
-        actions = list(dict.fromkeys(it["action"] for it in items))
-        queries = dict(zip(actions, embed_actions(embedder, actions), strict=True))
+    texts = [a for it in items for _, xs in anchors(it, kind) for a in xs]
+    vectors, queries = _embedded(embedder, [it["action"] for it in items], texts)
     out = []
     for it in items:
         action = queries[it["action"]]
@@ -142,15 +146,7 @@ def engine_cosines(items: list[dict], embedder: Any) -> list[dict[str, float]]:
     """Each item's cosines with the fitted rule's anchors (core/game/matching.py: the candidates'
     texts and hints, the topic's text), keyed and rounded as the engine keys and rounds them."""
     keyed = [rule_of.anchors(resolve_tree(it["tree"]), it["state"], it.get("subtopic"), fitted=True) for it in items]
-    texts = list(dict.fromkeys(t for found in keyed for _, t in found))
-    actions = list(dict.fromkeys(it["action"] for it in items))
-    if embeds_queries_apart(embedder):
-        vectors = dict(zip(texts, embedder.embed(texts), strict=True))
-        queries = dict(zip(actions, embed_actions(embedder, actions), strict=True))
-    else:
-        everything = list(dict.fromkeys(actions + texts))
-        vectors = dict(zip(everything, embedder.embed(everything), strict=True))
-        queries = vectors
+    vectors, queries = _embedded(embedder, [it["action"] for it in items], [t for found in keyed for _, t in found])
     return [
         {key: round(float(vectors[t] @ queries[it["action"]]), 6) for key, t in found}
         for it, found in zip(items, keyed, strict=True)
