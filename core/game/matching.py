@@ -26,7 +26,7 @@ import dataclasses
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from inquitree.boundary.errors import InquiTreeError
 
@@ -97,11 +97,11 @@ def check_rule(rule: dict[str, Any]) -> None:
                 f"match_rule.{state}.coefficients {coefficients!r}: expected {len(FEATURES) + 1} finite numbers "
                 "(an intercept, then one a feature)"
             )
-        if not isinstance(threshold, (int, float)) or not _finite(threshold) or not 0 < threshold < 1:
+        if not _finite(threshold) or not 0 < threshold < 1:
             raise MatchRuleError(f"match_rule.{state}.threshold {threshold!r}: a probability in (0, 1)")
 
 
-def _finite(x: Any) -> bool:
+def _finite(x: Any) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
