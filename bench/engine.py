@@ -39,6 +39,7 @@ from inquitree.core.players.agents import RandomAgent, ScriptAgent
 from inquitree.core.players.embed import CachedEmbedder, LocalEmbedder
 from inquitree.core.run.replay import resimulate
 from inquitree.core.run.runner import cosines, run_episode, stream_id
+from inquitree.core.run.setup import EpisodeSetup, Recording
 from inquitree.events.store import EventStore
 
 from enginekit import always_miss_script, params
@@ -256,7 +257,8 @@ def main() -> None:
         matching_per_step = with_matching / steps
 
         script = always_miss_script(tree, 4, Path(d) / "miss.txt")
-        out = run_episode(tree, ScriptAgent(script), None, emb, params(tree, emb), templates, store, "ep-77")
+        setup = EpisodeSetup(templates, emb)
+        out = run_episode(setup, tree, params(tree, emb), ScriptAgent(script), None, Recording(store, "ep-77"))
         assert out.state.step == 77
         times = []
         for _ in range(20):

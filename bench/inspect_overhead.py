@@ -33,7 +33,7 @@ from inquitree.core.players.judges import EmbeddingJudge
 from inquitree.core.players.kinds import make_embedder
 from inquitree.core.run.runner import run_episode
 
-from enginekit import TEMPLATES, ScriptAgent, always_miss_script, params
+from enginekit import ScriptAgent, always_miss_script, params, setup
 
 
 def main() -> None:
@@ -46,7 +46,7 @@ def main() -> None:
     tree = resolve_tree("synthetic-chain-7")
     emb = make_embedder("hash")
     script = always_miss_script(tree, 4, d / "miss.txt")
-    out = run_episode(tree, ScriptAgent(script), EmbeddingJudge(emb), emb, params(tree, emb), TEMPLATES)
+    out = run_episode(setup(emb), tree, params(tree, emb), ScriptAgent(script), EmbeddingJudge(emb))
     texts = [e.raw for e in out.events if e.TYPE == "AgentReplied"]
     steps = out.scored.steps
     play, insp, fixed = [], [], []
@@ -61,7 +61,7 @@ def main() -> None:
 
     for k in range(args.runs):
         t0 = time.perf_counter()
-        run_episode(tree, ScriptAgent(script), EmbeddingJudge(emb), emb, params(tree, emb), TEMPLATES)
+        run_episode(setup(emb), tree, params(tree, emb), ScriptAgent(script), EmbeddingJudge(emb))
         play.append((time.perf_counter() - t0) / steps)
         t0 = time.perf_counter()
         log = inspect_eval(

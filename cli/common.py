@@ -278,6 +278,51 @@ def match_rule_option(name: str, help: str) -> Callable[[Callable[..., Any]], Ca
     return click.option(name, "match_rule", type=click.Choice(list(RULES)), default=PAPER, show_default=True, help=help)
 
 
+def episode_options(f):
+    """What an episode is played with (``EpisodeSetup``): the embedder, the thresholds and match
+    rule, the hint, turn and re-ask bounds, the templates; :func:`setup_of` reads them back."""
+    from inquitree.core.run import MAX_HINTS, MAX_REASKS
+
+    return _stack(
+        click.option(
+            "--embedder", "embedder_name", default="local", show_default=True, help="local | hash | openai[:MODEL]"
+        ),
+        click.option("--embedder-base-url", default=None, help="OpenAI-compatible base URL for the embedder."),
+        click.option(
+            "--tau", type=FINITE, default=None, help="Match threshold (default: the embedder's, see docs/design.md)."
+        ),
+        click.option(
+            "--tau-study",
+            type=FINITE,
+            default=None,
+            help="Threshold at the Subtopic state, whose one candidate is the study (default: the embedder's study "
+            "threshold when --tau is its default too, else --tau).",
+        ),
+        match_rule_option(
+            "--match-rule",
+            "How an ACTION is matched: the paper's one cosine against tau, or the rule fitted on real moves for "
+            "the embedder (docs/instrument.md).",
+        ),
+        click.option("--max-hints", "-H", default=MAX_HINTS, show_default=True, type=int),
+        click.option("--max-turns", type=click.IntRange(min=1), default=None, help="Default: n(2H+3)."),
+        click.option(
+            "--max-reasks",
+            type=click.IntRange(min=0),
+            default=MAX_REASKS,
+            show_default=True,
+            help="C.4.2 re-asks in one Result visit; the next reply that names no decision ends the inquiry "
+            "(the conclusion is asked for).",
+        ),
+        click.option(
+            "--templates",
+            "template_set",
+            default="inquitree",
+            show_default=True,
+            help="Template set name or directory.",
+        ),
+    )(f)
+
+
 def call_options(f):
     """How model calls are made (agent and judge alike): waiting, retries, reply size, cache.
     (The model-call module is imported here, by the commands that call models, not by this
@@ -481,12 +526,23 @@ def judge_config(kw: dict[str, Any]):
     )
 
 
-def limits_of(kw: dict[str, Any]):
-    from inquitree.core.run import Limits, PriceTable
+def setup_of(kw: dict[str, Any]):
+    """The episode setup of :func:`episode_options` and :func:`limit_options` (``play``): their
+    values leave ``kw``, the model options stay."""
+    from inquitree.core.run import EpisodeSetup, EpisodeSpec, Limits
 
-    limits = Limits(kw["max_episode_tokens"], kw["max_episode_cost"], kw["max_episode_seconds"])
-    prices = PriceTable(kw["prices"]) if (kw["prices"] or limits.episode_cost_usd) else None
-    return limits, prices
+    take = kw.pop
+    spec = EpisodeSpec(
+        take("tau"), take("max_hints"), take("max_turns"), take("max_reasks"), take("tau_study"), take("match_rule")
+    )
+    return EpisodeSetup.resolve(
+        templates=take("template_set"),
+        embedder=take("embedder_name"),
+        embedder_base_url=take("embedder_base_url"),
+        spec=spec,
+        limits=Limits(take("max_episode_tokens"), take("max_episode_cost"), take("max_episode_seconds")),
+        prices=take("prices"),
+    )
 
 
 def output_file(path: str, data: str | bytes) -> None:

@@ -8,22 +8,20 @@ import sys
 import click
 
 from inquitree.cli.common import (
-    FINITE,
     agent_config,
     agent_options,
     call_options,
     db_option,
     echo,
+    episode_options,
     judge_config,
     judge_options,
     limit_options,
-    limits_of,
-    match_rule_option,
     secho,
+    setup_of,
 )
 from inquitree.cli.episodes import episode_ref, interrupted_note, load_episode, print_scores, resumed_note, show_event
 from inquitree.core.game import decided
-from inquitree.core.run import MAX_HINTS, MAX_REASKS
 from inquitree.events import (
     ConclusionSubmitted,
     DecisionParsed,
@@ -122,35 +120,9 @@ class StepLine:
     show_default=True,
     help="embedding[:FULL/PARTIAL] | openai:MODEL | rubric:MODEL | hybrid:MODEL | none",
 )
-@click.option("--embedder", "embedder_name", default="local", show_default=True, help="local | hash | openai[:MODEL]")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--randomness", "-a", default=0, show_default=True, type=int, help="Fake results with probability 10a%.")
-@click.option("--tau", type=FINITE, default=None, help="Match threshold (default: the embedder's, see docs/design.md).")
-@click.option(
-    "--tau-study",
-    type=FINITE,
-    default=None,
-    help="Threshold at the Subtopic state, whose one candidate is the study (default: the embedder's study "
-    "threshold when --tau is its default too, else --tau).",
-)
-@match_rule_option(
-    "--match-rule",
-    "How an ACTION is matched: the paper's one cosine against tau, or the rule fitted on real moves for "
-    "the embedder (docs/instrument.md).",
-)
-@click.option("--max-hints", "-H", default=MAX_HINTS, show_default=True, type=int)
-@click.option("--max-turns", type=click.IntRange(min=1), default=None, help="Default: n(2H+3).")
-@click.option(
-    "--max-reasks",
-    type=click.IntRange(min=0),
-    default=MAX_REASKS,
-    show_default=True,
-    help="C.4.2 re-asks in one Result visit; the next reply that names no decision ends the inquiry "
-    "(the conclusion is asked for).",
-)
-@click.option(
-    "--templates", "template_set", default="inquitree", show_default=True, help="Template set name or directory."
-)
+@episode_options
 @click.option(
     "--record/--no-record", default=False, help="Append every event to the store (default: nothing is written)."
 )
@@ -159,7 +131,6 @@ class StepLine:
 @judge_options
 @call_options
 @limit_options
-@click.option("--embedder-base-url", default=None, help="OpenAI-compatible base URL for the embedder.")
 @click.option(
     "--episode-id",
     default=None,
@@ -186,19 +157,10 @@ def play(
     tree_ref,
     agent_spec,
     judge_spec,
-    embedder_name,
     seed,
     randomness,
-    tau,
-    tau_study,
-    match_rule,
-    max_hints,
-    max_turns,
-    max_reasks,
-    template_set,
     record,
     db_url,
-    embedder_base_url,
     episode_id,
     resume,
     transcript,
@@ -210,26 +172,18 @@ def play(
 
     A failure of the agent, judge or embedder ends the episode with a recorded EpisodeFailed
     (exit 2); a reached limit ends it with LimitReached, and it is scored on what it reached."""
-    from inquitree.core.game import TemplateSet, resolve_tree
-    from inquitree.core.players import kinds, make_agent, make_embedder, make_judge
-    from inquitree.core.run import EpisodeFailure, EpisodeSpec, new_episode_id, run_episode, stream_id
+    from inquitree.core.game import resolve_tree
+    from inquitree.core.run import EpisodeFailure, LimitError, Recording, new_episode_id, run_episode, stream_id
     from inquitree.events import EventStore, redact
 
     tree = resolve_tree(tree_ref)
-    templates = TemplateSet(template_set)
-    embedder = make_embedder(embedder_name, base_url=embedder_base_url)
-    spec = EpisodeSpec(tau, max_hints, max_turns, max_reasks, tau_study, match_rule)
-    params = spec.params(tree, embedder.id, templates, randomness, seed)
-    limits, prices = limits_of(model_kw)
-    agent = make_agent(agent_spec, tree, seed, templates.system_prompt, agent_config(model_kw))
-    if (
-        prices is not None
-        and limits.episode_cost_usd
-        and (model := kinds.parse("agent", agent_spec).model) is not None
-        and not prices.has(model)
-    ):
-        raise click.UsageError(f"--max-episode-cost: {prices.path} has no price for {model!r}")
-    judge = None if judge_spec == "none" else make_judge(judge_spec, embedder, judge_config(model_kw))
+    setup = setup_of(model_kw)
+    params = setup.params(tree, randomness, seed)
+    try:
+        agent = setup.agent(agent_spec, tree, seed, agent_config(model_kw))
+    except LimitError as exc:
+        raise click.UsageError(f"--max-episode-cost: {exc}") from None
+    judge = setup.judge(judge_spec, judge_config(model_kw))
     if resume and not (record and episode_id):
         raise click.UsageError("--resume continues a recorded episode: give --record and its --episode-id")
     store = EventStore(db_url) if record else None
@@ -257,20 +211,7 @@ def play(
     else:
         hook = StepLine(for_human=False, max_turns=params.max_turns).add
     try:
-        outcome = run_episode(
-            tree,
-            agent,
-            judge,
-            embedder,
-            params,
-            templates,
-            store,
-            episode_id,
-            on_event=hook,
-            resume=resume,
-            limits=limits,
-            prices=prices,
-        )
+        outcome = run_episode(setup, tree, params, agent, judge, Recording(store, episode_id, hook, resume))
     except KeyboardInterrupt:
         if store is None or not store.current_version(stream_id(episode_id)):
             echo("\ninterrupted (nothing was recorded)", err=True)

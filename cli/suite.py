@@ -369,53 +369,43 @@ def _run_workers(suite_file, db_url, shard, concurrency, agents, workers: int, t
     return max(codes) if all(c >= 0 for c in codes) else 2
 
 
+# A cell's state (core/run/cells.py) as `suite status` counts it, in the order it prints them.
+STATUS_WORDS = {
+    "finished": "finished",
+    "limit": "ended by a limit",
+    "failed": "failed",
+    "interrupted": "interrupted",
+    "running": "running",
+    "pending": "not started",
+}
+
+
 @suite.command("status")
 @click.argument("suite_file", type=click.Path(dir_okay=False))
 @db_option
 @click.option("--agent", "agents", multiple=True, metavar="SPEC", help="As given to `suite run --agent`.")
 def status(suite_file, db_url, agents) -> None:
-    """How many cells are finished, failed, interrupted or not started; each failed cell with its reason."""
-    from inquitree.core.run import STREAM_PREFIX, Suite, recorded_runs, run_status, stream_id
-    from inquitree.events import EpisodeFailed, EpisodeResumed, EventStore
+    """How many cells are finished, ended by a limit, failed, interrupted, running or not started
+    (as the viewer's live list tells them); each failed cell with its reason."""
+    from inquitree.core.run import Suite, cell_state, recorded_cells, recorded_runs, run_status
+    from inquitree.events import EventStore
 
     s = Suite.load(suite_file, agents, trusted=True)  # status reads no file the suite names and calls nothing
     with EventStore(db_url, create=False) as store:
-        started = {x.stream_id for x in store.streams(prefix=STREAM_PREFIX)}
-        finished = store.streams_with_event(STREAM_PREFIX, "EpisodeScored")
-        failed = store.streams_with_event(STREAM_PREFIX, "EpisodeFailed")
-        counts = {"finished": 0, "failed": 0, "interrupted": 0, "not started": 0}
-        reasons = []
-        for c in s.cells():
-            sid = stream_id(c.episode_id(s.name))
-            key = (
-                "finished"
-                if sid in finished
-                else "failed"
-                if sid in failed
-                else "interrupted"
-                if sid in started
-                else "not started"
-            )
-            if key == "failed":
-                # The latest failure or resume decides: a failed cell resumed since is in flight or cut short.
-                last = next(
-                    r.event
-                    for r in reversed(store.read_stream(sid))
-                    if isinstance(r.event, (EpisodeFailed, EpisodeResumed))
-                )
-                if isinstance(last, EpisodeResumed):
-                    key = "interrupted"
-            counts[key] += 1
-            if key == "failed":
-                assert isinstance(last, EpisodeFailed)
-                reasons.append(
-                    f"  failed: {sid.removeprefix(STREAM_PREFIX)} at step {last.step}: "
-                    f"[{last.kind or '?'}{', retryable' if last.retryable else ''}] {last.error}"
-                )
+        folds = recorded_cells(store, s.name)
         state, note = run_status(recorded_runs(store, s.name), time.time())
-    if state == "running":  # its cells without an end are in flight, not interrupted
-        counts["running"] = counts.pop("interrupted")
-    echo(f"suite {s.name}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    now, alive = time.time(), None if state is None else state == "running"
+    counts = dict.fromkeys(STATUS_WORDS, 0)
+    reasons = []
+    for c in s.cells():
+        eid = c.episode_id(s.name)
+        fold = folds.get(eid)
+        cell = cell_state(fold, now, alive)
+        counts[cell] += 1
+        if cell == "failed" and fold is not None:
+            reasons.append(f"  failed: {eid} at step {fold.step}: {fold.reason}")
+    shown = [f"{n} {STATUS_WORDS[k]}" for k, n in counts.items() if n or k not in ("limit", "running")]
+    echo(f"suite {s.name}: " + ", ".join(shown))
     if state is not None:
         echo(f"  campaign: {state} ({note})")
     for line in reasons:

@@ -27,6 +27,7 @@ from inquitree.core.players.judges import EmbeddingJudge
 from inquitree.core.players.kinds import make_embedder
 from inquitree.core.run.golden import dump_jsonl
 from inquitree.core.run.runner import run_episode
+from inquitree.core.run.setup import EpisodeSetup, Recording
 
 from enginekit import always_miss_script, params
 from openai_server import OpenAICompatibleServer
@@ -81,15 +82,14 @@ def main() -> None:
         runs["script-always-miss-diamond"] = (diamond, ScriptAgent(script), params(diamond, emb))
         for name, (tree, agent, p) in runs.items():
             agent.description = {k: v for k, v in agent.description.items() if k != "file"}
-            res = run_episode(tree, agent, judge, emb, p, t, None, f"golden-{name}")
+            res = run_episode(EpisodeSetup(t, emb), tree, p, agent, judge, Recording(episode_id=f"golden-{name}"))
             (out / f"{name}.jsonl").write_text(dump_jsonl(res.events))
             print(f"{name}: {len(res.events)} events, steps {res.scored.steps}, q_norm {res.scored.q_norm}")
     with OpenAICompatibleServer(paraphrasing_model(chain)) as server:
         agent = OpenAIChatAgent("local-paraphraser", t.system_prompt, ModelConfig(server.base_url))
         agent.description["base_url"] = "http://127.0.0.1:PORT/v1"
-        res = run_episode(
-            chain, agent, judge, emb, params(chain, emb, seed=1, randomness=2), t, None, "golden-openai-chain-a2"
-        )
+        p, recording = params(chain, emb, seed=1, randomness=2), Recording(episode_id="golden-openai-chain-a2")
+        res = run_episode(EpisodeSetup(t, emb), chain, p, agent, judge, recording)
         (out / "openai-chain-a2.jsonl").write_text(dump_jsonl(res.events))
         print(
             f"openai-chain-a2: {len(res.events)} events, steps {res.scored.steps}, q_norm {res.scored.q_norm}, "

@@ -11,6 +11,7 @@ from inquitree.core.players.agents import OracleAgent, RandomAgent, ScriptAgent
 from inquitree.core.players.embed import HashEmbedder, default_tau
 from inquitree.core.players.judges import EmbeddingJudge
 from inquitree.core.run.runner import run_episode
+from inquitree.core.run.setup import EpisodeSetup, Recording
 
 TEMPLATES = TemplateSet("inquitree")
 MISS = "THOUGHT: I am not sure.\nACTION: Let us order lunch from the new noodle place downtown."
@@ -38,6 +39,11 @@ def params(
     )
 
 
+def setup(embedder) -> EpisodeSetup:
+    """The setup the tests play with: the paper's templates and ``embedder``, no limits."""
+    return EpisodeSetup(TEMPLATES, embedder)
+
+
 def always_miss_script(tree: Tree, max_hints: int, path: Path) -> Path:
     """Misses at Topic and Subtopic until forced (H hints, then attempt H+1), explores until every
     subtopic is visited, then concludes."""
@@ -53,7 +59,7 @@ def always_miss_script(tree: Tree, max_hints: int, path: Path) -> Path:
 def play(tree: Tree, agent, embedder=None, store=None, judge=True, **kw):
     embedder = embedder or HashEmbedder()
     judge_obj = judge if not isinstance(judge, bool) else (EmbeddingJudge(embedder) if judge else None)
-    return run_episode(tree, agent, judge_obj, embedder, params(tree, embedder, **kw), TEMPLATES, store)
+    return run_episode(setup(embedder), tree, params(tree, embedder, **kw), agent, judge_obj, Recording(store))
 
 
 def follower(oracle_out, script: Path, follows: int = 3, label: str = "follower") -> ScriptAgent:

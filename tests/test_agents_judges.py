@@ -15,7 +15,7 @@ from inquitree.core.players.embed import HashEmbedder
 from inquitree.core.players.judges import EmbeddingJudge, OpenAIJudge, parse_verdict
 from inquitree.core.run.runner import run_episode
 
-from enginekit import TEMPLATES, params
+from enginekit import TEMPLATES, params, setup
 from openai_server import OpenAICompatibleServer
 
 
@@ -50,7 +50,7 @@ def test_openai_agent_retries_500_and_429_then_continues():
         server.faults = [500, 429]
         agent = OpenAIChatAgent("m", TEMPLATES.system_prompt, ModelConfig(server.base_url, CallSettings(max_retries=3)))
         emb = HashEmbedder()
-        out = run_episode(tree, agent, None, emb, params(tree, emb, max_turns=2), TEMPLATES)
+        out = run_episode(setup(emb), tree, params(tree, emb, max_turns=2), agent, None)
     assert out.state.step == 2 and len(server.requests) == 2 + 2 + 1  # 2 failures retried, 2 turns, conclusion
     assert out.state.conclusion_items == ["x"]
 

@@ -222,3 +222,31 @@ def test_every_python_package_is_shipped_by_pip_install():
         ):
             found.add(".".join(["inquitree", *rel.parts]))
     assert not found - listed, f"packages pyproject.toml does not ship: {sorted(found - listed)}"
+
+
+def _calls(path: Path) -> set[str]:
+    import ast
+
+    return {
+        node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute))
+    }
+
+
+# What an episode is played with: made by core/run/setup.py's EpisodeSetup, and by nothing else that plays.
+SETUP_MAKERS = {"make_agent", "make_judge", "make_embedder", "PriceTable", "Budget", "RateLimiter"}
+
+
+def test_an_episode_is_set_up_in_one_place():
+    """Every module that plays episodes (``run_episode`` or ``Episode``: ``play``, campaigns, the
+    inspect solver) builds what it plays with through ``EpisodeSetup``: none makes its own agent,
+    judge, embedder, prices, budget or rate limiter, so a new option is added in one place."""
+    players = {
+        path.relative_to(ROOT).as_posix(): calls
+        for path in architecture_map.modules()
+        if {"run_episode", "Episode"} & (calls := _calls(path)) and path.name != "runner.py"
+    }
+    assert set(players) == {"cli/play.py", "core/run/campaign.py", "core/inspect/task.py"}
+    assert {where: sorted(calls & SETUP_MAKERS) for where, calls in players.items() if calls & SETUP_MAKERS} == {}
+    assert all(re.search(r"EpisodeSetup\.resolve\(|setup_of\(", (ROOT / where).read_text()) for where in players)

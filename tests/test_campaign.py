@@ -110,7 +110,7 @@ def test_kill_9_mid_campaign_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert n > 1500, "the campaign finished before it could be killed"
     partial = logs(killed)
     with EventStore(killed) as store:  # killed: no end recorded, and no heartbeat after it
-        from inquitree.core.run.campaign import ALIVE_WITHIN, recorded_runs, run_status
+        from inquitree.core.run.cells import ALIVE_WITHIN, recorded_runs, run_status
 
         runs = recorded_runs(store, "grid")
         assert run_status(runs, time.time())[0] == "running"  # heard from a moment ago
@@ -400,16 +400,18 @@ def test_a_new_stream_that_exists_after_all_is_taken_not_written_twice(tmp_path)
     from inquitree.core.players.agents import RandomAgent
     from inquitree.core.players.embed import HashEmbedder
     from inquitree.core.run.runner import run_episode, stream_id
+    from inquitree.core.run.setup import EpisodeSetup, Recording
     from inquitree.events.errors import ConcurrencyError
 
     tree, emb, templates = resolve_tree("synthetic-diamond-4"), HashEmbedder(), TemplateSet()
     p = Params(0.5, 4, 50, 0, 1, emb.id, templates.name, templates.hash)
     with EventStore(f"sqlite:///{tmp_path / 'e.sqlite'}") as store:
-        first = run_episode(tree, RandomAgent(tree, 1), None, emb, p, templates, store, "x", new_stream=True)
+        setup, new = EpisodeSetup(templates, emb), Recording(store, "x", new_stream=True)
+        first = run_episode(setup, tree, p, RandomAgent(tree, 1), None, new)
         before = [r.event_type for r in store.read_stream(stream_id("x"))]
         assert before[0] == "EpisodeStarted" and len(before) == len(first.events)
         with pytest.raises(ConcurrencyError):
-            run_episode(tree, RandomAgent(tree, 1), None, emb, p, templates, store, "x", new_stream=True)
+            run_episode(setup, tree, p, RandomAgent(tree, 1), None, new)
         assert [r.event_type for r in store.read_stream(stream_id("x"))] == before
 
 
@@ -566,7 +568,7 @@ def test_a_mistyped_tree_or_agent_is_refused_before_the_store_is_made(typo, tmp_
 
 
 def test_a_campaigns_state_is_read_from_its_recorded_runs():
-    from inquitree.core.run.campaign import ALIVE_WITHIN, RunState, run_status
+    from inquitree.core.run.cells import ALIVE_WITHIN, RunState, run_status
 
     now = 1_000_000.0
     assert run_status([], now)[0] is None  # recorded before runs had ids

@@ -437,6 +437,7 @@ def test_papers_draw_their_fake_results_independently_and_old_logs_keep_their_dr
     0.649, so no paper saw a fake. An episode recorded without the rule replays with rule 1."""
     from inquitree.core.players.judges import EmbeddingJudge
     from inquitree.core.run.runner import run_episode
+    from inquitree.core.run.setup import EpisodeSetup
     from inquitree.events.types import ResultDrawn
 
     trees = [resolve_tree(t) for t in ("synthetic-chain-7", "synthetic-diamond-4", "synthetic-independent-7")]
@@ -444,7 +445,7 @@ def test_papers_draw_their_fake_results_independently_and_old_logs_keep_their_dr
 
     def draws(tree, rule: int) -> list[float]:
         p = dataclasses.replace(params(tree, embedder, seed=0, randomness=5), draw_rule=rule)
-        out = run_episode(tree, OracleAgent(tree), EmbeddingJudge(embedder), embedder, p, TEMPLATES)
+        out = run_episode(EpisodeSetup(TEMPLATES, embedder), tree, p, OracleAgent(tree), EmbeddingJudge(embedder))
         return [e.draw for e in out.events if isinstance(e, ResultDrawn)]
 
     old = [draws(t, 1) for t in trees]

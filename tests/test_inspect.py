@@ -22,7 +22,7 @@ from inquitree.core.run.runner import run_episode
 from inquitree.events.store import EventStore
 from inquitree.warehouse.warehouse import Warehouse
 
-from enginekit import TEMPLATES, OracleAgent, ScriptAgent, always_miss_script, params
+from enginekit import OracleAgent, ScriptAgent, always_miss_script, params, setup
 
 EMB = make_embedder("hash")
 
@@ -42,7 +42,7 @@ def scripted(texts: list[str]):
 
 def replies_of(agent, tree, **kw) -> tuple[list[str], list]:
     """What ``agent`` says in ``inquitree play`` with these parameters, and the events it records."""
-    out = run_episode(tree, agent, EmbeddingJudge(EMB), EMB, params(tree, EMB, **kw), TEMPLATES)
+    out = run_episode(setup(EMB), tree, params(tree, EMB, **kw), agent, EmbeddingJudge(EMB))
     return [e.raw for e in out.events if e.TYPE == "AgentReplied"], out.events
 
 

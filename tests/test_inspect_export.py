@@ -23,9 +23,10 @@ from inquitree.core.players.agents import AgentError, RandomAgent
 from inquitree.core.players.judges import EmbeddingJudge
 from inquitree.core.run.campaign import Suite, run_suite
 from inquitree.core.run.runner import EpisodeFailure, run_episode, stream_id
+from inquitree.core.run.setup import Recording
 from inquitree.events.store import EventStore
 
-from enginekit import TEMPLATES, OracleAgent, params
+from enginekit import TEMPLATES, OracleAgent, params, setup
 
 
 def to_inspect(*args: str) -> str:
@@ -130,7 +131,8 @@ def test_a_failed_episode_is_a_sample_with_its_error_and_no_score(store_url, tmp
     with EventStore(db) as store:
         for eid, agent in (("fails", GivesUp(tree, 1)), ("ends", RandomAgent(tree, 2))):
             with contextlib.suppress(EpisodeFailure):
-                run_episode(tree, agent, EmbeddingJudge(EMB), EMB, params(tree, EMB, seed=1), TEMPLATES, store, eid)
+                p = params(tree, EMB, seed=1)
+                run_episode(setup(EMB), tree, p, agent, EmbeddingJudge(EMB), Recording(store, eid))
     to_inspect("fails", "ends", "--db", db, "--log-dir", str(tmp_path / "logs"))
     log = read_eval_log(str(tmp_path / "logs" / "inquitree-random.eval"))
     by_id = {s.metadata["episode_id"]: s for s in log.samples}
@@ -148,7 +150,7 @@ class Recorded:
 
 def test_a_template_set_or_tree_not_the_recorded_one_is_left_out_and_said(tmp_path):
     tree = resolve_tree("synthetic-chain-7")
-    out = run_episode(tree, OracleAgent(tree), EmbeddingJudge(EMB), EMB, params(tree, EMB), TEMPLATES)
+    out = run_episode(setup(EMB), tree, params(tree, EMB), OracleAgent(tree), EmbeddingJudge(EMB))
     started = out.events[0]
     changed = type(started)(
         **{
@@ -170,7 +172,9 @@ def test_without_inspect_installed_the_command_says_what_to_install(tmp_path, mo
     db = f"sqlite:///{tmp_path / 'e.sqlite'}"
     tree = resolve_tree("synthetic-chain-7")
     with EventStore(db) as store:
-        run_episode(tree, RandomAgent(tree, 1), EmbeddingJudge(EMB), EMB, params(tree, EMB), TEMPLATES, store, "ep")
+        run_episode(
+            setup(EMB), tree, params(tree, EMB), RandomAgent(tree, 1), EmbeddingJudge(EMB), Recording(store, "ep")
+        )
     import inquitree.core.inspect
 
     monkeypatch.delitem(sys.modules, "inquitree.core.inspect.export", raising=False)

@@ -16,9 +16,10 @@ from inquitree.core.players.agents import AgentError, RandomAgent
 from inquitree.core.players.embed import HashEmbedder
 from inquitree.core.players.judges import EmbeddingJudge
 from inquitree.core.run.runner import EpisodeFailure, EpisodeStopped, Recorder, run_episode, stream_id
+from inquitree.core.run.setup import Recording
 from inquitree.events.store import EventStore
 
-from enginekit import TEMPLATES, params
+from enginekit import params, setup
 
 TREE = resolve_tree("synthetic-chain-7")
 EMB = HashEmbedder()
@@ -72,10 +73,8 @@ def appends_of(store: EventStore) -> list[list[str]]:
 
 
 def play(agent, store, episode_id, resume=False, judge=EmbeddingJudge, stop=None):
-    return run_episode(
-        TREE, agent, judge(EMB), EMB, params(TREE, EMB, seed=3, randomness=5), TEMPLATES, store, episode_id,
-        resume=resume, stop=stop,
-    )  # fmt: skip
+    p = params(TREE, EMB, seed=3, randomness=5)
+    return run_episode(setup(EMB), TREE, p, agent, judge(EMB), Recording(store, episode_id, resume=resume), stop)
 
 
 def stored(store: EventStore, episode_id: str) -> list[tuple[str, bytes]]:

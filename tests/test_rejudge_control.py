@@ -146,21 +146,14 @@ def test_costs_per_episode_campaign_and_model(sqlite_url, tmp_path):
     ) as server:
         from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent
         from inquitree.core.run.runner import run_episode
+        from inquitree.core.run.setup import Recording
 
-        from enginekit import TEMPLATES, params
+        from enginekit import TEMPLATES, params, setup
 
         for i in range(2):
             agent = OpenAIChatAgent("priced-model", TEMPLATES.system_prompt, ModelConfig(server.base_url))
-            run_episode(
-                tree,
-                agent,
-                None,
-                HashEmbedder(),
-                params(tree, HashEmbedder(), max_turns=3),
-                TEMPLATES,
-                store,
-                f"camp.e{i}",
-            )
+            p = params(tree, HashEmbedder(), max_turns=3)
+            run_episode(setup(HashEmbedder()), tree, p, agent, None, Recording(store, f"camp.e{i}"))
     prices = tmp_path / "prices.json"
     prices.write_text(
         json.dumps({"prices": [{"model": "Priced-Model", "input_per_mtok": 2.0, "output_per_mtok": 10.0}]})

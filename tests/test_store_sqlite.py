@@ -152,6 +152,7 @@ from inquitree.core.players.agents import RandomAgent
 from inquitree.core.players.embed import HashEmbedder
 from inquitree.core.game.engine import Params
 from inquitree.core.run.runner import run_episode, stream_id
+from inquitree.core.run.setup import EpisodeSetup, Recording
 from inquitree.core.game.prompts import TemplateSet
 from inquitree.core.game.tree import resolve_tree
 from inquitree.events.store import EventStore
@@ -159,7 +160,7 @@ from inquitree.events.store import EventStore
 tree, emb, templates = resolve_tree("synthetic-diamond-4"), HashEmbedder(), TemplateSet()
 p = Params(0.5, 4, 50, 0, 1, emb.id, templates.name, templates.hash)
 with EventStore({url!r}) as store:
-    run_episode(tree, RandomAgent(tree, 1), None, emb, p, templates, store, "x")
+    run_episode(EpisodeSetup(templates, emb), tree, p, RandomAgent(tree, 1), None, Recording(store, "x"))
     assert store.verify().ok and store.read_stream(stream_id("x")) and store.streams("episode/")
 loaded = sorted(m for m in ("sqlalchemy", "alembic") if m in sys.modules)
 print("loaded:", loaded)

@@ -8,13 +8,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import threading
 import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from inquitree.cli import main
 from inquitree.core.game.tree import load_tree_file, resolve_tree
-from inquitree.core.run.campaign import Suite, run_suite
+from inquitree.core.run.campaign import Suite, _CampaignRun, run_suite
+from inquitree.core.run.cells import ENDED
 from inquitree.core.run.runner import stream_id
 from inquitree.events.errors import StoreError
 from inquitree.events.names import campaign_stream, cells_of
@@ -81,6 +85,19 @@ def test_a_campaigns_cells_are_folded_from_the_store(store_url, tmp_path):
         assert ".openai-m." in failed and "500" in why and why.startswith("failed at step")
         assert "max_turns (4)" in by_state["limit"][0][1]
         assert state["tokens"] > 0
+        # `suite status` and a resumed `suite run` tell the cells' states as the page does (one fold, one rule).
+        same = tmp_path / "same.toml"
+        same.write_text(
+            suite_file.read_text().replace('"openai:m"]', '"openai:m", "random"]').replace("runs = 1", "runs = 4")
+            .replace("max_turns = 14", "max_turns = 4")
+        )  # fmt: skip
+        said = CliRunner().invoke(main, ["suite", "status", str(same), "--db", store_url])
+        assert said.output.startswith(
+            "suite fold test: 1 finished, 1 ended by a limit, 1 failed, 1 interrupted, 8 not started\n"
+        ), said.output
+        with EventStore(store_url) as store:
+            todo = _CampaignRun(Suite.load(same), store, (1, 1), threading.Event(), None).todo
+        assert {eid for _, eid in todo} == {eid for eid, (st, _) in state["states"].items() if st not in ENDED}
         # A third run starts and says nothing more: running while it is heard from, then died.
         with EventStore(store_url) as store:
             sid = campaign_stream("fold test")

@@ -9,10 +9,11 @@ every ``suite run``, shard and worker) names the suite's grid, so cells not yet 
 too; each new campaign's episodes are read once, stream by stream, and after that only the events
 appended since the last look.
 
-A cell is *pending* (no episode yet), *running* (an episode with no end, its last event recent),
-*interrupted* (no end and nothing recorded for ``stale_seconds``: its process was stopped or
-died; the next ``suite run`` resumes it), *failed* (with the recorded reason), *limit* (scored,
-but a turn or run limit ended it) or *finished*. The estimate of time left weighs each cell left
+A cell is *pending* (no episode yet), *running* (an episode with no end, its campaign alive),
+*interrupted* (no end, and no run of its campaign alive: its process was stopped or died; the
+next ``suite run`` resumes it), *failed* (with the recorded reason), *limit* (scored, but a turn
+or run limit ended it) or *finished*: the fold and the rule are ``core/run/cells.py``'s, which
+`suite status` and a resumed ``suite run`` use too. The estimate of time left weighs each cell left
 by its agent's mean time per cell in this run, so a slow model's cells are not priced at a quick
 baseline's rate.
 """
@@ -30,7 +31,19 @@ import orjson
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.boundary.files import write_file
 from inquitree.boundary.text import warn
-from inquitree.core.run import PriceTable, RunState, fold_run, run_status, tokens_of
+from inquitree.core.run import (
+    CELL_EVENTS,
+    STALE_SECONDS,
+    STATES,
+    CellFold,
+    PriceTable,
+    RunState,
+    cell_note,
+    cell_state,
+    fold_cell,
+    fold_run,
+    run_status,
+)
 from inquitree.events import (
     CAMPAIGN_PREFIX,
     CampaignAlive,
@@ -41,47 +54,16 @@ from inquitree.events import (
     RecordedEvent,
     cells_of,
     epoch_of,
-    registered_types,
 )
 from inquitree.events import EPISODE_PREFIX as STREAM_PREFIX
 
 __all__ = ["Campaigns", "STATES"]
 
-STATES = ("pending", "running", "interrupted", "failed", "limit", "finished")
 _RUN_EVENTS = ("CampaignStarted", "CampaignAlive", "CampaignEnded")
-# The events a cell's state, step, tokens and cost are folded from.
-_FOLDED = (
-    "EpisodeStarted",
-    "AgentReplied",
-    "JudgeVerdict",
-    "EpisodeFailed",
-    "EpisodeInterrupted",
-    "EpisodeResumed",
-    "LimitReached",
-    "TurnLimitReached",
-    "EpisodeScored",
-)
 
-
-SNAPSHOT_FORMAT = 2  # raise it when _Episode or the fold changes: an older snapshot is then folded again
+SNAPSHOT_FORMAT = 2  # raise it when CellFold or the fold changes: an older snapshot is then folded again
 FOLD_BATCH = 10_000  # events folded under the lock at a time: pages read between batches
 SAVE_EVERY = 50_000  # events folded since the last save that make the next refresh save again
-
-_VERSIONS = {name: cls.VERSION for name, cls in registered_types().items() if name in _FOLDED}
-
-
-@dataclasses.dataclass
-class _Episode:
-    state: str = "running"
-    step: int = 0
-    tokens: int = 0
-    cost_usd: float = 0.0
-    unpriced_calls: int = 0
-    started: float = 0.0
-    ended: float | None = None
-    last: float = 0.0
-    limit: str | None = None
-    reason: str | None = None
 
 
 @dataclasses.dataclass
@@ -99,7 +81,7 @@ class Campaigns:
     def __init__(
         self,
         db_url: str | None,
-        stale_seconds: float = 300.0,
+        stale_seconds: float = STALE_SECONDS,
         min_interval: float = 0.5,
         snapshot: str | Path | None = None,
         save_snapshot: bool = True,
@@ -117,7 +99,7 @@ class Campaigns:
         self.looked = 0.0
         self.lock = threading.Lock()
         self.campaigns: dict[str, _Campaign] = {}  # by the stream id's suite part
-        self.episodes: dict[str, _Episode] = {}  # episode id -> fold, for every campaign's episodes
+        self.episodes: dict[str, CellFold] = {}  # episode id -> fold, for every campaign's episodes
         try:
             self.prices: PriceTable | None = PriceTable()
         except InquiTreeError:
@@ -160,7 +142,7 @@ class Campaigns:
         try:
             saved = orjson.loads(self.snapshot.read_bytes())
             position, keys = int(saved["position"]), set(saved["campaigns"])
-            episodes = {eid: _Episode(**fields) for eid, fields in saved["episodes"].items()}
+            episodes = {eid: CellFold(**fields) for eid, fields in saved["episodes"].items()}
             same = saved["identity"] == self._identity() and saved["log_hash"] is not None
         except (OSError, ValueError, KeyError, TypeError) as exc:
             warn(f"inquitree view: {self.snapshot} was not used ({type(exc).__name__}); reading the store")
@@ -245,7 +227,7 @@ class Campaigns:
                 self.position = head
             return
         fresh: set[str] = set()  # campaigns first seen in this look: folded to head by their streams
-        for batch in self.store.read_after(self.position, [*_RUN_EVENTS, *_FOLDED], head):
+        for batch in self.store.read_after(self.position, [*_RUN_EVENTS, *CELL_EVENTS], head):
             starts = [r for r in batch if r.event_type in _RUN_EVENTS and r.stream_id.startswith(CAMPAIGN_PREFIX)]
             with self.lock:
                 new = [key for r in starts for key in self._started(r)]
@@ -254,7 +236,7 @@ class Campaigns:
             with self.lock:
                 known = tuple(STREAM_PREFIX + k + "." for k in self.campaigns if k not in fresh)
                 for r in batch:
-                    if r.event_type in _FOLDED and r.stream_id.startswith(known):
+                    if r.event_type in CELL_EVENTS and r.stream_id.startswith(known):
                         self._fold(r)
         with self.lock:
             self.position = head
@@ -264,7 +246,7 @@ class Campaigns:
         read outside the lock and folded under it a batch at a time."""
         for key in keys:
             batch: list[RecordedEvent] = []
-            for r in self.store.read_prefix(STREAM_PREFIX + key + ".", _FOLDED, head):
+            for r in self.store.read_prefix(STREAM_PREFIX + key + ".", CELL_EVENTS, head):
                 batch.append(r)
                 if len(batch) >= FOLD_BATCH:
                     with self.lock:
@@ -298,43 +280,7 @@ class Campaigns:
         return [key] if first else []
 
     def _fold(self, r: RecordedEvent) -> None:
-        eid = r.stream_id.removeprefix(STREAM_PREFIX)
-        at = epoch_of(r.recorded_at)
-        e = self.episodes.setdefault(eid, _Episode(started=at))
-        e.last = at
-        kind = r.event_type
-        # The payload as the current event class has it: stored at the current version it is read
-        # as it is (decoding every reply into its class was half of a large campaign's first fold).
-        ev = r.payload if r.schema_version == _VERSIONS.get(kind) else r.event.to_payload()
-        if kind in ("AgentReplied", "JudgeVerdict"):
-            usage = ev.get("usage") or {}
-            e.tokens += tokens_of(usage)
-            ms = ev.get("latency_ms")
-            cost = (
-                self.prices.cost(ev.get("model"), usage, None if ms is None else ms / 1000)
-                if self.prices is not None
-                else None
-            )
-            if cost is None:
-                e.unpriced_calls += int(bool(tokens_of(usage)))
-            else:
-                e.cost_usd += cost
-            if kind == "AgentReplied":
-                e.step = max(e.step, ev["step"])
-        elif kind == "EpisodeFailed":
-            retry = ", retryable" if ev.get("retryable") else ""
-            e.state, e.ended = "failed", at
-            e.reason = f"[{ev.get('kind') or ev.get('error_class') or '?'}{retry}] {ev.get('error')}"
-        elif kind == "EpisodeInterrupted":
-            e.state, e.reason = "interrupted", "Ctrl-C" if ev.get("reason") == "interrupt" else ev.get("reason")
-        elif kind == "EpisodeResumed":
-            e.state, e.ended, e.reason = "running", None, None
-        elif kind == "LimitReached":
-            e.limit = f"{ev['limit']} ({ev['used']:g} of {ev['threshold']:g})"
-        elif kind == "TurnLimitReached":
-            e.limit = f"max_turns ({ev['max_turns']})"
-        elif kind == "EpisodeScored":
-            e.state, e.ended = ("limit" if e.limit else "finished"), at
+        fold_cell(self.episodes, r, self.prices)
 
     # -- reading -----------------------------------------------------------------------------
     def status(self, c: _Campaign, now: float) -> tuple[str | None, str, bool | None]:
@@ -343,30 +289,8 @@ class Campaigns:
         status, note = run_status(c.runs.values(), now)
         return status, note, None if status is None else status == "running"
 
-    def _state(self, e: _Episode | None, now: float, alive: bool | None) -> str:
-        if e is None:
-            return "pending"
-        # A cell mid-episode is interrupted as soon as no run of its campaign is alive (recorded), or,
-        # for campaigns that recorded no runs, once nothing was recorded for ``stale_seconds``.
-        if e.state == "running" and (alive is False or (alive is None and now - e.last > self.stale_seconds)):
-            return "interrupted"
-        return e.state
-
-    @staticmethod
-    def _note(e: _Episode | None, state: str, now: float) -> str:
-        if e is None:
-            return "not started"
-        if state == "running":
-            return f"step {e.step}"
-        if state == "interrupted" and e.state == "interrupted":  # recorded
-            return f"stopped at step {e.step} ({e.reason})"
-        if state == "interrupted":
-            return f"stopped at step {e.step}: nothing recorded for {now - e.last:.0f} s"
-        if state == "failed":
-            return f"failed at step {e.step}: {e.reason}"
-        if state == "limit":
-            return f"ended by {e.limit} at step {e.step}"
-        return f"finished in {e.step} steps"
+    def _state(self, e: CellFold | None, now: float, alive: bool | None) -> str:
+        return cell_state(e, now, alive, self.stale_seconds)
 
     def names(self) -> list[str]:
         with self.lock:
@@ -413,7 +337,7 @@ class Campaigns:
                 "unpriced_calls": sum(e.unpriced_calls for e in folds),
                 "position": self.position,
             } | (
-                {"states": {eid: [state, self._note(found[eid], state, now)] for eid, state in states.items()}}
+                {"states": {eid: [state, cell_note(found[eid], state, now)] for eid, state in states.items()}}
                 if cells
                 else {}
             )

@@ -50,12 +50,11 @@ from inquitree.core.players import (
     VERDICT_SCHEMA,
     EmbeddingJudge,
     last_turns,
-    make_embedder,
     parse_verdict,
     recorded_turns,
     verdict,
 )
-from inquitree.core.run import MAX_HINTS, MAX_REASKS, Episode, EpisodeSpec
+from inquitree.core.run import MAX_HINTS, MAX_REASKS, Episode, EpisodeSetup, EpisodeSpec, Recording
 from inquitree.events import JudgeVerdict
 
 GRADER_PROMPT_VERSION = JUDGE_PROMPT_VERSION  # the same prompt and re-asks as the openai judge (core/players/judges.py)
@@ -171,15 +170,15 @@ def inquiry(
 ):
     """Play one InquiTree episode with the task's model: the Episode of ``inquitree play``
     (``tau``, ``tau_study`` and ``match_rule`` as `play --tau`, `--tau-study` and `--match-rule`)."""
-    template_set = TemplateSet(templates)
-    emb = make_embedder(embedder)
     spec = EpisodeSpec(tau, max_hints, max_turns, max_reasks, tau_study, match_rule)
+    setup = EpisodeSetup.resolve(templates=templates, embedder=embedder, spec=spec)
+    emb, template_set = setup.embedder, setup.templates
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         from inquitree.events import EventStore
 
         tree = resolve_tree(state.metadata["tree"])
-        params = spec.params(tree, emb.id, template_set, state.metadata["randomness"], seed + state.epoch - 1)
+        params = setup.params(tree, state.metadata["randomness"], seed + state.epoch - 1)
         model = get_model()
         agent = {"kind": "inspect", "model": model.name, "label": str(model), "window": window}
         judge_desc = (
@@ -191,16 +190,8 @@ def inquiry(
         try:
             # resume: a sample that inspect retries (eval-set, --retry-on-error) or runs again into the same
             # store continues its recorded episode (a finished one only reports its score)
-            ep = Episode(
-                tree,
-                params,
-                template_set,
-                agent,
-                judge_desc,
-                store,
-                episode_id(state.sample_id, state.epoch),
-                resume=True,
-            )
+            recording = Recording(store, episode_id(state.sample_id, state.epoch), resume=True)
+            ep = Episode(setup, tree, params, agent, judge_desc, recording)
             memory: list[ChatMessage] = [ChatMessageSystem(content=template_set.system_prompt)]
             for obs, r in recorded_turns(ep.existing):
                 memory += [ChatMessageUser(content=obs), ChatMessageAssistant(content=r.raw)]
@@ -218,7 +209,7 @@ def inquiry(
                         latency_ms=(time.perf_counter() - t0) * 1000,
                         finish_reason=getattr(out, "stop_reason", None),
                     )
-                    ep.take(reply, emb)
+                    ep.take(reply)
                 except Exception as exc:  # recorded in the store, then raised to inspect
                     raise ep.fail(exc, f"step {ep.state.step + 1} ({ep.state.state})") from exc
                 memory.append(ChatMessageAssistant(content=reply.text))

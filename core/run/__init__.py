@@ -1,7 +1,9 @@
 """What drives episodes: an episode's specification (``spec``: the one place that builds a cell's
-parameters for play, campaigns and the inspect task), the runner (one episode, recorded step by
-step), campaigns (a suite's grid), replay and re-simulation, re-judging and the control
-experiment, limits and prices, and the episode export format (``golden``)."""
+parameters), its setup (``setup``: templates, embedder, limits and prices, resolved once for play,
+campaigns and the inspect task, and where the episode is recorded), the runner (one episode,
+recorded step by step), campaigns (a suite's grid) and their state (``cells``: each run's and
+each cell's, for `suite status`, the viewer and resume), replay and re-simulation, re-judging
+and the control experiment, limits and prices, and the episode export format (``golden``)."""
 
 from __future__ import annotations
 
@@ -12,15 +14,23 @@ from inquitree import lazy_exports
 if TYPE_CHECKING:  # the names as the type checker reads them; at run time each is loaded on first use
     from inquitree.core.run.campaign import HALT_AFTER as HALT_AFTER
     from inquitree.core.run.campaign import CampaignInterrupted as CampaignInterrupted
-    from inquitree.core.run.campaign import RunState as RunState
     from inquitree.core.run.campaign import Suite as Suite
     from inquitree.core.run.campaign import campaign_scores as campaign_scores
-    from inquitree.core.run.campaign import fold_run as fold_run
     from inquitree.core.run.campaign import parse_shard as parse_shard
-    from inquitree.core.run.campaign import recorded_runs as recorded_runs
-    from inquitree.core.run.campaign import run_status as run_status
     from inquitree.core.run.campaign import run_suite as run_suite
     from inquitree.core.run.campaign import set_up as set_up
+    from inquitree.core.run.cells import CELL_EVENTS as CELL_EVENTS
+    from inquitree.core.run.cells import STALE_SECONDS as STALE_SECONDS
+    from inquitree.core.run.cells import STATES as STATES
+    from inquitree.core.run.cells import CellFold as CellFold
+    from inquitree.core.run.cells import RunState as RunState
+    from inquitree.core.run.cells import cell_note as cell_note
+    from inquitree.core.run.cells import cell_state as cell_state
+    from inquitree.core.run.cells import fold_cell as fold_cell
+    from inquitree.core.run.cells import fold_run as fold_run
+    from inquitree.core.run.cells import recorded_cells as recorded_cells
+    from inquitree.core.run.cells import recorded_runs as recorded_runs
+    from inquitree.core.run.cells import run_status as run_status
     from inquitree.core.run.golden import MAX_IMPORT_BYTES as MAX_IMPORT_BYTES
     from inquitree.core.run.golden import dump_export as dump_export
     from inquitree.core.run.golden import dump_jsonl as dump_jsonl
@@ -40,6 +50,8 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.core.run.runner import new_episode_id as new_episode_id
     from inquitree.core.run.runner import run_episode as run_episode
     from inquitree.core.run.runner import stream_id as stream_id
+    from inquitree.core.run.setup import EpisodeSetup as EpisodeSetup
+    from inquitree.core.run.setup import Recording as Recording
     from inquitree.core.run.spec import MAX_HINTS as MAX_HINTS
     from inquitree.core.run.spec import MAX_REASKS as MAX_REASKS
     from inquitree.core.run.spec import EpisodeSpec as EpisodeSpec
@@ -47,15 +59,23 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
 _EXPORTS = {
     "CampaignInterrupted": "campaign",
     "HALT_AFTER": "campaign",
-    "RunState": "campaign",
     "Suite": "campaign",
     "campaign_scores": "campaign",
-    "fold_run": "campaign",
     "parse_shard": "campaign",
-    "recorded_runs": "campaign",
-    "run_status": "campaign",
     "run_suite": "campaign",
     "set_up": "campaign",
+    "CELL_EVENTS": "cells",
+    "STALE_SECONDS": "cells",
+    "STATES": "cells",
+    "CellFold": "cells",
+    "RunState": "cells",
+    "cell_note": "cells",
+    "cell_state": "cells",
+    "fold_cell": "cells",
+    "fold_run": "cells",
+    "recorded_cells": "cells",
+    "recorded_runs": "cells",
+    "run_status": "cells",
     "MAX_IMPORT_BYTES": "golden",
     "dump_export": "golden",
     "dump_jsonl": "golden",
@@ -75,6 +95,8 @@ _EXPORTS = {
     "new_episode_id": "runner",
     "run_episode": "runner",
     "stream_id": "runner",
+    "EpisodeSetup": "setup",
+    "Recording": "setup",
     "EpisodeSpec": "spec",
     "MAX_HINTS": "spec",
     "MAX_REASKS": "spec",

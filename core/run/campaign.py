@@ -42,17 +42,19 @@ import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from inquitree import stats
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.boundary.files import read_file
 from inquitree.boundary.text import shown, warn
 from inquitree.core.calls import CallSettings, option_label, redact_url
-from inquitree.core.game import TemplateSet, Tree, is_shipped, resolve_tree
-from inquitree.core.players import ModelConfig, RateLimiter, kinds, make_agent, make_embedder, make_judge
-from inquitree.core.run.limits import Budget, Limits, PriceTable, tokens_of
-from inquitree.core.run.runner import STREAM_PREFIX, EpisodeFailure, EpisodeStopped, run_episode, stream_id
+from inquitree.core.game import Tree, is_shipped, resolve_tree
+from inquitree.core.players import ModelConfig, kinds
+from inquitree.core.run.cells import ENDED, HEARTBEAT_SECONDS, STATE_EVENTS, recorded_cells
+from inquitree.core.run.limits import Limits, tokens_of
+from inquitree.core.run.runner import EpisodeFailure, EpisodeStopped, run_episode, stream_id
+from inquitree.core.run.setup import EpisodeSetup, Recording
 from inquitree.core.run.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
 from inquitree.events import (
     AgentReplied,
@@ -65,8 +67,6 @@ from inquitree.events import (
     Event,
     EventStore,
     campaign_stream,
-    episode_prefix,
-    epoch_of,
     grid,
 )
 
@@ -471,53 +471,43 @@ def parse_shard(text: str | None) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-@dataclasses.dataclass
-class _Setup:
-    """What every cell of a campaign shares, made once before any cell runs: a malformed tree, a
-    wrong agent spec, a missing key or a cost limit without a price stops the campaign here."""
+@dataclasses.dataclass(frozen=True)
+class CampaignSetup:
+    """What every cell of a campaign shares, made once before any cell runs: the episode setup,
+    the trees and the judges. A malformed tree, a wrong agent spec, a missing key or a cost limit
+    without a price stops the campaign here."""
 
+    episode: EpisodeSetup
     trees: dict[str, Tree]
-    templates: TemplateSet
-    embedder: Any
-    spec: EpisodeSpec
     judges: dict[str, Any]
-    limiter: RateLimiter | None
-    limits: Limits
-    prices: PriceTable | None
-    budget: Budget | None
 
 
-def set_up(suite: Suite) -> _Setup:
+def set_up(suite: Suite) -> CampaignSetup:
     """What every cell shares, checked: a missing key or a wrong spec raises here, before a store is made."""
-    trees: dict[str, Tree] = {t: resolve_tree(t) for t in suite.trees}
-    templates = TemplateSet(suite.templates)
-    embedder = make_embedder(suite.embedder, base_url=suite.embedder_base_url)
-    judge_config = suite.judge_config()
-    limits = suite.limits()
-    costed = limits.episode_cost_usd or suite.budget_cost_usd
-    prices = PriceTable(suite.prices) if (suite.prices or costed) else None
-    setup = _Setup(
-        trees=trees,
-        templates=templates,
-        embedder=embedder,
+    episode = EpisodeSetup.resolve(
+        templates=suite.templates,
+        embedder=suite.embedder,
+        embedder_base_url=suite.embedder_base_url,
         spec=suite.spec(),
-        judges={j: make_judge(j, embedder, judge_config) for j in suite.judges},
-        limiter=RateLimiter(suite.requests_per_minute) if suite.requests_per_minute else None,
-        limits=limits,
-        prices=prices,
-        budget=Budget(suite.budget_tokens, suite.budget_cost_usd) if (suite.budget_tokens or costed) else None,
+        limits=suite.limits(),
+        prices=suite.prices,
+        budget_tokens=suite.budget_tokens,
+        budget_cost_usd=suite.budget_cost_usd,
+        requests_per_minute=suite.requests_per_minute,
     )
-    first = trees[suite.trees[0]]
-    try:  # a wrong match rule, or one not fitted for this embedder, stops here, not in every cell
-        setup.spec.params(first, embedder.id, templates, suite.randomness[0], suite.seed)
+    trees: dict[str, Tree] = {t: resolve_tree(t) for t in suite.trees}
+    judge_config = suite.judge_config()
+    judges = {j: episode.judge(j, judge_config) for j in suite.judges}
+    try:  # a wrong match rule or agent, a missing key or price, stops here, not in every cell
+        episode.check(
+            trees[suite.trees[0]],
+            suite.randomness[0],
+            suite.seed,
+            [(entry.spec, entry.config) for entry in suite.entries.values()],
+        )
     except InquiTreeError as exc:
         raise SuiteError(f"{suite.source}: {exc}") from None
-    for entry in suite.entries.values():  # a wrong agent spec or a missing key stops here, not inside a worker
-        make_agent(entry.spec, first, suite.seed, templates.system_prompt, entry.config)
-        model = kinds.parse("agent", entry.spec).model
-        if prices is not None and costed and model is not None and not prices.has(model):
-            raise SuiteError(f"{suite.source}: a cost limit is set but {prices.path} has no price for {model!r}")
-    return setup
+    return CampaignSetup(episode, trees, judges)
 
 
 class _CampaignRun:
@@ -525,19 +515,29 @@ class _CampaignRun:
     :meth:`attempt`, counted by :meth:`tally`, all of them in a pool of threads by :meth:`play`."""
 
     def __init__(
-        self, suite: Suite, store: EventStore, shard: tuple[int, int], stop: threading.Event, setup: _Setup | None
+        self,
+        suite: Suite,
+        store: EventStore,
+        shard: tuple[int, int],
+        stop: threading.Event,
+        setup: CampaignSetup | None,
     ):
         self.suite, self.store, self.stop = suite, store, stop
         self.setup = setup or set_up(suite)
         index, count = shard
         self.mine = [c for k, c in enumerate(suite.cells()) if k % count == index - 1]
-        prefix = STREAM_PREFIX + episode_prefix(suite.name)
-        finished = store.streams_with_event(prefix, "EpisodeScored")
-        self.todo = [(c, eid) for c in self.mine if stream_id(eid := c.episode_id(suite.name)) not in finished]
+        # The cells' states as `suite status` and the viewer tell them: an ended one is skipped, any
+        # other played or continued from where its events end.
+        recorded = recorded_cells(store, suite.name, STATE_EVENTS)
+        self.todo = [
+            (c, eid)
+            for c in self.mine
+            if (f := recorded.get(eid := c.episode_id(suite.name))) is None or f.state not in ENDED
+        ]
         # Streams that exist now: an episode whose stream did not is started without reading it back
         # (an empty read per episode was a tenth of `suite run`'s CPU, bench/engine.py). Should another
         # worker start it meanwhile, the first append finds the stream taken, as a read would have.
-        self.started = {s.stream_id for s in store.streams(prefix)} if self.todo else set()
+        self.started = {stream_id(eid) for eid in recorded}
         self.report = CampaignReport(cells=len(self.mine), skipped=len(self.mine) - len(self.todo))
         self.same = SameFailures(stop)
         self.lock = threading.Lock()
@@ -561,41 +561,27 @@ class _CampaignRun:
 
     def attempt(self, cell: Cell, eid: str) -> tuple[str, int]:
         """Play the cell (resuming what was recorded), with the suite's retries of a retryable failure."""
-        suite, store, setup = self.suite, self.store, self.setup
+        suite, store, setup = self.suite, self.store, self.setup.episode
         if self.stop.is_set() or (
             setup.budget is not None and setup.budget.spent() and not store.current_version(stream_id(eid))
         ):
             return "not started", 0
-        tree = setup.trees[cell.tree]
+        tree = self.setup.trees[cell.tree]
         seed = suite.seed + cell.run
-        params = setup.spec.params(tree, setup.embedder.id, setup.templates, cell.randomness, seed)
+        params = setup.params(tree, cell.randomness, seed)
         entry = suite.entries[cell.agent]
         for attempt in range(suite.retries + 1):
-            agent = make_agent(
-                entry.spec,
-                tree,
-                seed,
-                setup.templates.system_prompt,
-                entry.config,
-                rate_limiter=setup.limiter,
-                label=entry.label,
-            )
+            agent = setup.agent(entry.spec, tree, seed, entry.config, entry.label)
+            new_stream = attempt == 0 and stream_id(eid) not in self.started
             try:
                 out = run_episode(
+                    setup,
                     tree,
-                    agent,
-                    setup.judges[cell.judge],
-                    setup.embedder,
                     params,
-                    setup.templates,
-                    store,
-                    eid,
-                    resume=True,
-                    new_stream=attempt == 0 and stream_id(eid) not in self.started,
-                    limits=setup.limits,
-                    budget=setup.budget,
-                    prices=setup.prices,
-                    stop=self.stop,
+                    agent,
+                    self.setup.judges[cell.judge],
+                    Recording(store, eid, resume=True, new_stream=new_stream),
+                    self.stop,
                 )
             except EpisodeFailure as exc:
                 if exc.retryable and attempt < suite.retries and not self.stop.is_set():
@@ -695,7 +681,7 @@ def run_suite(
     progress: Callable[[CampaignReport, int], None] | None = None,
     concurrency: int | None = None,
     stop: threading.Event | None = None,
-    setup: _Setup | None = None,
+    setup: CampaignSetup | None = None,
 ) -> CampaignReport:
     """Run every cell of ``suite`` in this shard that is not finished yet.
 
@@ -734,61 +720,6 @@ def run_suite(
         if beat is not None:  # recorded, so every page and `suite status` say how this run ended
             beat.end(how, run.report)
     return run.report
-
-
-HEARTBEAT_SECONDS = 15.0  # a running campaign's CampaignAlive, so a page can tell it from a dead one
-# A run not heard from for this long, and not ended, has died (two heartbeats missed, and slack).
-ALIVE_WITHIN = 2 * HEARTBEAT_SECONDS + 15
-
-
-@dataclasses.dataclass
-class RunState:
-    """One run of a campaign (a ``suite run`` process, shard or worker): when it started, when it
-    was last heard from, and how it ended (None: not yet)."""
-
-    started: float
-    last: float
-    how: str | None = None
-
-
-def fold_run(runs: dict[str, RunState], ev: Event, at: float) -> None:
-    """Fold one event of a campaign's stream (recorded at ``at``) into its runs, by run id. Runs
-    recorded before runs had ids are left out."""
-    run_id = getattr(ev, "run_id", None)
-    if run_id is None:
-        return
-    if isinstance(ev, CampaignStarted):
-        runs[run_id] = RunState(at, at)
-    elif (run := runs.get(run_id)) is not None:
-        run.last = at
-        if isinstance(ev, CampaignEnded):
-            run.how = ev.how
-
-
-def run_status(runs: Iterable[RunState], now: float) -> tuple[str | None, str]:
-    """A campaign's state from its runs: running (a run heard from within ALIVE_WITHIN seconds and
-    not ended), died (the latest run not ended and not heard from since), else how the latest run
-    ended (finished, interrupted, failed), with a note; None where the runs were recorded before
-    runs had ids (their cells are all there is to go by)."""
-    runs = list(runs)
-    if not runs:
-        return None, "recorded before campaigns reported their state"
-    live = [r.last for r in runs if r.how is None and now - r.last <= ALIVE_WITHIN]
-    if live:
-        return "running", f"{len(live)} process(es) running, heard from {now - max(live):.0f} s ago"
-    latest = max(runs, key=lambda r: r.started)
-    if latest.how is None:
-        return "died", f"its process stopped without ending (last heard from {now - latest.last:.0f} s ago)"
-    notes = {"finished": "every cell it took ended", "interrupted": "stopped by Ctrl-C", "failed": "an error ended it"}
-    return latest.how, notes.get(latest.how, latest.how)
-
-
-def recorded_runs(store: EventStore, name: str) -> list[RunState]:
-    """Suite ``name``'s runs as its stream records them (for :func:`run_status`)."""
-    runs: dict[str, RunState] = {}
-    for r in store.read_stream(campaign_stream(name)):
-        fold_run(runs, r.event, epoch_of(r.recorded_at))
-    return list(runs.values())
 
 
 class _Heartbeat:

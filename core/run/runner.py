@@ -20,9 +20,10 @@ import numpy as np
 from inquitree import __version__
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.core.calls import call_deadline, redact_text
-from inquitree.core.game import DONE, FAILED, Engine, EngineError, EpisodeState, Params, Reply, TemplateSet, Tree, fold
+from inquitree.core.game import DONE, FAILED, Engine, EngineError, EpisodeState, Params, Reply, Tree, fold
 from inquitree.core.players import Agent, Judge, embed_actions, embeds_queries_apart
-from inquitree.core.run.limits import Budget, Limits, PriceTable, tokens_of
+from inquitree.core.run.limits import Budget, Limits, tokens_of
+from inquitree.core.run.setup import NOT_RECORDED, EpisodeSetup, Recording
 from inquitree.events import (
     EPISODE_PREFIX,
     AgentReplied,
@@ -183,44 +184,40 @@ class Episode:
     (``core/inspect/task.py``) drives the same object from its own event loop, so both record
     the same events.
 
-    A new episode starts with ``EpisodeStarted`` in a new stream (an existing one is refused at
-    the first append, with :class:`ConcurrencyError`); with ``resume`` and an existing stream it
-    continues: the state is the fold of its events, and a recorded failure is followed by
-    ``EpisodeResumed`` (``self.existing`` holds what was there, for the agent's memory).
-    ``new_stream``: the caller knows the stream does not exist (a campaign listed them), so
-    nothing is read; should it exist after all, the first append raises ConcurrencyError.
-    ``batch`` and ``claim``: steps may share an append, and the start may wait with them (see
-    :class:`Recorder`); the driver calls :meth:`flush` when it stops."""
+    ``setup`` gives the templates, the embedder, the limits and prices; ``recording`` the store
+    and id. A new episode starts with ``EpisodeStarted`` in a new stream (an existing one is
+    refused at the first append, with :class:`ConcurrencyError`); with ``recording.resume`` and an
+    existing stream it continues: the state is the fold of its events, and a recorded failure is
+    followed by ``EpisodeResumed`` (``self.existing`` holds what was there, for the agent's
+    memory). With ``recording.new_stream`` nothing is read; should the stream exist after all,
+    the first append raises ConcurrencyError. ``batch`` and ``claim``: steps may share an append,
+    and the start may wait with them (see :class:`Recorder`); the driver calls :meth:`flush` when
+    it stops."""
 
     def __init__(
         self,
+        setup: EpisodeSetup,
         tree: Tree,
         params: Params,
-        templates: TemplateSet,
         agent_description: dict,
         judge_description: dict,
-        store: EventStore | None = None,
-        episode_id: str | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        resume: bool = False,
-        limits: Limits | None = None,
-        budget: Budget | None = None,
-        prices: PriceTable | None = None,
-        new_stream: bool = False,
+        recording: Recording = NOT_RECORDED,
         batch: bool = False,
         claim: bool = True,
     ):
+        store, episode_id, resume = recording.store, recording.episode_id, recording.resume
         self.tree, self.episode_id = tree, episode_id or new_episode_id()
-        self.engine = Engine(tree, params, templates)
+        self.engine = Engine(tree, params, setup.templates)
         recorded: list = []
         # Without ``resume`` the stream must be new: the first append expects version 0, so an id
         # already recorded is refused (ConcurrencyError) instead of a second episode following it.
         version = 0
-        if store is not None and resume and not new_stream:  # one read gives both what is there and the version
+        if store is not None and resume and not recording.new_stream:  # one read: what is there and the version
             recorded = store.read_stream(stream_id(self.episode_id))
             version = recorded[-1].stream_version if recorded else 0
-        self.rec = Recorder(store, self.episode_id, on_event, version, batch, claim)
-        self.limits, self.budget, self.prices = limits or Limits(), budget, prices
+        self.rec = Recorder(store, self.episode_id, recording.on_event, version, batch, claim)
+        self.embedder = setup.embedder
+        self.limits, self.budget, self.prices = setup.limits, setup.budget, setup.prices
         self.t0 = time.monotonic()
         self.state = EpisodeState()
         self.tokens = 0  # of the episode's agent calls so far, for its limits
@@ -236,7 +233,7 @@ class Episode:
                     f"episode {self.episode_id} was recorded with {what}; it cannot be continued with these"
                 )
             # Parameters added after it was recorded keep the values it was played with (Params._ABSENT).
-            self.engine = Engine(tree, Params.from_dict(started.params), templates)
+            self.engine = Engine(tree, Params.from_dict(started.params), setup.templates)
             self.rec.events = list(self.existing)
             self.state = fold(self.existing)
             self._count(self.existing)
@@ -285,7 +282,7 @@ class Episode:
             return False
         return True
 
-    def take(self, reply: Reply, embedder) -> None:
+    def take(self, reply: Reply) -> None:
         """The agent's reply to the current observation: cosines where the state matches, the
         engine's step, recorded as one append."""
         if self.budget is not None and not reply.cache_hit:
@@ -293,7 +290,7 @@ class Episode:
         cos = None
         if self.engine.needs_cosines(self.state):
             action = self.engine.action_of(reply.text)
-            cos = cosines(embedder, action, self.engine.anchors(self.state)) if action else {}
+            cos = cosines(self.embedder, action, self.engine.anchors(self.state)) if action else {}
         self.record(self.engine.step(self.state, reply, cos))
 
     def interrupted(self, reason: str, during: str) -> None:
@@ -341,51 +338,36 @@ class Episode:
 
 
 def run_episode(
+    setup: EpisodeSetup,
     tree: Tree,
+    params: Params,
     agent: Agent,
     judge: Judge | None,
-    embedder,
-    params: Params,
-    templates: TemplateSet,
-    store: EventStore | None = None,
-    episode_id: str | None = None,
-    on_event: Callable[[Event], None] | None = None,
-    resume: bool = False,
-    limits: Limits | None = None,
-    budget: Budget | None = None,
-    prices: PriceTable | None = None,
-    new_stream: bool = False,
+    recording: Recording = NOT_RECORDED,
     stop: threading.Event | None = None,
 ) -> EpisodeOutcome:
     """Play one episode to its end (or first failure) and score it.
 
-    With ``resume`` and an existing stream, continue it (see :class:`Episode`); the agent
+    With ``recording.resume`` and an existing stream, continue it (see :class:`Episode`); the agent
     rebuilds its memory from the transcript, and only what is missing (turns, verdicts, the
     score) is added.
 
     Any exception raised by the agent, the embedder, the engine or the judge is recorded as
     ``EpisodeFailed`` (message, class, kind, retryable) and raised as :class:`EpisodeFailure`;
-    the store's own errors (a concurrent writer) propagate as they are. ``limits`` and the
-    campaign's ``budget`` are checked before every agent call (see ``core/run/limits.py``).
+    the store's own errors (a concurrent writer) propagate as they are. The setup's ``limits`` and
+    a campaign's ``budget`` are checked before every agent call (see ``core/run/limits.py``).
 
     A replayable agent's steps share appends (see :class:`Recorder`); any other agent's step
     is appended before its next call. Once ``stop`` is set (a campaign's Ctrl-C), the episode
     raises :class:`EpisodeStopped` before its next agent or judge call, its steps appended.
     """
     ep = Episode(
+        setup,
         tree,
         params,
-        templates,
         agent.description,
         judge.description if judge else {"kind": "none"},
-        store,
-        episode_id,
-        on_event,
-        resume,
-        limits,
-        budget,
-        prices,
-        new_stream,
+        recording,
         batch=getattr(agent, "replayable", False),
         claim=judge is not None and not getattr(judge, "replayable", False),
     )
@@ -401,7 +383,7 @@ def run_episode(
                 with call_deadline(ep.deadline):  # a slow endpoint cannot hold the episode past its time limit
                     reply = agent.reply(ep.state.last_observation, ep.state.state, ep.state.step + 1)
                 during = "between steps"
-                ep.take(reply, embedder)
+                ep.take(reply)
             except Exception as exc:  # every failure is recorded, then raised
                 if getattr(exc, "kind", None) == "deadline" and not ep.playing:
                     break  # the wall-time limit, reached during the call: recorded as LimitReached
