@@ -49,7 +49,7 @@ class Before:
 
     def append(self, stream_id: str, events, expected: int) -> int:
         store = self.store
-        with store._write_lock, store.engine.connect() as conn, conn.begin():
+        with store.db.write_lock, store.engine.connect() as conn, conn.begin():
             if expected == 0:
                 prev = GENESIS_HASH
             else:

@@ -22,9 +22,7 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.events.chain import GENESIS_HASH as GENESIS_HASH
     from inquitree.events.chain import link_problem as link_problem
     from inquitree.events.damage import inspect_file as inspect_file
-    from inquitree.events.database import LAST_POSITION_SQL as LAST_POSITION_SQL
     from inquitree.events.database import NOTIFICATION_COLUMNS as NOTIFICATION_COLUMNS
-    from inquitree.events.database import SCHEMA_REVISION_SQL as SCHEMA_REVISION_SQL
     from inquitree.events.database import default_url as default_url
     from inquitree.events.database import epoch_of as epoch_of
     from inquitree.events.database import make_engine as make_engine
@@ -50,7 +48,6 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.events.names import episode_stream as episode_stream
     from inquitree.events.names import grid as grid
     from inquitree.events.names import is_episode_id as is_episode_id
-    from inquitree.events.revisions import revision_problem as revision_problem
     from inquitree.events.roles import grant as grant
     from inquitree.events.signing import KEY_ENV as KEY_ENV
     from inquitree.events.signing import Signer as Signer
@@ -102,9 +99,7 @@ _EXPORTS = {
     "GENESIS_HASH": "chain",
     "link_problem": "chain",
     "inspect_file": "damage",
-    "LAST_POSITION_SQL": "database",
     "NOTIFICATION_COLUMNS": "database",
-    "SCHEMA_REVISION_SQL": "database",
     "default_url": "database",
     "epoch_of": "database",
     "make_engine": "database",
@@ -130,7 +125,6 @@ _EXPORTS = {
     "episode_stream": "names",
     "grid": "names",
     "is_episode_id": "names",
-    "revision_problem": "revisions",
     "grant": "roles",
     "KEY_ENV": "signing",
     "Signer": "signing",

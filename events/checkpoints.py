@@ -91,8 +91,8 @@ class Checkpoints:
 
     def head(self) -> tuple[int, str]:
         """The log's head: the last event's global position and log hash ((0, zeros) when empty)."""
-        with self.db._cursor() as cur:
-            return self.db._read_log_head(cur)
+        with self.db.cursor() as cur:
+            return self.db.read_log_head(cur)
 
     def checkpoint(
         self, signer: signing.Signer | None = None, note: str | None = None, *, adopt: bool = False
@@ -111,7 +111,7 @@ class Checkpoints:
         signer = signer or self.signer
         if signer is None or (signer is self.signer and not self._unsigned and not adopt):
             return SignResult()
-        with self.db._write_transaction() as cur:
+        with self.db.write_transaction() as cur:
             self.db.backend.hold_off_appends(cur)  # one signer at a time, and no append between its read and its rows
             result = self._sign_accounted(cur, signer, note, adopt)
         if signer is self.signer:
@@ -129,7 +129,7 @@ class Checkpoints:
         return result
 
     def _sign_accounted(self, cur: Any, signer: signing.Signer, note: str | None, adopt: bool) -> "SignResult":  # noqa: C901 - one walk checks, accounts and signs in one transaction
-        m = self.db._mark
+        m = self.db.mark
         state = self._signed.setdefault(signer.key_id, _KeyState())
         cur.execute(
             f"SELECT {', '.join(CHECKPOINT_COLUMNS)} FROM checkpoints WHERE key_id = {m} AND seq > {m} ORDER BY seq",
@@ -168,7 +168,7 @@ class Checkpoints:
         for pos, sid, version, etype, sver, at, payload, prev_hash, digest, lhash in rows:
             last = heads.get(sid)
             if last is None:
-                last = (version - 1, self.db._hash_on(cur, sid, version - 1) or "")
+                last = (version - 1, self.db.hash_on(cur, sid, version - 1) or "")
             problem = link_problem(last, sid, version, etype, sver, at, payload, prev_hash, digest)
             if problem is None and log_hash(prev_log, pos, digest) != lhash:
                 problem = "log hash does not match (an event before it was removed, inserted or moved)"
@@ -205,12 +205,12 @@ class Checkpoints:
     def add_signature(self, signature: dict[str, Any], note: str | None = None) -> None:
         """Keep a stream signature made elsewhere (an imported episode's provenance)."""
         row = {k: signature[k] for k in ("kind", "subject", "position", "hash", "signed_at", "key_id", "signature")}
-        with self.db._write_transaction() as cur:
+        with self.db.write_transaction() as cur:
             self._insert_checkpoint(cur, {**row, "note": note})
 
     def _insert_checkpoint(self, cur: Any, row: dict[str, Any]) -> None:
         names = CHECKPOINT_COLUMNS[1:]  # seq is the database's
-        marks = ", ".join([self.db._mark] * len(names))
+        marks = ", ".join([self.db.mark] * len(names))
         cur.execute(f"INSERT INTO checkpoints ({', '.join(names)}) VALUES ({marks})", tuple(row[k] for k in names))
 
     def _sign(
@@ -235,6 +235,6 @@ class Checkpoints:
 
 def read_checkpoints(db: Database) -> list[dict[str, Any]]:
     """Every checkpoint in the store, in the order they were kept."""
-    with db._cursor() as cur:
+    with db.cursor() as cur:
         cur.execute(f"SELECT {', '.join(CHECKPOINT_COLUMNS)} FROM checkpoints ORDER BY seq")
         return [dict(zip(CHECKPOINT_COLUMNS, r, strict=False)) for r in cur.fetchall()]

@@ -1,8 +1,9 @@
 """The event store's database: where it is (URLs, the default, redaction), the one description of
-its ``events`` and ``checkpoints`` tables as the store reads them, and connections for the two
-databases (SQLite through sqlite3 itself for a plain file, anything else through SQLAlchemy's pool);
-what differs between databases is each one's module in ``events/backends/``.
-``Database`` is the base of :class:`~inquitree.events.store.EventStore`; it knows nothing of events.
+its ``events`` and ``checkpoints`` tables as the store reads them, and its connections: reads on a
+connection taken for a block, appends on one kept open, walks over the whole log in batches.
+Where the connections come from (sqlite3 itself for a plain file, SQLAlchemy's pool for anything
+else) and what differs between databases are the backends' (``events/backends/``).
+:class:`~inquitree.events.store.EventStore` holds a ``Database`` (``store.db``); it knows nothing of events.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from inquitree.events.backends import backend_named, sqlite
+from inquitree.events.backends import backend_named, connections_for, sqlite
 from inquitree.events.chain import GENESIS_HASH
 from inquitree.events.errors import (
     StoreDamaged,
@@ -165,11 +166,6 @@ class Database:
         ``create``, a SQLite file that does not exist is an error, not a new store."""
         self.url = url or default_url()
         self.read_only = read_only
-        # A plain SQLite file is opened with sqlite3 itself: SQLAlchemy (slow to
-        # import, in every command that opens a store and in every worker) is then loaded only to
-        # make or upgrade the schema. Other URLs go through SQLAlchemy's pool (PostgreSQL's with a
-        # liveness check before each use).
-        self._file = sqlite.plain_file(self.url)
         if not create:
             path = sqlite.sqlite_database(self.url)
             if path is not None and not Path(path).expanduser().exists():
@@ -179,30 +175,23 @@ class Database:
                 )
         self._engine: sa.Engine | None = None
         self._engine_lock = threading.Lock()
-        if self._file is not None:
-            sqlite.check_parent(self._file, redact(self.url))
-            self.backend = backend_named("sqlite")
-        else:
-            self.backend = backend_named(self.engine.dialect.name)
+        self.connections = connections_for(self.url, read_only, lambda: self.engine, redact(self.url))
+        self.backend = self.connections.backend
         self.dialect = self.backend.name
-        self._dbapi: Any = sqlite3 if self._file is not None else self.engine.dialect.dbapi
-        self._idle: list[sqlite3.Connection] = []  # a plain file's reader connections, to reuse
-        self._pool_lock = threading.Lock()
+        self.dbapi: Any = self.connections.dbapi
         # Appends of one process queue on a lock: on SQLite a writer that finds the file locked waits
         # in SQLite's busy handler, which sleeps in growing steps (up to 100 ms), and the heads this
         # store remembers are updated by one append at a time.
-        self._write_lock = threading.Lock()
-        self._mark = self.backend.mark
+        self.write_lock = threading.Lock()
+        self.mark = self.backend.mark
         self._raw: Any = None  # the pooled connection appends use (see EventStore._append)
         self._wconn: Any = None  # its driver connection, and a cursor on it kept between appends
         self._wcur: Any = None
-        # (global position, log hash) after this store's last append: dropped with the appends' connection
-        self._log_head: tuple[int, str] | None = None
 
     def __repr__(self) -> str:
-        return f"EventStore({redact(self.url)!r})"
+        return f"Database({redact(self.url)!r})"
 
-    def _damage(self, exc: BaseException) -> StoreDamaged:
+    def damage(self, exc: BaseException) -> StoreDamaged:
         return StoreDamaged(
             f"the event store {redact(self.url)} is damaged ({_short(exc)}): `inquitree db verify --db URL` "
             "reports the damage and what can still be proven and exported",
@@ -218,65 +207,44 @@ class Database:
                 self._engine = make_engine(self.url, self.read_only)
             return self._engine
 
-    def _close_connections(self) -> None:
+    def close(self) -> None:
         if self._raw is not None:
             with contextlib.suppress(Exception):
                 self._wcur.close()
                 self._raw.close()
             self._raw = self._wconn = self._wcur = None
-        with self._pool_lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+        self.connections.close()
         if self._engine is not None:
             self._engine.dispose()
 
     # -- connections -----------------------------------------------------------------------
-    def _connect(self) -> Any:
-        """A DBAPI connection of this store's own (a plain SQLite file), or one from SQLAlchemy's
-        pool (closing it gives it back, rolled back)."""
-        if self._file is not None:
-            return sqlite.connect(self._file, self.read_only)
-        return self.engine.raw_connection()
-
     @contextlib.contextmanager
-    def _cursor(self) -> Iterator[Any]:
+    def cursor(self) -> Iterator[Any]:
         """A cursor for reads, on a connection taken for as long as the block runs."""
-        conn = None
-        if self._file is not None:
-            with self._pool_lock:
-                conn = self._idle.pop() if self._idle else None
-        conn = conn or self._connect()
-        reusable = False
+        conn = self.connections.take()
         try:
             cur = conn.cursor()
             try:
                 yield cur
-            except Exception as exc:
-                if _is_db_error(exc) and is_damage(exc):
-                    raise self._damage(exc) from exc
-                raise
             finally:
                 cur.close()
-            reusable = self._file is not None and not conn.in_transaction
-        finally:
-            if reusable:
-                with self._pool_lock:
-                    if len(self._idle) < 8:
-                        self._idle.append(conn)
-                        conn = None
-            if conn is not None:
-                if self._file is None:
-                    _rollback(conn)
-                conn.close()
+        except Exception as exc:
+            self.connections.discard(conn)
+            if _is_db_error(exc) and is_damage(exc):
+                raise self.damage(exc) from exc
+            raise
+        except BaseException:
+            self.connections.discard(conn)
+            raise
+        self.connections.give_back(conn)
 
     # -- writing ---------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _write_transaction(self) -> Iterator[Any]:
+    def write_transaction(self) -> Iterator[Any]:
         """A cursor on the appends' connection in one transaction (under the write lock), committed
         when the block ends and rolled back if it raises."""
-        with self._write_lock:
-            raw, cur = self._dbapi_writer()
+        with self.write_lock:
+            raw, cur = self.writer()
             try:
                 self.backend.begin_write(cur)
                 yield cur
@@ -285,35 +253,35 @@ class Database:
                 _rollback(raw)
                 raise
 
-    def _dbapi_writer(self) -> tuple[Any, Any]:
+    def writer(self) -> tuple[Any, Any]:
         """(driver connection, cursor) for appends, opened on first use."""
         if self.read_only:
             raise StoreError(f"{redact(self.url)} was opened read-only: nothing can be appended through it")
         if self._raw is None:
-            self._raw = self._connect()
+            self._raw = self.connections.connect()
             self._wconn = getattr(self._raw, "driver_connection", self._raw)
             self._wcur = self._wconn.cursor()
         return self._wconn, self._wcur
 
-    def _drop_dbapi_writer(self) -> None:
-        raw, self._raw, self._log_head = self._raw, None, None
+    def drop_writer(self) -> None:
+        raw, self._raw = self._raw, None
         self._wconn = self._wcur = None
         if raw is not None:
             with contextlib.suppress(Exception):
                 # closes it: a connection that failed is not reused (nor given back to a pool)
                 raw.invalidate() if hasattr(raw, "invalidate") else raw.close()
 
-    def _hash_on(self, cur: Any, stream_id: str, version: int) -> str | None:
+    def hash_on(self, cur: Any, stream_id: str, version: int) -> str | None:
         """The stream hash at ``version`` (the genesis hash before version 1; None: no such event)."""
         if version == 0:
             return GENESIS_HASH
-        m = self._mark
+        m = self.mark
         cur.execute(f"SELECT hash FROM events WHERE stream_id = {m} AND stream_version = {m}", (stream_id, version))
         row = cur.fetchone()
         return row[0] if row else None
 
     @staticmethod
-    def _read_log_head(cur: Any) -> tuple[int, str]:
+    def read_log_head(cur: Any) -> tuple[int, str]:
         cur.execute("SELECT global_position, log_hash FROM events ORDER BY global_position DESC LIMIT 1")
         row = cur.fetchone()
         return (row[0], row[1]) if row is not None else (0, GENESIS_HASH)
@@ -322,10 +290,10 @@ class Database:
         """The immutability guards (triggers; on PostgreSQL also grants) that are not in force."""
         from inquitree.events import guards
 
-        with self._cursor() as cur:
+        with self.cursor() as cur:
             return guards.missing(cur, self.backend)
 
-    def _starting_with(self, prefix: str) -> tuple[str, tuple[str, ...]]:
+    def starting_with(self, prefix: str) -> tuple[str, tuple[str, ...]]:
         """A condition (and its arguments) for the stream ids that start with ``prefix``, exactly.
 
         On SQLite it is a range of the (stream_id, stream_version) index, which holds exactly the
@@ -333,17 +301,17 @@ class Database:
         index and read every event (a campaign's start read a million-event store twice over,
         0.85 s). On PostgreSQL LIKE is exact already; a range there would follow the database's
         collation, not the bytes."""
-        m = self._mark
+        m = self.mark
         end = self.backend.prefix_range(prefix)
         if end is None:
             return f"stream_id LIKE {m} ESCAPE '/'", (_like_prefix(prefix),)
         return f"stream_id >= {m} AND stream_id < {m}", (prefix, end)
 
     @contextlib.contextmanager
-    def _scan(self, sql: str) -> Iterator[Iterator[tuple[Any, ...]]]:
+    def scan(self, sql: str) -> Iterator[Iterator[tuple[Any, ...]]]:
         """The rows of ``sql`` straight from the driver, fetched in batches (a server-side cursor on
         PostgreSQL), for walks over the whole log: SQLAlchemy's row objects cost more than the hashing."""
-        raw = self._connect()
+        raw = self.connections.connect()
         try:
             driver: Any = getattr(raw, "driver_connection", raw)
             cur = self.backend.scan_cursor(driver)
@@ -357,7 +325,7 @@ class Database:
             cur.close()
         except Exception as exc:
             if _is_db_error(exc) and is_damage(exc):
-                raise self._damage(exc) from exc
+                raise self.damage(exc) from exc
             raise
         finally:
             _rollback(raw)

@@ -1,12 +1,13 @@
 """The event store: an append-only log in SQLite or PostgreSQL, in plain SQL over the drivers.
 
-Its jobs live in one module each: the database (``events/database.py``, with each backend in
-``events/backends/``), appending and reading (here), signed checkpoints (``events/checkpoints.py``,
-an object the store holds) and verification (``events/verify.py``, a function over the database). Every backend runs
-the same store tests (``tests/test_store.py``, through the ``store_url`` fixture).
+Its jobs live in one module each: the database (``events/database.py``, which the store holds as
+``store.db``, with each backend in ``events/backends/``), appending and reading (here), signed
+checkpoints (``events/checkpoints.py``, an object the store holds) and verification
+(``events/verify.py``, a function over the database). Every backend runs the same store tests
+(``tests/test_store.py``, through the ``store_url`` fixture).
 
 A plain SQLite file is opened with sqlite3 itself; PostgreSQL (and SQLite URLs with options)
-through SQLAlchemy's connection pool. SQLAlchemy and Alembic make and upgrade the schema
+through SQLAlchemy's connection pool (the backends' ``Connections``). SQLAlchemy and Alembic make and upgrade the schema
 (``events/schema.py``, ``migrations/``), loaded only when a store is not at the head revision.
 
 - ``append(stream_id, events, expected_version)`` commits atomically; the unique
@@ -52,6 +53,7 @@ from inquitree.events.database import (
     _rollback,
     _schema_revision,
     _short,
+    notifications_sql,
     redact,
     utc_now,
 )
@@ -113,7 +115,7 @@ class StreamInfo:
 MAX_EVENT_BYTES = 4 * 1024 * 1024
 
 
-class EventStore(Database):
+class EventStore:
     """The append-only event log. See the module docstring for the guarantees."""
 
     def __init__(
@@ -140,32 +142,34 @@ class EventStore(Database):
             auto_upgrade = False
         if isinstance(signer, FromEnv):
             signer = signing.signer_from_env() if create else None
-        super().__init__(url, read_only, create)
+        self.db = Database(url, read_only, create)
+        self.url, self.dialect, self.read_only = self.db.url, self.db.dialect, read_only
+        # (global position, log hash) after this store's last append: dropped with the appends' connection
+        self._log_head: tuple[int, str] | None = None
         self.clock = clock
         # What this store appended and its key has not yet vouched for (a signer signs only what it accounts for).
-        self.signing = Checkpoints(self, signer, clock)
+        self.signing = Checkpoints(self.db, signer, clock)
         self._heads: dict[str, tuple[int, str]] = {}  # stream id -> (version, hash) after our last append to it
-        self._insert_one = (
-            f"INSERT INTO events ({', '.join(INSERT_COLUMNS)}) VALUES ({', '.join([self._mark] * len(INSERT_COLUMNS))})"
-        )
+        marks = ", ".join([self.db.mark] * len(INSERT_COLUMNS))
+        self._insert_one = f"INSERT INTO events ({', '.join(INSERT_COLUMNS)}) VALUES ({marks})"
         try:
-            with self._cursor() as cur:  # an unreachable database fails here, not as "no schema" below
+            with self.db.cursor() as cur:  # an unreachable database fails here, not as "no schema" below
                 cur.execute("SELECT 1")
                 cur.fetchall()
                 revision = _schema_revision(cur)
         except Exception as exc:
             if not _is_db_error(exc):
                 raise
-            self._close_connections()
+            self.db.close()
             if is_damage(exc):
-                raise self._damage(exc) from exc
+                raise self.db.damage(exc) from exc
             raise StoreError(f"cannot open the event store {redact(self.url)}: {_short(exc)}") from exc
         if revision != revisions.head():
             # Alembic (slow to import, in every worker process) only when the
             # schema is not at head: to make it, or to say why it cannot be used.
             from inquitree.events import migrate
 
-            migrate.ensure_schema(self.engine, redact(self.url), auto_upgrade=auto_upgrade)
+            migrate.ensure_schema(self.db.engine, redact(self.url), auto_upgrade=auto_upgrade)
         if create and revision is not None:  # a writer into an existing store: are its guards in place?
             missing = self.missing_guards()
             if missing:
@@ -180,7 +184,19 @@ class EventStore(Database):
             if self.signing.pending:
                 self.signing.sign_recorded()
         finally:
-            self._close_connections()
+            self.db.close()
+
+    def __repr__(self) -> str:
+        return f"EventStore({redact(self.url)!r})"
+
+    @property
+    def engine(self) -> Any:
+        """The database's SQLAlchemy engine (made on first use): migrations, roles, the warehouse's loader."""
+        return self.db.engine
+
+    def missing_guards(self) -> list[str]:
+        """The immutability guards (triggers; on PostgreSQL also grants) that are not in force."""
+        return self.db.missing_guards()
 
     def __enter__(self) -> "EventStore":
         return self
@@ -215,12 +231,12 @@ class EventStore(Database):
                     f"append to {stream_id!r}: a {etype} event of {len(payload):,} bytes is larger than an event may "
                     f"be ({MAX_EVENT_BYTES:,} bytes); nothing was written"
                 )
-        dbapi = self._dbapi
-        with self._write_lock:
+        dbapi = self.db.dbapi
+        with self.db.write_lock:
             for _attempt in range(3):
-                raw, cur = self._dbapi_writer()
+                raw, cur = self.db.writer()
                 try:
-                    self.backend.begin_append(cur)
+                    self.db.backend.begin_append(cur)
                     stream_head = self._heads.get(stream_id)
                     if stream_head is None or stream_head[0] != expected_version:
                         stream_head = (expected_version, self._dbapi_hash_at(cur, stream_id, expected_version))
@@ -242,9 +258,10 @@ class EventStore(Database):
                         raise ConcurrencyError(stream_id, expected_version, actual) from exc
                     continue
                 except dbapi.Error as exc:  # locked, unreachable, not allowed (a reader role), damaged
-                    self._drop_dbapi_writer()
+                    self.db.drop_writer()
+                    self._log_head = None
                     if is_damage(exc):
-                        raise self._damage(exc) from exc
+                        raise self.db.damage(exc) from exc
                     hint = " (another process holds a write lock on the file)" if "locked" in str(exc) else ""
                     raise StoreError(
                         f"append to {stream_id!r} in {redact(self.url)} failed: {_short(exc)}{hint}"
@@ -261,17 +278,17 @@ class EventStore(Database):
         raise StoreError(f"append to {stream_id!r} in {redact(self.url)}: the log head kept moving (3 attempts)")
 
     def _insert(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
-        self.backend.insert_rows(cur, self._insert_one, len(INSERT_COLUMNS), rows)
+        self.db.backend.insert_rows(cur, self._insert_one, len(INSERT_COLUMNS), rows)
 
     def _dbapi_hash_at(self, cur: Any, stream_id: str, version: int) -> str:
-        found = self._hash_on(cur, stream_id, version)
+        found = self.db.hash_on(cur, stream_id, version)
         if found is None:
             raise ConcurrencyError(stream_id, version, self._version_on(cur, stream_id))
         return found
 
     def _version_on(self, cur: Any, stream_id: str) -> int:
         """The stream's version as ``cur`` sees it (0: no such stream)."""
-        cur.execute(f"SELECT max(stream_version) FROM events WHERE stream_id = {self._mark}", (stream_id,))
+        cur.execute(f"SELECT max(stream_version) FROM events WHERE stream_id = {self.db.mark}", (stream_id,))
         return (cur.fetchone() or (0,))[0] or 0
 
     def append_exported(self, stream_id: str, rows: Sequence[dict[str, Any]]) -> int:
@@ -294,13 +311,13 @@ class EventStore(Database):
 
     # -- reading ---------------------------------------------------------------------------
     def current_version(self, stream_id: str) -> int:
-        with self._cursor() as cur:
+        with self.db.cursor() as cur:
             return self._version_on(cur, stream_id)
 
     def read_stream(self, stream_id: str, from_version: int = 1) -> list[RecordedEvent]:
         """Every event of ``stream_id`` from ``from_version`` on, in version order."""
-        m = self._mark
-        with self._cursor() as cur:
+        m = self.db.mark
+        with self.db.cursor() as cur:
             cur.execute(
                 f"SELECT {EVENT_COLUMNS} FROM events WHERE stream_id = {m} AND stream_version >= {m} "
                 "ORDER BY stream_version",
@@ -315,12 +332,12 @@ class EventStore(Database):
         out: dict[str, list[RecordedEvent]] = {sid: [] for sid in stream_ids}
         if not event_types:
             return out
-        m = self._mark
+        m = self.db.mark
         types = ", ".join([m] * len(event_types))
         wanted = list(out)
         for start in range(0, len(wanted), 500):  # a query's parameters are bounded (SQLite: 32,766)
             chunk = wanted[start : start + 500]
-            with self._cursor() as cur:
+            with self.db.cursor() as cur:
                 cur.execute(
                     f"SELECT {EVENT_COLUMNS} FROM events WHERE stream_id IN ({', '.join([m] * len(chunk))}) "
                     f"AND event_type IN ({types}) ORDER BY stream_id, stream_version",
@@ -332,8 +349,8 @@ class EventStore(Database):
 
     def read_all(self, after_position: int = 0, limit: int = 10_000) -> list[RecordedEvent]:
         """Up to ``limit`` events of every stream with global position > ``after_position``."""
-        m = self._mark
-        with self._cursor() as cur:
+        m = self.db.mark
+        with self.db.cursor() as cur:
             cur.execute(
                 f"SELECT {EVENT_COLUMNS} FROM events WHERE global_position > {m} ORDER BY global_position LIMIT {m}",
                 (after_position, limit),
@@ -346,10 +363,10 @@ class EventStore(Database):
         """The events of ``event_types`` with ``after_position`` < global position <=
         ``through_position``, in log order, a batch (a list) at a time: a fold that needs a few
         types reads and parses only those."""
-        m = self._mark
+        m = self.db.mark
         types = ", ".join([m] * len(event_types))
         while after_position < through_position:
-            with self._cursor() as cur:
+            with self.db.cursor() as cur:
                 cur.execute(
                     f"SELECT {EVENT_COLUMNS} FROM events WHERE global_position > {m} AND global_position <= {m} "
                     f"AND event_type IN ({types}) ORDER BY global_position LIMIT {m}",
@@ -369,8 +386,8 @@ class EventStore(Database):
         """The events of ``event_types`` in the streams starting with ``prefix``, up to
         ``through_position``, stream by stream (the stream index's order: a campaign's own events,
         not the whole log's)."""
-        where, args = self._starting_with(prefix)
-        m = self._mark
+        where, args = self.db.starting_with(prefix)
+        m = self.db.mark
         types = ", ".join([m] * len(event_types))
         after: tuple[str, int] = ("", 0)
         while True:
@@ -379,7 +396,7 @@ class EventStore(Database):
             # it is moved up to the last stream read, or every batch read the range from its start
             # again (a 4M-event campaign's first fold took 65 s, growing with the square of it).
             bounds = (after[0], args[1]) if len(args) == 2 and after[0] else args
-            with self._cursor() as cur:
+            with self.db.cursor() as cur:
                 cur.execute(
                     f"SELECT {EVENT_COLUMNS} FROM events WHERE {where} AND event_type IN ({types}) "
                     f"AND global_position <= {m} AND (stream_id, stream_version) > ({m}, {m}) "
@@ -404,24 +421,33 @@ class EventStore(Database):
         """The log hash of the event at global ``position`` (None: no such event, or one recorded
         before log hashes): it names the whole log up to there, so a fold saved at ``position``
         can tell the store it was made from, as far as it read."""
-        with self._cursor() as cur:
-            cur.execute(f"SELECT log_hash FROM events WHERE global_position = {self._mark}", (position,))
+        with self.db.cursor() as cur:
+            cur.execute(f"SELECT log_hash FROM events WHERE global_position = {self.db.mark}", (position,))
             row = cur.fetchone()
             return row[0] if row else None
 
     def last_position(self) -> int:
-        with self._cursor() as cur:
+        with self.db.cursor() as cur:
             cur.execute(LAST_POSITION_SQL)
             return (cur.fetchone() or (0,))[0] or 0
+
+    def notifications(self, after: int, limit: int) -> list[tuple[Any, ...]]:
+        """At most ``limit`` events after global position ``after``, in order, as a projection reads
+        them: rows of ``NOTIFICATION_COLUMNS`` (no hashes: verification checks those)."""
+        m = self.db.mark
+        with self.db.cursor() as cur:
+            cur.execute(notifications_sql(m, limit=m), (after, limit))
+            rows: list[tuple[Any, ...]] = cur.fetchall()
+            return rows
 
     def streams(self, prefix: str | None = None) -> list[StreamInfo]:
         """Every stream with its version and first/last timestamps, in stream id order."""
         where = ""  # every stream
         args: tuple[str, ...] = ()
         if prefix:
-            condition, args = self._starting_with(prefix)
+            condition, args = self.db.starting_with(prefix)
             where = f"WHERE {condition} "
-        with self._cursor() as cur:
+        with self.db.cursor() as cur:
             cur.execute(
                 "SELECT stream_id, max(stream_version), min(recorded_at), max(recorded_at) FROM events "
                 f"{where}GROUP BY stream_id ORDER BY stream_id",
@@ -436,10 +462,10 @@ class EventStore(Database):
         took the prefix's range of it, every event of every episode, and sorted them (0.1 s at 1M
         events quiet, 0.8 s loaded, for the first page that a backwards scan reads in 1-2 ms).
         ``version`` and ``last_recorded_at`` are of the first event; read the stream for the rest."""
-        where, args = self._starting_with(prefix)
-        m = self._mark
-        table = self.backend.newest_table
-        with self._cursor() as cur:
+        where, args = self.db.starting_with(prefix)
+        m = self.db.mark
+        table = self.db.backend.newest_table
+        with self.db.cursor() as cur:
             cur.execute(
                 f"SELECT stream_id, stream_version, recorded_at, recorded_at FROM {table} WHERE stream_version = 1 "
                 f"AND {where} ORDER BY global_position DESC LIMIT {m} OFFSET {m}",
@@ -449,10 +475,10 @@ class EventStore(Database):
 
     def streams_with_event(self, prefix: str, event_type: str) -> set[str]:
         """The ids of streams starting with ``prefix`` that hold at least one ``event_type`` event."""
-        where, args = self._starting_with(prefix)
-        with self._cursor() as cur:
+        where, args = self.db.starting_with(prefix)
+        with self.db.cursor() as cur:
             cur.execute(
-                f"SELECT DISTINCT stream_id FROM events WHERE {where} AND event_type = {self._mark}",
+                f"SELECT DISTINCT stream_id FROM events WHERE {where} AND event_type = {self.db.mark}",
                 (*args, event_type),
             )
             return {row[0] for row in cur.fetchall()}
@@ -491,7 +517,7 @@ class EventStore(Database):
         verifier: signing.Verifier | signing.Keyring | None = None,
     ) -> VerifyReport:
         """Both chains and what proves the head (:func:`inquitree.events.verify.verify`)."""
-        return verify(self, progress, stream_id, anchor=anchor, verifier=verifier)
+        return verify(self.db, progress, stream_id, anchor=anchor, verifier=verifier)
 
 
 def _rows(

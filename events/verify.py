@@ -159,7 +159,7 @@ def verify(  # noqa: C901 - one walk over the log checks both chains and every c
     covered_to = max(expect, default=0)
     heads: dict[str, tuple[int, str]] = {}
     prev_log, last_pos = GENESIS_HASH, 0
-    with db._scan(
+    with db.scan(
         "SELECT global_position, stream_id, stream_version, event_type, schema_version, recorded_at, payload, "
         "prev_hash, hash, log_hash FROM events ORDER BY global_position"
     ) as rows:
@@ -251,10 +251,10 @@ def _verify_stream(db: Database, stream_id: str) -> VerifyReport:
     """One stream's chain (its content and order); the log chain needs the whole log."""
     report = VerifyReport(0, 0, None)
     last = (0, GENESIS_HASH)
-    with db._cursor() as cur:
+    with db.cursor() as cur:
         cur.execute(
             "SELECT stream_version, event_type, schema_version, recorded_at, payload, prev_hash, hash FROM events "
-            f"WHERE stream_id = {db._mark} ORDER BY stream_version",
+            f"WHERE stream_id = {db.mark} ORDER BY stream_version",
             (stream_id,),
         )
         for version, etype, sver, at, payload, prev_hash, digest in cur.fetchall():

@@ -106,8 +106,8 @@ def test_a_prefix_is_an_index_range_on_sqlite(sqlite_url):
     assert _prefix_end("") is None and _prefix_end("x\U0010ffff") is None
     with EventStore(sqlite_url) as store:
         store.append("episode/a.x", notes(1), 0)
-        where, args = store._starting_with("episode/a.")
-        with store._cursor() as cur:
+        where, args = store.db.starting_with("episode/a.")
+        with store.db.cursor() as cur:
             cur.execute(f"EXPLAIN QUERY PLAN SELECT DISTINCT stream_id FROM events WHERE {where}", args)
             plan = " ".join(str(row[-1]) for row in cur.fetchall())
     assert "SEARCH events USING" in plan and "INDEX sqlite_autoindex_events_1 (stream_id>? AND stream_id<?)" in plan

@@ -151,7 +151,7 @@ def test_the_viewers_store_connection_cannot_write(store_url):
         with pytest.raises(StoreError, match="read-only"):
             reader.append("episode/y", [Noted(n=2)], 0)
         refused = pytest.raises(Exception, match="(?i)read.only|readonly|query_only|attempt to write")  # noqa: B017 - each backend words its refusal its own way
-        with refused, reader._cursor() as cur:  # SQL sent past this code's checks: refused by the database
+        with refused, reader.db.cursor() as cur:  # SQL sent past this code's checks: refused by the database
             cur.execute("DELETE FROM checkpoints")
     finally:
         reader.close()

@@ -184,7 +184,7 @@ def test_staging_on_one_thread_gives_the_threads_back(sqlite_url, tmp_path, monk
 def test_an_unreachable_store_is_named_without_its_password(tmp_path):
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
         with pytest.raises(
-            WarehouseError, match=r"cannot read the event store postgresql\+psycopg://u:\*\*\*@127.0.0.1:1/x"
+            WarehouseError, match=r"cannot open the event store postgresql\+psycopg://u:\*\*\*@127.0.0.1:1/x"
         ):
             wh.sync("postgresql+psycopg://u:secret@127.0.0.1:1/x")
         with pytest.raises(WarehouseError, match="no event store at sqlite:///.*missing.sqlite"):

@@ -1,8 +1,9 @@
 """Stage 1 of a sync: reading the store's events after a position, as Arrow tables.
 
-Small backlogs are read in-process (``_Source``); large ones from PostgreSQL by two ADBC
-connections side by side (``_AdbcPostgresSource``), and from SQLite by the ADBC driver in a
-child process that hands chunks over in shared memory (``_ChildSource``, ``reader.py``).
+Small backlogs are read in-process through the store's reading interface (``_Source``); large
+ones from PostgreSQL by two ADBC connections side by side (``_AdbcPostgresSource``), and from
+SQLite by the ADBC driver in a child process that hands chunks over in shared memory
+(``_ChildSource``, ``reader.py``).
 Payloads stored at an older schema version are brought forward here (``upcast_old``).
 """
 
@@ -17,22 +18,20 @@ import sys
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import pyarrow as pa
 import sqlalchemy as sa
 
 from inquitree.events import (
-    LAST_POSITION_SQL,
     NOTIFICATION_COLUMNS,
-    SCHEMA_REVISION_SQL,
+    EventStore,
+    StoreError,
     adds_only_from,
     canonical_json,
-    make_engine,
     notifications_sql,
     redact,
     registered_types,
-    revision_problem,
     upcast,
 )
 from inquitree.warehouse.errors import WarehouseError
@@ -47,51 +46,22 @@ _ARROW_SCHEMA = pa.schema(
 
 
 class _Source:
-    """Reads events after a position as Arrow tables, row by row: for small backlogs.
-
-    SQLite is read with the standard library's sqlite3, the same SQLite the store writes with
-    (the ADBC SQLite driver links a second copy of SQLite, and two copies holding one WAL-mode
-    file open in a process do not share its locks: one saw a stale snapshot here). PostgreSQL is
-    read with psycopg, which connects in ~3 ms where the ADBC driver takes ~50 ms (it loads the
-    server's type catalogue); large backlogs go to ``_AdbcPostgresSource`` or ``_ChildSource``.
-    """
+    """Reads events after a position as Arrow tables, through the store's own reading interface
+    (``EventStore.notifications``, on a read-only store): for small backlogs. Opening it checks
+    the URL, the file and the schema revision as every command does; large backlogs go to
+    ``_AdbcPostgresSource`` or ``_ChildSource``, which read the same columns with drivers of
+    their own straight into Arrow."""
 
     def __init__(self, url: str):
         self.url = url
-        parsed = sa.make_url(url)
-        self.backend = parsed.get_backend_name()
-        make_engine(url).dispose()  # validates the URL with the store's own messages
-        if self.backend == "sqlite":
-            import sqlite3
-
-            path = parsed.database
-            if not path or not Path(path).exists():
-                raise WarehouseError(f"no event store at {url}")
-            self.conn: Any = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=30)
-            self.sql = notifications_sql("?", limit="?")
-        else:
-            import psycopg
-
-            try:
-                self.conn = psycopg.connect(_libpq_uri(url), autocommit=True)
-            except psycopg.Error as exc:
-                raise WarehouseError(f"cannot read the event store {redact(url)}: {exc}") from exc
-            self.sql = notifications_sql("%s", limit="%s")
-        self._check_revision()
-
-    def _check_revision(self) -> None:
-        """Refuse a store whose schema this code does not know, as every command does."""
         try:
-            rows = self.conn.execute(SCHEMA_REVISION_SQL).fetchall()
-        except Exception:  # no such table: a database without InquiTree's schema
-            rows = []
-        problem = revision_problem(redact(self.url), rows[0][0] if rows else None)
-        if problem:
-            self.close()
-            raise WarehouseError(problem)
+            self.store = EventStore(url, read_only=True)
+        except StoreError as exc:
+            raise WarehouseError(str(exc)) from None
+        self.backend = self.store.dialect
 
     def last_position(self) -> int:
-        return self.conn.execute(LAST_POSITION_SQL).fetchone()[0] or 0
+        return self.store.last_position()
 
     def batches(self, after: int, limit: int) -> Iterator[pa.Table]:
         """Tables of at most ``limit`` events each, in position order, until the store's end."""
@@ -104,14 +74,14 @@ class _Source:
             after = batch.column("global_position")[-1].as_py()
 
     def _batch(self, after: int, limit: int) -> pa.Table:
-        rows = self.conn.execute(self.sql, (after, limit)).fetchall()
+        rows = self.store.notifications(after, limit)
         columns = list(zip(*rows, strict=False)) if rows else [()] * len(_ARROW_SCHEMA)
         return pa.table(
             [pa.array(c, f.type) for c, f in zip(columns, _ARROW_SCHEMA, strict=False)], schema=_ARROW_SCHEMA
         )
 
     def close(self) -> None:
-        self.conn.close()
+        self.store.close()
 
 
 def _libpq_uri(url: str) -> str:

@@ -7,7 +7,8 @@ of them and asks the backend for the rest; adding a database is adding a module 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+import contextlib
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -68,6 +69,64 @@ class Backend:
     ) -> list[str]:
         """Put back the guards not in force; returns what was done."""
         raise NotImplementedError
+
+
+class Connections:
+    """Where a store's connections come from: a plain SQLite file opens its own with sqlite3
+    (:class:`~inquitree.events.backends.sqlite.FileConnections`), anything else takes them from
+    SQLAlchemy's pool (:class:`Pooled`). A store asks for one with :meth:`take` and hands it back
+    with :meth:`give_back`, and never asks which kind it has."""
+
+    backend: Backend
+    dbapi: Any  # the driver module: its IntegrityError and Error are what appends catch
+
+    def connect(self) -> Any:
+        """A new DBAPI connection (the appends' own, kept open between appends)."""
+        raise NotImplementedError
+
+    def take(self) -> Any:
+        """A connection for a read, for as long as the caller holds it."""
+        return self.connect()
+
+    def give_back(self, conn: Any) -> None:
+        """Done with ``conn`` (from :meth:`take`): kept for the next read, or closed."""
+        self.discard(conn)
+
+    def discard(self, conn: Any) -> None:
+        """Done with ``conn`` after an error: rolled back and closed (a pool's is given back), never reused."""
+        with contextlib.suppress(Exception):
+            conn.rollback()
+        conn.close()
+
+    def close(self) -> None:
+        """Close what is kept (connections, a pool)."""
+
+
+class Pooled(Connections):
+    """Connections from SQLAlchemy's pool (PostgreSQL, with a liveness check before each use; a
+    SQLite URL with options, or in memory): given back rolled back."""
+
+    def __init__(self, engine: Callable[[], sa.Engine]):
+        """``engine``: the store's engine, made on first use."""
+        self._engine = engine
+        dialect = engine().dialect
+        self.backend, self.dbapi = backend_named(dialect.name), dialect.dbapi
+
+    def connect(self) -> Any:
+        return self._engine().raw_connection()
+
+
+def connections_for(url: str, read_only: bool, engine: Callable[[], sa.Engine], shown: str) -> Connections:
+    """The connections of the store at ``url``: a plain SQLite file's own (SQLAlchemy, slow to
+    import, in every command that opens a store and in every worker, is then loaded only to make
+    or upgrade the schema), else SQLAlchemy's pool. ``shown``: the URL without its password."""
+    from inquitree.events.backends import sqlite
+
+    path = sqlite.plain_file(url)
+    if path is None:
+        return Pooled(engine)
+    sqlite.check_parent(path, shown)
+    return sqlite.FileConnections(path, read_only)
 
 
 def backend_named(name: str) -> Backend:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from inquitree.events.backends import Backend
+from inquitree.events.backends import Backend, Connections
 from inquitree.events.errors import StoreError
 
 if TYPE_CHECKING:
@@ -176,3 +177,40 @@ class SQLite(Backend):
                 )
                 done.append(f"created trigger {name}")
         return done
+
+
+class FileConnections(Connections):
+    """A plain SQLite file's connections, opened with sqlite3 itself; a read's connection is kept
+    for the next one (up to ``KEEP``) unless it was left inside a transaction."""
+
+    KEEP = 8
+    dbapi = sqlite3
+
+    def __init__(self, path: str, read_only: bool):
+        self.path, self.read_only = path, read_only
+        self.backend = SQLite()
+        self._idle: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    def connect(self) -> sqlite3.Connection:
+        return connect(self.path, self.read_only)
+
+    def take(self) -> sqlite3.Connection:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return self.connect()
+
+    def give_back(self, conn: Any) -> None:
+        if not conn.in_transaction:
+            with self._lock:
+                if len(self._idle) < self.KEEP:
+                    self._idle.append(conn)
+                    return
+        conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
