@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from slow_drip import held_call
 
-from inquitree.core.calls.models import CallSettings
+from inquitree.core.calls.settings import CallSettings
 
 from faultkit import FAULTS, run_fault
 

@@ -178,7 +178,8 @@ def matcher_question(item: dict) -> tuple[list[str], str]:
 def ask_matcher(items: list[dict], model: str, base_url: str, out: Path) -> None:
     """The model's answer for every Topic action not yet in ``out`` (appended as it comes: a run
     stopped half-way goes on where it stopped)."""
-    from inquitree.core.calls.models import CallSettings, ChatModel
+    from inquitree.core.calls.models import ChatModel
+    from inquitree.core.calls.settings import CallSettings
 
     chat = ChatModel(model, base_url, settings=CallSettings(max_tokens=4, timeout=600, stream=False), temperature=0.0)
     done = {(r["key"], r["model"]) for r in read_answers(out)}

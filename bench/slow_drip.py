@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from inquitree.core.calls.models import CallSettings
+from inquitree.core.calls.settings import CallSettings
 from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent
 
 from faultkit import model

@@ -6,7 +6,7 @@ import click
 
 from inquitree.boundary.text import install_extra
 from inquitree.cli.common import FiniteFloat, db_option, echo
-from inquitree.cli.warehouse import (
+from inquitree.cli.tables import (
     fixed_papers_option,
     interval_settings,
     joint_ranks_option,

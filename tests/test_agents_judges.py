@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
-from inquitree.core.calls.models import CallSettings
+from inquitree.core.calls.settings import CallSettings
 from inquitree.core.game.tree import resolve_tree
 from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent
 from inquitree.core.players.embed import HashEmbedder

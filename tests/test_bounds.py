@@ -12,7 +12,8 @@ import time
 import pytest
 
 from inquitree.core.calls.chat_http import MAX_LINE_BYTES
-from inquitree.core.calls.models import MAX_REASONING_CHARS, CallSettings, ChatModel, ModelCallError, kept_reasoning
+from inquitree.core.calls.models import ChatModel, kept_reasoning
+from inquitree.core.calls.settings import MAX_REASONING_CHARS, CallSettings, ModelCallError
 
 from openai_server import OpenAICompatibleServer
 

@@ -237,7 +237,7 @@ def test_a_wrong_agent_spec_stops_the_suite_with_one_line(tmp_path):
 
 
 def test_agent_timeout_is_a_retryable_failure():
-    from inquitree.core.calls.models import CallSettings
+    from inquitree.core.calls.settings import CallSettings
     from inquitree.core.players.agents import AgentError, ModelConfig, OpenAIChatAgent
 
     with OpenAICompatibleServer(lambda m: "ACTION: x") as server:

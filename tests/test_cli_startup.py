@@ -26,7 +26,15 @@ def test_the_cli_group_and_every_help_import_no_heavy_library():
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
-OTHER_COMMANDS = ("inquitree.cli.suite", "inquitree.cli.warehouse", "inquitree.cli.view", "inquitree.cli.db")
+OTHER_COMMANDS = (
+    "inquitree.cli.suite",
+    "inquitree.cli.warehouse",
+    "inquitree.cli.query",
+    "inquitree.cli.compare",
+    "inquitree.cli.report",
+    "inquitree.cli.view",
+    "inquitree.cli.db",
+)
 # what playing an episode needs and a listing does not: the model calls and their options, the run
 # settings, the tree files (cli/episodes.py is a module of its own for it)
 PLAYING = ("inquitree.cli.play", "inquitree.core.calls.models", "inquitree.core.run.spec", "inquitree.core.game.tree")

@@ -479,9 +479,9 @@ def test_a_narrow_screen_shortens_words_never_a_number_with_its_interval(monkeyp
     -36.4 [-46.8, -25.8] lost its bracket that way: only cells with words in them are shortened."""
     import polars as pl
 
-    from inquitree.cli.warehouse import _fitting
+    from inquitree.cli.tables import fitting
 
     monkeypatch.setenv("COLUMNS", "80")
     df = pl.DataFrame({"tree": ["it18-01-grid-cells-reference-frames"], "difference": ["-36.4 [-46.8, -25.8]"]})
-    shown = _fitting(df)
+    shown = fitting(df)
     assert shown["difference"][0] == "-36.4 [-46.8, -25.8]" and shown["tree"][0].endswith("…")

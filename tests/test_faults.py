@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from inquitree.cli import main
 from inquitree.core.calls.chat_http import HTTP_ENV, Endpoint, direct_endpoint
-from inquitree.core.calls.models import CallSettings, ModelCallError, redact_url
+from inquitree.core.calls.redaction import redact_url
+from inquitree.core.calls.settings import CallSettings, ModelCallError
 from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent
 
 from faultkit import FAULTS, run_fault

@@ -700,7 +700,7 @@ def test_spreadsheet_safe_csv_defuses_formulas_from_model_replies(tmp_path):
 def test_a_key_in_a_base_urls_path_or_fragment_is_never_recorded(tmp_path, monkeypatch):
     """A gateway that takes the key in the path (/v1/sk-.../) or a fragment kept it in the store and
     in exports; a value equal to a configured secret is redacted wherever it stands."""
-    from inquitree.core.calls.models import redact_url
+    from inquitree.core.calls.redaction import redact_url
 
     in_path, in_fragment, configured = "sk-live9f8e7d6c5b4a3928171605", "frag-secret-42", "tenant7Ab3xQ"
     monkeypatch.setenv("GATEWAY_TOKEN", configured)

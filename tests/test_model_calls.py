@@ -10,7 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
-from inquitree.core.calls.models import CallCache, CallSettings, option_label, parse_options
+from inquitree.core.calls.cache import CallCache
+from inquitree.core.calls.redaction import option_label, parse_options
+from inquitree.core.calls.settings import CallSettings
 from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent
 from inquitree.core.run.campaign import Suite, SuiteError, run_suite
 from inquitree.core.run.runner import STREAM_PREFIX, stream_id

@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
-from inquitree.core.calls.models import CallSettings, ChatModel, ModelCallError, system_in_user
+from inquitree.core.calls.models import ChatModel, system_in_user
+from inquitree.core.calls.settings import CallSettings, ModelCallError
 from inquitree.core.run.limits import tokens_of
 from inquitree.events.store import EventStore
 from inquitree.events.types import AgentReplied

@@ -9,7 +9,9 @@ import time
 
 import pytest
 
-from inquitree.core.calls.models import CallCache, CallSettings, ChatModel, ModelCallError
+from inquitree.core.calls.cache import CallCache
+from inquitree.core.calls.models import ChatModel
+from inquitree.core.calls.settings import CallSettings, ModelCallError
 from inquitree.core.game.engine import CONCLUSION, repeats_itself
 from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent
 

@@ -1,5 +1,5 @@
 """What a table's numbers rest on, as lines of text: every distinct interval method once and every
-row's warning, so that the terminal (``cli/warehouse.py``), the report and the viewer print them
+row's warning, so that the terminal (``cli/tables.py``), the report and the viewer print them
 under the table, where a reader sees them, rather than in a column a narrow screen hides."""
 
 from __future__ import annotations

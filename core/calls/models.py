@@ -1,7 +1,8 @@
 """Calls to OpenAI-compatible chat models: the one place every agent, judge, control and extract
 call goes through.
 
-What a researcher paying for calls needs, in one class (:class:`ChatModel`):
+What a researcher paying for calls needs, in one class (:class:`ChatModel`), with its settings
+and errors (``core/calls/settings.py``), redaction and cache beside it:
 
 - **Request options** (``reasoning_effort=high``, ``top_p``, ``seed``, ...) reach the endpoint
   in the request body as given, over one of two transports with the same outcomes
@@ -35,8 +36,8 @@ What a researcher paying for calls needs, in one class (:class:`ChatModel`):
   falling back to ``json_object`` and then to plain text when the endpoint refuses it.
 - **Sizes.** A reply longer than ``max_reply_chars`` is cut there, and the cut is recorded.
 - **Secrets.** Credentials in a URL (``user:secret@``, ``?key=...``) and the API key never
-  appear in a description, an error message or a cache key (:func:`redact_url`).
-- **A call cache** (:class:`CallCache`, opt-in): keyed by everything that determines the answer
+  appear in a description, an error message or a cache key (``core/calls/redaction.py``).
+- **A call cache** (``core/calls/cache.py``, opt-in): keyed by everything that determines the answer
   (model, endpoint without credentials, every request option, the full message list), so a
   re-run pays nothing for answers already obtained and never serves one model's answer for
   another's request.
@@ -44,306 +45,30 @@ What a researcher paying for calls needs, in one class (:class:`ChatModel`):
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import hashlib
 import json
 import os
 import re
-import sqlite3
-import threading
 import time
-from pathlib import Path
-from typing import Any, Callable, Iterator
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from typing import Any, Callable
+from urllib.parse import urlsplit
 
-from inquitree.boundary.errors import InquiTreeError
+from inquitree.core.calls.cache import CallCache
+from inquitree.core.calls.redaction import endpoint_key, redact_text, redact_url, secret_values
+from inquitree.core.calls.settings import (
+    BACKOFF_CAP_S,
+    MAX_REASONING_CHARS,
+    CallSettings,
+    DeadlineReached,
+    ModelCallError,
+    current_deadline,
+)
 
-BACKOFF_CAP_S = 30.0
-DEFAULT_TIMEOUT_S = 60.0
-DEFAULT_CALL_LIMIT_S = 900.0  # a streamed answer still arriving is kept as far as it got after this long
-DEFAULT_MAX_RETRIES = 2
-DEFAULT_MAX_REPLY_CHARS = 20_000
-# A reasoning model's thinking, kept with its reply up to this many characters (about 50k tokens;
-# the rest is cut and the cut said in the text kept), so that no reply can make its event too large
-# to record (MAX_EVENT_BYTES) and fail its episode, nor a stream of thinking fill this process.
-MAX_REASONING_CHARS = 200_000
-# A request option whose name says it carries a credential (``api_key``, ``x-api-key``, ``auth_token``,
-# ``Authorization``, ``client_secret``, ``password``, ...): its value reaches the endpoint, and
-# nothing else (records, labels, messages) ever holds it.
-_SECRET_OPTION = re.compile(r"key|token|secret|passw|auth|credential|cookie|bearer|sig|session|private|cert|pwd", re.I)
-# Where credentials travel in other spellings (``X-Custom-Auth``, ``?subscription-key=``, ``?code=``),
-# an allow-list: only these headers' and query parameters' values are recorded as given; every other
-# value is ``***``. A harmless one left out is only less informative in the record; a credential
-# spelled in a way nobody foresaw is never written down.
-_HEADER_OPTIONS = ("extra_headers", "headers", "default_headers")
-_QUERY_OPTIONS = ("extra_query", "query", "default_query", "params")
-_SHOWN_HEADERS = frozenset(
-    h.lower()
-    for h in (
-        "Accept", "Accept-Encoding", "Accept-Language", "Content-Type", "User-Agent", "OpenAI-Beta",
-        "anthropic-version", "anthropic-beta", "X-Title", "HTTP-Referer", "Cache-Control",
-    )
-)  # fmt: skip
-_SHOWN_QUERY = frozenset(("api-version", "api_version", "version", "model", "deployment", "format"))
-_URL_USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.I)
-_URL_QUERY = re.compile(r"\bhttps?://[^\s?#'\"<>]*\?[^\s#'\"<>]+", re.I)
 _CONTEXT = re.compile(
     r"context[ _-]?(length|window|size)|maximum context|too many tokens|exceeds? the (context|max)"
     r"|prompt is too long|n_ctx",
     re.I,
 )
-
-
-_DEADLINE = threading.local()
-
-
-@contextlib.contextmanager
-def call_deadline(at: float | None) -> Iterator[None]:
-    """Model calls made inside the block end by ``at`` (``time.monotonic()`` seconds): the runner
-    sets it from the episode's wall-time limit, so a slow endpoint cannot hold an episode past its
-    limit, whatever the per-call timeout and retries would allow. An earlier outer deadline wins."""
-    before = getattr(_DEADLINE, "at", None)
-    _DEADLINE.at = at if before is None else before if at is None else min(at, before)
-    try:
-        yield
-    finally:
-        _DEADLINE.at = before
-
-
-class ModelCallError(InquiTreeError):
-    """A model call that produced no usable reply. ``kind`` classifies it; ``retryable``: a later
-    attempt may succeed (the endpoint was busy or broken, not the request). ``chunks``: the
-    streamed chunks one attempt received before it failed; ``attempts``: every failed attempt of
-    the call (kind, seconds, chunks), set on the error that ends it."""
-
-    def __init__(
-        self, message: str, kind: str, retryable: bool, status: int | None = None, retry_after: float | None = None
-    ):
-        super().__init__(message)
-        self.kind, self.retryable, self.status, self.retry_after = kind, retryable, status, retry_after
-        self.chunks: int | None = None
-        self.attempts: list[dict[str, Any]] = []
-
-
-class DeadlineReached(ModelCallError):
-    """A call given up at the deadline of :func:`call_deadline` (the episode's wall-time limit)."""
-
-    def __init__(self, message: str):
-        super().__init__(message, "deadline", retryable=False)
-
-
-# A path segment that may be a credential: a known key prefix, or a run of 20 or more letters and
-# digits that mixes both (a token), as some gateways take the key in the path (/v1/sk-.../).
-_KEY_PREFIX = re.compile(r"(sk|pk|rk|key|api|token|xox[abp]|ghp|gho|hf|glpat|akia)[-_]", re.IGNORECASE)
-_PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9._~-]{1,64}")
-
-
-def _secret_segment(segment: str) -> bool:
-    """A path segment that may be a credential (some gateways take the key in the path, /v1/sk-.../):
-    anything outside a path's plain characters, a known key prefix, or a long token."""
-    if not segment:
-        return False
-    return not _PLAIN_SEGMENT.fullmatch(segment) or bool(_KEY_PREFIX.match(segment)) or _mixes(segment)
-
-
-def _mixes(segment: str) -> bool:
-    """A run of 20+ letters and digits with both in it (a word such as 'deployments' has no digit)."""
-    return any(
-        len(run) >= 20 and any(c.isdigit() for c in run) and any(c.isalpha() for c in run)
-        for run in re.findall(r"[A-Za-z0-9]+", segment)
-    )
-
-
-def configured_secrets() -> tuple[str, ...]:
-    """The values of this process's environment variables whose names look like credentials
-    (``OPENAI_API_KEY``, ``*_TOKEN``, ...), 8 characters or longer: none may be written down."""
-    return tuple(v for k, v in os.environ.items() if _SECRET_OPTION.search(k) and len(v) >= 8)
-
-
-def redact_url(url: str | None) -> str | None:
-    """``url`` as it may be recorded or printed: its origin, its path with every segment that may be
-    a credential replaced by ``***`` (a key prefix such as ``sk-``, a long token, anything outside
-    the plain characters of a path), the value of every query parameter but the few known to be
-    harmless (``api-version``, ...) as ``***``, no user-info (``***@``), no fragment, and any value
-    of a configured secret (:func:`configured_secrets`) replaced wherever it stands."""
-    if not url:
-        return url
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return _URL_USERINFO.sub(r"\1***@", url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "***@" + netloc.rsplit("@", 1)[1]
-    path = "/".join("***" if _secret_segment(seg) else seg for seg in parts.path.split("/"))
-    query = parts.query
-    if query:
-        pairs = [(k, v if k.lower() in _SHOWN_QUERY else "***") for k, v in parse_qsl(query, keep_blank_values=True)]
-        query = urlencode(pairs, safe="*")
-    shown = urlunsplit((parts.scheme, netloc, path, query, ""))
-    for secret in configured_secrets():
-        shown = shown.replace(secret, "***")
-    return shown
-
-
-def redact_text(text: str, secrets: tuple[str | None, ...] = ()) -> str:
-    """``text`` with credentials in any URL (its user-info and query values), and each of
-    ``secrets``, replaced by ``***``."""
-    text = _URL_USERINFO.sub(r"\1***@", text)
-    text = _URL_QUERY.sub(lambda m: redact_url(m.group(0)) or "", text)
-    for s in secrets:
-        if s and len(s) >= 4:
-            text = text.replace(s, "***")
-    return text
-
-
-def endpoint_key(base_url: str | None) -> str:
-    """The endpoint as a cache key: scheme, host, port and path, no credentials at all."""
-    if not base_url:
-        return "openai-default"
-    p = urlsplit(base_url)
-    host = (p.hostname or "") + (f":{p.port}" if p.port else "")
-    path = "/".join("***" if _secret_segment(seg) else seg for seg in p.path.rstrip("/").split("/"))
-    return urlunsplit((p.scheme, host, path, "", ""))
-
-
-def parse_options(pairs: tuple[str, ...] | list[str], what: str = "--agent-option") -> dict[str, Any]:
-    """``["reasoning_effort=high", "top_p=0.9"]`` -> ``{"reasoning_effort": "high", "top_p": 0.9}``.
-    A value that reads as JSON (numbers, true/false, null, lists, objects) is taken as JSON."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        key = key.strip()
-        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", key):
-            raise InquiTreeError(f"{what} {pair!r}: expected KEY=VALUE, e.g. reasoning_effort=high")
-        try:
-            out[key] = json.loads(value)
-        except ValueError:
-            out[key] = value
-    return out
-
-
-def redact_options(options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` as they may be recorded or printed: the value of every option (at any depth) whose
-    name looks like a credential is ``***``, and so is every header and query parameter
-    (``extra_headers``, ``extra_query``, ...) but the few known to be harmless."""
-
-    def clean(value: Any, allowed: frozenset[str] | None = None) -> Any:
-        if isinstance(value, dict):
-            out = {}
-            for k, v in value.items():
-                if allowed is not None:
-                    out[k] = clean(v) if str(k).lower() in allowed and not isinstance(v, (dict, list)) else "***"
-                elif _SECRET_OPTION.search(str(k)):
-                    out[k] = "***"
-                elif k in _HEADER_OPTIONS:
-                    out[k] = clean(v, _SHOWN_HEADERS) if isinstance(v, dict) else "***"
-                elif k in _QUERY_OPTIONS:
-                    out[k] = clean(v, _SHOWN_QUERY) if isinstance(v, dict) else "***"
-                else:
-                    out[k] = clean(v)
-            return out
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        return value
-
-    return clean(dict(options))
-
-
-def secret_values(options: dict[str, Any], base_url: str | None = None) -> tuple[str, ...]:
-    """The texts :func:`redact_options` and :func:`redact_url` hide: every value it shows as ``***``
-    (credential-like options, header and query values) and the password and query values of
-    ``base_url``. A reply that echoes one is recorded with it redacted (a key echoed in an error
-    was redacted, one echoed in a 200 reply was stored and exported as it was)."""
-    shown = redact_options(options)
-    found: list[str] = []
-
-    def walk(value: Any, mask: Any) -> None:
-        if isinstance(value, dict) and isinstance(mask, dict):
-            for k, v in value.items():
-                walk(v, mask.get(k))
-        elif isinstance(value, list) and isinstance(mask, list):
-            for v, m in zip(value, mask, strict=False):
-                walk(v, m)
-        elif mask == "***" and value is not None:
-            if isinstance(value, (dict, list)):
-                found.extend(str(x) for x in _leaves(value))
-            else:
-                found.append(str(value))
-
-    walk(options, shown)
-    if base_url:
-        parts = urlsplit(base_url)
-        found += [parts.password or "", *(v for _, v in parse_qsl(parts.query))]
-    return tuple(dict.fromkeys(v for v in found if len(v) >= 4))
-
-
-def _leaves(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        return [x for v in value.values() for x in _leaves(v)]
-    if isinstance(value, list):
-        return [x for v in value for x in _leaves(v)]
-    return [value]
-
-
-def option_label(model: str, options: dict[str, Any]) -> str:
-    """A default label for a model run with options: ``gpt-5@reasoning_effort=high`` (credentials
-    left out: a label is recorded and printed everywhere)."""
-    redacted = redact_options(options)
-    options = {k: v for k, v in options.items() if redacted[k] == v}  # an option holding a credential is left out
-    if not options:
-        return model
-    return (
-        model + "@" + ",".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in sorted(options.items()))
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class CallSettings:
-    """How one role's calls are made; every field is recorded with the run."""
-
-    timeout: float = DEFAULT_TIMEOUT_S
-    max_retries: int = DEFAULT_MAX_RETRIES
-    max_tokens: int | None = None
-    max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS
-    options: dict[str, Any] = dataclasses.field(default_factory=dict)
-    stream: bool = True
-    call_limit: float = DEFAULT_CALL_LIMIT_S
-    # Where the system text goes: "auto" (as a system message, or folded into the first user message
-    # once the endpoint says its chat template has no system role), "system", or "user" always.
-    system_role: str = "auto"
-
-    def __post_init__(self) -> None:
-        if not self.timeout > 0:
-            raise InquiTreeError(f"--timeout {self.timeout}: must be more than 0 seconds")
-        if self.max_retries < 0:
-            raise InquiTreeError(f"--max-retries {self.max_retries}: must be 0 or more")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise InquiTreeError(f"--max-tokens {self.max_tokens}: must be at least 1")
-        if self.max_reply_chars < 1:
-            raise InquiTreeError(f"--max-reply-chars {self.max_reply_chars}: must be at least 1")
-        if not self.call_limit > 0:
-            raise InquiTreeError(f"--call-limit {self.call_limit}: must be more than 0 seconds")
-        if self.system_role not in ("auto", "system", "user"):
-            raise InquiTreeError(f"--system-role {self.system_role!r}: expected auto, system or user")
-
-    def worst_case_seconds(self) -> float:
-        """The longest one call can take when the endpoint never answers (each retry after a
-        timeout waits twice as long as the attempt before it)."""
-        return self.timeout * (2 ** (self.max_retries + 1) - 1) + self.max_retries * BACKOFF_CAP_S
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "timeout": self.timeout,
-            "max_retries": self.max_retries,
-            "max_tokens": self.max_tokens,
-            "max_reply_chars": self.max_reply_chars,
-            "options": redact_options(self.options),
-            "stream": self.stream,
-            "call_limit": self.call_limit,
-            **({"system_role": self.system_role} if self.system_role != "auto" else {}),
-        }
 
 
 @dataclasses.dataclass
@@ -364,93 +89,10 @@ class ChatResult:
         return {"usage": dict(self.usage), "latency_ms": self.latency_ms, "cache_hit": self.cache_hit}
 
 
-class CallCache:
-    """Answers of earlier calls in a SQLite file, keyed by everything that determines them.
-
-    Opt-in (``--call-cache FILE`` / ``call_cache`` in a suite). Shared by threads and processes:
-    one connection behind a lock, WAL mode, a busy timeout."""
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._con = sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
-        self._con.execute("PRAGMA journal_mode=WAL")
-        self._con.execute(
-            "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, endpoint TEXT, "
-            "created_at TEXT, answer TEXT)"
-        )
-        # Output formats an endpoint refused (llama.cpp's server answers json_schema with a 500):
-        # a new process does not probe them again, which would be a call a cached re-run pays for.
-        self._con.execute(
-            "CREATE TABLE IF NOT EXISTS refused_formats (model TEXT, endpoint TEXT, format TEXT, "
-            "PRIMARY KEY (model, endpoint, format))"
-        )
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def key(model: str, endpoint: str, request: dict[str, Any]) -> str:
-        blob = json.dumps(
-            {"model": model, "endpoint": endpoint, "request": request},
-            sort_keys=True,
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
-        return hashlib.sha256(blob.encode()).hexdigest()
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        with self._lock:
-            row = self._con.execute("SELECT answer FROM calls WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
-
-    def put(self, key: str, model: str, endpoint: str, answer: dict[str, Any]) -> None:
-        with self._lock:
-            self._con.execute(
-                "INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?)",
-                (
-                    key,
-                    model,
-                    endpoint,
-                    time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    json.dumps(answer, ensure_ascii=False),
-                ),
-            )
-
-    def refused_formats(self, model: str, endpoint: str) -> set[str]:
-        with self._lock:
-            rows = self._con.execute(
-                "SELECT format FROM refused_formats WHERE model = ? AND endpoint = ?", (model, endpoint)
-            ).fetchall()
-        return {r[0] for r in rows}
-
-    def note_refused(self, model: str, endpoint: str, name: str) -> None:
-        with self._lock:
-            self._con.execute("INSERT OR IGNORE INTO refused_formats VALUES (?, ?, ?)", (model, endpoint, name))
-
-    def close(self) -> None:
-        with self._lock:
-            self._con.close()
-
-
-_CACHES: dict[str, CallCache] = {}
-_CACHES_LOCK = threading.Lock()
-
-
-def call_cache(path: str | Path | None) -> CallCache | None:
-    """One shared cache object per file in this process (None: no cache)."""
-    if not path:
-        return None
-    key = str(Path(path).resolve())
-    with _CACHES_LOCK:
-        if key not in _CACHES:
-            _CACHES[key] = CallCache(path)
-        return _CACHES[key]
-
-
 def openai_endpoint(base_url: str | None, api_key: str | None) -> tuple[str | None, str | None]:
     """(base URL, key) for an OpenAI-compatible endpoint: the arguments, else $OPENAI_BASE_URL and
     $OPENAI_API_KEY; a local server (a base URL without a key) takes any key. The key is None when
     there is neither: the caller says what needs it."""
-    import os
 
     base_url = base_url or os.environ.get("OPENAI_BASE_URL")
     return base_url, api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if base_url else None)
@@ -629,7 +271,7 @@ class ChatModel:
         body = {"model": self.model, **req}
         last: ModelCallError | None = None
         attempt = 0
-        limit = getattr(_DEADLINE, "at", None)
+        limit = current_deadline()
         failed: list[dict[str, Any]] = []
         silence = self.settings.timeout
         while attempt <= self.settings.max_retries:

@@ -20,7 +20,7 @@ import re
 import sys
 import time
 
-from inquitree.core.calls.models import CallSettings
+from inquitree.core.calls.settings import CallSettings
 from inquitree.core.game.prompts import TemplateSet
 from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent
 from inquitree.events.names import EPISODE_PREFIX

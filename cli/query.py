@@ -1,0 +1,72 @@
+"""``inquitree query`` and ``inquitree sql``: the shipped queries and one statement of your own,
+on a read-only warehouse."""
+
+from __future__ import annotations
+
+import click
+
+from inquitree.cli.common import (
+    db_option,
+    echo,
+)
+from inquitree.cli.tables import (
+    emit,
+    existing,
+    fixed_papers_option,
+    interval_settings,
+    joint_ranks_option,
+    output_options,
+    scope_options,
+    scoped,
+    warehouse_option,
+)
+
+MAX_SQL_FILE_BYTES = 1_000_000  # one statement
+
+
+@click.command()
+@click.argument("name", required=False)
+@warehouse_option
+@output_options
+@click.option("--list", "list_", is_flag=True, help="List the queries with their first comment line.")
+@fixed_papers_option
+@joint_ranks_option
+@scope_options
+@db_option
+def query(
+    name, warehouse_path, fmt, out, columns, spreadsheet_safe, list_, fixed_papers, joint_ranks, suites, one_off, db_url
+) -> None:
+    """Run queries/NAME.sql against the warehouse, as last loaded by `inquitree warehouse sync`
+    (this command does not sync; it says when the store holds events the warehouse has not loaded)."""
+    from inquitree.warehouse import QUERIES_DIR, query_names
+
+    if list_ or not name:
+        for q in query_names():
+            first = (QUERIES_DIR / f"{q}.sql").read_text().splitlines()[0].removeprefix("-- ")
+            echo(f"{q:28} {first}")
+        return
+    with existing(
+        warehouse_path, read_only=True, settings=interval_settings(fixed_papers, joint_ranks)
+    ) as wh:  # `sql`'s sandbox
+        scoped(wh, suites, one_off, db_url)
+        emit(wh.query(name), fmt, out, columns, spreadsheet_safe)
+
+
+@click.command()
+@click.argument("text", required=False)
+@click.option(
+    "--file", "sql_file", type=click.Path(dir_okay=False), default=None, help="Read the statement from this file."
+)
+@warehouse_option
+@output_options
+def sql(text, sql_file, warehouse_path, fmt, out, columns, spreadsheet_safe) -> None:
+    """Run one SQL statement (TEXT, or --file FILE) against the warehouse, on a read-only connection
+    (it cannot change it, nor read any file)."""
+    if (text is None) == (sql_file is None):
+        raise click.UsageError("give the statement as TEXT or with --file FILE, one of the two")
+    if text is None:  # a regular file of at most MAX_SQL_FILE_BYTES, read once
+        from inquitree.boundary.files import read_file
+
+        text = read_file(sql_file, MAX_SQL_FILE_BYTES, what="--file").decode("utf-8", "replace")
+    with existing(warehouse_path, read_only=True) as wh:
+        emit(wh.sql(text, one_statement=True), fmt, out, columns, spreadsheet_safe)
