@@ -11,7 +11,7 @@ so a paper with five runs weighs what a paper with one does. The warehouse's SQL
 (``warehouse/intervals.py``) call these same functions, so a notebook that calls them on the
 numbers of a query gets the query's interval.
 
-Why these methods (measured by ``bench/stats_sim.py``, table in docs/statistics.md): a t
+Why these methods (measured by ``studies/stats_sim.py``, table in docs/statistics.md): a t
 interval on paper means holds on symmetric designs and covered 48-92% on the shapes a weak
 agent produces, so the interval follows the metric's scale and what the papers show:
 
@@ -52,7 +52,7 @@ AT_BOUND_SHARE = 0.2  # from this share of papers at a bound: the score interval
 # which real step counts are not, so as units grow it narrows around a point beside the mean
 # (steps_bounds over thousands of episodes printed intervals that left out their own mean);
 # the t interval needs no shape once the mean of this many units is near normal. Measured on
-# recorded steps by bench/stats_sim.py ("episodes as units" in docs/statistics.md).
+# recorded steps by studies/stats_sim.py ("episodes as units" in docs/statistics.md).
 COX_MAX_UNITS = 30
 EXACT_PAPERS = 20  # up to this many papers the paired test enumerates every sign pattern
 LIKE = "about papers like these"  # what a default interval or test speaks of (docs/DECISIONS.md #26)
@@ -212,7 +212,7 @@ def _fixed_spread(groups: list[list[float]]) -> FixedSpread | None:
 
     Pooling the run-to-run variance over papers, as before, held only when every paper's runs
     spread alike: with one erratic paper among 8 its paired interval held 87.2% (94.0% with each
-    paper's own spread), and when the noisy papers kept a single run, 29.8% (bench/stats_sim.py,
+    paper's own spread), and when the noisy papers kept a single run, 29.8% (studies/stats_sim.py,
     docs/statistics.md; such rows are now warned). Each paper's own
     variance over its runs, divided by its runs, gives the variance of its mean; their sum over
     n^2 is the variance of the mean of paper means, with Satterthwaite's degrees of freedom, which
@@ -382,7 +382,7 @@ def bounded_interval(means: np.ndarray, low_b: float, high_b: float) -> tuple[fl
     strong agent that fails badly on a few papers: left-skewed means near 1 with none at 1, where
     the t interval covered 84-90%); from a fifth on (a floor or ceiling agent) the score interval
     alone, which held 94-97% there at about the t interval's width, where the hull is half as
-    wide again. Measured in ``bench/stats_sim.py`` (docs/statistics.md).
+    wide again. Measured in ``studies/stats_sim.py`` (docs/statistics.md).
 
     The fourth item is a warning when no paper sits at a bound but the mean is within 1 / papers
     of one: there a tail too rare for these papers to show (a strong agent's rare failure) moves
@@ -475,7 +475,7 @@ def skew_corrected(x: np.ndarray) -> tuple[float, float]:
     bound, an interval that admits every paper at 1 when seven of eight sit near 0.5. Capped,
     that end is mean + 3 s / g (0.82 there, against the t interval's 0.69 and 0.74 from the
     binomial bound on how common such papers can be); where the expansion holds the cap is never
-    reached (bench/stats_sim.py measures coverage with it)."""
+    reached (studies/stats_sim.py measures coverage with it)."""
     n, mean = len(x), float(x.mean())
     s = float(x.std(ddof=1))
     gamma = float(((x - mean) ** 3).mean()) / s**3
@@ -565,7 +565,7 @@ def skew_limit(n: int, checks: int = 1) -> float:
     """How far the skewness of ``n`` symmetric values strays from 0 one time in twenty: its
     normal quantile times its standard error sqrt(6 / n); over ``checks`` sets of values at once
     (the pairs of a ranking), one time in twenty that any of them does (Bonferroni's share).
-    bench/stats_sim.py measures how often symmetric differences are warned by it."""
+    studies/stats_sim.py measures how often symmetric differences are warned by it."""
     return normal_quantile(1 - ALPHA / 2 / checks) * math.sqrt(6 / n)
 
 

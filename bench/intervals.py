@@ -4,7 +4,7 @@ functions returning the estimate only), alternated in the same process (median o
 
     python bench/intervals.py cost --db URL [--out FILE]
 
-Whether the intervals hold their rate is ``bench/stats_sim.py``.
+Whether the intervals hold their rate is ``studies/stats_sim.py``.
 """
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ def matcher_table(found: dict[str, Any]) -> list[str]:
         f"{found['subtopic']['held_out']['intended']}/{found['subtopic']['held_out']['actions']}; "
         f"95% intervals over {found['topic']['held_out']['intervals']['trees']} trees",
         (
-            "the rule's thresholds were chosen on the calibration trees when it was fitted (bench/matching.py)"
+            "the rule's thresholds were chosen on the calibration trees when it was fitted (studies/matching.py)"
             if fitted
             else f"thresholds the calibration trees choose: tau {found['chosen']['tau']}, "
             f"tau_study {found['chosen']['tau_study']}"

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
-OWN=(__init__.py __main__.py stats.py bench boundary cli core docs events migrations queries scripts suites tests trees viewer warehouse)
+OWN=(__init__.py __main__.py stats.py bench boundary cli core docs events migrations queries scripts studies suites tests trees viewer warehouse)
 "$VENV/bin/ruff" check --force-exclude "${OWN[@]}"
 "$VENV/bin/ruff" format --check --force-exclude "${OWN[@]}"
 "$VENV/bin/mypy"

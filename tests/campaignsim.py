@@ -1,5 +1,5 @@
 """Simulated campaigns whose truth is known, to measure the statistics of ``inquitree.stats``:
-``tests/test_stats.py`` checks a few cells quickly, ``bench/stats_sim.py`` writes the full tables
+``tests/test_stats.py`` checks a few cells quickly, ``studies/stats_sim.py`` writes the full tables
 (docs/statistics.md).
 
 A campaign is T papers with runs per paper; each paper has its own true mean, each run its value

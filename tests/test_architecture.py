@@ -117,11 +117,11 @@ def test_every_room_is_named_in_the_document_and_exists():
 
 
 # -- every text that names a file of the repository names one that exists ----------------------------
-TOPS = "bench|cli|core|docs|events|migrations|queries|scripts|suites|tests|trees|viewer|warehouse"
+TOPS = "bench|cli|core|docs|events|migrations|queries|scripts|studies|suites|tests|trees|viewer|warehouse"
 NAMED_PATH = re.compile(r"(?<![\w./-])((?:%s)/[\w./*-]*[\w*])" % TOPS)
 # Data a tree or a study carries, and logs whose text is a recording: they name what they named then.
 NOT_PROSE = re.compile(
-    r"^(tests/test_architecture\.py$|tests/test_docs\.py$|tests/golden/|tests/data/|docs/studies/.*/(episodes|tables)/|bench/results/|trees/.*\.json$|core/data/)"
+    r"^(tests/test_architecture\.py$|tests/test_docs\.py$|tests/golden/|tests/data/|docs/studies/.*/(episodes|tables)/|bench/results/|studies/results/|trees/.*\.json$|core/data/)"
     r"|\.(png|jsonl|csv|gguf)$"
 )
 
@@ -141,6 +141,8 @@ def _exists(path: str, where: str) -> bool:
     if len(last) <= 1 or any(c.isupper() for c in last.split(".")[0]):  # events/s, or queries/NAME.sql
         return True
     if (ROOT / where).parent.joinpath(path).exists():  # a page of docs/ naming its neighbours
+        return True
+    if where == "mkdocs.yml" and (ROOT / "docs" / path).exists():  # its pages are named from docs/
         return True
     if "*" in path:
         return any(ROOT.glob(path))

@@ -1,7 +1,8 @@
-"""Every bench script runs: a quick run of each, in a subprocess as a user runs it, writing its
-results to a temporary file (never into bench/results). A bench nobody runs rots: two crashed at
-an earlier head (an `EventStore._writer` that no longer existed; `compare.sql` run without
-its agents, after the bench had appended events to the store it measured).
+"""Every bench and study script runs: a quick run of each, in a subprocess as a user runs it,
+writing its results to a temporary file (never into bench/results or studies/results). A bench
+nobody runs rots: two crashed at an earlier head (an `EventStore._writer` that no longer existed;
+`compare.sql` run without its agents, after the bench had appended events to the store it
+measured).
 
 The real-model benches need a server (scripts/local-model.sh start): without one they must say so
 in one line and exit non-zero, which is what is checked here."""
@@ -18,6 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
+STUDIES = ROOT / "studies"
 DEAD = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
 
 RUNS = {
@@ -28,23 +30,25 @@ RUNS = {
     "embedder.py": ["--quick", "--out", "{out}"],
     "engine.py": ["--episodes", "5", "--rounds", "1", "--out", "{out}"],
     "engine_ab.py": ["--base", "HEAD", "--rounds", "1", "--episodes", "5", "--out", "{out}"],
-    "matching.py": ["--embedders", "hash", "--out", "{out}"],
     "episodes_list.py": ["--quick", "--out", "{out}"],
     "faults.py": ["--quick", "--out", "{out}"],
     "fewer_events.py": ["--episodes", "10", "--out", "{out}"],
     "inspect_overhead.py": ["--runs", "1", "--out", "{out}"],
-    # nomic at the discard port: skipped with one line, as on a machine without its server
-    "instrument_record.py": ["--nomic-url", "http://127.0.0.1:9/v1", "--draws", "100", "--out", "{out}"],
-    "judging.py": ["--out", "{out}"],
     "integrity.py": ["--events", "2000", "--rounds", "1", "--per-round", "20", "--out", "{out}"],
     "random_agent.py": ["--seeds", "1", "--out", "{out}"],
     "search_worst.py": ["--quick", "--out", "{out}"],
     "slow_drip.py": ["--quick", "--out", "{out}"],
-    "stats_sim.py": ["--campaigns", "5", "--episodes", "12", "--out", "{out}"],
     "store_append.py": ["--events", "2000", "--batch", "500", "--single", "20", "--out", "{out}"],
     "trees_calibration.py": ["--quick", "--out", "{out}"],
     "viewer.py": ["--quick", "--out", "{out}"],
     "viewer_first_page.py": ["--before", "500", "--appended", "2000", "--runs", "1", "--out", "{out}"],
+}
+STUDY_RUNS = {  # the instrument studies (studies/): quick runs, as the benches
+    "matching.py": ["--embedders", "hash", "--out", "{out}"],
+    # nomic at the discard port: skipped with one line, as on a machine without its server
+    "instrument_record.py": ["--nomic-url", "http://127.0.0.1:9/v1", "--draws", "100", "--out", "{out}"],
+    "judging.py": ["--out", "{out}"],
+    "stats_sim.py": ["--campaigns", "5", "--episodes", "12", "--out", "{out}"],
 }
 NEEDS_A_STORE = {  # run against a small generated store, which they must leave as it was
     "intervals.py cost": ["cost", "--db", "{db}", "--out", "{out}"],
@@ -59,11 +63,13 @@ NEEDS_A_SERVER = {
 }
 
 
-def _run(script: str, args: list[str], tmp_path: Path, **names: str) -> subprocess.CompletedProcess:
+def _run(
+    script: str, args: list[str], tmp_path: Path, folder: Path = BENCH, **names: str
+) -> subprocess.CompletedProcess:
     out = tmp_path / "result.json"
     argv = [a.format(out=out, **names) for a in args]
     return subprocess.run(
-        [sys.executable, str(BENCH / script), *argv], capture_output=True, text=True, timeout=600, cwd=tmp_path
+        [sys.executable, str(folder / script), *argv], capture_output=True, text=True, timeout=600, cwd=tmp_path
     )
 
 
@@ -72,6 +78,15 @@ def test_every_bench_script_has_a_smoke_run():
     helpers = {"warehouse.py", "needs.py"}  # warehouse.py's subcommands run above; needs.py is imported by benches
     covered = set(RUNS) | {k.split()[0] for k in NEEDS_A_STORE} | set(NEEDS_A_SERVER) | helpers
     assert scripts == covered, f"bench scripts without a smoke run: {sorted(scripts - covered)}"
+    studies = {p.name for p in STUDIES.glob("*.py")}
+    assert studies == set(STUDY_RUNS), f"study scripts without a smoke run: {sorted(studies - set(STUDY_RUNS))}"
+
+
+@pytest.mark.parametrize("script", sorted(STUDY_RUNS))
+def test_study_runs(script, tmp_path):
+    done = _run(script, STUDY_RUNS[script], tmp_path, STUDIES)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads((tmp_path / "result.json").read_text())  # results, written where it was told
 
 
 @pytest.mark.parametrize("script", sorted(RUNS))

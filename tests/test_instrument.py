@@ -40,7 +40,7 @@ def test_the_shipped_record_is_what_the_sets_measure(local_matcher):
 
 def test_the_measured_figures_are_the_documented_ones(local_matcher):
     """docs/instrument.md quotes these: the default matcher's held-out Topic and Subtopic rates with
-    intervals over trees, and the default judge's held-out kappa (0.17, as bench/judging.py found
+    intervals over trees, and the default judge's held-out kappa (0.17, as studies/judging.py found
     from the study's recorded verdicts)."""
     topic, subtopic = local_matcher["topic"]["held_out"], local_matcher["subtopic"]["held_out"]
     assert (topic["recognised"], topic["false_match"], topic["wrong_candidate"]) == (0.3333, 0.1146, 0.0635)
@@ -57,11 +57,11 @@ def test_the_measured_figures_are_the_documented_ones(local_matcher):
 
 def test_the_nomic_measurement_is_the_benchs():
     """nomic needs its server, which CI does not start: its entry in the record was measured with
-    one (bench/instrument_record.py), and it must say what bench/matching.py measured with the same
+    one (studies/instrument_record.py), and it must say what studies/matching.py measured with the same
     server at the same thresholds (both keep their results when the server is absent)."""
     from inquitree.core.players.embed import NomicEmbedder
 
-    bench = json.loads((SHIPPED.parents[3] / "bench" / "results" / "matching.json").read_text())
+    bench = json.loads((SHIPPED.parents[3] / "studies" / "results" / "matching.json").read_text())
     measured = next(r for r in bench["results"] if r["embedder"] == NomicEmbedder.id)
     chosen = measured["study_threshold_with_default_tau"]
     entry = shipped("matchers", "embedder", NomicEmbedder.id)
@@ -178,9 +178,9 @@ def test_the_leaderboard_and_the_report_say_how_well_their_instrument_reads(tmp_
 
 def test_every_judge_measured_with_a_server_is_recorded_as_its_committed_measurement():
     """A model judge needs its server, which CI does not start: its entry in the record is the
-    measurement `instrument measure --judge SPEC --format json` wrote, committed beside the benches
-    (bench/results/judge-*.json), and added with `bench/instrument_record.py --add FILE`."""
-    results = SHIPPED.parents[3] / "bench" / "results"
+    measurement `instrument measure --judge SPEC --format json` wrote, committed beside the studies'
+    results (studies/results/judge-*.json), and added with `studies/instrument_record.py --add FILE`."""
+    results = SHIPPED.parents[3] / "studies" / "results"
     committed = {m["judge"]: m for m in (json.loads(p.read_text()) for p in results.glob("judge-*.json"))}
     served = [m for m in RECORD["judges"] if not m["judge"].startswith("embedding:")]
     assert served and {m["judge"] for m in served} == set(committed)

@@ -1,5 +1,5 @@
 """The conclusion items read by hand (core/data/judging): the set is what its README says, and
-bench/judging.py gives the agreement docs/instrument.md quotes."""
+studies/judging.py gives the agreement docs/instrument.md quotes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = ROOT / "core" / "data" / "judging" / "qwen-conclusions.jsonl"
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "studies"))
 
 
 def _items() -> list[dict]:
@@ -36,7 +36,7 @@ def test_the_judges_agreement_is_what_docs_quote():
     import subprocess
 
     out = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "judging.py"), "--out", "/dev/null"], capture_output=True, text=True
+        [sys.executable, str(ROOT / "studies" / "judging.py"), "--out", "/dev/null"], capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr
     assert "embedding judge: 150 items, agreement 0.6333, kappa 0.258" in out.stdout

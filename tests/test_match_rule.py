@@ -1,5 +1,5 @@
 """The fitted match rule (core/game/matching.py): chosen per episode, recorded whole, replayed
-exactly, refused with a reason when it cannot apply, and the same rule bench/matching.py fitted."""
+exactly, refused with a reason when it cannot apply, and the same rule studies/matching.py fitted."""
 
 from __future__ import annotations
 
@@ -35,10 +35,10 @@ def test_the_rule_is_recorded_only_when_chosen_and_old_episodes_replay_with_the_
     assert Params.from_dict(fitted.recorded()) == fitted
 
 
-def test_the_shipped_rule_is_the_one_the_bench_fitted():
-    """rules.json is what bench/matching.py fitted on the calibration trees (its committed result):
+def test_the_shipped_rule_is_the_one_the_study_fitted():
+    """rules.json is what studies/matching.py fitted on the calibration trees (its committed result):
     the coefficients and probability thresholds a new episode records."""
-    bench = json.loads((ROOT / "bench" / "results" / "matching.json").read_text())
+    bench = json.loads((ROOT / "studies" / "results" / "matching.json").read_text())
     idea = next(i for i in bench["ideas"] if i["idea"].startswith("a logistic rule"))
     rule = matching.fitted_rule(LocalEmbedder.id)
     for state in ("topic", "subtopic"):
@@ -136,7 +136,7 @@ def test_the_leaderboard_names_the_fitted_rule_and_its_measured_rates(tmp_path):
 
 
 def test_instrument_measure_measures_the_fitted_rule(tmp_path):
-    """`instrument measure --rule fitted` gives the bench's held-out rates (it decides through the
+    """`instrument measure --rule fitted` gives the matching study's held-out rates (it decides through the
     engine's reading) in 80 columns, and refuses thresholds the rule does not use."""
     runner = CliRunner()
     out = runner.invoke(main, ["instrument", "measure", "--embedder", "local", "--rule", "fitted", "--draws", "200"])
@@ -151,7 +151,7 @@ def test_instrument_measure_measures_the_fitted_rule(tmp_path):
 
 
 def test_the_record_tables_state_for_the_fitted_rule_is_what_the_set_measures():
-    """The shipped record's entry for the fitted rule (bench/instrument_record.py), which tables
+    """The shipped record's entry for the fitted rule (studies/instrument_record.py), which tables
     print as its validity, recomputed from the labelled actions to the last interval."""
     from inquitree.core.instrument import measure_matcher
     from inquitree.core.instrument.measured import SHIPPED

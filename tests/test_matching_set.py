@@ -1,6 +1,6 @@
 """The labelled real actions of core/data/matching: the set is what its README says,
 and the local embedder's thresholds recognise real phrasing as docs/instrument.md and DECISIONS #1 claim.
-bench/matching.py writes the full comparison of embedders and thresholds."""
+studies/matching.py writes the full comparison of embedders and thresholds."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from inquitree.core.players.kinds import make_embedder
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = ROOT / "core" / "data" / "matching" / "qwen-actions.jsonl"
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "studies"))
 
 
 def _items() -> list[dict]:
@@ -111,7 +111,7 @@ def test_the_held_out_rates_per_state_and_their_intervals_are_what_docs_quote(sc
 def test_trees_match_the_engine_and_the_instrument_decide_alike_on_every_labelled_action(rule):
     """`trees match` applied 0.75 at the Subtopic state where the engine applies tau_study (0.42
     for the local embedder) and called most real Subtopic matches misses. The engine, `trees
-    match` and `instrument measure` (so the bench, which counts through it) now decide through
+    match` and `instrument measure` (so the matching study, which counts through it) now decide through
     one function with the engine's thresholds, under either match rule; here they must agree on
     every labelled action."""
     import dataclasses
@@ -165,7 +165,7 @@ def test_trees_match_the_engine_and_the_instrument_decide_alike_on_every_labelle
 
 @pytest.fixture(scope="module")
 def measured():
-    """The local embedder (remembering what it embeds) and the ideas bench/matching.py measures
+    """The local embedder (remembering what it embeds) and the ideas studies/matching.py measures
     with it, computed once for the tests that read them."""
     from matching import ideas, remembered
 
@@ -174,9 +174,9 @@ def measured():
 
 
 def test_the_matching_ideas_give_what_docs_quote(measured):
-    """docs/instrument.md quotes the held-out rates of the ideas bench/matching.py measures; they
+    """docs/instrument.md quotes the held-out rates of the ideas studies/matching.py measures; they
     are recomputed here (the model matcher's from its stored answers), so the page cannot drift
-    from the bench."""
+    from the matching study."""
     from matching import ANSWERS, model_ideas, read_answers
 
     local, embedding_ideas = measured
@@ -240,10 +240,10 @@ def idea_rows(ideas: list[dict]) -> list[tuple[str, str]]:
 
 def test_the_stored_mpnet_results_are_what_docs_quote():
     """all-mpnet-base-v2 needs torch, which the install leaves out, so its results are read from
-    bench/results/matching.json (written by ``bench/matching.py --mpnet DIR``) rather than
+    studies/results/matching.json (written by ``studies/matching.py --mpnet DIR``) rather than
     recomputed: the file must hold them for the whole set, and docs/instrument.md must quote
     them as they are there."""
-    stored = json.loads((ROOT / "bench" / "results" / "matching.json").read_text())
+    stored = json.loads((ROOT / "studies" / "results" / "matching.json").read_text())
     items = len(_items())
     mpnet = stored["mpnet_ideas"]
     assert mpnet["items"] == items
@@ -315,12 +315,12 @@ def test_the_second_reading_covers_the_held_out_actions_and_gives_what_docs_quot
 
 def test_the_stored_nomic_results_are_what_docs_quote():
     """nomic-embed-text-v1.5 needs its server, which CI does not start, so its results are read from
-    bench/results/matching.json (written by ``bench/matching.py`` with the server up): the file must
+    studies/results/matching.json (written by ``studies/matching.py`` with the server up): the file must
     hold them for the whole set, docs/instrument.md must quote every idea as it is there, and the
     study page the first-step false matches of both embedders."""
     from inquitree.core.players.embed import LocalEmbedder, NomicEmbedder
 
-    stored = json.loads((ROOT / "bench" / "results" / "matching.json").read_text())
+    stored = json.loads((ROOT / "studies" / "results" / "matching.json").read_text())
     nomic = stored["nomic_ideas"]
     assert nomic["items"] == len(_items())
     text = (ROOT / "docs" / "instrument.md").read_text()

@@ -1,6 +1,6 @@
 """``inquitree.stats``: the intervals and the paired test that every table prints, against cases
 worked out by hand, against brute force, and on simulated campaigns whose truth is known (a few
-cells of ``bench/stats_sim.py``, which writes the full tables)."""
+cells of ``studies/stats_sim.py``, which writes the full tables)."""
 
 from __future__ import annotations
 
@@ -321,7 +321,7 @@ def test_papers_needed_matches_the_normal_approximation():
         papers_needed(0.0, 0.1, 0.1)
 
 
-# -- a few cells of bench/stats_sim.py, with fewer campaigns ---------------------------------------
+# -- a few cells of studies/stats_sim.py, with fewer campaigns ---------------------------------------
 @pytest.mark.parametrize(
     ("design", "papers"), [("floor70", 5), ("floor70", 8), ("ceiling70", 8), ("ushape", 8), ("skewed08", 8)]
 )
@@ -412,10 +412,10 @@ def test_paired_rows_below_30_papers_say_they_assume_symmetry():
 
 def test_the_symmetry_warning_stops_where_the_bench_measured_the_size_to_hold():
     """From SYMMETRY_PAPERS on, the paired test's size on the asymmetric null is within 1.5 points of
-    5% at every paper count measured (bench/stats_sim.py --only asymmetry); at the count before, not."""
+    5% at every paper count measured (studies/stats_sim.py --only asymmetry); at the count before, not."""
     import json
 
-    rows = json.loads((ROOT / "bench" / "results" / "stats_sim.json").read_text())["asymmetry"]
+    rows = json.loads((ROOT / "studies" / "results" / "stats_sim.json").read_text())["asymmetry"]
     holds_from = min(r["papers"] for r in rows if all(q["size"] <= 0.065 for q in rows if q["papers"] >= r["papers"]))
     assert holds_from == stats.SYMMETRY_PAPERS
 

@@ -27,7 +27,7 @@ NOMIC_KEY_ID, NOMIC_EVENTS = "cf6ee5a24ef264b9", "721"
 FITTED_KEY_ID = "9e32017ebe950597"
 TABLES = sorted((STUDY / "tables").glob("*.csv"))  # each made by queries/NAME.sql, or by the study's sql/NAME.sql
 # The study re-scored: the embedding judge with the thresholds chosen against the careful reading
-# (bench/judging.py, docs/instrument.md), its verdicts appended beside the recorded ones
+# (studies/judging.py, docs/instrument.md), its verdicts appended beside the recorded ones
 REJUDGE = "embedding:0.78/0.74"
 
 

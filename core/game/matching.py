@@ -13,10 +13,10 @@ replay decides as the episode did:
   (``topic``: a restatement of the topic names no subtopic) and the best candidate's own-text
   cosine (``text``, the paper's number). Coefficients and probability thresholds were fitted per
   state on the calibration trees of the labelled real actions (``core/data/matching``) by
-  ``bench/matching.py``; the episode records them whole, so a later refit never changes a replay.
+  ``studies/matching.py``; the episode records them whole, so a later refit never changes a replay.
 
 ``anchors`` says what an action must be embedded against, ``read`` decides from those cosines;
-the engine, ``trees match``, ``inquitree instrument measure`` and the bench all decide through
+the engine, ``trees match``, ``inquitree instrument measure`` and the matching study all decide through
 ``read``, so they cannot disagree (docs/instrument.md).
 """
 
@@ -67,7 +67,7 @@ def fitted_rule(embedder_id: str, path: Path = FITTED_RULES) -> dict[str, Any]:
         have = ", ".join(sorted(shipped)) or "none"
         raise MatchRuleError(
             f"--match-rule fitted: no rule is fitted for the embedder {embedder_id!r} (fitted for: {have}); "
-            "bench/matching.py fits one on the labelled actions"
+            "studies/matching.py fits one on the labelled actions"
         )
     rule = dict(shipped[embedder_id])
     check_rule(rule)

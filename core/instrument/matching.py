@@ -11,7 +11,7 @@ Three rates (docs/instrument.md), each per state:
 Trees alternate between a calibration half, where thresholds are chosen, and a held-out half,
 where they are measured; intervals resample whole trees (a tree's actions are one model's
 phrasing of one paper, not independent draws). ``inquitree instrument measure`` and
-``bench/matching.py`` both count through this module.
+``studies/matching.py`` both count through this module.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def rates(
     (``engine.decide``): recognised, of the moves that name a candidate; false, of all actions
     (a match to anything but the intended candidate, or to anything when none is meant); wrong,
     of the moves that name a candidate, the matches to another one. ``margin`` (an idea measured
-    by bench/matching.py, not the engine's rule): at the Topic the best must also lead the second
+    by studies/matching.py, not the engine's rule): at the Topic the best must also lead the second
     by this much; ``lead`` (another): lead the mean of the other candidates by this much. A best
     that is :data:`NONE` is no match."""
     intended = recognised = false_match = wrong = 0

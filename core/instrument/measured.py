@@ -3,7 +3,7 @@
 Two records of measurements (each a JSON object with ``matchers`` and ``judges``, lists of what
 :func:`~inquitree.core.instrument.matching.measure_matcher` and
 :func:`~inquitree.core.instrument.judging.measure_judge` return): the one InquiTree ships
-(``core/data/instrument/measured.json``, made by ``bench/instrument_record.py`` and checked by
+(``core/data/instrument/measured.json``, made by ``studies/instrument_record.py`` and checked by
 tests/test_instrument.py), and a lab's own (``instrument measure --record`` adds to it; the file is
 ``$INQUITREE_INSTRUMENT``, else ``instrument.json`` in InquiTree's cache folder). A lab's
 measurement of the same instrument comes first. An instrument in neither is "unmeasured".

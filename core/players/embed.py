@@ -370,23 +370,23 @@ DEFAULT_TAU: dict[str, tuple[float, str]] = {
     NomicEmbedder.id: (
         0.82,
         "real Qwen 1.5B actions (core/data/matching, calibration half): the lowest threshold on a 0.01 grid "
-        "whose false matches there are at most 5% (bench/matching.py evaluate; the hints' midpoint rule of "
+        "whose false matches there are at most 5% (studies/matching.py evaluate; the hints' midpoint rule of "
         "`trees calibrate` knows nothing of how agents phrase a move)",
     ),
 }
 
 
 # The threshold at the Subtopic state, where the one candidate is the subtopic's study (DECISIONS
-# #1 as revised): calibrated on real actions (core/data/matching/, bench/matching.py).
+# #1 as revised): calibrated on real actions (core/data/matching/, studies/matching.py).
 # An embedder without an entry uses its tau there too, as the paper does.
 DEFAULT_TAU_STUDY: dict[str, tuple[float, str]] = {
     LocalEmbedder.id: (
         0.42,
         "real Qwen 1.5B actions at the Subtopic state (core/data/matching, calibration half): the study "
         "threshold that recognises the most intended moves there with at most 5% false matches there, the "
-        "highest of equals (bench/matching.py study_threshold; tests/test_matching_set.py re-derives it)",
+        "highest of equals (studies/matching.py study_threshold; tests/test_matching_set.py re-derives it)",
     ),
-    NomicEmbedder.id: (0.71, "the same rule as the local embedder's, with nomic's cosines (bench/matching.py)"),
+    NomicEmbedder.id: (0.71, "the same rule as the local embedder's, with nomic's cosines (studies/matching.py)"),
 }
 
 

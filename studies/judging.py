@@ -3,7 +3,7 @@
 read as credited, partial or absent, against the verdicts the Qwen study's episodes carry (the
 embedding judge on every episode, the same model as judge on 48 of the first arm's).
 
-    python bench/judging.py [--out bench/results/judging.json]
+    python studies/judging.py [--out studies/results/judging.json]
 
 Per judge: items judged, exact agreement, Cohen's kappa over the three categories, and the
 confusion table (rows: the reading; columns: the judge). The embedding judge's two thresholds

@@ -2,7 +2,7 @@
 (``core/data/matching/qwen-actions.jsonl``, how it was made in its README) scored per embedder
 and tau, with tau chosen on one half of the trees and measured on the other.
 
-    python bench/matching.py [--embedders local,hash,mpnet,nomic] [--mpnet DIR] [--nomic-url URL] [--out FILE]
+    python studies/matching.py [--embedders local,hash,mpnet,nomic] [--mpnet DIR] [--nomic-url URL] [--out FILE]
                              [--ideas-only]
                              [--matcher-model MODEL --base-url URL]
 
@@ -436,14 +436,19 @@ def as_rule(fitted: dict, items: list[dict]) -> dict:
             for state in ("topic", "subtopic")
         },
         "fitted_on": f"the calibration trees of core/data/matching/{LABELS.name} "
-        f"({sum(it['split'] == 'calibrate' for it in items)} of {len(items)} labelled actions; bench/matching.py)",
+        f"({sum(it['split'] == 'calibrate' for it in items)} of {len(items)} labelled actions; studies/matching.py)",
     }
 
 
 def ship_rule(embedder_id: str, fitted: dict, items: list[dict], path: Path = FITTED_RULES) -> None:
     """Keep the embedder's fitted rule where ``--match-rule fitted`` reads it."""
     shipped = json.loads(path.read_text()) if path.exists() else {}
-    shipped[embedder_id] = as_rule(fitted, items)
+    rule, before = as_rule(fitted, items), shipped.get(embedder_id, {})
+    if {k: v for k, v in before.items() if k != "fitted_on"} == {k: v for k, v in rule.items() if k != "fitted_on"}:
+        # The same fit: every episode played under it recorded it whole, provenance included, so it
+        # stays as recorded (fitted-1 names bench/, where this script lived when it was fitted).
+        rule["fitted_on"] = before["fitted_on"]
+    shipped[embedder_id] = rule
     path.write_text(json.dumps(shipped, indent=1) + "\n")
 
 

@@ -1,7 +1,7 @@
 """The record of the shipped instruments' measurements that every table states beside its figures
 (``core/data/instrument/measured.json``, read by ``inquitree.core.instrument.measured``).
 
-    python bench/instrument_record.py [--nomic-url URL] [--draws N]
+    python studies/instrument_record.py [--nomic-url URL] [--draws N]
 
 Measures, on the labelled sets of ``core/data/``: the matcher with the local embedder at its
 defaults (tau 0.75, tau_study 0.42) and with the rule fitted for it (``--match-rule fitted``), with

@@ -2,7 +2,7 @@
 campaigns whose truth is known (``tests/campaignsim.py``), in every design of docs/statistics.md at 2,
 3, 5, 8, 12 and 18 papers:
 
-    python bench/stats_sim.py [--campaigns 2000] [--before OLD_MODULE.py] [--out bench/results/stats_sim.json]
+    python studies/stats_sim.py [--campaigns 2000] [--before OLD_MODULE.py] [--out studies/results/stats_sim.json]
 
 - intervals: per design and paper count, the share of campaigns that print a 95% interval, how
   often a printed one covers the true mean, the share of rows with a warning, the median width;
@@ -746,7 +746,7 @@ def _md_added(result: dict) -> list[str]:
 
 
 def markdown(result: dict) -> str:
-    """The tables of docs/statistics.md, from a result of this bench."""
+    """The tables of docs/statistics.md, from a result of this study."""
     out = []
     if "intervals" in result:
         out += [
