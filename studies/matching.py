@@ -576,7 +576,12 @@ def main() -> None:
     ap.add_argument("--embedders", default="local,hash,mpnet,nomic")
     ap.add_argument("--mpnet", default=None, help="the all-mpnet-base-v2 directory (config.json, model.safetensors)")
     ap.add_argument("--nomic-url", default=None, help="where nomic-embed-text-v1.5 is served (default: port 8012)")
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "matching.json"))
+    committed = Path(__file__).parent / "results" / "matching.json"
+    ap.add_argument(
+        "--out",
+        default=str(committed),
+        help="where the results go; the fitted rule is shipped (core/data/matching) only with the default",
+    )
     ap.add_argument(
         "--ideas-only",
         action="store_true",
@@ -593,7 +598,9 @@ def main() -> None:
     found_ideas = ideas(items, local) + model_ideas(items, local, read_answers(Path(args.answers)))
     show(found_ideas)
     fitted = next(i for i in found_ideas if i["idea"] == FITTED_IDEA)
-    if fitted["topic"] and fitted["subtopic"]:
+    if fitted["topic"] and fitted["subtopic"] and Path(args.out).resolve() == committed.resolve():
+        # only a run that writes the committed result ships its rule: a trial run (another --out) leaves
+        # what `--match-rule fitted` reads as it was
         ship_rule(local.id, fitted, items)
         print(f"the fitted rule for {local.id} kept in core/data/matching/{FITTED_RULES.name} (--match-rule fitted)")
     again = second_reading(items, local, found_ideas)
