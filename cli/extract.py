@@ -64,7 +64,16 @@ def extract(
         max_retries=call_kw["max_retries"],
         max_tokens=max_tokens,
         max_reply_chars=max(call_kw["max_reply_chars"], 200_000),
+        stream=call_kw["stream"],
+        call_limit=call_kw["call_limit"],
+        system_role=call_kw["system_role"],
     )
+    if call_kw["call_cache"]:  # said, not silently dropped (it may come from $INQUITREE_CALL_CACHE)
+        echo(
+            f"extract: --call-cache {call_kw['call_cache']} is not used: extraction keeps its answers in "
+            "<id>.calls.jsonl beside its outputs, and a re-run reuses them",
+            err=True,
+        )
     res = extract_tree(
         paper,
         model,

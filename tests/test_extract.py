@@ -272,3 +272,20 @@ def test_extract_writes_through_no_link_planted_at_its_outputs(paper, tmp_path, 
         assert done.exit_code == code, done.output
         assert victim.read_text() == "precious"
     assert not (tmp_path / "sleep-test.json.tmp" / "sleep-test.json").is_symlink()
+
+
+def test_extract_takes_the_call_settings_it_is_given_and_says_the_call_cache_is_not_used(paper, tmp_path):
+    """The shared call options reach the extraction's calls (here: not streamed); `--call-cache` is
+    said to be unused, not silently dropped (extraction keeps its own answers)."""
+    out = tmp_path / "out"
+    with OpenAICompatibleServer(scripted_model) as srv:
+        result = CliRunner().invoke(
+            main,
+            ["extract", str(paper), "--model", "scripted", "--base-url", srv.base_url, "--out", str(out),
+             "--id", "sleep-test", "--no-stream", "--call-cache", str(tmp_path / "c.sqlite"), "--embedder", "hash"],
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "--call-cache" in result.output and "is not used" in result.output
+    chats = [r["body"] for r in srv.requests if r["path"].endswith("/chat/completions")]
+    assert chats and not any(b.get("stream") for b in chats)
+    assert not (tmp_path / "c.sqlite").exists()
