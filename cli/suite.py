@@ -387,12 +387,12 @@ STATUS_WORDS = {
 def status(suite_file, db_url, agents) -> None:
     """How many cells are finished, ended by a limit, failed, interrupted, running or not started
     (as the viewer's live list tells them); each failed cell with its reason."""
-    from inquitree.core.run import Suite, cell_state, recorded_cells, recorded_runs, run_status
+    from inquitree.core.run import STATE_EVENTS, Suite, cell_state, recorded_cells, recorded_runs, run_status
     from inquitree.events import EventStore
 
     s = Suite.load(suite_file, agents, trusted=True)  # status reads no file the suite names and calls nothing
     with EventStore(db_url, create=False) as store:
-        folds = recorded_cells(store, s.name)
+        folds = recorded_cells(store, s.name, STATE_EVENTS)  # tokens and cost are the viewer's: no replies read
         state, note = run_status(recorded_runs(store, s.name), time.time())
     now, alive = time.time(), None if state is None else state == "running"
     counts = dict.fromkeys(STATUS_WORDS, 0)

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.core.run.campaign import set_up as set_up
     from inquitree.core.run.cells import CELL_EVENTS as CELL_EVENTS
     from inquitree.core.run.cells import STALE_SECONDS as STALE_SECONDS
+    from inquitree.core.run.cells import STATE_EVENTS as STATE_EVENTS
     from inquitree.core.run.cells import STATES as STATES
     from inquitree.core.run.cells import CellFold as CellFold
     from inquitree.core.run.cells import RunState as RunState
@@ -66,6 +67,7 @@ _EXPORTS = {
     "set_up": "campaign",
     "CELL_EVENTS": "cells",
     "STALE_SECONDS": "cells",
+    "STATE_EVENTS": "cells",
     "STATES": "cells",
     "CellFold": "cells",
     "RunState": "cells",

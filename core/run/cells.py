@@ -6,6 +6,8 @@ finished).
 each in their own way, from other events and with other rules, which is how a page came to show
 another answer than the terminal. Each now folds the episode's events with :class:`CellFold` and
 asks :func:`cell_state`; a run's state is :func:`run_status` of its :class:`RunState` folds.
+`suite status` and resume read only the state events (:data:`STATE_EVENTS`: a cell's state, steps
+and note need no reply); the viewer reads the calls too, for tokens and cost.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ STALE_SECONDS = 300.0
 
 STATES = ("pending", "running", "interrupted", "failed", "limit", "finished")
 ENDED = ("limit", "finished")  # a cell in either is scored: a campaign run again skips it
-# The events a cell's state is folded from, and the calls its step, tokens and cost come from.
+# The events a cell's state and steps are folded from (what `suite status` and resume read), and
+# the calls its tokens and cost come from (the viewer's list reads those too).
 STATE_EVENTS = (
     "EpisodeStarted",
     "EpisodeFailed",
@@ -155,9 +158,11 @@ class CellFold:
         elif kind == "EpisodeFailed":
             retry = ", retryable" if ev.get("retryable") else ""
             self.state, self.ended = "failed", at
+            self.step = max(self.step, ev.get("step") or 0)  # the steps taken: read without the replies too
             self.reason = f"[{ev.get('kind') or ev.get('error_class') or '?'}{retry}] {ev.get('error')}"
         elif kind == "EpisodeInterrupted":
             self.state, self.reason = "interrupted", "Ctrl-C" if ev.get("reason") == "interrupt" else ev.get("reason")
+            self.step = max(self.step, ev.get("step") or 0)
         elif kind == "EpisodeResumed":
             self.state, self.ended, self.reason = "running", None, None
         elif kind == "LimitReached":
@@ -166,6 +171,7 @@ class CellFold:
             self.limit = f"max_turns ({ev['max_turns']})"
         elif kind == "EpisodeScored":
             self.state, self.ended = ("limit" if self.limit else "finished"), at
+            self.step = max(self.step, ev.get("steps") or 0)
 
 
 def cell_state(fold: CellFold | None, now: float, alive: bool | None, stale_seconds: float = STALE_SECONDS) -> str:
@@ -211,7 +217,7 @@ def recorded_cells(
     store: EventStore, name: str, types: Iterable[str] = CELL_EVENTS, prices: PriceTable | None = None
 ) -> dict[str, CellFold]:
     """Every recorded episode of suite ``name``, by episode id, folded from one read of its events
-    of ``types`` (:data:`STATE_EVENTS` are enough to tell which cells ended)."""
+    of ``types`` (:data:`STATE_EVENTS` are enough for every cell's state, steps and note)."""
     folds: dict[str, CellFold] = {}
     for r in store.read_prefix(EPISODE_PREFIX + episode_prefix(name), list(types), store.last_position()):
         fold_cell(folds, r, prices)
