@@ -48,7 +48,6 @@ from inquitree.core.players import (
     JUDGE_SYSTEM,
     JUDGE_USER,
     VERDICT_SCHEMA,
-    EmbeddingJudge,
     last_turns,
     parse_verdict,
     recorded_turns,
@@ -172,7 +171,9 @@ def inquiry(
     (``tau``, ``tau_study`` and ``match_rule`` as `play --tau`, `--tau-study` and `--match-rule`)."""
     spec = EpisodeSpec(tau, max_hints, max_turns, max_reasks, tau_study, match_rule)
     setup = EpisodeSetup.resolve(templates=templates, embedder=embedder, spec=spec)
-    emb, template_set = setup.embedder, setup.templates
+    template_set = setup.templates
+    embedding = setup.judge("embedding")  # the offline judge, made once (-T judge=embedding)
+    assert embedding is not None  # only the spec "none" gives no judge
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         from inquitree.events import EventStore
@@ -184,7 +185,7 @@ def inquiry(
         judge_desc = (
             {"kind": "inspect-grader", "model": str(get_model(role="grader", default=model))}
             if judge == "grader"
-            else EmbeddingJudge(emb).description
+            else embedding.description
         )
         store = EventStore(db) if db else None
         try:
@@ -216,13 +217,11 @@ def inquiry(
                 if ep.state.state != "done":  # the conclusion reply is the last message
                     memory.append(ChatMessageUser(content=ep.state.last_observation))
             items = ep.state.conclusion_items or []
-            judge_id = _Grader(judge_desc).id if judge == "grader" else EmbeddingJudge(emb).id
+            judge_id = _Grader(judge_desc).id if judge == "grader" else embedding.id
             if ep.needs_verdicts(judge_id):
                 try:
                     verdicts = (
-                        await _grade(tree, items, judge_desc)
-                        if judge == "grader"
-                        else EmbeddingJudge(emb).judge(tree, items)
+                        await _grade(tree, items, judge_desc) if judge == "grader" else embedding.judge(tree, items)
                     )
                 except Exception as exc:
                     raise ep.fail(exc, "judging") from exc
