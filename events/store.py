@@ -241,10 +241,7 @@ class EventStore:
                     if stream_head is None or stream_head[0] != expected_version:
                         stream_head = (expected_version, self._dbapi_hash_at(cur, stream_id, expected_version))
                     if self._log_head is None:
-                        cur.execute(
-                            "SELECT global_position, log_hash FROM events ORDER BY global_position DESC LIMIT 1"
-                        )
-                        self._log_head = tuple(cur.fetchone() or (0, GENESIS_HASH))
+                        self._log_head = self.db.read_log_head(cur)
                     rows = _rows(stream_id, content, stream_head, self._log_head)
                     self._insert(cur, rows)
                     raw.commit()
