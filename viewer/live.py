@@ -61,7 +61,7 @@ __all__ = ["Campaigns", "STATES"]
 
 _RUN_EVENTS = ("CampaignStarted", "CampaignAlive", "CampaignEnded")
 
-SNAPSHOT_FORMAT = 2  # raise it when CellFold or the fold changes: an older snapshot is then folded again
+SNAPSHOT_FORMAT = 3  # raise it when CellFold or the fold changes: an older snapshot is then folded again
 FOLD_BATCH = 10_000  # events folded under the lock at a time: pages read between batches
 SAVE_EVERY = 50_000  # events folded since the last save that make the next refresh save again
 
