@@ -393,8 +393,9 @@ def status(suite_file, db_url, agents) -> None:
     s = Suite.load(suite_file, agents, trusted=True)  # status reads no file the suite names and calls nothing
     with EventStore(db_url, create=False) as store:
         folds = recorded_cells(store, s.name, STATE_EVENTS)  # tokens and cost are the viewer's: no replies read
-        state, note = run_status(recorded_runs(store, s.name), time.time())
-    now, alive = time.time(), None if state is None else state == "running"
+        now = time.time()
+        state, note = run_status(recorded_runs(store, s.name), now)
+    alive = None if state is None else state == "running"
     counts = dict.fromkeys(STATUS_WORDS, 0)
     reasons = []
     for c in s.cells():
