@@ -191,6 +191,23 @@ def test_an_unreachable_store_is_named_without_its_password(tmp_path):
             wh.sync(f"sqlite:///{tmp_path / 'missing.sqlite'}")
 
 
+def test_a_store_this_code_cannot_read_is_refused_before_anything_is_loaded(sqlite_url, tmp_path):
+    """The sync opens the store read-only through the store itself: a database at a newer schema
+    revision (or with none) is refused with the store's own words, and the warehouse loads nothing."""
+    import sqlalchemy as sa
+
+    with EventStore(sqlite_url) as store:
+        play(resolve_tree("synthetic-diamond-4"), OracleAgent(resolve_tree("synthetic-diamond-4")), store=store)
+    engine = sa.create_engine(sqlite_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '9999_from_the_future'")
+    engine.dispose()
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        with pytest.raises(WarehouseError, match="9999_from_the_future.*newer InquiTree"):
+            wh.sync(sqlite_url)
+        assert wh.sql("SELECT count(*) FROM raw_events").item() == 0 and wh.checkpoint()[1] == 0
+
+
 def test_a_warehouse_belongs_to_one_store(sqlite_url, tmp_path):
     EventStore(sqlite_url).close()
     path = str(tmp_path / "w.duckdb")
