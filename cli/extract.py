@@ -19,7 +19,8 @@ from inquitree.cli.common import call_options, echo
     type=click.Path(path_type=Path),
     default=Path("."),
     show_default=True,
-    help="Directory for <id>.json, <id>.review.md and the call cache <id>.calls.jsonl.",
+    help="Directory for <id>.json, <id>.review.md, the call log <id>.calls.jsonl and the call cache "
+    "<id>.cache.sqlite (unless --call-cache names another).",
 )
 @click.option("--id", "tree_id", default=None, help="Tree id (default: extracted-<paper file stem>).")
 @click.option("--embedder", default="local", show_default=True, help="Embedder for the hint check (Eq. 6).")
@@ -51,7 +52,8 @@ def extract(
     back to the model), four hints per target (regenerated while not monotone under the
     embedder), Stage 1 content checks (leakage, observational purity, fake plausibility)
     and the Stage 2 dependency audit. Checks only flag; a person decides. Model answers
-    are cached beside the outputs, so an interrupted run resumes where it stopped.
+    are kept in the call cache (beside the outputs unless --call-cache names one), so an
+    interrupted run resumes where it stopped and a re-run makes no call.
     """
     from inquitree.core.extract import extract_tree, tokens_note
     from inquitree.core.players import make_embedder
@@ -68,12 +70,6 @@ def extract(
         call_limit=call_kw["call_limit"],
         system_role=call_kw["system_role"],
     )
-    if call_kw["call_cache"]:  # said, not silently dropped (it may come from $INQUITREE_CALL_CACHE)
-        echo(
-            f"extract: --call-cache {call_kw['call_cache']} is not used: extraction keeps its answers in "
-            "<id>.calls.jsonl beside its outputs, and a re-run reuses them",
-            err=True,
-        )
     res = extract_tree(
         paper,
         model,
@@ -85,6 +81,7 @@ def extract(
         attempts=attempts,
         progress=lambda line: echo(line, err=True),
         settings=settings,
+        cache_path=Path(call_kw["call_cache"]) if call_kw["call_cache"] else None,
     )
     counts: dict[str, int] = {}
     for f in res.flags:

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
+from inquitree.core.calls.cache import CallCache
 from inquitree.core.extract import tree_from_paper as ex
 from inquitree.core.game.tree import load_tree_file
 from tests.openai_server import OpenAICompatibleServer
@@ -164,29 +165,43 @@ def test_extract_end_to_end_writes_a_valid_tree_and_a_review(paper, tmp_path, lo
 
 def test_a_rerun_reuses_every_answer_and_an_interrupted_run_resumes(paper, tmp_path, local_embedder):
     out = tmp_path / "out"
-    with OpenAICompatibleServer(scripted_model) as srv:
+    with OpenAICompatibleServer(scripted_model) as srv:  # one endpoint: the cache keys answers by it
+
+        def chats() -> list[dict]:
+            return [r for r in srv.requests if r["path"].endswith("/chat/completions")]
+
         srv.fail_after = (5, "garbage")  # the endpoint breaks after five calls
         broken = run(paper, out, srv.base_url)
-    assert broken.exit_code == 2 and "Traceback" not in broken.output
-    assert "no usable answer from scripted" in broken.output
-    assert not (out / "sleep-test.json").exists()
-    log = [json.loads(line) for line in (out / "sleep-test.calls.jsonl").read_text().splitlines()]
-    # five calls, four answers kept: the skeleton (asked twice), s1's hints twice (reordered), s2's hints;
-    # the rejected first skeleton is kept too, with its problems, and every call with its usage and latency
-    assert sum("json" in r for r in log) == 4
-    rejected = [r for r in log if "rejected" in r]
-    assert len(rejected) == 1 and rejected[0]["purpose"] == "extraction" and rejected[0]["problems"]
-    assert all(r["usage"]["output"] is not None and r["latency_ms"] > 0 for r in log)
-    with OpenAICompatibleServer(scripted_model) as srv:
+        assert broken.exit_code == 2 and "Traceback" not in broken.output
+        assert "no usable answer from scripted" in broken.output
+        assert not (out / "sleep-test.json").exists()
+        log = [json.loads(line) for line in (out / "sleep-test.calls.jsonl").read_text().splitlines()]
+        # five calls logged, four answers used: the skeleton (asked twice), s1's hints twice (reordered),
+        # s2's hints; the rejected first skeleton is logged with its problems, every call with its raw
+        # answer, usage and latency (the garbage after them never became an answer)
+        assert len(log) == 5 and sum(not r["problems"] for r in log) == 4
+        rejected = [r for r in log if r["problems"]]
+        assert len(rejected) == 1 and rejected[0]["purpose"] == "extraction"
+        assert all(r["answer"] and r["usage"]["output"] is not None and r["latency_ms"] > 0 for r in log)
+        cache = CallCache(out / "sleep-test.cache.sqlite")  # the engine's call cache holds the raw answers
+        assert cache._con.execute("SELECT count(*) FROM calls").fetchone()[0] == 5
+        cache.close()
+
+        srv.fail_after, before = None, len(chats())
         resumed = run(paper, out, srv.base_url)
-        asked = [r for r in srv.requests if r["path"].endswith("/chat/completions")]
-    assert resumed.exit_code == 0, resumed.output
-    assert not any(m["body"]["messages"][0]["content"] == ex.EXTRACT_SYSTEM for m in asked)
-    first = (out / "sleep-test.json").read_text()
-    with OpenAICompatibleServer(scripted_model) as srv:
+        asked = chats()[before:]
+        assert resumed.exit_code == 0, resumed.output
+        # the skeleton's conversation, its rejection included, is replayed from the cache, not asked again
+        assert asked and not any(m["body"]["messages"][0]["content"] == ex.EXTRACT_SYSTEM for m in asked)
+        assert "(+5 reused from the cache)" in resumed.output
+        log = [json.loads(line) for line in (out / "sleep-test.calls.jsonl").read_text().splitlines()]
+        assert len(log) == 5 + len(asked)  # the log gains the calls sent, not the answers replayed
+
+        first, before = (out / "sleep-test.json").read_text(), len(chats())
         again = run(paper, out, srv.base_url)
-        assert srv.chat_calls == 0
-    assert again.exit_code == 0 and "(+" in again.output and (out / "sleep-test.json").read_text() == first
+        assert len(chats()) == before  # a finished extraction again: no call
+    assert again.exit_code == 0 and "model calls: 0 (+" in again.output
+    assert (out / "sleep-test.json").read_text() == first
 
 
 def small_model(messages: list[dict]) -> str:
@@ -232,6 +247,7 @@ def test_what_a_small_model_does_is_flagged_and_a_repeated_answer_is_not_asked_f
         "tokens unknown (the endpoint reported no usage)"
     )
     assert "(1 of 3 calls reported no usage" in ex.tokens_note({"input": 9, "output": 4, "unreported": 1}, 3)
+    assert ex.tokens_note({"input": 0, "output": 0, "unreported": 0}, 0) == "no tokens spent"  # all reused
 
 
 def test_bad_inputs_are_one_line_errors(tmp_path):
@@ -260,10 +276,11 @@ def test_bad_inputs_are_one_line_errors(tmp_path):
 def test_extract_writes_through_no_link_planted_at_its_outputs(paper, tmp_path, local_embedder):
     """`extract --out` wrote STEM.review.md and STEM.json.tmp through links placed there in advance
     (a victim file was overwritten): its temporary file has an unguessable name, and an output name
-    that is a link leaving the folder is refused."""
+    (the tree, the review, the call cache, the call log) that is a link leaving the folder is refused."""
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
-    for planted, code in (("sleep-test.json.tmp", 0), ("sleep-test.review.md", 2)):
+    planted_links = ("sleep-test.review.md", "sleep-test.cache.sqlite", "sleep-test.calls.jsonl")
+    for planted, code in (("sleep-test.json.tmp", 0), *((name, 2) for name in planted_links)):
         out = tmp_path / planted
         out.mkdir()
         (out / planted).symlink_to(victim)
@@ -274,18 +291,21 @@ def test_extract_writes_through_no_link_planted_at_its_outputs(paper, tmp_path, 
     assert not (tmp_path / "sleep-test.json.tmp" / "sleep-test.json").is_symlink()
 
 
-def test_extract_takes_the_call_settings_it_is_given_and_says_the_call_cache_is_not_used(paper, tmp_path):
-    """The shared call options reach the extraction's calls (here: not streamed); `--call-cache` is
-    said to be unused, not silently dropped (extraction keeps its own answers)."""
+def test_extract_takes_the_call_settings_it_is_given_and_the_engines_call_cache(paper, tmp_path):
+    """The shared call options reach the extraction's calls (here: not streamed), and
+    `--call-cache` names the cache its answers go to: the engine's, which a play may share."""
     out = tmp_path / "out"
+    shared = tmp_path / "c.sqlite"
+    args = ["extract", str(paper), "--model", "scripted", "--out", str(out), "--id", "sleep-test", "--no-stream",
+            "--call-cache", str(shared), "--embedder", "hash"]  # fmt: skip
     with OpenAICompatibleServer(scripted_model) as srv:
-        result = CliRunner().invoke(
-            main,
-            ["extract", str(paper), "--model", "scripted", "--base-url", srv.base_url, "--out", str(out),
-             "--id", "sleep-test", "--no-stream", "--call-cache", str(tmp_path / "c.sqlite"), "--embedder", "hash"],
-        )  # fmt: skip
+        result = CliRunner().invoke(main, [*args, "--base-url", srv.base_url])
+        url = srv.base_url
     assert result.exit_code == 0, result.output
-    assert "--call-cache" in result.output and "is not used" in result.output
     chats = [r["body"] for r in srv.requests if r["path"].endswith("/chat/completions")]
     assert chats and not any(b.get("stream") for b in chats)
-    assert not (tmp_path / "c.sqlite").exists()
+    assert shared.exists() and not (out / "sleep-test.cache.sqlite").exists()
+    # the same endpoint, now closed: every answer comes from the shared file
+    again = CliRunner().invoke(main, [*args, "--base-url", url])
+    assert again.exit_code == 0, again.output
+    assert f"model calls: 0 (+{len(chats)} reused from the cache)" in again.output

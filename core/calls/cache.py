@@ -1,7 +1,8 @@
-"""The call cache (opt-in: ``--call-cache FILE``, a suite's ``call_cache``): answers of earlier
-calls in a SQLite file, keyed by everything that determines them (model, endpoint without
-credentials, every request option, the full message list), so a re-run pays nothing for answers
-already obtained and never serves one model's answer for another's request."""
+"""The call cache: answers of earlier calls in a SQLite file, keyed by everything that determines
+them (model, endpoint without credentials, every request option, the full message list), so a
+re-run pays nothing for answers already obtained and never serves one model's answer for
+another's request. Episodes use it when asked (``--call-cache FILE``, a suite's ``call_cache``);
+``extract`` always does (``<id>.cache.sqlite`` beside its outputs, or the file it is given)."""
 
 from __future__ import annotations
 

@@ -22,9 +22,12 @@ the issue and the model's suggestion, for a person to decide (as the paper's aut
 did). The tree states it was extracted by a model and names the model, the prompt
 version and the paper file's digest.
 
-Every model answer is appended to ``<id>.calls.jsonl`` beside the outputs, keyed by a
-hash of the request, and reused on a re-run: a run that dies (network, Ctrl-C) resumes
-where it stopped, and a re-run of a finished extraction costs no calls.
+Calls go through the engine's client and its call cache (``core/calls``): each raw answer is
+kept under everything that determined it, in ``<id>.cache.sqlite`` beside the outputs (or the
+file ``--call-cache`` names, which a suite's calls may share), so a run that dies (network,
+Ctrl-C) resumes where it stopped and a re-run of a finished extraction replays every answer,
+rejected ones too, with no call. ``<id>.calls.jsonl`` is the run's log: each call sent, with its
+purpose, usage, latency, the raw answer and the problems found in it.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from typing import Callable
 
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.boundary.files import confined, write_file
-from inquitree.core.calls import CallSettings, ChatModel, ModelCallError, json_schema_format
+from inquitree.core.calls import CallSettings, ChatModel, ModelCallError, call_cache, json_schema_format
 from inquitree.core.game import TreeError, parse_tree
 from inquitree.core.players import hint_cosines, is_monotone, strip_code_fence
 
@@ -125,7 +128,7 @@ is not needed) and insufficient dependencies (a needed result is missing). Start
 )
 
 
-# ---------------------------------------------------------------- model calls with a cache
+# ---------------------------------------------------------------- model calls, logged
 
 
 def _parse_json_object(raw: str) -> dict:
@@ -199,47 +202,50 @@ FLAGS_SCHEMA = {
 
 
 class JsonChat:
-    """Ask one chat model for JSON objects; bounded retries; every answer logged on disk.
+    """Ask one chat model for JSON objects; bounded retries; every call cached and logged.
 
     Each purpose's JSON schema goes to the endpoint as structured output (``response_format``;
-    dropped where the endpoint refuses it). ``<id>.calls.jsonl`` keeps every usable answer (the
-    cache: a re-run asks nothing twice) with its token usage and latency, and every rejected
-    raw answer with the problems found in it, for debugging a prompt or a model."""
+    dropped where the endpoint refuses it). The raw answers are kept by the engine's call cache
+    (``cache_path``), so a re-run replays the same conversation, rejections included, and asks
+    only what was never answered. ``log_path`` receives one line per call sent: purpose, usage,
+    latency, the raw answer and the problems found in it (none: the answer was used)."""
 
     def __init__(
         self,
         model: str,
         base_url: str | None,
+        log_path: Path,
         cache_path: Path,
         attempts: int = 3,
         settings: CallSettings | None = None,
     ):
-        self.model, self.attempts, self.cache_path = model, attempts, cache_path
+        self.model, self.attempts, self.log_path, self.cache_path = model, attempts, log_path, cache_path
         try:
             self.chat = ChatModel(
-                model, base_url, settings=settings or CallSettings(timeout=300.0), who="extraction model"
+                model,
+                base_url,
+                settings=settings or CallSettings(timeout=300.0),
+                cache=call_cache(cache_path),
+                who="extraction model",
             )
         except ModelCallError as exc:
             raise ExtractError(f"extract: {exc}") from None
-        self.cache: dict[str, dict] = {}
         self.calls = self.cached = 0
         self.tokens = {"input": 0, "output": 0, "unreported": 0}  # unreported: calls whose usage is unknown
-        if cache_path.exists():
-            for line in cache_path.read_text(encoding="utf-8").splitlines():
-                try:
-                    rec = json.loads(line)
-                    if "json" in rec:
-                        self.cache[rec["key"]] = rec["json"]
-                except (ValueError, KeyError):
-                    continue  # a line cut short by a crash: that answer is simply asked again
-
-    def _key(self, messages: list[dict]) -> str:
-        blob = json.dumps([self.model, PROMPT_VERSION, messages], sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(blob.encode()).hexdigest()
 
     def _log(self, record: dict) -> None:
-        with open(self.cache_path, "a", encoding="utf-8") as f:
+        with open(self.log_path, "a", encoding="utf-8") as f:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+    def _count(self, res) -> None:
+        if res.cache_hit:
+            self.cached += 1
+            return
+        self.calls += 1
+        if res.usage.get("input") is None and res.usage.get("output") is None:
+            self.tokens["unreported"] += 1  # unknown is not zero
+        self.tokens["input"] += (res.usage.get("input") or 0) + (res.usage.get("cached_input") or 0)
+        self.tokens["output"] += res.usage.get("output") or 0
 
     def ask(
         self,
@@ -250,13 +256,8 @@ class JsonChat:
         extra: list[dict] | None = None,
         schema: dict | None = None,
     ) -> dict:
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}, *(extra or [])]
-        key = self._key(messages)
-        if key in self.cache:
-            self.cached += 1
-            return self.cache[key]
+        convo = [{"role": "system", "content": system}, {"role": "user", "content": user}, *(extra or [])]
         fmt = json_schema_format(purpose.split()[0].replace("-", "_"), schema) if schema else {"type": "json_object"}
-        convo = list(messages)
         problems: list[str] = []
         for _ in range(self.attempts):
             try:
@@ -266,22 +267,25 @@ class JsonChat:
                     problems = [str(exc)]
                     continue
                 raise ExtractError(f"{purpose}: {exc}") from exc
-            self.calls += 1
-            if res.usage.get("input") is None and res.usage.get("output") is None:
-                self.tokens["unreported"] += 1  # unknown is not zero
-            self.tokens["input"] += (res.usage.get("input") or 0) + (res.usage.get("cached_input") or 0)
-            self.tokens["output"] += res.usage.get("output") or 0
+            self._count(res)
             try:
                 obj = _parse_json_object(res.text)
                 problems = check(obj) if check else []
             except ValueError as exc:
                 obj, problems = None, [f"not a JSON object ({exc})"]
-            call = {"purpose": purpose, "usage": res.usage, "latency_ms": round(res.latency_ms, 1)}
+            if not res.cache_hit:
+                self._log(
+                    {
+                        "purpose": purpose,
+                        "usage": res.usage,
+                        "latency_ms": round(res.latency_ms, 1),
+                        "finish_reason": res.finish_reason,
+                        "answer": res.text,
+                        "problems": problems,
+                    }
+                )
             if not problems and obj is not None:
-                self.cache[key] = obj
-                self._log({"key": key, **call, "json": obj})
                 return obj
-            self._log({"key": key, **call, "rejected": res.text, "problems": problems})
             convo = [
                 *convo,
                 {"role": "assistant", "content": res.text},
@@ -295,7 +299,8 @@ class JsonChat:
         raise ExtractError(
             f"{purpose}: no usable answer from {self.model} after {self.attempts} attempts: "
             + "; ".join(problems[:5])
-            + f" (rejected answers are in {self.cache_path})"
+            + f" (the answers are in {self.log_path}; {self.cache_path} serves them again on a re-run: "
+            "raise --attempts to ask on from the last one, or remove that file to ask anew)"
         )
 
 
@@ -327,7 +332,9 @@ def tokens_note(tokens: dict, calls: int) -> str:
     """The tokens a run spent, as far as the endpoint said: a call that reported no usage (a
     llama.cpp stream) is not counted as zero."""
     unreported = tokens.get("unreported", 0)
-    if calls and unreported == calls:
+    if not calls:
+        return "no tokens spent"
+    if unreported == calls:
         return "tokens unknown (the endpoint reported no usage)"
     note = f"tokens in {tokens['input']}, out {tokens['output']}"
     return note + (f" ({unreported} of {calls} calls reported no usage and are not counted)" if unreported else "")
@@ -538,14 +545,25 @@ def extract_tree(
     attempts: int = 3,
     progress: Callable[[str], None] = lambda s: None,
     settings: CallSettings | None = None,
+    cache_path: Path | None = None,
 ) -> Extraction:
+    """Run the pipeline on ``paper_path`` and write ``<id>.json`` and ``<id>.review.md`` to
+    ``out_dir``, beside the call log ``<id>.calls.jsonl`` and, unless ``cache_path`` names another
+    file, the call cache ``<id>.cache.sqlite``."""
     paper_path = Path(paper_path)
     text = _paper_text(paper_path)
     digest = hashlib.sha256(text.encode()).hexdigest()
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = tree_id or f"extracted-{paper_path.stem}"
     confined(out_dir, stem, ".json")  # every file below is named after the tree: none may leave --out
-    chat = JsonChat(model, base_url, confined(out_dir, stem, ".calls.jsonl"), attempts=attempts, settings=settings)
+    chat = JsonChat(
+        model,
+        base_url,
+        confined(out_dir, stem, ".calls.jsonl"),
+        cache_path or confined(out_dir, stem, ".cache.sqlite"),
+        attempts=attempts,
+        settings=settings,
+    )
     provenance = {
         "kind": "extracted-by-model",
         "note": (
