@@ -20,7 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable, Iterator, Protocol
 
 import duckdb
 import pyarrow as pa
@@ -125,7 +125,7 @@ def sync(  # noqa: C901 - one transaction stages, loads and checkpoints; its err
     t0 = time.perf_counter()
     threads = int(wh.con.execute("SELECT current_setting('threads')").fetchall()[0][0])  # see _stage
     loaded = 0
-    batches, stop, reader = _start_reader(url, position, batch_size)
+    reader = _Reader(url, position, batch_size)
     # The dimension rows are read (every tree file validated) in a thread beside the
     # loading, and written in the first commit: a bad price table still stops the sync
     # before it commits any event, and the first batch is staged without waiting for them.
@@ -134,9 +134,7 @@ def sync(  # noqa: C901 - one transaction stages, loads and checkpoints; its err
     con = wh.con
     pending = staged = 0  # events loaded since the last commit; of those, not yet parsed
     try:
-        while (item := batches.get()) is not None:
-            if isinstance(item, Exception):
-                raise item
+        for item in reader:
             if item.num_rows == 0:
                 continue
             if pending == 0:
@@ -175,7 +173,7 @@ def sync(  # noqa: C901 - one transaction stages, loads and checkpoints; its err
             con.execute("ROLLBACK")
         raise
     finally:
-        _stop_reader(batches, stop, reader)
+        reader.close()
         dims_pool.shutdown(wait=True)
         con.execute(f"SET threads = {threads}")  # if a failed _stage left one
         con.execute("DROP TABLE IF EXISTS staged")
@@ -194,44 +192,52 @@ def sync(  # noqa: C901 - one transaction stages, loads and checkpoints; its err
     return SyncReport(loaded, position, time.perf_counter() - t0)
 
 
-def _start_reader(url: str, position: int, batch_size: int) -> tuple[queue.Queue, threading.Event, threading.Thread]:
-    """A thread that reads the events after ``position`` in batches while the caller loads (DuckDB
-    and the drivers release the GIL while they work): the queue holds at most two batches in
-    memory, then an exception the reader met, if any, then None, always."""
-    batches: queue.Queue = queue.Queue(maxsize=2)
-    stop = threading.Event()
+class _Reader:
+    """A thread that reads the events after ``position`` in batches while the sync loads them
+    (DuckDB and the drivers release the GIL while they work): at most two batches wait in memory.
+    Iterating gives the batches, then raises what the reader met, if anything; ``close`` lets the
+    reader finish its current batch and exit, taking what it still puts."""
 
-    def read() -> None:
+    def __init__(self, url: str, position: int, batch_size: int):
+        self._batches: queue.Queue = queue.Queue(maxsize=2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._read, args=(url, position, batch_size), name="warehouse-reader", daemon=True
+        )
+        self._thread.start()
+
+    def _read(self, url: str, position: int, batch_size: int) -> None:
         try:
             src = open_source(url, position, batch_size)
         except Exception as exc:  # handed to the loading thread
-            batches.put(exc)
+            self._batches.put(exc)
+            self._batches.put(None)
             return
         try:
             for batch in src.batches(position, batch_size):
-                if stop.is_set():
+                if self._stop.is_set():
                     break
-                batches.put(batch)
+                self._batches.put(batch)
         except Exception as exc:
-            batches.put(exc)
+            self._batches.put(exc)
         finally:
             try:
                 src.close()
             finally:
-                batches.put(None)  # always: the loading thread waits for it
+                self._batches.put(None)  # always: the loading thread waits for it
 
-    reader = threading.Thread(target=read, name="warehouse-reader", daemon=True)
-    reader.start()
-    return batches, stop, reader
+    def __iter__(self) -> Iterator[pa.Table]:
+        while (item := self._batches.get()) is not None:
+            if isinstance(item, Exception):
+                raise item
+            yield item
 
-
-def _stop_reader(batches: queue.Queue, stop: threading.Event, reader: threading.Thread) -> None:
-    """Let the reader finish its current batch and exit, taking what it still puts."""
-    stop.set()
-    while reader.is_alive():
-        with contextlib.suppress(queue.Empty):
-            batches.get(timeout=0.1)
-    reader.join()
+    def close(self) -> None:
+        self._stop.set()
+        while self._thread.is_alive():
+            with contextlib.suppress(queue.Empty):
+                self._batches.get(timeout=0.1)
+        self._thread.join()
 
 
 def _warn_foreign_ids(con: duckdb.DuckDBPyConnection, after: int) -> None:
