@@ -55,6 +55,7 @@ def test_play_judge_replay_sync_and_report_with_a_real_model(tmp_path):
         "96",
         "--timeout",
         "120",
+        "--no-stream",  # llama.cpp's Python server reports token usage only on whole answers
         "--record",
         "--db",
         db,
