@@ -204,6 +204,34 @@ def test_a_rerun_reuses_every_answer_and_an_interrupted_run_resumes(paper, tmp_p
     assert (out / "sleep-test.json").read_text() == first
 
 
+def test_a_run_out_of_attempts_fails_again_from_the_cache_and_goes_on_with_more(paper, tmp_path):
+    """What the failure says holds: the cache replays the rejected answers (no call), and a larger
+    --attempts asks on from the last of them."""
+    out = tmp_path / "out"
+    with OpenAICompatibleServer(scripted_model) as srv:
+
+        def attempt(n: int):
+            before = srv.chat_calls
+            result = CliRunner().invoke(
+                main,
+                ["extract", str(paper), "--model", "scripted", "--base-url", srv.base_url, "--out", str(out),
+                 "--id", "sleep-test", "--embedder", "hash", "--attempts", str(n)],
+            )  # fmt: skip
+            return result, srv.chat_calls - before
+
+        failed, calls = attempt(1)  # the scripted skeleton is wrong the first time
+        assert failed.exit_code == 2 and calls == 1
+        assert "raise --attempts to ask on from the last one" in failed.output
+        assert "sleep-test.cache.sqlite" in failed.output and "sleep-test.calls.jsonl" in failed.output
+        again, calls = attempt(1)
+        assert again.exit_code == 2 and calls == 0  # the same rejected answer, from the cache
+        more, calls = attempt(2)
+        assert more.exit_code == 0, more.output
+        skeletons = [r for r in srv.requests if r["path"].endswith("/chat/completions")]
+        skeletons = [r for r in skeletons if r["body"]["messages"][0]["content"] == ex.EXTRACT_SYSTEM]
+        assert len(skeletons) == 2 and len(skeletons[1]["body"]["messages"]) == 4  # asked on after the rejection
+
+
 def small_model(messages: list[dict]) -> str:
     """What Qwen2.5-Coder-1.5B did with a real paper: placeholder fakes, no dependency between
     subtopics, and the same hints (out of order) however often it was shown their cosines."""
