@@ -527,3 +527,14 @@ def test_a_key_the_endpoint_echoes_in_its_answer_is_never_stored(tmp_path):
     exported = CliRunner().invoke(main, ["episodes", "export", "k", "--db", db]).output
     stored = (tmp_path / "e.sqlite").read_bytes() + cache.read_bytes() + exported.encode()
     assert b"echoed" not in stored and "my key is ***" in exported
+
+
+@pytest.mark.parametrize(("retries", "said"), [(0, "gave up after 1 attempt)"), (1, "gave up after 2 attempts)")])
+def test_a_failed_call_says_how_many_attempts_it_made(retries, said):
+    from inquitree.core.calls import ChatModel, ModelCallError
+
+    chat = ChatModel("m", "http://127.0.0.1:9/v1", settings=CallSettings(timeout=5, max_retries=retries))
+    chat.sleep = lambda s: None  # no back-off wait between the attempts
+    with pytest.raises(ModelCallError) as failed:
+        chat.chat([{"role": "user", "content": "hello"}])
+    assert str(failed.value).endswith(said) and failed.value.kind == "connection"

@@ -336,8 +336,9 @@ class ChatModel:
                 last = exc
                 attempt += 1
         assert last is not None
+        tries = self.settings.max_retries + 1
         error = ModelCallError(
-            f"{last} (gave up after {self.settings.max_retries + 1} attempts)",
+            f"{last} (gave up after {tries} attempt{'s' if tries > 1 else ''})",
             last.kind,
             retryable=True,
             status=last.status,
