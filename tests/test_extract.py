@@ -337,3 +337,19 @@ def test_extract_takes_the_call_settings_it_is_given_and_the_engines_call_cache(
     again = CliRunner().invoke(main, [*args, "--base-url", url])
     assert again.exit_code == 0, again.output
     assert f"model calls: 0 (+{len(chats)} reused from the cache)" in again.output
+
+
+def test_a_log_of_an_older_version_is_set_aside_and_said_not_reused(paper, tmp_path):
+    """An older version kept its parsed answers in <id>.calls.jsonl: they are not what the model
+    said, so they are not reused; the file is kept under another name and the run says so."""
+    out = tmp_path / "out"
+    out.mkdir()
+    older = {"key": "0" * 64, "purpose": "extraction", "usage": {}, "latency_ms": 1.0, "json": SKELETON}
+    (out / "sleep-test.calls.jsonl").write_text(json.dumps(older) + "\n")
+    with OpenAICompatibleServer(scripted_model) as srv:
+        result = run(paper, out, srv.base_url)
+    assert result.exit_code == 0, result.output
+    assert "held answers an older version kept" in result.output and "sleep-test.calls.older.jsonl" in result.output
+    assert json.loads((out / "sleep-test.calls.older.jsonl").read_text()) == older
+    log = [json.loads(line) for line in (out / "sleep-test.calls.jsonl").read_text().splitlines()]
+    assert log and all("answer" in r for r in log) and log[0]["purpose"] == "extraction"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import statistics
 from pathlib import Path
 
@@ -97,3 +98,17 @@ def test_the_pages_numbers_are_the_runs(paper, stem):
         f"| {len(_validation_errors(STUDY / f'{stem}.json'))} |"
     )
     assert row in page.splitlines(), row
+
+
+@pytest.mark.parametrize(("paper", "stem"), RUNS, ids=[r[1] for r in RUNS])
+def test_the_log_shows_what_the_cache_holds(paper, stem):
+    """The committed cache is binary; its log is the readable copy: the same raw answers, one for
+    one, as the model gave them to the recorded endpoint."""
+    con = sqlite3.connect(f"file:{STUDY / f'{stem}.cache.sqlite'}?mode=ro&immutable=1", uri=True)
+    try:
+        rows = con.execute("SELECT model, endpoint, answer FROM calls").fetchall()
+    finally:
+        con.close()
+    assert {(model, endpoint) for model, endpoint, _ in rows} == {("qwen-1.5b", URL)}
+    cached = sorted(json.loads(answer)["text"] for _, _, answer in rows)
+    assert cached == sorted(c["answer"] for c in _log(stem))

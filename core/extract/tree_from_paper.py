@@ -233,6 +233,16 @@ class JsonChat:
         self.calls = self.cached = 0
         self.tokens = {"input": 0, "output": 0, "unreported": 0}  # unreported: calls whose usage is unknown
 
+    def older_log(self) -> bool:
+        """Whether the log was written by a version that kept its answers there, parsed (they
+        are not reused: the cache holds raw answers, and a parsed one is not what the model said)."""
+        try:
+            with open(self.log_path, encoding="utf-8") as f:
+                first = json.loads(f.readline() or "{}")
+        except (OSError, ValueError):
+            return False
+        return isinstance(first, dict) and "key" in first and "answer" not in first
+
     def _log(self, record: dict) -> None:
         with open(self.log_path, "a", encoding="utf-8") as f:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -574,6 +584,13 @@ def extract_tree(
         "sources": [f"file:{paper_path.name}#sha256={digest}"],
     }
 
+    older = confined(out_dir, stem, ".calls.older.jsonl")
+    if chat.older_log() and not older.exists():  # kept, beside a log of the new form
+        chat.log_path.rename(older)
+        progress(
+            f"extraction: {chat.log_path.name} held answers an older version kept, parsed; they are not reused "
+            f"(what is not in the call cache is asked again) and are now in {older.name}"
+        )
     progress(f"extraction: asking {model} for the tree skeleton")
     sk = chat.ask(
         "extraction",
