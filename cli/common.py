@@ -488,14 +488,23 @@ def limit_options(f):
     )(f)
 
 
-def _settings(kw: dict[str, Any], max_tokens: int | None, options: tuple[str, ...], what: str):
+def call_settings(
+    kw: dict[str, Any],
+    max_tokens: int | None,
+    options: tuple[str, ...] = (),
+    what: str = "",
+    min_reply_chars: int = 0,
+):
+    """The call settings of :func:`call_options` (every command that calls a model builds them
+    here, so none drops an option), with a command's reply length, request options (named by
+    their flag ``what`` in an error) and smallest reply size."""
     from inquitree.core.calls import DEFAULT_CALL_LIMIT_S, CallSettings, parse_options
 
     return CallSettings(
         timeout=kw["timeout"],
         max_retries=kw["max_retries"],
         max_tokens=max_tokens,
-        max_reply_chars=kw["max_reply_chars"],
+        max_reply_chars=max(kw["max_reply_chars"], min_reply_chars),
         options=parse_options(options, what),
         stream=kw.get("stream", True),
         call_limit=kw.get("call_limit", DEFAULT_CALL_LIMIT_S),
@@ -508,7 +517,7 @@ def agent_config(kw: dict[str, Any]):
 
     return ModelConfig(
         kw["base_url"],
-        _settings(kw, kw["max_tokens"], kw["agent_options"], "--agent-option"),
+        call_settings(kw, kw["max_tokens"], kw["agent_options"], "--agent-option"),
         kw["window"],
         kw["agent_label"],
         kw["call_cache"],
@@ -521,7 +530,7 @@ def judge_config(kw: dict[str, Any]):
 
     return ModelConfig(
         kw["judge_base_url"],
-        _settings(kw, kw["judge_max_tokens"], kw["judge_options"], "--judge-option"),
+        call_settings(kw, kw["judge_max_tokens"], kw["judge_options"], "--judge-option"),
         call_cache=kw["call_cache"],
     )
 

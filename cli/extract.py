@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from inquitree.cli.common import call_options, echo
+from inquitree.cli.common import call_options, call_settings, echo
 
 
 @click.command()
@@ -59,17 +59,8 @@ def extract(
     from inquitree.core.players import make_embedder
 
     emb = make_embedder(embedder, base_url=base_url)
-    from inquitree.core.calls import CallSettings
-
-    settings = CallSettings(
-        timeout=call_kw["timeout"],
-        max_retries=call_kw["max_retries"],
-        max_tokens=max_tokens,
-        max_reply_chars=max(call_kw["max_reply_chars"], 200_000),
-        stream=call_kw["stream"],
-        call_limit=call_kw["call_limit"],
-        system_role=call_kw["system_role"],
-    )
+    # a whole tree in one JSON answer: replies this long are expected, whatever --max-reply-chars says
+    settings = call_settings(call_kw, max_tokens, min_reply_chars=200_000)
     res = extract_tree(
         paper,
         model,
