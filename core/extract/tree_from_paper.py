@@ -574,6 +574,13 @@ def extract_tree(
         attempts=attempts,
         settings=settings,
     )
+    older = confined(out_dir, stem, ".calls.older.jsonl")
+    if chat.older_log() and not older.exists():  # kept, beside a log of the new form
+        chat.log_path.rename(older)
+        progress(
+            f"extraction: {chat.log_path.name} held answers an older version kept, parsed; they are not reused "
+            f"(what is not in the call cache is asked again) and are now in {older.name}"
+        )
     provenance = {
         "kind": "extracted-by-model",
         "note": (
@@ -584,13 +591,6 @@ def extract_tree(
         "sources": [f"file:{paper_path.name}#sha256={digest}"],
     }
 
-    older = confined(out_dir, stem, ".calls.older.jsonl")
-    if chat.older_log() and not older.exists():  # kept, beside a log of the new form
-        chat.log_path.rename(older)
-        progress(
-            f"extraction: {chat.log_path.name} held answers an older version kept, parsed; they are not reused "
-            f"(what is not in the call cache is asked again) and are now in {older.name}"
-        )
     progress(f"extraction: asking {model} for the tree skeleton")
     sk = chat.ask(
         "extraction",
