@@ -201,6 +201,9 @@ FLAGS_SCHEMA = {
 }
 
 
+_LOG_LINE_LIMIT = 4_000_000  # characters read of a log's first line (an older log's is a skeleton: far shorter)
+
+
 class JsonChat:
     """Ask one chat model for JSON objects; bounded retries; every call cached and logged.
 
@@ -238,7 +241,7 @@ class JsonChat:
         are not reused: the cache holds raw answers, and a parsed one is not what the model said)."""
         try:
             with open(self.log_path, encoding="utf-8") as f:
-                first = json.loads(f.readline() or "{}")
+                first = json.loads(f.readline(_LOG_LINE_LIMIT) or "{}")  # a line cut short is not JSON
         except (OSError, ValueError):
             return False
         return isinstance(first, dict) and "key" in first and "answer" not in first
