@@ -207,22 +207,19 @@ class _Reader:
         self._thread.start()
 
     def _read(self, url: str, position: int, batch_size: int) -> None:
+        src = None
         try:
             src = open_source(url, position, batch_size)
-        except Exception as exc:  # handed to the loading thread
-            self._batches.put(exc)
-            self._batches.put(None)
-            return
-        try:
             for batch in src.batches(position, batch_size):
                 if self._stop.is_set():
                     break
                 self._batches.put(batch)
-        except Exception as exc:
+        except Exception as exc:  # handed to the loading thread
             self._batches.put(exc)
         finally:
             try:
-                src.close()
+                if src is not None:
+                    src.close()
             finally:
                 self._batches.put(None)  # always: the loading thread waits for it
 
