@@ -123,6 +123,11 @@ def paper(tmp_path):
     return p
 
 
+def call_log(out) -> list[dict]:
+    """The run's log: one record per call sent."""
+    return [json.loads(line) for line in (out / "sleep-test.calls.jsonl").read_text().splitlines()]
+
+
 def run(paper, out, base_url):
     return CliRunner().invoke(
         main,
@@ -175,7 +180,7 @@ def test_a_rerun_reuses_every_answer_and_an_interrupted_run_resumes(paper, tmp_p
         assert broken.exit_code == 2 and "Traceback" not in broken.output
         assert "no usable answer from scripted" in broken.output
         assert not (out / "sleep-test.json").exists()
-        log = [json.loads(line) for line in (out / "sleep-test.calls.jsonl").read_text().splitlines()]
+        log = call_log(out)
         # five calls logged, four answers used: the skeleton (asked twice), s1's hints twice (reordered),
         # s2's hints; the rejected first skeleton is logged with its problems, every call with its raw
         # answer, usage and latency (the garbage after them never became an answer)
@@ -194,7 +199,7 @@ def test_a_rerun_reuses_every_answer_and_an_interrupted_run_resumes(paper, tmp_p
         # the skeleton's conversation, its rejection included, is replayed from the cache, not asked again
         assert asked and not any(m["body"]["messages"][0]["content"] == ex.EXTRACT_SYSTEM for m in asked)
         assert "(+5 reused from the cache)" in resumed.output
-        log = [json.loads(line) for line in (out / "sleep-test.calls.jsonl").read_text().splitlines()]
+        log = call_log(out)
         assert len(log) == 5 + len(asked)  # the log gains the calls sent, not the answers replayed
 
         first, before = (out / "sleep-test.json").read_text(), len(chats())
@@ -351,5 +356,5 @@ def test_a_log_of_an_older_version_is_set_aside_and_said_not_reused(paper, tmp_p
     assert result.exit_code == 0, result.output
     assert "held answers an older version kept" in result.output and "sleep-test.calls.older.jsonl" in result.output
     assert json.loads((out / "sleep-test.calls.older.jsonl").read_text()) == older
-    log = [json.loads(line) for line in (out / "sleep-test.calls.jsonl").read_text().splitlines()]
+    log = call_log(out)
     assert log and all("answer" in r for r in log) and log[0]["purpose"] == "extraction"

@@ -246,11 +246,8 @@ class JsonChat:
             return False
         return isinstance(first, dict) and "key" in first and "answer" not in first
 
-    def _log(self, record: dict) -> None:
-        with open(self.log_path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-
-    def _count(self, res) -> None:
+    def _record(self, purpose: str, res, problems: list[str]) -> None:
+        """Count an answer; one the cache did not serve is a call: its tokens, and a line in the log."""
         if res.cache_hit:
             self.cached += 1
             return
@@ -259,6 +256,16 @@ class JsonChat:
             self.tokens["unreported"] += 1  # unknown is not zero
         self.tokens["input"] += (res.usage.get("input") or 0) + (res.usage.get("cached_input") or 0)
         self.tokens["output"] += res.usage.get("output") or 0
+        record = {
+            "purpose": purpose,
+            "usage": res.usage,
+            "latency_ms": round(res.latency_ms, 1),
+            "finish_reason": res.finish_reason,
+            "answer": res.text,
+            "problems": problems,
+        }
+        with open(self.log_path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
 
     def ask(
         self,
@@ -280,23 +287,12 @@ class JsonChat:
                     problems = [str(exc)]
                     continue
                 raise ExtractError(f"{purpose}: {exc}") from exc
-            self._count(res)
             try:
                 obj = _parse_json_object(res.text)
                 problems = check(obj) if check else []
             except ValueError as exc:
                 obj, problems = None, [f"not a JSON object ({exc})"]
-            if not res.cache_hit:
-                self._log(
-                    {
-                        "purpose": purpose,
-                        "usage": res.usage,
-                        "latency_ms": round(res.latency_ms, 1),
-                        "finish_reason": res.finish_reason,
-                        "answer": res.text,
-                        "problems": problems,
-                    }
-                )
+            self._record(purpose, res, problems)
             if not problems and obj is not None:
                 return obj
             convo = [
