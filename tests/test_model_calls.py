@@ -533,8 +533,8 @@ def test_a_key_the_endpoint_echoes_in_its_answer_is_never_stored(tmp_path):
 def test_a_failed_call_says_how_many_attempts_it_made(retries, said):
     from inquitree.core.calls import ChatModel, ModelCallError
 
-    chat = ChatModel("m", "http://127.0.0.1:9/v1", settings=CallSettings(timeout=5, max_retries=retries))
-    chat.sleep = lambda s: None  # no back-off wait between the attempts
+    settings = CallSettings(timeout=5, max_retries=retries)
+    chat = ChatModel("m", "http://127.0.0.1:9/v1", settings=settings, sleep=lambda s: None)  # no back-off wait
     with pytest.raises(ModelCallError) as failed:
         chat.chat([{"role": "user", "content": "hello"}])
     assert str(failed.value).endswith(said) and failed.value.kind == "connection"
