@@ -10,6 +10,7 @@ made-up study used only as input here.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -358,3 +359,23 @@ def test_a_log_of_an_older_version_is_set_aside_and_said_not_reused(paper, tmp_p
     assert json.loads((out / "sleep-test.calls.older.jsonl").read_text()) == older
     log = call_log(out)
     assert log and all("answer" in r for r in log) and log[0]["purpose"] == "extraction"
+
+
+def test_a_log_too_large_or_not_a_file_is_not_read_to_tell_an_older_one(paper, tmp_path):
+    """Telling an older log reads a regular file of at most 4 MB, once: a larger one is not an
+    older log (it is kept and the run appends to it), and a pipe there is not waited on."""
+    fifo = tmp_path / "fifo.calls.jsonl"
+    os.mkfifo(fifo)
+    with OpenAICompatibleServer(scripted_model) as srv:
+        chat = ex.JsonChat("scripted", srv.base_url, fifo, tmp_path / "c.sqlite")
+        assert chat.older_log() is False  # at once: a pipe with no writer is refused, not read
+    out = tmp_path / "out"
+    out.mkdir()
+    endless = '{"key": "' + "x" * (ex._LOG_READ_LIMIT + 10) + '"}'  # an older-looking line, too long to read
+    (out / "sleep-test.calls.jsonl").write_text(endless + "\n")
+    with OpenAICompatibleServer(scripted_model) as srv:
+        result = run(paper, out, srv.base_url)
+    assert result.exit_code == 0, result.output
+    assert "older version" not in result.output and not (out / "sleep-test.calls.older.jsonl").exists()
+    lines = (out / "sleep-test.calls.jsonl").read_text().splitlines()
+    assert lines[0] == endless and all("answer" in json.loads(line) for line in lines[1:])

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Callable
 
 from inquitree.boundary.errors import InquiTreeError
-from inquitree.boundary.files import confined, write_file
+from inquitree.boundary.files import InputRefused, confined, read_file, write_file
 from inquitree.core.calls import CallSettings, ChatModel, ModelCallError, call_cache, json_schema_format
 from inquitree.core.game import TreeError, parse_tree
 from inquitree.core.players import hint_cosines, is_monotone, strip_code_fence
@@ -201,7 +201,7 @@ FLAGS_SCHEMA = {
 }
 
 
-_LOG_LINE_LIMIT = 4_000_000  # characters read of a log's first line (an older log's is a skeleton: far shorter)
+_LOG_READ_LIMIT = 4_000_000  # bytes of a call log read to tell an older one (whose first line is a skeleton)
 
 
 class JsonChat:
@@ -239,10 +239,10 @@ class JsonChat:
     def older_log(self) -> bool:
         """Whether the log was written by a version that kept its answers there, parsed (they
         are not reused: the cache holds raw answers, and a parsed one is not what the model said)."""
-        try:
-            with open(self.log_path, encoding="utf-8") as f:
-                first = json.loads(f.readline(_LOG_LINE_LIMIT) or "{}")  # a line cut short is not JSON
-        except (OSError, ValueError):
+        try:  # a regular file of at most the limit (no pipe is waited on), read once
+            head = read_file(self.log_path, _LOG_READ_LIMIT, what="call log")
+            first = json.loads(head.split(b"\n", 1)[0] or b"{}")
+        except (InputRefused, ValueError):  # none, too large, not a file, or not JSON: not an older log
             return False
         return isinstance(first, dict) and "key" in first and "answer" not in first
 
