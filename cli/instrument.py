@@ -116,9 +116,22 @@ def _pct(value: float | None, interval: list[float] | None = None) -> str:
     return shown + (f" [{100 * interval[0]:.1f}, {100 * interval[1]:.1f}]" if interval else "")
 
 
+def _counted(rate: float | None, n: int, of: int) -> str:
+    from inquitree.core.instrument.matching import FEW
+
+    return f"{_pct(rate)} {n}/{of}" + ("*" if of < FEW else "")
+
+
+def _span(interval: list[float] | None) -> str:
+    return "-" if not interval else f"[{100 * interval[0]:.1f}, {100 * interval[1]:.1f}]"
+
+
 def matcher_table(found: dict[str, Any]) -> list[str]:
-    """The matcher's measurement as a person reads it (80 columns)."""
+    """The matcher's measurement as a person reads it (80 columns): per state and split, each rate
+    with its counts (recognised and wrong of the intended moves, false of the actions that mean no
+    candidate), and under it its 95% interval over trees."""
     from inquitree.core.instrument import GOAL
+    from inquitree.core.instrument.matching import FEW
 
     fitted = found["rule"] != "paper"
     lines = [
@@ -129,35 +142,41 @@ def matcher_table(found: dict[str, Any]) -> list[str]:
             else f"  tau {found['tau']}, tau_study {found['tau_study']} ({found['thresholds']})"
         ),
         f"set: {found['labels']}, {found['actions']} labelled actions of Qwen2.5-Coder-1.5B on 18 trees",
-        f"{'state':9}{'split':12}{'recognised':21} {'false':18} wrong",
+        "recognised and wrong: of the intended moves; false: of the actions meaning none",
+        f"{'state':9}{'split':13}{'recognised':19}{'false':19}wrong",
     ]
-    met = {}
+    met, few = {}, False
     for state in ("topic", "subtopic"):
         for split in ("calibration", "held_out"):
             r = found[state][split]
-            iv = r["intervals"]
+            c, iv = r["counts"], r["intervals"]
+            few = few or min(r["n_intended"], r["n_null"]) < FEW
             lines.append(
-                f"{state:9}{split.replace('_', '-'):12}{_pct(r['recognised'], iv['recognised']):21} "
-                f"{_pct(r['false_match'], iv['false_match']):18} {_pct(r['wrong_candidate'], iv['wrong_candidate'])}"
+                f"{state:9}{split.replace('_', '-'):13}{_counted(r['recognised'], c['recognised'], r['n_intended']):19}"
+                f"{_counted(r['false_match'], c['false_match'], r['n_null']):19}"
+                f"{_counted(r['wrong_candidate'], c['wrong_candidate'], r['n_intended'])}"
+            )
+            lines.append(
+                f"{'':22}{_span(iv['recognised']):19}{_span(iv['false_match']):19}{_span(iv['wrong_candidate'])}"
             )
         h = found[state]["held_out"]
         met[state] = (
             (h["recognised"] or 0) >= GOAL["recognised"]
             and (h["false_match"] or 0) <= GOAL["false_match"]
             and (h["wrong_candidate"] or 0) <= GOAL["wrong_candidate"]
+            and min(h["n_intended"], h["n_null"]) >= FEW
         )
-    held = found["topic"]["held_out"]
     lines += [
-        f"intended moves / actions held out: topic {held['intended']}/{held['actions']}, subtopic "
-        f"{found['subtopic']['held_out']['intended']}/{found['subtopic']['held_out']['actions']}; "
-        f"95% intervals over {found['topic']['held_out']['intervals']['trees']} trees",
+        f"under each row: its 95% interval over the split's {found['topic']['held_out']['intervals']['trees']} trees"
+        + (f"; * fewer than {FEW} items: too few to read as a rate" if few else ""),
         (
             "the rule's thresholds were chosen on the calibration trees when it was fitted (studies/matching.py)"
             if fitted
             else f"thresholds the calibration trees choose: tau {found['chosen']['tau']}, "
             f"tau_study {found['chosen']['tau_study']}"
         ),
-        "goal on held-out trees, per state: recognised >= 66.7%, false <= 5%, wrong <= 2%: "
+        "goal on held-out trees, per state: recognised >= 66.7%, false <= 5%, wrong <= 2%, "
+        f"each of at least {FEW} items: "
         + ", ".join(f"{state} {'met' if ok else 'missed'}" for state, ok in met.items()),
     ]
     return lines

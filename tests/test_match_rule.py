@@ -130,8 +130,9 @@ def test_the_leaderboard_names_the_fitted_rule_and_its_measured_rates(tmp_path):
     out = runner.invoke(main, ["query", "table2_leaderboard", "--warehouse", wh, "--suite", "fitted"])
     said = " ".join(out.output.split())
     assert (
-        "matcher validity (every row): local:all-MiniLM-L6-v2-int8 at the fitted-1 match rule: held-out Topic "
-        "moves recognised 60% [47, 74], false 6%, wrong 2%; Subtopic 100%, 7%, 0%" in said
+        "matcher validity (every row): local:all-MiniLM-L6-v2-int8 at the fitted-1 match rule, on held-out trees: "
+        "Topic recognised 60% [47, 74] 38/63, false 9% 8/94, wrong 2% 1/63; Subtopic "
+        "recognised 100% 53/53, false 80% 4/5 (n < 20), wrong 0% 0/53" in said
     ), said
 
 
@@ -145,7 +146,8 @@ def test_instrument_measure_measures_the_fitted_rule(tmp_path):
     assert lines[0] == "matcher: the fitted rule with local:all-MiniLM-L6-v2-int8"
     assert max(len(line) for line in lines) <= 80
     held = next(line for line in lines if line.startswith("topic    held-out"))
-    assert [held.split()[k] for k in (2, 5, 8)] == ["60.3%", "5.7%", "1.6%"]
+    # each rate with its counts: false of the 94 actions meaning none, not of all 157
+    assert held.split()[2:] == ["60.3%", "38/63", "8.5%", "8/94", "1.6%", "1/63"]
     refused = runner.invoke(main, ["instrument", "measure", "--embedder", "local", "--rule", "fitted", "--tau", "0.5"])
     assert refused.exit_code == 2 and "own probability thresholds" in refused.output
 
@@ -160,7 +162,8 @@ def test_the_record_tables_state_for_the_fitted_rule_is_what_the_set_measures():
     entry = next(m for m in json.loads(SHIPPED.read_text())["matchers"] if m["rule"] == "fitted-1")
     assert measure_matcher(make_embedder("local", cache=False), rule="fitted") == entry
     topic = entry["topic"]["held_out"]
-    assert (topic["recognised"], topic["false_match"], topic["wrong_candidate"]) == (0.6032, 0.0573, 0.0159)
+    assert (topic["recognised"], topic["false_match"], topic["wrong_candidate"]) == (0.6032, 0.0851, 0.0159)
+    assert (topic["counts"]["false_match"], topic["n_null"]) == (8, 94)
 
 
 def test_first_step_topic_moves_under_each_rule_are_what_the_study_quotes():

@@ -2,11 +2,16 @@
 (``core/data/matching/qwen-actions.jsonl``; how they were made and labelled in the README beside
 them), decided by the engine's own function and counted against the labels.
 
-Three rates (docs/instrument.md), each per state:
+Three rates (docs/instrument.md), each per state and each over the actions it can happen to:
 
-- recognised: intended moves accepted as the intended candidate (of the moves that name one);
-- false match: actions accepted as a candidate they did not mean (of all actions);
-- wrong candidate: intended moves accepted as another candidate (of the moves that name one).
+- recognised: intended moves accepted as the intended candidate, of the intended moves;
+- false match: actions that mean no candidate accepted as one, of the actions that mean none;
+- wrong candidate: intended moves accepted as another candidate, of the intended moves.
+
+Each comes with its counts (``8/94``): a rate over fewer than :data:`FEW` items is said to be one.
+The matching study (``studies/matching.py``) chose the shipped thresholds by an older criterion,
+false matches of all actions (:func:`rates`, ``false_of_all``), which the record keeps beside the
+rates so that the study's figures can still be read against it.
 
 Trees alternate between a calibration half, where thresholds are chosen, and a held-out half,
 where they are measured; intervals resample whole trees (a tree's actions are one model's
@@ -17,6 +22,7 @@ phrasing of one paper, not independent draws). ``inquitree instrument measure`` 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +39,7 @@ TAUS = [round(0.30 + 0.01 * k, 2) for k in range(66)]  # 0.30 .. 0.95
 NONE = "(none: the topic)"  # at the Topic, a candidate that stands for no move: the topic's own text
 GOAL = {"recognised": 2 / 3, "false_match": 0.05, "wrong_candidate": 0.02}  # on held-out trees, per state
 RATES = ("recognised", "false_match", "wrong_candidate")
+FEW = 20  # a rate over fewer items than this is printed with a word that says so
 
 # (the candidates in the engine's order, each one's cosine, the label, the state) of one action
 Scored = tuple[list[str], dict[str, float], "str | None", str]
@@ -43,18 +50,18 @@ def read_labels(path: Path = LABELS) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def rates(
+def tallies(
     rows: list[Scored], tau: float, tau_study: float | None = None, margin: float = 0.0, lead: float = 0.0
-) -> dict:
-    """Recognised, false and wrong-candidate matches with ``tau`` at the Topic and ``tau_study``
-    (default: tau) at the Subtopic state, decided by the engine's own function
-    (``engine.decide``): recognised, of the moves that name a candidate; false, of all actions
-    (a match to anything but the intended candidate, or to anything when none is meant); wrong,
-    of the moves that name a candidate, the matches to another one. ``margin`` (an idea measured
-    by studies/matching.py, not the engine's rule): at the Topic the best must also lead the second
-    by this much; ``lead`` (another): lead the mean of the other candidates by this much. A best
-    that is :data:`NONE` is no match."""
-    intended = recognised = false_match = wrong = 0
+) -> dict[str, int]:
+    """How many actions there are, how many are intended moves (``intended``) and how many mean no
+    candidate (``null``), and how many of them were recognised, falsely matched (an action that
+    means none, accepted as a candidate) and sent to the wrong candidate (an intended move accepted
+    as another), with ``tau`` at the Topic and ``tau_study`` (default: tau) at the Subtopic state,
+    decided by the engine's own function (``engine.decide``). ``margin`` (an idea measured by
+    studies/matching.py, not the engine's rule): at the Topic the best must also lead the second by
+    this much; ``lead`` (another): lead the mean of the other candidates by this much. A best that is
+    :data:`NONE` is no match."""
+    found = {"actions": len(rows), "intended": 0, "null": 0, "recognised": 0, "false_match": 0, "wrong_candidate": 0}
     for order, cosines, want, state in rows:
         best, accepted = decide(order, cosines, threshold_at(state, tau, tau_study))
         if margin and state == "topic" and len(order) > 1:
@@ -64,24 +71,59 @@ def rates(
             others = [v for c, v in cosines.items() if c != best]
             accepted = accepted and cosines[best] - sum(others) / len(others) >= lead
         accepted = accepted and best != NONE
-        intended += want is not None
-        recognised += accepted and want is not None and best == want
-        false_match += accepted and best != want
-        wrong += accepted and want is not None and best != want
+        found["intended" if want is not None else "null"] += 1
+        found["recognised"] += accepted and want is not None and best == want
+        found["false_match"] += accepted and want is None
+        found["wrong_candidate"] += accepted and want is not None and best != want
+    return found
+
+
+def _share(n: int, of: int) -> float | None:
+    return round(n / of, 4) if of else None
+
+
+def rates(
+    rows: list[Scored], tau: float, tau_study: float | None = None, margin: float = 0.0, lead: float = 0.0
+) -> dict:
+    """The matching study's rates (studies/matching.py), by which the shipped thresholds were
+    chosen: recognised and wrong of the intended moves, and false of all actions (``false_match``
+    here counts every accepted match to anything but the intended candidate, wrong candidates
+    included, over every action). The instrument's rates, each over the actions it can happen to,
+    are :func:`validity`'s. Arguments as :func:`tallies`."""
+    t = tallies(rows, tau, tau_study, margin, lead)
     return {
         "tau": tau,
         "tau_study": tau_study if tau_study is not None else tau,
-        "recognised": round(recognised / intended, 4) if intended else None,
-        "false_match": round(false_match / len(rows), 4) if rows else None,
-        "wrong_candidate": round(wrong / intended, 4) if intended else None,
-        "actions": len(rows),
-        "intended": intended,
+        "recognised": _share(t["recognised"], t["intended"]),
+        "false_match": _share(t["false_match"] + t["wrong_candidate"], t["actions"]),
+        "wrong_candidate": _share(t["wrong_candidate"], t["intended"]),
+        "actions": t["actions"],
+        "intended": t["intended"],
+    }
+
+
+def validity(rows: list[Scored], tau: float, tau_study: float | None = None) -> dict:
+    """The instrument's rates: recognised and wrong candidate over the intended moves
+    (``n_intended``), false match over the actions that mean no candidate (``n_null``), each with
+    its count (``counts``); ``false_of_all`` is the study's criterion (:func:`rates`), kept beside
+    them."""
+    t = tallies(rows, tau, tau_study)
+    return {
+        "recognised": _share(t["recognised"], t["intended"]),
+        "false_match": _share(t["false_match"], t["null"]),
+        "wrong_candidate": _share(t["wrong_candidate"], t["intended"]),
+        "false_of_all": _share(t["false_match"] + t["wrong_candidate"], t["actions"]),
+        "counts": {key: t[key] for key in RATES},
+        "actions": t["actions"],
+        "intended": t["intended"],
+        "n_intended": t["intended"],
+        "n_null": t["null"],
     }
 
 
 def meets_goal(found: dict) -> bool:
     """Within the goal's bounds on false and wrong-candidate matches (5% and 2%), as an idea's
-    thresholds must be on the calibration trees."""
+    thresholds must be on the calibration trees (the study's rates: false of all actions)."""
     return found["false_match"] <= GOAL["false_match"] and (found["wrong_candidate"] or 0) <= GOAL["wrong_candidate"]
 
 
@@ -170,7 +212,8 @@ def fitted_rows(items: list[dict], cosines: list[dict[str, float]], rule: dict) 
 def study_threshold(calibrate: list[Scored], tau: float) -> float:
     """The Subtopic state's threshold chosen on the calibration half's Subtopic actions, the state
     it governs: the one (on a 0.01 grid) that recognises the most intended moves there with at
-    most 5% false matches there, the highest of equals (``tau`` when none does). DEFAULT_TAU_STUDY
+    most 5% false matches of all actions there (:func:`rates`), the highest of equals (``tau`` when
+    none does). DEFAULT_TAU_STUDY
     of core/players/embed.py is this for the local and nomic embedders (tests/test_matching_set.py
     re-derives it)."""
     at_subtopic = [r for r in calibrate if r[3] == "subtopic"]
@@ -180,15 +223,24 @@ def study_threshold(calibrate: list[Scored], tau: float) -> float:
 
 
 def topic_threshold(calibrate: list[Scored]) -> float:
-    """The lowest threshold (on a 0.01 grid) whose false matches on the calibration half are at
-    most 5%: the Topic threshold of an embedder that has no default, and nomic's."""
+    """The lowest threshold (on a 0.01 grid) whose false matches of all actions (:func:`rates`) on
+    the calibration half are at most 5%: the Topic threshold of an embedder that has no default,
+    and nomic's."""
     safe = [r["tau"] for r in (rates(calibrate, t) for t in TAUS) if (r["false_match"] or 0) <= GOAL["false_match"]]
     return min(safe) if safe else max(TAUS)
 
 
-def over_trees(rows: list[tuple[Scored, str]], state: str, tau: float, tau_study: float, draws: int = 2000) -> dict:
+def over_trees(
+    rows: list[tuple[Scored, str]],
+    state: str,
+    tau: float,
+    tau_study: float,
+    draws: int = 2000,
+    count: Callable[[list[Scored], float, float], dict] = rates,
+) -> dict:
     """95% intervals for the rates at ``state`` that resample whole trees: the 2.5th and 97.5th
-    percentiles of each rate over ``draws`` resamples of the trees with replacement (seed 0)."""
+    percentiles of each rate over ``draws`` resamples of the trees with replacement (seed 0).
+    ``count`` is what counts them: the study's :func:`rates` or the instrument's :func:`validity`."""
     by_tree: dict[str, list[Scored]] = {}
     for r, tree in rows:
         if r[3] == state:
@@ -198,7 +250,7 @@ def over_trees(rows: list[tuple[Scored, str]], state: str, tau: float, tau_study
     found: dict[str, list[float]] = {key: [] for key in RATES}
     for _ in range(draws):
         picked = [r for k in rng.integers(0, len(trees), len(trees)) for r in by_tree[trees[k]]]
-        got = rates(picked, tau, tau_study)
+        got = count(picked, tau, tau_study)
         for key, values in found.items():
             if got[key] is not None:
                 values.append(got[key])
@@ -282,9 +334,6 @@ def _measured(
         found[state] = {}
         for name, split in (("calibration", "calibrate"), ("held_out", "held-out")):
             picked = [(r, it["tree"]) for r, it in zip(rows, items, strict=True) if it["split"] == split]
-            at = rates([r for r, _ in picked if r[3] == state], tau, tau_study)
-            found[state][name] = {
-                **{k: at[k] for k in (*RATES, "actions", "intended")},
-                "intervals": over_trees(picked, state, tau, tau_study, draws),
-            }
+            at = validity([r for r, _ in picked if r[3] == state], tau, tau_study)
+            found[state][name] = {**at, "intervals": over_trees(picked, state, tau, tau_study, draws, validity)}
     return found

@@ -138,6 +138,36 @@ def _percent_span(interval: list[float] | None) -> str:
     return "" if not interval else f" [{100 * interval[0]:.0f}, {100 * interval[1]:.0f}]"
 
 
+def counted(rate: float | None, n: int | None, of: int | None, span: list[float] | None = None) -> str:
+    """A rate with its counts, ``8% 8/94``, and ``(n < 20)`` when it rests on fewer than 20 items
+    (FEW of core/instrument/matching.py): too few to be read as a rate."""
+    from inquitree.core.instrument.matching import FEW
+
+    if n is None or of is None:
+        return _pct(rate) + _percent_span(span)
+    if not of:
+        return "- 0/0"
+    return f"{_pct(rate)}{_percent_span(span)} {n}/{of}" + (f" (n < {FEW})" if of < FEW else "")
+
+
+def state_reading(h: dict[str, Any], with_span: bool = False) -> str:
+    """One state's held-out rates as a table prints them: recognised and wrong over the intended
+    moves, false over the actions that mean none, each with its counts. A measurement made before
+    the counts were kept (a lab's older record) has false over all actions, and says so."""
+    span = h["intervals"]["recognised"] if with_span else None
+    if "n_null" not in h:
+        return (
+            f"recognised {_pct(h['recognised'])}{_percent_span(span)}, false {_pct(h['false_match'])} of all actions "
+            f"(an older measurement: measure again), wrong {_pct(h['wrong_candidate'])}"
+        )
+    c = h["counts"]
+    return (
+        f"recognised {counted(h['recognised'], c['recognised'], h['n_intended'], span)}, "
+        f"false {counted(h['false_match'], c['false_match'], h['n_null'])}, "
+        f"wrong {counted(h['wrong_candidate'], c['wrong_candidate'], h['n_intended'])}"
+    )
+
+
 def matcher_reading(
     embedder: str | None, tau: float | None, tau_study: float | None, match_rule: str | None = None
 ) -> str:
@@ -160,13 +190,10 @@ def matcher_reading(
         for m in rec["matchers"]:
             if _key(m) == key:
                 t, s = m["topic"]["held_out"], m["subtopic"]["held_out"]
-                span = _percent_span(t["intervals"]["recognised"])
                 return (
-                    f"{embedder} at {at}: "
-                    f"held-out Topic moves recognised {_pct(t['recognised'])}{span}, "
-                    f"false {_pct(t['false_match'])}, wrong {_pct(t['wrong_candidate'])}; Subtopic "
-                    f"{_pct(s['recognised'])}, {_pct(s['false_match'])}, {_pct(s['wrong_candidate'])} "
-                    f"({m['actions']} labelled actions of a 1.5B model; docs/instrument.md)"
+                    f"{embedder} at {at}, on held-out trees: Topic {state_reading(t, with_span=True)}; "
+                    f"Subtopic {state_reading(s)} (false: of the actions meaning none; {m['actions']} "
+                    f"labelled actions of one 1.5B model, not this campaign's agents; docs/instrument.md)"
                 )
     return f"{UNMEASURED} ({embedder} at {at}: inquitree instrument measure)"
 
