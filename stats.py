@@ -1065,6 +1065,134 @@ def _power_method(simulations: int, seed: int, comparisons: int = 1, missing: fl
     return f"{simulations} simulated campaigns per paper count, normal differences{lost}, {test}, seed {seed}"
 
 
+# -- a judge's figures corrected by a labelled sample (prediction-powered inference) ----------------
+PPI_DRAWS = 2000  # resamples of papers for the corrected interval
+PPI_FEW_LABELS = 10  # fewer labelled items: the corrected interval carries a warning
+
+
+def _ppi_sums(
+    papers: Sequence, predicted: Sequence, labelled_papers: Sequence, labelled_predicted: Sequence, labels: Sequence
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Per paper (sorted): the sums the corrected estimate is made of. ``whole`` (papers x 3): the
+    number of items, the mean prediction and the mean squared prediction; ``part`` (papers x 6): of
+    the labelled items, each weighted 1 / the paper's items, the weights and the weighted sums of
+    y, f, y f, f f, and the count. A labelled item's paper must be among ``papers``."""
+    f_all = np.asarray(predicted, dtype=float)
+    if len(papers) != len(f_all) or not (len(labelled_papers) == len(labelled_predicted) == len(labels)):
+        raise ValueError("papers and predicted, and the labelled papers, predictions and labels, must be of one length")
+    names = sorted({str(p) for p in papers})
+    index = {p: k for k, p in enumerate(names)}
+    at = np.array([index[str(p)] for p in papers], dtype=int)
+    n_items = np.bincount(at, minlength=len(names)).astype(float)
+    whole = np.stack(
+        [n_items, np.bincount(at, f_all, len(names)) / n_items, np.bincount(at, f_all**2, len(names)) / n_items],
+        axis=1,
+    )
+    missing = sorted({str(p) for p in labelled_papers} - set(index))
+    if missing:
+        raise ValueError(f"labelled items of papers with no predicted items: {', '.join(missing[:3])}")
+    lab = np.array([index[str(p)] for p in labelled_papers], dtype=int)
+    y, f = np.asarray(labels, dtype=float), np.asarray(labelled_predicted, dtype=float)
+    w = 1.0 / n_items[lab] if len(lab) else np.zeros(0)
+    part = np.stack(
+        [np.bincount(lab, x, len(names)) for x in (w, w * y, w * f, w * y * f, w * f * f, np.ones(len(lab)))], axis=1
+    )
+    return names, whole, part
+
+
+def _ppi_estimates(
+    counts: np.ndarray, whole: np.ndarray, part: np.ndarray, fixed: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The corrected estimate and its tuned lambda for each row of ``counts`` (draws x papers: how
+    often each paper is drawn). The estimate is lambda times the mean over papers of the paper's
+    mean prediction, plus the labelled items' mean of (label - lambda prediction), each item
+    weighted 1 / its paper's items, so that it estimates the mean over papers of each paper's mean
+    label. lambda (PPI++) is the weighted covariance of labels and predictions over (1 + n / N)
+    times the variance of the predictions over every item, clipped to [0, 1] (``fixed``: this
+    lambda instead)."""
+    weight = counts.sum(axis=1)
+    mean_f = counts @ whole[:, 1] / weight
+    var_f = counts @ whole[:, 2] / weight - mean_f**2
+    s = counts @ part  # (draws, 6)
+    sw = s[:, 0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        my, mf = s[:, 1] / sw, s[:, 2] / sw
+        cov = s[:, 3] / sw - my * mf
+        share = s[:, 5] / (counts @ whole[:, 0])
+        lam = np.where(var_f > 1e-15, cov / ((1 + share) * var_f), 0.0)
+    lam = np.clip(np.nan_to_num(lam), 0.0, 1.0) if fixed is None else np.full(len(counts), float(fixed))
+    return lam * mean_f + my - lam * mf, lam
+
+
+def prediction_powered(
+    papers: Sequence,
+    predicted: Sequence,
+    labelled_papers: Sequence,
+    labelled_predicted: Sequence,
+    labels: Sequence,
+    bounds: tuple[float, float] = (0, 1),
+    seed: int = 0,
+    draws: int = PPI_DRAWS,
+    lam: float | None = None,
+) -> Interval:
+    """The mean over papers of each paper's mean true value, from a judge's predictions on every
+    item (``papers``, ``predicted``: the labelled items among them) and true values on a labelled
+    sample of those items (``labelled_papers``, ``labelled_predicted``: the same judge's
+    predictions on them, ``labels``): prediction-powered inference with PPI++'s tuned lambda
+    (Angelopoulos, Duchi and Zrnic 2023, arXiv:2311.01453), so that the estimate is as good as the
+    labels alone when the judge says nothing and better the more the judge agrees with them.
+    With every item labelled it is the labels' own mean over papers, whatever the judge said.
+    ``lam`` fixes lambda: 1 is plain PPI, 0 the labels alone (the judge ignored).
+
+    The interval resamples papers (the campaign's clusters) for both parts at once: each drawn paper
+    brings all its items and its labelled ones, lambda is tuned again in every draw, and the
+    interval is the estimate plus or minus the t quantile on papers - 1 degrees of freedom times
+    the draws' standard deviation, kept inside ``bounds``. The labelled items are taken to be a
+    random sample of the items (``inquitree label conclusions`` draws one). How often it holds,
+    with judges from kappa 0.2 to 0.9, is measured by ``studies/corrected.py``."""
+    names, whole, part = _ppi_sums(papers, predicted, labelled_papers, labelled_predicted, labels)
+    n_labels, n_papers = int(part[:, 5].sum()), len(names)
+    if n_labels == 0 or n_papers == 0:
+        warning = "no labelled item: no corrected estimate (inquitree label conclusions draws a sample)"
+        return Interval(None, None, None, None, "prediction-powered", warning, n_papers, len(papers))
+    estimate, tuned = (float(x[0]) for x in _ppi_estimates(np.ones((1, n_papers)), whole, part, lam))
+    low_b, high_b = bounds
+    estimate = min(max(estimate, low_b), high_b)
+    kind = "PPI++" if lam is None else "PPI"
+    method = (
+        f"prediction-powered ({kind}, lambda {tuned:.2f}): the judge on {len(papers)} items corrected by "
+        f"{n_labels} labelled, over {n_papers} papers"
+    )
+    warnings = []
+    if n_labels < PPI_FEW_LABELS:
+        warnings.append(f"only {n_labels} labelled items: the correction rests on very few readings")
+    if n_papers < MIN_PAPERS:
+        warnings.append(f"{n_papers} papers: no interval below {MIN_PAPERS}")
+        return Interval(estimate, None, None, None, method, "; ".join(warnings), n_papers, len(papers))
+    rng = np.random.default_rng(seed)
+    counts = rng.multinomial(n_papers, np.full(n_papers, 1 / n_papers), size=draws).astype(float)
+    with_labels = counts @ part[:, 5] > 0
+    boot, _ = _ppi_estimates(counts[with_labels], whole, part, lam)
+    if with_labels.mean() < 0.95:
+        warnings.append(
+            f"{100 * (1 - with_labels.mean()):.0f}% of resampled campaigns drew no labelled item: the labels sit on "
+            "too few papers for the interval to hold"
+        )
+    se = float(np.std(boot, ddof=1))
+    half = t_quantile(1 - ALPHA / 2, n_papers - 1) * se
+    method += f", t on {n_papers - 1} df with the standard error of {int(with_labels.sum())} resamples of papers"
+    return Interval(
+        estimate,
+        max(low_b, estimate - half),
+        min(high_b, estimate + half),
+        se,
+        method,
+        "; ".join(warnings) or None,
+        n_papers,
+        len(papers),
+    )
+
+
 __all__ = [
     "Interval",
     "PairedTest",
@@ -1074,6 +1202,7 @@ __all__ = [
     "mean_interval",
     "paired_test",
     "papers_needed",
+    "prediction_powered",
     "conservative_spreads",
     "rank_intervals",
     "sign_flip_p",

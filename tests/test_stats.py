@@ -4,6 +4,7 @@ cells of ``studies/stats_sim.py``, which writes the full tables)."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -536,3 +537,55 @@ def test_fixed_paper_ranks_keep_the_papers():
         ["x"] * 18 + ["y"] * 18 + ["z"] * 18, papers * 3, x + y + z, population="these", simultaneous=True
     )
     assert [(r.agent, r.low, r.high) for r in joint] == [("x", 1, 2), ("y", 3, 3), ("z", 1, 2)]
+
+
+# -- prediction-powered inference ---------------------------------------------------------------
+def test_prediction_powered_agrees_with_ppi_python():
+    """studies/results/ppi_reference.json holds ppi_py's (the PPI++ authors' package) estimates on
+    three seeded samples of independent items: with lambda fixed the two agree to rounding; tuned,
+    they differ only in the variance of the predictions (ppi_py counts the labelled items' twice, in
+    both of its sets), by under 0.001 here."""
+    from inquitree.stats import prediction_powered
+
+    ref = json.loads((ROOT / "studies" / "results" / "ppi_reference.json").read_text())
+    assert len(ref["samples"]) == 3
+    for sample in ref["samples"]:
+        y, f, at = np.array(sample["y"]), np.array(sample["f"]), sample["labelled"]
+        papers = [str(i) for i in range(len(y))]
+        for lam in (0.0, 0.5, 1.0, None):
+            mine = prediction_powered(papers, f, [papers[i] for i in at], f[at], y[at], lam=lam, draws=200)
+            theirs = sample["ppi_py"]["tuned" if lam is None else str(lam)]
+            assert mine.estimate == pytest.approx(theirs, abs=1e-3 if lam is None else 1e-12), (sample["right"], lam)
+
+
+def test_prediction_powered_with_every_item_labelled_is_the_labels_mean_over_papers():
+    """The estimand is the mean over papers of each paper's mean true value: papers of 3 and 30
+    items weigh alike, and with every item labelled the judge's verdicts drop out."""
+    from inquitree.stats import prediction_powered
+
+    rng = np.random.default_rng(5)
+    papers = ["a"] * 3 + ["b"] * 30 + ["c"] * 12 + ["d"] * 7
+    y = rng.choice([0.0, 0.5, 1.0], size=len(papers))
+    f = rng.choice([0.0, 0.5, 1.0], size=len(papers))  # a judge that says nothing
+    found = prediction_powered(papers, f, papers, f, y)
+    means = [y[np.array(papers) == p].mean() for p in "abcd"]
+    assert found.estimate == pytest.approx(np.mean(means), abs=1e-12)
+    assert found.low is not None and found.low <= found.estimate <= found.high
+    assert found.papers == 4 and found.episodes == len(papers)
+
+
+def test_prediction_powered_without_labels_says_so_and_with_a_useless_judge_is_the_labels_alone():
+    from inquitree.stats import prediction_powered
+
+    none = prediction_powered(["a", "b", "c"], [1, 0, 1], [], [], [])
+    assert none.estimate is None and "no labelled item" in none.warning
+    rng = np.random.default_rng(8)
+    papers = [f"p{k}" for k in range(12) for _ in range(20)]
+    y = (rng.random(len(papers)) < 0.3).astype(float)
+    f = np.ones(len(papers))  # a constant judge carries no information: lambda is 0
+    at = sorted(rng.choice(len(papers), 50, replace=False))
+    found = prediction_powered(papers, f, [papers[i] for i in at], f[at], y[at])
+    alone = prediction_powered(papers, f, [papers[i] for i in at], f[at], y[at], lam=0)
+    assert "lambda 0.00" in found.method and found.estimate == pytest.approx(alone.estimate)
+    few = prediction_powered(papers, f, [papers[i] for i in at[:5]], f[at[:5]], y[at[:5]])
+    assert "only 5 labelled items" in few.warning
