@@ -1067,7 +1067,8 @@ def _power_method(simulations: int, seed: int, comparisons: int = 1, missing: fl
 
 # -- a judge's figures corrected by a labelled sample (prediction-powered inference) ----------------
 PPI_DRAWS = 2000  # resamples of papers for the corrected interval
-PPI_FEW_LABELS = 10  # fewer labelled items: the corrected interval carries a warning
+PPI_FEW_LABELS = 10  # fewer labelled items: the corrected estimate carries a warning
+PPI_FEW_LABELS_INTERVAL = 20  # fewer: its interval is warned (studies/corrected.py measured it below 93%)
 
 
 def _ppi_sums(
@@ -1145,9 +1146,11 @@ def prediction_powered(
     ``lam`` fixes lambda: 1 is plain PPI, 0 the labels alone (the judge ignored).
 
     The interval resamples papers (the campaign's clusters) for both parts at once: each drawn paper
-    brings all its items and its labelled ones, lambda is tuned again in every draw, and the
-    interval is the estimate plus or minus the t quantile on papers - 1 degrees of freedom times
-    the draws' standard deviation, kept inside ``bounds``. The labelled items are taken to be a
+    brings all its items and its labelled ones, and lambda is tuned again in every draw. The
+    interval reaches from the estimate as far as the draws' 2.5th and 97.5th percentiles do on
+    each side (a score of few labels is skewed), widened by the ratio of the t quantile to the
+    normal's on k - 1 degrees of freedom and by sqrt(k / (k - 1)), k the papers holding labels (the
+    correction rests on them), and is kept inside ``bounds``. The labelled items are taken to be a
     random sample of the items (``inquitree label conclusions`` draws one). How often it holds,
     with judges from kappa 0.2 to 0.9, is measured by ``studies/corrected.py``."""
     names, whole, part = _ppi_sums(papers, predicted, labelled_papers, labelled_predicted, labels)
@@ -1179,12 +1182,29 @@ def prediction_powered(
             "too few papers for the interval to hold"
         )
     se = float(np.std(boot, ddof=1))
-    half = t_quantile(1 - ALPHA / 2, n_papers - 1) * se
-    method += f", t on {n_papers - 1} df with the standard error of {int(with_labels.sum())} resamples of papers"
+    # the correction rests on the papers that hold labels: its degrees of freedom are theirs, and
+    # the resamples' spread is scaled by k / (k - 1) in variance, as an unbiased spread of k papers is
+    held = int((part[:, 5] > 0).sum())
+    df = min(n_papers, held) - 1
+    if df < 1:
+        warnings.append("the labels sit on one paper: no interval")
+        return Interval(estimate, None, None, se, method, "; ".join(warnings), n_papers, len(papers))
+    widen = t_quantile(1 - ALPHA / 2, df) / normal_quantile(1 - ALPHA / 2) * math.sqrt(held / (held - 1))
+    below, above = np.percentile(boot, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
+    low, high = estimate - widen * max(0.0, estimate - below), estimate + widen * max(0.0, above - estimate)
+    if n_labels < PPI_FEW_LABELS_INTERVAL:
+        warnings.append(
+            f"{n_labels} labelled items: at fewer than {PPI_FEW_LABELS_INTERVAL} such intervals covered the truth "
+            "in 64-91% of simulated campaigns (studies/corrected.py)"
+        )
+    method += (
+        f", the resamples' 2.5th and 97.5th percentiles widened by t on {df} df over the normal "
+        f"({int(with_labels.sum())} resamples of papers)"
+    )
     return Interval(
         estimate,
-        max(low_b, estimate - half),
-        min(high_b, estimate + half),
+        max(low_b, float(low)),
+        min(high_b, float(high)),
         se,
         method,
         "; ".join(warnings) or None,

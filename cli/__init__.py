@@ -40,6 +40,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "extract": ("extract", "extract"),
     "view": ("view", "view"),
     "instrument": ("instrument", "instrument"),
+    "label": ("label", "label"),
 }
 
 

@@ -12,6 +12,7 @@ import click
 from inquitree.cli.common import (
     FiniteFloat,
     call_options,
+    db_option,
     echo,
     judge_config,
     judge_options,
@@ -52,14 +53,58 @@ def instrument() -> None:
     is_flag=True,
     help="Keep the measurement in the lab's record ($INQUITREE_INSTRUMENT), which tables then state.",
 )
+@click.option(
+    "--labels",
+    "on_labels",
+    is_flag=True,
+    help="Measure the matcher and the judges on this store's own labels (inquitree label) instead of the shipped sets.",
+)
+@click.option("--suite", help="With --labels: only the labels of this campaign's samples.")
+@click.option("--labeller", help="With --labels: whose answers (default: the labeller with the most).")
+@db_option
 def measure(
-    embedder_spec, embedder_base_url, tau, tau_study, match_rule, judge_spec, draws, fmt, keep, **model_kw
+    embedder_spec,
+    embedder_base_url,
+    tau,
+    tau_study,
+    match_rule,
+    judge_spec,
+    draws,
+    fmt,
+    keep,
+    on_labels,
+    suite,
+    labeller,
+    db_url,
+    **model_kw,
 ) -> None:
-    """Error rates of a matcher (--embedder) or agreement of a judge (--judge) on the shipped sets.
+    """Error rates of a matcher (--embedder) or agreement of a judge (--judge) on the shipped sets,
+    or, with --labels, of the matcher and judges that read this store's labelled episodes.
 
     With --judge, --embedder names the embedding judge's embedder (default: local). With --record,
     every table that shows episodes read by this instrument states the measurement beside them."""
     import json
+
+    if on_labels:
+        if embedder_spec or judge_spec or keep:
+            raise click.UsageError(
+                "--labels measures what read the labelled episodes: give it without --embedder, --judge and "
+                "--record (tables state a campaign's own labels by themselves)"
+            )
+        from inquitree.core.instrument import measure_labels
+        from inquitree.events import EventStore
+
+        with EventStore(db_url, create=False) as store:
+            found = measure_labels(store, suite, labeller, draws)
+        if not found["answers"]:
+            raise click.ClickException(
+                f"no labels in this store{f' for suite {suite!r}' if suite else ''}: inquitree label moves|conclusions "
+                "--suite NAME --sample N draws and labels a sample"
+            )
+        echo(json.dumps(found, indent=1) if fmt == "json" else _fitted(labels_table(found)))
+        return
+    if suite or labeller:
+        raise click.UsageError("--suite and --labeller are for --labels")
 
     from inquitree.core.game import MatchRuleError
     from inquitree.core.instrument import measure_judge, measure_matcher
@@ -117,7 +162,7 @@ def _pct(value: float | None, interval: list[float] | None = None) -> str:
 
 
 def _counted(rate: float | None, n: int, of: int) -> str:
-    from inquitree.core.instrument.matching import FEW
+    from inquitree.core.instrument import FEW
 
     return f"{_pct(rate)} {n}/{of}" + ("*" if of < FEW else "")
 
@@ -130,8 +175,7 @@ def matcher_table(found: dict[str, Any]) -> list[str]:
     """The matcher's measurement as a person reads it (80 columns): per state and split, each rate
     with its counts (recognised and wrong of the intended moves, false of the actions that mean no
     candidate), and under it its 95% interval over trees."""
-    from inquitree.core.instrument import GOAL
-    from inquitree.core.instrument.matching import FEW
+    from inquitree.core.instrument import FEW, GOAL
 
     fitted = found["rule"] != "paper"
     lines = [
@@ -203,4 +247,60 @@ def judge_table(found: dict[str, Any]) -> list[str]:
     for row in CATEGORIES:
         lines.append(f"  {row:10}" + "".join(f"{confusion[row][c]:>10}" for c in CATEGORIES))
     lines.append("kappa intervals: 95%, resampling trees; a failed verdict is counted apart, not as absent")
+    return lines
+
+
+def _rate_cell(block: dict[str, Any], key: str, of: str) -> str:
+    c = block["counts"][key]
+    n = block[of]
+    if not n:
+        return "-"
+    from inquitree.core.instrument import FEW
+
+    return f"{100 * c / n:.0f}% {c}/{n}" + ("*" if n < FEW else "")
+
+
+def labels_table(found: dict[str, Any]) -> list[str]:
+    """The instrument on a campaign's own labels, as a person reads it (80 columns)."""
+    from inquitree.core.instrument import FEW
+
+    m = found["matcher"]
+    lines = [f"labels of {', '.join(found['suites'])}: {found['answers']} answers"]
+    for pair in found["agreement"]:
+        if pair["items"]:
+            kappa = "-" if pair["kappa"] is None else f"{pair['kappa']:.2f}"
+            lines.append(
+                f"  {pair['labellers'][0]} and {pair['labellers'][1]}: {pair['items']} items both answered, "
+                f"agreement {100 * pair['agreement']:.0f}%, kappa {kappa}"
+            )
+    if m["labelled"]:
+        lines += [
+            f"matcher, on {m['labelled']} labelled moves ({m['labeller']}):",
+            "  recognised, wrong: of the intended moves; false: of the moves meaning none;",
+            "  misread (a wrong or false match, or an intended move missed): of every move",
+            f"  {'agent':13}{'state':9}{'recognised':13}{'false':12}{'wrong':10}{'misread'}",
+        ]
+        rows = [("(all)", st, b) for st, b in m["overall"].items()]
+        rows += [(agent, st, b) for agent, by in m["agents"].items() for st, b in by.items()]
+        for agent, state, b in rows:
+            iv = b["intervals"].get("misread")
+            span = f" [{100 * iv[0]:.0f}, {100 * iv[1]:.0f}]" if iv else ""
+            lines.append(
+                f"  {agent[:12]:13}{state:9}{_rate_cell(b, 'recognised', 'n_intended'):13}"
+                f"{_rate_cell(b, 'false_match', 'n_null'):12}{_rate_cell(b, 'wrong_candidate', 'n_intended'):10}"
+                f"{_rate_cell(b, 'misread', 'labelled')}{span}"
+            )
+    j = found["judges"]
+    if j["labelled"]:
+        lines.append(f"judges, on {j['labelled']} labelled conclusion items ({j['labeller']}):")
+        lines.append(f"  {'agent':16}{'items':>6} {'agreement':>10}  {'kappa':22}{'failed':>6}")
+        for judge_id, block in j["judge"].items():
+            lines.append(f"  {judge_id}")
+            for agent, b in [("(all)", block["overall"]), *block["agents"].items()]:
+                iv = b["kappa_interval"]
+                kappa = (
+                    "-" if b["kappa"] is None else f"{b['kappa']:.2f}" + (f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv else "")
+                )
+                lines.append(f"  {agent[:15]:16}{b['items']:>6} {_pct(b['agreement']):>10}  {kappa:22}{b['failed']:>6}")
+    lines.append(f"intervals: 95%, resampling papers; * fewer than {FEW} items: too few to read as a rate")
     return lines

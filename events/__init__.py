@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.events.names import EPISODE_ID_PATTERN as EPISODE_ID_PATTERN
     from inquitree.events.names import EPISODE_PREFIX as EPISODE_PREFIX
     from inquitree.events.names import IMPORT_PREFIX as IMPORT_PREFIX
+    from inquitree.events.names import LABELS_PREFIX as LABELS_PREFIX
     from inquitree.events.names import Cell as Cell
     from inquitree.events.names import agent_name as agent_name
     from inquitree.events.names import campaign_stream as campaign_stream
@@ -76,6 +77,7 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.events.types import EpisodeStarted as EpisodeStarted
     from inquitree.events.types import HintIssued as HintIssued
     from inquitree.events.types import JudgeVerdict as JudgeVerdict
+    from inquitree.events.types import LabelRecorded as LabelRecorded
     from inquitree.events.types import LimitReached as LimitReached
     from inquitree.events.types import MatchScored as MatchScored
     from inquitree.events.types import ObservationEmitted as ObservationEmitted
@@ -117,6 +119,7 @@ _EXPORTS = {
     "EPISODE_ID_PATTERN": "names",
     "EPISODE_PREFIX": "names",
     "IMPORT_PREFIX": "names",
+    "LABELS_PREFIX": "names",
     "agent_name": "names",
     "campaign_stream": "names",
     "cells_of": "names",
@@ -147,6 +150,7 @@ _EXPORTS = {
     "DependencyBlocked": "types",
     "EpisodeFailed": "types",
     "EpisodeImported": "types",
+    "LabelRecorded": "types",
     "EpisodeInterrupted": "types",
     "EpisodeResumed": "types",
     "EpisodeScored": "types",

@@ -35,6 +35,7 @@ __all__ = [
     "EPISODE_ID_PATTERN",
     "EPISODE_PREFIX",
     "IMPORT_PREFIX",
+    "LABELS_PREFIX",
     "MAX_ID",
     "check_episode_id",
     "episode_stream",
@@ -44,6 +45,7 @@ __all__ = [
 EPISODE_PREFIX = "episode/"
 IMPORT_PREFIX = "import/"  # events.types.EpisodeImported: which episodes came from elsewhere, on whose word
 CAMPAIGN_PREFIX = "campaign/"  # a suite's CampaignStarted events
+LABELS_PREFIX = "labels/"  # events.types.LabelRecorded: a labelling sample's answers, one stream a sample
 MAX_ID = 180  # the store's stream ids are at most 200 characters, "episode/" included
 EPISODE_ID_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9._-]{0,%d}" % (MAX_ID - 1)  # the whole id (fullmatch)
 _ID = re.compile(EPISODE_ID_PATTERN)

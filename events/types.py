@@ -384,3 +384,27 @@ class EpisodeImported(Event):
     hashes: bool  # the file carried each event's hashes, and they matched
     signed_by: str | None = None  # the key id the file's signature names
     checked_with: str | None = None  # the key that verified that signature at import (None: unchecked)
+
+
+@event_type
+class LabelRecorded(Event):
+    """A person's reading of one sampled item of a campaign (``inquitree label``), appended to the
+    stream ``labels/<sample_id>``: a move (``kind`` ``move``: the agent's reply at ``stream_id``'s
+    version ``position``, an ``AgentReplied`` at the Topic or Subtopic) answered with the candidate
+    it meant or ``none``; or a conclusion (``conclusion``: the ground-truth item ``item_id`` of the
+    episode whose ``ConclusionSubmitted`` is at ``position``) answered ``stated``, ``partial`` or
+    ``absent``; ``skip`` when the labeller passed. The sample's ``seed`` and ``size`` say how it was
+    drawn; ``labeller`` who answered. Nothing is overwritten: a second labeller's answers stand
+    beside the first's, and a later answer of the same labeller to the same item is the one read."""
+
+    TYPE = "LabelRecorded"
+    labeller: str
+    sample_id: str
+    kind: str  # move | conclusion
+    suite: str
+    seed: int
+    size: int
+    stream_id: str
+    position: int
+    answer: str
+    item_id: str | None = None

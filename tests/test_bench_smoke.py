@@ -49,6 +49,7 @@ STUDY_RUNS = {  # the instrument studies (studies/): quick runs, as the benches
     "instrument_record.py": ["--nomic-url", "http://127.0.0.1:9/v1", "--draws", "100", "--out", "{out}"],
     "judging.py": ["--out", "{out}"],
     "stats_sim.py": ["--campaigns", "5", "--episodes", "12", "--out", "{out}"],
+    "corrected.py": ["--campaigns", "2", "--out", "{out}"],
 }
 STUDIES_NEEDING_A_PACKAGE = {  # kept out of InquiTree's install: without it the study says so in one line
     "ppi_reference.py": "ppi-python",

@@ -207,6 +207,23 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "ev_episode_interrupted",
         [("step", "INTEGER", "step"), ("reason", "VARCHAR", "reason"), ("during", "VARCHAR", "during")],
     ),
+    # a person's reading of a sampled move or conclusion (inquitree label): episode_id is the stream's
+    # (labels/<sample>); the labelled episode is labelled_stream[9:]
+    "LabelRecorded": (
+        "ev_label_recorded",
+        [
+            ("labeller", "VARCHAR", "labeller"),
+            ("sample_id", "VARCHAR", "sample_id"),
+            ("kind", "VARCHAR", "kind"),
+            ("suite", "VARCHAR", "suite"),
+            ("seed", "BIGINT", "seed"),
+            ("size", "INTEGER", "size"),
+            ("labelled_stream", "VARCHAR", "stream_id"),
+            ("labelled_version", "INTEGER", "position"),
+            ("item_id", "VARCHAR", "item_id"),
+            ("answer", "VARCHAR", "answer"),
+        ],
+    ),
 }
 
 DIMENSIONS = """

@@ -18,6 +18,17 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.core.instrument.judging import CATEGORIES as CATEGORIES
     from inquitree.core.instrument.judging import agreement as agreement
     from inquitree.core.instrument.judging import measure_judge as measure_judge
+    from inquitree.core.instrument.labels import LABEL_VALUE as LABEL_VALUE
+    from inquitree.core.instrument.labels import campaign_conclusions as campaign_conclusions
+    from inquitree.core.instrument.labels import campaign_moves as campaign_moves
+    from inquitree.core.instrument.labels import draw_sample as draw_sample
+    from inquitree.core.instrument.labels import keep_answer as keep_answer
+    from inquitree.core.instrument.labels import labeller_agreement as labeller_agreement
+    from inquitree.core.instrument.labels import latest_answers as latest_answers
+    from inquitree.core.instrument.labels import measure_labels as measure_labels
+    from inquitree.core.instrument.labels import sample_answers as sample_answers
+    from inquitree.core.instrument.labels import sample_id as sample_id
+    from inquitree.core.instrument.matching import FEW as FEW
     from inquitree.core.instrument.matching import GOAL as GOAL
     from inquitree.core.instrument.matching import RATES as RATES
     from inquitree.core.instrument.matching import measure_matcher as measure_matcher
@@ -35,5 +46,16 @@ _EXPORTS = {
     "judge_reading": "measured",
     "matcher_reading": "measured",
     "record": "measured",
+    "campaign_conclusions": "labels",
+    "campaign_moves": "labels",
+    "draw_sample": "labels",
+    "keep_answer": "labels",
+    "labeller_agreement": "labels",
+    "latest_answers": "labels",
+    "measure_labels": "labels",
+    "sample_answers": "labels",
+    "sample_id": "labels",
+    "LABEL_VALUE": "labels",
+    "FEW": "matching",
 }
 __all__, __getattr__ = lazy_exports(__name__, _EXPORTS)

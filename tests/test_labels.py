@@ -1,0 +1,180 @@
+"""A lab's own labels (core/instrument/labels.py, `inquitree label`, `instrument measure --labels`):
+a seeded, stratified sample of a campaign's moves and conclusions, read blind from standard input,
+kept as LabelRecorded events, continued after a stop, a second labeller beside the first, and the
+matcher and judges measured on them."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from inquitree.cli import main
+from inquitree.events import EventStore
+
+from openai_server import OpenAICompatibleServer
+
+TREES = [
+    "it18-01-grid-cells-reference-frames",
+    "it18-04-reward-relative-code",
+    "it18-10-dopamine-hidden-state-inference",
+]
+
+
+def _agent(messages: list[dict]) -> str:
+    """A scripted model: at the Topic it restates the topic's first words (a move that means no
+    subtopic) every other turn and else asks for a new subtopic; elsewhere it proposes, runs, and
+    concludes with one sentence."""
+    last = messages[-1]["content"]
+    if "conclusion" in last.lower() and "list" in last.lower():
+        return 'THOUGHT: done\nACTION: ["The cells encode position relative to reward."]'
+    if len(messages) % 4 == 1:
+        return "THOUGHT: look\nACTION: how the brain encodes things in general"
+    return "THOUGHT: next\nACTION: explore_new_subtopic"
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    """A suite of the oracle and a scripted model (on a loopback server) on three trees."""
+    d = tmp_path_factory.mktemp("labels")
+    db = f"sqlite:///{d / 's.sqlite'}"
+    with OpenAICompatibleServer(_agent) as server:
+        suite = d / "lab.toml"
+        suite.write_text(
+            'name = "lab"\n'
+            f"trees = {json.dumps(TREES)}\n"
+            'agents = ["oracle", "openai:m"]\njudges = ["embedding"]\nrandomness = [0]\nruns = 1\nseed = 0\n'
+            f'embedder = "local"\nbase_url = "{server.base_url}"\nconcurrency = 2\n'
+        )
+        out = CliRunner(env={"OPENAI_API_KEY": None}).invoke(main, ["suite", "run", str(suite), "--db", db])
+        assert out.exit_code == 0, out.output
+    return db, d
+
+
+def _said(result) -> str:
+    return " ".join(result.output.split())
+
+
+def _label(db: str, kind: str, answers: list[str], *extra: str):
+    args = ["label", kind, "--suite", "lab", "--db", db, *extra]
+    return CliRunner().invoke(main, args, input="".join(a + "\n" for a in answers))
+
+
+def test_a_sample_is_seeded_stratified_and_blind(campaign):
+    from inquitree.core import instrument as labels
+
+    db, _ = campaign
+    with EventStore(db, create=False) as store:
+        found = labels.campaign_moves(store, "lab")
+        again = labels.draw_sample(found, 8, seed=4)
+        assert [m.key for m in again] == [m.key for m in labels.draw_sample(found, 8, seed=4)]
+        assert [m.key for m in again] != [m.key for m in labels.draw_sample(found, 8, seed=5)]
+        strata = {m.stratum for m in found}
+        assert {"topic", "subtopic"} <= {s[1] for s in strata} and {"oracle", "m"} <= {s[0] for s in strata}
+        shares = {s: sum(m.stratum == s for m in again) for s in strata}
+        small = {s: sum(m.stratum == s for m in found) for s in strata}
+        # each stratum an equal share, or all it has
+        assert all(shares[s] in (small[s], 8 // len(strata), 8 // len(strata) + 1) for s in strata), shares
+        assert len(labels.draw_sample(found, 10_000, seed=0)) == len(found)  # larger than what exists: all of it
+    out = _label(db, "moves", [], "--sample", "6", "--seed", "1", "--labeller", "ann")
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    said = out.output.lower()
+    for never in ("cosine", "accepted", "tau", "score", "verdict", "oracle"):
+        assert never not in said, never
+
+
+def test_moves_are_labelled_from_standard_input_kept_as_events_and_continued(campaign):
+    db, _ = campaign
+    first = _label(db, "moves", ["?", "bogus", "none", "s", "q"], "--sample", "6", "--seed", "2", "--labeller", "ann")
+    assert first.exit_code == 0, first.output
+    assert "not an answer here: 'bogus'" in _said(first) and "s skips this item" in _said(first)
+    assert "2 answers kept now; ann has answered 2 of 6" in _said(first)
+    with EventStore(db, create=False) as store:
+        recorded = store.read_stream("labels/moves.lab.all.n6.seed2")
+    assert [r.event_type for r in recorded] == ["LabelRecorded"] * 2
+    got = [r.payload for r in recorded]
+    assert [g["answer"] for g in got] == ["none", "skip"]
+    assert {(g["labeller"], g["kind"], g["suite"], g["seed"], g["size"]) for g in got} == {("ann", "move", "lab", 2, 6)}
+    assert all(g["stream_id"].startswith("episode/lab.") and g["position"] >= 1 for g in got)
+    # the same command continues after the two answered: 4 to go
+    rest = _label(db, "moves", ["none"] * 4, "--sample", "6", "--seed", "2", "--labeller", "ann")
+    assert "ann has answered 2, 4 to go" in _said(rest) and "ann has answered 6 of 6" in _said(rest)
+    done = _label(db, "moves", [], "--sample", "6", "--seed", "2", "--labeller", "ann")
+    assert "0 to go" in _said(done)
+    # a second labeller labels the same sample beside the first, and their agreement is said
+    bob = _label(db, "moves", ["none"] * 6, "--sample", "6", "--seed", "2", "--labeller", "bob")
+    assert re.search(r"agreement of ann and bob on the 5 items both answered: 100%", _said(bob)), bob.output
+
+
+def test_instrument_measure_on_the_campaigns_labels(campaign):
+    """Label every conclusion item by reading, and every sampled move as the engine should have read
+    it; the measurement counts what it says it counts, per agent."""
+    from inquitree.core import instrument as labels
+
+    db, _ = campaign
+    with EventStore(db, create=False) as store:
+        items = labels.campaign_conclusions(store, "lab")
+        picked = labels.draw_sample(items, 10, seed=0)
+        moves = labels.draw_sample(labels.campaign_moves(store, "lab"), 12, seed=7)
+    # conclusions: stated where the embedding judge gave full credit, else absent (so the judge agrees
+    # on every credited item and misses the partial ones)
+    answers = ["stated" if c.verdicts[next(iter(c.verdicts))] == 1.0 else "absent" for c in picked]
+    out = _label(db, "conclusions", answers, "--sample", "10", "--labeller", "cy")
+    assert out.exit_code == 0, out.output
+    # moves: the engine's decision when it accepted, else none; an oracle move is its candidate
+    said = [(m.best if m.accepted else "none") for m in moves]
+    out = _label(db, "moves", said, "--sample", "12", "--seed", "7", "--labeller", "cy")
+    assert out.exit_code == 0, out.output
+    found = json.loads(
+        CliRunner()
+        .invoke(main, ["instrument", "measure", "--labels", "--db", db, "--format", "json", "--draws", "200"])
+        .output
+    )
+    matcher = found["matcher"]
+    assert matcher["labeller"] == "cy" and matcher["labelled"] == 12
+    for block in matcher["overall"].values():  # labelled as decided: nothing misread
+        assert block["counts"]["misread"] == 0 and block["counts"]["false_match"] == 0
+    (judge,) = found["judges"]["judge"].values()
+    overall = judge["overall"]
+    partial = sum(1 for c in picked if 0 < (c.verdicts[next(iter(c.verdicts))] or 0) < 1)
+    assert overall["items"] == 10 and overall["confusion"]["absent"]["partial"] == partial
+    assert overall["agreement"] == round((10 - partial) / 10, 4)
+    table = CliRunner().invoke(main, ["instrument", "measure", "--labels", "--db", db, "--draws", "200"])
+    assert table.exit_code == 0 and max(len(line) for line in table.output.splitlines()) <= 80
+    assert "matcher, on 12 labelled moves (cy)" in _said(table)
+
+
+def test_labels_sync_into_the_warehouse(campaign, tmp_path):
+    db, _ = campaign
+    assert _label(db, "moves", ["none"], "--sample", "3", "--seed", "9", "--labeller", "dee").exit_code == 0
+    wh = str(tmp_path / "w.duckdb")
+    assert CliRunner().invoke(main, ["warehouse", "sync", "--db", db, "--warehouse", wh]).exit_code == 0
+    out = CliRunner().invoke(
+        main,
+        [
+            "sql",
+            "--warehouse",
+            wh,
+            "--format",
+            "json",
+            "SELECT labeller, kind, answer, labelled_stream FROM ev_label_recorded WHERE labeller = 'dee'",
+        ],  # fmt: skip
+    )
+    rows = json.loads(out.output)
+    assert len(rows) == 1 and rows[0]["answer"] == "none" and rows[0]["labelled_stream"].startswith("episode/lab.")
+
+
+def test_no_labels_and_a_bad_labeller_name_are_said_in_one_line(campaign, tmp_path):
+    db, _ = campaign
+    empty = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    assert CliRunner().invoke(main, ["db", "upgrade", "--db", empty]).exit_code == 0
+    out = CliRunner().invoke(main, ["instrument", "measure", "--labels", "--db", empty])
+    assert out.exit_code != 0 and "no labels in this store" in _said(out)
+    bad = _label(db, "moves", [], "--sample", "2", "--labeller", "../x")
+    assert bad.exit_code == 2 and "labeller name" in _said(bad)
+    none = CliRunner().invoke(main, ["label", "moves", "--suite", "nothing", "--sample", "2", "--db", db])
+    assert none.exit_code != 0 and "has no matched moves" in _said(none)
