@@ -1194,8 +1194,8 @@ def prediction_powered(
     low, high = estimate - widen * max(0.0, estimate - below), estimate + widen * max(0.0, above - estimate)
     if n_labels < PPI_FEW_LABELS_INTERVAL:
         warnings.append(
-            f"{n_labels} labelled items: at fewer than {PPI_FEW_LABELS_INTERVAL} such intervals covered the truth "
-            "in 64-91% of simulated campaigns (studies/corrected.py)"
+            f"{n_labels} labelled items: with fewer than {PPI_FEW_LABELS_INTERVAL}, such intervals covered the truth "
+            "less often than 93% in simulated campaigns (studies/corrected.py, docs/statistics.md)"
         )
     method += (
         f", the resamples' 2.5th and 97.5th percentiles widened by t on {df} df over the normal "

@@ -15,6 +15,14 @@
 -- verdicts that failed (unusable output); an episode with one has no score and is left out of the
 -- score and the rank, and a judge with no usable verdict for an agent gives that row no score and
 -- no rank; interval_warning says so (`query judge_flags` gives the causes).
+-- conclusion_score_corrected (with its _ci_low and _ci_high): where a person labelled some of these
+-- episodes' conclusion items (inquitree label conclusions), the conclusion score corrected for the
+-- judge's error: the judge's verdicts on every item combined with the labelled sample
+-- (prediction-powered inference, stats.prediction_powered; docs/statistics.md), for the same
+-- estimand; labelled_items counts the labelled items it rests on. All three NULL where none is labelled: the score is
+-- the judge's alone, and the notes say so. matcher_misread (with its interval over papers): of these
+-- episodes' moves a person labelled (inquitree label moves), the share the matcher misread (a wrong
+-- candidate or a move meaning none accepted, an intended move missed); labelled_moves counts them.
 WITH per_episode AS (
     SELECT e.agent, s.judge_id, e.tree_id, e.episode_id, e.coverage, e.own_coverage, s.q_norm,
            s.failed_verdicts, e.embedder, e.tau, e.tau_study, e.match_rule
@@ -33,6 +41,26 @@ WITH per_episode AS (
            sum(failed_verdicts) AS failed_verdicts, count(*) AS played,
            count(*) FILTER (WHERE q_norm IS NULL) AS unscored
     FROM per_episode GROUP BY ALL
+), items AS (  -- each item's evidence-weighted verdict and, where a person read it, label (#14, #15)
+    SELECT p.agent, p.judge_id, p.tree_id, p.episode_id, ev.item_id, ev.p * v.score AS predicted,
+           ev.p * l.value AS labelled
+    FROM per_episode p
+    JOIN episode_item_evidence ev USING (episode_id)
+    JOIN latest_verdicts v ON v.episode_id = p.episode_id AND v.judge_id = p.judge_id AND v.item_id = ev.item_id
+    LEFT JOIN conclusion_labels l ON l.episode_id = p.episode_id AND l.item_id = ev.item_id
+    WHERE p.q_norm IS NOT NULL
+), corrected AS (
+    SELECT agent, judge_id, count(labelled) AS labelled_items,
+           ppi_ci(list(tree_id ORDER BY episode_id, item_id), list(predicted ORDER BY episode_id, item_id),
+                  list(tree_id ORDER BY episode_id, item_id) FILTER (WHERE labelled IS NOT NULL),
+                  list(predicted ORDER BY episode_id, item_id) FILTER (WHERE labelled IS NOT NULL),
+                  list(labelled ORDER BY episode_id, item_id) FILTER (WHERE labelled IS NOT NULL)) AS cq
+    FROM items GROUP BY ALL
+), misread AS (
+    SELECT p.agent, p.judge_id, count(*) AS labelled_moves,
+           mean_ci(list(p.tree_id ORDER BY p.episode_id, m.labelled_version, m.labeller),
+                   list(m.misread::DOUBLE ORDER BY p.episode_id, m.labelled_version, m.labeller), 0, 1) AS mr
+    FROM per_episode p JOIN move_labels m USING (episode_id) GROUP BY ALL
 ), rank_lists AS (
     SELECT judge_id, rank_ci(list(agent ORDER BY episode_id), list(tree_id ORDER BY episode_id),
                              list(q_norm ORDER BY episode_id)) AS ranks
@@ -46,7 +74,11 @@ SELECT agent, judge_id, 0 AS randomness,  -- the level this table speaks of, sai
        oc.ci_high AS own_coverage_ci_high,
        q.estimate AS conclusion_score, q.se AS conclusion_score_se,
        q.ci_low AS conclusion_score_ci_low, q.ci_high AS conclusion_score_ci_high,
+       cq.estimate AS conclusion_score_corrected, cq.ci_low AS conclusion_score_corrected_ci_low,
+       cq.ci_high AS conclusion_score_corrected_ci_high, nullif(labelled_items, 0) AS labelled_items,
        r.rank AS rank, r.rank_low AS rank_low, r.rank_high AS rank_high,
+       mr.estimate AS matcher_misread, mr.ci_low AS matcher_misread_ci_low, mr.ci_high AS matcher_misread_ci_high,
+       labelled_moves,
        failed_verdicts, q.papers AS papers, q.episodes AS episodes, q.method AS interval_method,
        nullif(concat_ws('; ',
                         CASE WHEN unscored = played
@@ -58,9 +90,16 @@ SELECT agent, judge_id, 0 AS randomness,  -- the level this table speaks of, sai
                                          'conclusion score and the rank ({} verdicts failed; `inquitree query '
                                          'judge_flags` gives their causes)', unscored, played, failed_verdicts)
                         END,
-                        'conclusion score: ' || q.warning, 'coverage: ' || c.warning,
+                        'conclusion score: ' || q.warning,
+                        'corrected conclusion score: ' || cq.warning, 'coverage: ' || c.warning,
+                        'matcher misread: ' || mr.warning,
                         'own coverage: ' || oc.warning, 'rank: ' || r.warning), '') AS interval_warning,
        c.method AS coverage_interval_method, r.method AS rank_method,
+       CASE WHEN cq.estimate IS NULL
+            THEN 'the judge''s alone: none of these episodes'' conclusion items is labelled (inquitree label '
+                 'conclusions corrects it for the judge''s error)'
+            ELSE cq.method END AS corrected_method,
        judge_validity(judge_id) AS judge_validity, matcher_validity
 FROM boot LEFT JOIN ranked USING (agent, judge_id) LEFT JOIN matchers USING (agent, judge_id)
+     LEFT JOIN corrected USING (agent, judge_id) LEFT JOIN misread USING (agent, judge_id)
 ORDER BY conclusion_score DESC NULLS LAST, agent, judge_id;

@@ -14,7 +14,9 @@ Registered on every connection (``register``), each taking lists gathered per gr
 - ``paired_ci(trees, differences)``: ``stats.paired_test``: the sign-flip p-value, the smallest p
   the papers allow and the interval that inverts the test;
 - ``rank_ci(agents, trees, values)``: ``stats.rank_intervals``, a list of (agent, rank, low, high,
-  method, warning), about the settings' population.
+  method, warning), about the settings' population;
+- ``ppi_ci(trees, predicted, labelled_trees, labelled_predicted, labels)``: a judge's figure
+  corrected by labelled items, ``stats.prediction_powered`` (NULL where no item is labelled).
 
 Each interval is a struct: ``estimate``, ``se``, ``ci_low``, ``ci_high``, ``papers``,
 ``episodes``, ``method`` and ``warning`` (NULL when none; then ``ci_low``/``ci_high`` may be NULL
@@ -123,6 +125,16 @@ class Settings:
             groups = [v[codes == i].tolist() for i in range(n)]
             return _row(stats.interval_of_groups(groups, _bounds(low, high)))
         return _row(stats.interval_of_means(means, len(v), _bounds(low, high)))
+
+    def corrected(self, trees, predicted, labelled_trees, labelled_predicted, labels) -> dict | None:
+        if trees is None or labels is None or len(labels) == 0:
+            return None
+        names = [str(t) for t in trees.to_pylist()]
+        at = [str(t) for t in labelled_trees.to_pylist()]
+        found = stats.prediction_powered(
+            names, _floats(predicted), at, _floats(labelled_predicted), _floats(labels), seed=self.seed
+        )
+        return _row(found)
 
     def unit_mean(self, values, low=None, high=None) -> dict | None:
         if values is None:
@@ -340,6 +352,7 @@ def register(con, settings: Settings) -> None:
         ("change_ci", settings.change, ["VARCHAR[]", "DOUBLE[]", "BOOLEAN[]"], _INTERVAL),
         ("paired_ci", settings.paired, ["VARCHAR[]", "DOUBLE[]"], _PAIRED),
         ("rank_ci", settings.ranks, ["VARCHAR[]", "VARCHAR[]", "DOUBLE[]"], _RANKS),
+        ("ppi_ci", settings.corrected, ["VARCHAR[]", "DOUBLE[]", "VARCHAR[]", "DOUBLE[]", "DOUBLE[]"], _INTERVAL),
     ]
     for name, function, parameters, returns in functions:
         con.create_function(

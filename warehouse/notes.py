@@ -121,10 +121,16 @@ def _number(v: float | None) -> str:
 
 # Headers whose values are short: the table a person reads names them shortly (the randomness
 # level a is one digit, and its ten-letter header cost an 80-column screen the Holm's p column).
-SHORT = {"randomness": "level", "lower_bound": "3n", "upper_bound": "n(2H+3)"}
+SHORT = {
+    "randomness": "level",
+    "lower_bound": "3n",
+    "upper_bound": "n(2H+3)",
+    "conclusion_score_corrected": "corrected",
+}
 # The numbers a reader looks for first, in this order; what is long and rarely read goes last.
 NUMBERS_FIRST = (
     "conclusion_score",
+    "conclusion_score_corrected",
     "failed_verdicts",
     "difference",
     "rank",

@@ -139,6 +139,42 @@ SELECT episode_id, judge_id, item_id, arg_max_null(score, global_position) AS sc
        max(recorded_at) AS judged_at
 FROM ev_judge_verdict GROUP BY episode_id, judge_id, item_id;
 
+-- A person's reading of a conclusion item (inquitree label conclusions), on the judge's scale: stated
+-- 1, partial 0.6, absent 0 (LABEL_VALUE of core/instrument/labels.py; tests/test_labels.py keeps
+-- them equal). Each labeller's last answer counts; a skip is no answer; two labellers' values are
+-- averaged, and ``labellers`` says how many read the item.
+CREATE OR REPLACE VIEW conclusion_labels AS
+WITH last AS (
+    SELECT labelled_stream[9:] AS episode_id, item_id, labeller, arg_max(answer, global_position) AS answer
+    FROM ev_label_recorded WHERE kind = 'conclusion' AND starts_with(labelled_stream, 'episode/') GROUP BY ALL
+)
+SELECT episode_id, item_id,
+       avg(CASE answer WHEN 'stated' THEN 1.0 WHEN 'partial' THEN 0.6 WHEN 'absent' THEN 0.0 END) AS value,
+       count(*) AS labellers
+FROM last WHERE answer IN ('stated', 'partial', 'absent') GROUP BY ALL;
+
+-- A person's reading of a matched move (inquitree label moves) beside the engine's decision: the
+-- labelled reply's step, and the match the engine scored for it (the first MatchScored after the
+-- reply in its step). misread: a wrong candidate accepted, a move that meant none accepted, or an
+-- intended move not accepted. Each labeller's last answer counts; a skip is no answer.
+CREATE OR REPLACE VIEW move_labels AS
+WITH last AS (
+    SELECT labelled_stream[9:] AS episode_id, labelled_version, labeller,
+           arg_max(answer, global_position) AS answer
+    FROM ev_label_recorded WHERE kind = 'move' AND starts_with(labelled_stream, 'episode/') GROUP BY ALL
+), matched AS (
+    SELECT l.episode_id, l.labelled_version, l.labeller, l.answer, m.state, m.best, m.accepted,
+           row_number() OVER (PARTITION BY l.episode_id, l.labelled_version, l.labeller
+                              ORDER BY m.stream_version) AS nth
+    FROM last l
+    JOIN ev_agent_replied a ON a.episode_id = l.episode_id AND a.stream_version = l.labelled_version
+    JOIN ev_match_scored m ON m.episode_id = l.episode_id AND m.step = a.step AND m.stream_version > a.stream_version
+    WHERE l.answer <> 'skip'
+)
+SELECT episode_id, labelled_version, labeller, answer, state, best, accepted,
+       CASE WHEN answer = 'none' THEN accepted ELSE NOT (accepted AND best = answer) END AS misread
+FROM matched WHERE nth = 1;
+
 -- Eq. 9: Q = sum_i p_i S(c_i), and q_norm = Q / k (#15). NULL when any item lacks a usable verdict;
 -- failed_verdicts counts the items whose latest verdict is a judge error (its cause in the rationale).
 CREATE OR REPLACE VIEW episode_scores AS
