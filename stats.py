@@ -1072,7 +1072,11 @@ PPI_FEW_LABELS_INTERVAL = 20  # fewer: its interval is warned (studies/corrected
 
 
 def _ppi_sums(
-    papers: Sequence, predicted: Sequence, labelled_papers: Sequence, labelled_predicted: Sequence, labels: Sequence
+    papers: Sequence | np.ndarray,
+    predicted: Sequence | np.ndarray,
+    labelled_papers: Sequence | np.ndarray,
+    labelled_predicted: Sequence | np.ndarray,
+    labels: Sequence | np.ndarray,
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Per paper (sorted): the sums the corrected estimate is made of. ``whole`` (papers x 3): the
     number of items, the mean prediction and the mean squared prediction; ``part`` (papers x 6): of
@@ -1126,11 +1130,11 @@ def _ppi_estimates(
 
 
 def prediction_powered(
-    papers: Sequence,
-    predicted: Sequence,
-    labelled_papers: Sequence,
-    labelled_predicted: Sequence,
-    labels: Sequence,
+    papers: Sequence | np.ndarray,
+    predicted: Sequence | np.ndarray,
+    labelled_papers: Sequence | np.ndarray,
+    labelled_predicted: Sequence | np.ndarray,
+    labels: Sequence | np.ndarray,
     bounds: tuple[float, float] = (0, 1),
     seed: int = 0,
     draws: int = PPI_DRAWS,
