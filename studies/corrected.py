@@ -86,6 +86,21 @@ def campaign(rng: np.random.Generator, papers: int, confusion: np.ndarray, share
     return {"corrected": corrected, "alone": alone, "judge": judge}
 
 
+def table(result: dict) -> list[str]:
+    """The result as docs/statistics.md shows it (tests/test_labels.py holds the page to it)."""
+    lines = [
+        "| judge | kappa | papers | labelled | covers | width | labels alone | judge alone misses |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        lines.append(
+            f"| {r['judge']} | {r['kappa']:.2f} | {r['papers']} | {100 * r['labelled_share']:.0f}% "
+            f"({r['labelled_items']}) | {100 * r['corrected_covers']:.1f}%{' (below 93%)' if r['warned'] else ''} | "
+            f"{r['corrected_width']:.2f} | {r['labels_alone_width']:.2f} | {100 * r['judge_alone_misses']:.0f}% |"
+        )
+    return lines
+
+
 def holds(iv, truth: float) -> bool:
     return iv.low is not None and iv.low <= truth <= iv.high
 

@@ -35,10 +35,7 @@ def _agent(messages: list[dict]) -> str:
     return "THOUGHT: next\nACTION: explore_new_subtopic"
 
 
-@pytest.fixture(scope="module")
-def campaign(tmp_path_factory):
-    """A suite of the oracle and a scripted model (on a loopback server) on three trees."""
-    d = tmp_path_factory.mktemp("labels")
+def _campaign(d) -> str:
     db = f"sqlite:///{d / 's.sqlite'}"
     with OpenAICompatibleServer(_agent) as server:
         suite = d / "lab.toml"
@@ -50,7 +47,14 @@ def campaign(tmp_path_factory):
         )
         out = CliRunner(env={"OPENAI_API_KEY": None}).invoke(main, ["suite", "run", str(suite), "--db", db])
         assert out.exit_code == 0, out.output
-    return db, d
+    return db
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    """A suite of the oracle and a scripted model (on a loopback server) on three trees."""
+    d = tmp_path_factory.mktemp("labels")
+    return _campaign(d), d
 
 
 def _said(result) -> str:
@@ -178,3 +182,81 @@ def test_no_labels_and_a_bad_labeller_name_are_said_in_one_line(campaign, tmp_pa
     assert bad.exit_code == 2 and "labeller name" in _said(bad)
     none = CliRunner().invoke(main, ["label", "moves", "--suite", "nothing", "--sample", "2", "--db", db])
     assert none.exit_code != 0 and "has no matched moves" in _said(none)
+
+
+def test_the_corrected_scores_simulation_is_what_the_statistics_page_shows():
+    """docs/statistics.md shows studies/corrected.py's table as the study writes it, and its summary
+    of the table is the table's."""
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root / "studies"))
+    import corrected
+
+    result = json.loads((root / "studies" / "results" / "corrected.json").read_text())
+    page = (root / "docs" / "statistics.md").read_text()
+    assert "\n".join(corrected.table(result)) in page
+    rows = result["rows"]
+    enough = [r["corrected_covers"] for r in rows if r["labelled_items"] >= 20]
+    few = [r["corrected_covers"] for r in rows if r["labelled_items"] < 20]
+    said = " ".join(page.split())
+    assert f"in {100 * min(few):.1f}-{100 * max(few):.1f}% of campaigns" in said
+    assert f"from 20 on it held {100 * min(enough):.1f}-{100 * max(enough):.1f}% (the {len(enough)} cells" in said
+    assert f"{sum(c < result['goal'] for c in enough)} of the {len(enough)} came out below 93%" in said
+    assert {r["campaigns"] for r in rows} == {400} and len(rows) == 48
+
+
+def test_the_warehouse_reads_labels_on_the_scale_the_labels_module_does():
+    from pathlib import Path
+
+    from inquitree.core.instrument import LABEL_VALUE
+
+    views = (Path(__file__).resolve().parent.parent / "warehouse" / "views.sql").read_text()
+    for answer, value in LABEL_VALUE.items():
+        assert f"WHEN '{answer}' THEN {value}" in views
+
+
+def _leaderboard(db: str, wh: str) -> dict[str, dict]:
+    assert CliRunner().invoke(main, ["warehouse", "sync", "--db", db, "--warehouse", wh]).exit_code == 0
+    out = CliRunner().invoke(main, ["query", "table2_leaderboard", "--warehouse", wh, "--suite", "lab", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    return {r["agent"]: r for r in json.loads(out.output)}
+
+
+def test_the_leaderboard_corrects_the_judge_with_the_labels_and_says_when_there_are_none(tmp_path):
+    """No labels: the corrected columns are empty and the table says the score is the judge's alone.
+    Every item read as absent: the corrected score is the labels' mean over papers, 0, whatever the
+    judge credited; the terminal table shows it beside the judge's at 80 columns."""
+    from inquitree.core import instrument as labels
+
+    db = _campaign(tmp_path)
+    wh = str(tmp_path / "w.duckdb")
+    before = _leaderboard(db, wh)
+    assert all(r["conclusion_score_corrected"] is None and r["labelled_items"] is None for r in before.values())
+    assert all("the judge's alone" in r["corrected_method"] for r in before.values())
+    with EventStore(db, create=False) as store:
+        everything = labels.campaign_conclusions(store, "lab")
+    out = _label(db, "conclusions", ["absent"] * len(everything), "--sample", str(len(everything)), "--labeller", "ed")
+    assert out.exit_code == 0, out.output
+    after = _leaderboard(db, wh)
+    oracle = after["oracle"]
+    assert oracle["conclusion_score"] > 0.5 and oracle["conclusion_score_corrected"] == 0.0
+    assert oracle["labelled_items"] == sum(c.agent == "oracle" for c in everything)
+    assert oracle["conclusion_score_corrected_ci_low"] == 0.0 and "prediction-powered" in oracle["corrected_method"]
+    shown = CliRunner(env={"COLUMNS": "80"}).invoke(
+        main, ["query", "table2_leaderboard", "--warehouse", wh, "--suite", "lab"]
+    )
+    header = next(line for line in shown.output.splitlines() if "agent" in line and "conclusion_score" in line)
+    # a column or, when every row has the same value (here 0 for both agents), a line above the table
+    assert "corrected" in header or "corrected (every row): 0.00" in shown.output, shown.output
+    assert max(len(line) for line in shown.output.splitlines()) <= 80
+    # moves labelled as the engine read them: nothing misread
+    with EventStore(db, create=False) as store:
+        sample = labels.draw_sample(labels.campaign_moves(store, "lab"), 6, seed=3)
+    said = [(m.best if m.accepted else "none") for m in sample]
+    assert _label(db, "moves", said, "--sample", "6", "--seed", "3", "--labeller", "ed").exit_code == 0
+    rows = _leaderboard(db, wh)
+    labelled = [r for r in rows.values() if r["labelled_moves"]]
+    assert labelled and all(r["matcher_misread"] == 0.0 for r in labelled)
+    assert sum(r["labelled_moves"] for r in labelled) == 6
