@@ -48,6 +48,7 @@ STUDY_RUNS = {  # the instrument studies (studies/): quick runs, as the benches
     # nomic at the discard port: skipped with one line, as on a machine without its server
     "instrument_record.py": ["--nomic-url", "http://127.0.0.1:9/v1", "--draws", "100", "--out", "{out}"],
     "judging.py": ["--out", "{out}"],
+    "qwen_corrected.py": ["--out", "{out}"],
     "stats_sim.py": ["--campaigns", "5", "--episodes", "12", "--out", "{out}"],
     "corrected.py": ["--campaigns", "2", "--out", "{out}"],
 }

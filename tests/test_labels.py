@@ -219,7 +219,9 @@ def test_the_warehouse_reads_labels_on_the_scale_the_labels_module_does():
 
 def _leaderboard(db: str, wh: str) -> dict[str, dict]:
     assert CliRunner().invoke(main, ["warehouse", "sync", "--db", db, "--warehouse", wh]).exit_code == 0
-    out = CliRunner().invoke(main, ["query", "table2_leaderboard", "--warehouse", wh, "--suite", "lab", "--format", "json"])
+    out = CliRunner().invoke(
+        main, ["query", "table2_leaderboard", "--warehouse", wh, "--suite", "lab", "--format", "json"]
+    )
     assert out.exit_code == 0, out.output
     return {r["agent"]: r for r in json.loads(out.output)}
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from inquitree.cli import main
 
-STUDY = Path(__file__).resolve().parent.parent / "docs" / "studies" / "qwen-1.5b"
+ROOT = Path(__file__).resolve().parent.parent
+STUDY = ROOT / "docs" / "studies" / "qwen-1.5b"
 EPISODES = sorted((STUDY / "episodes").glob("*.jsonl"))
 # The study's signing key, as README.md and CHANGELOG.md publish it (not only the file beside the export)
 STUDY_KEY_ID = "c157c41dbcc290eb"
@@ -127,3 +129,39 @@ def same_table(made: str, quoted: str) -> bool:
         except ValueError:
             return False
     return True
+
+
+def test_the_corrected_score_of_the_study_is_rebuilt_from_its_episodes_and_readings(tmp_path):
+    """studies/qwen_corrected.py imports the study, appends the 150 careful readings as labels and
+    reads the leaderboard: the committed result and the study page's table come out of it."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "q.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "studies" / "qwen_corrected.py"), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    made = json.loads(out.read_text())
+    kept = json.loads((ROOT / "studies" / "results" / "qwen_corrected.json").read_text())
+    assert made["labelled_here"] == kept["labelled_here"]  # the readings of the imported arms' episodes
+    # the leaderboard's (randomness 0): 77 readings for the embedding judge, on all its 54 episodes
+    assert {r["judge_id"]: r["labelled_items"] for r in kept["after"]}[
+        "embedding:local:all-MiniLM-L6-v2-int8:0.85/0.7"
+    ] == 77
+    for a, b in zip(made["after"], kept["after"], strict=True):
+        for key, value in b.items():
+            assert a[key] == (pytest.approx(value, rel=1e-9) if isinstance(value, float) else value), key
+    page = (ROOT / "docs" / "studies" / "qwen-1.5b.md").read_text()
+    row = {r["judge_id"]: r for r in kept["after"]}["embedding:local:all-MiniLM-L6-v2-int8:0.85/0.7"]
+    quoted = (
+        f"| {row['episodes']} | {row['conclusion_score']:.3f} [{row['conclusion_score_ci_low']:.3f}, "
+        f"{row['conclusion_score_ci_high']:.3f}] | {row['labelled_items']} | {row['conclusion_score_corrected']:.3f} "
+        f"[{row['conclusion_score_corrected_ci_low']:.3f}, {row['conclusion_score_corrected_ci_high']:.3f}] |"
+    )
+    assert quoted in page
+    assert all(r["conclusion_score_corrected"] is None for r in kept["before"])
