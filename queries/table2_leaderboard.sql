@@ -23,6 +23,9 @@
 -- the judge's alone, and the notes say so. matcher_misread (with its interval over papers): of these
 -- episodes' moves a person labelled (inquitree label moves), the share the matcher misread (a wrong
 -- candidate or a move meaning none accepted, an intended move missed); labelled_moves counts them.
+-- labelled_validity: the instrument measured on these episodes' own labels (the matcher's misread
+-- share, the judge's agreement and kappa with the readings), said ahead of the shipped measurement
+-- (judge_validity, matcher_validity), which is one small model's text; NULL where nothing is labelled.
 WITH per_episode AS (
     SELECT e.agent, s.judge_id, e.tree_id, e.episode_id, e.coverage, e.own_coverage, s.q_norm,
            s.failed_verdicts, e.embedder, e.tau, e.tau_study, e.match_rule
@@ -43,7 +46,7 @@ WITH per_episode AS (
     FROM per_episode GROUP BY ALL
 ), items AS (  -- each item's evidence-weighted verdict and, where a person read it, label (#14, #15)
     SELECT p.agent, p.judge_id, p.tree_id, p.episode_id, ev.item_id, ev.p * v.score AS predicted,
-           ev.p * l.value AS labelled
+           ev.p * l.value AS labelled, v.score, l.value AS label_value, l.labellers
     FROM per_episode p
     JOIN episode_item_evidence ev USING (episode_id)
     JOIN latest_verdicts v ON v.episode_id = p.episode_id AND v.judge_id = p.judge_id AND v.item_id = ev.item_id
@@ -54,12 +57,19 @@ WITH per_episode AS (
            ppi_ci(list(tree_id ORDER BY episode_id, item_id), list(predicted ORDER BY episode_id, item_id),
                   list(tree_id ORDER BY episode_id, item_id) FILTER (WHERE labelled IS NOT NULL),
                   list(predicted ORDER BY episode_id, item_id) FILTER (WHERE labelled IS NOT NULL),
-                  list(labelled ORDER BY episode_id, item_id) FILTER (WHERE labelled IS NOT NULL)) AS cq
+                  list(labelled ORDER BY episode_id, item_id) FILTER (WHERE labelled IS NOT NULL)) AS cq,
+           conclusions_reading(list(tree_id ORDER BY episode_id, item_id) FILTER (WHERE labelled IS NOT NULL),
+                               list(label_value ORDER BY episode_id, item_id) FILTER (WHERE labelled IS NOT NULL),
+                               list(score ORDER BY episode_id, item_id) FILTER (WHERE labelled IS NOT NULL),
+                               max(labellers)::INTEGER) AS conclusions_read
     FROM items GROUP BY ALL
 ), misread AS (
     SELECT p.agent, p.judge_id, count(*) AS labelled_moves,
            mean_ci(list(p.tree_id ORDER BY p.episode_id, m.labelled_version, m.labeller),
-                   list(m.misread::DOUBLE ORDER BY p.episode_id, m.labelled_version, m.labeller), 0, 1) AS mr
+                   list(m.misread::DOUBLE ORDER BY p.episode_id, m.labelled_version, m.labeller), 0, 1) AS mr,
+           moves_reading(list(p.tree_id ORDER BY p.episode_id, m.labelled_version, m.labeller),
+                         list(m.misread ORDER BY p.episode_id, m.labelled_version, m.labeller),
+                         count(DISTINCT m.labeller)::INTEGER) AS moves_read
     FROM per_episode p JOIN move_labels m USING (episode_id) GROUP BY ALL
 ), rank_lists AS (
     SELECT judge_id, rank_ci(list(agent ORDER BY episode_id), list(tree_id ORDER BY episode_id),
@@ -99,6 +109,7 @@ SELECT agent, judge_id, 0 AS randomness,  -- the level this table speaks of, sai
             THEN 'the judge''s alone: none of these episodes'' conclusion items is labelled (inquitree label '
                  'conclusions corrects it for the judge''s error)'
             ELSE cq.method END AS corrected_method,
+       nullif(concat_ws('; ', moves_read, conclusions_read), '') AS labelled_validity,
        judge_validity(judge_id) AS judge_validity, matcher_validity
 FROM boot LEFT JOIN ranked USING (agent, judge_id) LEFT JOIN matchers USING (agent, judge_id)
      LEFT JOIN corrected USING (agent, judge_id) LEFT JOIN misread USING (agent, judge_id)

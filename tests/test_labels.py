@@ -262,3 +262,13 @@ def test_the_leaderboard_corrects_the_judge_with_the_labels_and_says_when_there_
     labelled = [r for r in rows.values() if r["labelled_moves"]]
     assert labelled and all(r["matcher_misread"] == 0.0 for r in labelled)
     assert sum(r["labelled_moves"] for r in labelled) == 6
+    # the instrument as measured on the campaign's own labels, said ahead of the shipped measurement
+    for r in labelled:
+        n = r["labelled_moves"]
+        assert f"on {n} of this campaign's moves (1 labeller): the matcher misread 0% 0/{n}" in r["labelled_validity"]
+    oracle = rows["oracle"]
+    assert (
+        f"on {oracle['labelled_items']} of this campaign's conclusion items (1 labeller): the judge agrees"
+        in (oracle["labelled_validity"])
+    )
+    assert all(r["labelled_validity"] is None for r in before.values())

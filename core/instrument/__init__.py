@@ -21,11 +21,13 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.core.instrument.labels import LABEL_VALUE as LABEL_VALUE
     from inquitree.core.instrument.labels import campaign_conclusions as campaign_conclusions
     from inquitree.core.instrument.labels import campaign_moves as campaign_moves
+    from inquitree.core.instrument.labels import conclusions_reading as conclusions_reading
     from inquitree.core.instrument.labels import draw_sample as draw_sample
     from inquitree.core.instrument.labels import keep_answer as keep_answer
     from inquitree.core.instrument.labels import labeller_agreement as labeller_agreement
     from inquitree.core.instrument.labels import latest_answers as latest_answers
     from inquitree.core.instrument.labels import measure_labels as measure_labels
+    from inquitree.core.instrument.labels import moves_reading as moves_reading
     from inquitree.core.instrument.labels import sample_answers as sample_answers
     from inquitree.core.instrument.labels import sample_id as sample_id
     from inquitree.core.instrument.matching import FEW as FEW
@@ -56,6 +58,8 @@ _EXPORTS = {
     "sample_answers": "labels",
     "sample_id": "labels",
     "LABEL_VALUE": "labels",
+    "conclusions_reading": "labels",
+    "moves_reading": "labels",
     "FEW": "matching",
 }
 __all__, __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -408,3 +408,57 @@ def measure_labels(
             block["agents"][agent] = _judge_block([(c, a) for c, a in labelled_c if c.agent == agent], judge_id, draws)
         out["judges"]["judge"][judge_id] = block
     return out
+
+
+# -- what a table says of its instrument on its campaign's own labels ---------------------------------
+def _nearest(value: float) -> str:
+    """The judge's category nearest a value on its scale (two labellers' mean may fall between)."""
+    from inquitree.core.instrument.judging import SCORE
+
+    return SCORE[min(SCORE, key=lambda v: abs(v - value))]
+
+
+def moves_reading(trees: Sequence[str], misread: Sequence[bool], labellers: int) -> str | None:
+    """What a table prints of the matcher on its episodes' labelled moves: the share misread, with
+    its counts and an interval over papers; None when no move is labelled."""
+    if not misread:
+        return None
+    by: dict[str, list[bool]] = {}
+    for tree, m in zip(trees, misread, strict=True):
+        by.setdefault(str(tree), []).append(bool(m))
+
+    def share(rows: list[bool]) -> dict[str, float]:
+        return {"misread": sum(rows) / len(rows)}
+
+    span = _over_papers(by, share, ["misread"], 2000)["misread"]
+    n, bad = len(misread), sum(map(bool, misread))
+    shown = f" [{100 * span[0]:.0f}, {100 * span[1]:.0f}]" if span else ""
+    return (
+        f"on {n} of this campaign's moves ({labellers} labeller{'s' if labellers != 1 else ''}): the matcher "
+        f"misread {100 * bad / n:.0f}% {bad}/{n}{shown} (inquitree instrument measure --labels)"
+    )
+
+
+def conclusions_reading(
+    trees: Sequence[str], labels: Sequence[float], scores: Sequence[float | None], labellers: int
+) -> str | None:
+    """What a table prints of the judge on its episodes' labelled conclusion items: agreement and
+    kappa with the readings, kappa's interval over papers; None when no item is labelled."""
+    from inquitree.core.instrument.judging import agreement, category, kappa_over_trees
+
+    pairs: dict[str, list[tuple[str, str]]] = {}
+    for tree, label, score in zip(trees, labels, scores, strict=True):
+        judged = category(score)
+        if label is not None and judged is not None:
+            pairs.setdefault(str(tree), []).append((_nearest(float(label)), judged))
+    flat = [p for ps in pairs.values() for p in ps]
+    if not flat:
+        return None
+    found = agreement(flat)
+    span = kappa_over_trees(pairs)
+    kappa = "-" if found["kappa"] is None else f"{found['kappa']:.2f}"
+    return (
+        f"on {len(flat)} of this campaign's conclusion items ({labellers} labeller{'s' if labellers != 1 else ''}): "
+        f"the judge agrees {100 * found['agreement']:.0f}%, kappa {kappa}"
+        + (f" [{span[0]:.2f}, {span[1]:.2f}]" if span else "")
+    )
