@@ -12,7 +12,6 @@ import getpass
 import os
 import sys
 import textwrap
-from typing import Any
 
 import click
 
@@ -76,9 +75,8 @@ def label() -> None:
 def moves(db_url, suite, agent, size, seed, labeller) -> None:
     """Read a sample of the agents' own moves at the Topic and Subtopic states: which candidate
     does each reply mean? Stratified by agent and state; answers are appended as LabelRecorded."""
-    from inquitree.core import instrument as labels
 
-    _run(db_url, "move", suite, agent, size, seed, _labeller(labeller), labels.campaign_moves)
+    _run(db_url, "move", suite, agent, size, seed, _labeller(labeller))
 
 
 @label.command()
@@ -86,95 +84,55 @@ def moves(db_url, suite, agent, size, seed, labeller) -> None:
 def conclusions(db_url, suite, agent, size, seed, labeller) -> None:
     """Read a sample of (episode, ground-truth finding) pairs: did the agent's submitted items state
     the finding? Stratified by agent; answers are appended as LabelRecorded."""
+
+    _run(db_url, "conclusion", suite, agent, size, seed, _labeller(labeller))
+
+
+def _run(db_url, kind, suite, agent, size, seed, labeller) -> None:
     from inquitree.core import instrument as labels
-
-    _run(db_url, "conclusion", suite, agent, size, seed, _labeller(labeller), labels.campaign_conclusions)
-
-
-def _run(db_url, kind, suite, agent, size, seed, labeller, collect) -> None:
-    from inquitree.core import instrument as labels
-    from inquitree.events import EventStore, LabelRecorded
+    from inquitree.events import EventStore
 
     with EventStore(db_url, create=False) as store:
-        found = collect(store, suite, agent)
-        if not found:
-            what = "matched moves" if kind == "move" else "submitted conclusions"
-            raise click.ClickException(
-                f"suite {suite!r}{f', agent {agent!r},' if agent else ''} has no {what} in this store"
-            )
-        sample = labels.sample_id(kind, suite, agent, size, seed)
-        picked = labels.draw_sample(found, size, seed)
-        recorded = labels.sample_answers(store, sample)
-        version = len(recorded)
-        done = labels.latest_answers(recorded)
-        left = [it for it in picked if (labeller, it.key) not in done]
-        trees: dict[str, Any] = {}
+        try:
+            run = labels.LabelSession(store, kind, suite, agent, size, seed, labeller)
+        except labels.LabelError as exc:
+            raise click.ClickException(str(exc)) from None
+        left, total = run.left(), len(run.items)
         _say(
-            f"sample {sample}: {len(picked)} {kind}s of {len(found)} (seed {seed}); {labeller} has answered "
-            f"{len(picked) - len(left)}, {len(left)} to go. ? for help."
+            f"sample {run.sample}: {total} {kind}s of {run.available} (seed {seed}); {labeller} has answered "
+            f"{total - len(left)}, {len(left)} to go. ? for help."
         )
         answered = 0
-        for n, it in enumerate(left, len(picked) - len(left) + 1):
-            tree = trees.setdefault(it.tree_id, _tree(it.tree_id))
-            screen, choices = (_move_screen if kind == "move" else _conclusion_screen)(it, tree)
-            echo("\n" + "\n".join([f"-- {n}/{len(picked)} " + "-" * (WIDTH - 8 - len(f"{n}/{len(picked)}")), *screen]))
-            answer = _ask(choices, HELP_MOVE if kind == "move" else HELP_CONCLUSION)
+        for n, it in left:
+            shown = run.screen_of(it)
+            rule = f"-- {n}/{total} " + "-" * (WIDTH - 8 - len(f"{n}/{total}"))
+            echo("\n" + "\n".join([rule, *_lines(shown)]))
+            answer = _ask(shown.aliases, HELP_MOVE if kind == "move" else HELP_CONCLUSION)
             if answer is None:
                 break
-            event = LabelRecorded(
-                labeller=labeller, sample_id=sample, kind=kind, suite=suite, seed=seed, size=len(picked),
-                stream_id=it.stream_id, position=it.position, answer=answer,
-                item_id=it.key[2],
-            )  # fmt: skip
-            version = labels.keep_answer(store, event, version)
+            run.keep(it, answer)
             answered += 1
-        everything = labels.sample_answers(store, sample)
-        total = sum(1 for who, _ in labels.latest_answers(everything) if who == labeller)
         echo("")
-        _say(f"{answered} answers kept now; {labeller} has answered {total} of {len(picked)} in {sample}")
-        for pair in labels.labeller_agreement(everything):
-            if labeller in pair["labellers"] and pair["items"]:
-                kappa = "-" if pair["kappa"] is None else f"{pair['kappa']:.2f}"
-                _say(
-                    f"agreement of {pair['labellers'][0]} and {pair['labellers'][1]} on the {pair['items']} items "
-                    f"both answered: {100 * pair['agreement']:.0f}%, kappa {kappa}"
-                )
+        _say(f"{answered} answers kept now; {labeller} has answered {len(run.answered())} of {total} in {run.sample}")
+        for pair in run.agreement():
+            kappa = "-" if pair["kappa"] is None else f"{pair['kappa']:.2f}"
+            _say(
+                f"agreement of {pair['labellers'][0]} and {pair['labellers'][1]} on the {pair['items']} items "
+                f"both answered: {100 * pair['agreement']:.0f}%, kappa {kappa}"
+            )
 
 
-def _tree(tree_id: str):
-    from inquitree.core.game import resolve_tree
-
-    return resolve_tree(tree_id)
-
-
-def _move_screen(it, tree) -> tuple[list[str], dict[str, str]]:
-    """The state and the candidates' texts, then the agent's reply: never the engine's decision."""
-    lines = ["state: " + ("Topic (which subtopic does the reply move to?)" if it.state == "topic" else "Subtopic")]
-    lines += ["topic:", *_wrapped(tree.topic)]
-    if it.state == "topic":
-        texts = {s.id: s.text for s in tree.subtopics}
-        lines.append("candidates (subtopics):")
-    else:
-        sub = tree.subtopic[it.subtopic]
-        texts = {st.id: st.text for st in sub.studies}
-        lines += ["in the subtopic:", *_wrapped(sub.text), "candidates (its studies: does the reply propose it?):"]
-    for cid in it.candidates:
-        lines += _wrapped(f"[{cid}] {texts.get(cid, '')}")
-    lines += ["the agent's reply:", *_wrapped(it.action or "(empty)")]
-    choices = {cid.lower(): cid for cid in it.candidates} | {"none": "none", "n": "none"}
-    return lines, choices
-
-
-def _conclusion_screen(it, tree) -> tuple[list[str], dict[str, str]]:
-    """The ground-truth finding beside the agent's submitted items: never a judge's verdict."""
-    finding = next(c for c in tree.conclusions if c.id == it.item_id)
-    lines = ["topic:", *_wrapped(tree.topic), "the finding:", *_wrapped(finding.text), "the agent's items:"]
-    for k, text in enumerate(it.submitted, 1):
-        lines += _wrapped(f"{k}. {text}")
-    if not it.submitted:
-        lines.append("  (none submitted)")
-    choices = {w: w for w in ("stated", "partial", "absent")} | {"st": "stated", "p": "partial", "a": "absent"}
-    return lines, choices
+def _lines(shown) -> list[str]:
+    """A screen as the terminal shows it: each heading, then its texts wrapped and indented."""
+    out = []
+    for heading, texts in shown.sections:
+        if heading == "state":
+            out.append(f"state: {texts[0]}")
+            continue
+        out.append(f"{heading}:")
+        for text in texts:
+            out += _wrapped(text)
+    return out
 
 
 def _ask(choices: dict[str, str], help_text: str) -> str | None:

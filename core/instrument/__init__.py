@@ -19,6 +19,9 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.core.instrument.judging import agreement as agreement
     from inquitree.core.instrument.judging import measure_judge as measure_judge
     from inquitree.core.instrument.labels import LABEL_VALUE as LABEL_VALUE
+    from inquitree.core.instrument.labels import LabelError as LabelError
+    from inquitree.core.instrument.labels import LabelScreen as LabelScreen
+    from inquitree.core.instrument.labels import LabelSession as LabelSession
     from inquitree.core.instrument.labels import campaign_conclusions as campaign_conclusions
     from inquitree.core.instrument.labels import campaign_moves as campaign_moves
     from inquitree.core.instrument.labels import conclusions_reading as conclusions_reading
@@ -58,6 +61,9 @@ _EXPORTS = {
     "sample_answers": "labels",
     "sample_id": "labels",
     "LABEL_VALUE": "labels",
+    "LabelError": "labels",
+    "LabelScreen": "labels",
+    "LabelSession": "labels",
     "conclusions_reading": "labels",
     "moves_reading": "labels",
     "FEW": "matching",

@@ -462,3 +462,99 @@ def conclusions_reading(
         f"the judge agrees {100 * found['agreement']:.0f}%, kappa {kappa}"
         + (f" [{span[0]:.2f}, {span[1]:.2f}]" if span else "")
     )
+
+
+# -- a labelling run: the sample, what the labeller is shown, and the answers kept ----------------------
+@dataclasses.dataclass(frozen=True)
+class LabelScreen:
+    """What the labeller is shown of one item, in the order shown: headed sections of texts (tree
+    text and agent text: untrusted, escaped by whoever shows them), and the answers it takes
+    (``choices``: the answer and its name; ``aliases``: what may be typed for each). Never the
+    engine's decision, a cosine, a judge's verdict or the agent's name."""
+
+    sections: tuple[tuple[str, tuple[str, ...]], ...]
+    choices: tuple[str, ...]
+    aliases: dict[str, str]
+
+
+def screen(item: Item, tree: Tree) -> LabelScreen:
+    """The screen of a move (the state, the topic, the candidates' texts with their ids, the reply)
+    or of a conclusion (the topic, the finding, the agent's submitted items)."""
+    if isinstance(item, Move):
+        sections: list[tuple[str, tuple[str, ...]]] = [
+            ("state", ("Topic: which subtopic does the reply move to?" if item.state == "topic" else "Subtopic",)),
+            ("topic", (tree.topic,)),
+        ]
+        if item.state == "topic":
+            texts = {s.id: s.text for s in tree.subtopics}
+            heading = "candidates (subtopics)"
+        else:
+            sub = tree.subtopic[item.subtopic] if item.subtopic else None
+            texts = {st.id: st.text for st in sub.studies} if sub else {}
+            sections.append(("in the subtopic", (sub.text if sub else "",)))
+            heading = "candidates (its studies: does the reply propose it?)"
+        sections.append((heading, tuple(f"[{cid}] {texts.get(cid, '')}" for cid in item.candidates)))
+        sections.append(("the agent's reply", (item.action or "(empty)",)))
+        aliases = {cid.lower(): cid for cid in item.candidates} | {NONE: NONE, "n": NONE}
+        return LabelScreen(tuple(sections), (*item.candidates, NONE), aliases)
+    finding = next(c for c in tree.conclusions if c.id == item.item_id)
+    submitted = tuple(f"{k}. {text}" for k, text in enumerate(item.submitted, 1)) or ("(none submitted)",)
+    sections = [("topic", (tree.topic,)), ("the finding", (finding.text,)), ("the agent's items", submitted)]
+    aliases = {w: w for w in CONCLUSION_ANSWERS} | {"st": "stated", "p": "partial", "a": "absent"}
+    return LabelScreen(tuple(sections), CONCLUSION_ANSWERS, aliases)
+
+
+class LabelSession:
+    """One labeller's run over one sample: drawn once, continued where the labeller stopped."""
+
+    def __init__(
+        self, store: EventStore, kind: str, suite: str, agent: str | None, size: int, seed: int, labeller: str
+    ):
+        if kind not in KINDS:
+            raise LabelError(f"a sample is of moves or conclusions, not {kind!r}")
+        self.store, self.kind, self.suite, self.seed, self.labeller = store, kind, suite, seed, labeller
+        found = (campaign_moves if kind == "move" else campaign_conclusions)(store, suite, agent)
+        if not found:
+            what = "matched moves" if kind == "move" else "submitted conclusions"
+            raise LabelError(f"suite {suite!r}{f', agent {agent!r},' if agent else ''} has no {what} in this store")
+        self.available = len(found)
+        self.sample = sample_id(kind, suite, agent, size, seed)
+        self.items: list[Item] = draw_sample(found, size, seed)
+        self._trees: dict[str, Tree] = {}
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read the sample's answers again (another labeller, or another window, may have added some)."""
+        self.recorded = sample_answers(self.store, self.sample)
+        self.version = len(self.recorded)
+
+    def answered(self, labeller: str | None = None) -> set[tuple[str, int, str | None]]:
+        who = labeller or self.labeller
+        return {key for (w, key) in latest_answers(self.recorded) if w == who}
+
+    def left(self) -> list[tuple[int, Item]]:
+        """(number in the sample, item) of the items this labeller has not answered, in the sample's order."""
+        done = self.answered()
+        return [(n, it) for n, it in enumerate(self.items, 1) if it.key not in done]
+
+    def screen_of(self, item: Item) -> LabelScreen:
+        if item.tree_id not in self._trees:
+            self._trees[item.tree_id] = resolve_tree(item.tree_id)
+        return screen(item, self._trees[item.tree_id])
+
+    def keep(self, item: Item, answer: str) -> None:
+        """Append the labeller's answer (one of the screen's choices, or ``skip``) to the sample."""
+        if answer != SKIP and answer not in self.screen_of(item).choices:
+            raise LabelError(f"{answer!r} is not an answer to this item")
+        event = LabelRecorded(
+            labeller=self.labeller, sample_id=self.sample, kind=self.kind, suite=self.suite, seed=self.seed,
+            size=len(self.items), stream_id=item.stream_id, position=item.position, answer=answer,
+            item_id=item.key[2],
+        )  # fmt: skip
+        self.version = keep_answer(self.store, event, self.version)
+        self.recorded.append(event.to_payload())
+
+    def agreement(self) -> list[dict[str, Any]]:
+        """This labeller's agreement with every other labeller of the sample, on the items both answered."""
+        self.refresh()
+        return [p for p in labeller_agreement(self.recorded) if self.labeller in p["labellers"] and p["items"]]
