@@ -43,7 +43,7 @@ def _say(text: str) -> None:
     echo("\n".join(textwrap.wrap(printable(text, one_line=True), WIDTH - 1, subsequent_indent="  ")))
 
 
-def _labeller(given: str | None) -> str:
+def labeller_name(given: str | None) -> str:
     from inquitree.boundary.errors import BadName
     from inquitree.events import check_episode_id
 
@@ -76,7 +76,7 @@ def moves(db_url, suite, agent, size, seed, labeller) -> None:
     """Read a sample of the agents' own moves at the Topic and Subtopic states: which candidate
     does each reply mean? Stratified by agent and state; answers are appended as LabelRecorded."""
 
-    _run(db_url, "move", suite, agent, size, seed, _labeller(labeller))
+    _run(db_url, "move", suite, agent, size, seed, labeller_name(labeller))
 
 
 @label.command()
@@ -85,7 +85,7 @@ def conclusions(db_url, suite, agent, size, seed, labeller) -> None:
     """Read a sample of (episode, ground-truth finding) pairs: did the agent's submitted items state
     the finding? Stratified by agent; answers are appended as LabelRecorded."""
 
-    _run(db_url, "conclusion", suite, agent, size, seed, _labeller(labeller))
+    _run(db_url, "conclusion", suite, agent, size, seed, labeller_name(labeller))
 
 
 def _run(db_url, kind, suite, agent, size, seed, labeller) -> None:

@@ -48,6 +48,17 @@ from inquitree.cli.tables import (
 @fixed_papers_option
 @joint_ranks_option
 @scope_options
+@click.option(
+    "--label",
+    "label_kind",
+    type=click.Choice(["moves", "conclusions"]),
+    help="Also serve /label: a sample of the --suite's moves or conclusions to label in the browser "
+    "(loopback only; the link carries a write token), the sample inquitree label draws.",
+)
+@click.option("--sample", "label_size", type=click.IntRange(min=1), help="With --label: how many items.")
+@click.option("--seed", "label_seed", type=int, default=0, show_default=True, help="With --label: the sample's seed.")
+@click.option("--agent", "label_agent", help="With --label: only this agent's episodes.")
+@click.option("--labeller", help="With --label: who answers (default: $INQUITREE_LABELLER, else your login name).")
 def view(
     db_url,
     warehouse_path,
@@ -61,6 +72,11 @@ def view(
     joint_ranks,
     suites,
     one_off,
+    label_kind,
+    label_size,
+    label_seed,
+    label_agent,
+    labeller,
 ) -> None:
     """A local, read-only web viewer: campaigns as they run, episodes, trees with an episode's path,
     search over every transcript, two agents side by side, and the report's figures."""
@@ -75,6 +91,7 @@ def view(
     from inquitree.viewer.app import create_app
     from inquitree.warehouse import default_warehouse_path, kept_only_if_used
 
+    labelling = _labelling(db_url, host, suites, label_kind, label_size, label_seed, label_agent, labeller)
     path = warehouse_path or default_warehouse_path()
     _port_free(host, port)  # before anything is built or said: a port in use is one line, not a URL
     if sync:  # no store here: one line, and no warehouse file is made beside it
@@ -95,6 +112,7 @@ def view(
         index_in_background=True,
         settings=interval_settings(fixed_papers, joint_ranks),
         scope=(tuple(suites), one_off),
+        labelling=labelling,
     )
     if sync and app.state.viewer.catch_up(force=True):  # the pages answer meanwhile, and say so
         echo(f"{path}: loading the store's newer events in the background", err=True)
@@ -105,6 +123,9 @@ def view(
         + ("this machine only)" if loopback else "REACHABLE FROM OTHER MACHINES: --host 127.0.0.1 keeps it local)"),
         err=True,
     )
+    if labelling is not None:  # the one link that can write: the person who started the viewer has it
+        where = f"{where}label?token={labelling.token}"
+        echo(f"labelling {label_kind} of {suites[0]} as {labelling.labeller}: {where}", err=True)
     if open_browser:
         import webbrowser
 
@@ -130,3 +151,22 @@ def _port_free(host: str, port: int) -> None:
             raise click.ClickException(
                 f"cannot listen on {host}:{port} ({exc.strerror or exc}): choose another port with --port"
             ) from None
+
+
+def _labelling(db_url, host, suites, kind, size, seed, agent, labeller):
+    """What ``--label`` labels, checked before anything starts; None without it."""
+    if kind is None:
+        if size is not None or agent or labeller:
+            raise click.UsageError("--sample, --agent and --labeller are for --label")
+        return None
+    from inquitree.cli.label import labeller_name
+    from inquitree.viewer.app import LOOPBACK_HOSTS
+    from inquitree.viewer.pages.label import Labelling
+
+    if host not in LOOPBACK_HOSTS:
+        raise click.UsageError(
+            f"--label writes to the store: serve it on a loopback address (--host 127.0.0.1), not {host}"
+        )
+    if len(suites) != 1 or size is None:
+        raise click.UsageError("--label needs the campaign and the sample's size: --suite NAME --sample N")
+    return Labelling(db_url, kind.removesuffix("s"), suites[0], agent, size, seed, labeller_name(labeller))

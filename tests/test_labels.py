@@ -30,8 +30,9 @@ def _agent(messages: list[dict]) -> str:
     last = messages[-1]["content"]
     if "conclusion" in last.lower() and "list" in last.lower():
         return 'THOUGHT: done\nACTION: ["The cells encode position relative to reward."]'
-    if len(messages) % 4 == 1:
-        return "THOUGHT: look\nACTION: how the brain encodes things in general"
+    if len(messages) % 4 == 2:  # markup in the reply: the viewer's labelling page must show it as text
+        return 'THOUGHT: look\nACTION: <img src=x onerror="window.__hit=1"> how the brain encodes things in general'
+
     return "THOUGHT: next\nACTION: explore_new_subtopic"
 
 
@@ -272,3 +273,84 @@ def test_the_leaderboard_corrects_the_judge_with_the_labels_and_says_when_there_
         in (oracle["labelled_validity"])
     )
     assert all(r["labelled_validity"] is None for r in before.values())
+
+
+def test_the_same_sample_is_labelled_in_the_browser_with_a_write_token(campaign, tmp_path):
+    """inquitree view --label: /label shows one item as the terminal does (the reply's markup as
+    text), each button appends the same LabelRecorded events, a request without the write token is
+    refused, and the command refuses to serve it beyond loopback."""
+    import os
+    import urllib.error
+    import urllib.request
+
+    from tests_support import chromium_browser, chromium_path, served
+
+    pytest.importorskip("starlette")
+    pytest.importorskip("playwright")
+    if chromium_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (scripts/test.sh installs Debian's package)")
+        pytest.skip("chromium is not installed")
+    from inquitree.viewer.app import create_app
+    from inquitree.viewer.pages.label import Labelling
+
+    db, _ = campaign
+    wh = str(tmp_path / "w.duckdb")
+    assert CliRunner().invoke(main, ["warehouse", "sync", "--db", db, "--warehouse", wh]).exit_code == 0
+    labelling = Labelling(db, "move", "lab", "m", 4, 11, "fay")
+    with pytest.raises(ValueError, match="loopback"):
+        create_app(wh, db, host="0.0.0.0", labelling=labelling)
+    refused = CliRunner().invoke(
+        main,
+        [
+            "view",
+            "--db",
+            db,
+            "--warehouse",
+            wh,
+            "--host",
+            "0.0.0.0",
+            "--label",
+            "moves",
+            "--suite",
+            "lab",
+            "--sample",
+            "2",
+        ],
+    )
+    assert refused.exit_code == 2 and "loopback" in refused.output
+    app = create_app(wh, db, labelling=labelling)
+    with served(app) as base:
+        for url, data in (
+            (f"{base}/label", None),
+            (f"{base}/label?token=wrong", None),
+            (f"{base}/label", b"token=&key=x&answer=none"),
+        ):
+            with pytest.raises(urllib.error.HTTPError) as no:
+                urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=10)
+            assert no.value.code == 403
+        with chromium_browser() as browser:
+            page = browser.new_page()
+            errors: list[str] = []
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.goto(f"{base}/label?token={labelling.token}")
+            assert "fay has answered 0 of 4" in page.inner_text("#progress")
+            shown = []
+            for k in range(4):
+                assert f"Item {k + 1} of 4" in page.inner_text("#item h2")
+                text = page.inner_text("#item")
+                shown.append(text)
+                for never in ("cosine", "accepted", "oracle", "verdict"):
+                    assert never not in text.lower()
+                page.click("button[value=none]")
+            assert "Every item of this sample is answered" in page.inner_text("#finished")
+            assert any('<img src=x onerror="window.__hit=1">' in t for t in shown)  # shown as text, not run
+            assert page.evaluate("window.__hit") is None and not errors
+    labelling.close()
+    with EventStore(db, create=False) as store:
+        kept = [r.payload for r in store.read_stream("labels/moves.lab.m.n4.seed11")]
+    assert [(k["labeller"], k["answer"], k["kind"]) for k in kept] == [("fay", "none", "move")] * 4
+    # the terminal continues the same sample: nothing left for fay
+    assert "fay has answered 4, 0 to go" in _said(
+        _label(db, "moves", [], "--sample", "4", "--seed", "11", "--agent", "m", "--labeller", "fay")
+    )

@@ -1,4 +1,5 @@
-"""The viewer's web application (Starlette): read-only pages over the warehouse and the store.
+"""The viewer's web application (Starlette): read-only pages over the warehouse and the store, and,
+with ``view --label``, one page that appends a labeller's answers (``viewer/pages/label.py``).
 
 Every page is rendered with Jinja2's autoescaping; model output shown as Markdown goes through the
 report's ``markdown_html``, which escapes first; scripts come only from ``/static`` (a Content
@@ -30,6 +31,7 @@ from inquitree.viewer.pages.compare import compare
 from inquitree.viewer.pages.episode import episode, side_by_side
 from inquitree.viewer.pages.figures import figure_png, figures_page
 from inquitree.viewer.pages.home import home
+from inquitree.viewer.pages.label import Labelling, label_page
 from inquitree.viewer.pages.search import api_search, search
 from inquitree.viewer.pages.suite import api_campaigns, api_suite, live_campaigns, live_suite, suite_page
 from inquitree.viewer.pages.trees import tree, trees_index
@@ -54,16 +56,21 @@ def create_app(
     index_in_background: bool = False,
     settings: Settings | None = None,
     scope: tuple[tuple[str, ...], bool] = ((), False),
+    labelling: Labelling | None = None,
 ) -> Starlette:
     """The viewer over the warehouse at ``warehouse_path``; with ``db_url`` (or ``sync``) its
     campaign pages follow the store, and with ``sync`` its other pages catch up with it too.
     It answers requests whose Host is a loopback name, ``host`` or one of ``extra_hosts`` only.
     ``settings``: the statistics its tables and figures use (``view --fixed-papers``,
     ``--joint-ranks``), as ``inquitree report`` and ``query`` take them; ``scope``: the episodes its
-    lists and figures speak about, as ``query --suite/--one-off`` (``Viewer``)."""
+    lists and figures speak about, as ``query --suite/--one-off`` (``Viewer``); ``labelling``: the
+    sample ``/label`` labels (``view --label``), on a loopback address only."""
+    if labelling is not None and host not in LOOPBACK_HOSTS:
+        raise ValueError(f"labelling writes to the store: the viewer serves it on a loopback address, not {host!r}")
     viewer = Viewer(warehouse_path, db_url, sync, stale_after, write_index, index_in_background, settings, scope)
     app = _GuardedStarlette(hosts=allowed_hosts(host, extra_hosts), routes=ROUTES)
     app.state.viewer = viewer
+    app.state.labelling = labelling
     return app
 
 
@@ -84,6 +91,7 @@ ROUTES = [
     Route("/live/suites/{key:str}", live_suite),
     Route("/compare", compare),
     Route("/compare/episodes", side_by_side),
+    Route("/label", label_page, methods=["GET", "POST"]),  # the one page that writes: view --label
     Mount("/static", StaticFiles(directory=STATIC), name="static"),
 ]
 
