@@ -11,6 +11,10 @@
 -- adjusted in its own family, never pooled with the headline's. interval_method and interval_warning say how
 -- and when a number cannot be trusted; `compare --pairs` lists the pairs themselves. judge_validity:
 -- how well the judge of the conclusion score agrees with a careful reading, as measured (#32).
+-- Where a person labelled conclusion items of the paired episodes (inquitree label conclusions), a
+-- row conclusion_score_corrected (role 'corrected') gives B - A of the scores corrected for the
+-- judge's error (stats.prediction_powered_difference: the papers resampled together for both
+-- agents), with its interval and no p-value; mean_a and mean_b are each side's corrected score.
 WITH keyed AS (
     SELECT e.agent, e.pair_suite, e.pair_run, e.tree_id, e.randomness, s.judge_id, e.episode_id, e.coverage,
            s.q_norm, e.steps::DOUBLE AS steps,
@@ -63,7 +67,7 @@ WITH keyed AS (
     SELECT *, row_number() OVER (PARTITION BY metric, judge_id, randomness ORDER BY d.p NULLS LAST, ia, ib) AS p_rank,
            count(d.p) OVER (PARTITION BY metric, judge_id, randomness) AS tests
     FROM intervals
-)
+), plain AS (
 SELECT metric, randomness, agent_a, agent_b, d.estimate AS difference, d.ci_low AS difference_ci_low,
        d.ci_high AS difference_ci_high, d.p AS p_value,
        CASE WHEN d.p IS NOT NULL THEN
@@ -80,7 +84,42 @@ SELECT metric, randomness, agent_a, agent_b, d.estimate AS difference, d.ci_low 
                       'none can reach 5% after Holm''s adjustment (fewer agents, or more papers)',
                       tests, least(1.0, tests * d.p_min))
            END) AS interval_warning, tests AS holm_family, pairs, trees AS pair_trees,
-       ds AS pair_differences
+       ds AS pair_differences, ia, ib
 FROM adjusted
-ORDER BY ia, ib, CASE metric WHEN 'conclusion_score' THEN 0 WHEN 'coverage' THEN 1 WHEN 'steps' THEN 2 ELSE 3 END,
+), corrected_items AS (  -- the paired cells' items, each side's, with the judge's verdict and a person's reading
+    SELECT p.agent_a, p.agent_b, p.ia, p.ib, p.judge_id, p.randomness, s.side, p.tree_id, ev.episode_id, ev.item_id,
+           ev.p * v.score AS predicted, ev.p * l.value AS labelled
+    FROM pairs p CROSS JOIN (VALUES ('a'), ('b')) AS s(side)
+    JOIN episode_item_evidence ev ON ev.episode_id = CASE s.side WHEN 'a' THEN p.episode_a ELSE p.episode_b END
+    JOIN latest_verdicts v ON v.episode_id = ev.episode_id AND v.judge_id = p.judge_id AND v.item_id = ev.item_id
+    LEFT JOIN conclusion_labels l ON l.episode_id = ev.episode_id AND l.item_id = ev.item_id
+    WHERE p.a_conclusion_score IS NOT NULL AND p.b_conclusion_score IS NOT NULL
+), corrected AS (
+    SELECT agent_a, agent_b, ia, ib, judge_id, randomness,
+           count(DISTINCT episode_id) // 2 AS paired_cells,
+           ppi_diff_ci(
+               list(tree_id ORDER BY episode_id, item_id) FILTER (WHERE side = 'a'),
+               list(predicted ORDER BY episode_id, item_id) FILTER (WHERE side = 'a'),
+               list(tree_id ORDER BY episode_id, item_id) FILTER (WHERE side = 'a' AND labelled IS NOT NULL),
+               list(predicted ORDER BY episode_id, item_id) FILTER (WHERE side = 'a' AND labelled IS NOT NULL),
+               list(labelled ORDER BY episode_id, item_id) FILTER (WHERE side = 'a' AND labelled IS NOT NULL),
+               list(tree_id ORDER BY episode_id, item_id) FILTER (WHERE side = 'b'),
+               list(predicted ORDER BY episode_id, item_id) FILTER (WHERE side = 'b'),
+               list(tree_id ORDER BY episode_id, item_id) FILTER (WHERE side = 'b' AND labelled IS NOT NULL),
+               list(predicted ORDER BY episode_id, item_id) FILTER (WHERE side = 'b' AND labelled IS NOT NULL),
+               list(labelled ORDER BY episode_id, item_id) FILTER (WHERE side = 'b' AND labelled IS NOT NULL)) AS cd
+    FROM corrected_items GROUP BY ALL HAVING count(labelled) > 0
+), corrected_rows AS (
+    SELECT 'conclusion_score_corrected' AS metric, randomness, agent_a, agent_b, cd.estimate AS difference,
+           cd.ci_low AS difference_ci_low, cd.ci_high AS difference_ci_high, NULL::DOUBLE AS p_value,
+           NULL::DOUBLE AS p_holm, 'corrected' AS role, NULL::DOUBLE AS p_min, cd.mean_a AS mean_a, cd.mean_b AS mean_b,
+           paired_cells, 0::BIGINT AS only_a, 0::BIGINT AS only_b, cd.papers AS papers, cd.se AS difference_se,
+           judge_id, cd.method AS interval_method, judge_validity(judge_id) AS judge_validity,
+           cd.warning AS interval_warning, NULL::BIGINT AS holm_family, NULL::VARCHAR[] AS pairs,
+           NULL::VARCHAR[] AS pair_trees, NULL::DOUBLE[] AS pair_differences, ia, ib
+    FROM corrected
+)
+SELECT * EXCLUDE (ia, ib) FROM (SELECT * FROM plain UNION ALL BY NAME SELECT * FROM corrected_rows)
+ORDER BY ia, ib, CASE metric WHEN 'conclusion_score' THEN 0 WHEN 'conclusion_score_corrected' THEN 1
+                             WHEN 'coverage' THEN 2 WHEN 'steps' THEN 3 ELSE 4 END,
          judge_id, randomness;

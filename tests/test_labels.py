@@ -247,6 +247,19 @@ def test_the_leaderboard_corrects_the_judge_with_the_labels_and_says_when_there_
     assert oracle["conclusion_score"] > 0.5 and oracle["conclusion_score_corrected"] == 0.0
     assert oracle["labelled_items"] == sum(c.agent == "oracle" for c in everything)
     assert oracle["conclusion_score_corrected_ci_low"] == 0.0 and "prediction-powered" in oracle["corrected_method"]
+    # compare pairs the corrected scores the same way: both agents read as stating nothing, B - A is 0
+    pairs = json.loads(
+        CliRunner().invoke(main, ["compare", "oracle", "m", "--warehouse", wh, "--format", "json"]).output
+    )
+    (row,) = [r for r in pairs if r["metric"] == "conclusion_score_corrected" and r["randomness"] == 0]
+    assert (row["difference"], row["mean_a"], row["mean_b"], row["role"], row["p_value"]) == (
+        0.0,
+        0.0,
+        0.0,
+        "corrected",
+        None,
+    )
+    assert row["papers"] == 3 and "prediction-powered difference" in row["interval_method"]
     shown = CliRunner(env={"COLUMNS": "80"}).invoke(
         main, ["query", "table2_leaderboard", "--warehouse", wh, "--suite", "lab"]
     )

@@ -16,7 +16,9 @@ Registered on every connection (``register``), each taking lists gathered per gr
 - ``rank_ci(agents, trees, values)``: ``stats.rank_intervals``, a list of (agent, rank, low, high,
   method, warning), about the settings' population;
 - ``ppi_ci(trees, predicted, labelled_trees, labelled_predicted, labels)``: a judge's figure
-  corrected by labelled items, ``stats.prediction_powered`` (NULL where no item is labelled).
+  corrected by labelled items, ``stats.prediction_powered`` (NULL where no item is labelled);
+  ``ppi_diff_ci`` the same five lists for agent A, then for B: ``stats.prediction_powered_difference``,
+  with each side's corrected score (``mean_a``, ``mean_b``).
 
 Each interval is a struct: ``estimate``, ``se``, ``ci_low``, ``ci_high``, ``papers``,
 ``episodes``, ``method`` and ``warning`` (NULL when none; then ``ci_low``/``ci_high`` may be NULL
@@ -54,6 +56,7 @@ _INTERVAL_FIELDS = [
 ]
 _INTERVAL = pa.struct(_INTERVAL_FIELDS)
 _PAIRED = pa.struct(_INTERVAL_FIELDS + [("p", pa.float64()), ("p_min", pa.float64())])
+_CORRECTED_DIFFERENCE = pa.struct(_INTERVAL_FIELDS + [("mean_a", pa.float64()), ("mean_b", pa.float64())])
 _RANKS = pa.list_(
     pa.struct(
         [
@@ -135,6 +138,28 @@ class Settings:
             names, _floats(predicted), at, _floats(labelled_predicted), _floats(labels), seed=self.seed
         )
         return _row(found)
+
+    def corrected_difference(self, *lists) -> dict | None:
+        """B - A of the corrected scores (``stats.prediction_powered_difference``), with each side's."""
+        if any(x is None for x in lists[:2] + lists[5:7]):
+            return None
+        sides = []
+        for part in (lists[:5], lists[5:]):
+            trees, predicted, labelled_trees, labelled_predicted, labels = part
+            sides.append(
+                (
+                    [str(t) for t in trees.to_pylist()],
+                    _floats(predicted),
+                    [str(t) for t in labelled_trees.to_pylist()] if labelled_trees is not None else [],
+                    _floats(labelled_predicted) if labelled_predicted is not None else np.zeros(0),
+                    _floats(labels) if labels is not None else np.zeros(0),
+                )
+            )
+        found = stats.prediction_powered_difference(sides[0], sides[1], seed=self.seed)
+        means = [
+            stats.prediction_powered(*side, draws=100).estimate if len(side[4]) else None for side in sides
+        ]  # each side's point estimate (its interval is the leaderboard's)
+        return {**_row(found), "mean_a": means[0], "mean_b": means[1]}
 
     def unit_mean(self, values, low=None, high=None) -> dict | None:
         if values is None:
@@ -353,6 +378,12 @@ def register(con, settings: Settings) -> None:
         ("paired_ci", settings.paired, ["VARCHAR[]", "DOUBLE[]"], _PAIRED),
         ("rank_ci", settings.ranks, ["VARCHAR[]", "VARCHAR[]", "DOUBLE[]"], _RANKS),
         ("ppi_ci", settings.corrected, ["VARCHAR[]", "DOUBLE[]", "VARCHAR[]", "DOUBLE[]", "DOUBLE[]"], _INTERVAL),
+        (
+            "ppi_diff_ci",
+            settings.corrected_difference,
+            ["VARCHAR[]", "DOUBLE[]", "VARCHAR[]", "DOUBLE[]", "DOUBLE[]"] * 2,
+            _CORRECTED_DIFFERENCE,
+        ),
     ]
     for name, function, parameters, returns in functions:
         con.create_function(
