@@ -87,12 +87,11 @@ SELECT metric, randomness, agent_a, agent_b, d.estimate AS difference, d.ci_low 
        ds AS pair_differences, ia, ib
 FROM adjusted
 ), corrected_items AS (  -- the paired cells' items, each side's, with the judge's verdict and a person's reading
-    SELECT p.agent_a, p.agent_b, p.ia, p.ib, p.judge_id, p.randomness, s.side, p.tree_id, ev.episode_id, ev.item_id,
-           ev.p * v.score AS predicted, ev.p * l.value AS labelled
+    SELECT p.agent_a, p.agent_b, p.ia, p.ib, p.judge_id, p.randomness, s.side, p.tree_id, i.episode_id, i.item_id,
+           i.predicted, i.labelled
     FROM pairs p CROSS JOIN (VALUES ('a'), ('b')) AS s(side)
-    JOIN episode_item_evidence ev ON ev.episode_id = CASE s.side WHEN 'a' THEN p.episode_a ELSE p.episode_b END
-    JOIN latest_verdicts v ON v.episode_id = ev.episode_id AND v.judge_id = p.judge_id AND v.item_id = ev.item_id
-    LEFT JOIN conclusion_labels l ON l.episode_id = ev.episode_id AND l.item_id = ev.item_id
+    JOIN scored_items i ON i.episode_id = CASE s.side WHEN 'a' THEN p.episode_a ELSE p.episode_b END
+                       AND i.judge_id = p.judge_id
     WHERE p.a_conclusion_score IS NOT NULL AND p.b_conclusion_score IS NOT NULL
 ), corrected AS (
     SELECT agent_a, agent_b, ia, ib, judge_id, randomness,

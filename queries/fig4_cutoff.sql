@@ -6,6 +6,9 @@
 -- day is on or before it, and "date undetermined" otherwise (no date, or a window across the
 -- cutoff). An agent with no registry entry, or one whose cutoff is null, is "cutoff unknown".
 -- Nothing is dropped: every scored episode at level 0 is in exactly one row.
+-- conclusion_score_corrected (with its interval) and labelled_items: where a person read some of the
+-- episodes' conclusion items (inquitree label conclusions), the score corrected for the judge's error,
+-- as the leaderboard's (stats.prediction_powered; docs/statistics.md); NULL where none was read.
 -- Intervals: mean_ci (warehouse/intervals.py on inquitree.stats, docs/statistics.md): a score interval
 -- for a mean in [0, 1] on the paper means (it follows their closeness to 0 or 1), widened by the
 -- skew-corrected t interval unless a fifth of the papers sit at 0 or 1; none below 3 papers. *_se, *_ci_low, *_ci_high; interval_method and interval_warning say which and why.
@@ -22,16 +25,27 @@ WITH scored AS (
                    WHEN published_from > cutoff THEN 'post-cutoff'
                    ELSE 'date undetermined' END AS split
     FROM scored
+), corrected AS (  -- the conclusion score corrected by a person's readings, where some items were read
+    SELECT agent, registry_model, cutoff, judge_id, split, count(i.labelled) AS labelled_items,
+           ppi_ci(list(tree_id ORDER BY episode_id, item_id), list(predicted ORDER BY episode_id, item_id),
+                  list(tree_id ORDER BY episode_id, item_id) FILTER (WHERE labelled IS NOT NULL),
+                  list(predicted ORDER BY episode_id, item_id) FILTER (WHERE labelled IS NOT NULL),
+                  list(labelled ORDER BY episode_id, item_id) FILTER (WHERE labelled IS NOT NULL)) AS cq
+    FROM split JOIN scored_items i USING (episode_id, judge_id)
+    WHERE q_norm IS NOT NULL GROUP BY ALL HAVING count(i.labelled) > 0
 ), boot AS (
     SELECT agent, registry_model, cutoff, judge_id, split,
            mean_ci(list(tree_id ORDER BY episode_id), list(q_norm ORDER BY episode_id), 0, 1) AS q,
            string_agg(DISTINCT tree_id, ', ' ORDER BY tree_id) AS trees
     FROM split GROUP BY ALL
 )
-SELECT agent, registry_model, cutoff, judge_id, split,
+SELECT b.agent, b.registry_model, b.cutoff, b.judge_id, b.split,
        q.estimate AS conclusion_score, q.se AS conclusion_score_se,
        q.ci_low AS conclusion_score_ci_low, q.ci_high AS conclusion_score_ci_high,
+       cq.estimate AS conclusion_score_corrected, cq.ci_low AS conclusion_score_corrected_ci_low,
+       cq.ci_high AS conclusion_score_corrected_ci_high, labelled_items,
        q.papers AS papers, q.episodes AS episodes, trees, q.method AS interval_method,
-       q.warning AS interval_warning
-FROM boot
-ORDER BY agent, judge_id, CASE split WHEN 'pre-cutoff' THEN 0 WHEN 'post-cutoff' THEN 1 ELSE 2 END;
+       nullif(concat_ws('; ', q.warning, 'corrected conclusion score: ' || cq.warning), '') AS interval_warning
+FROM boot b LEFT JOIN corrected k ON k.agent = b.agent AND k.judge_id = b.judge_id AND k.split = b.split
+     AND k.registry_model IS NOT DISTINCT FROM b.registry_model AND k.cutoff IS NOT DISTINCT FROM b.cutoff
+ORDER BY b.agent, b.judge_id, CASE b.split WHEN 'pre-cutoff' THEN 0 WHEN 'post-cutoff' THEN 1 ELSE 2 END;

@@ -45,12 +45,9 @@ WITH per_episode AS (
            count(*) FILTER (WHERE q_norm IS NULL) AS unscored
     FROM per_episode GROUP BY ALL
 ), items AS (  -- each item's evidence-weighted verdict and, where a person read it, label (#14, #15)
-    SELECT p.agent, p.judge_id, p.tree_id, p.episode_id, ev.item_id, ev.p * v.score AS predicted,
-           ev.p * l.value AS labelled, v.score, l.value AS label_value, l.labellers
-    FROM per_episode p
-    JOIN episode_item_evidence ev USING (episode_id)
-    JOIN latest_verdicts v ON v.episode_id = p.episode_id AND v.judge_id = p.judge_id AND v.item_id = ev.item_id
-    LEFT JOIN conclusion_labels l ON l.episode_id = p.episode_id AND l.item_id = ev.item_id
+    SELECT p.agent, p.judge_id, p.tree_id, p.episode_id, i.item_id, i.predicted, i.labelled, i.score,
+           i.label_value, i.labellers
+    FROM per_episode p JOIN scored_items i USING (episode_id, judge_id)
     WHERE p.q_norm IS NOT NULL
 ), corrected AS (
     SELECT agent, judge_id, count(labelled) AS labelled_items,

@@ -175,6 +175,17 @@ SELECT episode_id, labelled_version, labeller, answer, state, best, accepted,
        CASE WHEN answer = 'none' THEN accepted ELSE NOT (accepted AND best = answer) END AS misread
 FROM matched WHERE nth = 1;
 
+-- Each judged item with its evidence-weighted verdict (predicted = p S(c_i), whose mean over an
+-- episode's items is q_norm) and, where a person read it, its evidence-weighted reading (labelled):
+-- what the corrected conclusion score (ppi_ci, ppi_diff_ci) combines. score and label_value are the
+-- unweighted verdict and reading, for the judge's agreement with the readings.
+CREATE OR REPLACE VIEW scored_items AS
+SELECT ev.episode_id, v.judge_id, ev.item_id, ev.p * v.score AS predicted, ev.p * l.value AS labelled,
+       v.score, l.value AS label_value, l.labellers
+FROM episode_item_evidence ev
+JOIN latest_verdicts v ON v.episode_id = ev.episode_id AND v.item_id = ev.item_id
+LEFT JOIN conclusion_labels l ON l.episode_id = ev.episode_id AND l.item_id = ev.item_id;
+
 -- Eq. 9: Q = sum_i p_i S(c_i), and q_norm = Q / k (#15). NULL when any item lacks a usable verdict;
 -- failed_verdicts counts the items whose latest verdict is a judge error (its cause in the rationale).
 CREATE OR REPLACE VIEW episode_scores AS
