@@ -1069,14 +1069,11 @@ def _power_method(simulations: int, seed: int, comparisons: int = 1, missing: fl
 PPI_DRAWS = 2000  # resamples of papers for the corrected interval
 PPI_FEW_LABELS = 10  # fewer labelled items: the corrected estimate carries a warning
 PPI_FEW_LABELS_INTERVAL = 20  # fewer: its interval is warned (studies/corrected.py measured it below 93%)
+Values = Sequence | np.ndarray  # a list of numbers or paper ids, as a notebook or the warehouse hands them
 
 
 def _ppi_sums(
-    papers: Sequence | np.ndarray,
-    predicted: Sequence | np.ndarray,
-    labelled_papers: Sequence | np.ndarray,
-    labelled_predicted: Sequence | np.ndarray,
-    labels: Sequence | np.ndarray,
+    papers: Values, predicted: Values, labelled_papers: Values, labelled_predicted: Values, labels: Values
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Per paper (sorted): the sums the corrected estimate is made of. ``whole`` (papers x 3): the
     number of items, the mean prediction and the mean squared prediction; ``part`` (papers x 6): of
@@ -1105,6 +1102,15 @@ def _ppi_sums(
     return names, whole, part
 
 
+def _widened(estimate: float, boot: np.ndarray, held: int) -> tuple[float, float]:
+    """The interval of a corrected estimate from its resamples ``boot``: as far from the estimate as
+    the draws' 2.5th and 97.5th percentiles reach on each side, widened by t over the normal on
+    ``held`` - 1 degrees of freedom and by sqrt(held / (held - 1)) (``held``: the papers holding labels)."""
+    widen = t_quantile(1 - ALPHA / 2, held - 1) / normal_quantile(1 - ALPHA / 2) * math.sqrt(held / (held - 1))
+    below, above = np.percentile(boot, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
+    return estimate - widen * max(0.0, estimate - float(below)), estimate + widen * max(0.0, float(above) - estimate)
+
+
 def _ppi_estimates(
     counts: np.ndarray, whole: np.ndarray, part: np.ndarray, fixed: float | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -1130,11 +1136,11 @@ def _ppi_estimates(
 
 
 def prediction_powered(
-    papers: Sequence | np.ndarray,
-    predicted: Sequence | np.ndarray,
-    labelled_papers: Sequence | np.ndarray,
-    labelled_predicted: Sequence | np.ndarray,
-    labels: Sequence | np.ndarray,
+    papers: Values,
+    predicted: Values,
+    labelled_papers: Values,
+    labelled_predicted: Values,
+    labels: Values,
     bounds: tuple[float, float] = (0, 1),
     seed: int = 0,
     draws: int = PPI_DRAWS,
@@ -1193,9 +1199,13 @@ def prediction_powered(
     if df < 1:
         warnings.append("the labels sit on one paper: no interval")
         return Interval(estimate, None, None, se, method, "; ".join(warnings), n_papers, len(papers))
-    widen = t_quantile(1 - ALPHA / 2, df) / normal_quantile(1 - ALPHA / 2) * math.sqrt(held / (held - 1))
-    below, above = np.percentile(boot, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
-    low, high = estimate - widen * max(0.0, estimate - below), estimate + widen * max(0.0, above - estimate)
+    if se <= 1e-12:  # every resample gives one value: nothing to make an interval of (never one of no width)
+        warnings.append(
+            "every resample of the papers gives the same corrected score (the labels and the judge agree on one "
+            "value): no interval; more labelled items would show how far it may be off"
+        )
+        return Interval(estimate, None, None, se, method, "; ".join(warnings), n_papers, len(papers))
+    low, high = _widened(estimate, boot, min(n_papers, held))
     if n_labels < PPI_FEW_LABELS_INTERVAL:
         warnings.append(
             f"{n_labels} labelled items: with fewer than {PPI_FEW_LABELS_INTERVAL}, such intervals covered the truth "
@@ -1228,8 +1238,8 @@ def _aligned(names: list[str], whole: np.ndarray, part: np.ndarray, order: list[
 
 
 def prediction_powered_difference(
-    a: tuple[Sequence | np.ndarray, ...],
-    b: tuple[Sequence | np.ndarray, ...],
+    a: tuple[Values, Values, Values, Values, Values],
+    b: tuple[Values, Values, Values, Values, Values],
     seed: int = 0,
     draws: int = PPI_DRAWS,
 ) -> Interval:
@@ -1267,10 +1277,10 @@ def prediction_powered_difference(
     counts = rng.multinomial(len(both), np.full(len(both), 1 / len(both)), size=draws).astype(float)
     ok = (counts @ pa_[:, 5] > 0) & (counts @ pb[:, 5] > 0)
     boot = _ppi_estimates(counts[ok], wb, pb)[0] - _ppi_estimates(counts[ok], wa, pa_)[0]
-    widen = t_quantile(1 - ALPHA / 2, held - 1) / normal_quantile(1 - ALPHA / 2) * math.sqrt(held / (held - 1))
-    below, above = np.percentile(boot, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
-    low = estimate - widen * max(0.0, estimate - below)
-    high = estimate + widen * max(0.0, above - estimate)
+    if float(np.std(boot, ddof=1)) <= 1e-12:
+        warnings.append("every resample of the papers gives the same difference: no interval")
+        return Interval(estimate, None, None, 0.0, method, "; ".join(warnings), len(both), la + lb)
+    low, high = _widened(estimate, boot, held)
     method += f", over {len(both)} papers ({held} with both agents' labels; {int(ok.sum())} resamples)"
     return Interval(
         estimate, max(-1.0, float(low)), min(1.0, float(high)), float(np.std(boot, ddof=1)), method,

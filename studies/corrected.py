@@ -6,7 +6,10 @@ and of the leaderboard's ``conclusion_score_corrected``):
 - corrected: ``prediction_powered`` on the judge's verdicts on every item and the labelled sample;
 - labels alone: the same with lambda 0 (the judge ignored), the width the judge's verdicts save;
 - judge alone: ``mean_interval`` on the episodes' judged means, as the leaderboard's conclusion
-  score is, whose misses show what an uncorrected judge costs.
+  score is, whose misses show what an uncorrected judge costs;
+
+and, for ``compare``'s corrected row, how often the corrected difference of two agents on the same
+papers (``prediction_powered_difference``) holds the true difference.
 
     python studies/corrected.py [--campaigns 400] [--out studies/results/corrected.json]
 
@@ -32,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from inquitree.stats import mean_interval, prediction_powered
+from inquitree.stats import mean_interval, prediction_powered, prediction_powered_difference
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(__file__).resolve().parent / "results" / "corrected.json"
@@ -101,6 +104,26 @@ def table(result: dict) -> list[str]:
     return lines
 
 
+BETTER = np.array([60, 40, 50]) / 150  # agent B's shares: more partial and stated findings than the reading's
+
+
+def paired(rng: np.random.Generator, papers: int, confusion: np.ndarray, share: float) -> dict:
+    """Two agents on the same papers (B states more than A: each agent's chances on a paper drawn
+    around its own mean), judged by the same judge, each labelled on a sample of its own items:
+    the corrected difference B - A (``prediction_powered_difference``)."""
+    per_paper = EPISODES * ITEMS
+    paper = np.repeat([f"p{k}" for k in range(papers)], per_paper)
+    sides = []
+    for mean in (READING, BETTER):
+        chances = rng.dirichlet(SPREAD * mean, size=papers)
+        truth_cat = np.concatenate([rng.choice(3, size=per_paper, p=c) for c in chances])
+        judged = VALUES[np.array([rng.choice(3, p=confusion[t]) for t in truth_cat])]
+        y = VALUES[truth_cat]
+        at = np.sort(rng.choice(len(y), size=max(3, round(share * len(y))), replace=False))
+        sides.append((paper, judged, paper[at], judged[at], y[at]))
+    return {"difference": prediction_powered_difference(sides[0], sides[1])}
+
+
 def holds(iv, truth: float) -> bool:
     return iv.low is not None and iv.low <= truth <= iv.high
 
@@ -145,7 +168,29 @@ def main() -> None:
                     f"the judge alone misses {100 * row['judge_alone_misses']:.0f}%",
                     file=sys.stderr,
                 )
+    difference_truth = float(VALUES @ BETTER - VALUES @ READING)
+    differences = []
+    for name in ("right 0.55", "the shipped embedding judge (0.85/0.7)"):
+        for papers in (18, 30):
+            for share in (0.10, 0.20):
+                rng = np.random.default_rng([papers, round(1000 * share), 99, len(differences)])
+                found = [paired(rng, papers, judges[name], share)["difference"] for _ in range(args.campaigns)]
+                row = {
+                    "judge": name,
+                    "papers": papers,
+                    "labelled_share": share,
+                    "campaigns": args.campaigns,
+                    "covers": round(float(np.mean([holds(iv, difference_truth) for iv in found])), 4),
+                    "width": round(float(np.median([iv.high - iv.low for iv in found if iv.low is not None])), 4),
+                }
+                differences.append(row)
+                print(
+                    f"difference, {name}, {papers} papers, {100 * share:.0f}%: covers {100 * row['covers']:.1f}%",
+                    file=sys.stderr,
+                )
     result = {
+        "difference_truth": difference_truth,
+        "differences": differences,
         "truth": truth,
         "goal": GOAL,
         "design": {"episodes": EPISODES, "items": ITEMS, "spread": SPREAD, "reading": READING.tolist()},

@@ -123,28 +123,35 @@ def _tree(tree_id: str, cache: dict[str, Tree]) -> Tree:
     return cache[tree_id]
 
 
-def campaign_moves(store: EventStore, suite: str, agent: str | None = None) -> list[Move]:
-    """Every matched reply of suite ``suite``'s episodes (of agent ``agent``, by label), in stream
-    and position order."""
-    out: list[Move] = []
-    trees: dict[str, Tree] = {}
-    for sid, recorded in sorted(_episodes(store, suite, ["AgentReplied", "MatchScored"]).items()):
+def _agents_episodes(
+    store: EventStore, suite: str, agent: str | None, types: Sequence[str], trees: dict[str, Tree]
+) -> Iterable[tuple[str, list[Any], str, Tree]]:
+    """(stream, its events of ``types`` after EpisodeStarted, agent, tree) of each of suite
+    ``suite``'s episodes (of agent ``agent``, by label), in stream order."""
+    for sid, recorded in sorted(_episodes(store, suite, types).items()):
         if recorded[0].event_type != "EpisodeStarted":
             continue
         started = recorded[0].payload
         name = _agent(started)
-        if agent is not None and name != agent:
-            continue
-        tree = _tree(started["tree_id"], trees)
+        if agent is None or name == agent:
+            yield sid, recorded[1:], name, _tree(started["tree_id"], trees)
+
+
+def campaign_moves(store: EventStore, suite: str, agent: str | None = None) -> list[Move]:
+    """Every matched reply of suite ``suite``'s episodes (of agent ``agent``, by label), in stream
+    and position order."""
+    out: list[Move] = []
+    for sid, recorded, name, tree in _agents_episodes(store, suite, agent, ["AgentReplied", "MatchScored"], {}):
         study_owner = {st.id: s.id for s in tree.subtopics for st in s.studies}
         reply = None
-        for r in recorded[1:]:
+        for r in recorded:
             p = r.payload
             if r.event_type == "AgentReplied":
                 reply = r
             elif reply is not None and p["step"] == reply.payload["step"] and p["state"] in ("topic", "subtopic"):
                 ids = tuple(c["id"] for c in p["candidates"])
                 subtopic = study_owner.get(ids[0]) if p["state"] == "subtopic" and ids else None
+                action = reply.payload["action"]
                 out.append(
                     Move(
                         sid,
@@ -153,7 +160,7 @@ def campaign_moves(store: EventStore, suite: str, agent: str | None = None) -> l
                         name,
                         p["state"],
                         subtopic,
-                        reply.payload["action"],
+                        action,
                         ids,
                         p["best"],
                         bool(p["accepted"]),
@@ -167,14 +174,7 @@ def campaign_conclusions(store: EventStore, suite: str, agent: str | None = None
     """Every (episode, ground-truth item) pair of suite ``suite``'s episodes that submitted their
     conclusions, with each judge's last verdict on the item."""
     out: list[Conclusion] = []
-    trees: dict[str, Tree] = {}
-    for sid, recorded in sorted(_episodes(store, suite, ["ConclusionSubmitted", "JudgeVerdict"]).items()):
-        if recorded[0].event_type != "EpisodeStarted":
-            continue
-        started = recorded[0].payload
-        name = _agent(started)
-        if agent is not None and name != agent:
-            continue
+    for sid, recorded, name, tree in _agents_episodes(store, suite, agent, ["ConclusionSubmitted", "JudgeVerdict"], {}):
         submitted = next((r for r in recorded if r.event_type == "ConclusionSubmitted"), None)
         if submitted is None:
             continue
@@ -183,19 +183,9 @@ def campaign_conclusions(store: EventStore, suite: str, agent: str | None = None
             if r.event_type == "JudgeVerdict":
                 score = None if r.payload.get("error") else r.payload.get("score")
                 verdicts.setdefault(r.payload["item_id"], {})[r.payload["judge_id"]] = score
-        tree = _tree(started["tree_id"], trees)
+        items = tuple(submitted.payload["items"])
         for c in tree.conclusions:
-            out.append(
-                Conclusion(
-                    sid,
-                    submitted.stream_version,
-                    tree.id,
-                    name,
-                    c.id,
-                    tuple(submitted.payload["items"]),
-                    verdicts.get(c.id, {}),
-                )  # fmt: skip
-            )
+            out.append(Conclusion(sid, submitted.stream_version, tree.id, name, c.id, items, verdicts.get(c.id, {})))
     return out
 
 
