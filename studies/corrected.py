@@ -124,6 +124,17 @@ def paired(rng: np.random.Generator, papers: int, confusion: np.ndarray, share: 
     return {"difference": prediction_powered_difference(sides[0], sides[1])}
 
 
+def difference_table(result: dict) -> list[str]:
+    """The corrected difference's rows as docs/statistics.md shows them."""
+    lines = ["| judge | papers | labelled (each agent) | covers | width |", "|---|---|---|---|---|"]
+    for r in result["differences"]:
+        lines.append(
+            f"| {r['judge']} | {r['papers']} | {100 * r['labelled_share']:.0f}% | {100 * r['covers']:.1f}% | "
+            f"{r['width']:.2f} |"
+        )
+    return lines
+
+
 def holds(iv, truth: float) -> bool:
     return iv.low is not None and iv.low <= truth <= iv.high
 

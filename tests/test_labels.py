@@ -206,6 +206,15 @@ def test_the_corrected_scores_simulation_is_what_the_statistics_page_shows():
     assert f"from 20 on it held {100 * min(enough):.1f}-{100 * max(enough):.1f}% (the {len(enough)} cells" in said
     assert f"{sum(c < result['goal'] for c in enough)} of the {len(enough)} came out below 93%" in said
     assert {r["campaigns"] for r in rows} == {400} and len(rows) == 48
+    assert "\n".join(corrected.difference_table(result)) in page
+    held = [r["covers"] for r in result["differences"]]
+    assert f"held the true difference in {100 * min(held):.1f}-{100 * max(held):.1f}% of campaigns" in said
+    good = [
+        r["corrected_width"] / r["labels_alone_width"]
+        for r in rows
+        if r["judge"] == "right 0.91" and r["labelled_items"] >= 10
+    ]
+    assert f"narrows the interval to {100 * min(good):.0f}-{100 * max(good):.0f}% of the labels' alone" in said
 
 
 def test_the_warehouse_reads_labels_on_the_scale_the_labels_module_does():
