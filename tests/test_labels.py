@@ -297,6 +297,11 @@ def test_the_leaderboard_corrects_the_judge_with_the_labels_and_says_when_there_
         in (oracle["labelled_validity"])
     )
     assert all(r["labelled_validity"] is None for r in before.values())
+    # the report and the viewer's figures page show the leaderboard whole: the corrected score beside the judge's
+    out = CliRunner().invoke(main, ["report", "--out", str(tmp_path / "report"), "--warehouse", wh, "--db", db])
+    assert out.exit_code == 0, out.output
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "conclusion_score_corrected" in page and "matcher_misread" in page
 
 
 def test_the_same_sample_is_labelled_in_the_browser_with_a_write_token(campaign, tmp_path):
