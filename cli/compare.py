@@ -14,6 +14,7 @@ from inquitree.cli.common import (
     progress_due,
 )
 from inquitree.cli.tables import (
+    complete_case_option,
     emit,
     existing,
     fixed_papers_option,
@@ -36,7 +37,10 @@ from inquitree.cli.tables import (
 @warehouse_option
 @output_options
 @fixed_papers_option
-def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, spreadsheet_safe, fixed_papers) -> None:
+@complete_case_option
+def compare(
+    agents, one_off, show_pairs, warehouse_path, fmt, out, columns, spreadsheet_safe, fixed_papers, complete_case
+) -> None:
     """Paired comparison of two or more agents (B - A for every pair, in the order given).
 
     A pair is two episodes of the same suite, tree, randomness level, judge and run; episodes
@@ -53,7 +57,9 @@ def compare(agents, one_off, show_pairs, warehouse_path, fmt, out, columns, spre
 
     if len(set(agents)) < 2:
         raise click.UsageError("name at least two different agents")
-    with existing(warehouse_path, read_only=True, settings=interval_settings(fixed_papers)) as wh:
+    with existing(
+        warehouse_path, read_only=True, settings=interval_settings(fixed_papers, complete_case=complete_case)
+    ) as wh:
         known = {r[0] for r in wh.con.execute("SELECT DISTINCT agent FROM episodes").fetchall()}
         for name in agents:
             if name not in known:

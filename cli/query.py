@@ -10,6 +10,7 @@ from inquitree.cli.common import (
     echo,
 )
 from inquitree.cli.tables import (
+    complete_case_option,
     emit,
     existing,
     fixed_papers_option,
@@ -31,10 +32,23 @@ MAX_SQL_FILE_BYTES = 1_000_000  # one statement
 @click.option("--list", "list_", is_flag=True, help="List the queries with their first comment line.")
 @fixed_papers_option
 @joint_ranks_option
+@complete_case_option
 @scope_options
 @db_option
 def query(
-    name, warehouse_path, fmt, out, columns, spreadsheet_safe, list_, fixed_papers, joint_ranks, suites, one_off, db_url
+    name,
+    warehouse_path,
+    fmt,
+    out,
+    columns,
+    spreadsheet_safe,
+    list_,
+    fixed_papers,
+    joint_ranks,
+    complete_case,
+    suites,
+    one_off,
+    db_url,
 ) -> None:
     """Run queries/NAME.sql against the warehouse, as last loaded by `inquitree warehouse sync`
     (this command does not sync; it says when the store holds events the warehouse has not loaded)."""
@@ -46,7 +60,7 @@ def query(
             echo(f"{q:28} {first}")
         return
     with existing(
-        warehouse_path, read_only=True, settings=interval_settings(fixed_papers, joint_ranks)
+        warehouse_path, read_only=True, settings=interval_settings(fixed_papers, joint_ranks, complete_case)
     ) as wh:  # `sql`'s sandbox
         scoped(wh, suites, one_off, db_url)
         emit(wh.query(name), fmt, out, columns, spreadsheet_safe)

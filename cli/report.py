@@ -10,6 +10,7 @@ from inquitree.cli.common import (
     progress_done,
 )
 from inquitree.cli.tables import (
+    complete_case_option,
     fixed_papers_option,
     interval_settings,
     joint_ranks_option,
@@ -30,9 +31,20 @@ from inquitree.cli.tables import (
 @registry_option
 @fixed_papers_option
 @joint_ranks_option
+@complete_case_option
 @scope_options
 def report(
-    out_dir, warehouse_path, db_url, sync, max_episodes, registry, fixed_papers, joint_ranks, suites, one_off
+    out_dir,
+    warehouse_path,
+    db_url,
+    sync,
+    max_episodes,
+    registry,
+    fixed_papers,
+    joint_ranks,
+    complete_case,
+    suites,
+    one_off,
 ) -> None:
     """Write an HTML report: leaderboard, the paper's figures, and an episode viewer."""
     from pathlib import Path
@@ -41,7 +53,8 @@ def report(
 
     if registry and not sync:
         raise click.UsageError("--registry is read by the sync: it needs --sync")
-    with kept_only_if_used(warehouse_path, settings=interval_settings(fixed_papers, joint_ranks)) as wh:
+    settings = interval_settings(fixed_papers, joint_ranks, complete_case)
+    with kept_only_if_used(warehouse_path, settings=settings) as wh:
         if sync:
             r = wh.sync(db_url, progress=sync_progress, registry=Path(registry) if registry else None)
             progress_done()

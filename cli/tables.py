@@ -68,6 +68,16 @@ def fixed_papers_option(f):
     )(f)
 
 
+def complete_case_option(f):
+    """--complete-case: the finished episodes alone, not every cell under the failure rule (#33)."""
+    return click.option(
+        "--complete-case",
+        is_flag=True,
+        help="The finished episodes alone (each row says so), not every cell of the campaign with a "
+        "failed, interrupted or missing cell scored 0 (docs/DECISIONS.md #33).",
+    )(f)
+
+
 def joint_ranks_option(f):
     """--joint-ranks: rank intervals that hold for every agent at once."""
     return click.option(
@@ -139,14 +149,16 @@ def _not_loaded(wh, db_url: str | None) -> str:
     )
 
 
-def interval_settings(fixed_papers: bool, joint_ranks: bool = False):
-    """The statistics --fixed-papers and --joint-ranks ask for (the rest from the environment)."""
+def interval_settings(fixed_papers: bool, joint_ranks: bool = False, complete_case: bool = False):
+    """The statistics --fixed-papers, --joint-ranks and --complete-case ask for (the rest from the environment)."""
     import dataclasses
 
     from inquitree.warehouse import Settings
 
     return dataclasses.replace(
-        Settings.from_env().about("these" if fixed_papers else "papers"), joint_ranks=joint_ranks
+        Settings.from_env().about("these" if fixed_papers else "papers"),
+        joint_ranks=joint_ranks,
+        complete_case=complete_case,
     )
 
 

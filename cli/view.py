@@ -7,6 +7,7 @@ import click
 from inquitree.boundary.text import install_extra
 from inquitree.cli.common import FiniteFloat, db_option, echo
 from inquitree.cli.tables import (
+    complete_case_option,
     fixed_papers_option,
     interval_settings,
     joint_ranks_option,
@@ -47,6 +48,7 @@ from inquitree.cli.tables import (
 )
 @fixed_papers_option
 @joint_ranks_option
+@complete_case_option
 @scope_options
 @click.option(
     "--label",
@@ -70,6 +72,7 @@ def view(
     stale_after,
     fixed_papers,
     joint_ranks,
+    complete_case,
     suites,
     one_off,
     label_kind,
@@ -110,7 +113,7 @@ def view(
         extra_hosts=allowed,
         write_index=sync,
         index_in_background=True,
-        settings=interval_settings(fixed_papers, joint_ranks),
+        settings=interval_settings(fixed_papers, joint_ranks, complete_case),
         scope=(tuple(suites), one_off),
         labelling=labelling,
     )

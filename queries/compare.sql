@@ -9,19 +9,22 @@
 -- metric at one randomness level and judge, over the pairs of agents (holm_family says how many).
 -- The conclusion score is the headline (role 'headline'); the other metrics are exploratory, each
 -- adjusted in its own family, never pooled with the headline's. interval_method and interval_warning say how
--- and when a number cannot be trusted; `compare --pairs` lists the pairs themselves. judge_validity:
+-- and when a number cannot be trusted; `compare --pairs` lists the pairs themselves. Every cell of a
+-- campaign is paired (cell_scores, #33): one that did not finish scores 0 in coverage and the conclusion
+-- score (the row says how many on each side), and has no steps or redo frequency. judge_validity:
 -- how well the judge of the conclusion score agrees with a careful reading, as measured (#32).
 -- Where a person labelled conclusion items of the paired episodes (inquitree label conclusions), a
 -- row conclusion_score_corrected (role 'corrected') gives B - A of the scores corrected for the
 -- judge's error (stats.prediction_powered_difference: the papers resampled together for both
 -- agents), with its interval and no p-value; mean_a and mean_b are each side's corrected score.
-WITH keyed AS (
-    SELECT e.agent, e.pair_suite, e.pair_run, e.tree_id, e.randomness, s.judge_id, e.episode_id, e.coverage,
-           s.q_norm, e.steps::DOUBLE AS steps,
-           CASE WHEN e.result_observations > 0 THEN e.redo_decisions / e.result_observations END AS redo_frequency
-    FROM pair_keys e JOIN episode_scores s USING (episode_id)
-    WHERE e.status = 'done' AND list_contains(getvariable('agents'), e.agent)
-      AND (e.in_suite OR getvariable('one_off'))
+WITH keyed AS (  -- every cell, a floor where it did not finish (cell_scores, #33); a floor has no steps
+    SELECT c.agent, c.suite AS pair_suite, c.run AS pair_run, c.tree_id, c.randomness, c.judge_id,
+           c.cell_id AS episode_id, c.coverage, c.q_norm, c.floored,
+           CASE WHEN NOT c.floored THEN e.steps::DOUBLE END AS steps,
+           CASE WHEN NOT c.floored AND e.result_observations > 0 THEN e.redo_decisions / e.result_observations
+           END AS redo_frequency
+    FROM kept_cells c LEFT JOIN pair_keys e ON e.episode_id = c.episode_id
+    WHERE list_contains(getvariable('agents'), c.agent) AND (c.in_suite OR getvariable('one_off'))
 ), listed AS (
     SELECT unnest(getvariable('agents')) AS agent, generate_subscripts(getvariable('agents'), 1) AS i
 ), agent_pairs AS (
@@ -35,7 +38,8 @@ WITH keyed AS (
            a.episode_id AS episode_a, b.episode_id AS episode_b,
            a.coverage AS a_coverage, b.coverage AS b_coverage, a.q_norm AS a_conclusion_score,
            b.q_norm AS b_conclusion_score, a.steps AS a_steps, b.steps AS b_steps,
-           a.redo_frequency AS a_redo_frequency, b.redo_frequency AS b_redo_frequency
+           a.redo_frequency AS a_redo_frequency, b.redo_frequency AS b_redo_frequency,
+           coalesce(a.floored, false) AS a_floored, coalesce(b.floored, false) AS b_floored
     FROM a_side a FULL JOIN b_side b USING (agent_a, agent_b, ia, ib, pair_suite, tree_id, randomness, judge_id, pair_run)
 ), long AS (
     SELECT p.*, m.metric, m.va, m.vb, m.low, m.high
@@ -51,6 +55,7 @@ WITH keyed AS (
            count(*) FILTER (WHERE episode_a IS NOT NULL AND episode_b IS NOT NULL) AS paired_cells,
            count(*) FILTER (WHERE episode_a IS NOT NULL AND episode_b IS NULL) AS only_a,
            count(*) FILTER (WHERE episode_b IS NOT NULL AND episode_a IS NULL) AS only_b,
+           count(*) FILTER (WHERE a_floored) AS floored_a, count(*) FILTER (WHERE b_floored) AS floored_b,
            list({'tree': tree_id, 'va': va, 'vb': vb, 'pair': episode_a || ' ~ ' || episode_b}
                 ORDER BY tree_id, suite, run, episode_a, episode_b) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL)
                AS paired
@@ -78,7 +83,14 @@ SELECT metric, randomness, agent_a, agent_b, d.estimate AS difference, d.ci_low 
        d.p_min AS p_min, ma.estimate AS mean_a, mb.estimate AS mean_b, paired_cells, only_a, only_b,
        d.papers AS papers, d.se AS difference_se, judge_id, d.method AS interval_method,
        CASE WHEN metric = 'conclusion_score' THEN judge_validity(judge_id) END AS judge_validity,
-       concat_ws('; ', d.warning,
+       concat_ws('; ',
+           CASE WHEN floored_a + floored_b > 0 AND metric IN ('coverage', 'conclusion_score') THEN
+               format('{} of A''s and {} of B''s cells did not finish, each scored 0 (the failure rule, '
+                      'docs/DECISIONS.md #33; --complete-case leaves them out)', floored_a, floored_b)
+                WHEN floored_a + floored_b > 0 THEN
+               format('{} of A''s and {} of B''s cells did not finish and have no {}: their pairs are left out',
+                      floored_a, floored_b, metric)
+           END, d.warning,
            CASE WHEN tests > 1 AND d.p_min IS NOT NULL AND d.p_min <= 0.05 AND tests * d.p_min > 0.05 THEN
                format('{} comparisons in this family: the smallest adjusted p these papers allow is {:.3g}, so '
                       'none can reach 5% after Holm''s adjustment (fewer agents, or more papers)',
@@ -93,6 +105,7 @@ FROM adjusted
     JOIN scored_items i ON i.episode_id = CASE s.side WHEN 'a' THEN p.episode_a ELSE p.episode_b END
                        AND i.judge_id = p.judge_id
     WHERE p.a_conclusion_score IS NOT NULL AND p.b_conclusion_score IS NOT NULL
+      AND NOT p.a_floored AND NOT p.b_floored  -- the corrected difference reads finished episodes alone
 ), corrected AS (
     SELECT agent_a, agent_b, ia, ib, judge_id, randomness,
            count(DISTINCT episode_id) // 2 AS paired_cells,

@@ -1,7 +1,9 @@
 -- Table 2 (model performance summary): coverage and conclusion score per agent and judge, at
 -- randomness level 0, as the mean over papers of the per-paper mean over runs (#17); beside coverage,
 -- own_coverage: the subtopics reached by the agent's own recognised moves, not by forced transitions
--- (#32; docs/instrument.md).
+-- (#32; docs/instrument.md). Every cell of the campaign counts (cell_scores, #33): one that failed, was
+-- interrupted, is running or never ran scores 0 in coverage, own coverage and the conclusion score;
+-- `cells` says how many of each and on which papers, and --complete-case keeps the finished ones alone.
 -- The conclusion score is q_norm = Q / k (#15), comparable with the paper's numbers.
 -- Intervals: mean_ci (warehouse/intervals.py on inquitree.stats, docs/statistics.md): a score interval
 -- for a mean in [0, 1] on the paper means (it follows their closeness to 0 or 1), widened by the
@@ -26,29 +28,35 @@
 -- labelled_validity: the instrument measured on these episodes' own labels (the matcher's misread
 -- share, the judge's agreement and kappa with the readings), said ahead of the shipped measurement
 -- (judge_validity, matcher_validity), which is one small model's text; NULL where nothing is labelled.
-WITH per_episode AS (
-    SELECT e.agent, s.judge_id, e.tree_id, e.episode_id, e.coverage, e.own_coverage, s.q_norm,
-           s.failed_verdicts, e.embedder, e.tau, e.tau_study, e.match_rule
-    FROM episodes e JOIN episode_scores s USING (episode_id)
-    WHERE e.randomness = 0 AND e.status = 'done'
+WITH per_episode AS (  -- every cell of the level, a floor where it did not finish (cell_scores, #33)
+    SELECT agent, judge_id, tree_id, cell_id AS episode_id, status, floored, coverage, own_coverage, q_norm,
+           failed_verdicts, embedder, tau, tau_study, match_rule
+    FROM kept_cells WHERE randomness = 0
+), cell_list AS (  -- what each agent's cells came to, kept or not
+    SELECT agent, judge_id, cells_said(list(status ORDER BY cell_id), list(tree_id ORDER BY cell_id)) AS cells,
+           count(*) FILTER (WHERE status <> 'done') AS unfinished
+    FROM cell_scores WHERE randomness = 0 GROUP BY ALL
 ), matchers AS (  -- the matcher's reading, asked once per embedder and thresholds, not per episode
     SELECT agent, judge_id,
            string_agg(matcher_validity(embedder, tau, tau_study, match_rule), ' | '
                       ORDER BY embedder, tau, tau_study, match_rule) AS matcher_validity
-    FROM (SELECT DISTINCT agent, judge_id, embedder, tau, tau_study, match_rule FROM per_episode) GROUP BY ALL
+    FROM (SELECT DISTINCT agent, judge_id, embedder, tau, tau_study, match_rule FROM per_episode WHERE NOT floored)
+    GROUP BY ALL
 ), boot AS (
     SELECT agent, judge_id,
            mean_ci(list(tree_id ORDER BY episode_id), list(coverage ORDER BY episode_id), 0, 1) AS c,
            mean_ci(list(tree_id ORDER BY episode_id), list(own_coverage ORDER BY episode_id), 0, 1) AS oc,
            mean_ci(list(tree_id ORDER BY episode_id), list(q_norm ORDER BY episode_id), 0, 1) AS q,
-           sum(failed_verdicts) AS failed_verdicts, count(*) AS played,
-           count(*) FILTER (WHERE q_norm IS NULL) AS unscored
+           sum(failed_verdicts) AS failed_verdicts, count(*) FILTER (WHERE NOT floored) AS played,
+           count(*) FILTER (WHERE q_norm IS NULL) AS unscored, count(DISTINCT tree_id) AS agent_papers
     FROM per_episode GROUP BY ALL
+), paper_sets AS (  -- whether the agents a judge ranks were given the same papers
+    SELECT judge_id, max(agent_papers) AS most_papers, count(DISTINCT agent_papers) AS sets FROM boot GROUP BY ALL
 ), items AS (  -- each item's evidence-weighted verdict and, where a person read it, label (#14, #15)
     SELECT p.agent, p.judge_id, p.tree_id, p.episode_id, i.item_id, i.predicted, i.labelled, i.score,
            i.label_value, i.labellers
     FROM per_episode p JOIN scored_items i USING (episode_id, judge_id)
-    WHERE p.q_norm IS NOT NULL
+    WHERE p.q_norm IS NOT NULL AND NOT p.floored  -- the corrected score reads finished episodes alone
 ), corrected AS (
     SELECT agent, judge_id, count(labelled) AS labelled_items,
            ppi_ci(list(tree_id ORDER BY episode_id, item_id), list(predicted ORDER BY episode_id, item_id),
@@ -86,7 +94,7 @@ SELECT agent, judge_id, 0 AS randomness,  -- the level this table speaks of, sai
        r.rank AS rank, r.rank_low AS rank_low, r.rank_high AS rank_high,
        mr.estimate AS matcher_misread, mr.ci_low AS matcher_misread_ci_low, mr.ci_high AS matcher_misread_ci_high,
        labelled_moves,
-       failed_verdicts, q.papers AS papers, q.episodes AS episodes, q.method AS interval_method,
+       failed_verdicts, q.papers AS papers, q.episodes AS episodes, cells, q.method AS interval_method,
        nullif(concat_ws('; ',
                         CASE WHEN unscored = played
                              THEN format('no conclusion score and no rank: none of the {} episodes has a usable '
@@ -96,6 +104,14 @@ SELECT agent, judge_id, 0 AS randomness,  -- the level this table speaks of, sai
                              THEN format('{} of {} episodes have a failed verdict and are left out of the '
                                          'conclusion score and the rank ({} verdicts failed; `inquitree query '
                                          'judge_flags` gives their causes)', unscored, played, failed_verdicts)
+                        END,
+                        unfinished_said(cells, unfinished),
+                        CASE WHEN unfinished > 0 AND cq.estimate IS NOT NULL AND NOT complete_case()
+                             THEN 'corrected conclusion score: over the finished episodes alone (the failure '
+                                  'rule does not reach it)' END,
+                        CASE WHEN ps.sets > 1 AND agent_papers < ps.most_papers AND r.rank IS NOT NULL
+                             THEN format('rank: played on {} papers where another agent of this judge had {}: '
+                                         'the ranks compare unlike sets of papers', agent_papers, ps.most_papers)
                         END,
                         'conclusion score: ' || q.warning,
                         'corrected conclusion score: ' || cq.warning, 'coverage: ' || c.warning,
@@ -110,4 +126,5 @@ SELECT agent, judge_id, 0 AS randomness,  -- the level this table speaks of, sai
        judge_validity(judge_id) AS judge_validity, matcher_validity
 FROM boot LEFT JOIN ranked USING (agent, judge_id) LEFT JOIN matchers USING (agent, judge_id)
      LEFT JOIN corrected USING (agent, judge_id) LEFT JOIN misread USING (agent, judge_id)
+     LEFT JOIN paper_sets ps USING (judge_id) LEFT JOIN cell_list USING (agent, judge_id)
 ORDER BY conclusion_score DESC NULLS LAST, agent, judge_id;

@@ -499,6 +499,79 @@ def skewed_null(campaigns: int, prior=None) -> list[dict]:
     return rows
 
 
+# Failures not at random (docs/DECISIONS.md #33): two agents equal in ability; B's episodes fail on
+# hard papers (paper level) or when the run goes badly (episode level).
+FAILURE_DESIGNS = {
+    "hard papers": "B fails 80% of its episodes on papers harder than 0.6, 5% elsewhere; A fails 5%",
+    "bad runs": "B fails 70% of the runs that go below 0.3, 5% of the rest; A fails 5%",
+}
+
+
+def _failing_campaign(rng: np.random.Generator, papers: int, design: str, n: int | None = None):
+    """Per paper: difficulty, the shared true mean, each agent's value and whether its episode failed."""
+    n = n or papers
+    difficulty = rng.uniform(0, 1, n)
+    mean = 0.15 + 0.7 * (1 - difficulty)
+    values = np.clip(mean[:, None] + rng.normal(0, 0.08, (n, 2)), 0, 1)
+    failed = rng.uniform(size=(n, 2)) < 0.05
+    if design == "hard papers":
+        failed[:, 1] = rng.uniform(size=n) < np.where(difficulty > 0.6, 0.8, 0.05)
+    else:
+        failed[:, 1] = rng.uniform(size=n) < np.where(values[:, 1] < 0.3, 0.7, 0.05)
+    return mean, values, failed
+
+
+def failures(campaigns: int) -> list[dict]:
+    """Two agents equal in ability, B failing when it goes badly: with the unfinished episodes left
+    out (complete case) and under the failure rule (a failed episode scores 0), how often B ranks
+    first, how often B's interval holds its truth (complete case: the ability the two share; the
+    rule: the mean with failures scored 0), and how often the paired test calls a difference."""
+    rows = []
+    for design in FAILURE_DESIGNS:
+        big = np.random.default_rng(zlib.crc32(f"failures/{design}/truth".encode()))
+        mean, values, failed = _failing_campaign(big, 0, design, n=2_000_000)
+        truth_ability = float(mean.mean())
+        truth_floor = (values * ~failed).mean(axis=0)  # each agent's mean with a failure at 0
+        for papers in (18, 40):
+            rng = np.random.default_rng(zlib.crc32(f"failures/{design}/{papers}".encode()))
+            tally = {
+                rule: {"b_first": 0, "b_holds": 0, "a_holds": 0, "rejects": 0, "warned": 0}
+                for rule in ("complete case", "failure rule")
+            }
+            for _ in range(campaigns):
+                _, v, f = _failing_campaign(rng, papers, design)
+                names = [f"p{k}" for k in range(papers)]
+                for rule, t in tally.items():
+                    if rule == "complete case":
+                        keep_a, keep_b, both = ~f[:, 0], ~f[:, 1], ~f[:, 0] & ~f[:, 1]
+                        a_vals, b_vals, truth_a, truth_b = v[:, 0], v[:, 1], truth_ability, truth_ability
+                    else:
+                        keep_a = keep_b = both = np.ones(papers, bool)
+                        a_vals, b_vals = v[:, 0] * ~f[:, 0], v[:, 1] * ~f[:, 1]
+                        truth_a, truth_b = truth_floor
+                    ia = stats.mean_interval(np.array(names)[keep_a], a_vals[keep_a], (0, 1))
+                    ib = stats.mean_interval(np.array(names)[keep_b], b_vals[keep_b], (0, 1))
+                    t["b_first"] += ib.estimate > ia.estimate
+                    t["b_holds"] += ib.low is not None and ib.low <= truth_b <= ib.high
+                    t["a_holds"] += ia.low is not None and ia.low <= truth_a <= ia.high
+                    test = stats.paired_test(np.array(names)[both], (b_vals - a_vals)[both])
+                    t["rejects"] += test.p is not None and test.p < 0.05
+                    t["warned"] += bool(ib.warning)
+            for rule, t in tally.items():
+                row = {
+                    "design": design,
+                    "papers": papers,
+                    "rule": rule,
+                    "campaigns": campaigns,
+                    "truth_a": round(float(truth_ability if rule == "complete case" else truth_floor[0]), 4),
+                    "truth_b": round(float(truth_ability if rule == "complete case" else truth_floor[1]), 4),
+                }
+                row |= {k: round(n / campaigns, 4) for k, n in t.items()}
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
 def rank_ties(campaigns: int) -> list[dict]:
     """Rank intervals when two agents are equal in truth (``RANK_TIES``): an interval holds when
     it spans every rank the agent can hold (both ranks the two share: [2, 2] says an agent ranks
@@ -742,6 +815,18 @@ def _md_added(result: dict) -> list[str]:
             f"{_pct(r['simultaneous_warned'])} | {_pct(r['simultaneous_unwarned_all_hold'])} |"
             for r in result["rank_ties"]
         ]
+    if "failures" in result:
+        out += [
+            "",
+            "| failures | papers | rule | truth A / B | B ranks first | B's interval holds | A's holds | "
+            "paired test rejects |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {r['design']} | {r['papers']} | {r['rule']} | {r['truth_a']:.3f} / {r['truth_b']:.3f} | "
+            f"{_pct(r['b_first'])} | {_pct(r['b_holds'])} | {_pct(r['a_holds'])} | {_pct(r['rejects'])} |"
+            for r in result["failures"]
+        ]
     return out
 
 
@@ -893,6 +978,7 @@ PARTS: dict[str, tuple[str, Callable]] = {
     "spreads": ("fixed_spread", lambda a, before, prior: fixed_spread(a.campaigns, prior)),
     "skewnull": ("skewed_null", lambda a, before, prior: skewed_null(a.campaigns, prior)),
     "ties": ("rank_ties", lambda a, before, prior: rank_ties(a.campaigns)),
+    "failures": ("failures", lambda a, before, prior: failures(a.campaigns)),
     "pilots": ("pilots", lambda a, before, prior: pilots(a.campaigns)),
     "units": ("episode_units", lambda a, before, prior: episode_units(a.campaigns, a.episodes)),
 }
@@ -928,7 +1014,8 @@ def main() -> None:
     t0 = time.perf_counter()
     result: dict = {"campaigns": args.campaigns, "before": args.before}
     if args.only and Path(args.out).exists():  # a part run again replaces that part of an earlier result
-        result = json.loads(Path(args.out).read_text()) | {"campaigns": args.campaigns}
+        result = json.loads(Path(args.out).read_text())  # its campaigns stay the whole run's
+        result[f"campaigns_{args.only}"] = args.campaigns
     if args.prior:
         result["prior"] = Path(args.prior).name
     for part in PARTS:

@@ -589,3 +589,28 @@ def test_prediction_powered_without_labels_says_so_and_with_a_useless_judge_is_t
     assert "lambda 0.00" in found.method and found.estimate == pytest.approx(alone.estimate)
     few = prediction_powered(papers, f, [papers[i] for i in at[:5]], f[at[:5]], y[at[:5]])
     assert "only 5 labelled items" in few.warning
+
+
+def test_the_failure_rules_simulation_is_what_the_statistics_page_shows():
+    """docs/statistics.md shows studies/stats_sim.py's failures table as the study writes it, and its
+    summary is the table's: left out, the failing agent ranks first; under the rule its interval holds."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "studies"))
+    import stats_sim
+
+    rows = json.loads((ROOT / "studies" / "results" / "stats_sim.json").read_text())["failures"]
+    page = (ROOT / "docs" / "statistics.md").read_text()
+    assert "\n".join(stats_sim._md_added({"failures": rows})).strip() in page
+    said = " ".join(page.split())
+    kept = [r for r in rows if r["rule"] == "complete case"]
+    ruled = [r for r in rows if r["rule"] == "failure rule"]
+
+    def span(rs, key):
+        return f"{100 * min(r[key] for r in rs):.1f}-{100 * max(r[key] for r in rs):.1f}%"
+
+    assert f"ranks first in {span(kept, 'b_first')} of campaigns" in said
+    assert f"ability in {span(kept, 'b_holds')}" in said
+    assert f"it ranks first in {span(ruled, 'b_first')}" in said
+    assert f"holds its truth in {span(ruled, 'b_holds')}" in said
+    assert min(r["b_holds"] for r in ruled) >= 0.93 and {r["campaigns"] for r in rows} == {500}

@@ -165,3 +165,15 @@ def test_the_corrected_score_of_the_study_is_rebuilt_from_its_episodes_and_readi
     )
     assert quoted in page
     assert all(r["conclusion_score_corrected"] is None for r in kept["before"])
+
+
+def test_the_a3_arm_drawn_under_draw_rule_1_is_warned_and_the_fakes_arm_is_not():
+    """The study's a=3 arm was drawn under draw rule 1 (every tree of a run shares its fake draws): its
+    fig3a rows say the papers are not independent; the fakes arm, drawn under rule 2, says nothing."""
+    import csv
+
+    main_rows = list(csv.DictReader((STUDY / "tables" / "fig3a_score_by_randomness.csv").open()))
+    fakes = list(csv.DictReader((STUDY / "fakes" / "tables" / "fig3a_score_by_randomness.csv").open()))
+    for r in main_rows:
+        assert ("draw rule 1" in r["interval_warning"]) == (r["randomness"] == "3"), r
+    assert fakes and not any("draw rule 1" in r["interval_warning"] for r in fakes)

@@ -91,6 +91,7 @@ class Settings:
     point_only: bool = False  # estimates without intervals: the baseline of bench/intervals.py
     population: str = "papers"  # papers like these | these: exactly these papers (docs/DECISIONS.md #26)
     joint_ranks: bool = False  # rank intervals that hold for every agent at once
+    complete_case: bool = False  # the finished episodes alone, not every cell under the failure rule (#33)
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -385,6 +386,8 @@ def register(con, settings: Settings) -> None:
             _CORRECTED_DIFFERENCE,
         ),
     ]
+    # the failure rule the views apply (cell_scores, docs/DECISIONS.md #33): a constant of the connection
+    con.create_function("complete_case", lambda: settings.complete_case, [], "BOOLEAN", side_effects=False)
     for name, function, parameters, returns in functions:
         con.create_function(
             name,

@@ -142,7 +142,7 @@ NUMBERS_FIRST = (
     "upper_bound",
     "share_within_bounds",
 )
-LAST = ("role", "judge_id", "judge", "contradicting_examples")
+LAST = ("role", "judge_id", "judge", "contradicting_examples", "cells")  # cells: said in full in the notes
 LAST_SUFFIXES = ("_why", "_by")  # a row's explanation in words: read after its numbers
 IDENTITY = ("agent", "agent_a", "agent_b", "metric", "randomness", "tree_id", "split", "model")
 

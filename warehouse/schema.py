@@ -44,6 +44,7 @@ TYPED: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
             ("max_turns", "INTEGER", "params.max_turns"),
             ("randomness", "INTEGER", "params.randomness"),
             ("seed", "BIGINT", "params.seed"),
+            ("draw_rule", "INTEGER", "params.draw_rule"),  # NULL: rule 1, recorded before rules had numbers
             ("embedder", "VARCHAR", "params.embedder"),
             ("template_set", "VARCHAR", "params.template_set"),
             ("agent_kind", "VARCHAR", "agent.kind"),

@@ -44,6 +44,9 @@ WITH steps AS (
 SELECT s.episode_id, s.tree_id, s.tree_hash, s.n_subtopics,
        coalesce(s.agent_label, s.agent_model, s.agent_kind) AS agent,   -- the label keeps runs of one model with different options apart
        s.agent_kind, s.agent_model, s.judge_kind, s.randomness, s.seed, s.tau, s.tau_study,
+       -- how fake results are drawn (core/game/engine.py): 1, every tree of a run shares its draws
+       -- (one seed), so at a > 0 its papers are not independent; 2, keyed by seed and tree
+       coalesce(s.draw_rule, 1) AS draw_rule,
        s.match_rule || '-' || s.match_rule_version AS match_rule,   -- NULL: the paper's rule
        s.embedder,
        s.max_hints, s.max_turns,
@@ -219,3 +222,89 @@ SELECT *, suite AS pair_suite,
             ELSE row_number() OVER (PARTITION BY agent, in_suite, tree_id, randomness ORDER BY episode_id) - 1
        END AS pair_run
 FROM episodes;
+
+-- Every cell an analysis scores, under the failure rule (docs/DECISIONS.md #33): a campaign's cells
+-- are, at each randomness level of each suite, the agents that played there x the trees played
+-- there x the runs played there; a cell whose episode failed, was interrupted, is still running or
+-- never started scores the metric's floor (0 coverage, own coverage and conclusion score), as agent
+-- benchmarks count an unresolved task, so an agent is scored on every paper it was given.
+-- complete_case() (`--complete-case`) keeps the finished episodes alone instead: kept says whether
+-- the rule keeps a row, floored whether it is a floor. One row per cell and judge (the judges that
+-- scored any episode of the cell's suite); analyses read `kept_cells`, and say from this view what
+-- their agents' cells came to.
+-- An episode played outside a suite is a cell of its own (no grid to miss a cell of).
+CREATE OR REPLACE VIEW cell_scores AS
+WITH played AS (
+    SELECT agent, pair_suite AS suite, in_suite, tree_id, tree_hash, randomness, pair_run AS run, episode_id,
+           status, coverage, own_coverage, embedder, tau, tau_study, match_rule, seed, draw_rule
+    FROM pair_keys
+), grid AS (
+    SELECT a.suite, a.randomness, a.agent, t.tree_id, t.tree_hash, r.run
+    FROM (SELECT DISTINCT suite, randomness, agent FROM played WHERE in_suite) a
+    JOIN (SELECT suite, randomness, tree_id, min(tree_hash) AS tree_hash FROM played WHERE in_suite GROUP BY ALL) t
+        USING (suite, randomness)
+    JOIN (SELECT DISTINCT suite, randomness, run FROM played WHERE in_suite) r USING (suite, randomness)
+), cells AS (
+    SELECT p.* FROM played p
+    UNION ALL BY NAME
+    SELECT g.agent, g.suite, true AS in_suite, g.tree_id, g.tree_hash, g.randomness, g.run,
+           NULL AS episode_id, 'never ran' AS status
+    FROM grid g ANTI JOIN played p USING (suite, randomness, agent, tree_id, run)
+), suite_judges AS (
+    SELECT DISTINCT p.suite, s.judge_id FROM played p JOIN episode_scores s USING (episode_id)
+)
+SELECT c.agent, c.suite, c.in_suite, c.tree_id, c.tree_hash, c.randomness, c.run, c.episode_id, c.status,
+       j.judge_id, c.status <> 'done' AND NOT complete_case() AS floored,
+       c.status = 'done' OR NOT complete_case() AS kept,
+       CASE WHEN c.status = 'done' THEN c.coverage ELSE 0.0 END AS coverage,
+       CASE WHEN c.status = 'done' THEN c.own_coverage ELSE 0.0 END AS own_coverage,
+       CASE WHEN c.status = 'done' THEN s.q_norm ELSE 0.0 END AS q_norm,
+       coalesce(s.failed_verdicts, 0) AS failed_verdicts,
+       c.embedder, c.tau, c.tau_study, c.match_rule, c.seed, c.draw_rule, t.published_from, t.published_to,
+       -- the order the interval functions read the cells in: an episode's id, or the cell's own
+       coalesce(c.episode_id, c.suite || '.' || c.tree_id || '.a' || c.randomness || '.r' || c.run || '.never')
+           AS cell_id
+FROM cells c
+JOIN suite_judges j ON j.suite = c.suite
+LEFT JOIN episode_scores s ON s.episode_id = c.episode_id AND s.judge_id = j.judge_id
+LEFT JOIN trees t ON t.tree_id = c.tree_id AND t.tree_hash = c.tree_hash
+WHERE s.episode_id IS NOT NULL OR c.status <> 'done';
+
+CREATE OR REPLACE VIEW kept_cells AS SELECT * FROM cell_scores WHERE kept;
+
+CREATE OR REPLACE MACRO cells_of(statuses, trees, what) AS
+    CASE WHEN list_contains(statuses, what) THEN
+        len(list_filter(statuses, lambda s: s = what)) || ' ' || what || ' ('
+        || array_to_string(list_sort(list_distinct(list_filter(trees, lambda t, i: statuses[i] = what)))[:4], ', ')
+        || CASE WHEN len(list_distinct(list_filter(trees, lambda t, i: statuses[i] = what))) > 4
+                THEN ', ...' ELSE '' END || ')'
+    END;
+
+-- What an agent's cells came to, in one phrase for a row ("16 cells: 11 finished, 4 failed (p3,
+-- p7), 1 never ran (p9)"): `statuses` and `trees` are a group's cells, one entry each.
+CREATE OR REPLACE MACRO cells_said(statuses, trees) AS
+    len(statuses) || ' cells: ' || concat_ws(', ',
+        len(list_filter(statuses, lambda s: s = 'done')) || ' finished',
+        cells_of(statuses, trees, 'failed'), cells_of(statuses, trees, 'interrupted'),
+        cells_of(statuses, trees, 'running'), cells_of(statuses, trees, 'never ran'));
+
+-- The row's word on its unfinished cells (`cells`, from cells_said; `unfinished`, how many).
+CREATE OR REPLACE MACRO unfinished_said(cells, unfinished) AS
+    CASE WHEN unfinished > 0 AND complete_case()
+         THEN format('complete cases only (--complete-case): of {}, the {} not finished are left out', cells, unfinished)
+         WHEN unfinished > 0
+         THEN format('{}; {} not finished, each scored 0 in coverage, own coverage and the conclusion score (the '
+                     'failure rule, docs/DECISIONS.md #33; `inquitree suite run` plays them, --complete-case '
+                     'leaves them out)', cells, unfinished)
+    END;
+
+-- A row's word on independence at randomness a > 0: episodes drawn under draw rule 1 share their fake
+-- draws across the trees of a run (one seed), so the papers such a row pools are not independent.
+-- `draws`: the rows' draw rules; `seeds`: their seeds; `randomness`: the row's level.
+CREATE OR REPLACE MACRO shared_draws_said(randomness, draws, seeds) AS
+    CASE WHEN randomness > 0 AND list_contains(draws, 1) AND len(list_distinct(seeds)) < len(seeds) THEN
+        format('{} of {} episodes were drawn under draw rule 1, which gives every tree of a run the same fake '
+               'draws: its papers are not independent and the interval assumes they are (episodes recorded '
+               'since draw rule 2 key each draw by seed and tree)',
+               len(list_filter(draws, lambda d: d = 1)), len(draws))
+    END;

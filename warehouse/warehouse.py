@@ -54,7 +54,11 @@ SCHEMA_HASH = f"{TABLES_HASH}:{VIEWS_HASH}"
 
 def views_sql(temporary: bool = False) -> str:
     """views.sql's statements; ``temporary``: each view made for the connection alone (a reader's)."""
-    return _VIEWS_TEXT.replace("CREATE OR REPLACE VIEW ", "CREATE OR REPLACE TEMP VIEW ") if temporary else _VIEWS_TEXT
+    if not temporary:
+        return _VIEWS_TEXT
+    return _VIEWS_TEXT.replace("CREATE OR REPLACE VIEW ", "CREATE OR REPLACE TEMP VIEW ").replace(
+        "CREATE OR REPLACE MACRO ", "CREATE OR REPLACE TEMP MACRO "
+    )
 
 
 def default_warehouse_path() -> str:
