@@ -38,7 +38,7 @@ be shown, and no interval is printed.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -291,9 +291,29 @@ def interval_of_means(
     episodes: int,
     bounds: tuple[float | None, float | None] | None = None,
     unit: str = "paper",
+    ceiling: float | None = None,
 ) -> Interval:
     """:func:`mean_interval` from the per-paper means themselves (``unit``: what one of them
-    is, for the method's text: ``episode`` when the values are one paper's episodes)."""
+    is, for the method's text: ``episode`` when the values are one paper's episodes).
+    ``ceiling``: the largest mean the metric allows where its range has no fixed upper bound
+    (steps: the turn limit); an interval reaching past it is cut there, and says so."""
+    found = _interval_of_means(means, episodes, bounds, unit)
+    if ceiling is None or found.high is None or found.high <= ceiling:
+        return found
+    return replace(
+        found,
+        low=min(found.low, ceiling),
+        high=float(ceiling),
+        method=f"{found.method}, its upper end cut at {_fmt(ceiling)}, the largest mean the turn limits allow",
+    )
+
+
+def _interval_of_means(
+    means: np.ndarray,
+    episodes: int,
+    bounds: tuple[float | None, float | None] | None,
+    unit: str,
+) -> Interval:
     n = len(means)
     about = LIKE if unit == "paper" else f"about {unit}s like these"
     low_b, high_b = bounds if bounds is not None else (None, None)

@@ -19,11 +19,9 @@
 -- agents), with its interval and no p-value; mean_a and mean_b are each side's corrected score.
 WITH keyed AS (  -- every cell, a floor where it did not finish (cell_scores, #33); a floor has no steps
     SELECT c.agent, c.suite AS pair_suite, c.run AS pair_run, c.tree_id, c.randomness, c.judge_id,
-           c.cell_id AS episode_id, c.coverage, c.q_norm, c.floored,
-           CASE WHEN NOT c.floored THEN e.steps::DOUBLE END AS steps,
-           CASE WHEN NOT c.floored AND e.result_observations > 0 THEN e.redo_decisions / e.result_observations
-           END AS redo_frequency
-    FROM kept_cells c LEFT JOIN pair_keys e ON e.episode_id = c.episode_id
+           c.cell_id AS episode_id, c.coverage, c.q_norm, c.floored, c.steps::DOUBLE AS steps, c.max_turns,
+           c.redo_frequency
+    FROM kept_cells c
     WHERE list_contains(getvariable('agents'), c.agent) AND (c.in_suite OR getvariable('one_off'))
 ), listed AS (
     SELECT unnest(getvariable('agents')) AS agent, generate_subscripts(getvariable('agents'), 1) AS i
@@ -39,6 +37,7 @@ WITH keyed AS (  -- every cell, a floor where it did not finish (cell_scores, #3
            a.coverage AS a_coverage, b.coverage AS b_coverage, a.q_norm AS a_conclusion_score,
            b.q_norm AS b_conclusion_score, a.steps AS a_steps, b.steps AS b_steps,
            a.redo_frequency AS a_redo_frequency, b.redo_frequency AS b_redo_frequency,
+           greatest(a.max_turns, b.max_turns) AS turn_limit,
            coalesce(a.floored, false) AS a_floored, coalesce(b.floored, false) AS b_floored
     FROM a_side a FULL JOIN b_side b USING (agent_a, agent_b, ia, ib, pair_suite, tree_id, randomness, judge_id, pair_run)
 ), long AS (
@@ -52,6 +51,7 @@ WITH keyed AS (  -- every cell, a floor where it did not finish (cell_scores, #3
     -- the paired values in one list, sorted once per group and taken apart below: five lists each
     -- sorted on its own were most of the query's time at 4M events (bench/intervals.py)
     SELECT agent_a, agent_b, ia, ib, metric, judge_id, randomness, any_value(low) AS low, any_value(high) AS high,
+           max(turn_limit) AS turn_limit,  -- no paper's mean steps can pass the largest turn limit
            count(*) FILTER (WHERE episode_a IS NOT NULL AND episode_b IS NOT NULL) AS paired_cells,
            count(*) FILTER (WHERE episode_a IS NOT NULL AND episode_b IS NULL) AS only_a,
            count(*) FILTER (WHERE episode_b IS NOT NULL AND episode_a IS NULL) AS only_b,
@@ -66,7 +66,10 @@ WITH keyed AS (  -- every cell, a floor where it did not finish (cell_scores, #3
            list_transform(paired, lambda x: x.vb - x.va) AS ds, list_transform(paired, lambda x: x.pair) AS pairs
     FROM tested
 ), intervals AS (
-    SELECT *, mean_ci(trees, vas, low, high) AS ma, mean_ci(trees, vbs, low, high) AS mb, paired_ci(trees, ds) AS d
+    SELECT *, CASE WHEN metric = 'steps' THEN capped_mean_ci(trees, vas, turn_limit)
+                   ELSE mean_ci(trees, vas, low, high) END AS ma,
+              CASE WHEN metric = 'steps' THEN capped_mean_ci(trees, vbs, turn_limit)
+                   ELSE mean_ci(trees, vbs, low, high) END AS mb, paired_ci(trees, ds) AS d
     FROM scored
 ), adjusted AS (
     SELECT *, row_number() OVER (PARTITION BY metric, judge_id, randomness ORDER BY d.p NULLS LAST, ia, ib) AS p_rank,

@@ -12,7 +12,8 @@
 -- within_bounds, recorded with each score, is Eq. 11-12 taken literally, as the paper states it.)
 -- Intervals: unit_mean_ci on mean_steps (warehouse/intervals.py, docs/statistics.md): one tree per row,
 -- so each concluded episode is a unit; steps are positive, so a log-scale (Cox) t interval below
--- 30 episodes and the t interval from 30 on; none below 3 episodes (interval_warning says so).
+-- 30 episodes and the t interval from 30 on; none below 3 episodes (interval_warning says so); an
+-- upper end past the turn limit, which no episode's steps can pass, is cut there.
 -- matcher_validity: how well the matcher that counted these steps reads real moves, as measured
 -- (warehouse/instrument.py, DECISIONS #32): steps, hints and forced transitions are its reading.
 WITH done AS (
@@ -31,7 +32,8 @@ WITH done AS (
 SELECT tree_id, agent, n_subtopics AS n, max_hints AS H, lower_bound, upper_bound,
        count(*) AS episodes,
        min(steps) FILTER (WHERE concluded) AS min_steps, avg(steps) FILTER (WHERE concluded) AS mean_steps,
-       unit_mean_ci(list(steps ORDER BY episode_id) FILTER (WHERE concluded), 0, NULL) AS b,
+       unit_mean_ci(list(steps ORDER BY episode_id) FILTER (WHERE concluded), 0, NULL,
+                    max(max_turns) FILTER (WHERE concluded)) AS b,
        max(steps) FILTER (WHERE concluded) AS max_steps,
        count(*) FILTER (WHERE concluded AND visited_all) AS concluded_visited_all,
        avg(CASE WHEN within_bounds THEN 1.0 ELSE 0.0 END) FILTER (WHERE concluded AND visited_all)

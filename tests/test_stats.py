@@ -614,3 +614,28 @@ def test_the_failure_rules_simulation_is_what_the_statistics_page_shows():
     assert f"it ranks first in {span(ruled, 'b_first')}" in said
     assert f"holds its truth in {span(ruled, 'b_holds')}" in said
     assert min(r["b_holds"] for r in ruled) >= 0.93 and {r["campaigns"] for r in rows} == {500}
+
+
+def test_a_steps_interval_never_passes_the_turn_limit():
+    """Cox's interval on three papers' mean steps reached 619 on a metric that cannot pass 99 (the turn
+    limit): with the ceiling given it ends there, says so, and keeps its lower end."""
+    means = np.array([20.0, 95.0, 30.0])
+    free = stats.interval_of_means(means, 3, (0.0, None))
+    capped = stats.interval_of_means(means, 3, (0.0, None), ceiling=99)
+    assert free.high > 99 and capped.high == 99 and capped.low == free.low
+    assert "cut at 99, the largest mean the turn limits allow" in capped.method
+    assert stats.interval_of_means(means, 3, (0.0, None), ceiling=10_000) == free  # far below: unchanged
+
+
+def test_the_warehouse_functions_cut_steps_intervals_at_the_turn_limit():
+    """The SQL functions steps_bounds (unit_mean_ci, episodes of one tree) and compare (capped_mean_ci,
+    papers) call, given the rows' turn limit."""
+    import pyarrow as pa
+
+    from inquitree.warehouse.intervals import Settings
+
+    s = Settings()
+    row = s.unit_mean(pa.array([20.0, 95.0, 30.0]), 0.0, None, 99.0)
+    assert row["ci_high"] == 99.0
+    row = s.capped_mean(pa.array(["a", "b", "c"]), pa.array([20.0, 95.0, 30.0]), 99.0)
+    assert row["ci_high"] == 99.0 and "turn limits" in row["method"]

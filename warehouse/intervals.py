@@ -162,7 +162,22 @@ class Settings:
         ]  # each side's point estimate (its interval is the leaderboard's)
         return {**_row(found), "mean_a": means[0], "mean_b": means[1]}
 
-    def unit_mean(self, values, low=None, high=None) -> dict | None:
+    def capped_mean(self, trees, values, ceiling) -> dict | None:
+        """A positive metric's mean over papers (steps), its interval cut at ``ceiling``."""
+        units = _units(trees, values)
+        if units is None:
+            return None
+        codes, n, (v,) = units
+        counts = np.bincount(codes, minlength=n)
+        means = np.bincount(codes, weights=v, minlength=n) / counts
+        if self.point_only:
+            return _point(float(means.mean()), n, len(v))
+        if self.population == "these":
+            groups = [v[codes == i].tolist() for i in range(n)]
+            return _row(stats.interval_of_groups(groups, (0.0, None)))
+        return _row(stats.interval_of_means(means, len(v), (0.0, None), ceiling=ceiling))
+
+    def unit_mean(self, values, low=None, high=None, ceiling=None) -> dict | None:
         if values is None:
             return None
         x = _floats(values)
@@ -171,7 +186,7 @@ class Settings:
             return None
         if self.point_only:
             return _point(float(x.mean()), len(x), len(x))
-        return _row(stats.interval_of_means(x, len(x), _bounds(low, high), unit="episode"))
+        return _row(stats.interval_of_means(x, len(x), _bounds(low, high), unit="episode", ceiling=ceiling))
 
     def ratio(self, trees, numerators, denominators) -> dict | None:
         units = _units(trees, numerators, denominators)
@@ -373,7 +388,8 @@ def register(con, settings: Settings) -> None:
     """Make the interval functions callable on a DuckDB connection."""
     functions = [
         ("mean_ci", settings.mean, ["VARCHAR[]", "DOUBLE[]", "DOUBLE", "DOUBLE"], _INTERVAL),
-        ("unit_mean_ci", settings.unit_mean, ["DOUBLE[]", "DOUBLE", "DOUBLE"], _INTERVAL),
+        ("unit_mean_ci", settings.unit_mean, ["DOUBLE[]", "DOUBLE", "DOUBLE", "DOUBLE"], _INTERVAL),
+        ("capped_mean_ci", settings.capped_mean, ["VARCHAR[]", "DOUBLE[]", "DOUBLE"], _INTERVAL),
         ("ratio_ci", settings.ratio, ["VARCHAR[]", "DOUBLE[]", "DOUBLE[]"], _INTERVAL),
         ("change_ci", settings.change, ["VARCHAR[]", "DOUBLE[]", "BOOLEAN[]"], _INTERVAL),
         ("paired_ci", settings.paired, ["VARCHAR[]", "DOUBLE[]"], _PAIRED),

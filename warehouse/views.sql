@@ -236,7 +236,8 @@ FROM episodes;
 CREATE OR REPLACE VIEW cell_scores AS
 WITH played AS (
     SELECT agent, pair_suite AS suite, in_suite, tree_id, tree_hash, randomness, pair_run AS run, episode_id,
-           status, coverage, own_coverage, embedder, tau, tau_study, match_rule, seed, draw_rule
+           status, coverage, own_coverage, embedder, tau, tau_study, match_rule, seed, draw_rule,
+           steps, max_turns, redo_decisions, result_observations
     FROM pair_keys
 ), grid AS (
     SELECT a.suite, a.randomness, a.agent, t.tree_id, t.tree_hash, r.run
@@ -260,7 +261,11 @@ SELECT c.agent, c.suite, c.in_suite, c.tree_id, c.tree_hash, c.randomness, c.run
        CASE WHEN c.status = 'done' THEN c.own_coverage ELSE 0.0 END AS own_coverage,
        CASE WHEN c.status = 'done' THEN s.q_norm ELSE 0.0 END AS q_norm,
        coalesce(s.failed_verdicts, 0) AS failed_verdicts,
-       c.embedder, c.tau, c.tau_study, c.match_rule, c.seed, c.draw_rule, t.published_from, t.published_to,
+       c.embedder, c.tau, c.tau_study, c.match_rule, c.seed, c.draw_rule, c.max_turns,
+       -- a floor has no steps or redo frequency: the cell did not finish
+       CASE WHEN c.status = 'done' THEN c.steps END AS steps,
+       CASE WHEN c.status = 'done' AND c.result_observations > 0 THEN c.redo_decisions / c.result_observations
+       END AS redo_frequency, t.published_from, t.published_to,
        -- the order the interval functions read the cells in: an episode's id, or the cell's own
        coalesce(c.episode_id, c.suite || '.' || c.tree_id || '.a' || c.randomness || '.r' || c.run || '.never')
            AS cell_id
