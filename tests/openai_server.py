@@ -73,6 +73,8 @@ class OpenAICompatibleServer:
         self.reasoning: str | None = None  # a reasoning model's thinking, sent apart from the content
         self.reasoning_only = False  # the whole budget spent on reasoning: empty content, finish "length"
         self.no_system_role = False  # a chat template without a system role
+        self.answer_model: str | None = None  # the model name answers carry (None: the one asked for)
+        self.usage_override: dict | None = None  # usage fields that replace the counted ones
         server = self
 
         def flood(fault: str, write: Callable[[bytes], None], delta: Callable[[dict], None]) -> None:
@@ -294,7 +296,7 @@ class OpenAICompatibleServer:
                         "id": "chatcmpl-test",
                         "object": "chat.completion",
                         "created": 0,
-                        "model": req.get("model"),
+                        "model": server.answer_model or req.get("model"),
                         "choices": [
                             {
                                 "index": 0,
@@ -312,6 +314,7 @@ class OpenAICompatibleServer:
                     }
                     if server.reasoning:
                         body["usage"]["completion_tokens_details"] = {"reasoning_tokens": len(server.reasoning) // 4}
+                    body["usage"].update(server.usage_override or {})
                     if server.streams and req.get("stream"):
                         return self._stream(content, fault)
                     if fault == "drop_idle":

@@ -538,3 +538,100 @@ def test_a_failed_call_says_how_many_attempts_it_made(retries, said):
     with pytest.raises(ModelCallError) as failed:
         chat.chat([{"role": "user", "content": "hello"}])
     assert str(failed.value).endswith(said) and failed.value.kind == "connection"
+
+
+def test_a_cost_limit_prices_the_model_asked_for_not_the_name_the_endpoint_answers(tmp_path):
+    """OpenAI answers gpt-4o-2024-08-06 to a request for gpt-4o: priced by the answer's name, no call
+    had a price and --max-episode-cost 0.05 let every turn run. Priced by the model asked for, the limit
+    ends the episode; a price entry's aliases name the dated spellings."""
+    import json
+
+    from inquitree.core.run.limits import PriceTable
+
+    prices = tmp_path / "prices.json"
+    prices.write_text(
+        json.dumps(
+            {
+                "prices": [
+                    {
+                        "model": "gpt-4o",
+                        "aliases": ["gpt-4o-2024-08-06"],
+                        "input_per_mtok": 1000.0,
+                        "output_per_mtok": 1000.0,
+                    }
+                ]
+            }
+        )
+    )
+    table = PriceTable(prices)
+    assert table.cost("GPT-4o-2024-08-06", {"input": 1000}) == table.cost("gpt-4o", {"input": 1000}) == 1.0
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    with OpenAICompatibleServer(lambda m: "THOUGHT: t\nACTION: something") as server:
+        server.answer_model = "gpt-4o-2025-99-99"  # a spelling no entry knows
+        out = CliRunner().invoke(
+            main,
+            [
+                "play",
+                "--agent",
+                "openai:gpt-4o",
+                "--base-url",
+                server.base_url,
+                "--embedder",
+                "hash",
+                "-q",
+                "--max-episode-cost",
+                "0.05",
+                "--prices",
+                str(prices),
+                "--record",
+                "--db",
+                db,
+                "--episode-id",
+                "d",
+            ],
+        )
+    assert out.exit_code == 0, out.output
+    with EventStore(db) as store:
+        events = [r.event for r in store.read_stream(stream_id("d"))]
+    lim = next(e for e in events if e.TYPE == "LimitReached")
+    assert lim.limit == "episode_cost_usd" and lim.used >= 0.05
+    assert sum(e.TYPE == "AgentReplied" for e in events) < 20
+
+
+@pytest.mark.parametrize("bad", [-1_000_000_000, 10**12, True, "5"])
+def test_a_token_count_that_cannot_be_one_is_unreported_never_subtracted(tmp_path, bad):
+    """prompt_tokens -1,000,000,000 from an endpoint turned the token and cost limits off."""
+    from inquitree.core.calls.models import _usage
+    from inquitree.core.run.limits import tokens_of
+
+    usage = _usage({"prompt_tokens": bad, "completion_tokens": 10})
+    assert usage["input"] is None and usage["output"] == 10
+    assert tokens_of({"input": bad, "output": 10}) == 10  # a cached reply's usage is read the same way
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    with OpenAICompatibleServer(lambda m: "THOUGHT: t\nACTION: something") as server:
+        server.usage_override = {"prompt_tokens": bad, "completion_tokens": 50}
+        out = CliRunner().invoke(
+            main,
+            [
+                "play",
+                "--agent",
+                "openai:m",
+                "--base-url",
+                server.base_url,
+                "--embedder",
+                "hash",
+                "-q",
+                "--max-episode-tokens",
+                "200",
+                "--record",
+                "--db",
+                db,
+                "--episode-id",
+                "t",
+            ],
+        )
+    assert out.exit_code == 0, out.output
+    with EventStore(db) as store:
+        events = [r.event for r in store.read_stream(stream_id("t"))]
+    lim = next(e for e in events if e.TYPE == "LimitReached")
+    assert lim.limit == "episode_tokens" and sum(e.TYPE == "AgentReplied" for e in events) == 4  # 4 x 50

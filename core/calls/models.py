@@ -575,12 +575,28 @@ def system_in_user(messages: list[dict[str, str]]) -> list[dict[str, str]]:
     return rest
 
 
+# More tokens than any call is billed for: a count above it, or below 0, is not a count (an endpoint
+# or a cache that answers -1,000,000,000 would otherwise turn the token and cost limits off).
+MAX_TOKENS_A_CALL = 100_000_000
+
+
+def token_count(value: Any) -> int | None:
+    """``value`` as a call's token count, or None (unreported) when it is not a whole number from 0
+    to ``MAX_TOKENS_A_CALL``: never subtracted from a total, never a limit switched off."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS_A_CALL:
+        return None
+    return value
+
+
 def _usage(u: dict[str, Any]) -> dict[str, int | None]:
-    """An endpoint's ``usage`` object as the events keep it (input less its cached part)."""
+    """An endpoint's ``usage`` object as the events keep it (input less its cached part); a count
+    that cannot be one is unreported (:func:`token_count`)."""
     details: dict[str, Any] = u["prompt_tokens_details"] if isinstance(u.get("prompt_tokens_details"), dict) else {}
-    cached = details.get("cached_tokens") if isinstance(details.get("cached_tokens"), int) else None
-    prompt = u.get("prompt_tokens") if isinstance(u.get("prompt_tokens"), int) else None
-    output = u.get("completion_tokens") if isinstance(u.get("completion_tokens"), int) else None
+    prompt = token_count(u.get("prompt_tokens"))
+    cached = token_count(details.get("cached_tokens"))
+    if cached is not None and prompt is not None and cached > prompt:
+        cached = None  # more cached than asked: one of the two is wrong, and the input is what is billed
+    output = token_count(u.get("completion_tokens"))
     usage: dict[str, int | None] = {
         "input": None if prompt is None else prompt - (cached or 0),
         "cached_input": cached,
@@ -588,7 +604,7 @@ def _usage(u: dict[str, Any]) -> dict[str, int | None]:
         "output": output,
     }
     thought = u["completion_tokens_details"] if isinstance(u.get("completion_tokens_details"), dict) else {}
-    if isinstance(thought.get("reasoning_tokens"), int) and thought["reasoning_tokens"]:
+    if token_count(thought.get("reasoning_tokens")):
         usage["reasoning"] = thought["reasoning_tokens"]  # part of ``output``, as the endpoint counts them
     return usage
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.boundary.files import read_file
+from inquitree.core.calls.models import token_count
 
 PRICES_PATH = Path(__file__).resolve().parents[2] / "trees" / "registry" / "prices.json"  # shipped: no prices
 PRICES_ENV = "INQUITREE_PRICES"
@@ -65,8 +66,9 @@ _INSIDE_OTHERS = ("total", "reasoning")
 
 
 def tokens_of(usage: dict[str, Any]) -> int:
-    """The tokens of one call's usage, each counted once (a stream without usage: its chunks)."""
-    return sum(v for k, v in usage.items() if k not in _INSIDE_OTHERS and isinstance(v, int))
+    """The tokens of one call's usage, each counted once (a stream without usage: its chunks); a
+    count that cannot be one (negative, absurd: a hostile cache's) counts as unreported."""
+    return sum(token_count(v) or 0 for k, v in usage.items() if k not in _INSIDE_OTHERS)
 
 
 class PriceTable:
@@ -84,7 +86,12 @@ class PriceTable:
             rows = doc["prices"] if isinstance(doc, dict) else None
             if not isinstance(rows, list):
                 raise ValueError("'prices' must be a list of entries")
-            self.prices = {_checked(r): r for r in rows}
+            self.prices = {}
+            for r in rows:
+                for name in _checked(r):  # the model and its aliases (the dated names an endpoint answers with)
+                    if name in self.prices:
+                        raise ValueError(f"{name!r} is priced twice")
+                    self.prices[name] = r
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise LimitError(
                 f"{self.path}: not a price table ({exc}); see trees/registry/prices.json for the format"
@@ -92,6 +99,10 @@ class PriceTable:
 
     def has(self, model: str) -> bool:
         return model.lower() in self.prices
+
+    def hourly(self, model: str) -> bool:
+        """The model is priced by the hour (a call without a duration has no price)."""
+        return "usd_per_hour" in self.prices.get(model.lower(), {})
 
     def cost(self, model: str | None, usage: dict[str, Any], seconds: float | None = None) -> float | None:
         """USD of one call: its tokens at the model's token prices, or its ``seconds`` at the
@@ -105,8 +116,7 @@ class PriceTable:
             return seconds * float(p["usd_per_hour"]) / 3600 / float(p.get("serves", 1))
 
         def n(key: str) -> int:
-            v = usage.get(key)
-            return v if isinstance(v, int) else 0
+            return token_count(usage.get(key)) or 0
 
         inp = p["input_per_mtok"]
         return (
@@ -117,8 +127,8 @@ class PriceTable:
         ) / 1e6
 
 
-def _checked(entry: Any) -> str:
-    """An entry's model name (lower case), once every price in it is a finite number >= 0 and
+def _checked(entry: Any) -> list[str]:
+    """An entry's model name and its ``aliases`` (lower case), once every price in it is a finite number >= 0 and
     ``serves`` a whole number from 1 to ``MAX_SERVES``: NaN, a negative price or an infinite ``serves`` would
     make every call cost nothing and silently disable a cost limit; a price given as text would
     end an episode in a TypeError at its first call."""
@@ -139,7 +149,10 @@ def _checked(entry: Any) -> str:
         raise ValueError(f"{model}: serves is {serves!r}, not a whole number from 1 to {MAX_SERVES:,}")
     if not 1 <= serves <= MAX_SERVES or serves != int(serves):
         raise ValueError(f"{model}: serves is {serves!r}, not a whole number from 1 to {MAX_SERVES:,}")
-    return model.lower()
+    aliases = entry.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) and a for a in aliases):
+        raise ValueError(f"{model}: aliases must be a list of model names")
+    return [model.lower(), *(a.lower() for a in aliases)]
 
 
 @dataclasses.dataclass(frozen=True)

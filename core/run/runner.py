@@ -19,10 +19,11 @@ import numpy as np
 
 from inquitree import __version__
 from inquitree.boundary.errors import InquiTreeError
+from inquitree.boundary.text import shown
 from inquitree.core.calls import call_deadline, redact_text
 from inquitree.core.game import DONE, FAILED, Engine, EngineError, EpisodeState, Params, Reply, Tree, fold
 from inquitree.core.players import Agent, Judge, embed_actions, embeds_queries_apart
-from inquitree.core.run.limits import Budget, Limits, tokens_of
+from inquitree.core.run.limits import Budget, LimitError, Limits, tokens_of
 from inquitree.core.run.setup import NOT_RECORDED, EpisodeSetup, Recording
 from inquitree.events import (
     EPISODE_PREFIX,
@@ -222,6 +223,10 @@ class Episode:
         self.state = EpisodeState()
         self.tokens = 0  # of the episode's agent calls so far, for its limits
         self.cost: float | None = 0.0  # likewise, in USD; None once a call has no price
+        # A call is priced by the model asked for, never by the name an endpoint answers with
+        # (OpenAI answers gpt-4o-2024-08-06 to gpt-4o): the answer's name picks no price, or another.
+        self.priced_as: str | None = agent_description.get("model")
+        self.judge_priced_as: str | None = judge_description.get("model")
         self.existing = [r.event for r in recorded]
         if self.existing:
             started = self.existing[0]
@@ -263,7 +268,7 @@ class Episode:
         for e in events:
             if isinstance(e, AgentReplied):
                 self.tokens += tokens_of(e.usage)
-                c = self._cost(e.model, e.usage, e.latency_ms)
+                c = 0.0 if e.cache_hit else self._cost(self.priced_as or e.model, e.usage, e.latency_ms)
                 self.cost = self.cost + c if c is not None and self.cost is not None else None
 
     @property
@@ -286,12 +291,32 @@ class Episode:
         """The agent's reply to the current observation: cosines where the state matches, the
         engine's step, recorded as one append."""
         if self.budget is not None and not reply.cache_hit:
-            self.budget.add(tokens_of(reply.usage), self._cost(reply.model, reply.usage, reply.latency_ms))
+            self.budget.add(
+                tokens_of(reply.usage), self._cost(self.priced_as or reply.model, reply.usage, reply.latency_ms)
+            )
         cos = None
         if self.engine.needs_cosines(self.state):
             action = self.engine.action_of(reply.text)
             cos = cosines(self.embedder, action, self.engine.anchors(self.state)) if action else {}
         self.record(self.engine.step(self.state, reply, cos))
+
+    def check_priced(self, reply: Reply) -> None:
+        """Under a cost limit (the episode's or the campaign's), a model's reply that cannot be
+        priced stops the episode: an unknown cost never means no limit."""
+        costed = self.limits.episode_cost_usd is not None or (self.budget is not None and self.budget.cost_usd)
+        if not costed or self.priced_as is None or self.cost is not None:
+            return
+        error = LimitError(
+            f"a cost limit is set, and the reply to {shown(self.priced_as)} cannot be priced "
+            + (
+                "(its price is per hour and the call has no duration)"
+                if self.prices is not None and self.prices.hourly(self.priced_as)
+                else "(no price for it in the price table)"
+            )
+            + ": the episode stops here rather than run without a limit"
+        )
+        error.kind = "unpriced"  # type: ignore[attr-defined]
+        raise error
 
     def interrupted(self, reason: str, during: str) -> None:
         """Record that the episode was stopped from outside (Ctrl-C, a stopping campaign), after
@@ -317,7 +342,9 @@ class Episode:
         if self.budget is not None:
             for v in verdicts:
                 if not v.cache_hit and v.usage:
-                    self.budget.add(tokens_of(v.usage), self._cost(v.model, v.usage, v.latency_ms))
+                    self.budget.add(
+                        tokens_of(v.usage), self._cost(self.judge_priced_as or v.model, v.usage, v.latency_ms)
+                    )
         self.record(verdicts)
 
     def score(self, judge_id: str) -> EpisodeScored:
@@ -384,6 +411,7 @@ def run_episode(
                     reply = agent.reply(ep.state.last_observation, ep.state.state, ep.state.step + 1)
                 during = "between steps"
                 ep.take(reply)
+                ep.check_priced(reply)
             except Exception as exc:  # every failure is recorded, then raised
                 if getattr(exc, "kind", None) == "deadline" and not ep.playing:
                     break  # the wall-time limit, reached during the call: recorded as LimitReached
