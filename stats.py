@@ -302,7 +302,7 @@ def interval_of_means(
         return found
     return replace(
         found,
-        low=min(found.low, ceiling),
+        low=None if found.low is None else min(found.low, ceiling),
         high=float(ceiling),
         method=f"{found.method}, its upper end cut at {_fmt(ceiling)}, the largest mean the turn limits allow",
     )

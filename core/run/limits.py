@@ -86,7 +86,7 @@ class PriceTable:
             rows = doc["prices"] if isinstance(doc, dict) else None
             if not isinstance(rows, list):
                 raise ValueError("'prices' must be a list of entries")
-            self.prices = {}
+            self.prices: dict[str, dict[str, Any]] = {}
             for r in rows:
                 for name in _checked(r):  # the model and its aliases (the dated names an endpoint answers with)
                     if name in self.prices:
