@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import itertools
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -75,6 +76,7 @@ class OpenAICompatibleServer:
         self.no_system_role = False  # a chat template without a system role
         self.answer_model: str | None = None  # the model name answers carry (None: the one asked for)
         self.usage_override: dict | None = None  # usage fields that replace the counted ones
+        self.flooded = 0  # bytes an "endless" answer wrote before the client let go
         server = self
 
         def flood(fault: str, write: Callable[[bytes], None], delta: Callable[[dict], None]) -> None:
@@ -105,6 +107,34 @@ class OpenAICompatibleServer:
                     self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(body)
+
+            def _drip_or_flood(self, data: bytes, fault: str) -> None:
+                """``drip``: ``data`` with its length, one byte every ``drip_seconds``; ``endless``: a
+                chunked 200 whose chunks never stop, until the client closes or the server stops."""
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if fault == "drip":
+                    self.send_header("Content-Length", str(len(data)))
+                else:
+                    self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self.close_connection = True
+                piece = b"[" + b"0.5," * 16383 + b"0.5]"
+                try:
+                    for i in itertools.count():
+                        if fault == "drip":
+                            if i >= len(data):
+                                return None
+                            self.wfile.write(data[i : i + 1])
+                        else:
+                            self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                        self.wfile.flush()
+                        server.flooded += 0 if fault == "drip" else len(piece)
+                        if server._stopping.wait(server.drip_seconds if fault == "drip" else 0):
+                            return None
+                except OSError:  # the client gave up
+                    return None
+                return None
 
             def _stream(self, content: str, fault: object) -> None:
                 kept = server.stream_keepalive  # chunked and kept alive, as uvicorn serves llama.cpp's streams
@@ -278,6 +308,8 @@ class OpenAICompatibleServer:
                         "model": req.get("model"),
                         "usage": {"prompt_tokens": 0, "total_tokens": 0},
                     }
+                    if fault in ("drip", "endless"):  # a byte every drip_seconds; or a body with no end
+                        return self._drip_or_flood(json.dumps(body).encode(), fault)
                     return self._send(200, json.dumps(body).encode())
                 if route.endswith("/chat/completions") and server.context_tokens is not None:
                     wanted = sum(len(m.get("content") or "") for m in req["messages"]) // 4 + (

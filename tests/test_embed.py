@@ -166,3 +166,31 @@ def test_nomic_refuses_a_server_of_another_model_and_says_how_to_start_its_own()
         NomicEmbedder(server.base_url).embed(["x"])
     with pytest.raises(EmbedderError, match="scripts/local-model.sh start nomic"):
         NomicEmbedder(f"http://127.0.0.1:{free_port()}/v1", timeout=5).embed(["x"])
+
+
+def test_an_embeddings_call_is_bounded_like_a_chat_call():
+    """Embeddings went through the SDK with only a per-read timeout: a server that dripped a byte every
+    few seconds held `play --timeout 5` until it was killed (120-150 s), and an endless body grew to
+    3.9 GB. Through the chat client, each attempt is whole by its timeout and the body is bounded."""
+    import time
+
+    from inquitree.core.calls.chat_http import MAX_BODY_BYTES
+
+    with OpenAICompatibleServer() as server:
+        server.drip_seconds = 0.5
+        server.faults = ["drip"]
+        emb = OpenAIEmbedder("m", base_url=server.base_url, max_retries=0, timeout=1.0)
+        t0 = time.monotonic()
+        with pytest.raises(EmbedderError, match="no complete answer within 1 s"):
+            emb.embed(["x"])
+        assert time.monotonic() - t0 < 5
+        server.faults = ["endless"]
+        emb = OpenAIEmbedder("m", base_url=server.base_url, max_retries=0, timeout=30.0)
+        with pytest.raises(EmbedderError, match="failed: .*(bytes|too large)"):
+            emb.embed(["x"])
+        assert server.flooded < 4 * MAX_BODY_BYTES  # the client let go near the bound, not at 3.9 GB
+    # an answer that is not an embeddings answer is one line too
+    with OpenAICompatibleServer() as server:
+        server.faults = ["garbage"]
+        with pytest.raises(EmbedderError, match="HTTP 200 with an HTML page"):
+            OpenAIEmbedder("m", base_url=server.base_url, max_retries=0).embed(["x"])

@@ -89,6 +89,19 @@ class ChatResult:
         return {"usage": dict(self.usage), "latency_ms": self.latency_ms, "cache_hit": self.cache_hit}
 
 
+CHAT, EMBEDDINGS = "/chat/completions", "/embeddings"
+
+
+@dataclasses.dataclass
+class _Vectors:
+    """An embeddings answer's vectors, with what :meth:`ChatModel._send` notes of every call."""
+
+    rows: list[Any]
+    latency_ms: float | None = None
+    failed: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    system_as_user: bool = False
+
+
 def openai_endpoint(base_url: str | None, api_key: str | None) -> tuple[str | None, str | None]:
     """(base URL, key) for an OpenAI-compatible endpoint: the arguments, else $OPENAI_BASE_URL and
     $OPENAI_API_KEY; a local server (a base URL without a key) takes any key. The key is None when
@@ -264,11 +277,38 @@ class ChatModel:
             result.reasoning = redact_text(result.reasoning, self._secrets)
         return result
 
-    def _send(self, req: dict[str, Any], stop: Callable[[str], bool] | None = None) -> ChatResult:
+    def embeddings(self, texts: list[str]) -> list[Any]:
+        """``POST /embeddings`` for ``texts`` through the same client as a chat call: the whole
+        attempt by its deadline, the answer's bytes bounded, the retries and the one error line of
+        :meth:`_send`. Returns the answer's vectors in the order of ``texts`` (unchecked numbers:
+        the caller checks their shape and values)."""
+        found = self._send({"input": list(texts)}, route=EMBEDDINGS, parse=self._parse_embeddings)
+        assert isinstance(found, _Vectors)
+        if len(found.rows) != len(texts):
+            raise self._error(f"asked for {len(texts)} embeddings, got {len(found.rows)}", "malformed", True, 200)
+        return found.rows
+
+    def _parse_embeddings(self, doc: Any) -> "_Vectors":
+        data = doc.get("data") if isinstance(doc, dict) else None
+        if not isinstance(data, list) or not all(isinstance(d, dict) and isinstance(d.get("embedding"), list) for d in data):
+            raise self._error("HTTP 200 without data[].embedding: not an embeddings answer", "malformed", True, 200)
+        ordered = sorted(data, key=lambda d: d["index"] if isinstance(d.get("index"), int) else 0)
+        return _Vectors([d["embedding"] for d in ordered])
+
+    def _send(
+        self,
+        req: dict[str, Any],
+        stop: Callable[[str], bool] | None = None,
+        route: str = "/chat/completions",
+        parse: Callable[[Any], Any] | None = None,
+    ) -> Any:
         """The call with its retries (see the module's docstring for how long each may wait);
         none runs past the deadline of :func:`call_deadline`. The attempts that failed are kept
-        in the result (``failed``) and in the error that ends the call (``attempts``)."""
+        in the result (``failed``) and in the error that ends the call (``attempts``). ``route``
+        and ``parse``: another endpoint of the API (embeddings), its answer read by ``parse``; the
+        repairs of a chat request (system role, temperature, streaming) apply to chat alone."""
         body = {"model": self.model, **req}
+        chat = route == CHAT
         last: ModelCallError | None = None
         attempt = 0
         limit = current_deadline()
@@ -293,7 +333,7 @@ class ChatModel:
                     raise DeadlineReached(f"{self._where()}: the episode's time ran out")
                 deadline, streamed_by = min(deadline, limit), min(streamed_by, limit)
             try:
-                result = self._attempt(body, deadline, silence, stop, streamed_by, limit)
+                result = self._attempt(body, deadline, silence, stop, streamed_by, limit, route, parse)
                 result.latency_ms = (time.perf_counter() - t0) * 1000
                 result.failed = failed
                 result.system_as_user = self.system_as_user
@@ -301,7 +341,7 @@ class ChatModel:
             except ModelCallError as exc:
                 if exc.kind == "timeout" and limit is not None and time.monotonic() >= limit:
                     raise DeadlineReached(f"{self._where()}: the episode's time ran out during a call") from None
-                message = str(exc).lower()
+                message = str(exc).lower() if chat else ""
                 if (
                     exc.kind == "bad_request"
                     and _NO_SYSTEM_ROLE.search(message)
@@ -369,20 +409,22 @@ class ChatModel:
         stop: Callable[[str], bool] | None = None,
         streamed_by: float | None = None,
         limit: float | None = None,
-    ) -> ChatResult:
+        route: str = "/chat/completions",
+        parse: Callable[[Any], Any] | None = None,
+    ) -> Any:
         """One attempt: streamed where the transport and the endpoint allow (see the module's
         docstring), else the answer whole by ``deadline``."""
         from inquitree.core.calls.chat_http import Endpoint, TransportError, TransportTimeout, TransportTooLarge
 
         wait = silence or self.settings.timeout
         reply: _StreamedReply | None = None
-        if self.settings.stream and self._streams and isinstance(self._http, Endpoint):
+        if route == CHAT and self.settings.stream and self._streams and isinstance(self._http, Endpoint):
             reply = _StreamedReply(streamed_by, stop, self.settings.max_reply_chars)
             body = {**body, "stream": True}
             if self._usage_in_stream:
                 body["stream_options"] = {"include_usage": True}
         try:
-            status, headers, text = self._http.post("/chat/completions", body, deadline, reply, wait)
+            status, headers, text = self._http.post(route, body, deadline, reply, wait)
         except TransportTimeout as exc:
             if reply is None or exc.partial is None:  # not streamed: the old rule, the whole answer in time
                 raise self._error(f"no complete answer within {wait:g} s", "timeout", True) from None
@@ -412,7 +454,7 @@ class ChatModel:
             looks_html = text.lstrip()[:1] == "<"
             what = "an HTML page" if looks_html else f"a body that is not JSON ({len(text)} bytes, cut short?)"
             raise self._error(f"HTTP 200 with {what}: {text[:80]!r}", "malformed", True, 200) from None
-        return self._parse(doc)
+        return (parse or self._parse)(doc)
 
     def _streamed(self, reply: _StreamedReply) -> ChatResult:
         """The reply a stream made, or the error it amounts to."""

@@ -37,7 +37,7 @@ import numpy as np
 
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.core.cache import cache_dir
-from inquitree.core.calls import openai_endpoint, redact_text, redact_url
+from inquitree.core.calls import openai_endpoint, redact_url
 
 
 class EmbedderError(InquiTreeError):
@@ -165,7 +165,11 @@ def _hashed_grams(text: str, dim: int) -> np.ndarray:
 
 
 class OpenAIEmbedder:
-    """Any OpenAI-compatible /v1/embeddings endpoint."""
+    """Any OpenAI-compatible /v1/embeddings endpoint, called through the chat models' client
+    (:meth:`ChatModel.embeddings <inquitree.core.calls.ChatModel.embeddings>`): each attempt is
+    whole by ``timeout`` seconds, the answer's bytes are bounded, and a failure is one line, as
+    for every other call InquiTree makes (a server that drips a byte every few seconds, or sends
+    an endless body, cannot hold or fill the process)."""
 
     def __init__(
         self,
@@ -176,41 +180,41 @@ class OpenAIEmbedder:
         max_retries: int = 5,
         timeout: float = 60.0,
     ):
-        import openai
+        from inquitree.core.calls import CallSettings, ChatModel, ModelCallError
 
         self.model = model
         self.base_url, key = openai_endpoint(base_url, api_key)
         if not key:
             raise EmbedderError("the openai embedder needs $OPENAI_API_KEY (or --base-url for a local server)")
-        self.client = openai.OpenAI(api_key=key, base_url=self.base_url, max_retries=max_retries, timeout=timeout)
-        self._key = key
+        try:
+            self._client = ChatModel(
+                model, self.base_url, key, CallSettings(timeout=timeout, max_retries=max_retries), who="embedder"
+            )
+        except ModelCallError as exc:
+            raise EmbedderError(str(exc)) from None
         self.batch_size = batch_size
         self.id = f"openai:{model}" + (f"@{redact_url(self.base_url)}" if self.base_url else "")
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        import openai
+        from inquitree.core.calls import ModelCallError
 
-        rows: list[list[float]] = []
+        rows: list[Any] = []
         for i in range(0, len(texts), self.batch_size):
             batch = list(texts[i : i + self.batch_size])
             try:
-                resp = self.client.embeddings.create(model=self.model, input=batch)
-            except openai.OpenAIError as exc:
+                rows.extend(self._client.embeddings(batch))
+            except ModelCallError as exc:
                 raise EmbedderError(
-                    redact_text(
-                        f"embedding request to {redact_url(self.base_url) or 'OpenAI'} ({self.model}) failed: {exc}",
-                        (self._key,),
-                    )
-                ) from exc
-            data = sorted(resp.data, key=lambda d: d.index)
-            if len(data) != len(batch):
-                raise EmbedderError(f"{self.id}: asked for {len(batch)} embeddings, got {len(data)}")
-            rows.extend(d.embedding for d in data)
+                    f"embedding request to {redact_url(self.base_url) or 'OpenAI'} ({self.model}) failed: {exc}"
+                ) from None
         if not rows:
             return np.zeros((0, 1), np.float32)
-        m = np.asarray(rows, dtype=np.float32)
-        if not np.isfinite(m).all():
-            raise EmbedderError(f"{self.id}: the endpoint returned non-finite values")
+        try:
+            m = np.asarray(rows, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise EmbedderError(f"{self.id}: the endpoint's vectors are not all numbers of one length") from None
+        if m.ndim != 2 or not np.isfinite(m).all():
+            raise EmbedderError(f"{self.id}: the endpoint returned non-finite or ragged values")
         return normalize(m)
 
 
