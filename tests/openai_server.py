@@ -33,8 +33,8 @@ Every request is kept in ``requests`` for the test to inspect.
 from __future__ import annotations
 
 import contextlib
-import json
 import itertools
+import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer

@@ -290,7 +290,9 @@ class ChatModel:
 
     def _parse_embeddings(self, doc: Any) -> "_Vectors":
         data = doc.get("data") if isinstance(doc, dict) else None
-        if not isinstance(data, list) or not all(isinstance(d, dict) and isinstance(d.get("embedding"), list) for d in data):
+        if not isinstance(data, list) or not all(
+            isinstance(d, dict) and isinstance(d.get("embedding"), list) for d in data
+        ):
             raise self._error("HTTP 200 without data[].embedding: not an embeddings answer", "malformed", True, 200)
         ordered = sorted(data, key=lambda d: d["index"] if isinstance(d.get("index"), int) else 0)
         return _Vectors([d["embedding"] for d in ordered])
