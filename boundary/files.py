@@ -13,8 +13,10 @@ the grammar said when the name was stored.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
+import stat
 import unicodedata
 from pathlib import Path
 
@@ -54,9 +56,22 @@ def inner_folder(folder: Path, name: str) -> Path:
 
 def write_file(path: str | Path, data: bytes | str) -> Path:
     """Write ``data`` to ``path`` without following a link at ``path``: into a new file beside it,
-    then renamed over it (atomically: a reader sees the old file or the new one)."""
+    then renamed over it (atomically: a reader sees the old file or the new one). A character
+    device or a FIFO already at ``path`` (``--out /dev/null``, a pipe) is written into, never
+    replaced (run as root, the rename replaced the machine's /dev/null with a regular file); a
+    socket or a block device there is refused."""
     target = Path(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise OutputRefused(f"{target}: cannot be written: {exc.strerror or exc}") from None
+    if mode is not None and (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+        return _write_into(target, raw)
+    if mode is not None and (stat.S_ISSOCK(mode) or stat.S_ISBLK(mode)):
+        raise OutputRefused(f"{target}: a {'socket' if stat.S_ISSOCK(mode) else 'block device'}; name a file")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
     fd = os.open(temporary, flags, 0o644)
@@ -67,6 +82,28 @@ def write_file(path: str | Path, data: bytes | str) -> Path:
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+    return target
+
+
+def _write_into(target: Path, raw: bytes) -> Path:
+    """``raw`` written into the character device or FIFO at ``target``, opened without following a
+    link and checked again once open (whatever took its place in between is not written); a FIFO
+    that no one reads is refused rather than waited on."""
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        why = "a FIFO that no one reads" if exc.errno == errno.ENXIO else exc.strerror or str(exc)
+        raise OutputRefused(f"{target}: cannot be written: {why}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+            raise OutputRefused(f"{target}: changed while it was opened; not written")
+        os.set_blocking(fd, True)
+        view = memoryview(raw)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
     return target
 
 

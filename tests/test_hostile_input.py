@@ -908,3 +908,41 @@ def test_keygen_writes_through_no_link(tmp_path):
     refused = run("db", "keygen", str(tmp_path / "lab"))
     assert refused.exit_code != 0 and "exists: a key is never overwritten" in refused.output
     assert not victim.exists() and not (tmp_path / "lab.key").exists()
+
+
+def test_an_out_file_that_is_a_device_or_a_fifo_is_written_into_never_replaced(tmp_path):
+    """`query ... --out /dev/null`, run as root, replaced the machine's /dev/null with a regular file:
+    the safe writer renamed a new file over whatever the path was. A device or a FIFO is written into;
+    a FIFO no one reads, or a socket, is refused in one line."""
+    import socket
+    import stat
+
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    assert run("play", "--tree", "synthetic-diamond-4", "--agent", "oracle", "--record", "--db", db).exit_code == 0
+    wh = str(tmp_path / "w.duckdb")
+    assert run("warehouse", "sync", "--db", db, "--warehouse", wh).exit_code == 0
+    query = ("query", "table2_leaderboard", "--warehouse", wh, "--format", "csv", "--out")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    refused = run(*query, str(fifo))
+    assert refused.exit_code != 0 and "a FIFO that no one reads" in refused.output
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # someone reads it (the table fits its buffer)
+    try:
+        written = run(*query, str(fifo))
+        got = [os.read(reader, 1 << 16)]
+    finally:
+        os.close(reader)
+    assert written.exit_code == 0, written.output
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and b"agent" in b"".join(got)
+    sock_path = tmp_path / "s.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(sock_path))
+    try:
+        refused = run(*query, str(sock_path))
+    finally:
+        server.close()
+    assert refused.exit_code != 0 and "a socket; name a file" in refused.output
+    # last, so that code which would replace it fails on the FIFO first and never reaches the machine's
+    done = run(*query, os.devnull)
+    assert done.exit_code == 0, done.output
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
