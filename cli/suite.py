@@ -118,8 +118,10 @@ def run_shard(
     status = status_command(suite_file, db_url, tuple(agents))
     say_failures(report.errors, status)
     if report.halted:  # one line, the status command in it whole
+        who = f" of {', '.join(report.halted_agents)}" if report.halted_agents else ""
         echo(
-            f"stopped: the first {HALT_AFTER} cells all failed the same way and none succeeded: {report.halted}. "
+            f"stopped: the first {HALT_AFTER} cells{who} all failed the same way and none succeeded: "
+            f"{report.halted}; every other agent's cells were played. "
             "Fix what it says (is the server up? the key? the model's name? its token budget?), then run the same "
             f"command again: it continues with the cells left. `{status}` shows where the campaign stands.",
             err=True,

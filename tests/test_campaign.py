@@ -660,7 +660,8 @@ def test_a_campaign_whose_endpoint_refuses_every_call_stops_after_a_few_cells(tm
     cells = len(Suite.load(path, trusted=True).cells())
     assert "0 done now" in out.output and "not started" in out.output
     stopped = next(line for line in out.output.splitlines() if line.startswith("stopped:"))
-    assert f"the first {HALT_AFTER} cells all failed the same way" in stopped and "[connection]" in stopped
+    assert f"the first {HALT_AFTER} cells of openai:no-such-server all failed the same way" in stopped
+    assert "[connection]" in stopped
     hint = stopped.split("`")[-2]
     status = CliRunner().invoke(main, shlex.split(hint)[1:])
     assert status.exit_code == 0, status.output
@@ -752,3 +753,35 @@ embedder = "hash"
     out = CliRunner().invoke(main, ["suite", "run", str(bad), "--db", f"sqlite:///{tmp_path / 'bad.sqlite'}"])
     assert out.exit_code != 0 and "0 < PARTIAL <= FULL <= 1" in out.output, out.output
     assert not (tmp_path / "bad.sqlite").exists()
+
+
+def test_a_model_whose_first_cells_fail_is_stopped_while_the_baselines_play_on(tmp_path, monkeypatch):
+    """A campaign that mixes baselines and a model never stopped: a baseline cell always succeeded
+    first, so with nothing listening every model cell failed, one after another, each after its
+    retries. The watch is now per agent: the model's cells stop after its first few, the baselines'
+    are all played, and the line says which agent stopped and why."""
+    import socket
+
+    from inquitree.core.run.campaign import HALT_AFTER
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    body = (
+        GRID.replace('agents = ["random", "oracle"]', 'agents = ["random", "oracle", "openai:nobody-home"]')
+        + f'base_url = "http://127.0.0.1:{port}/v1"\nmax_retries = 0\nretries = 0\n'
+    )
+    path = write_suite(tmp_path, "mixed", body)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    db = f"sqlite:///{tmp_path / 'm.sqlite'}"
+    out = CliRunner().invoke(main, ["suite", "run", str(path), "--db", db, "--trust-suite"])
+    assert out.exit_code == 1, out.output
+    per_agent = len(Suite.load(path, trusted=True).cells()) // 3
+    stopped = next(line for line in out.output.splitlines() if line.startswith("stopped:"))
+    assert f"the first {HALT_AFTER} cells of openai:nobody-home all failed the same way" in stopped
+    assert "[connection]" in stopped
+    summary = next(line for line in out.output.splitlines() if line.startswith("suite mixed"))
+    assert f"{2 * per_agent} done now" in summary  # every baseline cell
+    failed = int(summary.split(" failed")[0].rsplit(", ", 1)[1])
+    assert HALT_AFTER <= failed <= HALT_AFTER + 2  # the model's first few (two run at once), not its 27

@@ -379,6 +379,7 @@ class CampaignReport:
     tokens: int = 0
     errors: list[str] = dataclasses.field(default_factory=list)
     halted: str | None = None  # why the run stopped itself: every cell failed the same way (SameFailures)
+    halted_agents: list[str] = dataclasses.field(default_factory=list)  # the agents whose cells it left
 
 
 # Failures that say the endpoint cannot be used at all (nothing listens, the key is refused, no such
@@ -392,35 +393,52 @@ MAX_SUITE_BYTES = 1_000_000  # a suite file is a few hundred bytes
 
 
 class SameFailures:
-    """Watches a run's cells and tells it to stop once its first ``HALT_AFTER`` failures are of one
-    kind that is systemic or not transient, with no cell done; the cells not reached stay
-    resumable (not started)."""
+    """Watches a run's cells, agent by agent: once an agent's first ``HALT_AFTER`` failures are of
+    one kind that is systemic or not transient, with none of its cells done, its cells not reached
+    are left (not started, resumable), whatever the other agents do: a baseline's cells succeed
+    first in every mixed campaign, and the model's would otherwise all fail one by one. Once every
+    agent that failed so is stopped and no other has cells left, or every agent is, the run stops."""
 
-    def __init__(self, stop: threading.Event):
+    def __init__(self, stop: threading.Event, agents: int = 1):
         self.stop = stop
-        self.kinds: list[tuple[str | None, bool]] = []  # (kind, retryable) of each failure
-        self.done = 0
-        self.reason: str | None = None
+        self.agents = agents  # how many agents the run plays: when all are halted, the run stops
+        self.kinds: dict[Any, list[tuple[str | None, bool]]] = {}  # each agent's failures: (kind, retryable)
+        self.done: dict[Any, int] = {}
+        self.reasons: dict[Any, str] = {}  # why each halted agent stopped
         self._lock = threading.Lock()
 
-    def succeeded(self) -> None:
-        with self._lock:
-            self.done += 1
+    @property
+    def reason(self) -> str | None:
+        """Why the run (or some of its agents) stopped itself; None while nothing did."""
+        if not self.reasons:
+            return None
+        if len(self.reasons) == 1 and self.agents == 1:
+            return next(iter(self.reasons.values()))
+        return "; ".join(f"{agent}: {why}" for agent, why in self.reasons.items())
 
-    def failed(self, kind: str | None, message: str, retryable: bool = True) -> None:
+    def halted(self, agent: Any = None) -> bool:
+        return agent in self.reasons
+
+    def succeeded(self, agent: Any = None) -> None:
         with self._lock:
-            self.kinds.append((kind, retryable))
-            first = self.kinds[:HALT_AFTER]
+            self.done[agent] = self.done.get(agent, 0) + 1
+
+    def failed(self, kind: str | None, message: str, retryable: bool = True, agent: Any = None) -> None:
+        with self._lock:
+            kinds = self.kinds.setdefault(agent, [])
+            kinds.append((kind, retryable))
+            first = kinds[:HALT_AFTER]
             if (
-                self.reason is None
-                and not self.done
+                agent not in self.reasons
+                and not self.done.get(agent)
                 and len(first) == HALT_AFTER
                 and len({k for k, _ in first}) == 1
                 and first[0][0] is not None
                 and (first[0][0] in SYSTEMIC_KINDS or not any(r for _, r in first))
             ):
-                self.reason = f"[{kind}] {message}"
-                self.stop.set()
+                self.reasons[agent] = f"[{kind}] {message}"
+                if len(self.reasons) >= self.agents:
+                    self.stop.set()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -539,8 +557,13 @@ class _CampaignRun:
         # worker start it meanwhile, the first append finds the stream taken, as a read would have.
         self.started = {stream_id(eid) for eid in recorded}
         self.report = CampaignReport(cells=len(self.mine), skipped=len(self.mine) - len(self.todo))
-        self.same = SameFailures(stop)
+        self.same = SameFailures(stop, agents=len({c.agent for c, _ in self.todo}) or 1)
         self.lock = threading.Lock()
+
+    def _who(self, cell: Cell) -> str:
+        """The agent of ``cell`` as the campaign's tables name it (its label, else its spec)."""
+        entry = self.suite.entries[cell.agent]
+        return entry.label or entry.spec
 
     def remaining(self) -> int:
         r = self.report
@@ -562,8 +585,10 @@ class _CampaignRun:
     def attempt(self, cell: Cell, eid: str) -> tuple[str, int]:
         """Play the cell (resuming what was recorded), with the suite's retries of a retryable failure."""
         suite, store, setup = self.suite, self.store, self.setup.episode
-        if self.stop.is_set() or (
-            setup.budget is not None and setup.budget.spent() and not store.current_version(stream_id(eid))
+        if (
+            self.stop.is_set()
+            or self.same.halted(self._who(cell))
+            or (setup.budget is not None and setup.budget.spent() and not store.current_version(stream_id(eid)))
         ):
             return "not started", 0
         tree = self.setup.trees[cell.tree]
@@ -587,13 +612,13 @@ class _CampaignRun:
                 if exc.retryable and attempt < suite.retries and not self.stop.is_set():
                     time.sleep(min(30.0, 2.0**attempt))
                     continue
-                self.same.failed(exc.kind, str(exc), exc.retryable)
+                self.same.failed(exc.kind, str(exc), exc.retryable, self._who(cell))
                 return f"failed: {eid}: [{exc.kind}] {exc}", 0
             if out.appended == 0:
                 return "skipped", 0  # another worker finished it after this run listed the grid
             # a resumed episode's earlier turns were counted before
             new_events = out.events[len(out.events) - out.appended :]
-            self.same.succeeded()
+            self.same.succeeded(self._who(cell))
             return "done", sum(tokens_of(e.usage) for e in new_events if isinstance(e, AgentReplied))
         return f"failed: {eid}", 0
 
@@ -650,13 +675,14 @@ class _CampaignRun:
             if raised:
                 raise raised[0]
             pool.shutdown()
-            return "failed" if self.same.reason else "finished"
+            return "failed" if self.same.reason else "finished"  # an agent stopped: the run did not finish
         except KeyboardInterrupt:
             self._stop_at_step_boundaries(pool, futures)
             raise CampaignInterrupted(self.report) from None
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
             self.report.halted = self.same.reason
+            self.report.halted_agents = [str(a) for a in self.same.reasons]
 
     def _stop_at_step_boundaries(self, pool: ThreadPoolExecutor, futures: list) -> None:
         """Ctrl-C: no cell starts, each episode in flight reaches its step boundary (leaving the
