@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.core.calls.models import ChatModel as ChatModel
     from inquitree.core.calls.models import json_schema_format as json_schema_format
     from inquitree.core.calls.models import openai_endpoint as openai_endpoint
+    from inquitree.core.calls.models import token_count as token_count
     from inquitree.core.calls.redaction import option_label as option_label
     from inquitree.core.calls.redaction import parse_options as parse_options
     from inquitree.core.calls.redaction import redact_text as redact_text
@@ -44,5 +45,6 @@ _EXPORTS = {
     "parse_options": "redaction",
     "redact_text": "redaction",
     "redact_url": "redaction",
+    "token_count": "models",
 }
 __all__, __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -29,7 +29,7 @@ from typing import Any
 
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.boundary.files import read_file
-from inquitree.core.calls.models import token_count
+from inquitree.core.calls import token_count
 
 PRICES_PATH = Path(__file__).resolve().parents[2] / "trees" / "registry" / "prices.json"  # shipped: no prices
 PRICES_ENV = "INQUITREE_PRICES"
