@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from inquitree.boundary.errors import InquiTreeError
 from inquitree.cli.common import (
     Progress,
     agent_config,
@@ -38,7 +39,6 @@ def judge(episodes, all_, prefix, judge_spec, embedder_name, again, db_url, **mo
     command continues with the rest."""
     from collections import Counter
 
-    from inquitree.boundary.errors import InquiTreeError
     from inquitree.core import rejudge
     from inquitree.core.players import make_embedder, make_judge
     from inquitree.core.run import finished_episodes
@@ -60,18 +60,28 @@ def judge(episodes, all_, prefix, judge_spec, embedder_name, again, db_url, **mo
                     skipped += not new
                     verdicts += len(new)
                     causes.update(v.rationale for v in new if v.error)
+                    if added >= HALT_AFTER and sum(causes.values()) == verdicts and len(causes) == 1:
+                        # the first episodes' verdicts all failed, of one cause: the rest would too
+                        raise JudgeStopped(
+                            f"the first {added} episodes' {verdicts} verdicts all failed the same way "
+                            f"({next(iter(causes))[:200]}); {len(ids) - n - 1} episodes not judged"
+                        )
                 meter.update(len(ids), f"; {added} judged, {skipped} had its verdicts" + _failed(causes, verdicts))
             except (KeyboardInterrupt, InquiTreeError) as exc:
                 meter.close()
                 why = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"stopped: {exc}"
+                at = "" if isinstance(exc, JudgeStopped) else f" at episode {added + skipped + 1} of {len(ids)}"
                 echo(
-                    f"judge {j.id}: {why} at episode {added + skipped + 1} of {len(ids)}; the {added} episodes "
-                    "judged so far keep their verdicts: run the same command again to judge the rest",
+                    f"judge {j.id}: {why}{at}; the {added} episodes judged so far keep their verdicts, and "
+                    "the same command, run again, judges the rest and retries every failed verdict",
                     err=True,
                 )
                 _say_causes(causes, verdicts)
                 sys.exit(130 if isinstance(exc, KeyboardInterrupt) else 1)
-    echo(f"judge {j.id}: {added} episodes judged, {skipped} already had its verdicts")
+    echo(
+        f"judge {j.id}: {added} episodes judged, {skipped} already had its usable verdicts"
+        + (" (an episode with a failed verdict is judged again by the same command)" if causes else "")
+    )
     _say_causes(causes, verdicts)
     if verdicts and sum(causes.values()) == verdicts:
         echo(
@@ -80,6 +90,13 @@ def judge(episodes, all_, prefix, judge_spec, embedder_name, again, db_url, **mo
             err=True,
         )
         sys.exit(1)
+
+
+HALT_AFTER = 3  # episodes whose every verdict failed of one cause before a run stops judging
+
+
+class JudgeStopped(InquiTreeError):
+    """The first episodes' verdicts all failed the same way: judging the rest would spend every request."""
 
 
 def _failed(causes, verdicts: int) -> str:

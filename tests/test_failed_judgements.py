@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -61,12 +62,16 @@ def test_a_judge_whose_every_verdict_fails_is_said_and_never_ranked(campaign):
     with OpenAICompatibleServer(lambda messages: NOT_JSON) as server:
         env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "x"}
         run = inquitree("judge", "--all", "--prefix", "fj.", "--judge", "openai:broken", "--db", url, env=env)
+        calls = len(server.requests)
     assert run.returncode == 1, run.stdout + run.stderr
-    items = 4 * ITEMS  # 2 agents x 2 runs of each tree
-    assert "12 episodes judged" in run.stdout
-    assert f"{items} of {items} verdicts failed" in run.stderr
+    # it stops once the first episodes' verdicts all failed of one cause: the other 9 would spend
+    # their requests the same way (a campaign's 128 episodes, 1,024 requests, after 65 of 65 had failed)
+    said = " ".join(run.stderr.split())
+    assert "stopped: the first 3 episodes'" in said and "all failed the same way" in said
+    assert "9 episodes not judged" in said and "retries every failed verdict" in said
+    items = int(re.search(r"(\d+) of \1 verdicts failed \(no score", run.stderr).group(1))
     assert f"  {items} x unparseable judge output (JSONDecodeError)" in run.stderr  # one line per cause, with its count
-    assert "every verdict of judge openai:broken:llm-judge-v2 failed" in run.stderr
+    assert calls <= 2 * items  # each item asked once and re-asked once, for 3 episodes alone
 
     wh_path = str(tmp / "w.duckdb")
     with Warehouse(wh_path) as wh:
@@ -74,9 +79,11 @@ def test_a_judge_whose_every_verdict_fails_is_said_and_never_ranked(campaign):
         board = {(r["agent"], r["judge_id"]): r for r in wh.query("table2_leaderboard").to_dicts()}
         flags = {r["judge_id"]: r for r in wh.query("judge_flags").to_dicts()}
     broken = "openai:broken:llm-judge-v2"
-    for agent in ("random", "oracle"):
+    judged = [agent for agent in ("random", "oracle") if (agent, broken) in board]
+    assert judged and sum(board[(a, broken)]["failed_verdicts"] for a in judged) == items
+    for agent in judged:
         row = board[(agent, broken)]
-        assert row["conclusion_score"] is None and row["rank"] is None and row["failed_verdicts"] == items // 2
+        assert row["conclusion_score"] is None and row["rank"] is None
         assert "no conclusion score and no rank" in row["interval_warning"]
         ranked = next(r for (a, j), r in board.items() if a == agent and j != broken)
         assert ranked["rank"] is not None and ranked["failed_verdicts"] == 0
@@ -137,7 +144,7 @@ def test_ctrl_c_in_judge_keeps_what_was_judged_and_says_how_to_go_on(campaign):
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, out + err
-    assert "interrupted at episode" in err and "run the same command again" in err
+    assert "interrupted at episode" in err and "the same command, run again, judges the rest" in err
     with EventStore(url) as store:
         judged = [
             s
@@ -145,3 +152,22 @@ def test_ctrl_c_in_judge_keeps_what_was_judged_and_says_how_to_go_on(campaign):
             if any(getattr(r.event, "judge_id", "").startswith("openai:slow") for r in store.read_stream(s))
         ]
     assert 1 <= len(judged) < 12  # what was judged is kept; the rest is left for the same command
+
+
+def test_the_same_judge_command_retries_the_verdicts_that_failed(campaign):
+    """Run again after a failure, `judge` answered "0 episodes judged, 128 already had its verdicts":
+    a failed verdict was a verdict. The same command now judges again every episode whose latest
+    verdict from this judge failed, and the rest it had not reached."""
+    url, _ = campaign
+    args = ("judge", "--all", "--judge", "openai:flaky", "--db", url)
+    with OpenAICompatibleServer(lambda messages: NOT_JSON) as server:
+        env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "x"}
+        assert inquitree(*args, env=env).returncode == 1
+    good = json.dumps({"score": 1.0, "rationale": "stated in conclusion 1"})
+    with OpenAICompatibleServer(lambda messages: good) as server:
+        env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "x"}
+        again = inquitree(*args, env=env)
+        third = inquitree(*args, env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "12 episodes judged, 0 already had its usable verdicts" in again.stdout
+    assert "0 episodes judged, 12 already had its usable verdicts" in third.stdout

@@ -39,8 +39,9 @@ class RejudgeError(InquiTreeError):
 
 def rejudge(store: EventStore, episode_id: str, judge: Judge, again: bool = False) -> list[JudgeVerdict]:
     """Append ``judge``'s verdicts and score to a finished episode; return the verdicts added (none
-    when it already has this judge's and not ``again``); a failed verdict has ``error`` set and its
-    cause in ``rationale``."""
+    when it already has this judge's usable verdicts and not ``again``: an episode whose latest
+    verdict from this judge failed is judged again, so the same command retries what failed); a
+    failed verdict has ``error`` set and its cause in ``rationale``."""
     sid = stream_id(episode_id)
     recorded = store.read_stream(sid)
     if not recorded:
@@ -55,7 +56,8 @@ def rejudge(store: EventStore, episode_id: str, judge: Judge, again: bool = Fals
     if tree.content_hash != started.tree_hash:
         raise RejudgeError(f"episode {episode_id}: tree {tree.id} changed since it was played; cannot judge it fairly")
     state = fold(events)
-    if judge.id in state.verdicts and not again:
+    had = state.verdicts.get(judge.id)
+    if had is not None and not again and all(score is not None for score in had.values()):
         return []
     params = Params.from_dict(started.params)
     engine = Engine(tree, params, TemplateSet(params.template_set))
