@@ -11,7 +11,9 @@
 -- adjusted in its own family, never pooled with the headline's. interval_method and interval_warning say how
 -- and when a number cannot be trusted; `compare --pairs` lists the pairs themselves. Every cell of a
 -- campaign is paired (cell_scores, #33): one that did not finish scores 0 in coverage and the conclusion
--- score (the row says how many on each side), and has no steps or redo frequency. judge_validity:
+-- score (the row says how many on each side), and has no steps or redo frequency. own_coverage (the
+-- subtopics reached by the agent's own moves, #32) stands beside coverage: a constant agent's coverage
+-- is the oracle's, its own coverage is not. judge_validity:
 -- how well the judge of the conclusion score agrees with a careful reading, as measured (#32).
 -- Where a person labelled conclusion items of the paired episodes (inquitree label conclusions), a
 -- row conclusion_score_corrected (role 'corrected') gives B - A of the scores corrected for the
@@ -19,7 +21,7 @@
 -- agents), with its interval and no p-value; mean_a and mean_b are each side's corrected score.
 WITH keyed AS (  -- every cell, a floor where it did not finish (cell_scores, #33); a floor has no steps
     SELECT c.agent, c.suite AS pair_suite, c.run AS pair_run, c.tree_id, c.randomness, c.judge_id,
-           c.cell_id AS episode_id, c.coverage, c.q_norm, c.floored, c.steps::DOUBLE AS steps, c.max_turns,
+           c.cell_id AS episode_id, c.coverage, c.own_coverage, c.q_norm, c.floored, c.steps::DOUBLE AS steps, c.max_turns,
            c.redo_frequency
     FROM kept_cells c
     WHERE list_contains(getvariable('agents'), c.agent) AND (c.in_suite OR getvariable('one_off'))
@@ -34,7 +36,8 @@ WITH keyed AS (  -- every cell, a floor where it did not finish (cell_scores, #3
 ), pairs AS (
     SELECT agent_a, agent_b, ia, ib, pair_suite AS suite, tree_id, randomness, judge_id, pair_run AS run,
            a.episode_id AS episode_a, b.episode_id AS episode_b,
-           a.coverage AS a_coverage, b.coverage AS b_coverage, a.q_norm AS a_conclusion_score,
+           a.coverage AS a_coverage, b.coverage AS b_coverage, a.own_coverage AS a_own_coverage,
+           b.own_coverage AS b_own_coverage, a.q_norm AS a_conclusion_score,
            b.q_norm AS b_conclusion_score, a.steps AS a_steps, b.steps AS b_steps,
            a.redo_frequency AS a_redo_frequency, b.redo_frequency AS b_redo_frequency,
            greatest(a.max_turns, b.max_turns) AS turn_limit,
@@ -43,6 +46,7 @@ WITH keyed AS (  -- every cell, a floor where it did not finish (cell_scores, #3
 ), long AS (
     SELECT p.*, m.metric, m.va, m.vb, m.low, m.high
     FROM pairs p, LATERAL (VALUES ('coverage', p.a_coverage, p.b_coverage, 0.0, 1.0),
+                                  ('own_coverage', p.a_own_coverage, p.b_own_coverage, 0.0, 1.0),
                                   ('conclusion_score', p.a_conclusion_score, p.b_conclusion_score, 0.0, 1.0),
                                   ('steps', p.a_steps, p.b_steps, 0.0, NULL),
                                   ('redo_frequency', p.a_redo_frequency, p.b_redo_frequency, 0.0, 1.0))
@@ -87,7 +91,7 @@ SELECT metric, randomness, agent_a, agent_b, d.estimate AS difference, d.ci_low 
        d.papers AS papers, d.se AS difference_se, judge_id, d.method AS interval_method,
        CASE WHEN metric = 'conclusion_score' THEN judge_validity(judge_id) END AS judge_validity,
        concat_ws('; ',
-           CASE WHEN floored_a + floored_b > 0 AND metric IN ('coverage', 'conclusion_score') THEN
+           CASE WHEN floored_a + floored_b > 0 AND metric IN ('coverage', 'own_coverage', 'conclusion_score') THEN
                format('{} of A''s and {} of B''s cells did not finish, each scored 0 (the failure rule, '
                       'docs/DECISIONS.md #33; --complete-case leaves them out)', floored_a, floored_b)
                 WHEN floored_a + floored_b > 0 THEN
@@ -136,5 +140,5 @@ FROM adjusted
 )
 SELECT * EXCLUDE (ia, ib) FROM (SELECT * FROM plain UNION ALL BY NAME SELECT * FROM corrected_rows)
 ORDER BY ia, ib, CASE metric WHEN 'conclusion_score' THEN 0 WHEN 'conclusion_score_corrected' THEN 1
-                             WHEN 'coverage' THEN 2 WHEN 'steps' THEN 3 ELSE 4 END,
+                             WHEN 'coverage' THEN 2 WHEN 'own_coverage' THEN 3 WHEN 'steps' THEN 4 ELSE 5 END,
          judge_id, randomness;

@@ -113,6 +113,10 @@ SELECT agent, judge_id, 0 AS randomness,  -- the level this table speaks of, sai
                              THEN format('rank: played on {} papers where another agent of this judge had {}: '
                                          'the ranks compare unlike sets of papers', agent_papers, ps.most_papers)
                         END,
+                        CASE WHEN c.estimate > 0 AND oc.estimate < c.estimate / 2
+                             THEN format('coverage: mostly forced: the agent reached {:.2f} of its {:.2f} by its own '
+                                         'moves, the rest by the engine''s after the last hint (own_coverage, #32)',
+                                         oc.estimate, c.estimate) END,
                         'conclusion score: ' || q.warning,
                         'corrected conclusion score: ' || cq.warning, 'coverage: ' || c.warning,
                         'matcher misread: ' || mr.warning,

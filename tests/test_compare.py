@@ -114,6 +114,7 @@ def test_compare_command_names_unknown_agents_and_fits_the_terminal(sqlite_url, 
     assert lines[0] == "metric,p_value" and [ln.split(",")[0] for ln in lines[1:]] == [
         "conclusion_score",
         "coverage",
+        "own_coverage",
         "steps",
         "redo_frequency",
     ]

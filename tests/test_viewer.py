@@ -5,6 +5,7 @@ client and, for scripts planted in a reply, in headless Chromium."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 
@@ -511,7 +512,8 @@ def test_the_viewer_shows_the_rank_intervals_and_population_it_was_started_with(
         joint = leaderboard(r.read().decode())
     assert "rank method (every row): about these papers only: rank intervals that hold for every agent at once" in joint
     # About exactly these papers only the runs vary, and these runs never differ: no rank interval.
-    assert "<td>oracle</td><td>1.00 [no interval]</td><td>1</td>" in joint  # a rank, no interval
+    # a rank, no interval (coverage, with the agent's own in brackets, between the score and the rank)
+    assert re.search(r"<td>oracle</td><td>1\.00 \[no interval\]</td><td>[^<]*\(1\.00\)</td><td>1</td>", joint), joint
     assert "rank: no run differs from its paper&#x27;s other runs: no spread to build a rank interval from" in joint
     assert "papers like these" not in joint
 

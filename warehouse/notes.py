@@ -65,6 +65,19 @@ def readable(df, width: int | None = 100):
         dropped |= {"rank_low", "rank_high"}
     if "failed_verdicts" in columns and not any(df["failed_verdicts"].to_list()):
         dropped.add("failed_verdicts")  # shown beside the score only when a verdict failed
+    if {"coverage", "own_coverage"} <= set(triples):  # coverage never shown without the agent's own part
+        dropped |= {"coverage", "own_coverage", "own_coverage_ci_low", "own_coverage_ci_high"}
+        own = [None if v is None else f"{v:.2f}" for v in df["own_coverage"].to_list()]
+        out[COVERAGE] = [
+            c if not c else f"{c} ({o or 'none'})"
+            for c, o in zip(
+                _with_interval(
+                    df["coverage"].to_list(), df["coverage_ci_low"].to_list(), df["coverage_ci_high"].to_list()
+                ),
+                own,
+                strict=True,
+            )
+        ]
     if {"mean_a", "mean_b"} <= set(columns):  # both agents' means in one cell, A's first as in B - A
         dropped |= {"mean_a", "mean_b"}
         out[MEANS] = [
@@ -113,6 +126,9 @@ def readable(df, width: int | None = 100):
 
 # Both agents' means of a comparison, in one cell: two columns cost an 80-column screen one of them.
 MEANS = "means A → B"
+# Coverage and, in brackets, the agent's own coverage (reached by its own moves, not forced): a
+# constant agent's coverage is the oracle's, and the column that told them apart was the one cut.
+COVERAGE = "coverage (own)"
 
 
 def _number(v: float | None) -> str:
@@ -131,6 +147,7 @@ SHORT = {
 NUMBERS_FIRST = (
     "conclusion_score",
     "conclusion_score_corrected",
+    COVERAGE,
     "failed_verdicts",
     "difference",
     "rank",

@@ -1,0 +1,52 @@
+"""A constant agent never looks like the oracle. An agent that answers `explore_new_subtopic` to
+everything reaches every subtopic by the engine's forced moves after the last hint, so its coverage
+is the oracle's; its own coverage (the subtopics it reached by its own moves) is 0. The leaderboard
+at 80 columns shows both in one cell and warns that the coverage is mostly forced, and compare
+carries own_coverage beside coverage."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from inquitree.cli import main
+from inquitree.core.run.campaign import Suite, run_suite
+from inquitree.events.store import EventStore
+from inquitree.warehouse.warehouse import Warehouse
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("constant")
+    script = tmp / "constant.txt"
+    script.write_text("\n---\n".join(["ACTION: explore_new_subtopic"] * 400))
+    suite = tmp / "const.toml"
+    suite.write_text(
+        f'name = "const"\ntrees = ["synthetic-diamond-4", "synthetic-chain-7", "synthetic-independent-7"]\n'
+        f'agents = ["oracle", {{agent = "script:{script}", label = "constant"}}]\nruns = 1\nembedder = "hash"\n'
+    )
+    url = f"sqlite:///{tmp / 'e.sqlite'}"
+    assert run_suite(Suite.load(suite), EventStore(url)).done == 6
+    path = str(tmp / "w.duckdb")
+    with Warehouse(path) as wh:
+        wh.sync(url)
+    return url, path
+
+
+def test_the_constant_agents_coverage_is_forced_and_the_row_says_so(warehouse):
+    url, path = warehouse
+    with Warehouse(path, read_only=True) as wh:
+        wh.scope()
+        rows = {r["agent"]: r for r in wh.query("table2_leaderboard").to_dicts()}
+        pairs = wh.query("compare", {"agents": ["oracle", "constant"], "one_off": False}).to_dicts()
+    constant, oracle = rows["constant"], rows["oracle"]
+    assert constant["coverage"] == oracle["coverage"] == 1.0  # the tie on coverage alone
+    assert constant["own_coverage"] == 0.0 and oracle["own_coverage"] == 1.0
+    assert "coverage: mostly forced" in constant["interval_warning"]
+    assert "mostly forced" not in (oracle["interval_warning"] or "")
+    own = next(r for r in pairs if r["metric"] == "own_coverage")
+    assert own["difference"] == pytest.approx(-1.0) and (own["mean_a"], own["mean_b"]) == (1.0, 0.0)
+    table = CliRunner(env={"COLUMNS": "80"}).invoke(main, ["query", "table2_leaderboard", "--warehouse", path])
+    assert table.exit_code == 0, table.output
+    line = next(ln for ln in table.output.splitlines() if " constant " in ln)
+    assert "1.00 [" in line and "(0.00)" in line and len(line) <= 80
