@@ -111,3 +111,20 @@ def test_golden_logs_without_hashes_still_import_and_say_so(tmp_path):
         "episodes", "import", "tests/golden/oracle-independent-a3.jsonl", "--db", f"sqlite:///{tmp_path / 'g.sqlite'}"
     )
     assert "carries no hashes" in out and "imported 149 events" in out
+
+
+@pytest.mark.parametrize("kind", ["log", "stream ", None])
+def test_an_export_whose_signature_kind_was_edited_is_refused(exported, kind):
+    """An import stored a signature whose `kind` was edited to "log", so the importer's own store then
+    failed `db verify` for good (checkpoints cannot be deleted). Only a stream signature is taken."""
+    tmp_path, _, path, public = exported
+    lines = path.read_text().splitlines()
+    doc = json.loads(lines[-1])
+    doc["signature"]["kind"] = kind
+    path.write_text("\n".join([*lines[:-1], json.dumps(doc)]) + "\n")
+    dst = f"sqlite:///{tmp_path / 'dst.sqlite'}"
+    for key in ([], ["--key", public]):
+        out = run("episodes", "import", str(path), "--db", dst, *key, ok=False)
+        assert "the signature's kind is" in out and "not 'stream'" in out
+    if (tmp_path / "dst.sqlite").exists():  # refused before a checkpoint was stored: the store still proves itself
+        assert "integrity: ok" in run("db", "verify", "--db", dst)

@@ -19,6 +19,7 @@ import orjson
 
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.boundary.files import read_file
+from inquitree.boundary.text import shown
 from inquitree.events import (
     GENESIS_HASH,
     Event,
@@ -125,6 +126,11 @@ class Export:
             raise InquiTreeError(f"{self.path}: the file is not signed, so key {verifier.key_id} cannot check it")
         if sig is None:
             return said + ["the file is not signed: an edit that recomputed every hash could not be told apart"]
+        if sig.get("kind") != "stream":  # stored as given: another kind would fail `db verify` for good
+            raise InquiTreeError(
+                f"{self.path}: the signature's kind is {shown(sig.get('kind'))}, not 'stream': an export carries the "
+                "signature of its episode's stream alone"
+            )
         if (sig.get("subject"), sig.get("position")) != (stream_id, len(self.rows)):
             raise InquiTreeError(
                 f"{self.path}: the signature covers {sig.get('subject')!r} version {sig.get('position')}, not this "
@@ -137,7 +143,10 @@ class Export:
             )
         if verifier is None:
             return said + [f"signed by key {sig.get('key_id')} (not checked: pass --key PUBLIC_KEY to check it)"]
-        message = checkpoint_message("stream", stream_id, len(self.rows), prev, str(sig.get("signed_at")))
+        # the message of the signature exactly as it will be stored (its kind, subject, position, hash, time)
+        message = checkpoint_message(
+            sig["kind"], sig["subject"], sig["position"], sig["hash"], str(sig.get("signed_at"))
+        )
         if sig.get("key_id") != verifier.key_id or not verifier.verify(message, str(sig.get("signature"))):
             raise InquiTreeError(
                 f"{self.path}: the signature does not verify with key {verifier.key_id} (signed by "
