@@ -635,3 +635,35 @@ def test_a_token_count_that_cannot_be_one_is_unreported_never_subtracted(tmp_pat
         events = [r.event for r in store.read_stream(stream_id("t"))]
     lim = next(e for e in events if e.TYPE == "LimitReached")
     assert lim.limit == "episode_tokens" and sum(e.TYPE == "AgentReplied" for e in events) == 4  # 4 x 50
+
+
+@pytest.mark.parametrize("field", ["messages", "model", "n", "stream", "stream_options"])
+def test_an_option_never_replaces_what_the_client_sends(tmp_path, field):
+    """An option named messages, model or n replaced what the engine sent: a suite from another lab
+    could make the user's key call another model with its own prompts, 64 completions a call, while
+    the record said the engine's prompts went to the named model. Refused, naming the option."""
+    with OpenAICompatibleServer(lambda m: "ACTION: x") as server:
+        out = CliRunner().invoke(
+            main,
+            [
+                "play",
+                "--agent",
+                "openai:m",
+                "--base-url",
+                server.base_url,
+                "--embedder",
+                "hash",
+                "-q",
+                "--agent-option",
+                f"{field}=64",
+            ],
+        )
+        suite = tmp_path / "s.toml"
+        suite.write_text(
+            f'name = "s"\ntrees = ["synthetic-diamond-4"]\nagents = [{{agent = "openai:m", options = {{{field} = 64}}, '
+            f'label = "x"}}]\nembedder = "hash"\nbase_url = "{server.base_url}"\n'
+        )
+        ran = CliRunner().invoke(main, ["suite", "run", str(suite), "--db", f"sqlite:///{tmp_path / 'e.sqlite'}"])
+        assert not any(r["path"].endswith("/chat/completions") for r in server.requests)
+    assert out.exit_code != 0 and f"the client sets {field!r} itself" in out.output, out.output
+    assert ran.exit_code != 0 and field in ran.output and "cannot be" in ran.output, ran.output

@@ -116,6 +116,10 @@ def parse_options(pairs: tuple[str, ...] | list[str], what: str = "--agent-optio
         key = key.strip()
         if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", key):
             raise InquiTreeError(f"{what} {pair!r}: expected KEY=VALUE, e.g. reasoning_effort=high")
+        from inquitree.core.calls.settings import CLIENT_FIELDS
+
+        if key in CLIENT_FIELDS:
+            raise InquiTreeError(f"{what} {key}: the client sets {key!r} itself; it cannot be an option")
         try:
             out[key] = json.loads(value)
         except ValueError:

@@ -70,6 +70,11 @@ class DeadlineReached(ModelCallError):
 # digits that mixes both (a token), as some gateways take the key in the path (/v1/sk-.../).
 
 
+# Fields of a request the client sets itself: an option of that name would replace what the engine
+# sends (its prompts, the model named, one answer streamed as recorded) while the record says otherwise.
+CLIENT_FIELDS = frozenset({"messages", "model", "n", "stream", "stream_options", "input"})
+
+
 @dataclasses.dataclass(frozen=True)
 class CallSettings:
     """How one role's calls are made; every field is recorded with the run."""
@@ -98,6 +103,12 @@ class CallSettings:
             raise InquiTreeError(f"--call-limit {self.call_limit}: must be more than 0 seconds")
         if self.system_role not in ("auto", "system", "user"):
             raise InquiTreeError(f"--system-role {self.system_role!r}: expected auto, system or user")
+        taken = sorted(set(self.options) & CLIENT_FIELDS)
+        if taken:  # a suite from another lab could send the user's key elsewhere, with its own prompts, n at a time
+            raise InquiTreeError(
+                f"request option {taken[0]!r}: the client sets it itself ({', '.join(sorted(CLIENT_FIELDS))} "
+                "cannot be options), so what is recorded is what was sent"
+            )
 
     def worst_case_seconds(self) -> float:
         """The longest one call can take when the endpoint never answers (each retry after a
