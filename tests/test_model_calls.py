@@ -667,3 +667,40 @@ def test_an_option_never_replaces_what_the_client_sends(tmp_path, field):
         assert not any(r["path"].endswith("/chat/completions") for r in server.requests)
     assert out.exit_code != 0 and f"the client sets {field!r} itself" in out.output, out.output
     assert ran.exit_code != 0 and field in ran.output and "cannot be" in ran.output, ran.output
+
+
+@pytest.mark.parametrize("where", ["key", "path"])
+def test_a_secret_echoed_in_the_answers_model_name_is_never_recorded(tmp_path, where):
+    """A key the endpoint echoed in the answer's `model` was stored, cached and exported; so was a key
+    that stood in the base URL's path (hidden in the URL, not in what came back)."""
+    secret = "sk-echoedSecret0123456789"
+    db = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    with OpenAICompatibleServer(lambda m: "THOUGHT: t\nACTION: draw_conclusion") as server:
+        server.answer_model = f"model-{secret}"
+        base = server.base_url + (f"/{secret}" if where == "path" else "")
+        env = {"OPENAI_API_KEY": secret if where == "key" else "local"}
+        out = CliRunner(env=env).invoke(
+            main,
+            [
+                "play",
+                "--agent",
+                "openai:m",
+                "--base-url",
+                base,
+                "--embedder",
+                "hash",
+                "-q",
+                "--max-turns",
+                "2",
+                "--record",
+                "--db",
+                db,
+                "--episode-id",
+                "s",
+            ],
+        )
+    assert out.exit_code == 0, out.output
+    with EventStore(db) as store:
+        recorded = "".join(r.event.to_json().decode() for r in store.read_stream(stream_id("s")))
+    assert secret not in recorded and secret not in out.output
+    assert '"model":"model-***"' in recorded.replace(" ", "")

@@ -271,10 +271,16 @@ class ChatModel:
         raise AssertionError("unreachable")
 
     def _redacted(self, result: ChatResult) -> ChatResult:
-        """``result`` with every known secret in its text and reasoning replaced by ``***``."""
+        """``result`` with every known secret replaced by ``***`` in every string the answer carries
+        into a record: its text, reasoning, the model name and the finish reason it reports (a key an
+        endpoint echoed in ``model`` was stored, cached, exported and logged)."""
         result.text = redact_text(result.text, self._secrets)
         if result.reasoning:
             result.reasoning = redact_text(result.reasoning, self._secrets)
+        if isinstance(result.model, str):
+            result.model = redact_text(result.model, self._secrets)
+        if isinstance(result.finish_reason, str):
+            result.finish_reason = redact_text(result.finish_reason, self._secrets)
         return result
 
     def embeddings(self, texts: list[str]) -> list[Any]:

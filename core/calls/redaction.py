@@ -179,6 +179,7 @@ def secret_values(options: dict[str, Any], base_url: str | None = None) -> tuple
     if base_url:
         parts = urlsplit(base_url)
         found += [parts.password or "", *(v for _, v in parse_qsl(parts.query))]
+        found += [seg for seg in parts.path.split("/") if _secret_segment(seg)]  # what redact_url hides
     return tuple(dict.fromkeys(v for v in found if len(v) >= 4))
 
 
