@@ -9,6 +9,7 @@ from typing import Any, Callable, Sequence
 import click
 
 from inquitree.boundary.text import printable
+from inquitree.core.players import spelled
 from inquitree.events import KEY_ENV
 
 
@@ -17,6 +18,10 @@ class FiniteFloat(click.FloatRange):
     ``nan > 1`` are both false) and would reach a plan, a limit or a threshold as a number."""
 
     name = "number"
+
+    def _describe_range(self) -> str:
+        """No range to say when there is none (click's own says ``x<=None`` in every --help)."""
+        return "" if self.min is None and self.max is None else super()._describe_range()
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         number = super().convert(value, param, ctx)
@@ -284,9 +289,7 @@ def episode_options(f):
     from inquitree.core.run import MAX_HINTS, MAX_REASKS
 
     return _stack(
-        click.option(
-            "--embedder", "embedder_name", default="local", show_default=True, help="local | hash | openai[:MODEL]"
-        ),
+        click.option("--embedder", "embedder_name", default="local", show_default=True, help=spelled("embedder")),
         click.option("--embedder-base-url", default=None, help="OpenAI-compatible base URL for the embedder."),
         click.option(
             "--tau", type=FINITE, default=None, help="Match threshold (default: the embedder's, see docs/design.md)."

@@ -278,3 +278,15 @@ def test_a_resume_with_other_request_settings_records_them_and_replays(tmp_path)
     assert "the agent settings changed and are recorded" in resumed.output
     replayed = run("replay", "r1", "--db", url, "-q")
     assert replayed.exit_code == 0 and "replay: identical" in replayed.output, replayed.output
+
+
+def test_help_names_every_embedder_and_no_empty_range():
+    """`play --help` printed `[x<=None]` after six options, and `--embedder`'s help had lost `nomic`:
+    the list comes from the registry, and a number option without bounds says none."""
+    from inquitree.core.players.kinds import kinds
+
+    for command in ("play", "power", "trees"):
+        out = CliRunner().invoke(main, [command, "--help"])
+        assert out.exit_code == 0 and "None]" not in out.output, out.output
+    said = " ".join(CliRunner().invoke(main, ["play", "--help"]).output.split())
+    assert " | ".join(k.usage() for k in kinds("embedder")) in said and "nomic" in said

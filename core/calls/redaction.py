@@ -107,6 +107,11 @@ def endpoint_key(base_url: str | None) -> str:
     return urlunsplit((p.scheme, host, path, "", ""))
 
 
+# Fields of a request the client sets itself: an option of that name would replace what the engine
+# sends (its prompts, the model named, one answer streamed as recorded) while the record says otherwise.
+CLIENT_FIELDS = frozenset({"messages", "model", "n", "stream", "stream_options", "input"})
+
+
 def parse_options(pairs: tuple[str, ...] | list[str], what: str = "--agent-option") -> dict[str, Any]:
     """``["reasoning_effort=high", "top_p=0.9"]`` -> ``{"reasoning_effort": "high", "top_p": 0.9}``.
     A value that reads as JSON (numbers, true/false, null, lists, objects) is taken as JSON."""
@@ -116,8 +121,6 @@ def parse_options(pairs: tuple[str, ...] | list[str], what: str = "--agent-optio
         key = key.strip()
         if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", key):
             raise InquiTreeError(f"{what} {pair!r}: expected KEY=VALUE, e.g. reasoning_effort=high")
-        from inquitree.core.calls.settings import CLIENT_FIELDS
-
         if key in CLIENT_FIELDS:
             raise InquiTreeError(f"{what} {key}: the client sets {key!r} itself; it cannot be an option")
         try:

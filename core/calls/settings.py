@@ -10,7 +10,7 @@ import threading
 from typing import Any, Iterator
 
 from inquitree.boundary.errors import InquiTreeError
-from inquitree.core.calls.redaction import redact_options
+from inquitree.core.calls.redaction import CLIENT_FIELDS, redact_options
 
 BACKOFF_CAP_S = 30.0
 DEFAULT_TIMEOUT_S = 60.0
@@ -68,11 +68,6 @@ class DeadlineReached(ModelCallError):
 
 # A path segment that may be a credential: a known key prefix, or a run of 20 or more letters and
 # digits that mixes both (a token), as some gateways take the key in the path (/v1/sk-.../).
-
-
-# Fields of a request the client sets itself: an option of that name would replace what the engine
-# sends (its prompts, the model named, one answer streamed as recorded) while the record says otherwise.
-CLIENT_FIELDS = frozenset({"messages", "model", "n", "stream", "stream_options", "input"})
 
 
 @dataclasses.dataclass(frozen=True)

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.core.players.kinds import make_agent as make_agent
     from inquitree.core.players.kinds import make_embedder as make_embedder
     from inquitree.core.players.kinds import make_judge as make_judge
+    from inquitree.core.players.kinds import spelled as spelled
 
 _EXPORTS = {
     "Agent": "agents",
@@ -76,5 +77,6 @@ _EXPORTS = {
     "make_agent": "kinds",
     "make_embedder": "kinds",
     "make_judge": "kinds",
+    "spelled": "kinds",
 }
 __all__, __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -75,6 +75,12 @@ def kinds(role: str) -> list[Kind]:
     return [k for (r, _), k in _KINDS.items() if r == role]
 
 
+def spelled(role: str) -> str:
+    """Every registered kind of ``role`` as an option's help says them: ``local | hash | nomic | ...``
+    (from the registry, so a kind added is a kind listed)."""
+    return " | ".join(k.usage() for k in kinds(role))
+
+
 def parse(role: str, text: str) -> Spec:
     """The kind ``text`` names among ``role``'s kinds, or :class:`SpecError` listing them."""
     name, sep, argument = text.partition(":")
