@@ -136,13 +136,22 @@ def control(agent_spec, tree_refs, seed, db_url, **model_kw) -> None:
     with EventStore(db_url) as store:
         sid, answered, total = run_control(store, agent_spec, trees, seed, agent_config(model_kw))
         answers = [r.event for r in store.read_stream(sid)[1:] if isinstance(r.event, ControlAnswered)]
-    right = sum(a.correct for a in answers)
-    unparsed = sum(a.answer is None for a in answers)
-    fakes = [a for a in answers if a.shown_fake]
-    trues = [a for a in answers if not a.shown_fake]
+    read = [a for a in answers if a.answer is not None]  # an unparsed answer is an error, never a wrong one
+    unparsed = len(answers) - len(read)
+    if answers and not read:
+        echo(
+            f"{sid}: {answered} answered now, {len(answers)}/{total} in all; none of the {len(answers)} answers could "
+            "be read (neither VALID nor INVALID): no accuracy to give",
+            err=True,
+        )
+        sys.exit(1)
+    right = sum(a.correct for a in read)
+    fakes = [a for a in read if a.shown_fake]
+    trues = [a for a in read if not a.shown_fake]
     echo(
-        f"{sid}: {answered} answered now, {len(answers)}/{total} in all; accuracy {right / max(1, len(answers)):.3f}, "
+        f"{sid}: {answered} answered now, {len(answers)}/{total} in all; over the {len(read)} answers read: "
+        f"accuracy {right / max(1, len(read)):.3f}, "
         f"fake detection {sum(a.answer == 'INVALID' for a in fakes) / max(1, len(fakes)):.3f}, "
-        f"false alarms {sum(a.answer == 'INVALID' for a in trues) / max(1, len(trues)):.3f}, "
-        f"unparsed {unparsed}"
+        f"false alarms {sum(a.answer == 'INVALID' for a in trues) / max(1, len(trues)):.3f}; "
+        f"{unparsed} unparsed (left out, never scored as wrong)"
     )

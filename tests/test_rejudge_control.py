@@ -170,3 +170,34 @@ def test_costs_per_episode_campaign_and_model(sqlite_url, tmp_path):
     assert costs.filter(costs["level"] == "campaign")["campaign"].to_list() == ["camp"]
     assert costs.filter(costs["level"] == "episode").height == 2
     store.close()
+
+
+def test_an_unparsed_control_answer_is_an_error_counted_never_a_wrong_one(sqlite_url, tmp_path):
+    """20 of 20 unparsed answers printed "accuracy 0.00" with unparsed_share cut at 80 columns: the
+    answers that could not be read are left out of every rate, counted and said; none read, no rate."""
+    from click.testing import CliRunner
+
+    from inquitree.cli import main
+
+    with OpenAICompatibleServer(lambda messages: "I am not sure, it could be either.") as server:
+        out = CliRunner(env={"OPENAI_API_KEY": "x"}).invoke(
+            main,
+            [
+                "control",
+                "--agent",
+                "openai:vague",
+                "--tree",
+                "synthetic-diamond-4",
+                "--base-url",
+                server.base_url,
+                "--db",
+                sqlite_url,
+            ],
+        )
+    assert out.exit_code == 1 and "none of the 8 answers could be read" in out.output
+    assert "accuracy 0" not in out.output
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        wh.sync(sqlite_url)
+        (row,) = wh.query("control_accuracy").to_dicts()
+    assert row["accuracy"] is None and row["unparsed"] == row["items"] == 8
+    assert "none of the 8 answers could be read" in row["interval_warning"]
