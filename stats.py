@@ -774,6 +774,12 @@ def rank_intervals(
             Rank(names[i], int(point[i]), fixed.low[i], fixed.high[i], fixed.method, fixed.warning)
             for i in range(len(names))
         ]
+    if len(paper_ids) < MIN_PAPERS and len(names) > 1:  # never claims what the means' intervals refuse
+        warning = (
+            f"{len(paper_ids)} paper{'s' if len(paper_ids) != 1 else ''}: no rank interval below {MIN_PAPERS} "
+            "papers, as no interval of the means it ranks"
+        )
+        return [Rank(names[i], int(point[i]), None, None, "no interval", warning) for i in range(len(names))]
     if simultaneous:
         low, high, skewed_pairs, shown = _joint_ranks(means, has, sign, seed)
         pairs = len(names) * (len(names) - 1) // 2

@@ -639,3 +639,13 @@ def test_the_warehouse_functions_cut_steps_intervals_at_the_turn_limit():
     assert row["ci_high"] == 99.0
     row = s.capped_mean(pa.array(["a", "b", "c"]), pa.array([20.0, 95.0, 30.0]), 99.0)
     assert row["ci_high"] == 99.0 and "turn limits" in row["method"]
+
+
+def test_no_rank_interval_where_the_means_have_none():
+    """Two papers: the means printed [no interval] beside `rank 1 [1, 1]`, a certainty they refused.
+    A lone agent's rank is 1 whatever the papers."""
+    found = stats.rank_intervals(["a", "a", "b", "b"], ["p1", "p2", "p1", "p2"], [0.9, 0.8, 0.1, 0.2])
+    assert [(r.agent, r.rank, r.low, r.high) for r in found] == [("a", 1, None, None), ("b", 2, None, None)]
+    assert "no rank interval below 3 papers" in found[0].warning
+    (alone,) = stats.rank_intervals(["a", "a"], ["p1", "p2"], [0.9, 0.8])
+    assert (alone.rank, alone.low, alone.high) == (1, 1, 1)
