@@ -135,10 +135,10 @@ case "${1:-}" in
       nohup "$VENV/bin/python" "$HERE/llama_server.py" --model "$NOMIC" --model_alias nomic-embed-text-v1.5 \
         --embedding true --host 127.0.0.1 --port "$NOMIC_PORT" --n_ctx 2048 --n_batch 2048 --n_ubatch 2048 \
         --n_threads "$threads" > "$STATE/nomic.log" 2>&1 &
-      echo $! > "$STATE/nomic.pid"
+      echo $! > "$STATE/nomic.$NOMIC_PORT.pid"
       for _ in $(seq 1 120); do
         if curl -sf "http://127.0.0.1:$NOMIC_PORT/v1/models" >/dev/null 2>&1; then echo "http://127.0.0.1:$NOMIC_PORT/v1"; exit 0; fi
-        kill -0 "$(cat "$STATE/nomic.pid")" 2>/dev/null || { echo "local-model: the embedding server exited; see $STATE/nomic.log" >&2; exit 1; }
+        kill -0 "$(cat "$STATE/nomic.$NOMIC_PORT.pid")" 2>/dev/null || { echo "local-model: the embedding server exited; see $STATE/nomic.log" >&2; exit 1; }
         sleep 1
       done
       echo "local-model: no answer on port $NOMIC_PORT after 120 s; see $STATE/nomic.log" >&2; exit 1
@@ -153,16 +153,16 @@ case "${1:-}" in
     cores=$(nproc 2>/dev/null || echo 2)
     threads=${THREADS:-$(( cores > 1 ? cores / 2 : 1 ))}
     nohup "$VENV/bin/python" "$HERE/llama_server.py" --model "$model" --model_alias "$alias" --host 127.0.0.1 \
-      --port "$PORT" --n_ctx "$ctx" --n_threads "$threads" --interrupt_requests False > "$STATE/server.log" 2>&1 &
-    echo $! > "$STATE/pid"
+      --port "$PORT" --n_ctx "$ctx" --n_threads "$threads" --interrupt_requests False > "$STATE/server.$PORT.log" 2>&1 &
+    echo $! > "$STATE/pid.$PORT"  # one pid file per port: two servers on two ports stop apart
     for _ in $(seq 1 180); do
       if curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null 2>&1; then echo "http://127.0.0.1:$PORT/v1"; exit 0; fi
-      kill -0 "$(cat "$STATE/pid")" 2>/dev/null || { echo "local-model: the server exited; see $STATE/server.log" >&2; exit 1; }
+      kill -0 "$(cat "$STATE/pid.$PORT")" 2>/dev/null || { echo "local-model: the server exited; see $STATE/server.$PORT.log" >&2; exit 1; }
       sleep 1
     done
-    echo "local-model: no answer on port $PORT after 180 s; see $STATE/server.log" >&2; exit 1 ;;
+    echo "local-model: no answer on port $PORT after 180 s; see $STATE/server.$PORT.log" >&2; exit 1 ;;
   stop)
-    pidfile=$STATE/pid; [ "${2:-}" = nomic ] && pidfile=$STATE/nomic.pid
+    pidfile=$STATE/pid.$PORT; [ "${2:-}" = nomic ] && pidfile=$STATE/nomic.$NOMIC_PORT.pid
     [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
     rm -f "$pidfile" ;;
   url) if [ "${2:-}" = nomic ]; then echo "http://127.0.0.1:$NOMIC_PORT/v1"; else echo "http://127.0.0.1:$PORT/v1"; fi ;;
