@@ -288,7 +288,15 @@ def episodes_export(episode: str, db_url: str | None, out: str, key_path: str | 
 @click.argument("episode_refs", metavar="[EPISODE]...", nargs=-1)
 @db_option
 @click.option("--suite", "suite_name", help="Every episode of this campaign (the suite's name).")
-@click.option("--log-dir", default="logs", show_default=True, help="Where to write the logs (inspect view's default).")
+@click.option(
+    "--out",
+    "--log-dir",
+    "log_dir",
+    default="logs",
+    show_default=True,
+    help="The folder to write the logs into, as every writer's --out (--log-dir, inspect's name, works too; "
+    "logs is inspect view's default).",
+)
 def episodes_to_inspect(
     episode_refs: tuple[str, ...], db_url: str | None, suite_name: str | None, log_dir: str
 ) -> None:

@@ -181,7 +181,7 @@ def test_without_inspect_installed_the_command_says_what_to_install(tmp_path, mo
     monkeypatch.delattr(inquitree.core.inspect, "export", raising=False)  # as if never imported
     for name in [m for m in sys.modules if m == "inspect_ai" or m.startswith("inspect_ai.")]:
         monkeypatch.setitem(sys.modules, name, None)  # importing it now fails as if it were not installed
-    out = CliRunner().invoke(main, ["episodes", "to-inspect", "ep", "--db", db, "--log-dir", str(tmp_path / "logs")])
+    out = CliRunner().invoke(main, ["episodes", "to-inspect", "ep", "--db", db, "--out", str(tmp_path / "logs")])
     assert out.exit_code != 0 and "pip install '.[inspect]' in InquiTree's checkout" in out.output, out.output
     assert not (tmp_path / "logs").exists()
 
