@@ -7,14 +7,17 @@
 -- is the calls' summed latency. A call answered
 -- from InquiTree's call cache (cache_hit) cost nothing: it is counted in `cache_hits`, and its
 -- tokens are left out of the paid columns. reasoning_tokens: a reasoning model's thinking, shown
--- apart but already inside output_tokens (and priced with them), as endpoints count it.
+-- apart but already inside output_tokens (and priced with them), as endpoints count it. A call is
+-- priced by the model asked for (a price entry's aliases name its dated spellings), never by the name
+-- the endpoint answered with (OpenAI answers gpt-4o-2024-08-06 to gpt-4o).
 WITH calls AS (
-    SELECT 'agent' AS role, r.episode_id, coalesce(r.model, e.agent) AS model, r.input_tokens, r.cached_input_tokens,
+    SELECT 'agent' AS role, r.episode_id, coalesce(e.agent_model, r.model, e.agent) AS model, r.input_tokens,
+           r.cached_input_tokens,
            r.cache_write_tokens, r.output_tokens, r.reasoning_tokens, coalesce(r.cache_hit, false) AS cache_hit,
            r.latency_ms
     FROM ev_agent_replied r JOIN episodes e USING (episode_id)
     UNION ALL
-    SELECT 'judge', v.episode_id, coalesce(v.model, v.judge_model), v.input_tokens, v.cached_input_tokens,
+    SELECT 'judge', v.episode_id, coalesce(v.judge_model, v.model), v.input_tokens, v.cached_input_tokens,
            v.cache_write_tokens, v.output_tokens, NULL, coalesce(v.cache_hit, false), v.latency_ms
     FROM ev_judge_verdict v WHERE v.judge_kind <> 'embedding'
     UNION ALL

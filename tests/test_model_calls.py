@@ -596,6 +596,13 @@ def test_a_cost_limit_prices_the_model_asked_for_not_the_name_the_endpoint_answe
     lim = next(e for e in events if e.TYPE == "LimitReached")
     assert lim.limit == "episode_cost_usd" and lim.used >= 0.05
     assert sum(e.TYPE == "AgentReplied" for e in events) < 20
+    # the warehouse's costs price the same calls the same way, under the name asked for
+    from inquitree.warehouse.warehouse import Warehouse
+
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        wh.sync(db, prices=prices)
+        rows = [r for r in wh.query("costs").to_dicts() if r["level"] == "model" and r["model"] == "gpt-4o"]
+    assert rows and rows[0]["cost_usd"] is not None and rows[0]["cost_usd"] >= 0.05
 
 
 @pytest.mark.parametrize("bad", [-1_000_000_000, 10**12, True, "5"])
