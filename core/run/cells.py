@@ -140,15 +140,23 @@ class CellFold:
     last: float = 0.0
     limit: str | None = None
     reason: str | None = None
+    # the models its agent and judge asked for: a call is priced by these, never by the name an
+    # endpoint answers with (OpenAI answers gpt-4o-2024-08-06 to gpt-4o)
+    agent_model: str | None = None
+    judge_model: str | None = None
 
     def fold(self, kind: str, ev: dict[str, Any], at: float, prices: PriceTable | None = None) -> None:
         """One event of the episode, as its type and payload, recorded at ``at``."""
         self.last = at
-        if kind in ("AgentReplied", "JudgeVerdict"):
+        if kind == "EpisodeStarted":
+            self.agent_model = (ev.get("agent") or {}).get("model")
+            self.judge_model = (ev.get("judge") or {}).get("model")
+        elif kind in ("AgentReplied", "JudgeVerdict"):
             usage = ev.get("usage") or {}
             self.tokens += tokens_of(usage)
             ms = ev.get("latency_ms")
-            cost = prices.cost(ev.get("model"), usage, None if ms is None else ms / 1000) if prices else None
+            asked = self.agent_model if kind == "AgentReplied" else self.judge_model
+            cost = prices.cost(asked or ev.get("model"), usage, None if ms is None else ms / 1000) if prices else None
             if cost is None:
                 self.unpriced_calls += int(bool(tokens_of(usage)))
             else:
