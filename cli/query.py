@@ -63,7 +63,7 @@ def query(
         warehouse_path, read_only=True, settings=interval_settings(fixed_papers, joint_ranks, complete_case)
     ) as wh:  # `sql`'s sandbox
         scoped(wh, suites, one_off, db_url)
-        emit(wh.query(name), fmt, out, columns, spreadsheet_safe)
+        emit(wh.query(name), fmt, out, columns, spreadsheet_safe, name=name)
 
 
 @click.command()

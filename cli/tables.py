@@ -218,12 +218,31 @@ def formula_safe(df):
     )
 
 
+# What fills a table that has no row yet: said instead of an empty box.
+EMPTY = {
+    "control_accuracy": "no control answers yet: `inquitree control --agent SPEC` records them",
+    "judge_agreement": "no two judges have scored the same items yet: `inquitree judge --all --judge SPEC` "
+    "adds a second judge's verdicts",
+}
+
+
 def emit(
-    df, fmt: str, out: str | None, columns: str | None = None, safe: bool = False, said: set[str] | None = None
+    df,
+    fmt: str,
+    out: str | None,
+    columns: str | None = None,
+    safe: bool = False,
+    said: set[str] | None = None,
+    name: str | None = None,
 ) -> None:
     """Print or write ``df`` in ``fmt``; a terminal table with its methods and warnings under it
-    (``said``: note lines an earlier table of the same output printed, not repeated)."""
+    (``said``: note lines an earlier table of the same output printed, not repeated). A terminal
+    table without rows is a sentence that says so (``name``: the query's, for what would fill it)."""
     import polars as pl
+
+    if fmt == "table" and not out and df.height == 0:
+        echo(f"{name + ': ' if name else ''}{EMPTY.get(name or '', 'no rows')}")
+        return
 
     if columns:
         wanted = [c.strip() for c in columns.split(",") if c.strip()]

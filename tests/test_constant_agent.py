@@ -2,7 +2,8 @@
 everything reaches every subtopic by the engine's forced moves after the last hint, so its coverage
 is the oracle's; its own coverage (the subtopics it reached by its own moves) is 0. The leaderboard
 at 80 columns shows both in one cell and warns that the coverage is mostly forced, and compare
-carries own_coverage beside coverage."""
+carries own_coverage beside coverage. On the same warehouse, a table that has no row yet (no control,
+one judge) says what would fill it."""
 
 from __future__ import annotations
 
@@ -50,3 +51,11 @@ def test_the_constant_agents_coverage_is_forced_and_the_row_says_so(warehouse):
     assert table.exit_code == 0, table.output
     line = next(ln for ln in table.output.splitlines() if " constant " in ln)
     assert "1.00 [" in line and "(0.00)" in line and len(line) <= 80
+
+
+def test_a_table_with_no_row_yet_says_what_fills_it(warehouse):
+    """The control and judge-agreement tables printed an empty box with no words before any row existed."""
+    url, path = warehouse
+    for name, says in (("control_accuracy", "inquitree control --agent"), ("judge_agreement", "a second judge")):
+        out = CliRunner(env={"COLUMNS": "80"}).invoke(main, ["query", name, "--warehouse", path])
+        assert out.exit_code == 0 and says in out.output and "┌" not in out.output, out.output
