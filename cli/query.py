@@ -11,7 +11,7 @@ from inquitree.cli.common import (
 )
 from inquitree.cli.tables import (
     complete_case_option,
-    emit,
+    emit_or_say_empty,
     existing,
     fixed_papers_option,
     interval_settings,
@@ -63,7 +63,7 @@ def query(
         warehouse_path, read_only=True, settings=interval_settings(fixed_papers, joint_ranks, complete_case)
     ) as wh:  # `sql`'s sandbox
         scoped(wh, suites, one_off, db_url)
-        emit(wh.query(name), fmt, out, columns, spreadsheet_safe, name=name)
+        emit_or_say_empty(wh.query(name), fmt, out, columns, spreadsheet_safe, name)
 
 
 @click.command()
@@ -83,4 +83,4 @@ def sql(text, sql_file, warehouse_path, fmt, out, columns, spreadsheet_safe) -> 
 
         text = read_file(sql_file, MAX_SQL_FILE_BYTES, what="--file").decode("utf-8", "replace")
     with existing(warehouse_path, read_only=True) as wh:
-        emit(wh.sql(text, one_statement=True), fmt, out, columns, spreadsheet_safe)
+        emit_or_say_empty(wh.sql(text, one_statement=True), fmt, out, columns, spreadsheet_safe)

@@ -226,23 +226,21 @@ EMPTY = {
 }
 
 
-def emit(
-    df,
-    fmt: str,
-    out: str | None,
-    columns: str | None = None,
-    safe: bool = False,
-    said: set[str] | None = None,
-    name: str | None = None,
-) -> None:
-    """Print or write ``df`` in ``fmt``; a terminal table with its methods and warnings under it
-    (``said``: note lines an earlier table of the same output printed, not repeated). A terminal
-    table without rows is a sentence that says so (``name``: the query's, for what would fill it)."""
-    import polars as pl
-
+def emit_or_say_empty(df, fmt: str, out: str | None, columns, safe: bool, name: str | None = None) -> None:
+    """:func:`emit`, but a terminal table without rows is a sentence that says so (``name``: the
+    query's, for what would fill it), never an empty box."""
     if fmt == "table" and not out and df.height == 0:
         echo(f"{name + ': ' if name else ''}{EMPTY.get(name or '', 'no rows')}")
         return
+    emit(df, fmt, out, columns, safe)
+
+
+def emit(
+    df, fmt: str, out: str | None, columns: str | None = None, safe: bool = False, said: set[str] | None = None
+) -> None:
+    """Print or write ``df`` in ``fmt``; a terminal table with its methods and warnings under it
+    (``said``: note lines an earlier table of the same output printed, not repeated)."""
+    import polars as pl
 
     if columns:
         wanted = [c.strip() for c in columns.split(",") if c.strip()]
