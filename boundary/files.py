@@ -146,6 +146,14 @@ def read_file(path: str | Path, limit: int, *, what: str = "file") -> bytes:
         os.close(fd)
 
 
+def finite_number(text: str) -> int:
+    """A JSON integer as ``json.loads(..., parse_int=finite_number)`` reads it: one beyond float's range
+    (a 400-digit price or rate) is refused as the file's error, never an OverflowError later."""
+    if len(text.lstrip("-")) > 308:
+        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits, beyond any number this file can hold")
+    return int(text)
+
+
 def confined(folder: str | Path, name: str, suffix: str = "") -> Path:
     """``folder/name+suffix``, refused unless it is a plain file name that stays inside ``folder``
     (no separator, no ``..``, no NUL or control character): for every file named after a stored

@@ -946,3 +946,34 @@ def test_an_out_file_that_is_a_device_or_a_fifo_is_written_into_never_replaced(t
     done = run(*query, os.devnull)
     assert done.exit_code == 0, done.output
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+def test_the_instrument_record_and_a_price_table_are_read_as_foreign_files(tmp_path, monkeypatch):
+    """The record ($INQUITREE_INSTRUMENT) was read with read_text: a pipe hung every table and
+    /dev/zero read 1.5 GB; a 400-digit integer in it or in a price table ended in a traceback. Both
+    are read with the bounded reader, and an integer beyond float's range names the file."""
+    import json
+
+    from inquitree.core.instrument import measured
+    from inquitree.core.run.limits import LimitError, PriceTable
+
+    monkeypatch.setenv(measured.RECORD_ENV, "/dev/zero")
+    with pytest.raises(ValueError, match="a device or a socket, not a regular file"):
+        measured.records()
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match="a pipe, not a regular file"):
+        measured._read(pipe)
+    assert time.monotonic() - t0 < 5
+    huge = "9" * 400
+    record = tmp_path / "instrument.json"
+    record.write_text('{"matchers": [{"tau": ' + huge + '}], "judges": []}')
+    with pytest.raises(ValueError, match=r"instrument\.json: not a record of measurements \(an integer of 400 digits"):
+        measured._read(record)
+    prices = tmp_path / "prices.json"
+    prices.write_text(
+        json.dumps({"prices": []})[:-2] + '{"model": "m", "input_per_mtok": ' + huge + ', "output_per_mtok": 1}]}'
+    )
+    with pytest.raises(LimitError, match=r"prices\.json: not a price table \(an integer of 400 digits"):
+        PriceTable(prices)

@@ -30,11 +30,22 @@ def lab_record_path() -> Path:
     return Path(os.environ.get(RECORD_ENV) or cache_dir() / "instrument.json")
 
 
+MAX_RECORD_BYTES = 16 * 1024 * 1024  # a record is a few kB a measurement
+
+
 def _read(path: Path) -> dict[str, list[dict]]:
-    try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    """The record at ``path``, read with the bounded reader (a pipe, a device or a huge file is
+    refused, never waited on or read whole) and its numbers within float's range."""
+    from inquitree.boundary.files import InputRefused, finite_number, read_file
+
+    if not path.exists():
         return {"matchers": [], "judges": []}
+    try:
+        found = json.loads(
+            read_file(path, MAX_RECORD_BYTES, what="record of measurements").decode("utf-8"), parse_int=finite_number
+        )
+    except InputRefused as exc:
+        raise ValueError(str(exc)) from None
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: not a record of measurements ({exc})") from None
     if not isinstance(found, dict) or not all(isinstance(found.get(k, []), list) for k in ("matchers", "judges")):

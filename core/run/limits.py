@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from inquitree.boundary.errors import InquiTreeError
-from inquitree.boundary.files import read_file
+from inquitree.boundary.files import finite_number, read_file
 from inquitree.core.calls import token_count
 
 PRICES_PATH = Path(__file__).resolve().parents[2] / "trees" / "registry" / "prices.json"  # shipped: no prices
@@ -82,7 +82,7 @@ class PriceTable:
     def __init__(self, path: str | Path | None = None):
         self.path = prices_path(path)
         try:
-            doc = json.loads(read_file(self.path, MAX_PRICES_BYTES, what="price table"))
+            doc = json.loads(read_file(self.path, MAX_PRICES_BYTES, what="price table"), parse_int=finite_number)
             rows = doc["prices"] if isinstance(doc, dict) else None
             if not isinstance(rows, list):
                 raise ValueError("'prices' must be a list of entries")
