@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -46,6 +47,25 @@ def logs(url: str) -> dict[str, list[tuple[str, str]]]:
             s.stream_id: [(r.event_type, r.event.to_json().decode()) for r in store.read_stream(s.stream_id)]
             for s in store.streams(prefix=STREAM_PREFIX)
         }
+
+
+def run_offline(tmp_path: Path, monkeypatch, name: str, agents: str) -> tuple[Path, Any]:
+    """``suite run`` of GRID with ``agents`` (a TOML list) against a base URL nothing listens at, no
+    retries: the suite file and the command's result."""
+    import socket
+
+    with socket.socket() as s:  # a port that nothing listens on once this closes
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    body = (
+        GRID.replace('agents = ["random", "oracle"]', f"agents = {agents}")
+        + f'base_url = "http://127.0.0.1:{port}/v1"\nmax_retries = 0\nretries = 0\n'
+    )
+    path = write_suite(tmp_path, name, body)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    db = f"sqlite:///{tmp_path / f'{name}.sqlite'}"
+    return path, CliRunner().invoke(main, ["suite", "run", str(path), "--db", db, "--trust-suite"])
 
 
 def cli(*args: str, **kw) -> subprocess.Popen:
@@ -640,22 +660,10 @@ def test_a_campaign_whose_endpoint_refuses_every_call_stops_after_a_few_cells(tm
     retries, the run stops after its first few failures of one kind, leaves the rest to a later run,
     and prints a `suite status` command that works as printed."""
     import shlex
-    import socket
 
     from inquitree.core.run.campaign import HALT_AFTER
 
-    with socket.socket() as s:  # a port that nothing listens on once this closes
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    body = (
-        GRID.replace('agents = ["random", "oracle"]', 'agents = ["openai:no-such-server"]')
-        + f'base_url = "http://127.0.0.1:{port}/v1"\nmax_retries = 0\nretries = 0\n'
-    )
-    path = write_suite(tmp_path, "offline", body)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "test")
-    db = f"sqlite:///{tmp_path / 'net.sqlite'}"
-    out = CliRunner().invoke(main, ["suite", "run", str(path), "--db", db, "--trust-suite"])
+    path, out = run_offline(tmp_path, monkeypatch, "offline", '["openai:no-such-server"]')
     assert out.exit_code == 1, out.output
     cells = len(Suite.load(path, trusted=True).cells())
     assert "0 done now" in out.output and "not started" in out.output
@@ -760,22 +768,9 @@ def test_a_model_whose_first_cells_fail_is_stopped_while_the_baselines_play_on(t
     first, so with nothing listening every model cell failed, one after another, each after its
     retries. The watch is now per agent: the model's cells stop after its first few, the baselines'
     are all played, and the line says which agent stopped and why."""
-    import socket
-
     from inquitree.core.run.campaign import HALT_AFTER
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    body = (
-        GRID.replace('agents = ["random", "oracle"]', 'agents = ["random", "oracle", "openai:nobody-home"]')
-        + f'base_url = "http://127.0.0.1:{port}/v1"\nmax_retries = 0\nretries = 0\n'
-    )
-    path = write_suite(tmp_path, "mixed", body)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "test")
-    db = f"sqlite:///{tmp_path / 'm.sqlite'}"
-    out = CliRunner().invoke(main, ["suite", "run", str(path), "--db", db, "--trust-suite"])
+    path, out = run_offline(tmp_path, monkeypatch, "mixed", '["random", "oracle", "openai:nobody-home"]')
     assert out.exit_code == 1, out.output
     per_agent = len(Suite.load(path, trusted=True).cells()) // 3
     stopped = next(line for line in out.output.splitlines() if line.startswith("stopped:"))

@@ -619,23 +619,9 @@ def test_a_token_count_that_cannot_be_one_is_unreported_never_subtracted(tmp_pat
         server.usage_override = {"prompt_tokens": bad, "completion_tokens": 50}
         out = CliRunner().invoke(
             main,
-            [
-                "play",
-                "--agent",
-                "openai:m",
-                "--base-url",
-                server.base_url,
-                "--embedder",
-                "hash",
-                "-q",
-                "--max-episode-tokens",
-                "200",
-                "--record",
-                "--db",
-                db,
-                "--episode-id",
-                "t",
-            ],
+            model_play(
+                server.base_url, "-q", "--max-episode-tokens", "200", "--record", "--db", db, "--episode-id", "t"
+            ),
         )
     assert out.exit_code == 0, out.output
     with EventStore(db) as store:
@@ -650,21 +636,7 @@ def test_an_option_never_replaces_what_the_client_sends(tmp_path, field):
     could make the user's key call another model with its own prompts, 64 completions a call, while
     the record said the engine's prompts went to the named model. Refused, naming the option."""
     with OpenAICompatibleServer(lambda m: "ACTION: x") as server:
-        out = CliRunner().invoke(
-            main,
-            [
-                "play",
-                "--agent",
-                "openai:m",
-                "--base-url",
-                server.base_url,
-                "--embedder",
-                "hash",
-                "-q",
-                "--agent-option",
-                f"{field}=64",
-            ],
-        )
+        out = CliRunner().invoke(main, model_play(server.base_url, "-q", "--agent-option", f"{field}=64"))
         suite = tmp_path / "s.toml"
         suite.write_text(
             f'name = "s"\ntrees = ["synthetic-diamond-4"]\nagents = [{{agent = "openai:m", options = {{{field} = 64}}, '
@@ -687,24 +659,7 @@ def test_a_secret_echoed_in_the_answers_model_name_is_never_recorded(tmp_path, w
         base = server.base_url + (f"/{secret}" if where == "path" else "")
         env = {"OPENAI_API_KEY": secret if where == "key" else "local"}
         out = CliRunner(env=env).invoke(
-            main,
-            [
-                "play",
-                "--agent",
-                "openai:m",
-                "--base-url",
-                base,
-                "--embedder",
-                "hash",
-                "-q",
-                "--max-turns",
-                "2",
-                "--record",
-                "--db",
-                db,
-                "--episode-id",
-                "s",
-            ],
+            main, model_play(base, "-q", "--max-turns", "2", "--record", "--db", db, "--episode-id", "s")
         )
     assert out.exit_code == 0, out.output
     with EventStore(db) as store:
