@@ -11,10 +11,6 @@
 WITH per_episode AS (  -- every cell, a floor where it did not finish (cell_scores, #33)
     SELECT agent, judge_id, randomness, tree_id, cell_id AS episode_id, q_norm, coverage, floored, draw_rule, seed
     FROM kept_cells
-), cell_list AS (  -- what each agent's cells came to, kept or not
-    SELECT agent, judge_id, randomness, count(*) FILTER (WHERE status <> 'done') AS unfinished,
-           cells_said(list(status ORDER BY cell_id), list(tree_id ORDER BY cell_id)) AS cells
-    FROM cell_scores GROUP BY ALL
 ), corrected AS (  -- the conclusion score corrected by a person's readings, where some items were read
     SELECT agent, judge_id, randomness, count(i.labelled) AS labelled_items,
            ppi_ci(list(tree_id ORDER BY episode_id, item_id), list(predicted ORDER BY episode_id, item_id),
@@ -38,10 +34,8 @@ SELECT agent, judge_id, randomness,
        cq.ci_high AS conclusion_score_corrected_ci_high, labelled_items,
        c.estimate AS coverage, c.se AS coverage_se, c.ci_low AS coverage_ci_low, c.ci_high AS coverage_ci_high,
        q.papers AS papers, q.episodes AS episodes, cells, q.method AS interval_method,
-       nullif(concat_ws('; ', shared_draws, unfinished_said(cells, unfinished),
-                        CASE WHEN unfinished > 0 AND cq.estimate IS NOT NULL AND NOT complete_case()
-                             THEN 'corrected conclusion score: over the finished episodes alone' END,
+       nullif(concat_ws('; ', shared_draws, nullif(unfinished_said(cells, unfinished, cq.estimate IS NOT NULL), ''),
                         'conclusion score: ' || q.warning, 'corrected conclusion score: ' || cq.warning,
                         'coverage: ' || c.warning), '') AS interval_warning
-FROM boot LEFT JOIN corrected USING (agent, judge_id, randomness) LEFT JOIN cell_list USING (agent, judge_id, randomness)
+FROM boot LEFT JOIN corrected USING (agent, judge_id, randomness) LEFT JOIN agent_cells USING (agent, judge_id, randomness)
 ORDER BY agent, judge_id, randomness;

@@ -49,9 +49,7 @@ SELECT b.agent, b.registry_model, b.cutoff, b.judge_id, b.split,
        cq.estimate AS conclusion_score_corrected, cq.ci_low AS conclusion_score_corrected_ci_low,
        cq.ci_high AS conclusion_score_corrected_ci_high, labelled_items,
        q.papers AS papers, q.episodes AS episodes, trees, cells, q.method AS interval_method,
-       nullif(concat_ws('; ', unfinished_said(cells, unfinished),
-                        CASE WHEN unfinished > 0 AND cq.estimate IS NOT NULL AND NOT complete_case()
-                             THEN 'corrected conclusion score: over the finished episodes alone' END,
+       nullif(concat_ws('; ', nullif(unfinished_said(cells, unfinished, cq.estimate IS NOT NULL), ''),
                         q.warning, 'corrected conclusion score: ' || cq.warning), '') AS interval_warning
 FROM boot b LEFT JOIN corrected k ON k.agent = b.agent AND k.judge_id = b.judge_id AND k.split = b.split
      AND k.registry_model IS NOT DISTINCT FROM b.registry_model AND k.cutoff IS NOT DISTINCT FROM b.cutoff

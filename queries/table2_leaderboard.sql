@@ -33,9 +33,7 @@ WITH per_episode AS (  -- every cell of the level, a floor where it did not fini
            failed_verdicts, embedder, tau, tau_study, match_rule
     FROM kept_cells WHERE randomness = 0
 ), cell_list AS (  -- what each agent's cells came to, kept or not
-    SELECT agent, judge_id, cells_said(list(status ORDER BY cell_id), list(tree_id ORDER BY cell_id)) AS cells,
-           count(*) FILTER (WHERE status <> 'done') AS unfinished
-    FROM cell_scores WHERE randomness = 0 GROUP BY ALL
+    SELECT agent, judge_id, cells, unfinished FROM agent_cells WHERE randomness = 0
 ), matchers AS (  -- the matcher's reading, asked once per embedder and thresholds, not per episode
     SELECT agent, judge_id,
            string_agg(matcher_validity(embedder, tau, tau_study, match_rule), ' | '
@@ -105,10 +103,7 @@ SELECT agent, judge_id, 0 AS randomness,  -- the level this table speaks of, sai
                                          'conclusion score and the rank ({} verdicts failed; `inquitree query '
                                          'judge_flags` gives their causes)', unscored, played, failed_verdicts)
                         END,
-                        unfinished_said(cells, unfinished),
-                        CASE WHEN unfinished > 0 AND cq.estimate IS NOT NULL AND NOT complete_case()
-                             THEN 'corrected conclusion score: over the finished episodes alone (the failure '
-                                  'rule does not reach it)' END,
+                        nullif(unfinished_said(cells, unfinished, cq.estimate IS NOT NULL), ''),
                         CASE WHEN ps.sets > 1 AND agent_papers < ps.most_papers AND r.rank IS NOT NULL
                              THEN format('rank: played on {} papers where another agent of this judge had {}: '
                                          'the ranks compare unlike sets of papers', agent_papers, ps.most_papers)

@@ -116,7 +116,9 @@ class Settings:
         return dataclasses.replace(self, population=population)
 
     # -- the SQL functions ---------------------------------------------------------------------
-    def mean(self, trees, values, low=None, high=None) -> dict | None:
+    def mean(self, trees, values, low=None, high=None, ceiling=None) -> dict | None:
+        """The mean over papers with its interval; ``ceiling``: the largest mean the metric allows
+        where its range has no upper bound (steps: the turn limit), where the interval is cut."""
         units = _units(trees, values)
         if units is None:
             return None
@@ -128,7 +130,7 @@ class Settings:
         if self.population == "these":
             groups = [v[codes == i].tolist() for i in range(n)]
             return _row(stats.interval_of_groups(groups, _bounds(low, high)))
-        return _row(stats.interval_of_means(means, len(v), _bounds(low, high)))
+        return _row(stats.interval_of_means(means, len(v), _bounds(low, high), ceiling=ceiling))
 
     def corrected(self, trees, predicted, labelled_trees, labelled_predicted, labels) -> dict | None:
         if trees is None or labels is None or len(labels) == 0:
@@ -164,18 +166,7 @@ class Settings:
 
     def capped_mean(self, trees, values, ceiling) -> dict | None:
         """A positive metric's mean over papers (steps), its interval cut at ``ceiling``."""
-        units = _units(trees, values)
-        if units is None:
-            return None
-        codes, n, (v,) = units
-        counts = np.bincount(codes, minlength=n)
-        means = np.bincount(codes, weights=v, minlength=n) / counts
-        if self.point_only:
-            return _point(float(means.mean()), n, len(v))
-        if self.population == "these":
-            groups = [v[codes == i].tolist() for i in range(n)]
-            return _row(stats.interval_of_groups(groups, (0.0, None)))
-        return _row(stats.interval_of_means(means, len(v), (0.0, None), ceiling=ceiling))
+        return self.mean(trees, values, 0.0, None, ceiling)
 
     def unit_mean(self, values, low=None, high=None, ceiling=None) -> dict | None:
         if values is None:

@@ -293,15 +293,28 @@ CREATE OR REPLACE MACRO cells_said(statuses, trees) AS
         cells_of(statuses, trees, 'failed'), cells_of(statuses, trees, 'interrupted'),
         cells_of(statuses, trees, 'running'), cells_of(statuses, trees, 'never ran'));
 
--- The row's word on its unfinished cells (`cells`, from cells_said; `unfinished`, how many).
-CREATE OR REPLACE MACRO unfinished_said(cells, unfinished) AS
-    CASE WHEN unfinished > 0 AND complete_case()
-         THEN format('complete cases only (--complete-case): of {}, the {} not finished are left out', cells, unfinished)
-         WHEN unfinished > 0
-         THEN format('{}; {} not finished, each scored 0 in coverage, own coverage and the conclusion score (the '
-                     'failure rule, docs/DECISIONS.md #33; `inquitree suite run` plays them, --complete-case '
-                     'leaves them out)', cells, unfinished)
-    END;
+-- The row's word on its unfinished cells (`cells`, from cells_said; `unfinished`, how many), and,
+-- where the row shows a corrected conclusion score (`corrected`), that it reads finished episodes alone.
+CREATE OR REPLACE MACRO unfinished_said(cells, unfinished, corrected) AS
+    concat_ws('; ',
+        CASE WHEN unfinished > 0 AND complete_case()
+             THEN format('complete cases only (--complete-case): of {}, the {} not finished are left out', cells,
+                         unfinished)
+             WHEN unfinished > 0
+             THEN format('{}; {} not finished, each scored 0 in coverage, own coverage and the conclusion score (the '
+                         'failure rule, docs/DECISIONS.md #33; `inquitree suite run` plays them, --complete-case '
+                         'leaves them out)', cells, unfinished)
+        END,
+        CASE WHEN unfinished > 0 AND corrected AND NOT complete_case()
+             THEN 'corrected conclusion score: over the finished episodes alone (the failure rule does not reach it)'
+        END);
+
+-- What each agent's cells came to at each level and under each judge, kept by the failure rule or not:
+-- the leaderboard's and fig3a's `cells` and their word on the unfinished ones.
+CREATE OR REPLACE VIEW agent_cells AS
+SELECT agent, judge_id, randomness, count(*) FILTER (WHERE status <> 'done') AS unfinished,
+       cells_said(list(status ORDER BY cell_id), list(tree_id ORDER BY cell_id)) AS cells
+FROM cell_scores GROUP BY agent, judge_id, randomness;
 
 -- A row's word on independence at randomness a > 0: episodes drawn under draw rule 1 share their fake
 -- draws across the trees of a run (one seed), so the papers such a row pools are not independent.
