@@ -216,7 +216,13 @@ def _fixed_spread(groups: list[list[float]]) -> FixedSpread | None:
     docs/statistics.md; such rows are now warned). Each paper's own
     variance over its runs, divided by its runs, gives the variance of its mean; their sum over
     n^2 is the variance of the mean of paper means, with Satterthwaite's degrees of freedom, which
-    fall towards one paper's runs minus one when that paper carries the spread."""
+    fall towards one paper's runs minus one when that paper carries the spread.
+
+    Smyth's moderated variances (each paper's shrunk towards a fitted common one, "Linear models
+    and empirical Bayes methods", 2004) were measured as the alternative at two runs a paper: they
+    hold 93.5-94.7% when the papers' runs vary alike, where this holds 95.9-99.1%, but 78.1-83.1%
+    with one erratic paper, where this holds 91.3-92.9%: shrinking is wrong exactly when a paper
+    differs. So each paper keeps its own spread, and two runs a paper are warned instead."""
     n = len(groups)
     multi = [np.asarray(g, np.float64) for g in groups if len(g) > 1]
     if not multi:
@@ -249,9 +255,11 @@ def interval_of_groups(
     bounds: tuple[float | None, float | None] | None = None,
     what: str = "t interval",
     units: str = "runs",
+    ceiling: float | None = None,
 ) -> Interval:
     """:func:`fixed_paper_interval` from each paper's values (``what`` and ``units``: the method's
-    words for the interval and for a paper's values, e.g. a test's pairs)."""
+    words for the interval and for a paper's values, e.g. a test's pairs); ``ceiling`` as in
+    :func:`interval_of_means`."""
     n, runs = len(groups), sum(len(g) for g in groups)
     if n == 0:
         return Interval(None, None, None, None, "no data", "no episodes", 0, 0)
@@ -269,13 +277,20 @@ def interval_of_groups(
     if no_spread(np.asarray([v for g in groups for v in g], np.float64), se):
         why = f"no run differs from its paper's other runs: no spread to build an interval from ({FIXED})"
         return Interval(estimate, None, None, 0.0, "no interval", why, n, runs)
-    warning = None
+    warnings = []
     if spread.borrowed:
-        warning = (
+        warnings.append(
             f"{spread.borrowed} of {n} papers have one {units[:-1]}: their spread cannot be estimated and is "
             f"taken as the other papers' pooled spread; if their {units} vary more, the interval is too narrow "
             f"({FIXED})"
         )
+    if two := sum(len(g) == 2 for g in groups):
+        warnings.append(
+            f"{two} of {n} papers have two {units}: each one's spread rests on one degree of freedom, so a paper "
+            f"whose {units} vary more than the others' can look quiet and the interval then covers less than 95% "
+            "(91-93% with one erratic paper, docs/statistics.md); three or more a paper hold"
+        )
+    warning = "; ".join(warnings) or None
     half = t_quantile(1 - ALPHA / 2, df) * se
     lo, hi = estimate - half, estimate + half
     low_b, high_b = bounds if bounds is not None else (None, None)
@@ -283,7 +298,20 @@ def interval_of_groups(
         lo, method = float(low_b), method + ", clipped to the range"
     if high_b is not None and hi > high_b:
         hi, method = float(high_b), method + (", clipped to the range" if "clipped" not in method else "")
-    return Interval(estimate, lo, hi, se, method, warning, n, runs)
+    return _cut_at(Interval(estimate, lo, hi, se, method, warning, n, runs), ceiling)
+
+
+def _cut_at(found: Interval, ceiling: float | None) -> Interval:
+    """``found`` with its upper end cut at ``ceiling`` (the largest mean the turn limits allow),
+    saying so; unchanged below it or without one."""
+    if ceiling is None or found.high is None or found.high <= ceiling:
+        return found
+    return replace(
+        found,
+        low=None if found.low is None else min(found.low, ceiling),
+        high=float(ceiling),
+        method=f"{found.method}, its upper end cut at {_fmt(ceiling)}, the largest mean the turn limits allow",
+    )
 
 
 def interval_of_means(
@@ -297,15 +325,7 @@ def interval_of_means(
     is, for the method's text: ``episode`` when the values are one paper's episodes).
     ``ceiling``: the largest mean the metric allows where its range has no fixed upper bound
     (steps: the turn limit); an interval reaching past it is cut there, and says so."""
-    found = _interval_of_means(means, episodes, bounds, unit)
-    if ceiling is None or found.high is None or found.high <= ceiling:
-        return found
-    return replace(
-        found,
-        low=None if found.low is None else min(found.low, ceiling),
-        high=float(ceiling),
-        method=f"{found.method}, its upper end cut at {_fmt(ceiling)}, the largest mean the turn limits allow",
-    )
+    return _cut_at(_interval_of_means(means, episodes, bounds, unit), ceiling)
 
 
 def _interval_of_means(
@@ -509,6 +529,195 @@ def skew_corrected(x: np.ndarray) -> tuple[float, float]:
     return mean - s * inverse(q), mean - s * inverse(-q)
 
 
+# -- a ratio of two means over papers ------------------------------------------------------------
+def relative_change(papers: Sequence, values: Sequence, is_baseline: Sequence) -> Interval:
+    """100 (f - f0) / f0 between the mean over papers of per-paper means at a level (``f``) and at
+    the baseline (``f0``, where ``is_baseline``), with Fieller's 95% interval for the ratio f / f0
+    (Fieller, "Some problems in interval estimation", JRSS B 16(2), 1954).
+
+    The ratios theta the interval keeps are those where f - theta f0 is within t standard errors
+    of 0: a quadratic in theta, from the papers' variances of each side's mean and their covariance
+    on the papers that have both (papers independent of each other; the sides of one paper may be
+    correlated). When the baseline's own interval reaches 0 the set is unbounded (the change could
+    be any size) and no interval is printed: a t interval on a jackknife standard error, which this
+    replaced, was hundreds of points wide there and covered 80-88% at 5-8 papers (docs/statistics.md)."""
+    sides: dict[str, list[list[float]]] = {}
+    for paper, v, base in zip(papers, values, is_baseline, strict=True):
+        if paper is None or v is None or base is None or v != v:
+            continue
+        sides.setdefault(str(paper), [[], []])[0 if base else 1].append(float(v))
+    episodes = sum(len(a) + len(b) for a, b in sides.values())
+    names = sorted(sides)
+    y = np.array([np.mean(sides[p][0]) if sides[p][0] else np.nan for p in names])
+    x = np.array([np.mean(sides[p][1]) if sides[p][1] else np.nan for p in names])
+    has_y, has_x = ~np.isnan(y), ~np.isnan(x)
+    both = has_x & has_y
+    n = int(both.sum())
+    if not has_y.any() or not has_x.any():
+        return Interval(None, None, None, None, "no data", "no papers with both levels", len(names), episodes)
+    xbar, ybar = float(x[has_x].mean()), float(y[has_y].mean())
+    if ybar <= 0:
+        why = "the relative change is undefined: the level-0 frequency is 0"
+        return Interval(None, None, None, None, "no interval", why, len(names), episodes)
+    estimate = 100 * (xbar / ybar - 1)
+    if n < MIN_PAPERS:
+        why = f"{n} paper{'s' if n != 1 else ''} with both levels: a 95% interval needs at least {MIN_PAPERS} papers"
+        return Interval(estimate, None, None, None, "no interval", why, len(names), episodes)
+    nx, ny = int(has_x.sum()), int(has_y.sum())
+    vxx = float(x[has_x].var(ddof=1)) / nx if nx > 1 else 0.0
+    vyy = float(y[has_y].var(ddof=1)) / ny if ny > 1 else 0.0
+    vxy = float(np.cov(x[both], y[both])[0, 1]) * n / (nx * ny) if n > 1 else 0.0
+    theta = xbar / ybar
+    se = 100 * math.sqrt(max(0.0, vxx - 2 * theta * vxy + theta * theta * vyy)) / ybar
+    q = t_quantile(1 - ALPHA / 2, n - 1)
+    method = (
+        f"{LIKE}: Fieller's interval for the ratio of the mean at this level to the level-0 mean over {n} "
+        f"papers ({n - 1} df), papers independent"
+    )
+    left = len(names) - n
+    if left:
+        method += f"; {left} paper{'s' if left != 1 else ''} with one level only count in that level's mean"
+    found = _fieller(xbar, ybar, vxx, vyy, vxy, q)
+    if found is None:
+        why = (
+            f"Fieller's interval is unbounded: the level-0 frequency {_fmt(ybar)} is within its own 95% interval "
+            f"of 0 (t {_fmt(ybar / math.sqrt(vyy)) if vyy > 0 else 'inf'} < {_fmt(q)}), so these papers bound "
+            "no relative change; the absolute frequencies beside it are what they show"
+        )
+        return Interval(estimate, None, None, se, method, why, len(names), episodes)
+    low, high = found
+    if low < 0:  # frequencies cannot fall below 0: the change not below -100%
+        low, method = 0.0, method + ", cut at -100%"
+    return Interval(estimate, 100 * (low - 1), 100 * (high - 1), se, method, None, len(names), episodes)
+
+
+def _fieller(xbar: float, ybar: float, vxx: float, vyy: float, vxy: float, q: float) -> tuple[float, float] | None:
+    """The ratios theta with (xbar - theta ybar)^2 <= q^2 (vxx - 2 theta vxy + theta^2 vyy): Fieller's
+    set for xbar / ybar from the means' variances and covariance; None when it is unbounded (the
+    denominator's own interval reaches 0)."""
+    a = ybar * ybar - q * q * vyy
+    b = xbar * ybar - q * q * vxy
+    c = xbar * xbar - q * q * vxx
+    if a <= 0:
+        return None
+    root = math.sqrt(max(0.0, b * b - a * c))
+    return (b - root) / a, (b + root) / a
+
+
+POOLED_FEW_PAPERS = 5  # fewer papers with a denominator: the pooled rate's interval is warned
+POOLED_FEW_COUNTS = 10  # fewer counted in all (fakes shown, answers given): warned too
+
+
+def pooled_rate(papers: Sequence, numerators: Sequence, denominators: Sequence) -> Interval:
+    """A pooled rate, sum over sum (Fig. 3c's fakes spotted over fakes shown, the control's correct
+    answers over answers), with Fieller's 95% interval for the ratio of the papers' mean totals
+    (:func:`_fieller`; papers independent, each paper's numerator and denominator correlated as
+    they come), cut to [0, 1]. A paper whose denominator is 0 (no fake shown) counts in both means.
+
+    The rate weights each paper by its denominator: a paper shown more fakes counts more. Measured
+    on simulated Fig. 3c campaigns (studies/stats_sim.py, "pooled rates"), the interval held
+    93.9-95.3% once ``POOLED_FEW_PAPERS`` papers had a denominator and ``POOLED_FEW_COUNTS`` were
+    counted, and less below (87.6% with under 5 papers and under 10 fakes): those rows are warned. The
+    t interval on a jackknife standard error it replaced held about as often, while its warning (a
+    fifth of the papers' rates at 0 or 1) fired on 96-100% of the rows at a = 1, which held."""
+    totals: dict[str, list[float]] = {}
+    for paper, x, y in zip(papers, numerators, denominators, strict=True):
+        if paper is None or x is None or y is None or x != x or y != y:
+            continue
+        t = totals.setdefault(str(paper), [0.0, 0.0])
+        t[0] += float(x)
+        t[1] += float(y)
+    n = len(totals)
+    episodes = sum(1 for p, x, y in zip(papers, numerators, denominators, strict=True) if p is not None)
+    x = np.array([t[0] for t in totals.values()])
+    y = np.array([t[1] for t in totals.values()])
+    if n == 0 or y.sum() == 0:
+        return Interval(None, None, None, None, "no interval", "no denominator", n, episodes)
+    estimate = float(x.sum() / y.sum())
+    if n < MIN_PAPERS:
+        why = f"{n} paper{'s' if n != 1 else ''}: a 95% interval needs at least {MIN_PAPERS} papers"
+        return Interval(estimate, None, None, None, "no interval", why, n, episodes)
+    vxx, vyy = float(x.var(ddof=1)) / n, float(y.var(ddof=1)) / n
+    vxy = float(np.cov(x, y)[0, 1]) / n
+    se = math.sqrt(max(0.0, vxx - 2 * estimate * vxy + estimate**2 * vyy)) / float(y.mean())
+    method = (
+        f"{LIKE}: Fieller's interval for the pooled rate (sum over sum, each paper weighted by its "
+        f"denominator) over {n} papers ({n - 1} df), papers independent"
+    )
+    if se == 0:
+        why = f"no spread over the {n} papers to build an interval from"
+        return Interval(estimate, None, None, 0.0, "no interval", why, n, episodes)
+    found = _fieller(float(x.mean()), float(y.mean()), vxx, vyy, vxy, t_quantile(1 - ALPHA / 2, n - 1))
+    if found is None:
+        why = "Fieller's interval is unbounded: the papers' denominators are not bounded away from 0"
+        return Interval(estimate, None, None, se, method, why, n, episodes)
+    low, high = found
+    if low < 0 or high > 1:
+        low, high, method = max(0.0, low), min(1.0, high), method + ", cut to [0, 1]"
+    warnings = []
+    counted, shown = int((y > 0).sum()), float(y.sum())
+    if counted < POOLED_FEW_PAPERS or shown < POOLED_FEW_COUNTS:
+        warnings.append(
+            f"{counted} of {n} papers have a denominator, {_fmt(shown)} counted in all: below {POOLED_FEW_PAPERS} "
+            f"papers or {POOLED_FEW_COUNTS} counted the interval held less than 95% (docs/statistics.md)"
+        )
+    return Interval(estimate, low, high, se, method, "; ".join(warnings) or None, n, episodes)
+
+
+# -- independence of runs -------------------------------------------------------------------------
+RUN_EFFECT_DRAWS = 2000  # seeded permutations of the run labels within papers
+
+
+@dataclass(frozen=True)
+class RunEffect:
+    """:func:`run_effect`: its p-value, the runs and the papers it compared, and its method."""
+
+    p: float
+    runs: int
+    papers: int
+    method: str
+
+
+def run_effect(
+    papers: Sequence, runs: Sequence, values: Sequence, seed: int = 0, draws: int = RUN_EFFECT_DRAWS
+) -> RunEffect | None:
+    """Do the runs of a campaign differ beyond what its papers allow? A shock shared by every paper
+    of one run (one API day, one seed reused across trees) makes the papers dependent, and an
+    interval over papers then covers far less than 95% (docs/statistics.md, "shared run shocks").
+
+    The test: on the papers that have every run (a run's values on a paper averaged), the spread
+    of the runs' means around the grand mean after each paper's own mean is taken out, against the
+    same with the run labels permuted within each paper (``draws`` seeded permutations): with no
+    run effect the labels are exchangeable within a paper, so the test holds its size whatever the
+    values' shape. None with fewer than 2 runs or 2 such papers."""
+    cells: dict[tuple[str, str], list[float]] = {}
+    for paper, run, v in zip(papers, runs, values, strict=True):
+        if paper is None or run is None or v is None or v != v:
+            continue
+        cells.setdefault((str(paper), str(run)), []).append(float(v))
+    run_names = sorted({r for _, r in cells})
+    full = sorted({p for p, _ in cells if all((p, r) in cells for r in run_names)})
+    if len(run_names) < 2 or len(full) < 2:
+        return None
+    y = np.array([[np.mean(cells[p, r]) for r in run_names] for p in full])  # papers x runs
+    y = y - y.mean(axis=1, keepdims=True)
+
+    def spread(x: np.ndarray) -> np.ndarray:  # (..., papers, runs): the runs' means' sum of squares
+        return (x.mean(axis=-2) ** 2).sum(axis=-1)
+
+    observed = float(spread(y))
+    rng = np.random.default_rng(seed)
+    order = np.argsort(rng.random((draws, *y.shape)), axis=-1)
+    permuted = np.take_along_axis(np.broadcast_to(y, (draws, *y.shape)), order, axis=-1)
+    tol = 1e-12 * max(1.0, observed)
+    p = (1 + int((spread(permuted) >= observed - tol).sum())) / (draws + 1)
+    method = (
+        f"run effect: the spread of the {len(run_names)} runs' means, their labels permuted within each of "
+        f"{len(full)} papers ({draws} seeded permutations, seed {seed})"
+    )
+    return RunEffect(p, len(run_names), len(full), method)
+
+
 # -- the paired test -------------------------------------------------------------------------------
 def paired_test(papers: Sequence, differences: Sequence, seed: int = 0, population: str = "papers") -> PairedTest:
     """The two-sided sign-flip test that the mean over papers of per-paper mean differences is
@@ -561,6 +770,12 @@ def _patterns(d: np.ndarray, w: np.ndarray, seed: int) -> tuple[np.ndarray, np.n
         return sums, ks, 2, 2**n
     flips = (np.random.default_rng(seed).integers(0, 2, size=(FLIPS, n), dtype=np.int8) * 2 - 1).astype(np.float64)
     return flips @ x, flips @ w, 1, FLIPS + 1
+
+
+def smallest_p(papers: int) -> float:
+    """The smallest two-sided p the sign-flip test can give on ``papers`` differences: the observed
+    pattern and its mirror among all 2^papers (exact), or 1 / (``FLIPS`` + 1) beyond ``EXACT_PAPERS``."""
+    return 2 / 2**papers if papers <= EXACT_PAPERS else 1 / (FLIPS + 1)
 
 
 def sign_flip_p(d: np.ndarray, seed: int = 0) -> float:
@@ -642,7 +857,7 @@ def _sign_flip(d, w, papers: int, pairs: int, seed: int, se, what: str, units: s
         return always + weight * inside
 
     p = float(count(np.zeros(1))[0]) / total
-    p_min = (2 if exact else 1) / total
+    p_min = smallest_p(m)
     kind = f"exact over all {total} sign patterns" if exact else f"Monte Carlo, {FLIPS} sign patterns, seed {seed}"
     method = f"{what} ({kind}); interval: the shifts it does not reject at 5%"
     if units == "papers":
@@ -715,20 +930,25 @@ def rank_intervals(
     simultaneous: bool = False,
     population: str = "papers",
 ) -> list[Rank]:
-    """Each agent's rank (1 = best) by its mean over papers of per-paper means, and the 95%
-    interval of its rank over resamples of the papers (drawn with replacement, each drawn paper
-    bringing every agent's episodes on it): the ranks an agent plausibly holds. An agent without
-    episodes on a drawn paper is ranked on the papers it has.
+    """Each agent's rank (1 = best) by its mean over papers of per-paper means, and a 95% set of the
+    ranks it plausibly holds, from the paired sign-flip test (:func:`sign_flip_p`) of pairs of
+    agents on the papers both have.
 
-    Each agent's interval holds for that agent alone: read all at once, when agents are close,
-    some miss. ``simultaneous``: intervals that hold for every agent at once, from the paired
-    test of every pair of agents with Holm's adjustment over the pairs (the approach of Klein,
-    Wright and Wieczorek, "A joint confidence region for an overall ranking of populations",
-    JRSS C 69(3), 2020): an agent ranks no better than 1 + the agents shown better than it, and
-    no worse than the agents not shown worse. With 5 papers or fewer no pair can be shown apart
-    and every interval is every rank. They hold when each pair's differences spread symmetrically
-    over papers (the paired test's condition): below ``SYMMETRY_PAPERS`` papers each row says so,
-    and from there a pair whose differences are skewed (:func:`skewed`) is named in the warning.
+    Each agent's set holds for that agent alone (the marginal rank sets of Mogstad, Romano,
+    Shaikh and Zhu, "Inference for ranks with applications to mobility across neighbourhoods and
+    academic achievement across countries", REStud 91(1), 2024): the agent is tested against each
+    other one with Holm's adjustment over its own pairs, and ranks no better than 1 + the agents
+    shown better than it and no worse than the agents not shown worse. An agent tied with others
+    in truth is covered at least 95% of the time (the percentile intervals over resampled papers
+    this replaced spanned a 15-way tie 5% of the time, studies/stats_sim.py). ``simultaneous``:
+    sets that hold for every agent at once, Holm's adjustment over all pairs (Klein, Wright and
+    Wieczorek, "A joint confidence region for an overall ranking of populations", JRSS C 69(3),
+    2020). When the test's smallest p (:func:`smallest_p`) is above Holm's first threshold (0.05 over
+    the pairs: two agents at 5 papers, 15 agents at 12 jointly), no pair can be shown apart, every
+    set is every rank, and the rows say so. Both hold when each pair's differences spread
+    symmetrically over papers (the paired test's condition; papers independent): below
+    ``SYMMETRY_PAPERS`` papers each row says so, and from there a pair whose differences are skewed
+    (:func:`skewed`) is named in the warning. ``resamples`` serves ``population`` ``these`` alone.
 
     ``population``: ``these`` speaks of exactly these papers (docs/DECISIONS.md #26): the papers are not
     resampled; each agent's paper means are drawn from their runs' spread (:func:`_fixed_ranks`),
@@ -780,61 +1000,100 @@ def rank_intervals(
             "papers, as no interval of the means it ranks"
         )
         return [Rank(names[i], int(point[i]), None, None, "no interval", warning) for i in range(len(names))]
+    tests, differences = _pair_tests(means, has, sign, seed)
+    k, n = len(names), len(paper_ids)
     if simultaneous:
-        low, high, skewed_pairs, shown = _joint_ranks(means, has, sign, seed)
-        pairs = len(names) * (len(names) - 1) // 2
+        low, high, shown = _bounds_from_tests(tests, k)
+        pairs = k * (k - 1) // 2
         method = (
             f"rank intervals that hold for every agent at once: the paired sign-flip test of all {pairs} pairs of "
-            f"agents over {len(paper_ids)} papers, Holm's adjustment; they hold when each pair's differences "
+            f"agents over {n} papers, Holm's adjustment; they hold when each pair's differences "
             "spread symmetrically over papers"
         )
-        if shown and len(paper_ids) < SYMMETRY_PAPERS:
-            warning = (
-                f"{len(paper_ids)} papers: the intervals hold for every agent at once if each pair's differences "
-                f"spread symmetrically over papers, which {len(paper_ids)} papers cannot show; when one agent's "
-                "gains over another come from a few papers they can miss (docs/statistics.md measures how often)"
-            )
-        elif skewed_pairs:
-            named = ", ".join(f"{names[i]} and {names[j]} ({g:.2f})" for i, j, g in skewed_pairs[:3])
-            more = f" and {len(skewed_pairs) - 3} more" if len(skewed_pairs) > 3 else ""
-            warning = (
-                f"the differences of {named}{more} are skewed over papers (skewness beyond "
-                f"+-{skew_limit(len(paper_ids), shown):.2f}): the intervals hold for every agent at "
-                "once if each pair's differences spread symmetrically (docs/statistics.md)"
-            )
-    else:
-        rng = np.random.default_rng(seed)
-        copies = rng.multinomial(len(paper_ids), np.full(len(paper_ids), 1 / len(paper_ids)), size=resamples)
-        drawn = ranks_of(copies.astype(np.float64))
-        low = np.floor(np.percentile(drawn, 100 * ALPHA / 2, axis=0)).astype(int)
-        high = np.ceil(np.percentile(drawn, 100 * (1 - ALPHA / 2), axis=0)).astype(int)
-        method = (
-            f"each agent's rank interval on its own (not all at once; agents equal in truth are covered less "
-            f"often, docs/statistics.md), over {resamples} resamples of {len(paper_ids)} papers, seed {seed}"
+        warning = _rank_warning(names, tests, differences, shown, has, n, "the agents")
+        return [Rank(names[i], int(point[i]), int(low[i]), int(high[i]), method, warning) for i in range(k)]
+    method = (
+        f"each agent's rank set on its own: the paired sign-flip test of it against each other agent over {n} "
+        f"papers, Holm's adjustment over its {k - 1} pair{'s' if k != 2 else ''} (the marginal rank sets of "
+        "Mogstad, Romano, Shaikh and Zhu); not all at once (--joint-ranks holds for every agent); they hold "
+        "when each pair's differences spread symmetrically over papers"
+    )
+    out = []
+    for i in range(k):
+        own = [t for t in tests if i in t[:2]]
+        low, high, shown = _bounds_from_tests(own, k)
+        warning = _rank_warning(names, own, differences, shown, has, n, names[i])
+        out.append(Rank(names[i], int(point[i]), int(low[i]), int(high[i]), method, warning))
+    return out
+
+
+def _rank_warning(
+    names: list[str],
+    tests: list[tuple[int, int, float, float]],
+    differences: dict,
+    shown: set[tuple[int, int]],
+    has: np.ndarray,
+    n: int,
+    whom: str,
+) -> str | None:
+    """What a set of rank bounds from the pairs' ``tests`` (Holm over them) cannot promise: that
+    no pair can be shown apart at these papers (the test's smallest p above Holm's first
+    threshold), that ``n`` papers cannot show the symmetry the tests rest on, or which pairs shown
+    apart have skewed differences (:func:`skewed`, the limit shared over those pairs)."""
+    pairs = len(tests)
+    if not pairs:
+        return None
+    shared = max(int((has[i] & has[j]).sum()) for i, j, *_ in tests)
+    if not shown and smallest_p(shared) > ALPHA / pairs:
+        who = f"the {len(names)} agents" if whom == "the agents" else f"{whom} and another agent"
+        return (
+            f"no pair of {who} can be told apart at {shared} papers: Holm's first threshold over {pairs} "
+            f"pair{'s' if pairs != 1 else ''} is {_fmt(ALPHA)} / {pairs} = {_fmt(ALPHA / pairs)}, and the paired "
+            f"test's smallest p at {shared} papers is {_fmt(smallest_p(shared))}; every interval spans every "
+            "rank whatever the data (fewer agents or more papers can separate them)"
         )
-    return [Rank(names[i], int(point[i]), int(low[i]), int(high[i]), method, warning) for i in range(len(names))]
+    if shown and n < SYMMETRY_PAPERS:
+        return (
+            f"{n} papers: the rank intervals hold if each pair's differences spread symmetrically over papers, "
+            f"which {n} papers cannot show; when one agent's gains over another come from a few papers they can "
+            "miss (docs/statistics.md measures how often)"
+        )
+    skews = {pair: skewed(differences[pair], len(shown)) for pair in sorted(shown)}
+    skewed_pairs = [(i, j, g) for (i, j), g in skews.items() if g is not None]
+    if not skewed_pairs:
+        return None
+    named = ", ".join(f"{names[i]} and {names[j]} ({g:.2f})" for i, j, g in skewed_pairs[:3])
+    more = f" and {len(skewed_pairs) - 3} more" if len(skewed_pairs) > 3 else ""
+    return (
+        f"the differences of {named}{more} are skewed over papers (skewness beyond "
+        f"+-{skew_limit(n, len(shown)):.2f}): the rank intervals hold if each pair's differences spread "
+        "symmetrically (docs/statistics.md)"
+    )
 
 
-def _joint_ranks(
+def _pair_tests(
     means: np.ndarray, has: np.ndarray, sign: float, seed: int
-) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, float]], int]:
-    """Simultaneous rank bounds from the pairwise paired tests (:func:`rank_intervals`): agents x
-    papers ``means`` where ``has``; ``sign`` -1 when higher is better. Also the pairs shown apart
-    whose differences are skewed (:func:`skewed`, its limit shared over those pairs), with their
-    skewness, and how many pairs were shown apart (none: every interval is every rank, which holds
-    whatever the shape)."""
+) -> tuple[list[tuple[int, int, float, float]], dict]:
+    """The paired sign-flip test of every pair of agents (agents x papers ``means`` where ``has``;
+    ``sign`` -1 when higher is better) on the papers both have: (i, j, mean difference, p), a
+    difference > 0 putting j below i, and each pair's differences."""
     k = len(means)
-    tests: list[tuple[int, int, float, float]] = []
     differences = {}
+    shared: dict[bytes, list[tuple[int, int]]] = {}  # pairs on the same papers are tested at once
     for i in range(k):
         for j in range(i + 1, k):
             both = has[i] & has[j]
-            d = differences[i, j] = sign * (means[j, both] - means[i, both])  # > 0: j ranks below i
-            p = sign_flip_p(d, seed) if both.sum() > 0 else 1.0
-            tests.append((i, j, float(d.mean()) if both.any() else 0.0, p))
-    low, high, shown = _bounds_from_tests(tests, k)
-    skews = {pair: skewed(differences[pair], len(shown)) for pair in sorted(shown)}
-    return low, high, [(i, j, g) for (i, j), g in skews.items() if g is not None], len(shown)
+            differences[i, j] = sign * (means[j, both] - means[i, both])
+            shared.setdefault(both.tobytes(), []).append((i, j))
+    p: dict[tuple[int, int], float] = {}
+    for pairs in shared.values():
+        rows = np.array([differences[pair] for pair in pairs])
+        found = _sign_flip_pvalues(rows, seed) if rows.shape[1] else np.ones(len(pairs))
+        p.update(zip(pairs, (float(x) for x in found), strict=True))
+    tests = [
+        (i, j, float(differences[i, j].mean()) if len(differences[i, j]) else 0.0, p[i, j]) for i, j in differences
+    ]
+    return tests, differences
 
 
 def _bounds_from_tests(
@@ -994,7 +1253,7 @@ def papers_needed(
     rng = np.random.default_rng(seed)
     cache: dict[int, float] = {}
 
-    def power_at(n: int) -> float:
+    def power_at(n: int, rng: np.random.Generator = rng, cache: dict[int, float] = cache) -> float:
         if n not in cache:
             if 2 / 2**n > level:  # too few papers: no sign pattern reaches the level
                 cache[n] = 0.0
@@ -1023,7 +1282,16 @@ def papers_needed(
     while high - low > 1:
         mid = (low + high) // 2
         low, high = (low, mid) if power_at(mid) >= power else (mid, high)
-    return Power(high, power_at(high), runs, sd_paper, method)
+    # The search keeps the first count whose simulated power reached the target, so that estimate
+    # leans high (chosen because its draws were lucky): the plan's power is simulated again on
+    # fresh campaigns, and a count they leave short gives way to the next.
+    fresh = np.random.default_rng([seed, 1])
+    checked: dict[int, float] = {}
+    while power_at(high, fresh, checked) < power and high < most:
+        high += 1
+    found = power_at(high, fresh, checked)
+    error = 100 * math.sqrt(found * (1 - found) / simulations)
+    return Power(high, found, runs, sd_paper, f"{method} (Monte Carlo standard error {error:.1f} points)")
 
 
 def conservative_spreads(
@@ -1071,7 +1339,8 @@ def _sign_flip_pvalues(d: np.ndarray, seed: int) -> np.ndarray:
     observed = np.abs(d.mean(axis=1))
     tol = 1e-12 * np.maximum(1.0, np.abs(d).mean(axis=1))
     out = np.empty(len(d))
-    step = max(1, 2**22 // min(2 ** (n - 1), FLIPS))  # rows at a time: patterns x rows near 4M numbers
+    patterns = 2 ** (n - 1) if n <= EXACT_PAPERS else FLIPS
+    step = max(1, 2**22 // patterns)  # rows at a time: patterns x rows near 4M numbers
     for start in range(0, len(d), step):
         sums, _, weight, total = _patterns(d[start : start + step], w, seed)  # patterns x rows
         hits = (np.abs(sums) >= (observed - tol)[None, start : start + step]).sum(axis=0)
@@ -1088,7 +1357,10 @@ def _power_method(simulations: int, seed: int, comparisons: int = 1, missing: fl
     lost = ""
     if missing:
         lost = f", {100 * missing:.3g}% of papers losing a run" + (" (so dropping out)" if runs == 1 else "")
-    return f"{simulations} simulated campaigns per paper count, normal differences{lost}, {test}, seed {seed}"
+    return (
+        f"{simulations} simulated campaigns per paper count, normal differences{lost}, {test}, seed {seed}; "
+        f"the plan's power from {simulations} fresh campaigns, not the ones that chose it"
+    )
 
 
 # -- a judge's figures corrected by a labelled sample (prediction-powered inference) ----------------

@@ -3,8 +3,8 @@
 -- and the share of replies that were not exactly VALID or INVALID (parsed strictly; unparsed_share).
 -- An unparsed answer is an error, counted (unparsed) and said, never a score: every rate is over the
 -- answers that were read, as a failed judge verdict is left out of the conclusion score.
--- Intervals: ratio_ci (warehouse/intervals.py, docs/statistics.md): a t interval on each rate's
--- jackknife standard error over papers (items grouped by their tree), clipped to [0, 1].
+-- Intervals: ratio_ci (warehouse/intervals.py on stats.pooled_rate, docs/statistics.md): Fieller's
+-- interval for each pooled rate over papers (items grouped by their tree), cut to [0, 1].
 WITH items AS (
     SELECT coalesce(agent_label, agent_model, agent_kind) AS agent, tree_id, result_id, shown_fake, global_position,
            CASE WHEN correct THEN 1.0 ELSE 0.0 END AS correct,

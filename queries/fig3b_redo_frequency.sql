@@ -3,9 +3,10 @@
 -- of per-paper means; relative change = 100 (f_a - f_0) / f_0, NULL where f_0 = 0 (the absolute
 -- values are beside it), 0 at level 0 itself.
 -- Intervals (warehouse/intervals.py, docs/statistics.md): mean_ci for the frequency (a rate in [0, 1]);
--- change_ci for the relative change: a t interval on its jackknife standard error over the papers,
--- leaving each paper out of both levels at once, as a re-run campaign would share them. None below
--- 3 papers; interval_method and interval_warning say which and why.
+-- change_ci for the relative change (stats.relative_change): Fieller's interval for the ratio of the
+-- level's mean to the level-0 mean over papers, the two levels of a paper correlated as they come;
+-- none below 3 papers, and none where the level-0 frequency's own interval reaches 0 (the change is
+-- then unbounded, and the warning says so); interval_method and interval_warning say which and why.
 WITH per_episode AS (
     SELECT agent, randomness, tree_id, episode_id, redo_decisions / result_observations AS f
     FROM episodes WHERE status = 'done' AND result_observations > 0

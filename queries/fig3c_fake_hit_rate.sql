@@ -2,9 +2,9 @@
 -- Result state, #19) beside the false-alarm rate (redo after true observations / true observations,
 -- #20) and the decontextualized baseline (Sec. 4.3, #21: the same agent judging result texts in
 -- isolation; NULL until `inquitree control` has been run for that model). Pooled per agent and level.
--- Intervals: ratio_ci (warehouse/intervals.py, docs/statistics.md): a t interval on the pooled rate's
--- jackknife standard error over papers, clipped to [0, 1]; none below 3 papers; interval_warning
--- says when many papers' rates sit at 0 or 1.
+-- Intervals: ratio_ci (warehouse/intervals.py on stats.pooled_rate, docs/statistics.md): Fieller's
+-- interval for the pooled rate over papers (each paper weighted by the fakes it was shown), cut to
+-- [0, 1]; none below 3 papers; interval_warning says when too few papers or fakes bear it.
 WITH per_episode AS (
     SELECT e.agent, e.randomness, e.tree_id, e.episode_id,
            count(*) FILTER (WHERE o.fake) AS fakes_seen,

@@ -28,9 +28,12 @@
 -- labelled_validity: the instrument measured on these episodes' own labels (the matcher's misread
 -- share, the judge's agreement and kappa with the readings), said ahead of the shipped measurement
 -- (judge_validity, matcher_validity), which is one small model's text; NULL where nothing is labelled.
+-- run_effect_p: with two or more runs, the permutation test of a shock shared by one run's papers
+-- (stats.run_effect, on the conclusion score); at p <= 0.05 the row warns that its papers are not
+-- independent. NULL with one run, where such a shock cannot be seen.
 WITH per_episode AS (  -- every cell of the level, a floor where it did not finish (cell_scores, #33)
     SELECT agent, judge_id, tree_id, cell_id AS episode_id, status, floored, coverage, own_coverage, q_norm,
-           failed_verdicts, embedder, tau, tau_study, match_rule
+           failed_verdicts, embedder, tau, tau_study, match_rule, suite || '/' || run AS run_key
     FROM kept_cells WHERE randomness = 0
 ), cell_list AS (  -- what each agent's cells came to, kept or not
     SELECT agent, judge_id, cells, unfinished FROM agent_cells WHERE randomness = 0
@@ -45,6 +48,8 @@ WITH per_episode AS (  -- every cell of the level, a floor where it did not fini
            mean_ci(list(tree_id ORDER BY episode_id), list(coverage ORDER BY episode_id), 0, 1) AS c,
            mean_ci(list(tree_id ORDER BY episode_id), list(own_coverage ORDER BY episode_id), 0, 1) AS oc,
            mean_ci(list(tree_id ORDER BY episode_id), list(q_norm ORDER BY episode_id), 0, 1) AS q,
+           run_effect(list(tree_id ORDER BY episode_id), list(run_key ORDER BY episode_id),
+                      list(q_norm ORDER BY episode_id)) AS re,
            sum(failed_verdicts) AS failed_verdicts, count(*) FILTER (WHERE NOT floored) AS played,
            count(*) FILTER (WHERE q_norm IS NULL) AS unscored, count(DISTINCT tree_id) AS agent_papers
     FROM per_episode GROUP BY ALL
@@ -92,7 +97,7 @@ SELECT agent, judge_id, 0 AS randomness,  -- the level this table speaks of, sai
        r.rank AS rank, r.rank_low AS rank_low, r.rank_high AS rank_high,
        mr.estimate AS matcher_misread, mr.ci_low AS matcher_misread_ci_low, mr.ci_high AS matcher_misread_ci_high,
        labelled_moves,
-       failed_verdicts, q.papers AS papers, q.episodes AS episodes, cells, q.method AS interval_method,
+       re.p AS run_effect_p, failed_verdicts, q.papers AS papers, q.episodes AS episodes, cells, q.method AS interval_method,
        nullif(concat_ws('; ',
                         CASE WHEN unscored = played
                              THEN format('no conclusion score and no rank: none of the {} episodes has a usable '
@@ -112,7 +117,7 @@ SELECT agent, judge_id, 0 AS randomness,  -- the level this table speaks of, sai
                              THEN format('coverage: mostly forced: the agent reached {:.2f} of its {:.2f} by its own '
                                          'moves, the rest by the engine''s after the last hint (own_coverage, #32)',
                                          oc.estimate, c.estimate) END,
-                        'conclusion score: ' || q.warning,
+                        'conclusion score: ' || q.warning, 'conclusion score: ' || run_effect_said(re),
                         'corrected conclusion score: ' || cq.warning, 'coverage: ' || c.warning,
                         'matcher misread: ' || mr.warning,
                         'own coverage: ' || oc.warning, 'rank: ' || r.warning), '') AS interval_warning,

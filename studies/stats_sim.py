@@ -53,10 +53,14 @@ from campaignsim import (
     PAIRED,
     PAPERS,
     RANK_TIES,
+    REDO_DESIGNS,
     RUN_SPREADS,
     campaign,
     equal_agents,
+    fake_spotting_campaign,
     paired_campaign,
+    redo_campaign,
+    run_shock_campaign,
     run_spread_campaign,
     skewed_gain_agents,
 )
@@ -419,7 +423,7 @@ def fixed_spread(campaigns: int, prior=None) -> list[dict]:
     ``prior`` (the pooled spread it replaced)."""
     rows = []
     for design in RUN_SPREADS:
-        for papers in (8, 18):
+        for papers in (8, 18, 40) if design.startswith("two runs") else (8, 18):
             rng = np.random.default_rng(zlib.crc32(f"{design}/{papers}/fixed".encode()))
             held = printed = warned = unwarned = unwarned_held = 0
             prior_held = prior_printed = prior_warned = 0
@@ -611,6 +615,276 @@ def rank_ties(campaigns: int) -> list[dict]:
             }
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+POOLED_LEVELS = (1, 3, 5)
+
+
+def _jackknife_pooled(trees: list, spotted: list, shown: list) -> tuple[float, float, bool] | None:
+    """The interval Fig. 3c printed before Fieller's: the t interval on the pooled rate's jackknife
+    standard error over papers, clipped to [0, 1], and whether its warning (a fifth of the papers'
+    rates at 0 or 1) fired."""
+    names = sorted(set(trees))
+    num = np.array([sum(x for t, x in zip(trees, spotted, strict=True) if t == n) for n in names])
+    den = np.array([sum(y for t, y in zip(trees, shown, strict=True) if t == n) for n in names])
+    if len(names) < stats.MIN_PAPERS or den.sum() == 0:
+        return None
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (num.sum() - num) / (den.sum() - den)
+        per = num / den
+    out = out[np.isfinite(out)]
+    k = len(out)
+    se = float(((k - 1) / k * ((out - out.mean()) ** 2).sum()) ** 0.5) if k > 1 else 0.0
+    if se == 0:
+        return None
+    half = stats.t_quantile(1 - stats.ALPHA / 2, k - 1) * se
+    rate = num.sum() / den.sum()
+    at_bound = int(((per <= 0) | (per >= 1)).sum())  # NaN (no fake) counts as neither
+    return max(0.0, rate - half), min(1.0, rate + half), at_bound >= np.ceil(stats.AT_BOUND_SHARE * len(names))
+
+
+def pooled(campaigns: int) -> list[dict]:
+    """Fig. 3c's pooled hit rate (``fake_spotting_campaign``) at randomness 1, 3 and 5: how often
+    Fieller's interval (``stats.pooled_rate``) holds the truth, the share of rows warned and how
+    often an unwarned row holds; beside it the jackknife t interval it replaced and its warning."""
+    rows = []
+    for level in POOLED_LEVELS:
+        for papers in CHANGE_PAPERS:
+            rng = np.random.default_rng(zlib.crc32(f"pooled/{level}/{papers}".encode()))
+            t = {
+                k: 0
+                for k in ("printed", "held", "warned", "unwarned", "unwarned_held", "old", "old_held", "old_warned")
+            }
+            for _ in range(campaigns):
+                trees, spotted, shown, truth = fake_spotting_campaign(rng, papers, level)
+                r = stats.pooled_rate(trees, spotted, shown)
+                if r.low is not None and r.high is not None:
+                    hit = r.low <= truth <= r.high
+                    t["printed"] += 1
+                    t["held"] += hit
+                    t["warned"] += r.warning is not None
+                    if r.warning is None:
+                        t["unwarned"] += 1
+                        t["unwarned_held"] += hit
+                old = _jackknife_pooled(trees, spotted, shown)
+                if old is not None:
+                    t["old"] += 1
+                    t["old_held"] += old[0] <= truth <= old[1]
+                    t["old_warned"] += old[2]
+            row = {
+                "randomness": level,
+                "papers": papers,
+                "campaigns": campaigns,
+                "coverage": round(t["held"] / t["printed"], 4) if t["printed"] else None,
+                "warned": round(t["warned"] / t["printed"], 4) if t["printed"] else None,
+                "coverage_unwarned": round(t["unwarned_held"] / t["unwarned"], 4) if t["unwarned"] else None,
+                "jackknife_coverage": round(t["old_held"] / t["old"], 4) if t["old"] else None,
+                "jackknife_warned": round(t["old_warned"] / t["old"], 4) if t["old"] else None,
+            }
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+PLAN_SEEDS = 10
+
+
+def _true_power(n: int, effect: float, sd: float, missing: float, campaigns: int, seed: int) -> float:
+    """The power of the printed test on ``n`` papers of which each drops out with ``missing``
+    (one run each): played on ``campaigns`` campaigns of its own seed."""
+    rng = np.random.default_rng([seed, n, 99])
+    short = rng.random((campaigns, n)) < missing
+    d = effect + rng.standard_normal((campaigns, n)) * sd
+    hits = 0
+    for m in map(int, np.unique((~short).sum(axis=1))):
+        rows = (~short).sum(axis=1) == m
+        if m and stats.smallest_p(m) <= stats.ALPHA:
+            hits += int((stats._sign_flip_pvalues(d[rows][~short[rows]].reshape(-1, m), 0) <= stats.ALPHA).sum())
+    return hits / campaigns
+
+
+def plans(campaigns: int, prior=None) -> list[dict]:
+    """``papers_needed`` with a share of papers losing their one run (0.3, as the audit's plan):
+    for ``PLAN_SEEDS`` seeds, the papers asked, the power the plan prints and the true power at that
+    count (20,000 campaigns played through the test); beside it ``prior``'s plans."""
+    effect, sd_between, sd_within, missing = 0.10, 0.10, 0.05, 0.3
+    sd = float(np.hypot(sd_between, sd_within))
+    rows = []
+    for name, module in (("now", stats), ("before", prior)):
+        if module is None:
+            continue
+        for seed in range(PLAN_SEEDS):
+            plan = module.papers_needed(
+                effect, sd_between, sd_within, simulations=campaigns, seed=seed, missing=missing
+            )
+            truth = _true_power(plan.papers, effect, sd, missing, 20_000, seed)
+            rows.append(
+                {
+                    "stats": name,
+                    "seed": seed,
+                    "campaigns": campaigns,
+                    "papers": plan.papers,
+                    "printed_power": round(plan.power, 4),
+                    "true_power": round(truth, 4),
+                }
+            )
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
+RUN_SHOCKS = (0.0, 0.05, 0.10)
+
+
+def run_shocks(campaigns: int) -> list[dict]:
+    """A shock shared by every paper of one run (``run_shock_campaign``): how often the interval
+    over papers holds the truth (the mean over papers and runs like these), how often the run
+    effect test (``stats.run_effect``, which warns the row at p <= 0.05) fires, and how often an
+    unwarned row holds. With no shock the test's firing is its size."""
+    rows = []
+    for shock in RUN_SHOCKS:
+        for runs in (2, 3):
+            for papers in (18, 40):
+                rng = np.random.default_rng(zlib.crc32(f"runshock/{shock}/{runs}/{papers}".encode()))
+                held = printed = warned = unwarned = unwarned_held = 0
+                for k in range(campaigns):
+                    trees, run_ids, values, truth = run_shock_campaign(rng, papers, runs, shock)
+                    r = stats.mean_interval(trees, values, bounds=(0, 1))
+                    test = stats.run_effect(trees, run_ids, values, seed=k, draws=500)
+                    fired = test is not None and test.p <= stats.ALPHA
+                    warned += fired
+                    if r.low is not None and r.high is not None:
+                        printed += 1
+                        hit = r.low <= truth <= r.high
+                        held += hit
+                        if not fired:
+                            unwarned += 1
+                            unwarned_held += hit
+                row = {
+                    "shock": shock,
+                    "runs": runs,
+                    "papers": papers,
+                    "campaigns": campaigns,
+                    "coverage": round(held / printed, 4) if printed else None,
+                    "warned": round(warned / campaigns, 4),
+                    "coverage_unwarned": round(unwarned_held / unwarned, 4) if unwarned else None,
+                }
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+CHANGE_PAPERS = (5, 8, 12, 18)
+
+
+def _jackknife_change(trees: list, f: list, base: list) -> tuple[float, float] | None:
+    """The interval Fig. 3b printed before Fieller's: the t interval on the relative change's
+    jackknife standard error over papers (each paper left out of both levels at once)."""
+    names = sorted(set(trees))
+    sums = {(t, b): [] for t in names for b in (True, False)}
+    for t, v, b in zip(trees, f, base, strict=True):
+        sums[t, b].append(v)
+
+    def change(keep: list[str]) -> float:
+        f0 = np.mean([np.mean(sums[t, True]) for t in keep])
+        f1 = np.mean([np.mean(sums[t, False]) for t in keep])
+        return 100 * (f1 - f0) / f0 if f0 > 0 else np.nan
+
+    point = change(names)
+    out = np.array([change([t for t in names if t != u]) for u in names])
+    out = out[np.isfinite(out)]
+    if not np.isfinite(point) or len(out) < 2:
+        return None
+    k = len(out)
+    se = float(((k - 1) / k * ((out - out.mean()) ** 2).sum()) ** 0.5)
+    half = stats.t_quantile(1 - stats.ALPHA / 2, k - 1) * se
+    return point - half, point + half
+
+
+def change(campaigns: int) -> list[dict]:
+    """Fig. 3b's relative change (``REDO_DESIGNS``, ``redo_campaign``): how often Fieller's
+    interval (``stats.relative_change``) is bounded and, when bounded, covers the true change; the
+    share of rows warned (unbounded); beside it the jackknife t interval it replaced: its coverage
+    and median width."""
+    rows = []
+    for design in REDO_DESIGNS:
+        for papers in CHANGE_PAPERS:
+            rng = np.random.default_rng(zlib.crc32(f"change/{design}/{papers}".encode()))
+            bounded = held = warned = 0
+            widths, old_widths, old_held, old_printed = [], [], 0, 0
+            for _ in range(campaigns):
+                trees, f, base, truth = redo_campaign(rng, design, papers)
+                r = stats.relative_change(trees, f, base)
+                warned += r.warning is not None
+                if r.low is not None and r.high is not None:
+                    bounded += 1
+                    held += r.low <= truth <= r.high
+                    widths.append(r.high - r.low)
+                old = _jackknife_change(trees, f, base)
+                if old is not None:
+                    old_printed += 1
+                    old_held += old[0] <= truth <= old[1]
+                    old_widths.append(old[1] - old[0])
+            row = {
+                "design": design,
+                "papers": papers,
+                "campaigns": campaigns,
+                "bounded": round(bounded / campaigns, 4),
+                "coverage": round(held / bounded, 4) if bounded else None,
+                "warned": round(warned / campaigns, 4),
+                "median_width": round(float(np.median(widths)), 1) if widths else None,
+                "jackknife_coverage": round(old_held / old_printed, 4) if old_printed else None,
+                "jackknife_median_width": round(float(np.median(old_widths)), 1) if old_widths else None,
+            }
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+TIED_AGENTS = 15
+TIED_PAPERS = (8, 12, 18, 30)
+
+
+def tied_agents(campaigns: int, prior=None) -> list[dict]:
+    """Rank intervals of ``TIED_AGENTS`` agents equal in truth (``equal_agents``): every rank is
+    theirs, so an interval holds only when it spans all of them. Per agent (the mean and the
+    lowest share over agents), every agent at once, the simultaneous intervals, and the share of
+    simultaneous tables warned; beside it ``prior``'s per-agent share."""
+    rows = []
+    k = TIED_AGENTS
+    for papers in TIED_PAPERS:
+        rng = np.random.default_rng(zlib.crc32(f"tied/{k}/{papers}".encode()))
+        held, prior_held = np.zeros(k), np.zeros(k)
+        at_once = joint_held = joint_warned = 0
+        t0 = time.perf_counter()
+        for _ in range(campaigns):
+            agents, trees, values = equal_agents(rng, k, papers)
+            spans = [(r.low, r.high) == (1, k) for r in stats.rank_intervals(agents, trees, values, resamples=500)]
+            held += spans
+            at_once += all(spans)
+            joint = stats.rank_intervals(agents, trees, values, simultaneous=True)
+            joint_held += all((r.low, r.high) == (1, k) for r in joint)
+            joint_warned += joint[0].warning is not None
+            if prior is not None:
+                prior_held += [
+                    (r.low, r.high) == (1, k) for r in prior.rank_intervals(agents, trees, values, resamples=500)
+                ]
+        row = {
+            "papers": papers,
+            "agents": k,
+            "campaigns": campaigns,
+            "each_holds_mean": round(float(held.mean()) / campaigns, 4),
+            "each_holds_lowest": round(float(held.min()) / campaigns, 4),
+            "all_hold_at_once": round(at_once / campaigns, 4),
+            "simultaneous_all_hold": round(joint_held / campaigns, 4),
+            "simultaneous_warned": round(joint_warned / campaigns, 4),
+            "seconds": round(time.perf_counter() - t0, 1),
+        }
+        if prior is not None:
+            row["prior_each_holds_mean"] = round(float(prior_held.mean()) / campaigns, 4)
+            row["prior_each_holds_lowest"] = round(float(prior_held.min()) / campaigns, 4)
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
     return rows
 
 
@@ -815,6 +1089,75 @@ def _md_added(result: dict) -> list[str]:
             f"{_pct(r['simultaneous_warned'])} | {_pct(r['simultaneous_unwarned_all_hold'])} |"
             for r in result["rank_ties"]
         ]
+    if "pooled" in result:
+        out += [
+            "",
+            "| Fig. 3c, randomness | papers | Fieller: holds | warned | unwarned rows hold | "
+            "jackknife t (before): holds | its 0/1 warning fired |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| a = {r['randomness']} | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
+            f"{_pct(r['coverage_unwarned'])} | {_pct(r['jackknife_coverage'])} | {_pct(r['jackknife_warned'])} |"
+            for r in result["pooled"]
+        ]
+    if "plans" in result:
+        out += [
+            "",
+            "| power plan, 30% of papers losing their run | seeds | papers asked | printed power | true power | "
+            "plans short of 80% | printed above true (most) |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name in ("now", "before"):
+            rs = [r for r in result["plans"] if r["stats"] == name]
+            if rs:
+                out.append(
+                    f"| {name} | {len(rs)} | {min(r['papers'] for r in rs)}-{max(r['papers'] for r in rs)} | "
+                    f"{_pct(min(r['printed_power'] for r in rs))}-{_pct(max(r['printed_power'] for r in rs))} | "
+                    f"{_pct(min(r['true_power'] for r in rs))}-{_pct(max(r['true_power'] for r in rs))} | "
+                    f"{sum(r['true_power'] < 0.8 for r in rs)} of {len(rs)} | "
+                    f"{100 * max(r['printed_power'] - r['true_power'] for r in rs):.1f} points |"
+                )
+    if "run_shocks" in result:
+        out += [
+            "",
+            "| run shock SD | runs | papers | interval holds | run effect warned | unwarned rows hold |",
+            "|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {r['shock']:.2f} | {r['runs']} | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
+            f"{_pct(r['coverage_unwarned'])} |"
+            for r in result["run_shocks"]
+        ]
+    if "change" in result:
+        out += [
+            "",
+            "| Fig. 3b design | papers | Fieller: bounded | covers when bounded | median width (points) | "
+            "warned | jackknife t: covers | median width |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {r['design']} | {r['papers']} | {_pct(r['bounded'])} | {_pct(r['coverage'])} | "
+            f"{r['median_width']} | {_pct(r['warned'])} | {_pct(r['jackknife_coverage'])} | "
+            f"{r['jackknife_median_width']} |"
+            for r in result["change"]
+        ]
+    if "tied_agents" in result:
+        rows = result["tied_agents"]
+        before = "prior_each_holds_mean" in rows[0]
+        out += [
+            "",
+            "| agents | papers | each agent's interval spans the tie (mean, lowest) | "
+            + ("before (mean, lowest) | " if before else "")
+            + "all at once | simultaneous: all at once | simultaneous: warned |",
+            "|---|---|---|" + ("---|" if before else "") + "---|---|---|",
+        ]
+        out += [
+            f"| {r['agents']} equal | {r['papers']} | {_pct(r['each_holds_mean'])}, {_pct(r['each_holds_lowest'])} | "
+            + (f"{_pct(r['prior_each_holds_mean'])}, {_pct(r['prior_each_holds_lowest'])} | " if before else "")
+            + f"{_pct(r['all_hold_at_once'])} | {_pct(r['simultaneous_all_hold'])} | {_pct(r['simultaneous_warned'])} |"
+            for r in rows
+        ]
     if "failures" in result:
         out += [
             "",
@@ -978,6 +1321,11 @@ PARTS: dict[str, tuple[str, Callable]] = {
     "spreads": ("fixed_spread", lambda a, before, prior: fixed_spread(a.campaigns, prior)),
     "skewnull": ("skewed_null", lambda a, before, prior: skewed_null(a.campaigns, prior)),
     "ties": ("rank_ties", lambda a, before, prior: rank_ties(a.campaigns)),
+    "change": ("change", lambda a, before, prior: change(a.campaigns)),
+    "pooled": ("pooled", lambda a, before, prior: pooled(a.campaigns)),
+    "plans": ("plans", lambda a, before, prior: plans(a.campaigns, prior)),
+    "runshock": ("run_shocks", lambda a, before, prior: run_shocks(a.campaigns)),
+    "tied": ("tied_agents", lambda a, before, prior: tied_agents(a.campaigns, prior)),
     "failures": ("failures", lambda a, before, prior: failures(a.campaigns)),
     "pilots": ("pilots", lambda a, before, prior: pilots(a.campaigns)),
     "units": ("episode_units", lambda a, before, prior: episode_units(a.campaigns, a.episodes)),

@@ -141,6 +141,8 @@ RUN_SPREADS = {
     "equal spreads": "every paper's runs +- 0.05, 3 runs",
     "one erratic paper": "one paper's runs +- 0.40, the rest +- 0.05, 3 runs",
     "noisy papers kept one run": "a quarter of the papers +- 0.40 with 1 run, the rest +- 0.05 with 3",
+    "two runs, equal spreads": "every paper's runs +- 0.05, 2 runs",
+    "two runs, one erratic paper": "one paper's runs +- 0.40, the rest +- 0.05, 2 runs",
 }
 
 
@@ -150,12 +152,14 @@ def run_spread_campaign(rng: np.random.Generator, design: str, papers: int) -> t
     (``RUN_SPREADS``): the estimand of ``--fixed-papers`` is the mean over these papers."""
     effects = rng.normal(0.05, 0.10, papers)
     sd, runs = np.full(papers, 0.05), np.full(papers, 3)
-    if design == "one erratic paper":
+    if design.startswith("two runs"):
+        runs[:] = 2
+    if design in ("one erratic paper", "two runs, one erratic paper"):
         sd[0] = 0.40
     elif design == "noisy papers kept one run":
         noisy = np.arange(papers) < max(1, papers // 4)
         sd[noisy], runs[noisy] = 0.40, 1
-    elif design != "equal spreads":
+    elif design not in ("equal spreads", "two runs, equal spreads"):
         raise ValueError(f"no run-spread design {design!r}")
     trees = [f"p{i}" for i, r in enumerate(runs) for _ in range(int(r))]
     values = [float(v) for e, s, r in zip(effects, sd, runs, strict=True) for v in e + rng.normal(0, s, int(r))]
@@ -183,3 +187,64 @@ def skewed_gain_agents(rng: np.random.Generator, papers: int, skewed: bool) -> t
     a, p, v = zip(*rows, strict=True)
     ranks = [(5, 5), (4, 4), (2, 3), (1, 1), (2, 3)]
     return list(a), list(p), list(v), ranks
+
+
+REDO_DESIGNS = {
+    "baseline 0.20, +50%": "each paper's level-0 redo rate ~ Beta(4, 16), at level a 1.5 times it",
+    "baseline 0.05, +100%": "each paper's level-0 redo rate ~ Beta(1, 19), at level a 0.05 more",
+}
+
+
+def redo_campaign(rng: np.random.Generator, design: str, papers: int, runs: int = 2) -> tuple[list, list, list, float]:
+    """Fig. 3b's numbers (``REDO_DESIGNS``): for each paper a level-0 redo rate and a level-a one,
+    ``runs`` episodes of each level, each with 1 + Poisson(5) result observations whose redo share
+    is binomial at the paper's rate. Returns (paper, f, is_baseline) per episode and the true
+    relative change of the mean rates over papers like these, in percent."""
+    if design == "baseline 0.20, +50%":
+        base = rng.beta(4, 16, papers)
+        level, truth = np.minimum(1.0, 1.5 * base), 50.0  # 1.5 x Beta(4, 16) passes 1 with probability < 1e-9
+    elif design == "baseline 0.05, +100%":
+        base = rng.beta(1, 19, papers)
+        level, truth = base + 0.05, 100.0
+    else:
+        raise ValueError(f"no redo design {design!r}")
+    rows = []
+    for p in range(papers):
+        for rate, is_base in ((base[p], True), (level[p], False)):
+            for _ in range(runs):
+                m = 1 + int(rng.poisson(5))
+                rows.append((f"p{p}", float(rng.binomial(m, rate)) / m, is_base))
+    trees, f, is_base = (list(x) for x in zip(*rows, strict=True))
+    return trees, f, is_base, truth
+
+
+def run_shock_campaign(
+    rng: np.random.Generator, papers: int, runs: int, shock: float
+) -> tuple[list[str], list[str], list[float], float]:
+    """(paper, run, value) of one agent on ``papers`` papers x ``runs`` runs whose every paper in a
+    run shares that run's shock ~ N(0, ``shock``) (one API day, one seed reused across trees):
+    paper effects ~ N(0.5, 0.15), each episode +- 0.05, clipped to [0, 1]. The truth is 0.5, the
+    mean over papers and runs like these (the clipping is symmetric about it)."""
+    effects, shocks = rng.normal(0.5, 0.15, papers), rng.normal(0, shock, runs)
+    values = np.clip(effects[:, None] + shocks[None, :] + rng.normal(0, 0.05, (papers, runs)), 0, 1)
+    trees = [f"p{p}" for p in range(papers) for _ in range(runs)]
+    run_ids = [f"r{r}" for _ in range(papers) for r in range(runs)]
+    return trees, run_ids, [float(v) for v in values.ravel()], 0.5
+
+
+def fake_spotting_campaign(
+    rng: np.random.Generator, papers: int, randomness: int, runs: int = 2
+) -> tuple[list, list, list, float]:
+    """Fig. 3c's numbers: each paper's chance of spotting a fake ~ Beta(2, 3) (mean 0.4); each of
+    ``runs`` episodes sees 1 + Poisson(5) results, each a fake with probability 0.1 ``randomness``,
+    each fake spotted at the paper's chance. Returns (paper, spotted, shown) per episode and the
+    truth, 0.4: the expected spotted over the expected shown for papers like these (the fakes a
+    paper is shown do not depend on its chance)."""
+    chance = rng.beta(2, 3, papers)
+    rows = []
+    for p in range(papers):
+        for _ in range(runs):
+            shown = int(rng.binomial(1 + int(rng.poisson(5)), 0.1 * randomness))
+            rows.append((f"p{p}", float(rng.binomial(shown, chance[p])), float(shown)))
+    trees, spotted, shown = (list(x) for x in zip(*rows, strict=True))
+    return trees, spotted, shown, 0.4

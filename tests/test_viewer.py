@@ -503,8 +503,10 @@ def test_the_viewer_shows_the_rank_intervals_and_population_it_was_started_with(
 
     w = _log(sqlite_url, tmp_path)
     alone = leaderboard(TestClient(create_app(w), base_url="http://127.0.0.1").get("/figures").text)
-    assert "rank method (every row): each agent&#x27;s rank interval on its own" in alone
-    assert "<td>1 [1, 1]</td>" in alone and "about papers like these" in alone
+    assert "rank method (every row): each agent&#x27;s rank set on its own" in alone
+    # three papers cannot tell two agents apart: the rank set is both ranks, and says why
+    assert "<td>1 [1, 2]</td>" in alone and "about papers like these" in alone
+    assert "can be told apart at 3 papers" in alone
     with (
         viewer_process(sqlite_url, w, "--no-sync", "--joint-ranks", "--fixed-papers") as base,
         urllib.request.urlopen(base + "/figures", timeout=60) as r,

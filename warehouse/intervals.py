@@ -8,9 +8,11 @@ Registered on every connection (``register``), each taking lists gathered per gr
 - ``unit_mean_ci(values, low, high)``: the same with each value its own unit (one tree's
   episodes: ``steps_bounds``);
 - ``ratio_ci(trees, numerators, denominators)``: a pooled rate, sum over sum (Fig. 3c, the
-  control's accuracy), with a t interval on its jackknife standard error over papers;
+  control's accuracy), ``stats.pooled_rate`` (Fieller's interval over papers);
 - ``change_ci(trees, values, is_baseline)``: 100 (f - f0) / f0 between two per-paper means of the
-  same papers (Fig. 3b's relative change), the same way;
+  same papers (Fig. 3b's relative change), ``stats.relative_change`` (Fieller's interval);
+- ``run_effect(trees, runs, values)``: ``stats.run_effect``, the permutation test of a shock shared
+  by one run's papers: ``p``, ``runs``, ``papers``, ``method`` (NULL with one run);
 - ``paired_ci(trees, differences)``: ``stats.paired_test``: the sign-flip p-value, the smallest p
   the papers allow and the interval that inverts the test;
 - ``rank_ci(agents, trees, values)``: ``stats.rank_intervals``, a list of (agent, rank, low, high,
@@ -30,7 +32,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import math
 import os
 from dataclasses import dataclass
 from typing import Sequence
@@ -69,6 +70,7 @@ _RANKS = pa.list_(
         ]
     )
 )
+_RUN_EFFECT = pa.struct([("p", pa.float64()), ("runs", pa.int32()), ("papers", pa.int32()), ("method", pa.string())])
 _SQL_TYPES = {pa.float64(): "DOUBLE", pa.int32(): "INTEGER", pa.string(): "VARCHAR"}
 
 
@@ -129,7 +131,7 @@ class Settings:
             return _point(float(means.mean()), n, len(v))
         if self.population == "these":
             groups = [v[codes == i].tolist() for i in range(n)]
-            return _row(stats.interval_of_groups(groups, _bounds(low, high)))
+            return _row(stats.interval_of_groups(groups, _bounds(low, high), ceiling=ceiling))
         return _row(stats.interval_of_means(means, len(v), _bounds(low, high), ceiling=ceiling))
 
     def corrected(self, trees, predicted, labelled_trees, labelled_predicted, labels) -> dict | None:
@@ -179,29 +181,23 @@ class Settings:
             return _point(float(x.mean()), len(x), len(x))
         return _row(stats.interval_of_means(x, len(x), _bounds(low, high), unit="episode", ceiling=ceiling))
 
+    def run_effect(self, trees, runs, values) -> dict | None:
+        """``stats.run_effect``: do the runs differ beyond what the papers allow (NULL with one run)."""
+        if trees is None or runs is None or values is None or self.point_only:
+            return None
+        t, r = ([None if x is None else str(x) for x in c.to_pylist()] for c in (trees, runs))
+        found = stats.run_effect(t, r, _floats(values).tolist(), self.seed)
+        return None if found is None else dataclasses.asdict(found)
+
     def ratio(self, trees, numerators, denominators) -> dict | None:
         units = _units(trees, numerators, denominators)
         if units is None:
             return None
         codes, n, (num, den) = units
-        tree_num = np.bincount(codes, weights=num, minlength=n)
-        tree_den = np.bincount(codes, weights=den, minlength=n)
-        total_num, total_den = tree_num.sum(), tree_den.sum()
-        if total_den == 0:
-            return _row(stats.Interval(None, None, None, None, "no interval", "no denominator", n, len(num)))
         if self.point_only:
-            return _point(total_num / total_den, n, len(num))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            leave_one_out = (total_num - tree_num) / (total_den - tree_den)
-            per_tree = tree_num / tree_den
-        at_bound = int(((per_tree <= 0) | (per_tree >= 1)).sum())
-        warning = None
-        if at_bound and at_bound >= math.ceil(stats.AT_BOUND_SHARE * n):
-            warning = (
-                f"{at_bound} of {n} papers' rates at 0 or 1: the t interval on a rate near its bound "
-                "may cover less than 95%"
-            )
-        return _jackknife(total_num / total_den, leave_one_out, n, len(num), (0.0, 1.0), "pooled rate", warning)
+            total = den.sum()
+            return _point(num.sum() / total if total else float("nan"), n, len(num))
+        return _row(stats.pooled_rate(codes.tolist(), num.tolist(), den.tolist()))
 
     def change(self, trees, values, is_baseline) -> dict | None:
         units = _units(trees, values, is_baseline)
@@ -211,22 +207,14 @@ class Settings:
         is_base = base > 0
         if not is_base.any() or is_base.all():
             return None
-        sums = [np.bincount(codes[mask], weights=v[mask], minlength=n) for mask in (is_base, ~is_base)]
-        counts = [np.bincount(codes[mask], minlength=n) for mask in (is_base, ~is_base)]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            means = [s / c for s, c in zip(sums, counts, strict=True)]  # NaN where a paper lacks a side
-
-        def change_of(keep: np.ndarray) -> float:
-            f0 = np.nanmean(np.where(keep, means[0], np.nan)) if (keep & (counts[0] > 0)).any() else np.nan
-            f1 = np.nanmean(np.where(keep, means[1], np.nan)) if (keep & (counts[1] > 0)).any() else np.nan
-            return float(100 * (f1 - f0) / f0) if f0 > 0 else float("nan")
-
-        everyone = np.ones(n, bool)
-        point = change_of(everyone)
         if self.point_only:
-            return _point(point, n, len(v))
-        leave_one_out = np.array([change_of(everyone & (np.arange(n) != i)) for i in range(n)])
-        return _jackknife(point, leave_one_out, n, len(v), None, "relative change", None)
+            means = [
+                np.bincount(codes[m], weights=v[m], minlength=n) / np.bincount(codes[m], minlength=n)
+                for m in (is_base, ~is_base)
+            ]
+            f0, f1 = (float(np.nanmean(x)) for x in means)
+            return _point(100 * (f1 - f0) / f0 if f0 > 0 else float("nan"), n, len(v))
+        return _row(stats.relative_change(codes.tolist(), v.tolist(), is_base.tolist()))
 
     def paired(self, trees, differences) -> dict | None:
         units = _units(trees, differences)
@@ -284,36 +272,6 @@ def _row(r: stats.Interval) -> dict:
         "method": r.method,
         "warning": r.warning,
     }
-
-
-def _jackknife(point, leave_one_out, n, episodes, bounds, what, warning) -> dict:
-    """The t interval on an estimator's jackknife standard error over papers (for a mean of
-    paper means, exactly the t interval on paper means), clipped to ``bounds``."""
-    estimate = float(point) if np.isfinite(point) else None
-    if n < stats.MIN_PAPERS or estimate is None:
-        why = f"{n} paper{'s' if n != 1 else ''}: a 95% interval needs at least {stats.MIN_PAPERS} papers"
-        if estimate is None:
-            why = f"the {what} is undefined (a zero baseline or denominator)"
-        return _row(stats.Interval(estimate, None, None, None, "no interval", why, n, episodes))
-    finite = leave_one_out[np.isfinite(leave_one_out)]
-    k = len(finite)
-    method = f"{stats.LIKE}: t interval on the {what}'s jackknife standard error over {n} papers ({k - 1} df)"
-    if k < n:
-        method += f"; {n - k} papers' leave-one-out estimates undefined (a zero denominator) left out"
-    se = float(((k - 1) / k * ((finite - finite.mean()) ** 2).sum()) ** 0.5) if k >= 2 else 0.0
-    if se == 0.0:
-        why = f"no spread over the {n} papers to build an interval from"
-        return _row(
-            stats.Interval(
-                estimate, None, None, 0.0, "no interval", "; ".join(filter(None, [warning, why])), n, episodes
-            )
-        )
-    half = stats.t_quantile(1 - stats.ALPHA / 2, k - 1) * se
-    low, high = estimate - half, estimate + half
-    if bounds is not None and (low < bounds[0] or high > bounds[1]):
-        low, high = max(low, bounds[0]), min(high, bounds[1])
-        method += f", clipped to [{bounds[0]:g}, {bounds[1]:g}]"
-    return _row(stats.Interval(estimate, low, high, se, method, warning, n, episodes))
 
 
 def _floats(column) -> np.ndarray:
@@ -384,6 +342,7 @@ def register(con, settings: Settings) -> None:
         ("ratio_ci", settings.ratio, ["VARCHAR[]", "DOUBLE[]", "DOUBLE[]"], _INTERVAL),
         ("change_ci", settings.change, ["VARCHAR[]", "DOUBLE[]", "BOOLEAN[]"], _INTERVAL),
         ("paired_ci", settings.paired, ["VARCHAR[]", "DOUBLE[]"], _PAIRED),
+        ("run_effect", settings.run_effect, ["VARCHAR[]", "VARCHAR[]", "DOUBLE[]"], _RUN_EFFECT),
         ("rank_ci", settings.ranks, ["VARCHAR[]", "VARCHAR[]", "DOUBLE[]"], _RANKS),
         ("ppi_ci", settings.corrected, ["VARCHAR[]", "DOUBLE[]", "VARCHAR[]", "DOUBLE[]", "DOUBLE[]"], _INTERVAL),
         (

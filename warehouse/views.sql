@@ -316,6 +316,26 @@ SELECT agent, judge_id, randomness, count(*) FILTER (WHERE status <> 'done') AS 
        cells_said(list(status ORDER BY cell_id), list(tree_id ORDER BY cell_id)) AS cells
 FROM cell_scores GROUP BY agent, judge_id, randomness;
 
+-- A row's word on the runs' independence: `test`, run_effect(trees, runs, values) (stats.run_effect),
+-- found that the runs differ beyond what the papers allow, so the papers of a run share a shock and
+-- the interval, which takes the papers as independent, is too narrow.
+CREATE OR REPLACE MACRO run_effect_said(test) AS
+    CASE WHEN test.p <= 0.05 THEN
+        format('the {} runs differ beyond what the {} papers allow (run effect p {:.3g}: a shock shared by one '
+               'run''s papers, such as one day of an API or one seed reused across trees): the interval takes '
+               'the papers as independent and is too narrow (docs/statistics.md)', test.runs, test.papers, test.p)
+    END;
+
+-- A row's word on seeds at randomness a > 0: episodes of one paper that share a seed (suites pooled
+-- with the same seeds) draw the same fakes, so they are one draw counted twice, not two runs.
+-- `trees` and `seeds`: the row's episodes'.
+CREATE OR REPLACE MACRO shared_seeds_said(randomness, trees, seeds) AS
+    CASE WHEN randomness > 0 AND len(list_distinct(list_zip(trees, seeds))) < len(trees) THEN
+        format('{} of {} episodes repeat the seed of another episode of the same paper (suites pooled with the '
+               'same seeds): they draw the same fakes, so the runs of those papers are not independent',
+               len(trees) - len(list_distinct(list_zip(trees, seeds))), len(trees))
+    END;
+
 -- A row's word on independence at randomness a > 0: episodes drawn under draw rule 1 share their fake
 -- draws across the trees of a run (one seed), so the papers such a row pools are not independent.
 -- `draws`: the rows' draw rules; `seeds`: their seeds; `randomness`: the row's level.
