@@ -315,16 +315,28 @@ def note_width() -> int:
 
 
 def _say_once(lines: list[str], said: set[str] | None) -> None:
-    """Print ``lines``, but those in ``said`` (printed under an earlier table), and remember them;
-    when some were left out, one line points to them, so that every table says where its notes are."""
-    again = [line for line in lines if said is not None and line in said and not line.startswith("  ")]
+    """Print ``lines``, but the notes in ``said`` (printed under an earlier table), and remember them;
+    when some were left out, one line points to them, so that every table says where its notes are.
+    A note is its first line with the indented lines that continue it, and is left out only whole:
+    two notes may wrap to a line they share."""
+    notes: list[list[str]] = []
     for line in lines:
-        if said is None or line not in said:
+        if notes and line.startswith("  "):
+            notes[-1].append(line)
+        else:
+            notes.append([line])
+    again = 0
+    for note in notes:
+        key = "\n".join(note)
+        if said is not None and key in said:
+            again += 1
+            continue
+        for line in note:
             echo(line)
         if said is not None:
-            said.add(line)
+            said.add(key)
     if again:
-        echo(f"(and {len(again)} note(s) as under the first table)")
+        echo(f"(and {again} note(s) as under the first table)")
 
 
 def fitting(df):

@@ -9,9 +9,9 @@
 -- for a mean in [0, 1] on the paper means (it follows their closeness to 0 or 1), widened by the
 -- skew-corrected t interval unless a fifth of the papers sit at 0 or 1; none below 3 papers. *_se, *_ci_low, *_ci_high; interval_method and interval_warning say which and why.
 -- papers and episodes count what the conclusion score rests on. rank, rank_low and rank_high: the
--- agent's rank by conclusion score among the agents of its judge and the 95% interval of that rank
--- over resampled papers (rank_ci, stats.rank_intervals; with --fixed-papers, over draws of each paper's
--- runs, the papers kept). judge_validity and matcher_validity: how well
+-- agent's rank by conclusion score among the agents of its judge and the 95% set of its ranks from its
+-- paired tests against each other agent, Holm over its pairs (rank_ci, stats.rank_intervals; with
+-- --fixed-papers, over draws of each paper's runs, the papers kept). judge_validity and matcher_validity: how well
 -- the judge and the matcher that read these figures agree with careful readings of real agents, as
 -- measured (warehouse/instrument.py, DECISIONS #32), or "unmeasured". failed_verdicts: the judge's
 -- verdicts that failed (unusable output); an episode with one has no score and is left out of the

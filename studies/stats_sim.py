@@ -736,6 +736,22 @@ def plans(campaigns: int, prior=None) -> list[dict]:
 RUN_SHOCKS = (0.0, 0.05, 0.10)
 
 
+def _two_way(values: list[float], papers: int, runs: int, truth: float) -> bool:
+    """Whether the two-way (paper x run) cluster-robust interval of Cameron, Gelbach and Miller
+    (2011) holds ``truth``: the variance of the grand mean is the papers' plus the runs' minus the
+    cells', with Satterthwaite's degrees of freedom over the first two; the measured alternative to
+    the run effect test, not what InquiTree prints."""
+    y = np.asarray(values).reshape(papers, runs)
+    vp = float(y.mean(axis=1).var(ddof=1)) / papers
+    vr = float(y.mean(axis=0).var(ddof=1)) / runs
+    vc = float(y.var(ddof=1)) / (papers * runs)
+    extra = max(0.0, vr - vc)
+    v = vp + extra
+    df = v * v / (vp * vp / (papers - 1) + extra * extra / (runs - 1))
+    half = stats.t_quantile(1 - stats.ALPHA / 2, max(1, int(df))) * v**0.5
+    return abs(float(y.mean()) - truth) <= half
+
+
 def run_shocks(campaigns: int) -> list[dict]:
     """A shock shared by every paper of one run (``run_shock_campaign``): how often the interval
     over papers holds the truth (the mean over papers and runs like these), how often the run
@@ -746,9 +762,10 @@ def run_shocks(campaigns: int) -> list[dict]:
         for runs in (2, 3):
             for papers in (18, 40):
                 rng = np.random.default_rng(zlib.crc32(f"runshock/{shock}/{runs}/{papers}".encode()))
-                held = printed = warned = unwarned = unwarned_held = 0
+                held = printed = warned = unwarned = unwarned_held = two_way = 0
                 for k in range(campaigns):
                     trees, run_ids, values, truth = run_shock_campaign(rng, papers, runs, shock)
+                    two_way += _two_way(values, papers, runs, truth)
                     r = stats.mean_interval(trees, values, bounds=(0, 1))
                     test = stats.run_effect(trees, run_ids, values, seed=k, draws=500)
                     fired = test is not None and test.p <= stats.ALPHA
@@ -768,6 +785,7 @@ def run_shocks(campaigns: int) -> list[dict]:
                     "coverage": round(held / printed, 4) if printed else None,
                     "warned": round(warned / campaigns, 4),
                     "coverage_unwarned": round(unwarned_held / unwarned, 4) if unwarned else None,
+                    "two_way_coverage": round(two_way / campaigns, 4),
                 }
                 rows.append(row)
                 print(json.dumps(row), file=sys.stderr, flush=True)
@@ -1029,9 +1047,10 @@ def _md_prior(result: dict) -> list[str]:
     changed = [n for n in NEW if any(r["design"] == n and "prior_coverage" in r for r in rows)]
     if not changed:
         return []
+    since = result.get("prior_intervals", result.get("prior"))
     return [
         "",
-        f"Designs added since {result.get('prior')}: coverage, the share of rows warned and how often an "
+        f"Designs added since {since}: coverage, the share of rows warned and how often an "
         "unwarned interval held, now and before:",
         "",
         *_grid(rows, changed, PAPERS[1:], _prior_cell),
@@ -1051,7 +1070,7 @@ def _with_prior(rows: list[dict], header: str, line, first: tuple[str, str], pri
 def _md_added(result: dict) -> list[str]:
     """The tables of the parts on unequal run spreads, skewed nulls and tied ranks."""
     out: list[str] = []
-    prior = result.get("prior")
+    prior = result.get("prior_fixed_spread", result.get("prior"))
     if "fixed_spread" in result:
         out += _with_prior(
             result["fixed_spread"],
@@ -1073,7 +1092,7 @@ def _md_added(result: dict) -> list[str]:
                 f"{_pct(r['size_unwarned'])} | {_pct(r['unwarned_rejections'])} |"
             ),
             ("size", "prior_size"),
-            prior,
+            result.get("prior_skewed_null", result.get("prior")),
         )
     if "rank_ties" in result:
         out += [
@@ -1121,12 +1140,13 @@ def _md_added(result: dict) -> list[str]:
     if "run_shocks" in result:
         out += [
             "",
-            "| run shock SD | runs | papers | interval holds | run effect warned | unwarned rows hold |",
-            "|---|---|---|---|---|---|",
+            "| run shock SD | runs | papers | interval holds | run effect warned | unwarned rows hold | "
+            "two-way cluster-robust: holds |",
+            "|---|---|---|---|---|---|---|",
         ]
         out += [
             f"| {r['shock']:.2f} | {r['runs']} | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
-            f"{_pct(r['coverage_unwarned'])} |"
+            f"{_pct(r['coverage_unwarned'])} | {_pct(r.get('two_way_coverage'))} |"
             for r in result["run_shocks"]
         ]
     if "change" in result:
@@ -1364,12 +1384,12 @@ def main() -> None:
     if args.only and Path(args.out).exists():  # a part run again replaces that part of an earlier result
         result = json.loads(Path(args.out).read_text())  # its campaigns stay the whole run's
         result[f"campaigns_{args.only}"] = args.campaigns
-    if args.prior:
-        result["prior"] = Path(args.prior).name
     for part in PARTS:
         if part in parts:
             key, run = PARTS[part]
             result[key] = run(args, before, prior)
+            if args.prior:  # the older stats.py each part's "before" columns ran
+                result[f"prior_{key}"] = Path(args.prior).name
     result["seconds" if not args.only else f"seconds_{args.only}"] = round(time.perf_counter() - t0, 1)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")

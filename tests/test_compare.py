@@ -489,3 +489,20 @@ def test_a_narrow_screen_shortens_words_never_a_number_with_its_interval(monkeyp
     df = pl.DataFrame({"tree": ["it18-01-grid-cells-reference-frames"], "difference": ["-36.4 [-46.8, -25.8]"]})
     shown = fitting(df)
     assert shown["difference"][0] == "-36.4 [-46.8, -25.8]" and shown["tree"][0].endswith("…")
+
+
+def test_a_note_under_a_table_is_never_cut_where_it_shares_a_line_with_another(capsys):
+    """Two warnings that wrap to the same continuation line: the second was printed without it
+    (the lines were said once each, not the notes), so it stopped mid-sentence."""
+    from inquitree.cli.tables import _say_once
+
+    first = ["WARNING (rows 1-2): rank: 8 papers: the rank intervals hold if each pair's", "  differences spread"]
+    second = [
+        "WARNING (row 3): coverage: one more paper; rank: 8 papers: the rank intervals hold if",
+        "  differences spread",
+    ]
+    said: set[str] = set()
+    _say_once(first + second, said)
+    assert capsys.readouterr().out.splitlines() == first + second
+    _say_once(second, said)  # under a later table: the whole note is pointed to, not cut
+    assert capsys.readouterr().out.splitlines() == ["(and 1 note(s) as under the first table)"]

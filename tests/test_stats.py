@@ -844,3 +844,29 @@ def test_pooled_rates_hold_on_simulated_fig3c_campaigns_without_warning_most_of_
             unwarned += 1
             held += r.low <= truth <= r.high
     assert unwarned >= 150 and held / unwarned >= 0.9
+
+
+def test_the_statistics_page_shows_the_new_designs_as_the_study_wrote_them():
+    """docs/statistics.md carries studies/stats_sim.py's tables for tied agents, Fig. 3b and 3c,
+    shared run shocks and the power plans as the study writes them, and its text their ranges."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "studies"))
+    import stats_sim
+
+    result = json.loads((ROOT / "studies" / "results" / "stats_sim.json").read_text())
+    page = (ROOT / "docs" / "statistics.md").read_text()
+    said = " ".join(page.split())
+    for key in ("tied_agents", "change", "pooled", "run_shocks", "plans"):
+        assert "\n".join(stats_sim._md_added({key: result[key]})).strip() in page, key
+
+    def span(rows, key):
+        return f"{100 * min(r[key] for r in rows):.1f}-{100 * max(r[key] for r in rows):.1f}%"
+
+    assert f"spanned the tie in {span(result['tied_agents'], 'each_holds_lowest')[:-1].split('-')[0]}-100%" in said
+    bounded = [r for r in result["change"] if r["coverage"] is not None]
+    assert f"Bounded, it held {span(bounded, 'coverage')}" in said
+    assert f"It held {span(result['pooled'], 'coverage')} on simulated Fig. 3c" in said
+    shocked = [r for r in result["run_shocks"] if r["shock"] > 0]
+    assert f"unwarned held {span(shocked, 'coverage_unwarned')}" in said
+    assert min(r["coverage_unwarned"] for r in result["pooled"]) >= 0.93
