@@ -283,13 +283,29 @@ def match_rule_option(name: str, help: str) -> Callable[[Callable[..., Any]], Ca
     return click.option(name, "match_rule", type=click.Choice(list(RULES)), default=PAPER, show_default=True, help=help)
 
 
+class KindOption(click.Option):
+    """An option that names a kind of ``role`` (``agent``, ``judge``, ``embedder``): its help lists
+    the registered kinds, a lab's plug-ins included, read when the help is shown rather than when
+    the command starts (reading plug-ins imports their packages); ``extra`` is said after them."""
+
+    def __init__(self, *args: Any, role: str, extra: str = "", **kwargs: Any):
+        self.role, self.extra = role, extra
+        super().__init__(*args, **kwargs)
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = spelled(self.role) + self.extra
+        return super().get_help_record(ctx)
+
+
 def episode_options(f):
     """What an episode is played with (``EpisodeSetup``): the embedder, the thresholds and match
     rule, the hint, turn and re-ask bounds, the templates; :func:`setup_of` reads them back."""
     from inquitree.core.run import MAX_HINTS, MAX_REASKS
 
     return _stack(
-        click.option("--embedder", "embedder_name", default="local", show_default=True, help=spelled("embedder")),
+        click.option(
+            "--embedder", "embedder_name", default="local", show_default=True, cls=KindOption, role="embedder"
+        ),
         click.option("--embedder-base-url", default=None, help="OpenAI-compatible base URL for the embedder."),
         click.option(
             "--tau", type=FINITE, default=None, help="Match threshold (default: the embedder's, see docs/design.md)."

@@ -8,6 +8,7 @@ import click
 
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.cli.common import (
+    KindOption,
     Progress,
     agent_config,
     agent_options,
@@ -23,9 +24,7 @@ from inquitree.cli.common import (
 @click.argument("episodes", nargs=-1)
 @click.option("--all", "all_", is_flag=True, help="Every finished episode (optionally --prefix).")
 @click.option("--prefix", default="", help="With --all: only episode ids starting with this (e.g. a suite name).")
-@click.option(
-    "--judge", "judge_spec", required=True, help="embedding[:FULL/PARTIAL] | openai:MODEL | rubric:MODEL | hybrid:MODEL"
-)
+@click.option("--judge", "judge_spec", required=True, cls=KindOption, role="judge")
 @judge_options
 @call_options
 @click.option("--embedder", "embedder_name", default="local", show_default=True, help="For the embedding judge.")

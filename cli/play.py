@@ -8,6 +8,7 @@ import sys
 import click
 
 from inquitree.cli.common import (
+    KindOption,
     agent_config,
     agent_options,
     call_options,
@@ -110,15 +111,17 @@ class StepLine:
     "agent_spec",
     default="oracle",
     show_default=True,
-    help="random | random-all (concludes only after visiting every subtopic) | oracle | human | script:FILE"
-    " | openai:MODEL",
+    cls=KindOption,
+    role="agent",
 )
 @click.option(
     "--judge",
     "judge_spec",
     default="embedding",
     show_default=True,
-    help="embedding[:FULL/PARTIAL] | openai:MODEL | rubric:MODEL | hybrid:MODEL | none",
+    cls=KindOption,
+    role="judge",
+    extra=" | none",
 )
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--randomness", "-a", default=0, show_default=True, type=int, help="Fake results with probability 10a%.")

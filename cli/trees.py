@@ -7,9 +7,8 @@ import time
 
 import click
 
-from inquitree.cli.common import FINITE, FiniteFloat, echo, fitted, match_rule_option, progress, say
+from inquitree.cli.common import FINITE, FiniteFloat, KindOption, echo, fitted, match_rule_option, progress, say
 from inquitree.core.game import Tree, TreeError, load_tree_file, resolve_tree, shipped_tree_paths
-from inquitree.core.players import spelled
 
 
 @click.group()
@@ -192,7 +191,7 @@ THRESHOLD = FiniteFloat(0, 1, min_open=True)
 @click.option(
     "--subtopic", default=None, metavar="ID", help="Match against this subtopic's study (the Subtopic state)."
 )
-@click.option("--embedder", default="local", show_default=True, help=spelled("embedder"))
+@click.option("--embedder", default="local", show_default=True, cls=KindOption, role="embedder")
 @click.option("--embedder-base-url", "base_url", default=None)
 @click.option(
     "--tau",
@@ -270,7 +269,7 @@ def match(
 
 @trees.command()
 @click.argument("refs", nargs=-1)
-@click.option("--embedder", default="local", show_default=True, help=spelled("embedder"))
+@click.option("--embedder", default="local", show_default=True, cls=KindOption, role="embedder")
 @click.option("--base-url", default=None)
 def calibrate(refs: tuple[str, ...], embedder: str, base_url: str | None) -> None:
     """Cosines of hints by level and between targets, per tree, and a recommended tau."""

@@ -6,6 +6,14 @@ what a spec names instead of parsing the string itself: whether the kind calls a
 options, call settings and prices apply to it), whether its argument is a file (which a suite may
 only name beside itself), and the factory that makes it. Adding a kind is one registration here;
 its implementation is imported only when that kind is made (start-up stays light).
+
+A lab's own kinds live in its own package: an installed distribution that declares entry points
+in the groups ``inquitree.agents``, ``inquitree.judges`` or ``inquitree.embedders`` (docs/plugins.md)
+adds each as a kind of that role, named by the entry point, its factory the object it names
+(``factory(spec, **context)``, as the built-in ones below). The factory's attributes ``argument``,
+``default_argument``, ``needs_model``, ``names_file`` and ``summary`` say what ``Kind`` says. Plug-ins are read
+the first time a role's kinds are listed or a spec is parsed; one that fails to load, or that
+takes a built-in kind's name, is not a kind, and a spec naming it says why.
 """
 
 from __future__ import annotations
@@ -36,6 +44,8 @@ class Kind:
     names_file: bool = False  # its argument is a path to a file the kind reads
     factory: Callable[..., Any] | None = None
     check: Callable[[str, str], Any] | None = None  # check(argument, text) raises SpecError when it is wrong
+    plugin: str | None = None  # the distribution (name==version) whose entry point added the kind
+    summary: str | None = None  # a few words an option's help adds after the kind's usage
 
     def usage(self) -> str:
         if self.argument is None:
@@ -58,6 +68,38 @@ class Spec:
 
 
 _KINDS: dict[tuple[str, str], Kind] = {}
+PLUGIN_GROUPS = {"agent": "inquitree.agents", "judge": "inquitree.judges", "embedder": "inquitree.embedders"}
+_PLUGIN_FIELDS = ("argument", "default_argument", "needs_model", "names_file", "summary")
+_unusable: dict[tuple[str, str], str] = {}  # plug-ins that are not kinds, and why
+_plugins_read = False
+
+
+def _read_plugins() -> None:
+    """Add the kinds installed distributions declare (``PLUGIN_GROUPS``), once."""
+    global _plugins_read
+    if _plugins_read:
+        return
+    _plugins_read = True
+    from importlib.metadata import entry_points
+
+    for role, group in PLUGIN_GROUPS.items():
+        for point in entry_points(group=group):
+            dist = getattr(point, "dist", None)
+            source = f"{dist.name}=={dist.version}" if dist is not None else point.value
+            where = f"the plug-in {point.name!r} ({point.value}, from {source}, entry point group {group})"
+            if (role, point.name) in _KINDS:
+                _unusable[(role, point.name)] = f"{where} takes the name of a built-in kind and is left out"
+                continue
+            try:
+                factory = point.load()
+            except Exception as exc:  # a lab's package: any failure to import it is its own
+                _unusable[(role, point.name)] = f"{where} did not load: {type(exc).__name__}: {exc}"
+                continue
+            if not callable(factory):
+                _unusable[(role, point.name)] = f"{where} names {type(factory).__name__}, not a factory"
+                continue
+            fields = {name: getattr(factory, name) for name in _PLUGIN_FIELDS if hasattr(factory, name)}
+            _KINDS[(role, point.name)] = Kind(role, point.name, factory=factory, plugin=source, **fields)
 
 
 def register(role: str, name: str, **fields: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -72,18 +114,22 @@ def register(role: str, name: str, **fields: Any) -> Callable[[Callable[..., Any
 
 
 def kinds(role: str) -> list[Kind]:
+    _read_plugins()
     return [k for (r, _), k in _KINDS.items() if r == role]
 
 
 def spelled(role: str) -> str:
     """Every registered kind of ``role`` as an option's help says them: ``local | hash | nomic | ...``
     (from the registry, so a kind added is a kind listed)."""
-    return " | ".join(k.usage() for k in kinds(role))
+    return " | ".join(k.usage() + (f" ({k.summary})" if k.summary else "") for k in kinds(role))
 
 
 def parse(role: str, text: str) -> Spec:
     """The kind ``text`` names among ``role``'s kinds, or :class:`SpecError` listing them."""
+    _read_plugins()
     name, sep, argument = text.partition(":")
+    if (role, name) in _unusable and (role, name) not in _KINDS:
+        raise SpecError(f"{_OPTION[role]} {text!r}: {_unusable[(role, name)]}")
     kind = _KINDS.get((role, name))
     ok = kind is not None and (
         (kind.argument is None and not sep) or (kind.argument is not None and (argument or kind.default_argument))
@@ -113,7 +159,7 @@ def _random(spec: Spec, tree: Any, seed: int, **_: Any) -> Any:
     return RandomAgent(tree, seed)
 
 
-@register("agent", "random-all")
+@register("agent", "random-all", summary="concludes only after visiting every subtopic")
 def _random_all(spec: Spec, tree: Any, seed: int, **_: Any) -> Any:
     from inquitree.core.players.agents import RandomAgent
 
@@ -270,10 +316,28 @@ def make_agent(
     agent = parsed.kind.factory(
         parsed, tree=tree, seed=seed, system_prompt=system_prompt, config=config, rate_limiter=rate_limiter
     )
+    if parsed.kind.plugin is not None:
+        agent = _checked_plugin_agent(agent, parsed)
     if parsed.kind.needs_model:
         return agent
     if label and label != spec:
         agent.description = {**agent.description, "label": label}
+    return agent
+
+
+def _checked_plugin_agent(agent: Any, parsed: Spec) -> Any:
+    """A plug-in's agent as the engine needs it: ``reply`` and ``resume`` callable and a
+    ``description`` dict, which is recorded with the plug-in's distribution and version beside it;
+    ``replayable`` False unless it says otherwise (each step committed at once)."""
+    from inquitree.core.players.agents import AgentError
+
+    missing = [n for n in ("reply", "resume") if not callable(getattr(agent, n, None))]
+    if missing or not isinstance(getattr(agent, "description", None), dict):
+        what = ", ".join(missing + ([] if isinstance(getattr(agent, "description", None), dict) else ["description"]))
+        raise AgentError(f"--agent {parsed.text!r}: the plug-in's agent ({parsed.kind.plugin}) lacks {what}")
+    agent.description = {**agent.description, "plugin": parsed.kind.plugin}
+    if not isinstance(getattr(agent, "replayable", None), bool):
+        agent.replayable = False
     return agent
 
 
