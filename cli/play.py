@@ -221,16 +221,12 @@ def play(
         else:
             echo(
                 f"\ninterrupted: the steps taken are recorded in {redact(store.url)} as episode {episode_id}; "
-                f"this continues it: {resume_command(episode_id)}",
+                f"{resume_hint(episode_id)}",
                 err=True,
             )
         sys.exit(130)
     except EpisodeFailure as exc:
-        where = (
-            f"; what was played is recorded in {redact(store.url)}; this continues it: {resume_command(episode_id)}"
-            if store
-            else ""
-        )
+        where = f"; what was played is recorded in {redact(store.url)}; {resume_hint(episode_id)}" if store else ""
         raise EpisodeFailure(
             f"{exc} (episode {episode_id} failed{where})", exc.episode_id, exc.retryable, exc.kind, exc.error_class
         ) from exc
@@ -247,17 +243,49 @@ def play(
 
 def resume_command(episode_id: str) -> str:
     """The command that continues this episode, as a user can paste it: this one's words with the
-    episode's id and ``--resume`` (a password in a URL shown as ***, as the store's is)."""
+    episode's id and ``--resume``, every secret they carried shown as ``***`` (a password or a key
+    in a URL's user-info, path or query; a credential-like option or header value given with
+    ``--agent-option`` or ``--judge-option``; a configured secret's value), with a word saying so."""
     import shlex
 
-    from inquitree.events import redact
+    from inquitree.core.calls import redact_text, redact_url
+    from inquitree.core.calls.redaction import configured_secrets, parse_options, secret_values
 
-    words = ["inquitree", *(redact(w) if "://" in w else w for w in sys.argv[1:])]
+    argv = sys.argv[1:]
+    options: dict = {}
+    urls = [w.split("=", 1)[-1] if w.startswith("--") else w for w in argv if "://" in w]
+    for i, word in enumerate(argv):
+        flag, eq, value = word.partition("=")
+        if flag.endswith("-option") and flag.startswith("--"):
+            text = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            try:
+                options.update({f"{flag}:{k}": v for k, v in parse_options([text], flag).items()})
+            except Exception:  # a malformed option was refused before any episode began
+                continue
+    secrets = secret_values(options) + tuple(s for u in urls for s in secret_values({}, u)) + configured_secrets()
+
+    def shown(word: str) -> str:
+        if "://" in word:  # a URL as typed unless it hides something (urlunsplit respells sqlite:////)
+            flag, eq, value = word.partition("=")
+            url = value if eq and flag.startswith("--") else word
+            hidden = str(redact_url(url))
+            if "***" in hidden:
+                return f"{flag}={hidden}" if url is value else hidden
+        return redact_text(word, secrets)
+
+    words = ["inquitree", *(shown(w) for w in argv)]
     if not any(w == "--episode-id" or w.startswith("--episode-id=") for w in words):
         words += ["--episode-id", episode_id]
     if "--resume" not in words:
         words.append("--resume")
     return shlex.join(words)
+
+
+def resume_hint(episode_id: str) -> str:
+    """``this continues it: COMMAND``, saying so when some of its words had to be shown as ``***``."""
+    command = resume_command(episode_id)
+    hidden = "***" in command and "***" not in " ".join(sys.argv[1:])
+    return f"this continues it{', once the secrets shown as *** are given again' if hidden else ''}: {command}"
 
 
 @click.command()

@@ -201,7 +201,12 @@ class OpenAICompatibleServer:
                 route = self.path.split("?", 1)[0]  # a base URL may carry a query (?api-version=...)
                 with server._lock:
                     server.requests.append(
-                        {"path": self.path, "body": req, "authorization": self.headers.get("Authorization")}
+                        {
+                            "path": self.path,
+                            "body": req,
+                            "authorization": self.headers.get("Authorization"),
+                            "headers": dict(self.headers),
+                        }
                     )
                     fault = server.faults.pop(0) if server.faults else None
                     if route.endswith("/chat/completions"):

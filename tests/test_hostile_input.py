@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import time
 import unicodedata
 from pathlib import Path
@@ -977,3 +978,32 @@ def test_the_instrument_record_and_a_price_table_are_read_as_foreign_files(tmp_p
     )
     with pytest.raises(LimitError, match=r"prices\.json: not a price table \(an integer of 400 digits"):
         PriceTable(prices)
+
+
+def test_the_resume_hint_shows_every_secret_the_command_carried_as_stars(monkeypatch):
+    """The command printed after a failed or interrupted episode is the command as typed: a key in
+    the base URL's path and a credential header given as an option were printed in clear."""
+    from inquitree.cli.play import resume_command, resume_hint
+
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            "inquitree",
+            "play",
+            "--agent",
+            "openai:m",
+            "--base-url",
+            "https://gw.example/v1/sk-pathkey0123456789abcdef/chat",
+            "--agent-option",
+            'extra_headers={"Authorization": "Bearer hdr-secret-987654"}',
+            "--judge-option=api_key=judge-secret-24680",
+            "--db",
+            "postgresql://u:dbpass99@h/db",
+        ],
+    )
+    command = resume_command("ep-1")
+    for secret in ("sk-pathkey0123456789abcdef", "hdr-secret-987654", "judge-secret-24680", "dbpass99"):
+        assert secret not in command, command
+    assert "***" in command and command.endswith("--episode-id ep-1 --resume") and "openai:m" in command
+    assert resume_hint("ep-1").startswith("this continues it, once the secrets shown as *** are given again: ")

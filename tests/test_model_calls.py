@@ -91,9 +91,12 @@ def test_credential_named_options_reach_the_endpoint_and_nothing_else(tmp_path):
                 "4",
             ],
         )
-        sent = server.requests[0]["body"]
+        request = server.requests[0]
+        sent = request["body"]
     assert out.exit_code == 0, out.output
-    assert sent["api_key"] == SECRETS["api_key"] and sent["extra_headers"] == SECRETS["extra_headers"]
+    # a header option goes out as a header (here it replaces the key's Authorization), the rest in the body
+    assert sent["api_key"] == SECRETS["api_key"] and "extra_headers" not in sent
+    assert request["authorization"] == SECRETS["extra_headers"]["Authorization"]
     assert CliRunner().invoke(main, ["warehouse", "sync", "--db", f"sqlite:///{db}", "--warehouse", wh]).exit_code == 0
     shown = CliRunner().invoke(main, ["episodes", "list", "--db", f"sqlite:///{db}"]).output
     everything = db.read_bytes() + Path(wh).read_bytes() + (out.output + shown).encode()
@@ -666,3 +669,26 @@ def test_a_secret_echoed_in_the_answers_model_name_is_never_recorded(tmp_path, w
         recorded = "".join(r.event.to_json().decode() for r in store.read_stream(stream_id("s")))
     assert secret not in recorded and secret not in out.output
     assert '"model":"model-***"' in recorded.replace(" ", "")
+
+
+@pytest.mark.parametrize("transport", ["direct", "sdk"])
+def test_extra_headers_query_and_body_options_go_where_the_sdk_sends_them(transport, monkeypatch):
+    """``extra_headers`` given as an option went out inside the JSON body, so a credential header
+    given that way never authenticated: the client sends extra_headers as headers, extra_query in
+    the query string and extra_body merged into the body, as the OpenAI SDK does, on both transports."""
+    from inquitree.core.calls import CallSettings
+    from inquitree.core.players.agents import ModelConfig, OpenAIChatAgent
+
+    monkeypatch.setenv("INQUITREE_CHAT_HTTP", transport)
+    options = {
+        "extra_headers": {"X-Lab-Auth": "lab-token-1"},
+        "extra_query": {"tenant": "lab-a"},
+        "extra_body": {"top_k": 5},
+    }
+    with OpenAICompatibleServer(lambda m: "ACTION: ok") as server:
+        settings = CallSettings(options=options)
+        OpenAIChatAgent("m", "sys", ModelConfig(server.base_url, settings)).reply("obs", "topic", 1)
+        sent = server.requests[0]
+    assert {k.lower(): v for k, v in sent["headers"].items()}.get("x-lab-auth") == "lab-token-1"
+    assert "tenant=lab-a" in sent["path"] and sent["body"]["top_k"] == 5
+    assert not {"extra_headers", "extra_query", "extra_body"} & set(sent["body"])

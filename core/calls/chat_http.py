@@ -30,7 +30,7 @@ import threading
 import time
 import urllib.request
 from typing import Any, Protocol
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import orjson
 
@@ -85,6 +85,23 @@ class Stream(Protocol):
     def feed(self, data: str) -> bool: ...
 
     def text(self) -> str: ...
+
+
+def _split_request(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str], list[tuple[str, str]]]:
+    """The request options the OpenAI SDK reads as where to send things, not what: ``extra_headers``
+    become headers, ``extra_query`` query parameters and ``extra_body`` fields of the body (sent
+    inside the body, a credential header never authenticated). Returns (body, headers, query)."""
+    if not any(k in body for k in ("extra_headers", "extra_query", "extra_body")):
+        return body, {}, []
+    body = dict(body)
+    headers, query, extra = (body.pop(k, None) for k in ("extra_headers", "extra_query", "extra_body"))
+    if isinstance(extra, dict):
+        body.update({k: v for k, v in extra.items() if k not in body})  # the engine's own fields stay its
+    return (
+        body,
+        {str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else {},
+        [(str(k), str(v)) for k, v in query.items()] if isinstance(query, dict) else [],
+    )
 
 
 def _is_event_stream(resp: http.client.HTTPResponse) -> bool:
@@ -236,6 +253,18 @@ class Endpoint:
         if conn is not None:
             conn.close()
 
+    def _request(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str], str]:
+        """The body, headers and target of a POST to ``path`` (:func:`_split_request`'s options applied)."""
+        body, extra_headers, extra_query = _split_request(body)
+        query = self.query
+        if extra_query:
+            query = (f"{query}&" if query else "?") + urlencode(extra_query)
+        return (
+            body,
+            ({**self.headers, **extra_headers} if extra_headers else self.headers),
+            f"{self.prefix}{path}{query}",
+        )
+
     def post(
         self,
         path: str,
@@ -256,8 +285,8 @@ class Endpoint:
         a line. Whenever the read stops early the connection is closed, which is how a streaming
         server learns to stop generating. An answer that is not streamed must still arrive whole
         by ``deadline``."""
+        body, headers, target = self._request(path, body)
         data = orjson.dumps(body)  # the C encoder: the history is sent again on every turn
-        target = f"{self.prefix}{path}{self.query}"
         wait = silence or self.timeout
 
         def partial() -> str | None:  # what a streamed answer had sent, for the caller to keep or count
@@ -276,7 +305,7 @@ class Endpoint:
             first = min(silent_by, stream.deadline or silent_by) if stream is not None else deadline
             watch = _WATCHDOG.arm(first, conn) if first is not None else None
             try:
-                conn.request("POST", target, body=data, headers=self.headers)
+                conn.request("POST", target, body=data, headers=headers)
                 sock = conn.sock
                 _WATCHDOG.hold(watch, sock)
                 resp = conn.getresponse()
@@ -456,7 +485,10 @@ class SdkEndpoint:
         import openai
 
         try:
+            body, extra_headers, extra_query = _split_request(body)
             options = {**_BEARER, "params": dict(self.query)} if self.query else _BEARER
+            if extra_headers or extra_query:
+                options = {**options, "headers": extra_headers, "params": {**dict(self.query), **dict(extra_query)}}
             # The response unread (stream=True), then read here to MAX_BODY_BYTES at most: the SDK
             # would read a 200's body whole, however long the other side makes it.
             http = _sdk_http()
