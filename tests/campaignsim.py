@@ -72,6 +72,7 @@ PAIRED = {
     "paired-unbalanced": "paper differences ~ N(0, 0.10), 1-6 pairs",
     "paired-asymmetric": "+0.30 on a quarter of papers, -0.10 on the rest (mean 0), 3 pairs",
     "paired-lognormal": "0.1 (exp(N(0, 1)) - e^0.5): skewness 6.2, mean 0, 3 pairs",
+    "paired-heavy": "0.1 t(3) / sqrt(3): symmetric, heavy-tailed, SD 0.10, 3 pairs",
 }
 PAPERS = (2, 3, 5, 8, 12, 18)
 
@@ -118,6 +119,8 @@ def paired_campaign(rng: np.random.Generator, design: str, papers: int, effect: 
         truth = np.where(rng.random(papers) < 0.25, 0.30, -0.10)
     elif design == "paired-lognormal":
         truth = 0.1 * (np.exp(rng.normal(0, 1, papers)) - np.exp(0.5))
+    elif design == "paired-heavy":
+        truth = 0.1 * rng.standard_t(3, papers) / np.sqrt(3)
     else:
         raise ValueError(f"no paired design {design!r}")
     truth = truth + effect
