@@ -157,6 +157,7 @@ class EventStore:
                 cur.execute("SELECT 1")
                 cur.fetchall()
                 revision = _schema_revision(cur)
+                foreign = _not_tables(cur, self.dialect) if revision is not None else []
         except Exception as exc:
             if not _is_db_error(exc):
                 raise
@@ -164,6 +165,12 @@ class EventStore:
             if is_damage(exc):
                 raise self.db.damage(exc) from exc
             raise StoreError(f"cannot open the event store {redact(self.url)}: {_short(exc)}") from exc
+        if foreign:
+            self.db.close()
+            raise StoreError(
+                f"cannot open the event store {redact(self.url)}: its {' and its '.join(foreign)}, not the table "
+                "InquiTree made: a store whose tables were replaced is not read (it could answer anything, or never)"
+            )
         if revision != revisions.head():
             # Alembic (slow to import, in every worker process) only when the
             # schema is not at head: to make it, or to say why it cannot be used.
@@ -515,6 +522,28 @@ class EventStore:
     ) -> VerifyReport:
         """Both chains and what proves the head (:func:`inquitree.events.verify.verify`)."""
         return verify(self.db, progress, stream_id, anchor=anchor, verifier=verifier)
+
+
+STORE_TABLES = ("events", "checkpoints")
+
+
+def _not_tables(cur: Any, dialect: str) -> list[str]:
+    """The store's tables (``STORE_TABLES``) that are something else (a view), as ``events is a
+    view``, read from the database's catalogue before anything reads the tables themselves."""
+    if dialect == "sqlite":
+        cur.execute("SELECT name, type FROM sqlite_master WHERE name IN ('events', 'checkpoints')")
+        kinds = {name: kind for name, kind in cur.fetchall()}
+        return [f"{t} is a {kinds[t]}" for t in STORE_TABLES if t in kinds and kinds[t] != "table"]
+    cur.execute(
+        "SELECT table_name, table_type FROM information_schema.tables "
+        "WHERE table_schema = current_schema() AND table_name IN ('events', 'checkpoints')"
+    )
+    kinds = {name: kind for name, kind in cur.fetchall()}
+    return [
+        f"{t} is a {'view' if 'VIEW' in kinds[t] else kinds[t].lower()}"
+        for t in STORE_TABLES
+        if t in kinds and kinds[t] != "BASE TABLE"
+    ]
 
 
 def _rows(

@@ -75,3 +75,25 @@ def test_a_file_cut_short_or_not_a_database(store, tmp_path, how):
     for cmd in (["episodes", "list"], ["replay", "last"]):
         said = run(*cmd, "--db", url)
         assert said.exit_code == 2 and "is damaged" in said.output and "db verify" in said.output, said.output
+
+
+@pytest.mark.parametrize("table", ["events", "checkpoints"])
+def test_a_store_whose_tables_are_views_is_refused_before_anything_reads_them(store, tmp_path, table):
+    """A SQLite store whose ``events`` was a view over an endless CTE hung `db verify`, `warehouse
+    sync` and `episodes list` for ever: a store whose tables are not the tables this code made is
+    refused when it is opened, beside the revision check, naming the table."""
+    import sqlite3
+
+    path = tmp_path / "views.sqlite"
+    shutil.copy(store, path)
+    with sqlite3.connect(path) as con:
+        con.execute(f"ALTER TABLE {table} RENAME TO {table}_kept")
+        con.execute(
+            f"CREATE VIEW {table} AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+            f"SELECT k.* FROM {table}_kept k, n"
+        )
+    for args in (["db", "verify", "--db"], ["episodes", "list", "--db"]):
+        out = run(*args, f"sqlite:///{path}")
+        assert out.exit_code != 0
+        said = " ".join(out.output.split())
+        assert f"its {table} is a view, not the table InquiTree made" in said, said
