@@ -45,6 +45,7 @@ SELECT agent, judge_id, randomness,
        re.p AS run_effect_p,
        nullif(concat_ws('; ', shared_draws, shared_seeds, 'conclusion score: ' || run_effect_said(re), nullif(unfinished_said(cells, unfinished, cq.estimate IS NOT NULL), ''),
                         'conclusion score: ' || q.warning, 'corrected conclusion score: ' || cq.warning,
-                        'coverage: ' || c.warning), '') AS interval_warning
+                        'coverage: ' || c.warning), '') AS interval_warning,
+       judge_validity(judge_id) AS judge_validity
 FROM boot LEFT JOIN corrected USING (agent, judge_id, randomness) LEFT JOIN agent_cells USING (agent, judge_id, randomness)
 ORDER BY agent, judge_id, randomness;

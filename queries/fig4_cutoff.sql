@@ -50,7 +50,8 @@ SELECT b.agent, b.registry_model, b.cutoff, b.judge_id, b.split,
        cq.ci_high AS conclusion_score_corrected_ci_high, labelled_items,
        q.papers AS papers, q.episodes AS episodes, trees, cells, q.method AS interval_method,
        nullif(concat_ws('; ', nullif(unfinished_said(cells, unfinished, cq.estimate IS NOT NULL), ''),
-                        q.warning, 'corrected conclusion score: ' || cq.warning), '') AS interval_warning
+                        q.warning, 'corrected conclusion score: ' || cq.warning), '') AS interval_warning,
+       judge_validity(b.judge_id) AS judge_validity
 FROM boot b LEFT JOIN corrected k ON k.agent = b.agent AND k.judge_id = b.judge_id AND k.split = b.split
      AND k.registry_model IS NOT DISTINCT FROM b.registry_model AND k.cutoff IS NOT DISTINCT FROM b.cutoff
 ORDER BY b.agent, b.judge_id, CASE b.split WHEN 'pre-cutoff' THEN 0 WHEN 'post-cutoff' THEN 1 ELSE 2 END;

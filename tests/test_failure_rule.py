@@ -124,3 +124,16 @@ def test_the_terminal_leaderboard_names_the_rule(campaign):
     )
     assert cc.exit_code == 0, cc.output
     assert "complete cases only" in " ".join(cc.output.split())
+
+
+def test_fig3a_and_fig4_say_how_well_their_judge_reads(campaign):
+    """The leaderboard carried the judge's measured validity; fig3a and fig4, which show the same
+    conclusion scores, did not."""
+    _, path = campaign
+    with Warehouse(str(path), read_only=True) as wh:
+        wh.scope()
+        for name in ("fig3a_score_by_randomness", "fig4_cutoff"):
+            rows = wh.query(name).to_dicts()
+            assert rows and all(r["judge_validity"] for r in rows), name
+            board = {r["judge_id"]: r["judge_validity"] for r in wh.query("table2_leaderboard").to_dicts()}
+            assert all(r["judge_validity"] == board[r["judge_id"]] for r in rows), name

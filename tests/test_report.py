@@ -149,3 +149,24 @@ def test_report_without_sync_ignores_the_registry_environment(report_dir, monkey
         ["report", "--out", str(report_dir.parent / "r3"), "--warehouse", w, "--no-sync", "--registry", str(registry)],
     )
     assert bad.exit_code == 2 and "--registry is read by the sync: it needs --sync" in bad.output
+
+
+def test_fig4s_notes_count_the_papers_when_no_verdict_was_usable():
+    """Figure 4's note printed "None paper(s) not split" where the judge failed on every episode
+    (the row's score, and the papers it rests on, are NULL): the papers are counted from its trees."""
+    import polars as pl
+
+    from inquitree.warehouse.report import fig4_notes
+
+    df = pl.DataFrame(
+        {
+            "agent": ["m", "m"],
+            "split": ["cutoff unknown", "date undetermined"],
+            "papers": [None, 2],
+            "trees": ["t1, t2, t3", "t4, t5"],
+            "cutoff": [None, "2024-06"],
+        }
+    )
+    notes = fig4_notes(df)
+    assert notes[0].startswith("m: its model's training cutoff is unknown") and "3 paper(s) not split" in notes[0]
+    assert "None" not in " ".join(notes) and notes[1].startswith("m: 2 paper(s) whose publication date")

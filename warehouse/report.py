@@ -218,6 +218,30 @@ def _draw_fig3c(wh: Warehouse, plt: Any) -> tuple[pl.DataFrame, Any, list[str]]:
     return df, fig, notes
 
 
+def fig4_notes(df: pl.DataFrame) -> list[str]:
+    """What Figure 4 could not split, per agent: a model of unknown cutoff, papers of undetermined date.
+    The papers are counted from the row's trees: its ``papers`` (what the score rests on) is NULL
+    when no verdict of the judge was usable, and the note read "None paper(s)"."""
+
+    def papers(row: dict) -> int:
+        return (
+            row["papers"] if row["papers"] is not None else len([t for t in str(row["trees"] or "").split(", ") if t])
+        )
+
+    notes = []
+    for row in df.filter(pl.col("split") == "cutoff unknown").iter_rows(named=True):
+        notes.append(
+            f"{row['agent']}: its model's training cutoff is unknown (not in the model registry, or listed "
+            f"without one): {papers(row)} paper(s) not split; add it with --registry FILE."
+        )
+    for row in df.filter(pl.col("split") == "date undetermined").iter_rows(named=True):
+        notes.append(
+            f"{row['agent']}: {papers(row)} paper(s) whose publication date is unknown or too coarse to place "
+            f"against the cutoff {row['cutoff']}: {row['trees']}."
+        )
+    return notes
+
+
 def _draw_fig4(wh: Warehouse, plt: Any) -> tuple[pl.DataFrame, Any, list[str]]:
     """The conclusion score on papers published before and after each model's training cutoff."""
     df = wh.query("fig4_cutoff")
@@ -250,16 +274,7 @@ def _draw_fig4(wh: Warehouse, plt: Any) -> tuple[pl.DataFrame, Any, list[str]]:
     else:
         _empty(ax, "needs dated trees and agents in the model registry")
     if df.height:
-        for row in df.filter(pl.col("split") == "cutoff unknown").iter_rows(named=True):
-            notes.append(
-                f"{row['agent']}: its model's training cutoff is unknown (not in the model registry, or listed "
-                f"without one): {row['papers']} paper(s) not split; add it with --registry FILE."
-            )
-        for row in df.filter(pl.col("split") == "date undetermined").iter_rows(named=True):
-            notes.append(
-                f"{row['agent']}: {row['papers']} paper(s) whose publication date is unknown or too coarse to place "
-                f"against the cutoff {row['cutoff']}: {row['trees']}."
-            )
+        notes += fig4_notes(df)
         for a in sorted(set(split_df["agent"].to_list()) if split_df.height else []):
             have = set(split_df.filter(pl.col("agent") == a)["split"].to_list())
             for missing_split in {"pre-cutoff", "post-cutoff"} - have:
