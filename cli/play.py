@@ -248,8 +248,7 @@ def resume_command(episode_id: str) -> str:
     ``--agent-option`` or ``--judge-option``; a configured secret's value), with a word saying so."""
     import shlex
 
-    from inquitree.core.calls import redact_text, redact_url
-    from inquitree.core.calls.redaction import configured_secrets, parse_options, secret_values
+    from inquitree.core.calls import configured_secrets, parse_options, redact_text, redact_url, secret_values
 
     argv = sys.argv[1:]
     options: dict = {}

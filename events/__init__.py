@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.events.signing import load_keyring as load_keyring
     from inquitree.events.signing import load_signer as load_signer
     from inquitree.events.signing import load_verifier as load_verifier
+    from inquitree.events.store import MAX_EVENT_BYTES as MAX_EVENT_BYTES
     from inquitree.events.store import EventStore as EventStore
     from inquitree.events.store import RecordedEvent as RecordedEvent
     from inquitree.events.types import AgentReplied as AgentReplied
@@ -138,6 +139,7 @@ _EXPORTS = {
     "load_signer": "signing",
     "load_verifier": "signing",
     "EventStore": "store",
+    "MAX_EVENT_BYTES": "store",
     "RecordedEvent": "store",
     "AgentReplied": "types",
     "CampaignAlive": "types",

@@ -97,3 +97,27 @@ def test_a_store_whose_tables_are_views_is_refused_before_anything_reads_them(st
         assert out.exit_code != 0
         said = " ".join(out.output.split())
         assert f"its {table} is a view, not the table InquiTree made" in said, said
+
+
+def test_a_row_over_the_event_limit_is_named_by_the_sync_not_a_traceback(store, tmp_path):
+    """One 200 MB row (written behind the store's back; the store never writes one over
+    MAX_EVENT_BYTES) stopped every warehouse sync with DuckDB's out-of-memory traceback: the sync
+    names its position and size in one line and loads nothing."""
+    import sqlite3
+
+    from inquitree.events.store import MAX_EVENT_BYTES
+
+    path = tmp_path / "big.sqlite"
+    shutil.copy(store, path)
+    with sqlite3.connect(path) as con:
+        con.execute("DROP TRIGGER IF EXISTS events_no_update")
+        triggers = [n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")]
+        for name in triggers:
+            con.execute(f'DROP TRIGGER "{name}"')
+        (position,) = con.execute("SELECT max(global_position) FROM events").fetchone()
+        big = '{"pad": "' + "x" * (MAX_EVENT_BYTES + 10) + '"}'
+        con.execute("UPDATE events SET payload = ? WHERE global_position = ?", (big, position))
+    out = run("warehouse", "sync", "--db", f"sqlite:///{path}", "--warehouse", tmp_path / "w.duckdb")
+    said = " ".join(out.output.split())
+    assert out.exit_code != 0 and "Traceback" not in out.output
+    assert f"event {position} is {len(big):,} bytes, over the {MAX_EVENT_BYTES:,} this code writes" in said, said

@@ -255,6 +255,25 @@ def _warn_foreign_ids(con: duckdb.DuckDBPyConnection, after: int) -> None:
         )
 
 
+def _refuse_oversized(batch: pa.Table) -> None:
+    """Refuse a batch holding an event larger than the store ever writes (``MAX_EVENT_BYTES``):
+    such a row was put there behind the store's back, and one of 200 MB ended every sync in
+    DuckDB's out-of-memory traceback. The error names its position and size, in one line."""
+    import pyarrow.compute as pc
+
+    from inquitree.events import MAX_EVENT_BYTES
+
+    lengths = pc.binary_length(pc.cast(batch.column("payload"), pa.binary()))
+    if not len(lengths) or (pc.max(lengths).as_py() or 0) <= MAX_EVENT_BYTES:
+        return
+    at = int(pc.index(pc.greater(lengths, MAX_EVENT_BYTES), True).as_py())
+    position, size = batch.column("global_position")[at].as_py(), lengths[at].as_py()
+    raise WarehouseError(
+        f"event {position} is {size:,} bytes, over the {MAX_EVENT_BYTES:,} this code writes: the store holds a row "
+        "it did not write this way; nothing was synced (`inquitree db verify` checks the store)"
+    )
+
+
 def _stage(con: duckdb.DuckDBPyConnection, batch: pa.Table, threads: int) -> None:
     """Copy one Arrow batch into the ``staged`` table (the caller's transaction), then give
     DuckDB back its ``threads``.
@@ -263,6 +282,7 @@ def _stage(con: duckdb.DuckDBPyConnection, batch: pa.Table, threads: int) -> Non
     with two, the SQLite reader being busy beside it, and the whole sync is no slower and
     uses less CPU (``bench/warehouse.py``, alternated). The parsing in ``_flush`` keeps every
     thread: with one, the sync was clearly slower."""
+    _refuse_oversized(batch)
     con.execute("SET threads = 1")
     _insert_arrow(con, batch, f"INSERT INTO staged {_STAGE_SELECT}")
     # After a failed insert sync() sets the threads back, once it has rolled back.

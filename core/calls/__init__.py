@@ -15,10 +15,12 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.core.calls.models import json_schema_format as json_schema_format
     from inquitree.core.calls.models import openai_endpoint as openai_endpoint
     from inquitree.core.calls.models import token_count as token_count
+    from inquitree.core.calls.redaction import configured_secrets as configured_secrets
     from inquitree.core.calls.redaction import option_label as option_label
     from inquitree.core.calls.redaction import parse_options as parse_options
     from inquitree.core.calls.redaction import redact_text as redact_text
     from inquitree.core.calls.redaction import redact_url as redact_url
+    from inquitree.core.calls.redaction import secret_values as secret_values
     from inquitree.core.calls.settings import BACKOFF_CAP_S as BACKOFF_CAP_S
     from inquitree.core.calls.settings import DEFAULT_CALL_LIMIT_S as DEFAULT_CALL_LIMIT_S
     from inquitree.core.calls.settings import DEFAULT_MAX_REPLY_CHARS as DEFAULT_MAX_REPLY_CHARS
@@ -41,10 +43,12 @@ _EXPORTS = {
     "call_deadline": "settings",
     "json_schema_format": "models",
     "openai_endpoint": "models",
+    "configured_secrets": "redaction",
     "option_label": "redaction",
     "parse_options": "redaction",
     "redact_text": "redaction",
     "redact_url": "redaction",
+    "secret_values": "redaction",
     "token_count": "models",
 }
 __all__, __getattr__ = lazy_exports(__name__, _EXPORTS)
