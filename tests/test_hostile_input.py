@@ -1007,3 +1007,44 @@ def test_the_resume_hint_shows_every_secret_the_command_carried_as_stars(monkeyp
         assert secret not in command, command
     assert "***" in command and command.endswith("--episode-id ep-1 --resume") and "openai:m" in command
     assert resume_hint("ep-1").startswith("this continues it, once the secrets shown as *** are given again: ")
+
+
+def test_a_call_cache_someone_else_wrote_is_read_as_foreign(tmp_path):
+    """A cache handed over by another lab (a suite's call_cache, --call-cache): a cached answer passes
+    the checks a fresh one does (its reply cut to max_reply_chars, its reasoning to the kept size,
+    its usage read as reported counts, its fields of the right type); a cache whose calls is a view
+    (a view over an endless CTE hung play) is refused; its SQL runs no code (trusted_schema off)."""
+    import sqlite3
+
+    from inquitree.core.calls import CallSettings, ChatModel
+    from inquitree.core.calls.cache import CallCache, CallCacheError
+    from inquitree.core.calls.models import MAX_REASONING_CHARS
+
+    path = tmp_path / "foreign.sqlite"
+    cache = CallCache(path)
+    settings = CallSettings(max_reply_chars=100)
+    model = ChatModel("m", base_url="http://127.0.0.1:9/v1", api_key="k", settings=settings, cache=cache)
+    messages = [{"role": "user", "content": "hi"}]
+    req = model._request(messages, None)
+    answer = {
+        "text": "x" * 5000,
+        "model": "m",
+        "usage": {"input": -(10**9), "output": "7", "cached_input": 3},
+        "reasoning": "r" * (MAX_REASONING_CHARS * 3),
+        "finish_reason": "stop",
+    }
+    cache.put(CallCache.key("m", model.endpoint, req), "m", model.endpoint, answer)
+    got = model.chat(messages)
+    assert got.cache_hit and len(got.text) == 100 and got.truncated_from == 5000
+    assert len(got.reasoning) < MAX_REASONING_CHARS + 200 and "reasoning cut here" in got.reasoning
+    assert got.usage["input"] is None and got.usage["output"] is None and got.usage["cached_input"] == 3
+    cache.close()
+    view = tmp_path / "view.sqlite"
+    with sqlite3.connect(view) as con:
+        con.execute("CREATE TABLE kept (key TEXT, model TEXT, endpoint TEXT, created_at TEXT, answer TEXT)")
+        con.execute(
+            "CREATE VIEW calls AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+            "SELECT k.* FROM kept k, n"
+        )
+    with pytest.raises(CallCacheError, match="its calls is a view, not the table InquiTree makes"):
+        CallCache(view)

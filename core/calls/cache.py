@@ -14,6 +14,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from inquitree.boundary.errors import InquiTreeError
+
+CACHE_QUERY_S = 10.0  # the longest one statement on a cache file may run (a foreign file's SQL is bounded)
+
+
+class CallCacheError(InquiTreeError):
+    """A call cache file this code will not read: its tables are not the ones it makes."""
+
 
 class CallCache:
     """Answers of earlier calls in a SQLite file, keyed by everything that determines them.
@@ -25,6 +33,23 @@ class CallCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._con = sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
+        # A cache may come from another lab (a suite's call_cache): its schema runs no function of
+        # ours, and no statement on it runs longer than CACHE_QUERY_S.
+        self._con.execute("PRAGMA trusted_schema = OFF")
+        self._started = time.monotonic()
+        self._con.set_progress_handler(self._too_long, 10_000)
+        foreign = [
+            f"its {name} is a {kind}"
+            for name, kind in self._con.execute(
+                "SELECT name, type FROM sqlite_master WHERE name IN ('calls', 'refused_formats')"
+            ).fetchall()
+            if kind != "table"
+        ]
+        if foreign:
+            self._con.close()
+            raise CallCacheError(
+                f"call cache {self.path}: {' and '.join(foreign)}, not the table InquiTree makes: not read"
+            )
         self._con.execute("PRAGMA journal_mode=WAL")
         self._con.execute(
             "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, endpoint TEXT, "
@@ -38,6 +63,19 @@ class CallCache:
         )
         self._lock = threading.Lock()
 
+    def _too_long(self) -> int:
+        """SQLite's progress handler: non-zero ends the statement (it raises OperationalError)."""
+        return int(time.monotonic() - self._started > CACHE_QUERY_S)
+
+    def _run(self, sql: str, args: tuple = ()) -> list[tuple]:
+        self._started = time.monotonic()
+        try:
+            return self._con.execute(sql, args).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "interrupted" in str(exc):
+                raise CallCacheError(f"call cache {self.path}: a statement ran past {CACHE_QUERY_S:g} s") from None
+            raise
+
     @staticmethod
     def key(model: str, endpoint: str, request: dict[str, Any]) -> str:
         blob = json.dumps(
@@ -50,8 +88,14 @@ class CallCache:
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
-            row = self._con.execute("SELECT answer FROM calls WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
+            rows = self._run("SELECT answer FROM calls WHERE key = ?", (key,))
+        if not rows or not isinstance(rows[0][0], str):
+            return None
+        try:
+            found = json.loads(rows[0][0])
+        except ValueError:
+            return None  # an answer that is not JSON is no answer: the call is made
+        return found if isinstance(found, dict) else None
 
     def put(self, key: str, model: str, endpoint: str, answer: dict[str, Any]) -> None:
         with self._lock:
@@ -68,10 +112,8 @@ class CallCache:
 
     def refused_formats(self, model: str, endpoint: str) -> set[str]:
         with self._lock:
-            rows = self._con.execute(
-                "SELECT format FROM refused_formats WHERE model = ? AND endpoint = ?", (model, endpoint)
-            ).fetchall()
-        return {r[0] for r in rows}
+            rows = self._run("SELECT format FROM refused_formats WHERE model = ? AND endpoint = ?", (model, endpoint))
+        return {r[0] for r in rows if isinstance(r[0], str)}
 
     def note_refused(self, model: str, endpoint: str, name: str) -> None:
         with self._lock:

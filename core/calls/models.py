@@ -226,21 +226,9 @@ class ChatModel:
         requests = [(name, self._request(messages, fmt)) for name, fmt in formats]
         if self.cache is not None:
             for _name, req in requests:
-                hit = self.cache.get(CallCache.key(self.model, self.endpoint, req))
+                hit = self._from_cache(self.cache.get(CallCache.key(self.model, self.endpoint, req)))
                 if hit is not None:
-                    return self._redacted(
-                        ChatResult(
-                            hit["text"],
-                            hit["model"],
-                            hit["usage"],
-                            0.0,
-                            cache_hit=True,
-                            truncated_from=hit.get("truncated_from"),
-                            finish_reason=hit.get("finish_reason"),
-                            reasoning=hit.get("reasoning"),
-                            system_as_user=bool(hit.get("system_as_user")),
-                        ),
-                    )
+                    return self._redacted(hit)
         for i, (name, req) in enumerate(requests):
             try:
                 result = self._redacted(self._send(req, stop))
@@ -269,6 +257,34 @@ class ChatModel:
                 )
             return result
         raise AssertionError("unreachable")
+
+    def _from_cache(self, hit: dict[str, Any] | None) -> ChatResult | None:
+        """A cached answer as a fresh one would be recorded: the cache may be another lab's file,
+        so its text is cut to ``max_reply_chars``, its reasoning to the kept size, every token
+        count read as :func:`token_count` reads one, and a field of the wrong type left out; an
+        answer without text is no answer (the call is made)."""
+        if hit is None or not isinstance(hit.get("text"), str):
+            return None
+        cut = hit.get("truncated_from")
+        text, truncated_from = (
+            hit["text"],
+            cut if isinstance(cut, int) and not isinstance(cut, bool) and cut > 0 else None,
+        )
+        if len(text) > self.settings.max_reply_chars:
+            truncated_from, text = len(text), text[: self.settings.max_reply_chars]
+        usage: dict[str, Any] = hit["usage"] if isinstance(hit.get("usage"), dict) else {}
+        reasoning = hit.get("reasoning")
+        return ChatResult(
+            text,
+            hit["model"] if isinstance(hit.get("model"), str) else self.model,
+            {k: token_count(v) for k, v in usage.items() if isinstance(k, str)},
+            0.0,
+            cache_hit=True,
+            truncated_from=truncated_from,
+            finish_reason=hit["finish_reason"] if isinstance(hit.get("finish_reason"), str) else None,
+            reasoning=kept_reasoning(reasoning) if isinstance(reasoning, str) else None,
+            system_as_user=hit.get("system_as_user") is True,
+        )
 
     def _redacted(self, result: ChatResult) -> ChatResult:
         """``result`` with every known secret replaced by ``***`` in every string the answer carries
