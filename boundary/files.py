@@ -13,7 +13,9 @@ the grammar said when the name was stored.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import io
 import os
 import secrets
 import stat
@@ -52,6 +54,71 @@ def inner_folder(folder: Path, name: str) -> Path:
         raise OutputRefused(f"{inner}: it is a symbolic link; remove it, or write the output elsewhere")
     inner.mkdir(exist_ok=True)
     return inner
+
+
+class OpenFolder:
+    """A folder opened once and written relative to its open descriptor (``dir_fd``): a link put
+    in place of the folder while a run writes into it (the report's ``episodes/``, 200 pages) is
+    never followed, since every file goes where the folder was when it was opened. Each file is
+    written as :func:`write_file` writes one: under a new name, then renamed over its own."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            self.fd = os.open(self.path, flags)
+        except OSError as exc:
+            raise OutputRefused(f"{self.path}: cannot open the folder: {exc.strerror or exc}") from None
+
+    def write(self, name: str, data: bytes | str) -> Path:
+        """``data`` as the file ``name`` (a plain file name) in this folder."""
+        if not _plain_file_name(name):
+            raise BadName(f"{shown(name)} cannot name a file in {self.path}: it is not a plain file name")
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        try:
+            mode = os.stat(name, dir_fd=self.fd, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            mode = None
+        if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            raise OutputRefused(f"{self.path / name}: not a file; not written")
+        temporary = f".{name}.{secrets.token_hex(6)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(temporary, flags, 0o644, dir_fd=self.fd)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(raw)
+            os.replace(temporary, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=self.fd)
+            raise
+        return self.path / name
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def __enter__(self) -> "OpenFolder":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def append_opened(path: str | Path) -> "io.TextIOWrapper":
+    """``path`` opened for appending text, refusing a link at its name (``O_NOFOLLOW``): a log
+    written through the returned file all run long goes to the file it opened, whatever is put in
+    its place later (extract's call log was opened by name at every line, and followed a link
+    planted during the run out of ``--out``)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        why = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
+        raise OutputRefused(f"{path}: cannot be written: {why}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OutputRefused(f"{path}: not a regular file; not written")
+    return os.fdopen(fd, "a", encoding="utf-8")
 
 
 def write_file(path: str | Path, data: bytes | str) -> Path:

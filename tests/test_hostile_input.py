@@ -1048,3 +1048,70 @@ def test_a_call_cache_someone_else_wrote_is_read_as_foreign(tmp_path):
         )
     with pytest.raises(CallCacheError, match="its calls is a view, not the table InquiTree makes"):
         CallCache(view)
+
+
+def test_writes_into_a_folder_opened_once_never_follow_a_link_put_in_its_place(tmp_path, monkeypatch):
+    """The report's episodes/ folder was checked once and then written by name: a link put in its
+    place during the run was followed out of --out (200 pages). Pages now go to the folder as it
+    was opened; and extract's call log, opened by name at every line, is opened once, refusing a
+    link."""
+    from inquitree.boundary.files import OpenFolder, OutputRefused, append_opened
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    folder = tmp_path / "out" / "episodes"
+    folder.mkdir(parents=True)
+    with OpenFolder(folder) as pages:
+        pages.write("a.html", "first")
+        folder.rename(tmp_path / "out" / "moved")  # the folder swapped for a link mid-run
+        folder.symlink_to(outside, target_is_directory=True)
+        pages.write("b.html", "second")
+    assert not list(outside.iterdir())
+    assert (tmp_path / "out" / "moved" / "b.html").read_text() == "second"
+    # the call log: a link at its name is refused; once open, what is put in its place is not written
+    log = tmp_path / "calls.jsonl"
+    log.symlink_to(outside / "stolen.jsonl")
+    with pytest.raises(OutputRefused, match="symbolic link"):
+        append_opened(log)
+    log.unlink()
+    with append_opened(log) as f:
+        f.write("one\n")
+        log.rename(tmp_path / "kept.jsonl")
+        log.symlink_to(outside / "stolen.jsonl")
+        f.write("two\n")
+    assert not (outside / "stolen.jsonl").exists() and (tmp_path / "kept.jsonl").read_text() == "one\ntwo\n"
+
+
+def test_the_report_writes_its_pages_into_the_folder_it_opened(tmp_path, monkeypatch, sqlite_url):
+    """The report itself: episodes/ replaced by a link after the first page is drawn; every page
+    still lands in the folder the report opened."""
+    from inquitree.core.game.tree import resolve_tree
+    from inquitree.events.store import EventStore
+    from inquitree.warehouse import report
+    from inquitree.warehouse.warehouse import Warehouse
+
+    from enginekit import RandomAgent, play
+
+    tree = resolve_tree("synthetic-chain-7")
+    with EventStore(sqlite_url) as s:
+        for seed in range(3):
+            play(tree, RandomAgent(tree, seed), store=s, seed=seed)
+    outside, out = tmp_path / "outside", tmp_path / "rep"
+    outside.mkdir()
+    drawn = report.episode_items
+    swapped = []
+
+    def swap_after_first(wh, episode_id):
+        if not swapped:
+            (out / "episodes").rename(out / "moved")
+            (out / "episodes").symlink_to(outside, target_is_directory=True)
+            swapped.append(episode_id)
+        return drawn(wh, episode_id)
+
+    monkeypatch.setattr(report, "episode_items", swap_after_first)
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        wh.sync(sqlite_url)
+        wh.scope(one_off=True)
+        report.write_report(wh, out)
+    assert swapped and not list(outside.iterdir())
+    assert len(list((out / "moved").glob("*.html"))) == 3

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import jinja2
 import polars as pl
 
-from inquitree.boundary.files import confined, inner_folder, output_folder, write_file
+from inquitree.boundary.files import OpenFolder, inner_folder, output_folder, write_file
 from inquitree.boundary.text import shown, warn
 from inquitree.events import is_episode_id
 from inquitree.warehouse.notes import readable, table_notes
@@ -660,12 +660,13 @@ def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200, sc
             + ", ".join(shown(e) for e in bad[:5])
         )
         episodes = episodes.filter(~pl.col("episode_id").is_in(bad))
-    for row in episodes.iter_rows(named=True):
-        scores = summary.filter(pl.col("episode_id") == row["episode_id"])
-        page = env.get_template("episode.html.j2").render(
-            ep=row, items=episode_items(wh, row["episode_id"]), scores=table_html(scores)
-        )
-        write_file(confined(episodes_dir, row["episode_id"], ".html"), page)
+    with OpenFolder(episodes_dir) as pages:  # a link put in its place meanwhile is never followed
+        for row in episodes.iter_rows(named=True):
+            scores = summary.filter(pl.col("episode_id") == row["episode_id"])
+            page = env.get_template("episode.html.j2").render(
+                ep=row, items=episode_items(wh, row["episode_id"]), scores=table_html(scores)
+            )
+            pages.write(f"{row['episode_id']}.html", page)
     total = wh.sql("SELECT count(*) AS n FROM episodes").item()
     compared, pairs = comparison(wh)
     index = env.get_template("index.html.j2").render(

@@ -38,10 +38,10 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from inquitree.boundary.errors import InquiTreeError
-from inquitree.boundary.files import InputRefused, confined, read_file, write_file
+from inquitree.boundary.files import InputRefused, append_opened, confined, read_file, write_file
 from inquitree.core.calls import CallSettings, ChatModel, ModelCallError, call_cache, json_schema_format
 from inquitree.core.game import TreeError, parse_tree
 from inquitree.core.players import hint_cosines, is_monotone, strip_code_fence
@@ -223,6 +223,7 @@ class JsonChat:
         settings: CallSettings | None = None,
     ):
         self.model, self.attempts, self.log_path, self.cache_path = model, attempts, log_path, cache_path
+        self._log: Any = None  # the call log, opened at its first line
         try:
             self.chat = ChatModel(
                 model,
@@ -264,8 +265,10 @@ class JsonChat:
             "answer": res.text,
             "problems": problems,
         }
-        with open(self.log_path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        if self._log is None:  # opened once, refusing a link: later lines go where the first did
+            self._log = append_opened(self.log_path)
+        self._log.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._log.flush()
 
     def ask(
         self,
