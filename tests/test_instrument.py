@@ -5,6 +5,7 @@ own_coverage, which counts only the subtopics an agent reached by its own recogn
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -235,3 +236,40 @@ def test_a_labs_record_is_checked_when_read_and_written_without_following_links(
     record(measure_judge(make_judge("embedding:0.9/0.8", make_embedder("local", cache=False)), draws=100))
     assert victim.read_text() == '{"matchers": [], "judges": []}' and not lab.is_symlink()
     assert json.loads(lab.read_text())["judges"][0]["judge"].endswith(":0.9/0.8")
+
+
+def _sample_lines(readme: str, command: str, until: str) -> list[str]:
+    """The lines the README shows under ``$ COMMAND`` up to ``until``, without the passages it
+    elides (``[... cut here ...]``, which may run over lines)."""
+    block = readme.split(f"$ {command}\n", 1)[1].split(until, 1)[0]
+    lines, eliding = [], False
+    for line in block.splitlines():
+        if line.startswith("[..."):
+            eliding = True
+        if not eliding and line.strip():
+            lines.append(line)
+        if eliding and line.rstrip().endswith("...]"):
+            eliding = False
+    return lines
+
+
+def test_the_readmes_sample_leaderboard_and_compare_are_what_the_commands_print(tmp_path, monkeypatch):
+    """The README's sample of `query table2_leaderboard --suite baselines` and `compare random
+    random-all oracle` at 80 columns, line for line (its elided passages aside), from a fresh
+    baseline campaign: the sample went stale when the rank method changed."""
+    monkeypatch.setenv("COLUMNS", "80")
+    db, wh = f"sqlite:///{tmp_path / 's.sqlite'}", str(tmp_path / "w.duckdb")
+    runner = CliRunner()
+    assert runner.invoke(main, ["suite", "run", "baselines", "--db", db]).exit_code == 0
+    assert runner.invoke(main, ["warehouse", "sync", "--db", db, "--warehouse", wh]).exit_code == 0
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for command, until in (
+        ("inquitree query table2_leaderboard --suite baselines", "$ inquitree compare"),
+        ("inquitree compare random random-all oracle", "\n```"),
+    ):
+        words = command.split()[1:] + ["--warehouse", wh]
+        printed = runner.invoke(main, words).output.splitlines()
+        shown = _sample_lines(readme, command, until)
+        assert len(shown) > 10
+        missing = [line for line in shown if line not in printed]
+        assert not missing, (command, missing[:3])
