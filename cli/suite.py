@@ -382,6 +382,18 @@ STATUS_WORDS = {
 }
 
 
+def _cause_lines(causes: dict[tuple[str, str, str], list[str]]) -> list[str]:
+    """Each way cells failed or ended by a limit, once, with the agent, how many cells and the first
+    of them (a campaign's run says a reason once with a count; status repeated it per cell)."""
+    lines = []
+    for (what, agent, why), ids in causes.items():
+        many = f"{len(ids)} cells of {agent}" if len(ids) > 1 else f"1 cell of {agent}"
+        first = ids[0] if len(ids) == 1 else f"{ids[0]} and {len(ids) - 1} more"
+        verb = "failed" if what == "failed" else "ended by a limit"
+        lines.append(f"  {verb}: {many} ({first}): {why}")
+    return lines
+
+
 @suite.command("status")
 @click.argument("suite_file", type=click.Path(dir_okay=False))
 @db_option
@@ -399,17 +411,18 @@ def status(suite_file, db_url, agents) -> None:
         state, note = run_status(recorded_runs(store, s.name), now)
     alive = None if state is None else state == "running"
     counts = dict.fromkeys(STATUS_WORDS, 0)
-    reasons = []
+    causes: dict[tuple[str, str, str], list[str]] = {}  # (what, agent, why) -> the cells' episode ids
     for c in s.cells():
         eid = c.episode_id(s.name)
         fold = folds.get(eid)
         cell = cell_state(fold, now, alive)
         counts[cell] += 1
-        if cell == "failed" and fold is not None:
-            reasons.append(f"  failed: {eid} at step {fold.step}: {fold.reason}")
+        if cell in ("failed", "limit") and fold is not None:
+            why = str(fold.reason) if cell == "failed" else f"the {fold.limit} limit"
+            causes.setdefault((cell, c.agent, why), []).append(eid)
     shown = [f"{n} {STATUS_WORDS[k]}" for k, n in counts.items() if n or k not in ("limit", "running")]
     echo(f"suite {s.name}: " + ", ".join(shown))
     if state is not None:
         echo(f"  campaign: {state} ({note})")
-    for line in reasons:
+    for line in _cause_lines(causes):
         echo(line)

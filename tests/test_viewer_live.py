@@ -95,6 +95,10 @@ def test_a_campaigns_cells_are_folded_from_the_store(store_url, tmp_path):
         assert said.output.startswith(
             "suite fold test: 1 finished, 1 ended by a limit, 1 failed, 1 interrupted, 8 not started\n"
         ), said.output
+        # which agent and which limit, and each failure's agent, said once with their count
+        said_once = " ".join(said.output.split())
+        assert "ended by a limit: 1 cell of" in said_once and "the max_turns (4) limit" in said_once, said.output
+        assert "failed: 1 cell of openai:m" in said_once, said.output
         with EventStore(store_url) as store:
             todo = _CampaignRun(Suite.load(same), store, (1, 1), threading.Event(), None).todo
         assert {eid for _, eid in todo} == {eid for eid, (st, _) in state["states"].items() if st not in ENDED}
