@@ -116,9 +116,11 @@ def test_the_viewer_shows_the_recorded_cause_and_the_score_of_the_judge_it_names
         wh.sync(url)
     client = TestClient(create_app(wh_path), base_url="http://127.0.0.1")
     home = client.get("/", params={"agent": "oracle"}).text
-    # The last score of each episode is the broken judge's: none, never the embedding judge's 1.000.
-    rows = [line for line in home.splitlines() if "openai:broken" in line and "<td>" in line]
-    assert rows and not any("1.000" in line for line in rows)
+    # A judge that failed on every episode does not hide the scores another gave: each row shows the
+    # embedding judge's 1.000 and says that the broken judge failed.
+    rows = [row for row in home.split("<tr>") if "<td>" in row and "embedding:hash" in row]
+    assert rows and all("1.000" in line for line in rows), home
+    assert any("openai:broken:llm-judge-v2 failed: no score" in row for row in rows)  # it stopped after 3
     episode = "fj.synthetic-chain-7.oracle.embedding.a0.r0"
     tree = client.get("/trees/synthetic-chain-7", params={"episode": episode}).text
     assert "openai:broken:llm-judge-v2: no score (judge error)" in tree and ": None" not in tree

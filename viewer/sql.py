@@ -30,11 +30,17 @@ LIST_SORTS = {
     "score": "s.q_norm",
     "started": "e.started_at",
 }
-# The score an episode was given last, and by which judge (as `episodes list` shows it).
+# The score an episode was given last by a judge that gave one, and by which judge; where a later
+# judge gave none (every verdict failed), that judge too (``failed_judge``): a judge that failed on
+# every episode hid the scores another had given ("no score" down the whole first screen).
 _LAST_SCORE = """
 WITH s AS (
-    SELECT episode_id, arg_max_null(judge_id, global_position) AS judge_id,
-           arg_max_null(q_norm, global_position) AS q_norm  -- the latest score, even when it is none
+    SELECT episode_id,
+           coalesce(arg_max(judge_id, global_position) FILTER (WHERE q_norm IS NOT NULL),
+                    arg_max_null(judge_id, global_position)) AS judge_id,
+           arg_max(q_norm, global_position) FILTER (WHERE q_norm IS NOT NULL) AS q_norm,
+           CASE WHEN arg_max_null(q_norm, global_position) IS NULL AND count(q_norm) > 0
+                THEN arg_max_null(judge_id, global_position) END AS failed_judge
     FROM ev_episode_scored GROUP BY ALL
 )
 """
@@ -42,7 +48,7 @@ _LIST = (
     _LAST_SCORE
     + """
 SELECT e.episode_id, e.tree_id, e.agent, e.randomness, s.judge_id, e.status, e.ended_by, e.steps, e.coverage,
-       s.q_norm, e.started_at, count(*) OVER () AS matching
+       s.q_norm, s.failed_judge, e.started_at, count(*) OVER () AS matching
 FROM episodes e LEFT JOIN s USING (episode_id)
 WHERE ($1 IS NULL OR e.agent = $1) AND ($2 IS NULL OR e.tree_id = $2) AND ($3 IS NULL OR e.randomness::VARCHAR = $3)
   AND ($4 IS NULL OR s.judge_id = $4) AND ($5 IS NULL OR e.status = $5)
