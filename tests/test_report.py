@@ -170,3 +170,18 @@ def test_fig4s_notes_count_the_papers_when_no_verdict_was_usable():
     notes = fig4_notes(df)
     assert notes[0].startswith("m: its model's training cutoff is unknown") and "3 paper(s) not split" in notes[0]
     assert "None" not in " ".join(notes) and notes[1].startswith("m: 2 paper(s) whose publication date")
+
+
+def test_the_reports_leaderboard_is_one_table_per_judge():
+    """Two judges shared one table, the judge in a column cut off at 1280 px: each judge now has
+    its own table under its id, as in the terminal."""
+    import polars as pl
+
+    from inquitree.warehouse.report import tables_per_judge
+
+    df = pl.DataFrame({"agent": ["a", "b", "a"], "judge_id": ["j1", "j1", "j2<x>"], "coverage": [0.5, 0.25, 0.5]})
+    page = tables_per_judge(df)
+    assert page.count("<table>") == 2 and "<h3>judge j1</h3>" in page and "<h3>judge j2&lt;x&gt;</h3>" in page
+    assert "<th>judge_id</th>" not in page
+    one = tables_per_judge(df.filter(pl.col("judge_id") == "j1"))
+    assert one.count("<table>") == 1 and "<h3>" not in one

@@ -371,6 +371,18 @@ def table_html(df: pl.DataFrame, limit: int = 200) -> str:
     return _table(shown, lines, limit)
 
 
+def tables_per_judge(df: pl.DataFrame, limit: int = 200) -> str:
+    """:func:`table_html` once per judge, each under the judge's id, as the terminal prints them:
+    two judges in one table left the judge in a column cut off at 1280 pixels."""
+    if "judge_id" not in df.columns or df["judge_id"].n_unique() < 2:
+        return table_html(df, limit)
+    parts = []
+    for judge in df["judge_id"].unique(maintain_order=True).to_list():
+        part = df.filter(pl.col("judge_id") == judge).drop("judge_id")
+        parts.append(f"<h3>judge {html.escape(str(judge))}</h3>" + table_html(part, limit))
+    return "".join(parts)
+
+
 def _table(df: pl.DataFrame, lines: list[str], limit: int) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
     body = []
@@ -670,7 +682,7 @@ def write_report(wh: Warehouse, out_dir: str | Path, max_episodes: int = 200, sc
     total = wh.sql("SELECT count(*) AS n FROM episodes").item()
     compared, pairs = comparison(wh)
     index = env.get_template("index.html.j2").render(
-        leaderboard=table_html(wh.query("table2_leaderboard")),
+        leaderboard=tables_per_judge(wh.query("table2_leaderboard")),
         intervals=INTERVALS,
         scope=scope,
         figures=figs,
