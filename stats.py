@@ -569,6 +569,9 @@ def relative_change(papers: Sequence, values: Sequence, is_baseline: Sequence) -
     vxy = float(np.cov(x[both], y[both])[0, 1]) * n / (nx * ny) if n > 1 else 0.0
     theta = xbar / ybar
     se = 100 * math.sqrt(max(0.0, vxx - 2 * theta * vxy + theta * theta * vyy)) / ybar
+    if se <= 1e-9 * max(1.0, abs(estimate)):  # the levels in step on every paper: never a zero-width interval
+        why = f"the two levels move in step on all {n} papers: no spread to build an interval from"
+        return Interval(estimate, None, None, 0.0, "no interval", why, len(names), episodes)
     q = t_quantile(1 - ALPHA / 2, n - 1)
     method = (
         f"{LIKE}: Fieller's interval for the ratio of the mean at this level to the level-0 mean over {n} "

@@ -24,11 +24,12 @@ WITH per_episode AS (
 SELECT l.agent, l.randomness,
        l.r.estimate AS redo_frequency, l.r.se AS redo_frequency_se,
        l.r.ci_low AS redo_frequency_ci_low, l.r.ci_high AS redo_frequency_ci_high,
-       b.r.estimate AS redo_frequency_level0,
+       -- the quantity the figure plots before the baseline beside it: the column an 80-column screen keeps
        CASE WHEN l.randomness = 0 THEN (CASE WHEN b.r.estimate > 0 THEN 0.0 END) ELSE c.c.estimate END
            AS relative_change_pct,
        c.c.se AS relative_change_pct_se, c.c.ci_low AS relative_change_pct_ci_low,
        c.c.ci_high AS relative_change_pct_ci_high,
+       b.r.estimate AS redo_frequency_level0,
        l.r.papers AS papers, l.r.episodes AS episodes, l.r.method AS interval_method,
        nullif(concat_ws('; ', 'redo frequency: ' || l.r.warning, 'relative change: ' || c.c.warning), '') AS interval_warning
 FROM levels l

@@ -273,3 +273,8 @@ def test_the_readmes_sample_leaderboard_and_compare_are_what_the_commands_print(
         assert len(shown) > 10
         missing = [line for line in shown if line not in printed]
         assert not missing, (command, missing[:3])
+    # Fig. 3b at 80 columns keeps the quantity the figure plots (it was the column cut), and a change
+    # between levels that move in step on every paper has no interval rather than [0.00, 0.00].
+    fig3b = runner.invoke(main, ["query", "fig3b_redo_frequency", "--suite", "baselines", "--warehouse", wh]).output
+    header = next(line for line in fig3b.splitlines() if "agent" in line and "┆" in line)
+    assert "relative_change_pct" in header and "[0.00, 0.00]" not in fig3b, fig3b

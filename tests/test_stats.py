@@ -738,6 +738,9 @@ def test_relative_change_is_fiellers_interval_and_says_when_it_is_unbounded():
     r = stats.relative_change([f"p{i}" for i in range(5)] * 2, list(y) + [0.2] * 5, [True] * 5 + [False] * 5)
     assert r.low is None and r.high is None and r.estimate == pytest.approx(100 * (0.2 / 0.06 - 1))
     assert "unbounded" in r.warning and "level-0 frequency" in r.warning
+    # Levels equal on every paper (a seeded agent the fakes did not move): no zero-width interval.
+    same = stats.relative_change([f"p{i}" for i in range(4)] * 2, [0.2, 0.1, 0.3, 0.4] * 2, [True] * 4 + [False] * 4)
+    assert same.estimate == 0 and same.low is None and "no spread" in same.warning
 
 
 def test_relative_change_interval_holds_on_simulated_redo_campaigns():
