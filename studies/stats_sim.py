@@ -1039,6 +1039,12 @@ def _by_papers(title: str, cells: list[tuple[int, str]]) -> list[str]:
     return ["", f"| papers | {title} |", "|---|---|", *[f"| {papers} | {cell} |" for papers, cell in cells]]
 
 
+def _md_table(header: str, rows: list[str]) -> list[str]:
+    """A markdown table after a blank line: ``header`` (its cells between bars), the rule under it
+    with one dash cell per column, then ``rows``."""
+    return ["", header, "|" + "---|" * (header.count("|") - 1), *rows]
+
+
 NEW = ("rarebad",)  # designs whose before/after the intervals part tabulates when run with --prior
 
 
@@ -1110,75 +1116,67 @@ def _md_added(result: dict) -> list[str]:
             for r in result["rank_ties"]
         ]
     if "pooled" in result:
-        out += [
-            "",
+        out += _md_table(
             "| Fig. 3c, randomness | papers | Fieller: holds | warned | unwarned rows hold | "
             "jackknife t (before): holds | its 0/1 warning fired |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        out += [
-            f"| a = {r['randomness']} | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
-            f"{_pct(r['coverage_unwarned'])} | {_pct(r['jackknife_coverage'])} | {_pct(r['jackknife_warned'])} |"
-            for r in result["pooled"]
-        ]
+            [
+                f"| a = {r['randomness']} | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
+                f"{_pct(r['coverage_unwarned'])} | {_pct(r['jackknife_coverage'])} | {_pct(r['jackknife_warned'])} |"
+                for r in result["pooled"]
+            ],
+        )
     if "plans" in result:
-        out += [
-            "",
+        plans = [[r for r in result["plans"] if r["stats"] == name] for name in ("now", "before")]
+        out += _md_table(
             "| power plan, 30% of papers losing their run | seeds | papers asked | printed power | true power | "
             "plans short of 80% | printed above true (most) |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for name in ("now", "before"):
-            rs = [r for r in result["plans"] if r["stats"] == name]
-            if rs:
-                out.append(
-                    f"| {name} | {len(rs)} | {min(r['papers'] for r in rs)}-{max(r['papers'] for r in rs)} | "
-                    f"{_pct(min(r['printed_power'] for r in rs))}-{_pct(max(r['printed_power'] for r in rs))} | "
-                    f"{_pct(min(r['true_power'] for r in rs))}-{_pct(max(r['true_power'] for r in rs))} | "
-                    f"{sum(r['true_power'] < 0.8 for r in rs)} of {len(rs)} | "
-                    f"{100 * max(r['printed_power'] - r['true_power'] for r in rs):.1f} points |"
-                )
+            [
+                f"| {rs[0]['stats']} | {len(rs)} | {min(r['papers'] for r in rs)}-{max(r['papers'] for r in rs)} | "
+                f"{_pct(min(r['printed_power'] for r in rs))}-{_pct(max(r['printed_power'] for r in rs))} | "
+                f"{_pct(min(r['true_power'] for r in rs))}-{_pct(max(r['true_power'] for r in rs))} | "
+                f"{sum(r['true_power'] < 0.8 for r in rs)} of {len(rs)} | "
+                f"{100 * max(r['printed_power'] - r['true_power'] for r in rs):.1f} points |"
+                for rs in plans
+                if rs
+            ],
+        )
     if "run_shocks" in result:
-        out += [
-            "",
+        out += _md_table(
             "| run shock SD | runs | papers | interval holds | run effect warned | unwarned rows hold | "
             "two-way cluster-robust: holds |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        out += [
-            f"| {r['shock']:.2f} | {r['runs']} | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
-            f"{_pct(r['coverage_unwarned'])} | {_pct(r.get('two_way_coverage'))} |"
-            for r in result["run_shocks"]
-        ]
+            [
+                f"| {r['shock']:.2f} | {r['runs']} | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
+                f"{_pct(r['coverage_unwarned'])} | {_pct(r.get('two_way_coverage'))} |"
+                for r in result["run_shocks"]
+            ],
+        )
     if "change" in result:
-        out += [
-            "",
+        out += _md_table(
             "| Fig. 3b design | papers | Fieller: bounded | covers when bounded | median width (points) | "
             "warned | jackknife t: covers | median width |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        out += [
-            f"| {r['design']} | {r['papers']} | {_pct(r['bounded'])} | {_pct(r['coverage'])} | "
-            f"{r['median_width']} | {_pct(r['warned'])} | {_pct(r['jackknife_coverage'])} | "
-            f"{r['jackknife_median_width']} |"
-            for r in result["change"]
-        ]
+            [
+                f"| {r['design']} | {r['papers']} | {_pct(r['bounded'])} | {_pct(r['coverage'])} | "
+                f"{r['median_width']} | {_pct(r['warned'])} | {_pct(r['jackknife_coverage'])} | "
+                f"{r['jackknife_median_width']} |"
+                for r in result["change"]
+            ],
+        )
     if "tied_agents" in result:
         rows = result["tied_agents"]
         before = "prior_each_holds_mean" in rows[0]
-        out += [
-            "",
+        out += _md_table(
             "| agents | papers | each agent's interval spans the tie (mean, lowest) | "
             + ("before (mean, lowest) | " if before else "")
             + "all at once | simultaneous: all at once | simultaneous: warned |",
-            "|---|---|---|" + ("---|" if before else "") + "---|---|---|",
-        ]
-        out += [
-            f"| {r['agents']} equal | {r['papers']} | {_pct(r['each_holds_mean'])}, {_pct(r['each_holds_lowest'])} | "
-            + (f"{_pct(r['prior_each_holds_mean'])}, {_pct(r['prior_each_holds_lowest'])} | " if before else "")
-            + f"{_pct(r['all_hold_at_once'])} | {_pct(r['simultaneous_all_hold'])} | {_pct(r['simultaneous_warned'])} |"
-            for r in rows
-        ]
+            [
+                f"| {r['agents']} equal | {r['papers']} | "
+                f"{_pct(r['each_holds_mean'])}, {_pct(r['each_holds_lowest'])} | "
+                + (f"{_pct(r['prior_each_holds_mean'])}, {_pct(r['prior_each_holds_lowest'])} | " if before else "")
+                + f"{_pct(r['all_hold_at_once'])} | {_pct(r['simultaneous_all_hold'])} | "
+                f"{_pct(r['simultaneous_warned'])} |"
+                for r in rows
+            ],
+        )
     if "failures" in result:
         out += [
             "",
