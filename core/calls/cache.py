@@ -68,6 +68,8 @@ class CallCache:
         return int(time.monotonic() - self._started > CACHE_QUERY_S)
 
     def _run(self, sql: str, args: tuple = ()) -> list[tuple]:
+        """``sql`` on the cache, its rows; every statement goes through here, so the progress
+        handler's clock starts with it (a write timed from the last read was cut short)."""
         self._started = time.monotonic()
         try:
             return self._con.execute(sql, args).fetchall()
@@ -99,7 +101,7 @@ class CallCache:
 
     def put(self, key: str, model: str, endpoint: str, answer: dict[str, Any]) -> None:
         with self._lock:
-            self._con.execute(
+            self._run(
                 "INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?)",
                 (
                     key,
@@ -117,7 +119,7 @@ class CallCache:
 
     def note_refused(self, model: str, endpoint: str, name: str) -> None:
         with self._lock:
-            self._con.execute("INSERT OR IGNORE INTO refused_formats VALUES (?, ?, ?)", (model, endpoint, name))
+            self._run("INSERT OR IGNORE INTO refused_formats VALUES (?, ?, ?)", (model, endpoint, name))
 
     def close(self) -> None:
         with self._lock:
