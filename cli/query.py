@@ -25,6 +25,21 @@ from inquitree.cli.tables import (
 MAX_SQL_FILE_BYTES = 1_000_000  # one statement
 
 
+def query_summary(sql: str) -> str:
+    """What a query is, as its header comment's first sentence says it (its first line alone
+    stopped mid-sentence)."""
+    import re
+
+    words: list[str] = []
+    for line in sql.splitlines():
+        if not line.startswith("--"):
+            break
+        words.append(line.removeprefix("--").strip())
+    text = " ".join(w for w in words if w)
+    end = re.search(r"\.(?=\s+[A-Z(`]|\s*$)", text)
+    return text[: end.end()] if end else text
+
+
 @click.command()
 @click.argument("name", required=False)
 @warehouse_option
@@ -55,9 +70,22 @@ def query(
     from inquitree.warehouse import QUERIES_DIR, query_names
 
     if list_ or not name:
+        import textwrap
+
+        from inquitree.cli.common import screen_width
+
+        width = screen_width()
         for q in query_names():
-            first = (QUERIES_DIR / f"{q}.sql").read_text().splitlines()[0].removeprefix("-- ")
-            echo(f"{q:28} {first}")
+            said = textwrap.wrap(
+                query_summary((QUERIES_DIR / f"{q}.sql").read_text()),
+                max(width - 29, 30),
+                max_lines=3,
+                placeholder=" …",  # at a word's end; the file's header says it whole
+            ) or [""]
+            echo(f"{q:28} {said[0]}")
+            for line in said[1:]:
+                echo(" " * 29 + line)
+        echo(f"(each query's whole description and its SQL: {QUERIES_DIR}/NAME.sql)")
         return
     with existing(
         warehouse_path, read_only=True, settings=interval_settings(fixed_papers, joint_ranks, complete_case)

@@ -235,11 +235,24 @@ def emit_or_say_empty(df, fmt: str, out: str | None, columns, safe: bool, name: 
     emit(df, fmt, out, columns, safe)
 
 
+# The costs query's levels, as the terminal prints them: one table each, totals first. The
+# episodes' table puts its long ids after the numbers (in one table with the totals, the ids took
+# an 80-column screen's every number).
+LEVELS = {"model": "per model", "campaign": "per campaign and model", "episode": "per episode"}
+
+
 def emit(
-    df, fmt: str, out: str | None, columns: str | None = None, safe: bool = False, said: set[str] | None = None
+    df,
+    fmt: str,
+    out: str | None,
+    columns: str | None = None,
+    safe: bool = False,
+    said: set[str] | None = None,
+    last: tuple[str, ...] = (),
 ) -> None:
     """Print or write ``df`` in ``fmt``; a terminal table with its methods and warnings under it
-    (``said``: note lines an earlier table of the same output printed, not repeated)."""
+    (``said``: note lines an earlier table of the same output printed, not repeated; ``last``:
+    columns the terminal shows after the numbers)."""
     import polars as pl
 
     if columns:
@@ -258,13 +271,7 @@ def emit(
         output_file(out, buffer.getvalue())
         echo(f"wrote {df.height} rows to {out}", err=True)
         return
-    if fmt == "table" and not out and not columns and df.height and "judge_id" in df.columns:
-        # One table per judge, its id above it: the judge is what tells two rows of one agent apart,
-        # and as the last, longest column it was the one an 80-column screen dropped.
-        said = set() if said is None else said
-        for k, judge in enumerate(dict.fromkeys(df["judge_id"].to_list())):
-            echo(("" if k == 0 else "\n") + (f"judge {judge}:" if judge is not None else "no judge:"))
-            emit(df.filter(pl.col("judge_id").eq_missing(judge)).drop("judge_id"), fmt, out, columns, said=said)
+    if fmt == "table" and not out and not columns and df.height and _split(df, fmt, said):
         return
     note = ""
     if safe and fmt != "csv":
@@ -277,7 +284,7 @@ def emit(
         from inquitree.warehouse import readable, wrapped
 
         width = note_width()
-        table, above, notes = (df, [], None) if out or columns else readable(df, width)
+        table, above, notes = (df, [], None) if out or columns else readable(df, width, last)
         shown = table if out or columns else fitting(table)
         if shown.width < table.width:
             rest = [c for c in table.columns if c not in shown.columns]
@@ -307,6 +314,29 @@ def emit(
             _say_once(notes if notes is not None else table_notes(df, width), said)
         if note:
             echo(note, err=True)
+
+
+def _split(df, fmt: str, said: set[str] | None) -> bool:
+    """Print a terminal table as one table per judge, or per level of the costs query, each under
+    its heading; False when ``df`` is one table."""
+    import polars as pl
+
+    said = set() if said is None else said
+    if "judge_id" in df.columns:
+        # The judge is what tells two rows of one agent apart, and as the last, longest column it
+        # was the one an 80-column screen dropped.
+        for k, judge in enumerate(dict.fromkeys(df["judge_id"].to_list())):
+            echo(("" if k == 0 else "\n") + (f"judge {judge}:" if judge is not None else "no judge:"))
+            emit(df.filter(pl.col("judge_id").eq_missing(judge)).drop("judge_id"), fmt, None, said=said)
+        return True
+    levels = set(df["level"]) if "level" in df.columns else set()
+    if len(levels) > 1 and levels <= set(LEVELS):
+        for k, level in enumerate(lv for lv in LEVELS if lv in levels):
+            echo(("" if k == 0 else "\n") + f"{LEVELS[level]}:")
+            part = df.filter(pl.col("level") == level).drop("level")
+            emit(part, fmt, None, said=said, last=("episode_id",) if level == "episode" else ())
+        return True
+    return False
 
 
 def note_width() -> int:

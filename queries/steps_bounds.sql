@@ -2,7 +2,7 @@
 -- distribution of steps beside 3n and n(2H+3). The bounds describe an inquiry that the agent
 -- ends itself, so they apply to the episodes it concluded: an episode the engine cut off (turn
 -- or re-ask limit, a run limit) is counted apart (cut_off, cut_off_by) and left out of the step
--- statistics and shares. Appendix B assumes a particular set of moves (each subtopic selected
+-- statistics and shares (cut_off_warning says so under the table). Appendix B assumes a particular set of moves (each subtopic selected
 -- once, one design, one return), so each side says why a concluded episode falls outside:
 -- below 3n it concluded before visiting every subtopic; above n(2H+3) it made moves the bounds
 -- leave out (redo decisions, invalid decisions the engine asked again, repeat subtopic visits).
@@ -61,6 +61,12 @@ SELECT tree_id, agent, n, H, lower_bound, upper_bound, episodes, min_steps, mean
        below_lower_bound_why,
        mean_coverage, b.method AS interval_method, b.warning AS interval_warning, concluded, above_upper_bound, above_upper_bound_why,
        cut_off, cut_off_by,
+       CASE WHEN concluded = 0 THEN format('{} cut off ({}): the bounds are for episodes the agent concluded, so no '
+                                           'steps are given', CASE WHEN episodes = 1 THEN 'its one episode was'
+                                           ELSE format('all {} episodes were', episodes) END, cut_off_by)
+            WHEN cut_off > 0 THEN format('{} of {} episodes were cut off ({}) and are left out of the steps',
+                                         cut_off, episodes, cut_off_by)
+       END AS cut_off_warning,
        -- the matcher's reading, asked once per embedder and thresholds of the row, not per episode
        array_to_string(list_sort(list_transform(readers, lambda r: matcher_validity(r.embedder, r.tau, r.tau_study, r.rule))),
                        ' | ') AS matcher_validity

@@ -411,6 +411,14 @@ def test_a_server_priced_per_hour_charges_each_call_its_seconds(tmp_path):
     assert costs.exit_code == 0, costs.output
     row = next(r for r in json.loads(costs.output) if r["level"] == "episode")
     assert row["cost_usd"] == pytest.approx(spent, rel=1e-6) and row["seconds"] == pytest.approx(spent * 2, abs=2e-3)
+    # At 80 columns each level is a table of its own, its numbers shown (in one table with the
+    # episodes' ids, the costs table showed no number at all)
+    screen = CliRunner(env={"COLUMNS": "80"}).invoke(main, ["query", "costs", "--warehouse", wh, "--one-off"]).output
+    heads = [ln for ln in screen.splitlines() if ln.startswith("per ")]
+    assert heads == ["per model:", "per campaign and model:", "per episode:"]
+    header = next(ln for ln in screen.splitlines() if "cost_usd" in ln)
+    assert "output_tokens" in header and max(map(len, screen.splitlines())) <= 80
+    assert f"{row['cost_usd']:.2f}" in screen.split("per episode:")[1]
 
 
 def _judged_model(messages: list[dict]) -> str:

@@ -66,7 +66,7 @@ def test_plain_random_can_conclude_early_and_the_warehouse_says_why(sqlite_url, 
     assert early, "some plain random episodes end below 3n"
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
         wh.sync(sqlite_url)
-        row = wh.query("steps_bounds").to_dicts()[0]
+        row, none = wh.query("steps_bounds").to_dicts()
     assert row["below_lower_bound"] == len(early)
     for visited, _ in early:
         assert f"concluded after visiting {visited} of 7 subtopics" in row["below_lower_bound_why"]
@@ -90,17 +90,22 @@ def test_steps_bounds_counts_cut_off_episodes_apart_and_says_why_an_episode_is_a
             cut += 1
         else:
             concluded.append(out)
+    diamond = resolve_tree("synthetic-diamond-4")  # every episode of a row cut off: no steps, and why
+    play(diamond, RandomAgent(diamond, 0, visit_all=True), store=store, seed=0, max_turns=3)
     store.close()
     assert cut == 3 and concluded
     above = [o for o in concluded if o.state.step > upper]
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
         wh.sync(sqlite_url)
-        row = wh.query("steps_bounds").to_dicts()[0]
+        row, none = wh.query("steps_bounds").to_dicts()
         per_episode = wh.sql(
             "SELECT steps, redo_decisions, invalid_decisions, repeat_subtopic_visits FROM episodes "
             "WHERE ended_by = 'conclusion' AND steps > upper_bound ORDER BY steps"
         ).to_dicts()
     assert (row["episodes"], row["concluded"], row["cut_off"], row["cut_off_by"]) == (8, 5, 3, "turn_limit")
+    # said under the table, where an 80-column screen drops the cut_off columns
+    assert row["cut_off_warning"] == "3 of 8 episodes were cut off (turn_limit) and are left out of the steps"
+    assert none["mean_steps"] is None and none["cut_off_warning"].startswith("its one episode was cut off (turn_limit)")
     within = sum(lower <= o.state.step <= upper for o in concluded)
     assert row["share_within_bounds"] == within / len(concluded)
     assert row["min_steps"] == min(o.state.step for o in concluded)

@@ -530,6 +530,11 @@ def test_cli_query_sql_and_export(sqlite_url, tmp_path):
     ).output.splitlines() == ["n", "4"]
     listing = runner.invoke(main, ["query", "--list"]).output
     assert "fig3c_fake_hit_rate" in listing and "Figure 3c" in listing
+    # At 80 columns each description wraps under itself and ends at a word: none is cut mid-word
+    narrow = CliRunner(env={"COLUMNS": "80"}).invoke(main, ["query", "--list"]).output.splitlines()
+    assert max(map(len, narrow)) <= 80 and narrow[-1].startswith("(each query's whole description")
+    said = " ".join(ln[29:] for ln in narrow[:-1] if ln.startswith("compare ") or ln.startswith(" " * 29))
+    assert said.split(" …")[0].startswith("Paired comparison of agents") and "ove all" not in said
     bad = runner.invoke(main, ["query", "nope", "--warehouse", w])
     assert bad.exit_code == 2 and "no query 'nope'; available: " in bad.output and "episode_summary" in bad.output
     out = runner.invoke(main, ["warehouse", "export", "--warehouse", w, "--parquet", str(tmp_path / "pq")])

@@ -48,13 +48,14 @@ NOTE_COLUMNS = ("method", "warning", "validity")
 HIDDEN = ("p_min", "holm_family", "paired_cells", "only_a", "only_b", "pair_trees", "pair_differences", "pairs")
 
 
-def readable(df, width: int | None = 100):
+def readable(df, width: int | None = 100, last_columns: tuple[str, ...] = ()):
     """``(table, above, below)``: ``df`` as a person reads it: each estimate with its 95% interval in one cell
     (``0.93 [0.71, 1.00]``), each rank with its interval (``1 [1, 2]``), a row number first; the
     interval's bounds, standard errors (which belong to one method only) and bookkeeping columns
     left out; ``above``: what every row shares (a column with one value), said once; ``below``: the
     methods and warnings, as lines that name the rows they are about. ``--columns`` or
-    ``--format csv|json`` give every column as the query returns it."""
+    ``--format csv|json`` give every column as the query returns it. ``last_columns``: shown after
+    the numbers (an id too long to leave room for them)."""
     import polars as pl
 
     columns = list(df.columns)
@@ -103,7 +104,7 @@ def readable(df, width: int | None = 100):
         else:
             out[c] = ["" if v is None else str(v) for v in df[c].to_list()]
     # A reader's order: who and what first, then the headline numbers, then the rest.
-    last = [c for c in out if c in LAST or c.endswith(LAST_SUFFIXES)]
+    last = [c for c in out if c in LAST or c in last_columns or c.endswith(LAST_SUFFIXES)]
     first = [
         c
         for c in out
@@ -158,6 +159,10 @@ NUMBERS_FIRST = (
     "lower_bound",
     "upper_bound",
     "share_within_bounds",
+    "cost_usd",  # the costs query's: what was spent, before how
+    "calls",
+    "input_tokens",
+    "output_tokens",
 )
 LAST = ("role", "judge_id", "judge", "contradicting_examples", "cells")  # cells: said in full in the notes
 LAST_SUFFIXES = ("_why", "_by")  # a row's explanation in words: read after its numbers
