@@ -66,7 +66,7 @@ def test_plain_random_can_conclude_early_and_the_warehouse_says_why(sqlite_url, 
     assert early, "some plain random episodes end below 3n"
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
         wh.sync(sqlite_url)
-        row, none = wh.query("steps_bounds").to_dicts()
+        row = wh.query("steps_bounds").to_dicts()[0]
     assert row["below_lower_bound"] == len(early)
     for visited, _ in early:
         assert f"concluded after visiting {visited} of 7 subtopics" in row["below_lower_bound_why"]
