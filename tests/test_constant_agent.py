@@ -59,3 +59,21 @@ def test_a_table_with_no_row_yet_says_what_fills_it(warehouse):
     for name, says in (("control_accuracy", "inquitree control --agent"), ("judge_agreement", "a second judge")):
         out = CliRunner(env={"COLUMNS": "80"}).invoke(main, ["query", name, "--warehouse", path])
         assert out.exit_code == 0 and says in out.output and "┌" not in out.output, out.output
+
+
+def test_the_inspect_export_puts_the_conclusion_score_first_and_own_coverage_beside_coverage(warehouse):
+    """`inspect view` shows a sample's first score: it was coverage, on which the constant agent
+    ties the oracle."""
+    pytest.importorskip("inspect_ai")
+    from inquitree.core.inspect.export import eval_logs
+
+    url, _ = warehouse
+    with EventStore(url) as store:
+        ids = [s.stream_id.removeprefix("episode/") for s in store.streams("episode/")]
+        logs = eval_logs(store, ids)
+    first = {label: [s.scores["inquitree_scores"].value for s in log.samples] for label, log in logs.items()}
+    assert set(first) == {"constant", "oracle"}
+    for label, values in first.items():
+        assert all(list(v)[:3] == ["q_norm", "coverage", "own_coverage"] for v in values)
+        assert [v["coverage"] for v in values] == [1.0] * 3
+        assert [v["own_coverage"] for v in values] == ([0.0] * 3 if label == "constant" else [1.0] * 3)

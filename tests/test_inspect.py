@@ -61,7 +61,11 @@ def test_the_oracle_takes_exactly_3n_steps_and_the_run_replays_and_matches_the_w
     texts, played = replies_of(OracleAgent(tree), tree)
     log, db = run_task(tmp_path, scripted(texts), trees=tree_id, randomness=0)
     score = log.samples[0].scores["inquitree_scores"]
-    assert score.value == {"coverage": 1.0, "q_norm": 1.0, "steps": 3 * tree.n, "within_bounds": 1.0}
+    assert score.value == {
+        **{"q_norm": 1.0, "coverage": 1.0, "own_coverage": 1.0},
+        **{"steps": 3 * tree.n, "within_bounds": 1.0},
+    }
+    assert list(score.value)[:3] == ["q_norm", "coverage", "own_coverage"]  # `inspect view` shows the first
     eid = score.metadata["episode_id"]
     assert eid == f"inspect.{tree_id}.a0.e1"
     # the same events as `inquitree play` with the same replies (but for who played and the call details)

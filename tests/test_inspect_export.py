@@ -67,7 +67,7 @@ def test_an_episode_the_inspect_task_recorded_exports_as_the_sample_inspect_logg
     assert used.output_tokens == sum(len(t) // 4 for t in texts)
     assert exported.status == "success" and exported.eval.task == "inquitree/research_tree"
     metrics = {s.name: s.metrics["mean"].value for s in exported.results.scores}
-    assert metrics == {"coverage": 1.0, "q_norm": 1.0, "steps": 3 * tree.n, "within_bounds": 1.0}
+    assert metrics == {"q_norm": 1.0, "coverage": 1.0, "own_coverage": 1.0, "steps": 3 * tree.n, "within_bounds": 1.0}
     assert "not by inspect eval" in exported.eval.metadata["note"]
 
 

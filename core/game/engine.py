@@ -319,6 +319,8 @@ class EpisodeState:
     reasks: int = 0  # invalid decisions in a row in the current Result visit
     hint_target: str | None = None
     visits: dict[str, int] = dataclasses.field(default_factory=dict)  # V^sub with visit counts
+    # the subtopics entered by the agent's own recognised move, not by a forced transition (#32)
+    own_visits: set[str] = dataclasses.field(default_factory=set)
     study_runs: dict[str, int] = dataclasses.field(default_factory=dict)
     draws: int = 0
     true_results: set[str] = dataclasses.field(default_factory=set)
@@ -349,7 +351,7 @@ class EpisodeState:
     def copy(self) -> "EpisodeState":
         new = copy.copy(self)
         new.visits, new.study_runs = dict(self.visits), dict(self.study_runs)
-        new.true_results = set(self.true_results)
+        new.true_results, new.own_visits = set(self.true_results), set(self.own_visits)
         new.verdicts = {k: dict(v) for k, v in self.verdicts.items()}
         new.scored_judges = set(self.scored_judges)
         return new
@@ -378,6 +380,8 @@ class EpisodeState:
             if ev.to_state == SUBTOPIC:
                 self.subtopic = node = _node(ev)
                 self.visits[node] = self.visits.get(node, 0) + 1
+                if not ev.forced:
+                    self.own_visits.add(node)
             elif ev.to_state == STUDY:
                 self.study = ev.node
             elif ev.to_state == TOPIC:

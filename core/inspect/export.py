@@ -15,11 +15,13 @@ gives its own samples, so a campaign run by ``suite run`` reads in the viewer li
   window kept, the reply, its tokens, why it ended, how long it took), an info event per engine
   note (source ``inquitree engine``), and the score. A window trimmed further by a token budget
   (``--history-tokens``) is not reconstructed: the model event then shows the window's turns;
-- the scores are the episode's own ``EpisodeScored`` (the last one, after any re-judging), under
-  the task's scorer name, and the log's metrics are computed from them by inspect;
+- the scores are the episode's own ``EpisodeScored`` (the last one, after any re-judging), the
+  conclusion score first, and own coverage beside coverage (the subtopics its recorded transitions
+  entered by the agent's own moves), under the task's scorer name; the log's metrics are computed
+  from them by inspect;
 - an episode that failed, or that has no score yet, is a sample with an error and no score.
 
-Nothing is recomputed: every text and number comes from the store. Where the recorded template
+Nothing else is computed: every text and number comes from the store. Where the recorded template
 set or tree is not the one installed here (another version, a tree file), the system prompt or
 the target is left out and the sample's metadata says why.
 """
@@ -56,8 +58,8 @@ from inspect_ai.model import (
 
 from inquitree import __version__
 from inquitree.boundary.errors import InquiTreeError
-from inquitree.core.game import TemplateSet, Tree, resolve_tree
-from inquitree.core.inspect.task import SCORE_KEYS, SCORER_NAME, episode_score
+from inquitree.core.game import EpisodeState, TemplateSet, Tree, resolve_tree
+from inquitree.core.inspect.task import SCORE_KEYS, SCORER_NAME, episode_score, own_coverage
 from inquitree.core.players import last_turns
 from inquitree.events import (
     AgentReplied,
@@ -171,14 +173,18 @@ def episode_sample(episode_id: str, records: list, installed: Installed | None =
         "judge": started.judge,
     }
     if scored is not None:
-        metadata["inquitree"] = {"episode_id": episode_id, **scored.to_payload()}
+        metadata["inquitree"] = {
+            "episode_id": episode_id,
+            **scored.to_payload(),
+            "own_coverage": own_coverage(_folded(events), started.n_subtopics),
+        }
     if notes:
         metadata["export_notes"] = notes
     error = None
     if scored is None:
         why = f"the episode failed: {failed.error}" if failed is not None else "the episode has no score yet"
         error = EvalError(message=why, traceback="", traceback_ansi="")
-    score = episode_score({"episode_id": episode_id, **scored.to_payload()}, completion) if scored is not None else None
+    score = episode_score(metadata["inquitree"], completion) if scored is not None else None
     if score is not None:
         transcript.append(ScoreEvent(score=score, target=target))
     sample = EvalSample(
@@ -198,6 +204,15 @@ def episode_sample(episode_id: str, records: list, installed: Installed | None =
         total_time=_seconds_between(records[0].recorded_at, records[-1].recorded_at),
     )
     return Exported(episode_id, started, sample)
+
+
+def _folded(events: list) -> EpisodeState:
+    """The episode's state, folded from its events (the subtopics the agent entered itself, as the
+    inspect task's scorer counts them)."""
+    state = EpisodeState()
+    for ev in events:
+        state.apply(ev)
+    return state
 
 
 def _model_event(

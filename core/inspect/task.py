@@ -232,7 +232,11 @@ def inquiry(
                 store.close()
         state.messages = memory
         state.output.completion = "\n".join(f"({i}) {x}" for i, x in enumerate(items, 1))
-        state.metadata["inquitree"] = {"episode_id": ep.episode_id, **scored.to_payload()}
+        state.metadata["inquitree"] = {
+            "episode_id": ep.episode_id,
+            **scored.to_payload(),
+            "own_coverage": own_coverage(ep.state, tree.n),
+        }
         return state
 
     return solve
@@ -287,23 +291,34 @@ async def _grade(tree: Tree, items: list[str], description: dict, attempts: int 
 
 
 SCORER_NAME = "inquitree_scores"
-SCORE_KEYS = ("coverage", "q_norm", "steps", "within_bounds")  # each with inspect's mean and stderr
+# Each with inspect's mean and stderr. The conclusion score first: `inspect view` shows the first
+# as a sample's score, and coverage alone ties a constant agent with the oracle (the engine's
+# forced moves reach every subtopic); own_coverage, beside it, is what the agent reached itself.
+SCORE_KEYS = ("q_norm", "coverage", "own_coverage", "steps", "within_bounds")
+
+
+def own_coverage(state: Any, n_subtopics: int) -> float:
+    """The share of the tree's subtopics the agent entered by its own recognised moves (an
+    EpisodeState's ``own_visits``), as the warehouse's own_coverage counts them."""
+    return len(state.own_visits) / n_subtopics
 
 
 def episode_score(s: dict[str, Any], completion: str) -> Score:
-    """The score of one episode: ``s`` is its EpisodeScored payload with its ``episode_id``."""
+    """The score of one episode: ``s`` is its EpisodeScored payload with its ``episode_id`` and
+    ``own_coverage``."""
     q = s["q_norm"]
     return Score(
         value={
-            "coverage": s["coverage"],
             "q_norm": float("nan") if q is None else q,
+            "coverage": s["coverage"],
+            "own_coverage": s["own_coverage"],
             "steps": s["steps"],
             "within_bounds": 1.0 if s["within_bounds"] else 0.0,
         },
         answer=completion,
         explanation=(
-            f"episode {s['episode_id']}: {s['steps']} steps in [{s['lower_bound']}, {s['upper_bound']}], "
-            f"coverage {s['coverage']:.3f}, q_norm {q if q is None else round(q, 3)}"
+            f"episode {s['episode_id']}: q_norm {q if q is None else round(q, 3)}, coverage {s['coverage']:.3f} "
+            f"(own moves {s['own_coverage']:.3f}), {s['steps']} steps in [{s['lower_bound']}, {s['upper_bound']}]"
         ),
         metadata={"episode_id": s["episode_id"], "judge_id": s["judge_id"], "q_sum": s["q_sum"]},
     )
@@ -311,7 +326,8 @@ def episode_score(s: dict[str, Any], completion: str) -> Score:
 
 @scorer(metrics={key: [mean(), stderr()] for key in SCORE_KEYS})
 def inquitree_scores():
-    """The engine's scores of the episode (EpisodeScored): coverage, Q/k, steps, within bounds."""
+    """The engine's scores of the episode (EpisodeScored): Q/k, coverage and own coverage, steps,
+    within bounds."""
 
     async def score(state: TaskState, target: Target) -> Score:
         s = state.metadata.get("inquitree")
