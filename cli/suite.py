@@ -110,6 +110,8 @@ def run_shard(
         f"{report.done} done now, {report.failed} failed, {report.taken_elsewhere} taken by another worker"
         f"{left} ({time.perf_counter() - t0:.1f} s)"
     )
+    for line in report.reused_elsewhere:  # finished cells of another endpoint, kept
+        say(line, err=True)
     if not worker:
         with EventStore(db_url) as store:
             say_scores(s, store)

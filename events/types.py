@@ -50,13 +50,14 @@ class AgentReplied(Event):
     ``call_limit``, ...) and the call's attempts that failed before it (kind, seconds, streamed
     chunks received): every attempt is accounted, failed ones too. Written only when set (``OPTIONAL``,
     so that logs recorded before them are unchanged): a reasoning model's thinking, kept apart from
-    its answer (``reasoning``: shown in transcripts, never read as the action), and whether the
+    its answer (``reasoning``: shown in transcripts, never read as the action), whether the
     system text went as the start of the first user message (``system_as_user``: a chat template
-    without a system role)."""
+    without a system role), and the endpoint's ``system_fingerprint`` (``fingerprint``: which
+    backend configuration answered; a campaign run again against another says so)."""
 
     TYPE = "AgentReplied"
     VERSION = 3
-    OPTIONAL = ("reasoning", "system_as_user")
+    OPTIONAL = ("reasoning", "system_as_user", "fingerprint")
     step: int
     state: str
     raw: str
@@ -70,6 +71,7 @@ class AgentReplied(Event):
     failed_attempts: list[dict[str, Any]] = field(default_factory=list)
     reasoning: str | None = None
     system_as_user: bool = False
+    fingerprint: str | None = None
 
 
 @upcaster("AgentReplied", 1)

@@ -75,6 +75,7 @@ class OpenAICompatibleServer:
         self.reasoning_only = False  # the whole budget spent on reasoning: empty content, finish "length"
         self.no_system_role = False  # a chat template without a system role
         self.answer_model: str | None = None  # the model name answers carry (None: the one asked for)
+        self.fingerprint: str | None = None  # the system_fingerprint answers carry (None: none)
         self.usage_override: dict | None = None  # usage fields that replace the counted ones
         self.flooded = 0  # bytes an "endless" answer wrote before the client let go
         server = self
@@ -155,6 +156,7 @@ class OpenAICompatibleServer:
                     return json.dumps(
                         {"model": "streamed", "object": "chat.completion.chunk",
                          "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+                        | ({"system_fingerprint": server.fingerprint} if server.fingerprint else {})
                     )  # fmt: skip
 
                 pieces = [content[i : i + server.stream_piece] for i in range(0, len(content), server.stream_piece)]
@@ -334,6 +336,7 @@ class OpenAICompatibleServer:
                         "object": "chat.completion",
                         "created": 0,
                         "model": server.answer_model or req.get("model"),
+                        **({"system_fingerprint": server.fingerprint} if server.fingerprint else {}),
                         "choices": [
                             {
                                 "index": 0,

@@ -780,3 +780,37 @@ def test_a_model_whose_first_cells_fail_is_stopped_while_the_baselines_play_on(t
     assert f"{2 * per_agent} done now" in summary  # every baseline cell
     failed = int(summary.split(" failed")[0].rsplit(", ", 1)[1])
     assert HALT_AFTER <= failed <= HALT_AFTER + 2  # the model's first few (two run at once), not its 27
+
+
+def test_a_campaign_run_again_against_another_endpoint_says_what_it_kept(tmp_path):
+    """Run again against a new checkpoint served under the model's name elsewhere, `suite run`
+    answered "2 already finished" and played nothing: the cells now record the endpoint and the
+    fingerprint they were played against, and the run says which it kept and how to play them anew."""
+    body = (
+        'name = "moved"\ntrees = ["synthetic-diamond-4"]\nagents = [AGENT]\nruns = 2\nembedder = "hash"\n'
+        'max_turns = 4\nbase_url = "URL"\n'
+    )
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    reply = lambda m: "ACTION: (1) x" if "numbered" in m[-1]["content"] else "ACTION: hm"  # noqa: E731
+    with OpenAICompatibleServer(reply) as old, OpenAICompatibleServer(reply) as new:
+        old.fingerprint, new.fingerprint = "fp_old", "fp_new"
+        first = write_suite(tmp_path, "moved", body.replace("URL", old.base_url).replace("AGENT", '"openai:m"'))
+        assert run_suite(Suite.load(first), EventStore(url)).done == 2
+        with EventStore(url) as store:
+            replies = [r.event for s in store.streams(STREAM_PREFIX) for r in store.read_stream(s.stream_id)]
+        assert {e.fingerprint for e in replies if e.TYPE == "AgentReplied"} == {"fp_old"}
+
+        moved = write_suite(tmp_path, "moved", body.replace("URL", new.base_url).replace("AGENT", '"openai:m"'))
+        out = CliRunner().invoke(main, ["suite", "run", str(moved), "--db", url])
+        assert out.exit_code == 0 and "2 already finished, 0 done now" in out.output, out.output
+        said = " ".join(out.output.split())
+        assert f"2 finished cell(s) of agent openai:m were played against m at {old.base_url}" in said
+        assert f"(its replies came from m, fingerprint fp_old), not m at {new.base_url}" in said
+        assert 'give it its own label ({agent = "openai:m", label = "openai:m-new"} in the suite)' in said
+        assert new.chat_calls == 0
+
+        labelled = body.replace("URL", new.base_url).replace("AGENT", '{{agent = "openai:m", label = "m-new"}}')
+        again = run_suite(Suite.load(write_suite(tmp_path, "moved", labelled)), EventStore(url))
+        assert (again.done, again.skipped, again.reused_elsewhere) == (2, 0, [])
+        same = run_suite(Suite.load(first), EventStore(url))  # against the endpoint it was played on: no word
+        assert (same.skipped, same.reused_elsewhere) == (2, [])

@@ -46,6 +46,25 @@ def test_a_streamed_answer_is_assembled_and_says_why_it_ended(tmp_path):
     assert hit.cache_hit and hit.text == LONG and hit.finish_reason == "stop"
 
 
+@pytest.mark.parametrize("streams", [True, False])
+def test_the_endpoints_fingerprint_is_kept_streamed_or_not_and_read_back_from_the_cache(tmp_path, streams):
+    """A reply says which backend configuration answered it (system_fingerprint): a campaign run
+    again against another can say so. One the endpoint sends too long is cut; a secret in it is masked."""
+    with OpenAICompatibleServer([LONG, LONG, LONG]) as server:
+        server.streams, server.fingerprint = streams, "fp_44709d6fcb"
+        cache = CallCache(tmp_path / "calls.sqlite")
+        out = ChatModel("m", server.base_url, settings=CallSettings(max_tokens=64), cache=cache).chat(
+            [{"role": "user", "content": "go"}]
+        )
+        hit = ChatModel("m", server.base_url, settings=CallSettings(max_tokens=64), cache=cache).chat(
+            [{"role": "user", "content": "go"}]
+        )
+        server.fingerprint = "sk-secret-key-1 " + "x" * 500
+        long = ChatModel("m", server.base_url, api_key="sk-secret-key-1").chat([{"role": "user", "content": "again"}])
+    assert out.fingerprint == "fp_44709d6fcb" and hit.cache_hit and hit.fingerprint == "fp_44709d6fcb"
+    assert long.fingerprint is not None and len(long.fingerprint) <= 200 and "sk-secret-key-1" not in long.fingerprint
+
+
 def test_an_answer_that_keeps_arriving_outlasts_the_timeout_and_stops_at_the_call_limit():
     with OpenAICompatibleServer([LONG, LONG]) as server:
         server.streams, server.stream_seconds = True, 0.05  # 29 chunks: about 1.5 s, three timeouts long

@@ -83,6 +83,9 @@ class ChatResult:
     failed: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # attempts before this one
     reasoning: str | None = None  # a reasoning model's thinking, sent apart from its answer (never read as one)
     system_as_user: bool = False  # the system text went as the start of the first user message
+    # the endpoint's system_fingerprint (OpenAI's fp_..., llama.cpp's build): which backend and
+    # weights configuration answered, beside the model name it reports
+    fingerprint: str | None = None
 
     def record(self) -> dict[str, Any]:
         """What the events keep of a call beside its text."""
@@ -253,6 +256,7 @@ class ChatModel:
                         "latency_ms": result.latency_ms,
                         "reasoning": result.reasoning,
                         "system_as_user": result.system_as_user,
+                        "system_fingerprint": result.fingerprint,
                     },
                 )
             return result
@@ -284,6 +288,7 @@ class ChatModel:
             finish_reason=hit["finish_reason"] if isinstance(hit.get("finish_reason"), str) else None,
             reasoning=kept_reasoning(reasoning) if isinstance(reasoning, str) else None,
             system_as_user=hit.get("system_as_user") is True,
+            fingerprint=fingerprint_of(hit),
         )
 
     def _redacted(self, result: ChatResult) -> ChatResult:
@@ -297,6 +302,8 @@ class ChatModel:
             result.model = redact_text(result.model, self._secrets)
         if isinstance(result.finish_reason, str):
             result.finish_reason = redact_text(result.finish_reason, self._secrets)
+        if isinstance(result.fingerprint, str):
+            result.fingerprint = redact_text(result.fingerprint, self._secrets)
         return result
 
     def embeddings(self, texts: list[str]) -> list[Any]:
@@ -518,7 +525,7 @@ class ChatModel:
         )
         return ChatResult(
             content, reply.model or self.model, usage, 0.0, truncated_from=truncated_from,
-            finish_reason=reply.finish_reason, reasoning=reasoning,
+            finish_reason=reply.finish_reason, reasoning=reasoning, fingerprint=reply.fingerprint,
         )  # fmt: skip
 
     def _parse(self, doc: Any) -> ChatResult:
@@ -552,6 +559,7 @@ class ChatModel:
         return ChatResult(
             content, model, usage, 0.0, truncated_from=truncated_from,
             finish_reason=finish if isinstance(finish, str) else None, reasoning=reasoning,
+            fingerprint=fingerprint_of(doc),
         )  # fmt: skip
 
     def _empty(self, finish: str | None, reasoning: str | None) -> ModelCallError:
@@ -707,6 +715,7 @@ class _StreamedReply:
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
         self.model: str | None = None
+        self.fingerprint: str | None = None
         self.error: str | None = None
 
     @property
@@ -729,6 +738,7 @@ class _StreamedReply:
             return True
         if isinstance(doc.get("model"), str) and doc["model"]:
             self.model = doc["model"]
+        self.fingerprint = fingerprint_of(doc) or self.fingerprint
         if isinstance(doc.get("usage"), dict):
             self.usage = doc["usage"]
         choices = doc.get("choices")
@@ -758,6 +768,16 @@ class _StreamedReply:
             self.finish_reason = "repeat"
             return True
         return False
+
+
+MAX_FINGERPRINT_CHARS = 200  # fp_ plus a dozen characters at OpenAI; a build tag at llama.cpp
+
+
+def fingerprint_of(doc: dict[str, Any]) -> str | None:
+    """An answer's ``system_fingerprint``, when it carries a short one (its first
+    MAX_FINGERPRINT_CHARS characters: it comes from the endpoint and is kept in every reply)."""
+    value = doc.get("system_fingerprint")
+    return value[:MAX_FINGERPRINT_CHARS] if isinstance(value, str) and value else None
 
 
 def _error_message(text: str) -> str:

@@ -175,6 +175,7 @@ class Reply:
     failed_attempts: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # the call's attempts before
     reasoning: str | None = None  # a reasoning model's thinking, kept apart: the engine reads only ``text``
     system_as_user: bool = False  # the system text went as the start of the first user message
+    fingerprint: str | None = None  # the endpoint's system_fingerprint, when it sent one
 
     def replied(self, step: int, state: str, action: str) -> AgentReplied:
         return AgentReplied(
@@ -191,6 +192,7 @@ class Reply:
             failed_attempts=list(self.failed_attempts),
             reasoning=self.reasoning,
             system_as_user=self.system_as_user,
+            fingerprint=self.fingerprint,
         )
 
 

@@ -469,4 +469,5 @@ class OpenAIChatAgent:
             failed_attempts=out.failed,
             reasoning=out.reasoning,
             system_as_user=out.system_as_user,
+            fingerprint=out.fingerprint,
         )

@@ -48,10 +48,18 @@ from inquitree import stats
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.boundary.files import read_file
 from inquitree.boundary.text import shown, warn
-from inquitree.core.calls import CallSettings, option_label, redact_url
+from inquitree.core.calls import CallSettings, openai_endpoint, option_label, redact_url
 from inquitree.core.game import Tree, is_shipped, resolve_tree
 from inquitree.core.players import ModelConfig, kinds
-from inquitree.core.run.cells import ENDED, HEARTBEAT_SECONDS, STATE_EVENTS, recorded_cells
+from inquitree.core.run.cells import (
+    ENDED,
+    HEARTBEAT_SECONDS,
+    STATE_EVENTS,
+    CellFold,
+    endpoint_label,
+    fold_cell,
+    recorded_cells,
+)
 from inquitree.core.run.limits import Limits, tokens_of
 from inquitree.core.run.runner import EpisodeFailure, EpisodeStopped, run_episode, stream_id
 from inquitree.core.run.setup import EpisodeSetup, Recording
@@ -380,6 +388,8 @@ class CampaignReport:
     errors: list[str] = dataclasses.field(default_factory=list)
     halted: str | None = None  # why the run stopped itself: every cell failed the same way (SameFailures)
     halted_agents: list[str] = dataclasses.field(default_factory=list)  # the agents whose cells it left
+    # finished cells kept although they were played against another endpoint than this run's (reused_elsewhere)
+    reused_elsewhere: list[str] = dataclasses.field(default_factory=list)
 
 
 # Failures that say the endpoint cannot be used at all (nothing listens, the key is refused, no such
@@ -528,6 +538,53 @@ def set_up(suite: Suite) -> CampaignSetup:
     return CampaignSetup(episode, trees, judges)
 
 
+def reused_elsewhere(
+    suite: Suite, setup: CampaignSetup, recorded: dict, cells: list[Cell], store: EventStore
+) -> list[str]:
+    """What a run says of the finished cells it keeps that were played against another endpoint
+    or model than its own agent's or judge's (a new checkpoint served under the model's name): one
+    line for each, with what the first replies of three of them came from (model name and
+    fingerprint), and the way to play them as new cells."""
+    now: dict[tuple[str, str], str | None] = {}
+    for label, entry in suite.entries.items():
+        if entry.config is not None:
+            model = kinds.parse("agent", entry.spec).argument
+            url = redact_url(openai_endpoint(entry.config.base_url, None)[0])
+            now["agent", label] = endpoint_label({"model": model, "base_url": url})
+    for name, judge in setup.judges.items():
+        now["judge", name] = endpoint_label(getattr(judge, "description", None) or {})
+    found: dict[tuple[str, str, str, str], list[str]] = {}
+    for cell in cells:
+        fold = recorded.get(eid := cell.episode_id(suite.name))
+        if fold is None or fold.state not in ENDED:
+            continue
+        for who, name, was in (("agent", cell.agent, fold.agent_endpoint), ("judge", cell.judge, fold.judge_endpoint)):
+            is_now = now.get((who, name))
+            if was is not None and is_now is not None and was != is_now:
+                found.setdefault((who, name, was, is_now), []).append(eid)
+    lines = []
+    for (who, name, was, is_now), eids in found.items():
+        answered = ""
+        if who == "agent":  # the replies of a few of them: a cell's state is folded without them
+            folds: dict[str, CellFold] = {}
+            for records in store.read_streams([stream_id(e) for e in eids[:3]], ["AgentReplied"]).values():
+                for r in records[:1]:
+                    fold_cell(folds, r)
+            said = sorted({f.answered for f in folds.values() if f.answered})
+            answered = f" (its replies came from {'; '.join(said)})" if said else ""
+        how = (
+            f'give it its own label ({{agent = "{suite.entries[name].spec}", label = "{name}-new"}} in the suite)'
+            if who == "agent"
+            else "give the suite another name"
+        )
+        lines.append(
+            f"{len(eids)} finished cell(s) of {who} {name} were played against {was}{answered}, not {is_now} as "
+            f"this run's: they are kept and not played again, and the tables would mix the two. To play them "
+            f"against {is_now} as new cells, {how}."
+        )
+    return lines
+
+
 class _CampaignRun:
     """One run of a campaign's shard: the cells it has to play, each played and retried by
     :meth:`attempt`, counted by :meth:`tally`, all of them in a pool of threads by :meth:`play`."""
@@ -556,7 +613,11 @@ class _CampaignRun:
         # (an empty read per episode was a tenth of `suite run`'s CPU, bench/engine.py). Should another
         # worker start it meanwhile, the first append finds the stream taken, as a read would have.
         self.started = {stream_id(eid) for eid in recorded}
-        self.report = CampaignReport(cells=len(self.mine), skipped=len(self.mine) - len(self.todo))
+        self.report = CampaignReport(
+            cells=len(self.mine),
+            skipped=len(self.mine) - len(self.todo),
+            reused_elsewhere=reused_elsewhere(suite, self.setup, recorded, self.mine, store),
+        )
         self.same = SameFailures(stop, agents=len({c.agent for c, _ in self.todo}) or 1)
         self.lock = threading.Lock()
 

@@ -43,6 +43,7 @@ __all__ = [
     "RunState",
     "cell_note",
     "cell_state",
+    "endpoint_label",
     "fold_cell",
     "fold_run",
     "recorded_cells",
@@ -144,6 +145,12 @@ class CellFold:
     # endpoint answers with (OpenAI answers gpt-4o-2024-08-06 to gpt-4o)
     agent_model: str | None = None
     judge_model: str | None = None
+    # the endpoints its model agent and judge were played against (endpoint_label), and the model
+    # name and fingerprint its agent's first reply came with: a campaign run again against another
+    # endpoint says which finished cells it kept
+    agent_endpoint: str | None = None
+    judge_endpoint: str | None = None
+    answered: str | None = None
 
     def fold(self, kind: str, ev: dict[str, Any], at: float, prices: PriceTable | None = None) -> None:
         """One event of the episode, as its type and payload, recorded at ``at``."""
@@ -151,7 +158,12 @@ class CellFold:
         if kind == "EpisodeStarted":
             self.agent_model = (ev.get("agent") or {}).get("model")
             self.judge_model = (ev.get("judge") or {}).get("model")
+            self.agent_endpoint = endpoint_label(ev.get("agent") or {})
+            self.judge_endpoint = endpoint_label(ev.get("judge") or {})
         elif kind in ("AgentReplied", "JudgeVerdict"):
+            if kind == "AgentReplied" and self.answered is None and ev.get("model"):
+                fingerprint = ev.get("fingerprint")
+                self.answered = str(ev["model"]) + (f", fingerprint {fingerprint}" if fingerprint else "")
             usage = ev.get("usage") or {}
             self.tokens += tokens_of(usage)
             ms = ev.get("latency_ms")
@@ -180,6 +192,14 @@ class CellFold:
         elif kind == "EpisodeScored":
             self.state, self.ended = ("limit" if self.limit else "finished"), at
             self.step = max(self.step, ev.get("steps") or 0)
+
+
+def endpoint_label(described: dict[str, Any]) -> str | None:
+    """``MODEL at URL`` for a model agent's or judge's description (as EpisodeStarted records it,
+    the URL without its secrets); None for one that calls no endpoint."""
+    if not isinstance(described, dict) or "base_url" not in described or not described.get("model"):
+        return None
+    return f"{described['model']} at {described.get('base_url') or 'OpenAI'}"
 
 
 def cell_state(fold: CellFold | None, now: float, alive: bool | None, stale_seconds: float = STALE_SECONDS) -> str:

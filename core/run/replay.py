@@ -127,6 +127,7 @@ def resimulate(recorded: list[Event], tree: Tree | None = None, templates: Templ
                     [dict(a) for a in ev.failed_attempts],
                     ev.reasoning,
                     ev.system_as_user,
+                    ev.fingerprint,
                 )
                 cos = None
                 if engine.needs_cosines(state):
