@@ -806,7 +806,7 @@ def test_a_campaign_run_again_against_another_endpoint_says_what_it_kept(tmp_pat
         said = " ".join(out.output.split())
         assert f"2 finished cell(s) of agent openai:m were played against m at {old.base_url}" in said
         assert f"(its replies came from m, fingerprint fp_old), not m at {new.base_url}" in said
-        assert 'give it its own label ({agent = "openai:m", label = "openai:m-new"} in the suite)' in said
+        assert 'give it its own label ({agent = "openai:m", label = "m-new"} in the suite)' in said
         assert new.chat_calls == 0
 
         labelled = body.replace("URL", new.base_url).replace("AGENT", '{{agent = "openai:m", label = "m-new"}}')

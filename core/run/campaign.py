@@ -572,11 +572,12 @@ def reused_elsewhere(
                     fold_cell(folds, r)
             said = sorted({f.answered for f in folds.values() if f.answered})
             answered = f" (its replies came from {'; '.join(said)})" if said else ""
-        how = (
-            f'give it its own label ({{agent = "{suite.entries[name].spec}", label = "{name}-new"}} in the suite)'
-            if who == "agent"
-            else "give the suite another name"
-        )
+        if who == "agent":
+            spec = suite.entries[name].spec
+            new = f"{kinds.parse('agent', spec).argument}-new"
+            how = f'give it its own label ({{agent = "{spec}", label = "{new}"}} in the suite)'
+        else:
+            how = "give the suite another name"
         lines.append(
             f"{len(eids)} finished cell(s) of {who} {name} were played against {was}{answered}, not {is_now} as "
             f"this run's: they are kept and not played again, and the tables would mix the two. To play them "
