@@ -141,7 +141,8 @@ def progress(message: str, done: bool = False) -> None:
 
     if not sys.stderr.isatty():
         return
-    click.echo(f"\r\033[K{message}", err=True, nl=done)
+    # one screen line: a longer one wraps, and the next rewrite clears only its last part
+    click.echo(f"\r\033[K{printable(message)[: screen_width() - 1]}", err=True, nl=done)
 
 
 def progress_done() -> None:
@@ -186,6 +187,9 @@ class Progress:
         self.total, self.noun, self.every = total, noun, every
         self.done, self.extra = 0, ""
         self.base: int | None = None  # the count at the first update
+        # the share of their work the items in flight have done (a campaign's cells): without it
+        # the estimate grew while long cells ran, as if they were done one after the other
+        self.in_flight: Callable[[], float] | None = None
         self.tty = sys.stderr.isatty()
         self.started = self.said = time.monotonic()
         self._tenths = 0
@@ -201,9 +205,10 @@ class Progress:
         import time
 
         elapsed = time.monotonic() - self.started
-        now = self.done - (self.base or 0)
+        flying = min(self.in_flight(), max(0, self.total - self.done)) if self.in_flight is not None else 0.0
+        now = self.done - (self.base or 0) + flying
         if now > 0 and self.total > self.done:
-            left = f", about {_duration(elapsed / now * (self.total - self.done))} left"
+            left = f", about {_duration(elapsed / now * (self.total - self.done - flying))} left"
         else:
             left = "" if self.done >= self.total else ", estimating the time left"
         share = f" ({100 * self.done // self.total}%)" if self.total else ""

@@ -84,10 +84,13 @@ def run_shard(
     index, count = shard
 
     def on_cell(report, remaining: int) -> None:
+        # an endpoint that reports no usage for a stream (llama.cpp's server): its chunks are counted
+        noun = "tokens (streamed chunks, where no usage was reported)" if report.chunks_counted else "tokens"
         extra = f"; {report.done} done, {report.failed} failed" + (
-            f", {report.tokens:,} tokens" if report.tokens else ""
+            f", {report.tokens:,} {noun}" if report.tokens else ""
         )
         if meter is not None:  # (a worker has none: it is not called there)
+            meter.in_flight = report.in_flight
             meter.update(report.cells - remaining, extra, total=report.cells)
 
     t0 = time.perf_counter()

@@ -112,6 +112,56 @@ def test_a_piped_progress_line_comes_while_one_cell_takes_long():
     assert 3 <= len(lines) <= 6 and all(line.startswith("  0/10 cells (0%)") for line in lines)
 
 
+def test_the_time_left_counts_the_work_of_the_cells_in_flight():
+    """Four cells in flight, none ended: the estimate came from ended cells alone, so with one
+    ended it priced the three running as if each were still to do, and grew while they ran (30 s
+    every 10 s, to 11 min for a run of 7, with the real model). Half done in 100 s, as much is left."""
+    from inquitree.cli.common import Progress
+
+    with Progress(4, "cells") as meter:
+        meter.update(0)
+        meter.started -= 100
+        assert "estimating the time left" in meter.line()
+        meter.in_flight = lambda: 2.0  # four cells, each half done
+        assert "about 1 min 40 s left" in meter.line()
+        meter.update(1)  # one ended, three in flight at 0.5 each: 2.5 of 4 done in 100 s
+        meter.in_flight = lambda: 1.5
+        assert "about 1 min 0 s left" in meter.line()
+
+
+def test_a_campaign_reports_the_share_its_cells_in_flight_have_done(tmp_path):
+    import threading
+
+    from inquitree.core.run.cells import MOST_DONE
+
+    body = (
+        'name = "{name}"\ntrees = ["synthetic-diamond-4"]\nagents = ["openai:m"]\nruns = 2\nembedder = "hash"\n'
+        'max_turns = 10\nconcurrency = 2\nbase_url = "URL"\n'
+    )
+    reports, seen = [], []
+    with OpenAICompatibleServer(lambda m: "ACTION: hm", delay=0.1) as server:
+        suite = Suite.load(write_suite(tmp_path, "flying", body.replace("URL", server.base_url)))
+        stop = threading.Event()
+
+        def watch() -> None:
+            while not stop.wait(0.05):
+                if reports and reports[0].in_flight is not None:
+                    seen.append(reports[0].in_flight())
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            report = run_suite(
+                suite, EventStore(f"sqlite:///{tmp_path / 'e.sqlite'}"), progress=lambda r, _: reports.append(r)
+            )
+        finally:
+            stop.set()
+            watcher.join()
+    assert report.done == 2 and seen
+    # each cell's most is its turn limit (10, below the tree's 44): its share is its step over 10, at most 0.95
+    assert 0 < max(seen) <= 2 * MOST_DONE and report.in_flight is not None and report.in_flight() == 0
+
+
 def test_kill_9_mid_campaign_then_resume_equals_an_uninterrupted_run(tmp_path):
     suite = write_suite(tmp_path)
     killed = f"sqlite:///{tmp_path / 'killed.sqlite'}"
@@ -814,3 +864,17 @@ def test_a_campaign_run_again_against_another_endpoint_says_what_it_kept(tmp_pat
         assert (again.done, again.skipped, again.reused_elsewhere) == (2, 0, [])
         same = run_suite(Suite.load(first), EventStore(url))  # against the endpoint it was played on: no word
         assert (same.skipped, same.reused_elsewhere) == (2, [])
+
+
+def test_the_progress_says_when_its_tokens_are_streamed_chunks(tmp_path):
+    """llama.cpp's server reports no usage for a stream: the run counted its chunks as tokens, unsaid."""
+    body = (
+        'name = "{name}"\ntrees = ["synthetic-diamond-4"]\nagents = ["openai:m"]\nruns = 2\nembedder = "hash"\n'
+        'max_turns = 3\nstream = true\nbase_url = "URL"\n'
+    )
+    with OpenAICompatibleServer(lambda m: "ACTION: hm") as server:
+        server.streams = True
+        suite = write_suite(tmp_path, "chunks", body.replace("URL", server.base_url))
+        out = CliRunner().invoke(main, ["suite", "run", str(suite), "--db", f"sqlite:///{tmp_path / 'e.sqlite'}"])
+    assert out.exit_code == 0, out.output
+    assert "tokens (streamed chunks, where no usage was reported)" in out.output

@@ -569,3 +569,28 @@ def test_an_episode_page_renders_its_markdown_under_a_deadline(warehouse, monkey
     page = TestClient(create_app(path), base_url="http://127.0.0.1").get(f"/episodes/{scripted}").text
     assert "(shown as plain text: the page's time for rendering ran out)" in page
     assert "&lt;script&gt;" in page and "<script>document" not in page
+
+
+def test_an_episode_page_reads_its_state_and_scores_from_one_snapshot(tmp_path):
+    """Opened just after a campaign ended, an episode page said "running" above its final scores:
+    its state came from the snapshot open before the page took up the newer one its scores came from."""
+    from inquitree.core.run.runner import stream_id
+
+    tree = resolve_tree("synthetic-diamond-4")
+    events = play(tree, OracleAgent(tree)).events  # played in memory, recorded below in two parts
+    eid, half = events[0].episode_id, len(events) // 2
+    url, path = f"sqlite:///{tmp_path / 'e.sqlite'}", str(tmp_path / "w.duckdb")
+    with EventStore(url) as store:
+        store.append(stream_id(eid), events[:half], 0)
+    with Warehouse(path) as wh:
+        wh.sync(url)
+    client = TestClient(create_app(path), base_url="http://127.0.0.1")
+    before = client.get(f"/episodes/{eid}").text.split("<h1>")[1].split("<h2>Scores</h2>")[0]
+    assert "running" in before
+    with EventStore(url) as store:  # the episode ends; another process publishes the warehouse
+        store.append(stream_id(eid), events[half:], half)
+    with Warehouse(path) as wh:
+        wh.sync(url)
+    page = client.get(f"/episodes/{eid}").text
+    head, scores = page.split("<h1>")[1].split("<h2>Scores</h2>")
+    assert "done (conclusion)" in head and "running" not in head and "1.00" in scores.split("<h2>Dialogue</h2>")[0]

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from inquitree.cli import main
 from inquitree.core.game.tree import load_tree_file, resolve_tree
 from inquitree.core.run.campaign import Suite, _CampaignRun, run_suite
-from inquitree.core.run.cells import ENDED
+from inquitree.core.run.cells import ENDED, MOST_DONE
 from inquitree.core.run.runner import stream_id
 from inquitree.events.errors import StoreError
 from inquitree.events.names import campaign_stream, cells_of
@@ -228,6 +228,9 @@ def test_the_time_left_weighs_each_cell_by_its_agents_pace(sqlite_url):
         }  # fmt: skip
         # fast: 2 left x 10 s; slow: 2 left x 100 s and the running one's 100 - 30 s; one cell running
         assert state["eta_s"] == pytest.approx(2 * 10 + 2 * 100 + 70)
+        # the running cell past its agent's mean is still running: a part of the mean is left, not none
+        late = live.summary("pace", now=400.0)
+        assert late is not None and late["eta_s"] == pytest.approx(2 * 10 + 2 * 100 + 100 * (1 - MOST_DONE))
     finally:
         live.close()
 

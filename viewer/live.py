@@ -15,7 +15,7 @@ next ``suite run`` resumes it), *failed* (with the recorded reason), *limit* (sc
 or run limit ended it) or *finished*: the fold and the rule are ``core/run/cells.py``'s, which
 `suite status` and a resumed ``suite run`` use too. The estimate of time left weighs each cell left
 by its agent's mean time per cell in this run, so a slow model's cells are not priced at a quick
-baseline's rate.
+baseline's rate, and a running cell by the part its steps have not done.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from inquitree.boundary.files import write_file
 from inquitree.boundary.text import warn
 from inquitree.core.run import (
     CELL_EVENTS,
+    MOST_DONE,
     STALE_SECONDS,
     STATES,
     CellFold,
@@ -43,6 +44,7 @@ from inquitree.core.run import (
     fold_cell,
     fold_run,
     run_status,
+    share_done,
 )
 from inquitree.events import (
     CAMPAIGN_PREFIX,
@@ -344,26 +346,33 @@ class Campaigns:
 
     def _time_left(self, c: _Campaign, states: dict[str, str], since: float, now: float, running: int) -> float | None:
         """An estimate of the time left: each cell not ended takes its agent's mean time per cell
-        ended since the latest run started (the campaign's mean for an agent with none ended yet),
-        less the time a running cell has had; the sum is shared by the cells running now. None
-        until a cell has ended in this run."""
-        took: dict[str, list[float]] = {}
+        ended since the latest run started (the campaign's mean for an agent with none ended yet);
+        a running cell, the part of it its steps have not done yet (:func:`share_done` of its
+        agent's mean steps), or before its first step the mean less the time it has had; never
+        none, as a cell that outran the mean is still running. The sum is shared by the cells
+        running now. None until a cell has ended in this run."""
+        took: dict[str, list[tuple[float, int]]] = {}
         for eid, cell in c.ids.items():
             e = self.episodes.get(eid)
             if e is not None and e.ended is not None and e.ended >= since:
-                took.setdefault(cell.agent, []).append(e.ended - max(e.started, since))
+                took.setdefault(cell.agent, []).append((e.ended - max(e.started, since), e.step))
         if not took:
             return None
         everyone = [t for ts in took.values() for t in ts]
-        overall = sum(everyone) / len(everyone)
+        overall = (sum(t for t, _ in everyone) / len(everyone), sum(n for _, n in everyone) / len(everyone))
         work = 0.0
         for eid, cell in c.ids.items():
             state = states[eid]
             if state in ("pending", "running", "interrupted"):
                 ts = took.get(cell.agent)
-                mean = sum(ts) / len(ts) if ts else overall
+                mean, steps = (sum(t for t, _ in ts) / len(ts), sum(n for _, n in ts) / len(ts)) if ts else overall
                 e = self.episodes.get(eid)
-                work += max(0.0, mean - (now - e.started)) if state == "running" and e is not None else mean
+                if state != "running" or e is None:
+                    work += mean
+                elif e.step and steps:  # by its steps
+                    work += mean * (1 - share_done(e.step, steps))
+                else:  # no step recorded yet: by its time, never none
+                    work += max(mean - (now - e.started), mean * (1 - MOST_DONE))
         return work / max(1, running)
 
     def cells(self, key: str, now: float | None = None) -> list[dict[str, Any]] | None:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.core.run.campaign import run_suite as run_suite
     from inquitree.core.run.campaign import set_up as set_up
     from inquitree.core.run.cells import CELL_EVENTS as CELL_EVENTS
+    from inquitree.core.run.cells import MOST_DONE as MOST_DONE
     from inquitree.core.run.cells import STALE_SECONDS as STALE_SECONDS
     from inquitree.core.run.cells import STATE_EVENTS as STATE_EVENTS
     from inquitree.core.run.cells import STATES as STATES
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.core.run.cells import recorded_cells as recorded_cells
     from inquitree.core.run.cells import recorded_runs as recorded_runs
     from inquitree.core.run.cells import run_status as run_status
+    from inquitree.core.run.cells import share_done as share_done
     from inquitree.core.run.golden import MAX_IMPORT_BYTES as MAX_IMPORT_BYTES
     from inquitree.core.run.golden import dump_export as dump_export
     from inquitree.core.run.golden import dump_jsonl as dump_jsonl
@@ -66,6 +68,7 @@ _EXPORTS = {
     "run_suite": "campaign",
     "set_up": "campaign",
     "CELL_EVENTS": "cells",
+    "MOST_DONE": "cells",
     "STALE_SECONDS": "cells",
     "STATE_EVENTS": "cells",
     "STATES": "cells",
@@ -78,6 +81,7 @@ _EXPORTS = {
     "recorded_cells": "cells",
     "recorded_runs": "cells",
     "run_status": "cells",
+    "share_done": "cells",
     "MAX_IMPORT_BYTES": "golden",
     "dump_export": "golden",
     "dump_jsonl": "golden",

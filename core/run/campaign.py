@@ -59,6 +59,7 @@ from inquitree.core.run.cells import (
     endpoint_label,
     fold_cell,
     recorded_cells,
+    share_done,
 )
 from inquitree.core.run.limits import Limits, tokens_of
 from inquitree.core.run.runner import EpisodeFailure, EpisodeStopped, run_episode, stream_id
@@ -390,6 +391,10 @@ class CampaignReport:
     halted_agents: list[str] = dataclasses.field(default_factory=list)  # the agents whose cells it left
     # finished cells kept although they were played against another endpoint than this run's (reused_elsewhere)
     reused_elsewhere: list[str] = dataclasses.field(default_factory=list)
+    chunks_counted: bool = False  # some tokens are streamed chunks: the endpoint reported no usage
+    # the share of their work the cells in flight have done (:meth:`_CampaignRun.in_flight`), for
+    # the time-left estimate; None where nothing is in flight to be read
+    in_flight: Callable[[], float] | None = dataclasses.field(default=None, repr=False, compare=False)
 
 
 # Failures that say the endpoint cannot be used at all (nothing listens, the key is refused, no such
@@ -621,6 +626,30 @@ class _CampaignRun:
         )
         self.same = SameFailures(stop, agents=len({c.agent for c, _ in self.todo}) or 1)
         self.lock = threading.Lock()
+        # each episode in flight: (the step it reached, the steps it may take at most), and the
+        # steps each ended one took as a share of its most: what in_flight reads
+        self.flying: dict[str, tuple[int, int]] = {}
+        self.took: list[float] = []
+        self.report.in_flight = self.in_flight
+
+    def in_flight(self) -> float:
+        """The share of their work the episodes in flight have done, summed: each expected to take
+        its most steps (the tree's upper bound or the turn limit) scaled by the share of it the
+        ended ones took (:func:`share_done`)."""
+        scale = sum(self.took) / len(self.took) if self.took else 1.0
+        return sum(share_done(step, most * scale) for step, most in list(self.flying.values()))
+
+    def _flying(self, eid: str, most: int) -> Callable[[Event], None]:
+        def seen(ev: Event) -> None:
+            if isinstance(ev, AgentReplied):
+                self.flying[eid] = (ev.step, most)
+
+        return seen
+
+    def _landed(self, eid: str, done: bool) -> None:
+        step, most = self.flying.pop(eid, (0, 0))
+        if done and most:
+            self.took.append(step / most)
 
     def _who(self, cell: Cell) -> str:
         """The agent of ``cell`` as the campaign's tables name it (its label, else its spec)."""
@@ -657,6 +686,7 @@ class _CampaignRun:
         seed = suite.seed + cell.run
         params = setup.params(tree, cell.randomness, seed)
         entry = suite.entries[cell.agent]
+        most = min(tree.bounds(params.max_hints)[1], params.max_turns)
         for attempt in range(suite.retries + 1):
             agent = setup.agent(entry.spec, tree, seed, entry.config, entry.label)
             new_stream = attempt == 0 and stream_id(eid) not in self.started
@@ -667,7 +697,7 @@ class _CampaignRun:
                     params,
                     agent,
                     self.setup.judges[cell.judge],
-                    Recording(store, eid, resume=True, new_stream=new_stream),
+                    Recording(store, eid, self._flying(eid, most), resume=True, new_stream=new_stream),
                     self.stop,
                 )
             except EpisodeFailure as exc:
@@ -681,7 +711,10 @@ class _CampaignRun:
             # a resumed episode's earlier turns were counted before
             new_events = out.events[len(out.events) - out.appended :]
             self.same.succeeded(self._who(cell))
-            return "done", sum(tokens_of(e.usage) for e in new_events if isinstance(e, AgentReplied))
+            replies = [e for e in new_events if isinstance(e, AgentReplied)]
+            if any(e.usage.get("output_chunks") for e in replies):
+                self.report.chunks_counted = True
+            return "done", sum(tokens_of(e.usage) for e in replies)
         return f"failed: {eid}", 0
 
     def tally(self, outcome: str, tokens: int) -> None:
@@ -714,6 +747,7 @@ class _CampaignRun:
             nonlocal counted
             try:
                 outcome = self.one(c, eid)
+                self._landed(eid, outcome[0] == "done")
                 with self.lock:
                     self.tally(*outcome)
                     counted += 1

@@ -36,6 +36,7 @@ __all__ = [
     "CELL_EVENTS",
     "ENDED",
     "HEARTBEAT_SECONDS",
+    "MOST_DONE",
     "STALE_SECONDS",
     "STATES",
     "STATE_EVENTS",
@@ -49,6 +50,7 @@ __all__ = [
     "recorded_cells",
     "recorded_runs",
     "run_status",
+    "share_done",
 ]
 
 HEARTBEAT_SECONDS = 15.0  # a running campaign's CampaignAlive, so a page can tell it from a dead one
@@ -200,6 +202,21 @@ def endpoint_label(described: dict[str, Any]) -> str | None:
     if not isinstance(described, dict) or "base_url" not in described or not described.get("model"):
         return None
     return f"{described['model']} at {described.get('base_url') or 'OpenAI'}"
+
+
+# The most of its work a cell in flight is taken to have done: one past its expected steps has
+# not ended, so some of its time is still ahead (an estimate that reached 0 s said a running
+# campaign was done).
+MOST_DONE = 0.95
+
+
+def share_done(step: int, expected_steps: float | None) -> float:
+    """How much of its work an episode at ``step`` has done, when it is expected to take
+    ``expected_steps`` (0 when nothing is known): what a time-left estimate counts of the cells
+    in flight, so that it does not grow while long cells run, as one from ended cells alone did."""
+    if not expected_steps or expected_steps <= 0:
+        return 0.0
+    return min(max(step, 0) / expected_steps, MOST_DONE)
 
 
 def cell_state(fold: CellFold | None, now: float, alive: bool | None, stale_seconds: float = STALE_SECONDS) -> str:

@@ -21,9 +21,10 @@ def episode(request: Request) -> Response:
     found = viewer.rows(sql.EPISODE, [episode_id])
     if not found or found[0]["status"] not in ("done", "failed"):
         viewer.catch_up(force=not found)
-    if not found:
-        return viewer.page("missing.html.j2", what=f"episode {episode_id}", status_code=404)
-    with viewer.lock:
+    with viewer.lock:  # the state, dialogue and scores of one snapshot (catch_up may have taken up a newer)
+        found = viewer.rows(sql.EPISODE, [episode_id])
+        if not found:
+            return viewer.page("missing.html.j2", what=f"episode {episode_id}", status_code=404)
         items = episode_items(viewer.wh, episode_id, RENDER_SECONDS)
         scores = table_html(viewer.wh.con.sql(sql.EPISODE_SCORES, params=[episode_id]).pl())
     template_set = viewer.rows(sql.TEMPLATE_SET, [episode_id])
