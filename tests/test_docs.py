@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 MANUAL = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
@@ -160,3 +162,23 @@ def test_the_readmes_python_example_runs_through_the_faces(tmp_path, monkeypatch
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "replays identically: True" in out.stdout and "shape: (1, " in out.stdout
+
+
+def test_the_suite_keys_page_lists_every_key_a_suite_may_have(tmp_path):
+    """14 of a suite's 39 keys were documented: the page's tables are made from the declaration
+    the suite's checks read, and an unknown key's error lists the same keys."""
+    from inquitree.core.run.campaign import SUITE_KEYS, SuiteError, suite_keys_markdown
+
+    page = (ROOT / "docs" / "suite-keys.md").read_text()
+    tables = page.split("<!-- the tables below: core.run.campaign.suite_keys_markdown() -->\n")[1]
+    assert tables.split("<!-- end of the tables -->")[0] == suite_keys_markdown()
+    import dataclasses
+
+    from inquitree.core.run.campaign import Suite
+
+    assert set(SUITE_KEYS) == {f.name for f in dataclasses.fields(Suite)} - {"source", "entries"}
+    bad = tmp_path / "typo.toml"
+    bad.write_text('name = "t"\ntrees = ["synthetic-chain-7"]\nagents = ["random"]\nmax_turn = 5\n')
+    with pytest.raises(SuiteError, match="unknown key 'max_turn'") as refused:
+        Suite.load(bad)
+    assert all(key in str(refused.value) for key in SUITE_KEYS)

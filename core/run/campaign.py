@@ -23,18 +23,16 @@ Example suite::
     base_url = "http://127.0.0.1:8000/v1"   # for openai:* agents (key: $OPENAI_API_KEY)
 
 An agent may also be a table, for one model run with request options under its own label:
-``agents = ["random", {agent = "openai:gpt-5", options = {reasoning_effort = "high"}, label = "gpt-5@high"}]``
-(keys: agent, label, options, window, history_tokens, max_tokens, timeout, max_retries). Call settings
-(``timeout``, ``max_retries``, ``max_tokens``, ``window``, ``history_tokens``, ``max_reply_chars``, ``judge_options``,
-``judge_max_tokens``, ``call_cache``), the re-ask bound (``max_reasks``), per-episode limits
-(``episode_tokens``, ``episode_cost_usd``, ``episode_seconds``) and the campaign budget
-(``budget_tokens``, ``budget_cost_usd``; prices from ``prices``) are keys of the suite too.
+``agents = ["random", {agent = "openai:gpt-5", options = {reasoning_effort = "high"}, label = "gpt-5@high"}]``.
+Every key of a suite and of an agent table is declared once, in :data:`SUITE_KEYS` and
+:data:`AGENT_KEYS` (docs/suite-keys.md is made from them).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import re
 import secrets
 import threading
@@ -79,59 +77,88 @@ from inquitree.events import (
     grid,
 )
 
-_FIELDS = {
-    "name": str,
-    "trees": list,
-    "agents": list,
-    "judges": list,
-    "randomness": list,
-    "runs": int,
-    "seed": int,
-    "embedder": str,
-    "tau": float,
-    "tau_study": float,
-    "match_rule": str,
-    "max_hints": int,
-    "max_turns": int,
-    "concurrency": int,
-    "base_url": str,
-    "judge_base_url": str,
-    "embedder_base_url": str,
-    "templates": str,
-    "retries": int,
-    "requests_per_minute": float,
-    "timeout": float,
-    "max_retries": int,
-    "max_tokens": int,
-    "window": int,
-    "history_tokens": int,
-    "max_reply_chars": int,
-    "stream": bool,
-    "call_limit": float,
-    "system_role": str,
-    "judge_options": dict,
-    "judge_max_tokens": int,
-    "call_cache": str,
-    "max_reasks": int,
-    "episode_tokens": int,
-    "episode_cost_usd": float,
-    "episode_seconds": float,
-    "budget_tokens": int,
-    "budget_cost_usd": float,
-    "prices": str,
+# Every key a suite file may have: its type and what it sets, said once. The checks, the error
+# that lists the known keys and docs/suite-keys.md (suite_keys_markdown) are made from this table;
+# a default is the Suite field's.
+SUITE_KEYS: dict[str, tuple[type, str]] = {
+    "name": (str, "the campaign's name: every cell's episode id starts with it (letters, digits and ._-)"),
+    "trees": (list, "tree ids (shipped) or tree files"),
+    "agents": (list, "agent specs, or tables with an `agent` key and the agent keys below"),
+    "judges": (list, "judge specs: embedding, openai:MODEL, rubric:MODEL, hybrid:MODEL"),
+    "randomness": (list, "levels a, 0..10: fake results with probability 10a%"),
+    "runs": (int, "runs of every cell; run r uses seed + r"),
+    "seed": (int, "the first run's seed"),
+    "embedder": (str, "local, hash, nomic or openai[:MODEL]: what matches actions to candidates"),
+    "tau": (float, "the match threshold (default: the embedder's)"),
+    "tau_study": (float, "the threshold at the Subtopic state, whose one candidate is the study"),
+    "match_rule": (str, "paper (one cosine against tau) or fitted (the rule fitted on real moves)"),
+    "max_hints": (int, "H: hints before the engine moves on by itself"),
+    "max_turns": (int, "the turn limit of an episode (default: n(2H+3))"),
+    "concurrency": (int, "episodes in flight (`suite run -j` overrides it)"),
+    "base_url": (str, "the OpenAI-compatible endpoint of openai:* agents"),
+    "judge_base_url": (str, "the endpoint of model judges"),
+    "embedder_base_url": (str, "the endpoint of an openai or nomic embedder"),
+    "templates": (str, "the template set: a shipped name or a folder beside the suite"),
+    "retries": (int, "attempts again of a cell that failed for a reason that may pass"),
+    "requests_per_minute": (float, "agent calls a minute, across every episode in flight"),
+    "timeout": (float, "seconds an endpoint may stay silent (before and between a stream's tokens)"),
+    "max_retries": (int, "retries of one call that failed for a reason that may pass"),
+    "max_tokens": (int, "the longest agent reply, in tokens"),
+    "window": (int, "turns of history an agent keeps beside the system prompt (default: all)"),
+    "history_tokens": (int, "the most tokens (estimated) of the prompt an agent sends; the oldest turns go first"),
+    "max_reply_chars": (int, "a longer reply is cut here, and the cut recorded"),
+    "stream": (bool, "ask for answers as a stream"),
+    "call_limit": (float, "seconds a streamed answer may keep arriving; then it is kept as far as it got"),
+    "system_role": (str, "where the system prompt goes: auto, system or user"),
+    "judge_options": (dict, "request options of the judge's calls"),
+    "judge_max_tokens": (int, "the longest judge reply, in tokens"),
+    "call_cache": (str, "a SQLite file of earlier answers to identical calls, reused and kept"),
+    "max_reasks": (int, "re-asks in one Result visit before the conclusion is asked for"),
+    "episode_tokens": (int, "end an episode before the call after its agent calls used this many tokens"),
+    "episode_cost_usd": (float, "end an episode once its agent calls cost this much (needs prices)"),
+    "episode_seconds": (float, "end an episode after this much wall time"),
+    "budget_tokens": (int, "the campaign's token budget: no cell starts once it is spent"),
+    "budget_cost_usd": (float, "the campaign's budget in USD (needs prices)"),
+    "prices": (str, "the price table (USD per million tokens, or per hour of a server)"),
 }
-_AGENT_FIELDS = {
-    "agent": str,
-    "label": str,
-    "options": dict,
-    "window": int,
-    "history_tokens": int,
-    "max_tokens": int,
-    "timeout": float,
-    "max_retries": int,
-    "call_limit": float,
-    "system_role": str,
+# The keys of an agent given as a table: a model run with its own options, label and call settings.
+AGENT_KEYS: dict[str, tuple[type, str]] = {
+    "agent": (str, "the agent's spec"),
+    "label": (str, "its name in every table (default: the model, with its options)"),
+    "options": (dict, "request options of its calls (reasoning_effort, top_p, extra_headers, ...)"),
+    "window": (int, "as the suite's window, for this agent"),
+    "history_tokens": (int, "as the suite's history_tokens, for this agent"),
+    "max_tokens": (int, "as the suite's max_tokens, for this agent"),
+    "timeout": (float, "as the suite's timeout, for this agent"),
+    "max_retries": (int, "as the suite's max_retries, for this agent"),
+    "call_limit": (float, "as the suite's call_limit, for this agent"),
+    "system_role": (str, "as the suite's system_role, for this agent"),
 }
+_FIELDS = {key: kind for key, (kind, _) in SUITE_KEYS.items()}
+_AGENT_FIELDS = {key: kind for key, (kind, _) in AGENT_KEYS.items()}
+
+
+def suite_keys_markdown() -> str:
+    """docs/suite-keys.md's tables: every key of a suite file and of an agent table, with its type,
+    default and meaning (a test holds the page to them)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(Suite) if f.default is not dataclasses.MISSING}
+    for f in dataclasses.fields(Suite):
+        if f.default_factory is not dataclasses.MISSING:
+            defaults[f.name] = f.default_factory()
+
+    def shown_default(key: str) -> str:
+        if key not in defaults:
+            return "required"
+        value = defaults[key]
+        return "none" if value is None else f"`{json.dumps(value)}`"
+
+    lines = ["| key | type | default | what it sets |", "|---|---|---|---|"]
+    lines += [
+        f"| `{key}` | {kind.__name__} | {shown_default(key)} | {what} |" for key, (kind, what) in SUITE_KEYS.items()
+    ]
+    lines += ["", "| agent key | type | what it sets |", "|---|---|---|"]
+    lines += [f"| `{key}` | {kind.__name__} | {what} |" for key, (kind, what) in AGENT_KEYS.items()]
+    return "\n".join(lines) + "\n"
 
 
 SHIPPED_SUITES = Path(__file__).resolve().parents[2] / "suites"
