@@ -256,32 +256,54 @@ def episodes_show(episode: str, db_url: str | None) -> None:
 @click.argument("episode", default="last")
 @db_option
 @click.option("--out", type=click.Path(dir_okay=False), default="-", help="File to write (default: stdout).")
+@click.option(
+    "--suite",
+    "suite_name",
+    help="Every episode of this campaign (the suite's name), in one file; EPISODE is not given.",
+)
 @key_option(
     "A private key (`inquitree db keygen`) to sign the episode's head (default: $INQUITREE_SIGNING_KEY).",
     private=True,
 )
-def episodes_export(episode: str, db_url: str | None, out: str, key_path: str | None) -> None:
+def episodes_export(episode: str, db_url: str | None, out: str, suite_name: str | None, key_path: str | None) -> None:
     """Write one episode's events as JSON lines, with their proof.
 
     Each line holds {"type", "version", "payload"} (the golden-log format) and the event's stored
     timestamp and hashes; with a key, a last line signs the episode's head, so that `episodes
-    import --key PUBLIC_KEY` can show the file is the one recorded."""
-    from inquitree.core.run import dump_export, stream_id
-    from inquitree.events import EventStore, load_signer, utc_now
+    import --key PUBLIC_KEY` can show the file is the one recorded. With --suite, every episode of
+    the campaign in one file, each signed, and a last line that lists their heads, signed too, so
+    that an episode left out of the file is seen on import."""
+    from inquitree.core.run import STREAM_PREFIX, dump_campaign, dump_export, stream_id
+    from inquitree.events import EventStore, episode_prefix, load_signer, utc_now
 
     signer = load_signer(key_path) if key_path else None
     with EventStore(db_url, create=False) as store:
-        episode_id = episode_ref(store, episode)
-        records = store.read_stream(stream_id(episode_id))
-        if not records:  # as show, replay and to-inspect: an unknown id is an error, not an empty file
-            raise InquiTreeError(f"no episode {episode_id!r} in {store!r} (see `inquitree episodes list`)")
-    text = dump_export(records, signer, utc_now())
+        if suite_name is not None:
+            if episode != "last":
+                raise click.UsageError("give EPISODE or --suite NAME, not both")
+            streams = [s.stream_id for s in store.streams(STREAM_PREFIX + episode_prefix(suite_name))]
+            if not streams:
+                raise InquiTreeError(
+                    f"no episode of campaign {suite_name!r} in {store!r} (see `inquitree episodes list`)"
+                )
+            found = [store.read_stream(sid) for sid in streams]
+            what, text = (
+                f"{len(found)} episodes of campaign {suite_name}",
+                dump_campaign(suite_name, found, signer, utc_now()),
+            )
+            count = sum(len(r) for r in found)
+        else:
+            episode_id = episode_ref(store, episode)
+            records = store.read_stream(stream_id(episode_id))
+            if not records:  # as show, replay and to-inspect: an unknown id is an error, not an empty file
+                raise InquiTreeError(f"no episode {episode_id!r} in {store!r} (see `inquitree episodes list`)")
+            what, text, count = episode_id, dump_export(records, signer, utc_now()), len(records)
     if out == "-":
         echo_data(text, nl=False)
     else:
         output_file(out, text)
         signed = f", signed by key {signer.key_id}" if signer else ""
-        echo(f"wrote {len(records)} events of {episode_id} to {out}{signed}", err=True)
+        echo(f"wrote {count} events of {what} to {out}{signed}", err=True)
 
 
 @episodes.command("to-inspect")
@@ -367,16 +389,45 @@ def episodes_import(paths: tuple[str, ...], db_url: str | None, key_path: str | 
 
 
 def _import_one(path: str, db_url: str | None, verifier) -> None:
-    """One exported episode into the store (see ``episodes import``)."""
+    """One exported file into the store: an episode, or a campaign's episodes (see ``episodes
+    import``); a campaign's list of episodes is checked against the episodes the file holds before
+    any is imported."""
+    from inquitree.boundary.files import read_file
+    from inquitree.core.run import MAX_CAMPAIGN_BYTES, MAX_IMPORT_BYTES, check_manifest, load_export, split_campaign
+
+    data = read_file(path, MAX_CAMPAIGN_BYTES, what="the export")  # once: what is hashed is what is imported
+    sections, manifest = split_campaign(path, data)
+    if manifest is None:
+        if len(data) > MAX_IMPORT_BYTES:
+            raise InquiTreeError(f"{path}: {len(data):,} bytes, over the limit of {MAX_IMPORT_BYTES:,}; refused")
+        _import_episode(path, data, load_export(path, data), db_url, verifier)
+        return
+    exports = []
+    for k, section in enumerate(sections, 1):
+        where = f"{path} (episode {k} of {len(sections)})"
+        if len(section) > MAX_IMPORT_BYTES:
+            raise InquiTreeError(f"{where}: {len(section):,} bytes, over the limit of {MAX_IMPORT_BYTES:,}; refused")
+        exports.append((where, section, load_export(where, section)))
+    heads = [
+        (episode_stream(ex.events[0].episode_id, where=where), ex.rows[-1]["stream_version"], ex.rows[-1]["hash"])
+        if ex.rows and isinstance(ex.events[0], EpisodeStarted)
+        else (where, 0, "")
+        for where, _, ex in exports
+    ]
+    for sentence in check_manifest(path, manifest, heads, verifier):
+        echo(f"{path}: {sentence}")
+    for where, section, ex in exports:
+        _import_episode(where, section, ex, db_url, verifier)
+
+
+def _import_episode(path: str, data: bytes, exported, db_url: str | None, verifier) -> None:
+    """One exported episode (``data``, read back as ``exported``) into the store."""
     import hashlib
     from pathlib import Path
 
-    from inquitree.boundary.files import read_file
-    from inquitree.core.run import MAX_IMPORT_BYTES, dump_jsonl, load_export
+    from inquitree.core.run import dump_jsonl
     from inquitree.events import EpisodeImported, EventStore
 
-    data = read_file(path, MAX_IMPORT_BYTES, what="the export")  # once: what is hashed is what is imported
-    exported = load_export(path, data)
     events = exported.events
     first = events[0]
     if not isinstance(first, EpisodeStarted):

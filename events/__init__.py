@@ -54,7 +54,9 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.events.signing import Signer as Signer
     from inquitree.events.signing import Verifier as Verifier
     from inquitree.events.signing import checkpoint_message as checkpoint_message
+    from inquitree.events.signing import export_message as export_message
     from inquitree.events.signing import generate as generate
+    from inquitree.events.signing import heads_digest as heads_digest
     from inquitree.events.signing import load_keyring as load_keyring
     from inquitree.events.signing import load_signer as load_signer
     from inquitree.events.signing import load_verifier as load_verifier
@@ -134,6 +136,8 @@ _EXPORTS = {
     "Signer": "signing",
     "Verifier": "signing",
     "checkpoint_message": "signing",
+    "export_message": "signing",
+    "heads_digest": "signing",
     "generate": "signing",
     "load_keyring": "signing",
     "load_signer": "signing",

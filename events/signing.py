@@ -7,8 +7,9 @@ can be published with a paper, and anyone can check the log against it.
 
 A checkpoint signs one line of text per subject, so a signature cannot be moved from one to
 another: the log's head (``log``, global position, log hash) or, for an exported or imported
-episode, a stream's head (``stream``, stream id, version, hash). ``cryptography`` is imported
-only when a key is used.
+episode, a stream's head (``stream``, stream id, version, hash). A campaign's export signs the
+list of its episodes' heads (:func:`export_message`), so that none can be left out of the file
+unseen. ``cryptography`` is imported only when a key is used.
 """
 
 from __future__ import annotations
@@ -31,6 +32,18 @@ def checkpoint_message(kind: str, subject: str, position: int, digest: str, sign
     if kind not in ("log", "stream"):
         raise ValueError(f"unknown checkpoint kind {kind!r}")
     return f"inquitree checkpoint v1\n{kind}\n{subject}\n{position}\n{digest}\n{signed_at}".encode()
+
+
+def export_message(subject: str, episodes: int, digest: str, signed_at: str) -> bytes:
+    """The exact bytes a campaign export's signature covers: its name, how many episodes it
+    holds, the digest of their heads (:func:`heads_digest`) and when it was signed. Its first line
+    is not a checkpoint's, so neither signature can pass for the other."""
+    return f"inquitree campaign export v1\n{subject}\n{episodes}\n{digest}\n{signed_at}".encode()
+
+
+def heads_digest(heads: list[tuple[str, int, str]]) -> str:
+    """The sha256 of a file's episodes' heads, each ``stream id, version, hash``, in the file's order."""
+    return hashlib.sha256("".join(f"{s}\n{v}\n{h}\n" for s, v, h in heads).encode()).hexdigest()
 
 
 def key_id_of(public_raw: bytes) -> str:

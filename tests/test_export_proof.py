@@ -128,3 +128,48 @@ def test_an_export_whose_signature_kind_was_edited_is_refused(exported, kind):
         assert "the signature's kind is" in out and "not 'stream'" in out
     if (tmp_path / "dst.sqlite").exists():  # refused before a checkpoint was stored: the store still proves itself
         assert "integrity: ok" in run("db", "verify", "--db", dst)
+
+
+def test_a_campaign_exports_as_one_signed_file_and_imports_whole(tmp_path):
+    """`episodes export --suite NAME` writes every episode of a campaign in one file, each signed,
+    with a last line that lists their heads, signed too: an episode left out, added or moved is
+    refused before any is imported."""
+    private, public = generate(tmp_path / "lab")
+    suite = tmp_path / "two.toml"
+    suite.write_text(
+        'name = "two"\ntrees = ["synthetic-diamond-4", "synthetic-chain-7"]\nagents = ["oracle", "random"]\n'
+        'embedder = "hash"\n'
+    )
+    src, dst = f"sqlite:///{tmp_path / 'src.sqlite'}", f"sqlite:///{tmp_path / 'dst.sqlite'}"
+    run("suite", "run", suite, "--db", src)
+    run("play", "--record", "--db", src, "--agent", "random", "--embedder", "hash")  # not of the campaign
+    path = tmp_path / "two.jsonl"
+    assert "of 4 episodes of campaign two" in run(
+        "episodes", "export", "--suite", "two", "--db", src, "--out", path, "--key", private
+    )
+    lines = path.read_text().splitlines()
+    manifest = json.loads(lines[-1])["manifest"]
+    assert manifest["campaign"] == "two" and manifest["episodes"] == 4 and sum('"signature"' in ln for ln in lines) == 5
+
+    def refused(edited: list[str], says: str) -> None:
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text("\n".join(edited) + "\n")
+        out = run("episodes", "import", bad, "--db", f"sqlite:///{tmp_path / 'none.sqlite'}", "--key", public, ok=False)
+        assert says in out, out
+
+    starts = [i for i, ln in enumerate(lines) if '"type":"EpisodeStarted"' in ln]
+    refused(lines[: starts[1]] + lines[starts[2] :], "episodes were removed, added or reordered")  # one left out
+    forged = json.loads(lines[-1])
+    forged["manifest"]["heads"] = forged["manifest"]["heads"][:1]
+    refused(lines[: starts[1]] + [json.dumps(forged)], "does not verify with key")  # cut, its list re-made
+    refused(lines[:-1] + ['{"manifest": {"campaign": "two", "heads": ' + json.dumps(manifest["heads"]) + "}}"],
+            "is not signed, so key")  # fmt: skip
+
+    out = run("episodes", "import", path, "--db", dst, "--key", public)
+    assert "campaign two: its 4 episodes are the ones it lists, and the signature of the list by key" in out
+    with EventStore(src, create=False) as a, EventStore(dst, create=False) as b:
+        theirs = {s.stream_id: a.read_stream(s.stream_id) for s in a.streams("episode/two.")}
+        assert set(theirs) == {s.stream_id for s in b.streams("episode/")}
+        for sid, records in theirs.items():
+            assert [r.hash for r in b.read_stream(sid)] == [r.hash for r in records]
+        assert b.verify(verifier=load_verifier(public)).first_problem is None

@@ -34,10 +34,14 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.core.run.cells import recorded_runs as recorded_runs
     from inquitree.core.run.cells import run_status as run_status
     from inquitree.core.run.cells import share_done as share_done
+    from inquitree.core.run.golden import MAX_CAMPAIGN_BYTES as MAX_CAMPAIGN_BYTES
     from inquitree.core.run.golden import MAX_IMPORT_BYTES as MAX_IMPORT_BYTES
+    from inquitree.core.run.golden import check_manifest as check_manifest
+    from inquitree.core.run.golden import dump_campaign as dump_campaign
     from inquitree.core.run.golden import dump_export as dump_export
     from inquitree.core.run.golden import dump_jsonl as dump_jsonl
     from inquitree.core.run.golden import load_export as load_export
+    from inquitree.core.run.golden import split_campaign as split_campaign
     from inquitree.core.run.limits import LimitError as LimitError
     from inquitree.core.run.limits import Limits as Limits
     from inquitree.core.run.limits import PriceTable as PriceTable
@@ -82,10 +86,14 @@ _EXPORTS = {
     "recorded_runs": "cells",
     "run_status": "cells",
     "share_done": "cells",
+    "MAX_CAMPAIGN_BYTES": "golden",
     "MAX_IMPORT_BYTES": "golden",
+    "check_manifest": "golden",
+    "dump_campaign": "golden",
     "dump_export": "golden",
     "dump_jsonl": "golden",
     "load_export": "golden",
+    "split_campaign": "golden",
     "LimitError": "limits",
     "Limits": "limits",
     "PriceTable": "limits",

@@ -28,6 +28,8 @@ from inquitree.events import (
     canonical_json,
     checkpoint_message,
     decode,
+    export_message,
+    heads_digest,
     link_problem,
     parse_json,
 )
@@ -81,6 +83,91 @@ def dump_export(records: list, signer: Signer | None, signed_at: str) -> str:
         }
         lines.append(canonical_json({"signature": signature}))
     return "".join(line + "\n" for line in lines)
+
+
+# A campaign's export holds every episode of it; each episode is held to MAX_IMPORT_BYTES as well.
+MAX_CAMPAIGN_BYTES = 1024 * 1024 * 1024
+
+
+def dump_campaign(name: str, streams: list[list], signer: Signer | None, signed_at: str) -> str:
+    """A campaign's episodes in one file (``episodes export --suite``): each episode as
+    :func:`dump_export` writes it, its own signature after it, then a last line that lists the
+    episodes' heads, signed, so that an episode left out or added is seen on import."""
+    heads = [(r[-1].stream_id, r[-1].stream_version, r[-1].hash) for r in streams if r]
+    manifest: dict[str, Any] = {
+        "campaign": name,
+        "episodes": len(heads),
+        "heads": [list(h) for h in heads],
+    }
+    if signer is not None:
+        digest = heads_digest(heads)
+        manifest |= {
+            "signed_at": signed_at,
+            "key_id": signer.key_id,
+            "signature": signer.sign(export_message(name, len(heads), digest, signed_at)),
+        }
+    body = "".join(dump_export(r, signer, signed_at) for r in streams if r)
+    return body + canonical_json({"manifest": manifest}) + "\n"
+
+
+def split_campaign(path: str, data: bytes) -> tuple[list[bytes], dict[str, Any] | None]:
+    """A file's episodes, each as the bytes of an export of its own (its lines from its
+    EpisodeStarted to its signature), and its campaign manifest (None: a one-episode export)."""
+    sections: list[list[bytes]] = []
+    manifest = None
+    for n, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        if manifest is not None:
+            raise InquiTreeError(f"{path}: line {n}: a line after the campaign's list of episodes")
+        try:
+            row = parse_json(line.decode("utf-8"))
+        except ValueError as exc:  # (UnicodeDecodeError is one)
+            raise InquiTreeError(f"{path}: line {n}: not JSON ({exc})") from None
+        if isinstance(row, dict) and "manifest" in row:
+            manifest = row["manifest"]
+            if not isinstance(manifest, dict):
+                raise InquiTreeError(f"{path}: line {n}: the campaign's list of episodes is not an object")
+            continue
+        if not sections or (isinstance(row, dict) and row.get("type") == "EpisodeStarted"):
+            sections.append([])
+        sections[-1].append(line)
+    return [b"\n".join(lines) + b"\n" for lines in sections], manifest
+
+
+def check_manifest(
+    path: str, manifest: dict[str, Any], heads: list[tuple[str, int, str]], verifier: Verifier | None
+) -> list[str]:
+    """The campaign manifest against the heads of the episodes the file holds: raise at a
+    difference (an episode left out, added or reordered) or a signature that does not verify."""
+    listed = manifest.get("heads")
+    if not isinstance(listed, list) or [tuple(h) if isinstance(h, list) else h for h in listed] != heads:
+        raise InquiTreeError(
+            f"{path}: the file's list of episodes does not match the episodes it holds ({len(heads)} held, "
+            f"{len(listed) if isinstance(listed, list) else 'no'} listed): episodes were removed, added or reordered"
+        )
+    name = str(manifest.get("campaign"))
+    if "signature" not in manifest:
+        if verifier is not None:
+            raise InquiTreeError(
+                f"{path}: the campaign's list of episodes is not signed, so key {verifier.key_id} cannot check it"
+            )
+        return [f"campaign {name}: its {len(heads)} episodes are the ones it lists (the list is not signed)"]
+    if verifier is None:
+        return [
+            f"campaign {name}: its {len(heads)} episodes are the ones it lists, signed by key "
+            f"{manifest.get('key_id')} (not checked: pass --key PUBLIC_KEY to check it)"
+        ]
+    message = export_message(name, len(heads), heads_digest(heads), str(manifest.get("signed_at")))
+    if manifest.get("key_id") != verifier.key_id or not verifier.verify(message, str(manifest.get("signature"))):
+        raise InquiTreeError(
+            f"{path}: the campaign's list of episodes does not verify with key {verifier.key_id} (signed by "
+            f"{manifest.get('key_id')}): it was edited after it was signed, or another key signed it"
+        )
+    return [
+        f"campaign {name}: its {len(heads)} episodes are the ones it lists, and the signature of the list by "
+        f"key {verifier.key_id} verifies"
+    ]
 
 
 @dataclasses.dataclass
