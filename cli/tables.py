@@ -377,13 +377,15 @@ def fitting(df):
 
     width = shutil.get_terminal_size((120, 24)).columns
     text_cell = TEXT_CELL if width >= 100 else NARROW_CELL  # an 80-column screen keeps a number, not a title's end
-    # Words are shortened to fit; an id is only useful whole, and so is a number with its interval.
+    # Words are shortened to fit; an id is only useful whole, and so is a number with its interval
+    # ("1.00 [no interval] (0.00)" has words, and cut there it lost the agent's own coverage).
     cuttable = {
         name
         for name in df.columns
         if df[name].dtype == pl.Utf8
         and not name.endswith("episode_id")
-        and df[name].head(200).drop_nulls().str.contains(r"[A-Za-z]").any()
+        and (values := df[name].head(200).drop_nulls()).str.contains(r"[A-Za-z]").any()
+        and not values.str.contains(r"^-?\d[\d.]* \[").all()
     }
     used, keep = 1, []
     for name in df.columns:

@@ -489,6 +489,9 @@ def test_a_narrow_screen_shortens_words_never_a_number_with_its_interval(monkeyp
     df = pl.DataFrame({"tree": ["it18-01-grid-cells-reference-frames"], "difference": ["-36.4 [-46.8, -25.8]"]})
     shown = fitting(df)
     assert shown["difference"][0] == "-36.4 [-46.8, -25.8]" and shown["tree"][0].endswith("…")
+    # nor one whose interval is a word: cut there, coverage lost the agent's own part
+    own = pl.DataFrame({"agent": ["constant"], "coverage (own)": ["1.00 [no interval] (0.00)"]})
+    assert fitting(own)["coverage (own)"][0] == "1.00 [no interval] (0.00)"
 
 
 def test_a_note_under_a_table_is_never_cut_where_it_shares_a_line_with_another(capsys):
