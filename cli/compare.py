@@ -12,6 +12,7 @@ from inquitree.cli.common import (
     progress,
     progress_done,
     progress_due,
+    say,
 )
 from inquitree.cli.tables import (
     complete_case_option,
@@ -72,6 +73,8 @@ def compare(
             + ("" if one_off else " (--one-off also pairs episodes played outside a suite)")
         )
     rows = df.drop(PAIR_COLUMNS)  # the table; the pairs are listed under it (--pairs), or kept in CSV/JSON
+    if fmt == "table" and not out and not columns:
+        rows = _without_unpaired(rows)
     pairs = list(dict.fromkeys(zip(rows["agent_a"].to_list(), rows["agent_b"].to_list(), strict=True)))
     if fmt == "table" and not out and not columns and len(pairs) > 1:
         # One table per pair of agents: in one table the two agent columns push the difference,
@@ -103,6 +106,26 @@ def compare(
             echo(f"pairs of {row['agent_a']} ~ {row['agent_b']}, judge {row['judge_id']}, level {row['randomness']}:")
             for pair in these or ():
                 echo(f"  {pair}")
+
+
+def _without_unpaired(rows):
+    """The table's rows but those of a judge that scored no cell for both agents of a pair (one
+    whose verdicts failed for one agent's episodes): a table of empty cells said nothing; a line
+    says why instead."""
+    import polars as pl
+
+    keys = ["judge_id", "agent_a", "agent_b"]
+    groups = rows.group_by(keys, maintain_order=True).agg(
+        pl.col("paired_cells").max(), pl.col("only_a").max(), pl.col("only_b").max()
+    )
+    empty = groups.filter(pl.col("paired_cells") == 0)
+    for g in empty.iter_rows(named=True):
+        say(
+            f"judge {g['judge_id']}: no cell of {g['agent_a']} and {g['agent_b']} has its scores for both: it scored "
+            f"{g['only_a']} cell(s) of {g['agent_a']} alone and {g['only_b']} of {g['agent_b']} alone "
+            "(`inquitree query judge_flags` says why verdicts failed; --format csv keeps its rows)"
+        )
+    return rows.join(empty.select(keys), on=keys, how="anti", nulls_equal=True) if empty.height else rows
 
 
 @click.command()

@@ -509,3 +509,28 @@ def test_a_note_under_a_table_is_never_cut_where_it_shares_a_line_with_another(c
     assert capsys.readouterr().out.splitlines() == first + second
     _say_once(second, said)  # under a later table: the whole note is pointed to, not cut
     assert capsys.readouterr().out.splitlines() == ["(and 1 note(s) as under the first table)"]
+
+
+def test_a_judge_that_scored_no_pair_is_a_line_that_says_so_not_a_table_of_empty_cells(capsys):
+    """A judge whose verdicts failed on one agent's episodes printed a table of metrics with no
+    number in it, and no word why."""
+    import polars as pl
+
+    from inquitree.cli.compare import _without_unpaired
+
+    rows = pl.DataFrame(
+        {
+            "judge_id": ["embedding", "embedding", "openai:j", "openai:j"],
+            "agent_a": ["random"] * 4,
+            "agent_b": ["constant"] * 4,
+            "metric": ["conclusion_score", "coverage"] * 2,
+            "paired_cells": [16, 16, 0, 0],
+            "only_a": [0, 0, 0, 0],
+            "only_b": [0, 0, 2, 2],
+        }
+    )
+    kept = _without_unpaired(rows)
+    said = " ".join(capsys.readouterr().out.split())
+    assert kept["judge_id"].unique().to_list() == ["embedding"]
+    assert "judge openai:j: no cell of random and constant has its scores for both" in said
+    assert "0 cell(s) of random alone and 2 of constant alone" in said
