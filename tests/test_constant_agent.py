@@ -77,3 +77,24 @@ def test_the_inspect_export_puts_the_conclusion_score_first_and_own_coverage_bes
         assert all(list(v)[:3] == ["q_norm", "coverage", "own_coverage"] for v in values)
         assert [v["coverage"] for v in values] == [1.0] * 3
         assert [v["own_coverage"] for v in values] == ([0.0] * 3 if label == "constant" else [1.0] * 3)
+
+
+def test_the_viewers_compare_page_counts_what_each_agent_reached_itself(warehouse):
+    """The viewer's pairs said "only B reached: s3, s4, s5, s6" of the constant agent, which reached
+    them only by the engine's forced moves."""
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from inquitree.viewer.app import create_app
+
+    _, path = warehouse
+    page = TestClient(create_app(path), base_url="http://127.0.0.1").get(
+        "/compare", params={"a": "constant", "b": "oracle"}
+    )
+    assert page.status_code == 200 and "own coverage A / B" in page.text
+    rows = [r for r in page.text.split("<tr>") if r.startswith("<td>") and "side by side" in r]
+    assert len(rows) == 3
+    for row in rows:
+        cells = row.split("<td>")
+        assert "1.000 / 1.000" in row and "0.000 / 1.000" in row  # coverage alike, own coverage not
+        assert cells[9].startswith("</td>")  # nothing the constant agent reached itself that the oracle did not

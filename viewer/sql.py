@@ -93,20 +93,22 @@ VERDICTS = """
 SELECT item_id, judge_id, score, error, rationale FROM ev_judge_verdict WHERE episode_id = ? ORDER BY global_position
 """
 # The pairs of finished episodes of two agents, by the one definition of a pair (the warehouse's
-# pair_keys view, which `inquitree compare` uses too), each with the subtopics it reached.
+# pair_keys view, which `inquitree compare` uses too), each with the subtopics it reached by its own
+# moves (a forced transition after the last hint reaches every subtopic for an agent that never
+# moves well: "only B reached" named them all for a constant agent).
 CELLS = """
 WITH reached AS (
     SELECT episode_id, list(DISTINCT node ORDER BY node) AS subtopics FROM ev_transitioned
-    WHERE to_state = 'subtopic' GROUP BY ALL
+    WHERE to_state = 'subtopic' AND NOT coalesce(forced, false) GROUP BY ALL
 ), cell AS (
     SELECT k.agent, k.pair_suite, k.pair_run, k.tree_id, k.randomness, k.seed, k.episode_id, k.status, k.coverage,
-           coalesce(r.subtopics, []) AS subtopics
+           k.own_coverage, coalesce(r.subtopics, []) AS subtopics
     FROM pair_keys k LEFT JOIN reached r USING (episode_id)
     WHERE k.agent IN ($1, $2) AND k.status = 'done' AND (k.in_suite OR $3)
 )
 SELECT x.pair_suite AS suite, x.tree_id, x.randomness, x.pair_run AS run, x.episode_id AS a_episode,
        y.episode_id AS b_episode, x.status AS a_status, y.status AS b_status, x.coverage AS a_coverage,
-       y.coverage AS b_coverage,
+       y.coverage AS b_coverage, x.own_coverage AS a_own, y.own_coverage AS b_own,
        list_filter(x.subtopics, lambda s: NOT list_contains(y.subtopics, s)) AS only_a,
        list_filter(y.subtopics, lambda s: NOT list_contains(x.subtopics, s)) AS only_b
 FROM cell x JOIN cell y USING (pair_suite, tree_id, randomness, pair_run)
