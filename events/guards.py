@@ -1,8 +1,9 @@
-"""The database's immutability guards: which are in place, and putting back the missing ones.
+"""The database's guards: which are in place, and putting back the missing ones.
 
 The log is immutable because the database refuses UPDATE, DELETE and TRUNCATE on the events
-and checkpoints tables: triggers on every backend (migrations 0001 and 0002; each backend's module
-in ``events/backends/`` lists its own), and on PostgreSQL
+and checkpoints tables, and bounded because it refuses an event whose payload is over the
+store's limit from any writer: triggers on every backend (migrations 0001, 0002 and 0003; each
+backend's module in ``events/backends/`` lists its own), and on PostgreSQL
 also the roles' grants (``events/roles.py``: the writer and reader may not change a row). Whoever
 owns the file or the tables can remove a guard (``DROP TRIGGER``, ``ALTER TABLE ... DISABLE
 TRIGGER``, ``GRANT UPDATE``) and change rows afterwards; the hash chains still catch the change,

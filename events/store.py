@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterator, Sequence
 from inquitree.boundary.errors import BadName
 from inquitree.boundary.text import shown, warn
 from inquitree.events import revisions, signing
+from inquitree.events.backends import MAX_PAYLOAD_BYTES
 from inquitree.events.base import Event, decode, frozen_from_dict, parse_json
 from inquitree.events.chain import GENESIS_HASH, chain_hash
 from inquitree.events.checkpoints import FROM_ENV, Checkpoints, FromEnv, SignResult
@@ -112,7 +113,8 @@ class StreamInfo:
 
 # The largest event the log takes: far above any real one (a reply is cut at 20,000 characters, a
 # tree file at 5 MB is refused before it is played), far below what stops the warehouse's loader.
-MAX_EVENT_BYTES = 4 * 1024 * 1024
+# The database holds every writer to it too (the size guard, migration 0003).
+MAX_EVENT_BYTES = MAX_PAYLOAD_BYTES
 
 
 class EventStore:

@@ -92,7 +92,7 @@ def test_the_writer_cannot_migrate_and_is_told_who_can(urls):
         conn.exec_driver_sql("GRANT SELECT ON alembic_version, events TO inquitree_writer")
     admin.dispose()
     writer_url = sa.make_url(old).set(username="inquitree_writer").render_as_string(hide_password=False)
-    with pytest.raises(StoreError, match="older than '0002_log_chain'"):
+    with pytest.raises(StoreError, match="older than '0003_payload_size'"):
         EventStore(writer_url)
     engine = make_engine(writer_url)
     with pytest.raises(StoreError, match="run `inquitree db upgrade` as the store's owner"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -13,6 +14,8 @@ from inquitree.events.chain import GENESIS_HASH, chain_hash
 from inquitree.events.store import EventStore
 
 from tests_support import Noted
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def notes(*ns: int) -> list[Noted]:
@@ -152,6 +155,47 @@ def test_update_delete_truncate_are_refused_by_the_database(store):
             with pytest.raises(sa.exc.DatabaseError, match="immutable|permission denied"), engine.begin() as conn:
                 conn.exec_driver_sql(sql)
     assert [e.event.n for e in store.read_stream("s")] == [1, 2]
+
+
+def test_an_oversized_payload_is_refused_by_the_database_from_any_writer(store):
+    """The store refuses an event over MAX_EVENT_BYTES before it writes; a client that writes rows
+    itself (PostgreSQL's writer role may INSERT) could add one of any size, and a 200 MB row stopped
+    every warehouse sync. The database's size guard refuses it too, and db upgrade puts it back."""
+    import importlib.util
+
+    from inquitree.events import guards
+    from inquitree.events.backends import SIZE_GUARD
+    from inquitree.events.store import MAX_EVENT_BYTES
+
+    spec = importlib.util.spec_from_file_location("m0003", ROOT / "migrations" / "versions" / "0003_payload_size.py")
+    assert spec is not None and spec.loader is not None
+    migration = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(migration)
+    assert migration.MAX_PAYLOAD_BYTES == MAX_EVENT_BYTES  # the store's limit and the database's are one
+
+    store.append("s", notes(1), 0)
+    row = store.read_stream("s")[0]
+    insert = (
+        "INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, "
+        "prev_hash, hash) VALUES ('s', 2, 'Note', 1, '2026-12-03T00:00:00.000000Z', :p, :h, :h)"
+    )
+    big = '{"n":2,"text":"' + "x" * MAX_EVENT_BYTES + '"}'
+    writers = [_admin_engine(store)] + ([store.engine] if store.dialect == "postgresql" else [])
+    for engine in writers:
+        with pytest.raises(sa.exc.DatabaseError, match="payload over 4194304 bytes is refused"), engine.begin() as c:
+            c.execute(sa.text(insert), {"p": big, "h": row.hash})
+    assert [e.event.n for e in store.read_stream("s")] == [1]
+    with _admin_engine(store).begin() as conn:
+        conn.exec_driver_sql(
+            "DROP TRIGGER events_payload_size" + (" ON events" if store.dialect == "postgresql" else "")
+        )
+        cur = conn.connection.cursor()
+        said = guards.missing(cur, store.db.backend)
+        assert said == [f"trigger events_payload_size is missing ({SIZE_GUARD[2]} on events is not refused)"]
+        assert guards.restore(conn.connection, store.db.backend) == ["created trigger events_payload_size"]
+        assert guards.missing(conn.connection.cursor(), store.db.backend) == []
+    with pytest.raises(sa.exc.DatabaseError, match="payload over"), _admin_engine(store).begin() as c:
+        c.execute(sa.text(insert), {"p": big, "h": row.hash})
 
 
 def _drop_immutability(store):

@@ -87,9 +87,9 @@ def test_a_store_at_0001_asks_for_db_upgrade_which_adds_the_log_chain(tmp_path):
         EventStore(url)
         raise AssertionError("expected StoreError")
     except StoreError as exc:
-        assert "older than '0002_log_chain'" in str(exc) and "inquitree db upgrade" in str(exc)
+        assert "older than '0003_payload_size'" in str(exc) and "inquitree db upgrade" in str(exc)
     out = CliRunner().invoke(main, ["db", "upgrade", "--db", url])
-    assert out.exit_code == 0 and "0001_events -> 0002_log_chain" in out.output, out.output
+    assert out.exit_code == 0 and "0001_events -> 0003_payload_size" in out.output, out.output
     with EventStore(url) as store:
         report = store.verify()
         assert report.ok and report.events_checked == 12 and report.head_position == 12
@@ -100,6 +100,31 @@ def test_a_store_at_0001_asks_for_db_upgrade_which_adds_the_log_chain(tmp_path):
             store.engine.begin() as conn,
         ):  # the trigger is back
             conn.exec_driver_sql("UPDATE events SET payload = '{}'")
+
+
+def test_a_store_at_0002_is_upgraded_to_the_size_guard_and_keeps_its_proof(tmp_path):
+    """Every store made before the size guard is at 0002: `db upgrade` adds the trigger and nothing else."""
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    with EventStore(url) as store:
+        store.append("s", [Noted(n=1), Noted(n=2)], 0)
+        before = [r.hash for r in store.read_stream("s")]
+    engine = sa.create_engine(url)
+    migrate.upgrade(engine)  # at head already: nothing to do
+    with engine.begin() as conn:  # as it was at 0002: no size guard
+        conn.exec_driver_sql("DROP TRIGGER events_payload_size")
+        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0002_log_chain'")
+    engine.dispose()
+    with pytest.raises(StoreError, match="older than '0003_payload_size'"):
+        EventStore(url)
+    out = CliRunner().invoke(main, ["db", "upgrade", "--db", url])
+    assert out.exit_code == 0 and "0002_log_chain -> 0003_payload_size" in out.output, out.output
+    with EventStore(url) as store:
+        assert store.verify().ok and [r.hash for r in store.read_stream("s")] == before
+        with pytest.raises(sa.exc.DatabaseError, match="payload over"), store.engine.begin() as conn:
+            conn.exec_driver_sql(
+                "INSERT INTO events (stream_id, stream_version, event_type, schema_version, recorded_at, payload, "
+                f"prev_hash, hash) VALUES ('s', 3, 'Note', 1, 'x', '{'x' * (5 * 1024 * 1024)}', 'h', 'h')"
+            )
 
 
 def test_the_upgrade_refuses_a_log_changed_before_it(tmp_path):

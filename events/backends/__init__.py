@@ -14,6 +14,13 @@ if TYPE_CHECKING:
     import sqlalchemy as sa
 
 
+# The largest payload an event may have, in bytes: the store refuses a larger one before it writes
+# anything, and the database's own guard (migration 0003) refuses it from any writer.
+MAX_PAYLOAD_BYTES = 4 * 1024 * 1024
+# The guard the database holds every INSERT to, as events/guards.py names what it refuses.
+SIZE_GUARD = ("events_payload_size", "events", f"an INSERT of a payload over {MAX_PAYLOAD_BYTES:,} bytes")
+
+
 class Backend:
     """What a database does its own way. Every method takes the driver's cursor or connection; the
     defaults are standard SQL."""
@@ -21,7 +28,7 @@ class Backend:
     name: str = ""  # SQLAlchemy's dialect name: "sqlite", "postgresql"
     mark: str = "?"  # the driver's placeholder
     newest_table: str = "events"  # the table expression a newest-first page of streams reads
-    # the immutability guards: trigger name -> (table, what it refuses, ...), see events/guards.py
+    # the guards: trigger name -> (table, what it refuses, ...), see events/guards.py
     guards: Mapping[str, tuple[str, ...]] = {}
 
     def engine(self, url: sa.URL, read_only: bool, shown: str) -> sa.Engine:

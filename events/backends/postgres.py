@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from inquitree.boundary.text import install_extra
-from inquitree.events.backends import Backend
+from inquitree.events.backends import MAX_PAYLOAD_BYTES, SIZE_GUARD, Backend
 from inquitree.events.errors import StoreError
 
 if TYPE_CHECKING:
@@ -22,7 +22,16 @@ _GUARDS = {
     "events_no_truncate": ("events", "TRUNCATE", "STATEMENT", "inquitree_events_immutable"),
     "checkpoints_no_update_delete": ("checkpoints", "UPDATE OR DELETE", "ROW", "inquitree_checkpoints_immutable"),
     "checkpoints_no_truncate": ("checkpoints", "TRUNCATE", "STATEMENT", "inquitree_checkpoints_immutable"),
+    SIZE_GUARD[0]: (*SIZE_GUARD[1:], "ROW", "inquitree_events_payload_size"),
 }
+# The size guard's function, as migration 0003 made it and `db upgrade` puts it back.
+_SIZE_FUNCTION = f"""CREATE OR REPLACE FUNCTION inquitree_events_payload_size() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF octet_length(NEW.payload) > {MAX_PAYLOAD_BYTES} THEN
+           RAISE EXCEPTION 'an event payload over {MAX_PAYLOAD_BYTES} bytes is refused';
+         END IF;
+         RETURN NEW;
+       END $$"""
 _FUNCTION = """CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$
        BEGIN RAISE EXCEPTION '{table} are immutable: % is not allowed', TG_OP; END $$"""
 _GRANTS = """SELECT c.relname, coalesce(r.rolname, 'PUBLIC'), a.privilege_type
@@ -94,9 +103,11 @@ class Postgres(Backend):
         done = []
         for name, (table, what, level, function) in _GUARDS.items():
             if name not in present:
-                cur.execute(_FUNCTION.format(name=function, table=table))
+                size = name == SIZE_GUARD[0]
+                cur.execute(_SIZE_FUNCTION if size else _FUNCTION.format(name=function, table=table))
                 cur.execute(
-                    f"CREATE TRIGGER {name} BEFORE {what} ON {table} FOR EACH {level} EXECUTE FUNCTION {function}()"
+                    f"CREATE TRIGGER {name} BEFORE {'INSERT' if size else what} ON {table} "
+                    f"FOR EACH {level} EXECUTE FUNCTION {function}()"
                 )
                 done.append(f"created trigger {name}")
             elif name in disabled:

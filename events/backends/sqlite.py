@@ -14,7 +14,7 @@ import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from inquitree.events.backends import Backend, Connections
+from inquitree.events.backends import MAX_PAYLOAD_BYTES, SIZE_GUARD, Backend, Connections
 from inquitree.events.errors import StoreError
 
 if TYPE_CHECKING:
@@ -129,7 +129,12 @@ _GUARDS = {
     "events_no_delete": ("events", "DELETE"),
     "checkpoints_no_update": ("checkpoints", "UPDATE"),
     "checkpoints_no_delete": ("checkpoints", "DELETE"),
+    SIZE_GUARD[0]: SIZE_GUARD[1:],
 }
+# Each guard's trigger as `db upgrade` puts it back (the migrations made them the same way).
+_SIZE_TRIGGER = f"""CREATE TRIGGER {SIZE_GUARD[0]} BEFORE INSERT ON events
+       WHEN length(CAST(NEW.payload AS BLOB)) > {MAX_PAYLOAD_BYTES}
+       BEGIN SELECT RAISE(ABORT, 'an event payload over {MAX_PAYLOAD_BYTES} bytes is refused'); END"""
 
 
 class SQLite(Backend):
@@ -172,7 +177,9 @@ class SQLite(Backend):
         for name, (table, what) in _GUARDS.items():
             if name not in present:
                 cur.execute(
-                    f"CREATE TRIGGER {name} BEFORE {what} ON {table} "
+                    _SIZE_TRIGGER
+                    if name == SIZE_GUARD[0]
+                    else f"CREATE TRIGGER {name} BEFORE {what} ON {table} "
                     f"BEGIN SELECT RAISE(ABORT, '{table} are immutable: {what} is not allowed'); END"
                 )
                 done.append(f"created trigger {name}")
