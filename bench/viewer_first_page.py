@@ -54,10 +54,7 @@ def first_page(store_file: Path, warehouse: Path, saved: Path) -> dict:
     page = TestClient(app, base_url="http://127.0.0.1").get("/")
     answered = time.perf_counter() - t0
     said = LOADING in page.text
-    app.state.viewer.stopping.set()
-    app.state.viewer.wait_for_sync()
-    if app.state.viewer.indexing is not None:
-        app.state.viewer.indexing.join()
+    app.state.viewer.close()
     return {"app_s": made, "first_page_s": answered, "sync_started": started, "says_loading": said}
 
 
@@ -84,6 +81,7 @@ def main() -> None:
         opened = create_app(str(warehouse), url, sync=True)  # its index and campaign folds, written beside it
         assert TestClient(opened, base_url="http://127.0.0.1").get("/").status_code == 200
         opened.state.viewer.wait_for_sync()
+        opened.state.viewer.close()  # its threads stopped: one still writing crashed the folder's removal
         with EventStore(url) as store:
             before = store.last_position()
             generate(store, args.appended, start_seed=1_000_000, campaign="today")

@@ -140,6 +140,7 @@ def view(
             super().handle_exit(sig, frame)
 
     Server(uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)).run()
+    app.state.viewer.close()  # a first index build stopped half way removes its temporary file
 
 
 def _port_free(host: str, port: int) -> None:

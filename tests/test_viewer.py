@@ -594,3 +594,24 @@ def test_an_episode_page_reads_its_state_and_scores_from_one_snapshot(tmp_path):
     page = client.get(f"/episodes/{eid}").text
     head, scores = page.split("<h1>")[1].split("<h2>Scores</h2>")
     assert "done (conclusion)" in head and "running" not in head and "1.00" in scores.split("<h2>Dialogue</h2>")[0]
+
+
+def test_an_index_build_stopped_by_the_server_leaves_no_temporary_file(warehouse, tmp_path, monkeypatch):
+    """Stopping `inquitree view` while it built its search index left 17-50 MB of temporary files
+    each time (the build's thread died with the process)."""
+    import inquitree.viewer.search as search
+
+    path, _, _ = warehouse
+    monkeypatch.setattr(search, "INSERT_BATCH", 2)
+
+    class StopAfter:  # set once the first batch is written
+        calls = 0
+
+        def is_set(self) -> bool:
+            self.calls += 1
+            return self.calls > 1
+
+    index = search.SearchIndex(tmp_path / "w.duckdb.search.sqlite", stop=StopAfter())  # type: ignore[arg-type]
+    with Warehouse(path, read_only=True) as wh, pytest.raises(search.IndexStopped):
+        index.build(wh, 1)
+    assert list(tmp_path.iterdir()) == [] and index.position() == -1

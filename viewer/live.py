@@ -113,8 +113,12 @@ class Campaigns:
         self.folding = False  # a thread is folding newly appended events (pages do not wait for it)
         if background:  # `inquitree view`: the pages answer while the store's newer events are folded
             self.folding = True  # set before any page can look, so that none folds the first look itself
-            threading.Thread(target=self._first_look_behind, name="campaign-folds", daemon=True).start()
+            self.first_look: threading.Thread | None = threading.Thread(
+                target=self._first_look_behind, name="campaign-folds", daemon=True
+            )
+            self.first_look.start()
         else:
+            self.first_look = None
             self.refresh(force=True)
             self._save()
 
@@ -125,7 +129,13 @@ class Campaigns:
         self._folded_to(head)
         self._save()
 
-    def close(self) -> None:
+    def close(self, seconds: float = 30.0) -> None:
+        """Save the folds and close the store, once the first look's fold has ended (waited for up
+        to ``seconds``; one still folding then is left to end with the process, its store open)."""
+        if self.first_look is not None:
+            self.first_look.join(seconds)
+            if self.first_look.is_alive():
+                return
         self._save()
         self.store.close()
 

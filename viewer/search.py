@@ -48,9 +48,14 @@ class SearchStopped(Exception):
     """A search stopped by its time budget or its client, or refused by SQLite; the message says which."""
 
 
+class IndexStopped(Exception):
+    """The server is stopping: the index's build or update is left, and its file with it."""
+
+
 class SearchIndex:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, stop: threading.Event | None = None):
         self.path = Path(path)
+        self.stop = stop  # set: a build or update under way ends at its next batch (IndexStopped)
 
     def position(self) -> int:
         """The warehouse position the index holds every text up to; -1 if there is no index yet, or
@@ -118,10 +123,11 @@ class SearchIndex:
             con.close()
         return n
 
-    @staticmethod
-    def _insert(con: sqlite3.Connection, wh: Any, where: str, args: list[Any] | None = None) -> int:
+    def _insert(self, con: sqlite3.Connection, wh: Any, where: str, args: list[Any] | None = None) -> int:
         """Index the texts the query selects, a batch of rows at a time: all of a 1M-event store's
-        texts at once held hundreds of megabytes in Python objects at the viewer's first start."""
+        texts at once held hundreds of megabytes in Python objects at the viewer's first start.
+        Between batches it stops when ``stop`` is set (the server is stopping): a first build left
+        its temporary file, tens of megabytes, each time the viewer was stopped during it."""
         cur = wh.con.execute(
             f"SELECT t.*, e.agent, e.tree_id, e.randomness, e.status FROM ({_TEXTS}) t(episode_id, step, kind, text) "
             f"JOIN all_episodes e USING (episode_id) WHERE t.text IS NOT NULL {where}",  # every episode, any scope
@@ -130,6 +136,8 @@ class SearchIndex:
         n = 0
         (last,) = con.execute("SELECT coalesce(max(rowid), 0) FROM texts").fetchone()
         while rows := cur.fetchmany(INSERT_BATCH):
+            if self.stop is not None and self.stop.is_set():
+                raise IndexStopped
             rowids = range(last + 1, last + 1 + len(rows))
             con.executemany(
                 "INSERT INTO texts (rowid, episode_id, step, kind, text, agent, tree_id, randomness, status) "

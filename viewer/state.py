@@ -20,6 +20,7 @@ from inquitree.viewer import sql
 from inquitree.viewer.live import Campaigns
 from inquitree.viewer.search import (
     KINDS,
+    IndexStopped,
     SearchIndex,
 )
 from inquitree.warehouse import Settings, Warehouse
@@ -83,7 +84,8 @@ class Viewer:
         self.wh = Warehouse(warehouse_path, read_only=True, settings=settings)
         self.scope = scope
         self.scope_line = self.wh.scope(*scope)  # what the pages leave out ('' when nothing)
-        self.index = SearchIndex(warehouse_path + ".search.sqlite")
+        self.stopping = threading.Event()  # set when the server stops: open event streams end at once
+        self.index = SearchIndex(warehouse_path + ".search.sqlite", stop=self.stopping)
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader([str(TEMPLATES), str(REPORT_CSS.parent)]), autoescape=True
         )
@@ -95,7 +97,6 @@ class Viewer:
             if db_url is not None or sync
             else None
         )
-        self.stopping = threading.Event()  # set when the server stops: open event streams end at once
         self.searches = asyncio.Semaphore(SEARCHES)  # searches running at once (each in a worker thread)
         self.caught_up = time.monotonic()
         self.syncing: threading.Thread | None = None  # the background sync, while it runs
@@ -162,6 +163,8 @@ class Viewer:
                     (position,) = wh.con.execute(sql.POSITION).fetchone() or (0,)
                     if self.index.position() != position:
                         self.index.update(wh, position)
+            except IndexStopped:  # the server is stopping: the index's temporary file is gone
+                break
             except Exception as exc:  # noqa: BLE001 - a thread that died would leave search "being built"
                 warn(f"inquitree view: the search index was not updated ({exc})")
             with self.index_guard:
@@ -171,6 +174,21 @@ class Viewer:
                 self.index_again = False
         with self.index_guard:
             self.indexing = None
+
+    def close(self, seconds: float = 30.0) -> None:
+        """The server stopped: the background sync ends at its next batch, the index's build or
+        update at its next batch, removing what it wrote (a daemon thread killed at exit left its
+        temporary file), and the campaigns' folds and the warehouse are closed; waits up to
+        ``seconds`` for each thread."""
+        self.stopping.set()
+        self.wait_for_sync(seconds)
+        thread = self.indexing
+        if thread is not None:
+            thread.join(seconds)
+        if self.live is not None:
+            self.live.close()
+        with self.lock:
+            self.wh.close()
 
     def index_building(self) -> bool:
         """True while the search index has never been built and a first build is running."""
