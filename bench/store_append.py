@@ -1,9 +1,10 @@
-"""Event-store append benchmark (issue: the event store).
+"""Event-store append benchmark.
 
 Measures, in one process so the ratio is immune to a noisy machine:
   1. batched appends through EventStore.append (serialization + hash chain + insert),
   2. the baseline: raw driver executemany of the *same* rows, already serialized and
-     hashed, with the same batch size and a commit per batch,
+     hashed, with the same batch size and a commit per batch (on PostgreSQL also raw COPY,
+     which the store's multi-row appends use there),
   3. one-event appends with a commit each (the engine's pattern): p50 / p99 latency.
 
     python bench/store_append.py                       # SQLite, 1M events
@@ -88,6 +89,24 @@ def bench_raw(store: EventStore, rows: list[dict], batch: int) -> float:
         raw.close()
 
 
+def bench_copy(store: EventStore, rows: list[dict], batch: int) -> float:
+    """PostgreSQL: the same rows through the bare psycopg COPY, commit per batch (what the store's
+    multi-row appends use there)."""
+    tuples = [tuple(r[c] for c in COLUMNS) for r in rows]
+    raw = store.engine.raw_connection()
+    try:
+        dbapi = raw.driver_connection
+        t0 = time.perf_counter()
+        for b in range(0, len(tuples), batch):
+            with dbapi.cursor() as cur, cur.copy(f"COPY events ({', '.join(COLUMNS)}) FROM STDIN") as copy:
+                for row in tuples[b : b + batch]:
+                    copy.write_row(row)
+            dbapi.commit()
+        return time.perf_counter() - t0
+    finally:
+        raw.close()
+
+
 def bench_single(store: EventStore, count: int) -> list[float]:
     ev = make_event(1)
     lat = []
@@ -116,6 +135,11 @@ def main() -> None:
         store_s, rows = bench_batched(store, args.events, args.batch)
         base = fresh_store(args.db, tmp, "bench_raw")
         raw_s = bench_raw(base, rows, args.batch)
+        copy_s = None
+        if store.dialect == "postgresql":
+            copied = fresh_store(args.db, tmp, "bench_copy")
+            copy_s = bench_copy(copied, rows, args.batch)
+            copied.close()
         single = fresh_store(args.db, tmp, "bench_single")
         lat = bench_single(single, args.single)
         result = {
@@ -125,6 +149,14 @@ def main() -> None:
             "store_events_per_s": round(len(rows) / store_s),
             "raw_events_per_s": round(len(rows) / raw_s),
             "ratio_store_to_raw": round(raw_s / store_s, 3),
+            **(
+                {
+                    "raw_copy_events_per_s": round(len(rows) / copy_s),
+                    "ratio_store_to_raw_copy": round(copy_s / store_s, 3),
+                }
+                if copy_s
+                else {}
+            ),
             "single_append_ms": {
                 "n": len(lat),
                 "p50": round(statistics.median(lat), 3),

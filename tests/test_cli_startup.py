@@ -109,3 +109,25 @@ def test_every_package_says_what_it_exports_and_each_name_resolves():
         assert module.__all__, package
         for name in module.__all__:
             assert getattr(module, name) is not None, f"{package}.{name}"
+
+
+def test_a_query_loads_neither_the_sync_nor_sqlalchemy(tmp_path):
+    """`inquitree query` reads the warehouse: importing the sync (the store's readers, SQLAlchemy)
+    at its start was a fifth of its time on a small store."""
+    from inquitree.cli import main as cli
+
+    url, wh = f"sqlite:///{tmp_path / 'e.sqlite'}", str(tmp_path / "w.duckdb")
+    from click.testing import CliRunner
+
+    for args in (["play", "--embedder", "hash", "--record", "-q"], ["warehouse", "sync", "--warehouse", wh]):
+        assert CliRunner().invoke(cli, [*args, "--db", url]).exit_code == 0
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from inquitree.cli import main\n"
+        f"out = CliRunner().invoke(main, ['query', 'table2_leaderboard', '--warehouse', {wh!r}, '--db', {url!r}])\n"
+        "assert out.exit_code == 0, out.output\n"
+        "print(sorted(m for m in ('sqlalchemy', 'alembic', 'inquitree.warehouse.sync') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr

@@ -10,6 +10,8 @@ analyses in ``queries/*.sql`` read only these.
 
 from __future__ import annotations
 
+from typing import Any
+
 COMMON = [
     ("global_position", "BIGINT"),
     ("stream_id", "VARCHAR"),
@@ -298,3 +300,10 @@ def insert_typed(event_type: str, table: str, cols: list[tuple[str, str, str]], 
         f"FROM (SELECT *, json_transform(payload, '{_structure(cols)}') AS j FROM {source} "
         f"WHERE event_type = '{event_type}')"
     )
+
+
+def checkpoint(con: Any) -> tuple[str | None, int]:
+    """(the store a warehouse was filled from, the last global position loaded), or (None, 0):
+    empty. Here, beside the tables, so that a reader of the warehouse never imports the sync."""
+    rows = con.execute("SELECT source, last_position FROM sync_state").fetchall()
+    return (rows[0][0], rows[0][1]) if rows else (None, 0)

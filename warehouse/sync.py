@@ -32,6 +32,7 @@ from inquitree.warehouse.errors import WarehouseError
 from inquitree.warehouse.schema import (
     RAW_COLUMNS,
     TYPED,
+    checkpoint,
     column_list,
     insert_typed,
 )
@@ -79,12 +80,6 @@ class SyncTarget(Protocol):
     con: duckdb.DuckDBPyConnection
     path: str
     memory: int
-
-
-def checkpoint(con: duckdb.DuckDBPyConnection) -> tuple[str | None, int]:
-    """(the store it was filled from, the last global position loaded), or (None, 0): empty."""
-    rows = con.execute("SELECT source, last_position FROM sync_state").fetchall()
-    return (rows[0][0], rows[0][1]) if rows else (None, 0)
 
 
 def sync(  # noqa: C901 - one transaction stages, loads and checkpoints; its error paths must roll back together

@@ -21,7 +21,7 @@ import re
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import duckdb
 import polars as pl
@@ -33,8 +33,10 @@ from inquitree.warehouse.errors import WarehouseError
 from inquitree.warehouse.instrument import register as register_instrument
 from inquitree.warehouse.intervals import Settings
 from inquitree.warehouse.intervals import register as register_intervals
-from inquitree.warehouse.schema import BASE, DIMENSIONS, TYPED, table_statements
-from inquitree.warehouse.sync import SyncReport, bind, checkpoint, sync
+from inquitree.warehouse.schema import BASE, DIMENSIONS, TYPED, checkpoint, table_statements
+
+if TYPE_CHECKING:  # the sync (SQLAlchemy, the store's readers) is imported where a sync is made
+    from inquitree.warehouse.sync import SyncReport
 
 WAREHOUSE_ENV = "INQUITREE_WAREHOUSE"
 QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
@@ -317,6 +319,8 @@ class Warehouse:
     # -- filling -------------------------------------------------------------------------------
     def sync(self, store_url: str | None = None, **options: Any) -> SyncReport:
         """Load every event recorded after the checkpoint (:func:`inquitree.warehouse.sync.sync`)."""
+        from inquitree.warehouse.sync import sync
+
         return sync(self, store_url, **options)
 
     def checkpoint(self) -> tuple[str | None, int]:
@@ -325,6 +329,8 @@ class Warehouse:
 
     def bind(self, store_url: str | None = None) -> None:
         """Belong to the store at ``store_url`` with nothing loaded yet (a new warehouse)."""
+        from inquitree.warehouse.sync import bind
+
         bind(self.con, store_url)
 
     # -- analyses --------------------------------------------------------------------------------

@@ -73,11 +73,17 @@ class Postgres(Backend):
         cur.execute(f"SELECT pg_advisory_xact_lock({APPEND_LOCK})")
 
     def insert_rows(self, cur: Any, insert_one: str, columns: int, rows: list[tuple[Any, ...]]) -> None:
-        # One multi-row INSERT: psycopg runs executemany in pipeline mode, and a pipeline that a
-        # unique-key conflict aborts prints "error ignored terminating <psycopg.Pipeline [INERROR]>"
-        # on stderr when it is collected.
-        head, _, one = insert_one.partition(" VALUES ")
-        cur.execute(f"{head} VALUES {', '.join([one] * len(rows))}", tuple(v for row in rows for v in row))
+        # Many rows go by COPY: one multi-row INSERT ran at a third of psycopg's executemany (its
+        # statement parsed and planned with ten parameters a row), and executemany runs in pipeline
+        # mode, which prints "error ignored terminating <psycopg.Pipeline [INERROR]>" on stderr when
+        # a unique-key conflict aborts it. COPY fires the same triggers and raises the same errors.
+        if len(rows) == 1:
+            cur.execute(insert_one, rows[0])
+            return
+        head = insert_one.partition(" VALUES ")[0].removeprefix("INSERT INTO ")
+        with cur.copy(f"COPY {head} FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
 
     def migration_lock(self) -> str | None:
         return f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"
