@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 APPEND_LOCK = 0x1A7E_7EE  # the advisory-lock key that serializes appends (and signing) on PostgreSQL
 MIGRATION_LOCK = 0x1D7E_0002  # the advisory-lock key that serializes schema migrations (appends use another)
+COPY_FROM = 10  # rows an append sends by COPY from; fewer go in one INSERT
 
 _GUARDS = {
     "events_no_update_delete": ("events", "UPDATE OR DELETE", "ROW", "inquitree_events_immutable"),
@@ -73,12 +74,15 @@ class Postgres(Backend):
         cur.execute(f"SELECT pg_advisory_xact_lock({APPEND_LOCK})")
 
     def insert_rows(self, cur: Any, insert_one: str, columns: int, rows: list[tuple[Any, ...]]) -> None:
-        # Many rows go by COPY: one multi-row INSERT ran at a third of psycopg's executemany (its
-        # statement parsed and planned with ten parameters a row), and executemany runs in pipeline
-        # mode, which prints "error ignored terminating <psycopg.Pipeline [INERROR]>" on stderr when
-        # a unique-key conflict aborts it. COPY fires the same triggers and raises the same errors.
-        if len(rows) == 1:
-            cur.execute(insert_one, rows[0])
+        # Ten rows or more go by COPY, which fires the same triggers and raises the same errors: a
+        # multi-row INSERT (its statement parsed and planned with ten parameters a row) ran at 0.71
+        # of psycopg's executemany on 1,000-event appends, and executemany runs in pipeline mode,
+        # which prints "error ignored terminating <psycopg.Pipeline [INERROR]>" on stderr when a
+        # unique-key conflict aborts it. Below ten rows the one INSERT is quicker than a COPY's
+        # round trips (bench/store_append.py measures both).
+        if len(rows) < COPY_FROM:
+            head, _, one = insert_one.partition(" VALUES ")
+            cur.execute(f"{head} VALUES {', '.join([one] * len(rows))}", tuple(v for row in rows for v in row))
             return
         head = insert_one.partition(" VALUES ")[0].removeprefix("INSERT INTO ")
         with cur.copy(f"COPY {head} FROM STDIN") as copy:
