@@ -59,9 +59,12 @@ class Event:
     def to_payload(self) -> Payload:
         """The fields as stored: every field, but an ``OPTIONAL`` one only when it is not its default."""
         fields = _fields(type(self))
-        payload = {name: getattr(self, name) for name, _, _ in fields}
-        for name, default, factory in fields if self.OPTIONAL else ():
-            if name in self.OPTIONAL and payload[name] == (factory() if factory is not _MISSING else default):
+        values = self.__dict__
+        # a copy of the instance's fields when they are held in declared order, as __init__ and
+        # from_payload hold them (a fifth of the time of reading each by name, on every append)
+        payload = dict(values) if tuple(values) == _names(type(self)) else {n: getattr(self, n) for n, _, _ in fields}
+        for name, default, factory in _optional(type(self)) if self.OPTIONAL else ():
+            if payload[name] == (factory() if factory is not _MISSING else default):
                 del payload[name]
         return payload
 
@@ -102,6 +105,26 @@ def _fields(cls: type[Event]) -> tuple[tuple[str, Any, Any], ...]:
     known = _FIELDS.get(cls)
     if known is None:
         known = _FIELDS[cls] = tuple((f.name, f.default, f.default_factory) for f in dataclasses.fields(cls))
+    return known
+
+
+_NAMES: dict[type[Event], tuple[str, ...]] = {}
+_OPTIONAL: dict[type[Event], tuple[tuple[str, Any, Any], ...]] = {}
+
+
+def _optional(cls: type[Event]) -> tuple[tuple[str, Any, Any], ...]:
+    """(name, default, default factory) of each ``OPTIONAL`` field of an event class."""
+    known = _OPTIONAL.get(cls)
+    if known is None:
+        known = _OPTIONAL[cls] = tuple(f for f in _fields(cls) if f[0] in cls.OPTIONAL)
+    return known
+
+
+def _names(cls: type[Event]) -> tuple[str, ...]:
+    """The field names of an event class, in declared order (looked up once per class)."""
+    known = _NAMES.get(cls)
+    if known is None:
+        known = _NAMES[cls] = tuple(name for name, _, _ in _fields(cls))
     return known
 
 
