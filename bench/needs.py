@@ -39,3 +39,24 @@ def browser_missing() -> str | None:
     if not (shutil.which("chromium") or shutil.which("chromium-browser")):
         return "needs Chromium (apt-get install chromium)"
     return None
+
+
+def code_commit() -> str | None:
+    """The checkout's commit (short), recorded beside each result: a figure names the code it measured."""
+    import subprocess
+
+    r = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).resolve().parent
+    )
+    return r.stdout.strip() or None
+
+
+def keep_run(out: str | Path, result: dict) -> None:
+    """Append ``result`` to the list of runs in ``out`` (newest last): the machine is shared, and one
+    run is not the truth."""
+    import json
+
+    path = Path(out)
+    runs = json.loads(path.read_text()) if path.exists() else []
+    runs = runs if isinstance(runs, list) else [runs]
+    path.write_text(json.dumps([*runs, result], indent=2) + "\n")

@@ -23,6 +23,10 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from needs import code_commit, keep_run  # bench/needs.py
+
 from inquitree.events.database import INSERT_COLUMNS
 from inquitree.events.store import EventStore
 from inquitree.events.types import MatchScored
@@ -127,7 +131,7 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--single", type=int, default=2000)
-    ap.add_argument("--out", help="write the results as JSON here")
+    ap.add_argument("--out", help="add the results to this JSON file's runs")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -143,6 +147,8 @@ def main() -> None:
         single = fresh_store(args.db, tmp, "bench_single")
         lat = bench_single(single, args.single)
         result = {
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "commit": code_commit(),
             "backend": store.dialect,
             "events": len(rows),
             "batch": args.batch,
@@ -168,7 +174,7 @@ def main() -> None:
             s.close()
     print(json.dumps(result, indent=2))
     if args.out:
-        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+        keep_run(args.out, result)
 
 
 if __name__ == "__main__":

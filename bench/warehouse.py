@@ -42,6 +42,7 @@ from typing import Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import duckdb
+from needs import code_commit, keep_run  # bench/needs.py
 
 import inquitree.warehouse.sync as sync_module
 import inquitree.warehouse.warehouse as ws
@@ -347,22 +348,10 @@ def main() -> None:
             print(f"generated {n:,} events in {time.perf_counter() - t0:.0f} s")
         return
     started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    result = {"started_at": started, "commit": _commit(), **measure(args.db, args.runs, args.allow_writes)}
+    result = {"started_at": started, "commit": code_commit(), **measure(args.db, args.runs, args.allow_writes)}
     print(json.dumps(result, indent=2))
-    if args.out:  # a list of runs, newest last: this machine is shared, and one run is not the truth
-        out = Path(args.out)
-        runs = json.loads(out.read_text()) if out.exists() else []
-        runs = runs if isinstance(runs, list) else [runs]
-        out.write_text(json.dumps([*runs, result], indent=2) + "\n")
-
-
-def _commit() -> str | None:
-    import subprocess
-
-    r = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).resolve().parent
-    )
-    return r.stdout.strip() or None
+    if args.out:
+        keep_run(args.out, result)
 
 
 if __name__ == "__main__":
