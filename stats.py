@@ -699,7 +699,10 @@ def run_effect(
             continue
         cells.setdefault((str(paper), str(run)), []).append(float(v))
     run_names = sorted({r for _, r in cells})
-    full = sorted({p for p, _ in cells if all((p, r) in cells for r in run_names)})
+    runs_of: dict[str, int] = {}  # each paper's runs, counted once (a check of every run per cell grew
+    for paper, _ in cells:  # with the square of the runs: 0.8 s of a 5M-event leaderboard)
+        runs_of[paper] = runs_of.get(paper, 0) + 1
+    full = sorted(p for p, n in runs_of.items() if n == len(run_names))
     if len(run_names) < 2 or len(full) < 2:
         return None
     y = np.array([[np.mean(cells[p, r]) for r in run_names] for p in full])  # papers x runs
