@@ -344,7 +344,10 @@ class Warehouse:
             raise WarehouseError("name suites or ask for one-off episodes, not both")
         con = self.con
         con.execute("RESET VARIABLE episode_scope")
-        rows = con.execute("SELECT suite, count(*) FROM all_episodes GROUP BY ALL ORDER BY suite").fetchall()
+        rows = con.execute(
+            "SELECT episode_suite(episode_id, tree_id) AS suite, count(*) FROM ev_episode_started "
+            "GROUP BY ALL ORDER BY 1"
+        ).fetchall()
         counts = {name: n for name, n in rows}
         campaigns = sorted(name for name in counts if name)
         loose = counts.get("", 0)
