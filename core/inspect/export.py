@@ -220,8 +220,9 @@ def _model_event(
 ) -> ModelEvent:
     """One agent call as inspect records a model call: what was sent, what came back, its tokens,
     why it ended and how long it took (from the reply's recorded latency)."""
-    stop = _STOP_REASONS.get(ev.finish_reason or "", "unknown")
-    output = ModelOutput.from_content(model=ev.model or name, content=ev.raw, stop_reason=stop)  # type: ignore[arg-type]
+    # Any: inspect_ai's versions type stop_reason as a Literal or a plain str, and the one mapped is valid in both
+    stop: Any = _STOP_REASONS.get(ev.finish_reason or "", "unknown")
+    output = ModelOutput.from_content(model=ev.model or name, content=ev.raw, stop_reason=stop)
     output.usage = used
     seconds = (ev.latency_ms or 0.0) / 1000
     output.time = seconds
