@@ -36,6 +36,7 @@ RUNS = {
     "inspect_overhead.py": ["--runs", "1", "--out", "{out}"],
     "integrity.py": ["--events", "2000", "--rounds", "1", "--per-round", "20", "--out", "{out}"],
     "random_agent.py": ["--seeds", "1", "--out", "{out}"],
+    "scale.py": ["--sizes", "6000,9000", "--out", "{out}"],
     "search_worst.py": ["--quick", "--out", "{out}"],
     "slow_drip.py": ["--quick", "--out", "{out}"],
     "store_append.py": ["--events", "2000", "--batch", "500", "--single", "20", "--out", "{out}"],
