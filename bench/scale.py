@@ -16,7 +16,6 @@ it prints is the one docs/performance.md quotes; every run is kept in ``--out`` 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -68,9 +67,8 @@ def measured(args: list[str], cwd: Path) -> dict:
 
 def grow(url: str, events: int) -> int:
     """Grow the store at ``url`` to at least ``events`` events (a campaign caught part way)."""
-    from warehouse import generate  # bench/warehouse.py
-
     from inquitree.events.store import EventStore
+    from warehouse import generate  # bench/warehouse.py
 
     with EventStore(url) as store:
         have = store.last_position()
