@@ -65,7 +65,9 @@ def compare(
         for name in agents:
             if name not in known:
                 raise WarehouseError(f"no episodes of agent {name!r}; agents: {', '.join(sorted(known)) or '(none)'}")
-        df = wh.query("compare", {"agents": list(dict.fromkeys(agents)), "one_off": one_off})
+        wanted = {"agents": list(dict.fromkeys(agents)), "one_off": one_off}
+        # the pairs themselves (two ids each): listed with --pairs, kept in CSV, JSON and files
+        df = wh.query("compare", {**wanted, "compare_pairs": bool(show_pairs or fmt != "table" or out)})
     if df.is_empty() or not df["paired_cells"].max():
         raise WarehouseError(
             f"no cell was run by two of {', '.join(map(repr, agents))}: a pair needs the same suite, tree, "
@@ -248,7 +250,7 @@ def _pilot_spreads(
     from inquitree.warehouse import WarehouseError
 
     with existing(warehouse_path, read_only=True) as wh:
-        df = wh.query("compare", {"agents": list(agents), "one_off": one_off})
+        df = wh.query("compare", {"agents": list(agents), "one_off": one_off})  # its pairs: the pilot reads them
     df = df.filter((df["metric"] == metric) & (df["randomness"] == randomness) & (df["paired_cells"] > 0))
     if df.is_empty():
         raise WarehouseError(

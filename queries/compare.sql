@@ -60,7 +60,8 @@ WITH keyed AS (  -- every cell, a floor where it did not finish (cell_scores, #3
            count(*) FILTER (WHERE episode_a IS NOT NULL AND episode_b IS NULL) AS only_a,
            count(*) FILTER (WHERE episode_b IS NOT NULL AND episode_a IS NULL) AS only_b,
            count(*) FILTER (WHERE a_floored) AS floored_a, count(*) FILTER (WHERE b_floored) AS floored_b,
-           list({'tree': tree_id, 'va': va, 'vb': vb, 'pair': episode_a || ' ~ ' || episode_b}
+           list({'tree': tree_id, 'va': va, 'vb': vb,
+                 'pair': CASE WHEN getvariable('compare_pairs') THEN episode_a || ' ~ ' || episode_b END}
                 ORDER BY tree_id, suite, run, episode_a, episode_b) FILTER (WHERE va IS NOT NULL AND vb IS NOT NULL)
                AS paired
     FROM long GROUP BY ALL
@@ -70,10 +71,16 @@ WITH keyed AS (  -- every cell, a floor where it did not finish (cell_scores, #3
            list_transform(paired, lambda x: x.vb - x.va) AS ds, list_transform(paired, lambda x: x.pair) AS pairs
     FROM tested
 ), intervals AS (
-    SELECT *, CASE WHEN metric = 'steps' THEN capped_mean_ci(trees, vas, turn_limit)
-                   ELSE mean_ci(trees, vas, low, high) END AS ma,
-              CASE WHEN metric = 'steps' THEN capped_mean_ci(trees, vbs, turn_limit)
-                   ELSE mean_ci(trees, vbs, low, high) END AS mb, paired_ci(trees, ds) AS d
+    -- the lists are kept past here only when the pairs are asked for (compare_pairs: `--pairs`, CSV
+    -- or JSON, `power`'s pilot, the report's lists of pairs); the viewer's table drops them
+    SELECT * EXCLUDE (trees, vas, vbs, ds, pairs),
+           CASE WHEN getvariable('compare_pairs') THEN trees END AS trees,
+           CASE WHEN getvariable('compare_pairs') THEN ds END AS ds,
+           CASE WHEN getvariable('compare_pairs') THEN pairs END AS pairs,
+           CASE WHEN metric = 'steps' THEN capped_mean_ci(trees, vas, turn_limit)
+                ELSE mean_ci(trees, vas, low, high) END AS ma,
+           CASE WHEN metric = 'steps' THEN capped_mean_ci(trees, vbs, turn_limit)
+                ELSE mean_ci(trees, vbs, low, high) END AS mb, paired_ci(trees, ds) AS d
     FROM scored
 ), adjusted AS (
     SELECT *, row_number() OVER (PARTITION BY metric, judge_id, randomness ORDER BY d.p NULLS LAST, ia, ib) AS p_rank,
@@ -113,6 +120,9 @@ FROM adjusted
                        AND i.judge_id = p.judge_id
     WHERE p.a_conclusion_score IS NOT NULL AND p.b_conclusion_score IS NOT NULL
       AND NOT p.a_floored AND NOT p.b_floored  -- the corrected difference reads finished episodes alone
+), labelled_groups AS (  -- the groups a person read items of: the lists below are made for these alone
+    -- (made for every group and then dropped, they were most of the memory of a 6-agent report)
+    SELECT DISTINCT agent_a, agent_b, ia, ib, judge_id, randomness FROM corrected_items WHERE labelled IS NOT NULL
 ), corrected AS (
     SELECT agent_a, agent_b, ia, ib, judge_id, randomness,
            count(DISTINCT episode_id) // 2 AS paired_cells,
@@ -127,7 +137,8 @@ FROM adjusted
                list(tree_id ORDER BY episode_id, item_id) FILTER (WHERE side = 'b' AND labelled IS NOT NULL),
                list(predicted ORDER BY episode_id, item_id) FILTER (WHERE side = 'b' AND labelled IS NOT NULL),
                list(labelled ORDER BY episode_id, item_id) FILTER (WHERE side = 'b' AND labelled IS NOT NULL)) AS cd
-    FROM corrected_items GROUP BY ALL HAVING count(labelled) > 0
+    FROM corrected_items SEMI JOIN labelled_groups USING (agent_a, agent_b, ia, ib, judge_id, randomness)
+    GROUP BY ALL
 ), corrected_rows AS (
     SELECT 'conclusion_score_corrected' AS metric, randomness, agent_a, agent_b, cd.estimate AS difference,
            cd.ci_low AS difference_ci_low, cd.ci_high AS difference_ci_high, NULL::DOUBLE AS p_value,

@@ -642,7 +642,7 @@ def comparison(wh: Warehouse) -> tuple[pl.DataFrame, list[dict]]:
     ]
     if len(agents) < 2:
         return pl.DataFrame(), []
-    df = wh.query("compare", {"agents": agents, "one_off": False}).filter(pl.col("paired_cells") > 0)
+    df = wh.query("compare", {"agents": agents, "one_off": False}).filter(pl.col("paired_cells") > 0)  # pairs listed
     groups: dict[tuple, dict] = {}
     for row in df.iter_rows(named=True):
         key = (row["agent_a"], row["agent_b"], row["judge_id"], row["randomness"])

@@ -43,6 +43,9 @@ QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
 # The columns of queries/compare.sql that list each row's pairs (ids, papers, differences): the
 # terminal and the viewer show them under the table, not in it.
 PAIR_COLUMNS = ("pairs", "pair_trees", "pair_differences")
+# A query's variables that a caller may leave out: compare lists its pairs unless told not to (the
+# viewer's table and a terminal table without --pairs drop them, and their memory with them).
+QUERY_DEFAULTS: dict[str, Any] = {"compare_pairs": True}
 VIEWS_PATH = Path(__file__).resolve().parent / "views.sql"
 # The schema stamp: the tables' hash, then the views'. A warehouse whose tables match takes this
 # code's views when a writer opens it (views hold no data: replacing them needs no rebuild), and a
@@ -395,7 +398,8 @@ class Warehouse:
         path = QUERIES_DIR / f"{name}.sql"
         text = path.read_text()
         needed = sorted(set(re.findall(r"getvariable\('([a-z_]+)'\)", text)))
-        missing = [v for v in needed if v not in (variables or {})]
+        variables = {**{k: v for k, v in QUERY_DEFAULTS.items() if k in needed}, **(variables or {})}
+        missing = [v for v in needed if v not in variables]
         if missing:
             raise WarehouseError(
                 f"{path.name} needs {', '.join(missing)}"
@@ -403,7 +407,7 @@ class Warehouse:
             )
         try:
             for key in needed:
-                self.con.execute(f"SET VARIABLE {key} = ?", [(variables or {})[key]])
+                self.con.execute(f"SET VARIABLE {key} = ?", [variables[key]])
             return self.con.sql(text).pl()
         except duckdb.Error as exc:
             raise self._failed(path.name, exc) from exc

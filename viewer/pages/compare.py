@@ -22,7 +22,7 @@ def compare(request: Request) -> Response:
     if a not in agents or b not in agents or a == b:
         return viewer.page("compare.html.j2", table=None, cells=[], **page)
     with viewer.lock, viewer.unscoped():  # pairs as `inquitree compare` makes them: by suite, one-off when asked
-        df = viewer.wh.query("compare", {"agents": [a, b], "one_off": one_off})
+        df = viewer.wh.query("compare", {"agents": [a, b], "one_off": one_off, "compare_pairs": False})
         paired = df.height and df["paired_cells"].max()
         table = table_html(df.drop(PAIR_COLUMNS)) if paired else None  # the pairs are listed below it
         cells = viewer.rows(sql.CELLS, [a, b, one_off])
