@@ -132,6 +132,10 @@ MEMORY_ENV = "INQUITREE_WAREHOUSE_MEMORY"
 # DuckDB's memory limit; a sync's staging and commit windows follow from it (``sync.sync_windows``).
 # The peak RSS each setting gives is measured by bench/warehouse_memory.py (docs/performance.md).
 DEFAULT_MEMORY = "320MB"
+# A read-only connection's (queries, the report, the viewer): the leaderboard and fig3a over one
+# campaign of 5M events need more than 320 MB of DuckDB's memory and failed there (bench/scale.py);
+# the memory a query takes still grows with what it reads.
+READ_MEMORY = "640MB"
 
 
 def memory_bytes(text: str) -> int:
@@ -166,7 +170,8 @@ class Warehouse:
         wait: float | None = None,
         fresh: bool = False,
     ):
-        """``memory`` (default ``$INQUITREE_WAREHOUSE_MEMORY`` or DEFAULT_MEMORY) bounds what DuckDB keeps
+        """``memory`` (default ``$INQUITREE_WAREHOUSE_MEMORY``, else DEFAULT_MEMORY for a writer and
+        READ_MEMORY for a reader) bounds what DuckDB keeps
         in memory, spilling the rest to ``PATH.tmp/``, and sets how many events a sync stages
         and commits at a time, so that a sync's peak memory follows the setting, not the log.
 
@@ -176,7 +181,9 @@ class Warehouse:
         a copy, ``PATH.next`` (``fresh``: an empty one), and publishes it over ``PATH`` when it
         closes: readers never hold a writer up and never see a sync half done."""
         self.path = path or default_warehouse_path()
-        self.memory = memory_bytes(memory or os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY)
+        self.memory = memory_bytes(
+            memory or os.environ.get(MEMORY_ENV) or (READ_MEMORY if read_only else DEFAULT_MEMORY)
+        )
         self.read_only = read_only
         self._lock: _WriterLock | None = None
         self._fresh = fresh
