@@ -59,6 +59,7 @@ def report(
             r = wh.sync(db_url, progress=sync_progress, registry=Path(registry) if registry else None)
             progress_done()
             echo(f"synced {r.events:,} new events", err=True)
+        wh.for_analyses()
         scope = scoped(wh, suites, one_off, db_url)
         index = write_report(wh, out_dir, max_episodes=max_episodes, scope=scope)
     echo(f"wrote {index}")
