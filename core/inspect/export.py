@@ -58,7 +58,7 @@ from inspect_ai.model import (
 
 from inquitree import __version__
 from inquitree.boundary.errors import InquiTreeError
-from inquitree.core.game import EpisodeState, TemplateSet, Tree, resolve_tree
+from inquitree.core.game import TemplateSet, Tree, fold, resolve_tree
 from inquitree.core.inspect.task import SCORE_KEYS, SCORER_NAME, episode_score, own_coverage
 from inquitree.core.players import last_turns
 from inquitree.events import (
@@ -176,7 +176,7 @@ def episode_sample(episode_id: str, records: list, installed: Installed | None =
         metadata["inquitree"] = {
             "episode_id": episode_id,
             **scored.to_payload(),
-            "own_coverage": own_coverage(_folded(events), started.n_subtopics),
+            "own_coverage": own_coverage(fold(events), started.n_subtopics),
         }
     if notes:
         metadata["export_notes"] = notes
@@ -204,15 +204,6 @@ def episode_sample(episode_id: str, records: list, installed: Installed | None =
         total_time=_seconds_between(records[0].recorded_at, records[-1].recorded_at),
     )
     return Exported(episode_id, started, sample)
-
-
-def _folded(events: list) -> EpisodeState:
-    """The episode's state, folded from its events (the subtopics the agent entered itself, as the
-    inspect task's scorer counts them)."""
-    state = EpisodeState()
-    for ev in events:
-        state.apply(ev)
-    return state
 
 
 def _model_event(
