@@ -25,7 +25,8 @@ _GUARDS = {
     "checkpoints_no_truncate": ("checkpoints", "TRUNCATE", "STATEMENT", "inquitree_checkpoints_immutable"),
     SIZE_GUARD[0]: (*SIZE_GUARD[1:], "ROW", "inquitree_events_payload_size"),
 }
-# The size guard's function, as migration 0003 made it and `db upgrade` puts it back.
+_FUNCTION = """CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN RAISE EXCEPTION '{table} are immutable: % is not allowed', TG_OP; END $$"""
 _SIZE_FUNCTION = f"""CREATE OR REPLACE FUNCTION inquitree_events_payload_size() RETURNS trigger LANGUAGE plpgsql AS $$
        BEGIN
          IF octet_length(NEW.payload) > {MAX_PAYLOAD_BYTES} THEN
@@ -33,8 +34,15 @@ _SIZE_FUNCTION = f"""CREATE OR REPLACE FUNCTION inquitree_events_payload_size() 
          END IF;
          RETURN NEW;
        END $$"""
-_FUNCTION = """CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$
-       BEGIN RAISE EXCEPTION '{table} are immutable: % is not allowed', TG_OP; END $$"""
+# Each guard's function and trigger as `db upgrade` puts them back (the migrations made them so).
+_CREATE = {
+    name: (
+        _SIZE_FUNCTION if name == SIZE_GUARD[0] else _FUNCTION.format(name=function, table=table),
+        f"CREATE TRIGGER {name} BEFORE {'INSERT' if name == SIZE_GUARD[0] else what} ON {table} "
+        f"FOR EACH {level} EXECUTE FUNCTION {function}()",
+    )
+    for name, (table, what, level, function) in _GUARDS.items()
+}
 _GRANTS = """SELECT c.relname, coalesce(r.rolname, 'PUBLIC'), a.privilege_type
     FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee
     WHERE c.relname IN ('events', 'checkpoints') AND c.relnamespace = current_schema()::regnamespace
@@ -80,12 +88,11 @@ class Postgres(Backend):
         # which prints "error ignored terminating <psycopg.Pipeline [INERROR]>" on stderr when a
         # unique-key conflict aborts it. Below ten rows the one INSERT is quicker than a COPY's
         # round trips (bench/store_append.py measures both).
+        head, _, one = insert_one.partition(" VALUES ")
         if len(rows) < COPY_FROM:
-            head, _, one = insert_one.partition(" VALUES ")
             cur.execute(f"{head} VALUES {', '.join([one] * len(rows))}", tuple(v for row in rows for v in row))
             return
-        head = insert_one.partition(" VALUES ")[0].removeprefix("INSERT INTO ")
-        with cur.copy(f"COPY {head} FROM STDIN") as copy:
+        with cur.copy(f"COPY {head.removeprefix('INSERT INTO ')} FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
 
@@ -111,14 +118,10 @@ class Postgres(Backend):
         self, cur: Any, present: set[str], disabled: set[str], grants: list[tuple[str, str, str]]
     ) -> list[str]:
         done = []
-        for name, (table, what, level, function) in _GUARDS.items():
+        for name, (table, *_) in _GUARDS.items():
             if name not in present:
-                size = name == SIZE_GUARD[0]
-                cur.execute(_SIZE_FUNCTION if size else _FUNCTION.format(name=function, table=table))
-                cur.execute(
-                    f"CREATE TRIGGER {name} BEFORE {'INSERT' if size else what} ON {table} "
-                    f"FOR EACH {level} EXECUTE FUNCTION {function}()"
-                )
+                for statement in _CREATE[name]:
+                    cur.execute(statement)
                 done.append(f"created trigger {name}")
             elif name in disabled:
                 cur.execute(f"ALTER TABLE {table} ENABLE TRIGGER {name}")

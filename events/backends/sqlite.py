@@ -132,9 +132,16 @@ _GUARDS = {
     SIZE_GUARD[0]: SIZE_GUARD[1:],
 }
 # Each guard's trigger as `db upgrade` puts it back (the migrations made them the same way).
-_SIZE_TRIGGER = f"""CREATE TRIGGER {SIZE_GUARD[0]} BEFORE INSERT ON events
+_CREATE = {
+    name: f"CREATE TRIGGER {name} BEFORE {what} ON {table} "
+    f"BEGIN SELECT RAISE(ABORT, '{table} are immutable: {what} is not allowed'); END"
+    for name, (table, what) in _GUARDS.items()
+    if name != SIZE_GUARD[0]
+} | {
+    SIZE_GUARD[0]: f"""CREATE TRIGGER {SIZE_GUARD[0]} BEFORE INSERT ON events
        WHEN length(CAST(NEW.payload AS BLOB)) > {MAX_PAYLOAD_BYTES}
        BEGIN SELECT RAISE(ABORT, 'an event payload over {MAX_PAYLOAD_BYTES} bytes is refused'); END"""
+}
 
 
 class SQLite(Backend):
@@ -174,14 +181,9 @@ class SQLite(Backend):
         self, cur: Any, present: set[str], disabled: set[str], grants: list[tuple[str, str, str]]
     ) -> list[str]:
         done = []
-        for name, (table, what) in _GUARDS.items():
+        for name in _GUARDS:
             if name not in present:
-                cur.execute(
-                    _SIZE_TRIGGER
-                    if name == SIZE_GUARD[0]
-                    else f"CREATE TRIGGER {name} BEFORE {what} ON {table} "
-                    f"BEGIN SELECT RAISE(ABORT, '{table} are immutable: {what} is not allowed'); END"
-                )
+                cur.execute(_CREATE[name])
                 done.append(f"created trigger {name}")
         return done
 
