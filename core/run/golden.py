@@ -112,7 +112,11 @@ def dump_campaign(name: str, streams: list[list], signer: Signer | None, signed_
 
 def split_campaign(path: str, data: bytes) -> tuple[list[bytes], dict[str, Any] | None]:
     """A file's episodes, each as the bytes of an export of its own (its lines from its
-    EpisodeStarted to its signature), and its campaign manifest (None: a one-episode export)."""
+    EpisodeStarted to its signature), and its campaign manifest (None: a one-episode export).
+    A file whose last line is not a campaign's list of episodes is one episode's export, handed
+    back whole and unread: its lines are parsed once, by :func:`load_export`."""
+    if not data.rstrip().rpartition(b"\n")[2].lstrip().startswith(b'{"manifest"'):
+        return [data], None
     sections: list[list[bytes]] = []
     manifest = None
     for n, line in enumerate(data.splitlines(), 1):
