@@ -596,7 +596,7 @@ def reused_elsewhere(
                 found.setdefault((who, name, was, is_now), []).append(eid)
     lines = []
     for (who, name, was, is_now), eids in found.items():
-        answered = ""
+        answered, how = "", "give the suite another name"
         if who == "agent":  # the replies of a few of them: a cell's state is folded without them
             folds: dict[str, CellFold] = {}
             for records in store.read_streams([stream_id(e) for e in eids[:3]], ["AgentReplied"]).values():
@@ -604,12 +604,9 @@ def reused_elsewhere(
                     fold_cell(folds, r)
             said = sorted({f.answered for f in folds.values() if f.answered})
             answered = f" (its replies came from {'; '.join(said)})" if said else ""
-        if who == "agent":
             spec = suite.entries[name].spec
             new = f"{kinds.parse('agent', spec).argument}-new"
             how = f'give it its own label ({{agent = "{spec}", label = "{new}"}} in the suite)'
-        else:
-            how = "give the suite another name"
         lines.append(
             f"{len(eids)} finished cell(s) of {who} {name} were played against {was}{answered}, not {is_now} as "
             f"this run's: they are kept and not played again, and the tables would mix the two. To play them "
