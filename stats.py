@@ -673,16 +673,24 @@ RUN_EFFECT_DRAWS = 2000  # seeded permutations of the run labels within papers
 
 @dataclass(frozen=True)
 class RunEffect:
-    """:func:`run_effect`: its p-value, the runs and the papers it compared, and its method."""
+    """:func:`run_effect`: its p-value, the runs and the papers it compared, and its method; ``low``
+    and ``high``, the interval over runs as well as papers like these (:func:`runs_interval`)."""
 
     p: float
     runs: int
     papers: int
     method: str
+    low: float | None = None
+    high: float | None = None
 
 
 def run_effect(
-    papers: Sequence, runs: Sequence, values: Sequence, seed: int = 0, draws: int = RUN_EFFECT_DRAWS
+    papers: Sequence,
+    runs: Sequence,
+    values: Sequence,
+    seed: int = 0,
+    draws: int = RUN_EFFECT_DRAWS,
+    bounds: tuple[float, float] | None = (0.0, 1.0),
 ) -> RunEffect | None:
     """Do the runs of a campaign differ beyond what its papers allow? A shock shared by every paper
     of one run (one API day, one seed reused across trees) makes the papers dependent, and an
@@ -692,7 +700,9 @@ def run_effect(
     of the runs' means around the grand mean after each paper's own mean is taken out, against the
     same with the run labels permuted within each paper (``draws`` seeded permutations): with no
     run effect the labels are exchangeable within a paper, so the test holds its size whatever the
-    values' shape. None with fewer than 2 runs or 2 such papers."""
+    values' shape. None with fewer than 2 runs or 2 such papers. The same grid gives
+    :func:`runs_interval` (``bounds``: the metric's range), the interval that holds whether or not
+    the test sees the shock."""
     cells: dict[tuple[str, str], list[float]] = {}
     for paper, run, v in zip(papers, runs, values, strict=True):
         if paper is None or run is None or v is None or v != v:
@@ -705,8 +715,9 @@ def run_effect(
     full = sorted(p for p, n in runs_of.items() if n == len(run_names))
     if len(run_names) < 2 or len(full) < 2:
         return None
-    y = np.array([[np.mean(cells[p, r]) for r in run_names] for p in full])  # papers x runs
-    y = y - y.mean(axis=1, keepdims=True)
+    grid = np.array([[np.mean(cells[p, r]) for r in run_names] for p in full])  # papers x runs
+    low, high = runs_interval(grid, bounds)
+    y = grid - grid.mean(axis=1, keepdims=True)
 
     def spread(x: np.ndarray) -> np.ndarray:  # (..., papers, runs): the runs' means' sum of squares
         return (x.mean(axis=-2) ** 2).sum(axis=-1)
@@ -721,7 +732,30 @@ def run_effect(
         f"run effect: the spread of the {len(run_names)} runs' means, their labels permuted within each of "
         f"{len(full)} papers ({draws} seeded permutations, seed {seed})"
     )
-    return RunEffect(p, len(run_names), len(full), method)
+    return RunEffect(p, len(run_names), len(full), method, low, high)
+
+
+def runs_interval(grid: np.ndarray, bounds: tuple[float, float] | None = None) -> tuple[float, float]:
+    """The 95% interval for the mean over papers and runs like these, from a papers x runs grid of
+    means: a shock that every paper of one run shares (one API day) moves the grand mean by the
+    runs' mean shock, which no interval over papers can see. The grand mean's error is a part that
+    varies with the papers (their means' spread, P - 1 degrees of freedom) plus a part that varies
+    with the runs (the runs' means' spread, R - 1), independent of each other; each is bounded by
+    its own t interval at level 1 - ALPHA / 2, so by Bonferroni the sum holds at least 95% whatever
+    the two variances are, with no estimate of one borrowed from the other (Satterthwaite's
+    degrees of freedom on a 1-df run variance, as in two-way cluster-robust variance, held
+    83-92% with two or three runs: docs/statistics.md). With two runs the run part is 12.7 times
+    the runs' means' half-difference, and that width is what two runs can show. ``bounds``: the
+    metric's range, where the interval is cut."""
+    papers, runs = grid.shape
+    q = 1 - ALPHA / 4
+    half = t_quantile(q, papers - 1) * float(grid.mean(axis=1).std(ddof=1)) / papers**0.5
+    half += t_quantile(q, runs - 1) * float(grid.mean(axis=0).std(ddof=1)) / runs**0.5
+    mean = float(grid.mean())
+    low, high = mean - half, mean + half
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return low, high
 
 
 # -- the paired test -------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ WITH per_episode AS (  -- every cell, a floor where it did not finish (cell_scor
            mean_ci(list(tree_id ORDER BY episode_id), list(coverage ORDER BY episode_id), 0, 1) AS c,
            shared_draws_said(randomness, list(draw_rule) FILTER (WHERE NOT floored),
                              list(seed) FILTER (WHERE NOT floored)) AS shared_draws,
-           shared_seeds_said(randomness, list(tree_id) FILTER (WHERE NOT floored),
+           shared_seeds_said(list(tree_id) FILTER (WHERE NOT floored),
                              list(seed) FILTER (WHERE NOT floored)) AS shared_seeds,
            run_effect(list(tree_id ORDER BY episode_id), list(run_key ORDER BY episode_id),
                       list(q_norm ORDER BY episode_id)) AS re

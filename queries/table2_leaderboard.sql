@@ -30,10 +30,13 @@
 -- (judge_validity, matcher_validity), which is one small model's text; NULL where nothing is labelled.
 -- run_effect_p: with two or more runs, the permutation test of a shock shared by one run's papers
 -- (stats.run_effect, on the conclusion score); at p <= 0.05 the row warns that its papers are not
--- independent. NULL with one run, where such a shock cannot be seen.
+-- independent. NULL with one run, where such a shock cannot be seen. With two or more runs the row
+-- also gives the conclusion score's interval over runs as well as papers like these
+-- (stats.runs_interval), which holds whether or not the test sees the shock. Episodes of one paper
+-- that repeat a seed (suites pooled with the same seeds) are warned (shared_seeds_said).
 WITH per_episode AS (  -- every cell of the level, a floor where it did not finish (cell_scores, #33)
     SELECT agent, judge_id, tree_id, cell_id AS episode_id, status, floored, coverage, own_coverage, q_norm,
-           failed_verdicts, embedder, tau, tau_study, match_rule, suite || '/' || run AS run_key
+           failed_verdicts, embedder, tau, tau_study, match_rule, seed, suite || '/' || run AS run_key
     FROM kept_cells WHERE randomness = 0
 ), cell_list AS (  -- what each agent's cells came to, kept or not
     SELECT agent, judge_id, cells, unfinished FROM agent_cells WHERE randomness = 0
@@ -50,6 +53,8 @@ WITH per_episode AS (  -- every cell of the level, a floor where it did not fini
            mean_ci(list(tree_id ORDER BY episode_id), list(q_norm ORDER BY episode_id), 0, 1) AS q,
            run_effect(list(tree_id ORDER BY episode_id), list(run_key ORDER BY episode_id),
                       list(q_norm ORDER BY episode_id)) AS re,
+           shared_seeds_said(list(tree_id) FILTER (WHERE NOT floored), list(seed) FILTER (WHERE NOT floored))
+               AS shared_seeds,
            sum(failed_verdicts) AS failed_verdicts, count(*) FILTER (WHERE NOT floored) AS played,
            count(*) FILTER (WHERE q_norm IS NULL) AS unscored, count(DISTINCT tree_id) AS agent_papers
     FROM per_episode GROUP BY ALL
@@ -108,7 +113,7 @@ SELECT agent, judge_id, 0 AS randomness,  -- the level this table speaks of, sai
                                          'conclusion score and the rank ({} verdicts failed; `inquitree query '
                                          'judge_flags` gives their causes)', unscored, played, failed_verdicts)
                         END,
-                        nullif(unfinished_said(cells, unfinished, cq.estimate IS NOT NULL), ''),
+                        nullif(unfinished_said(cells, unfinished, cq.estimate IS NOT NULL), ''), shared_seeds,
                         CASE WHEN ps.sets > 1 AND agent_papers < ps.most_papers AND r.rank IS NOT NULL
                              THEN format('rank: played on {} papers where another agent of this judge had {}: '
                                          'the ranks compare unlike sets of papers', agent_papers, ps.most_papers)

@@ -756,20 +756,26 @@ def _two_way(values: list[float], papers: int, runs: int, truth: float) -> bool:
 def run_shocks(campaigns: int) -> list[dict]:
     """A shock shared by every paper of one run (``run_shock_campaign``): how often the interval
     over papers holds the truth (the mean over papers and runs like these), how often the run
-    effect test (``stats.run_effect``, which warns the row at p <= 0.05) fires, and how often an
-    unwarned row holds. With no shock the test's firing is its size."""
+    effect test (``stats.run_effect``, which warns the row at p <= 0.05) fires, how often an
+    unwarned row holds, and how often the interval over runs as well as papers that every
+    multi-run row gives (``stats.runs_interval``) holds, and how wide it is. With no shock the
+    test's firing is its size."""
     rows = []
     for shock in RUN_SHOCKS:
         for runs in (2, 3):
             for papers in (18, 40):
                 rng = np.random.default_rng(zlib.crc32(f"runshock/{shock}/{runs}/{papers}".encode()))
-                held = printed = warned = unwarned = unwarned_held = two_way = 0
+                held = printed = warned = unwarned = unwarned_held = two_way = over_runs = 0
+                widths = []
                 for k in range(campaigns):
                     trees, run_ids, values, truth = run_shock_campaign(rng, papers, runs, shock)
                     two_way += _two_way(values, papers, runs, truth)
                     r = stats.mean_interval(trees, values, bounds=(0, 1))
                     test = stats.run_effect(trees, run_ids, values, seed=k, draws=500)
-                    fired = test is not None and test.p <= stats.ALPHA
+                    assert test is not None and test.low is not None and test.high is not None
+                    over_runs += test.low <= truth <= test.high
+                    widths.append(test.high - test.low)
+                    fired = test.p <= stats.ALPHA
                     warned += fired
                     if r.low is not None and r.high is not None:
                         printed += 1
@@ -787,6 +793,55 @@ def run_shocks(campaigns: int) -> list[dict]:
                     "warned": round(warned / campaigns, 4),
                     "coverage_unwarned": round(unwarned_held / unwarned, 4) if unwarned else None,
                     "two_way_coverage": round(two_way / campaigns, 4),
+                    "runs_coverage": round(over_runs / campaigns, 4),
+                    "runs_median_width": round(float(np.median(widths)), 3),
+                }
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+def shared_seeds(campaigns: int) -> list[dict]:
+    """Two runs of every paper whose episodes repeat one seed (two suites pooled with the same
+    seed), against runs with their own seeds: each value is the paper's effect (N(0.5, 0.15)) plus a
+    part the seed decides (N(0, 0.05): the fakes drawn, a seeded agent's choices) plus a part it
+    does not (N(0, 0.02)). A repeated seed makes the runs' spread within a paper too small, so
+    ``--fixed-papers`` (the truth: these papers' mean effect) is too narrow; the interval for papers
+    like these (the truth: 0.5) is not. Warned: how often the warehouse's own check
+    (``shared_seeds_said``, run in DuckDB on the campaign's papers and seeds) speaks."""
+    import tempfile
+
+    from inquitree.warehouse.warehouse import Warehouse
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp, Warehouse(str(Path(tmp) / "w.duckdb")) as wh:
+        for repeated in (False, True):
+            for papers in (8, 18, 40):
+                rng = np.random.default_rng(zlib.crc32(f"sharedseed/{repeated}/{papers}".encode()))
+                held = {"fixed": 0, "papers_like_these": 0}
+                warned = 0
+                for _ in range(campaigns):
+                    effects = rng.normal(0.5, 0.15, papers)
+                    seeded = rng.normal(0, 0.05, (papers, 1 if repeated else 2))
+                    values = np.clip(effects[:, None] + seeded + rng.normal(0, 0.02, (papers, 2)), 0, 1)
+                    trees = [f"p{i}" for i in range(papers) for _ in range(2)]
+                    seeds = [0, 0] * papers if repeated else [0, 1] * papers
+                    said = wh.con.execute("SELECT shared_seeds_said(?, ?)", [trees, seeds]).fetchone()
+                    warned += said is not None and said[0] is not None
+                    groups = [list(v) for v in values]
+                    found = {
+                        "fixed": (stats.interval_of_groups(groups, (0.0, 1.0)), float(effects.mean())),
+                        "papers_like_these": (stats.mean_interval(trees, list(values.ravel()), bounds=(0, 1)), 0.5),
+                    }
+                    for name, (r, truth) in found.items():
+                        held[name] += r.low is not None and r.high is not None and r.low <= truth <= r.high
+                row = {
+                    "repeated_seed": repeated,
+                    "papers": papers,
+                    "campaigns": campaigns,
+                    "fixed_holds": round(held["fixed"] / campaigns, 4),
+                    "papers_like_these_holds": round(held["papers_like_these"] / campaigns, 4),
+                    "warned": round(warned / campaigns, 4),
                 }
                 rows.append(row)
                 print(json.dumps(row), file=sys.stderr, flush=True)
@@ -1142,12 +1197,23 @@ def _md_added(result: dict) -> list[str]:
         )
     if "run_shocks" in result:
         out += _md_table(
-            "| run shock SD | runs | papers | interval holds | run effect warned | unwarned rows hold | "
-            "two-way cluster-robust: holds |",
+            "| run shock SD | runs | papers | interval over papers holds | run effect warned | unwarned rows hold | "
+            "two-way cluster-robust: holds | over runs and papers (every row): holds | its median width |",
             [
                 f"| {r['shock']:.2f} | {r['runs']} | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
-                f"{_pct(r['coverage_unwarned'])} | {_pct(r.get('two_way_coverage'))} |"
+                f"{_pct(r['coverage_unwarned'])} | {_pct(r.get('two_way_coverage'))} | "
+                f"{_pct(r.get('runs_coverage'))} | {r.get('runs_median_width', '')} |"
                 for r in result["run_shocks"]
+            ],
+        )
+    if "shared_seeds" in result:
+        out += _md_table(
+            "| runs of a paper | papers | --fixed-papers holds | papers like these holds | "
+            "warned (shared_seeds_said) |",
+            [
+                f"| {'one seed repeated' if r['repeated_seed'] else 'a seed each'} | {r['papers']} | "
+                f"{_pct(r['fixed_holds'])} | {_pct(r['papers_like_these_holds'])} | {_pct(r['warned'])} |"
+                for r in result["shared_seeds"]
             ],
         )
     if "change" in result:
@@ -1344,6 +1410,7 @@ PARTS: dict[str, tuple[str, Callable]] = {
     "pooled": ("pooled", lambda a, before, prior: pooled(a.campaigns)),
     "plans": ("plans", lambda a, before, prior: plans(a.campaigns, prior)),
     "runshock": ("run_shocks", lambda a, before, prior: run_shocks(a.campaigns)),
+    "sharedseed": ("shared_seeds", lambda a, before, prior: shared_seeds(a.campaigns)),
     "tied": ("tied_agents", lambda a, before, prior: tied_agents(a.campaigns, prior)),
     "failures": ("failures", lambda a, before, prior: failures(a.campaigns)),
     "pilots": ("pilots", lambda a, before, prior: pilots(a.campaigns)),

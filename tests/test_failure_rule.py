@@ -137,3 +137,29 @@ def test_fig3a_and_fig4_say_how_well_their_judge_reads(campaign):
             assert rows and all(r["judge_validity"] for r in rows), name
             board = {r["judge_id"]: r["judge_validity"] for r in wh.query("table2_leaderboard").to_dicts()}
             assert all(r["judge_validity"] == board[r["judge_id"]] for r in rows), name
+
+
+def test_the_leaderboard_speaks_of_runs_and_of_seeds_pooled_suites_share(tmp_path):
+    """With two runs every row gives the interval over runs as well as papers (a shock one run's
+    papers share, such as one day of an API, counted); two suites pooled with the same seed play
+    the random agent's same choices on each paper, and the row says that its runs are not
+    independent."""
+    url = f"sqlite:///{tmp_path / 'e.sqlite'}"
+    store = EventStore(url)
+    for name, runs in (("twice-a", 2), ("twice-b", 1)):
+        path = tmp_path / f"{name}.toml"
+        path.write_text(
+            f'name = "{name}"\ntrees = {TREES!r}\nagents = ["random"]\nruns = {runs}\nseed = 0\nembedder = "hash"\n'
+        )
+        run_suite(Suite.load(path), store)
+    store.close()
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:
+        wh.sync(url)
+        wh.scope(["twice-a"])
+        alone = wh.query("table2_leaderboard").to_dicts()[0]
+        wh.scope(["twice-a", "twice-b"])
+        pooled = wh.query("table2_leaderboard").to_dicts()[0]
+    assert "over runs like these as well" in alone["interval_warning"]
+    assert "repeat the seed" not in alone["interval_warning"]
+    assert "3 of 9 episodes repeat the seed of another episode of the same paper" in pooled["interval_warning"]
+    assert "played in these 3 runs" in pooled["interval_warning"]

@@ -803,21 +803,43 @@ def test_the_warehouse_tests_runs_and_warns_when_they_differ(tmp_path):
         ).to_dicts()[0]
     assert found["re"]["p"] <= 0.001 and (found["re"]["runs"], found["re"]["papers"]) == (2, 12)
     assert found["said"].startswith("the 2 runs differ beyond what the 12 papers allow (run effect p ")
+    assert (
+        f"over runs as well as papers like these it is [{found['re']['low']:.2f}, {found['re']['high']:.2f}]"
+        in (found["said"])
+    )
     assert found["one"] is None
+    with Warehouse(str(tmp_path / "w.duckdb")) as wh:  # runs alike: the interval over runs is still given
+        said = wh.sql(
+            "SELECT run_effect_said(run_effect(['a', 'a', 'b', 'b', 'c', 'c'], ['r0', 'r1', 'r0', 'r1', 'r0', 'r1'], "
+            "[0.5, 0.52, 0.3, 0.29, 0.7, 0.71])) AS said"
+        ).item()
+    assert said.startswith("the interval is for papers like these played in these 2 runs; over runs like these")
+
+
+def test_the_interval_over_runs_adds_each_parts_own_t_interval():
+    # Papers x runs [[0.2, 0.4], [0.5, 0.5], [0.8, 0.9]]: paper means 0.3, 0.5, 0.85 (SD 0.2784),
+    # run means 0.5, 0.6 (SD 0.0707); each part's t at 1 - 0.05 / 4 on 2 and 1 degrees of freedom.
+    grid = np.array([[0.2, 0.4], [0.5, 0.5], [0.8, 0.9]])
+    half = stats.t_quantile(0.9875, 2) * 0.2783882181415011 / 3**0.5 + stats.t_quantile(0.9875, 1) * 0.05
+    low, high = stats.runs_interval(grid)
+    assert (low, high) == pytest.approx((0.55 - half, 0.55 + half), abs=1e-9)
+    assert stats.runs_interval(grid, (0.0, 1.0)) == (0.0, 1.0)  # two runs 0.1 apart: 12.7 x 0.05 each side
+    found = stats.run_effect(["p0", "p0", "p1", "p1", "p2", "p2"], ["0", "1"] * 3, list(grid.ravel()), bounds=None)
+    assert (found.low, found.high) == pytest.approx((low, high))
 
 
 def test_episodes_of_a_paper_that_share_a_seed_are_said_to(tmp_path):
-    """shared_seeds_said: pooled suites that reuse seeds draw the same fakes on a paper."""
+    """shared_seeds_said: pooled suites that reuse seeds draw the same fakes on a paper and make a
+    seeded agent's same choices, at every level."""
     from inquitree.warehouse.warehouse import Warehouse
 
     with Warehouse(str(tmp_path / "w.duckdb")) as wh:
         said = wh.sql(
-            "SELECT shared_seeds_said(3, ['a', 'a', 'b', 'b'], [1, 1, 1, 2]) AS twice, "
-            "shared_seeds_said(3, ['a', 'a', 'b'], [1, 2, 1]) AS apart, "
-            "shared_seeds_said(0, ['a', 'a'], [1, 1]) AS no_fakes"
+            "SELECT shared_seeds_said(['a', 'a', 'b', 'b'], [1, 1, 1, 2]) AS twice, "
+            "shared_seeds_said(['a', 'a', 'b'], [1, 2, 1]) AS apart"
         ).to_dicts()[0]
     assert said["twice"].startswith("1 of 4 episodes repeat the seed of another episode of the same paper")
-    assert said["apart"] is None and said["no_fakes"] is None
+    assert said["apart"] is None
 
 
 def test_a_pooled_rate_gets_fiellers_interval_on_the_papers_totals():
@@ -865,7 +887,16 @@ def test_the_statistics_page_shows_the_new_designs_as_the_study_wrote_them():
     result = json.loads((ROOT / "studies" / "results" / "stats_sim.json").read_text())
     page = (ROOT / "docs" / "statistics.md").read_text()
     said = " ".join(page.split())
-    for key in ("tied_agents", "change", "pooled", "run_shocks", "plans", "skewed_null", "fixed_spread"):
+    for key in (
+        "tied_agents",
+        "change",
+        "pooled",
+        "run_shocks",
+        "shared_seeds",
+        "plans",
+        "skewed_null",
+        "fixed_spread",
+    ):
         part = {k: v for k, v in result.items() if k in (key, f"prior_{key}")}
         assert "\n".join(stats_sim._md_added(part)).strip() in page, key
 
@@ -877,7 +908,12 @@ def test_the_statistics_page_shows_the_new_designs_as_the_study_wrote_them():
     assert f"Bounded, it held {span(bounded, 'coverage')}" in said
     assert f"It held {span(result['pooled'], 'coverage')} on simulated Fig. 3c" in said
     shocked = [r for r in result["run_shocks"] if r["shock"] > 0]
-    assert f"unwarned held {span(shocked, 'coverage_unwarned')}" in said
+    assert f"leaves unwarned hold only {span(shocked, 'coverage_unwarned')}" in said
+    assert f"every multi-run row gives holds {span(result['run_shocks'], 'runs_coverage')} in every cell" in said
+    assert min(r["runs_coverage"] for r in result["run_shocks"]) >= 0.95
+    repeated = [r for r in result["shared_seeds"] if r["repeated_seed"]]
+    assert f"`--fixed-papers` holds {span(repeated, 'fixed_holds')}" in said
+    assert all(r["warned"] == 1.0 for r in repeated) and not any(r["warned"] for r in result["shared_seeds"][:3])
     assert min(r["coverage_unwarned"] for r in result["pooled"]) >= 0.93
     nulls = [r for r in result["skewed_null"] if r["design"] == "paired-lognormal"]
     assert f"Together they rejected {span(nulls, 'size')} of the log-normal nulls" in said

@@ -70,7 +70,16 @@ _RANKS = pa.list_(
         ]
     )
 )
-_RUN_EFFECT = pa.struct([("p", pa.float64()), ("runs", pa.int32()), ("papers", pa.int32()), ("method", pa.string())])
+_RUN_EFFECT = pa.struct(
+    [
+        ("p", pa.float64()),
+        ("runs", pa.int32()),
+        ("papers", pa.int32()),
+        ("method", pa.string()),
+        ("low", pa.float64()),
+        ("high", pa.float64()),
+    ]
+)
 _SQL_TYPES = {pa.float64(): "DOUBLE", pa.int32(): "INTEGER", pa.string(): "VARCHAR"}
 
 

@@ -321,24 +321,32 @@ SELECT agent, judge_id, randomness, count(*) FILTER (WHERE status <> 'done') AS 
        cells_said(list(status ORDER BY cell_id), list(tree_id ORDER BY cell_id)) AS cells
 FROM cell_scores GROUP BY agent, judge_id, randomness;
 
--- A row's word on the runs' independence: `test`, run_effect(trees, runs, values) (stats.run_effect),
--- found that the runs differ beyond what the papers allow, so the papers of a run share a shock and
--- the interval, which takes the papers as independent, is too narrow.
+-- A row's word on the runs' independence: `test`, run_effect(trees, runs, values) (stats.run_effect).
+-- With two or more runs the row gives the interval over runs as well as papers like these
+-- (stats.runs_interval): a shock every paper of one run shares (one day of an API) moves the mean,
+-- the interval over papers cannot see it, and the test sees it only through how the runs differ.
+-- Where the test finds that the runs differ, the row says so first.
 CREATE OR REPLACE MACRO run_effect_said(test) AS
     CASE WHEN test.p <= 0.05 THEN
         format('the {} runs differ beyond what the {} papers allow (run effect p {:.3g}: a shock shared by one '
                'run''s papers, such as one day of an API or one seed reused across trees): the interval takes '
-               'the papers as independent and is too narrow (docs/statistics.md)', test.runs, test.papers, test.p)
+               'the papers as independent and is too narrow; over runs as well as papers like these it is '
+               '[{:.2f}, {:.2f}] (docs/statistics.md)', test.runs, test.papers, test.p, test.low, test.high)
+         WHEN test.runs >= 2 THEN
+        format('the interval is for papers like these played in these {} runs; over runs like these as well (a '
+               'shock every paper of a run shares, such as one day of an API, counted) it is [{:.2f}, {:.2f}] on '
+               'the {} papers with every run (docs/statistics.md)', test.runs, test.low, test.high, test.papers)
     END;
 
--- A row's word on seeds at randomness a > 0: episodes of one paper that share a seed (suites pooled
--- with the same seeds) draw the same fakes, so they are one draw counted twice, not two runs.
--- `trees` and `seeds`: the row's episodes'.
-CREATE OR REPLACE MACRO shared_seeds_said(randomness, trees, seeds) AS
-    CASE WHEN randomness > 0 AND len(list_distinct(list_zip(trees, seeds))) < len(trees) THEN
+-- A row's word on seeds: episodes of one paper that share a seed (suites pooled with the same
+-- seeds) draw the same fakes and make a seeded agent's same choices, so they are one draw counted
+-- twice, not two runs. `trees` and `seeds`: the row's episodes'.
+CREATE OR REPLACE MACRO shared_seeds_said(trees, seeds) AS
+    CASE WHEN len(list_distinct(list_zip(trees, seeds))) < len(trees) THEN
         format('{} of {} episodes repeat the seed of another episode of the same paper (suites pooled with the '
-               'same seeds): they draw the same fakes, so the runs of those papers are not independent',
-               len(trees) - len(list_distinct(list_zip(trees, seeds))), len(trees))
+               'same seeds): they draw the same fakes and make a seeded agent''s same choices, so the runs of '
+               'those papers are not independent', len(trees) - len(list_distinct(list_zip(trees, seeds))),
+               len(trees))
     END;
 
 -- A row's word on independence at randomness a > 0: episodes drawn under draw rule 1 share their fake
