@@ -36,6 +36,7 @@ import argparse
 import dataclasses
 import importlib.util
 import json
+import math
 import sys
 import time
 import zlib
@@ -524,6 +525,63 @@ def _failing_campaign(rng: np.random.Generator, papers: int, design: str, n: int
     else:
         failed[:, 1] = rng.uniform(size=n) < np.where(values[:, 1] < 0.3, 0.7, 0.05)
     return mean, values, failed
+
+
+STEPS_LIMIT = 99.0  # the turn limit of the steps designs: no mean of steps can pass it
+STEPS_DESIGNS = {  # each paper's mean steps: a log-normal (median, log-scale SD) cut at the limit
+    "short inquiries (median 20)": (20.0, 0.5),
+    "median 50": (50.0, 0.5),
+    "a third of papers at the limit (median 85)": (85.0, 0.35),
+    "widely spread (median 40, SD 0.9)": (40.0, 0.9),
+}
+
+
+def steps_range(campaigns: int) -> list[dict]:
+    """Mean steps over papers whose episodes stop at a turn limit of 99: each paper's mean a
+    log-normal cut at the limit (the truth: that distribution's mean, from two million draws). Now:
+    the printed interval (``interval_of_means`` with the limit as its ceiling); cut: the log-scale
+    interval cut at the limit, which it replaced; unbounded: the log-scale interval as it was before
+    the limit was given, how often its upper end passed 99 and its median upper end."""
+    rows = []
+    for design, (median, sd) in STEPS_DESIGNS.items():
+        draws = np.random.default_rng(zlib.crc32(f"steps/{design}".encode())).lognormal(math.log(median), sd, 2_000_000)
+        truth = float(np.minimum(draws, STEPS_LIMIT).mean())
+        for papers in (3, 5, 8, 12):
+            rng = np.random.default_rng(zlib.crc32(f"steps/{design}/{papers}".encode()))
+            held = {"now": 0, "cut": 0}
+            printed = warned = held_unwarned = past = 0
+            uppers = []
+            for _ in range(campaigns):
+                x = np.minimum(rng.lognormal(math.log(median), sd, papers), STEPS_LIMIT)
+                now = stats.interval_of_means(x, papers, (0.0, None), ceiling=STEPS_LIMIT)
+                free = stats.interval_of_means(x, papers, (0.0, None))
+                if now.low is None or now.high is None or free.low is None or free.high is None:
+                    continue
+                cut = (free.low, min(free.high, STEPS_LIMIT))
+                printed += 1
+                ok = now.low <= truth <= now.high
+                held["now"] += ok
+                held["cut"] += cut[0] <= truth <= cut[1]
+                warned += now.warning is not None
+                held_unwarned += ok and now.warning is None
+                past += free.high > STEPS_LIMIT
+                uppers.append(free.high)
+            row = {
+                "design": design,
+                "papers": papers,
+                "campaigns": campaigns,
+                "truth": round(truth, 2),
+                "printed": round(printed / campaigns, 4),
+                "coverage": round(held["now"] / printed, 4),
+                "warned": round(warned / printed, 4),
+                "coverage_unwarned": round(held_unwarned / (printed - warned), 4) if printed > warned else None,
+                "cut_coverage": round(held["cut"] / printed, 4),
+                "unbounded_past_limit": round(past / printed, 4),
+                "unbounded_median_upper": round(float(np.median(uppers)), 1),
+            }
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
 
 
 def failures(campaigns: int) -> list[dict]:
@@ -1206,6 +1264,18 @@ def _md_added(result: dict) -> list[str]:
                 for r in result["run_shocks"]
             ],
         )
+    if "steps_range" in result:
+        out += _md_table(
+            f"| mean steps, turn limit {STEPS_LIMIT:.0f} | papers | holds | warned | unwarned rows hold | "
+            "cut at the limit (before): holds | unbounded (before that): upper end past the limit | its median "
+            "upper end |",
+            [
+                f"| {r['design']} | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
+                f"{_pct(r['coverage_unwarned'])} | {_pct(r['cut_coverage'])} | {_pct(r['unbounded_past_limit'])} | "
+                f"{r['unbounded_median_upper']:.1f} |"
+                for r in result["steps_range"]
+            ],
+        )
     if "shared_seeds" in result:
         out += _md_table(
             "| runs of a paper | papers | --fixed-papers holds | papers like these holds | "
@@ -1413,6 +1483,7 @@ PARTS: dict[str, tuple[str, Callable]] = {
     "sharedseed": ("shared_seeds", lambda a, before, prior: shared_seeds(a.campaigns)),
     "tied": ("tied_agents", lambda a, before, prior: tied_agents(a.campaigns, prior)),
     "failures": ("failures", lambda a, before, prior: failures(a.campaigns)),
+    "stepsrange": ("steps_range", lambda a, before, prior: steps_range(a.campaigns)),
     "pilots": ("pilots", lambda a, before, prior: pilots(a.campaigns)),
     "units": ("episode_units", lambda a, before, prior: episode_units(a.campaigns, a.episodes)),
 }
