@@ -35,6 +35,7 @@ Paired designs give the papers' true differences B - A and pairs around them (SD
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -223,16 +224,26 @@ def redo_campaign(rng: np.random.Generator, design: str, papers: int, runs: int 
 
 def run_shock_campaign(
     rng: np.random.Generator, papers: int, runs: int, shock: float
-) -> tuple[list[str], list[str], list[float], float]:
+) -> tuple[list[str], list[str], list[float], float, float]:
     """(paper, run, value) of one agent on ``papers`` papers x ``runs`` runs whose every paper in a
     run shares that run's shock ~ N(0, ``shock``) (one API day, one seed reused across trees):
-    paper effects ~ N(0.5, 0.15), each episode +- 0.05, clipped to [0, 1]. The truth is 0.5, the
-    mean over papers and runs like these (the clipping is symmetric about it)."""
+    paper effects ~ N(0.5, 0.15), each episode +- 0.05, clipped to [0, 1]. Two truths: 0.5, the
+    mean over papers and runs like these (the clipping is symmetric about it), and the mean over
+    papers like these played in these runs (their shocks fixed: each run's clipped normal mean)."""
     effects, shocks = rng.normal(0.5, 0.15, papers), rng.normal(0, shock, runs)
     values = np.clip(effects[:, None] + shocks[None, :] + rng.normal(0, 0.05, (papers, runs)), 0, 1)
     trees = [f"p{p}" for p in range(papers) for _ in range(runs)]
     run_ids = [f"r{r}" for _ in range(papers) for r in range(runs)]
-    return trees, run_ids, [float(v) for v in values.ravel()], 0.5
+    return trees, run_ids, [float(v) for v in values.ravel()], 0.5, _clipped_mean(0.5 + shocks, math.hypot(0.15, 0.05))
+
+
+def _clipped_mean(mu: np.ndarray, sd: float) -> float:
+    """The mean over ``mu`` of E[clip(X, 0, 1)] for X ~ N(mu, sd^2)."""
+    a, b = -mu / sd, (1 - mu) / sd
+    cdf = np.vectorize(lambda z: 0.5 * math.erfc(-z / math.sqrt(2)))
+    pdf = np.exp(-(a**2) / 2) / math.sqrt(2 * math.pi), np.exp(-(b**2) / 2) / math.sqrt(2 * math.pi)
+    inside = mu * (cdf(b) - cdf(a)) + sd * (pdf[0] - pdf[1])
+    return float(np.mean(inside + (1 - cdf(b))))
 
 
 def fake_spotting_campaign(

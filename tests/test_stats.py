@@ -926,6 +926,9 @@ def test_the_statistics_page_shows_the_new_designs_as_the_study_wrote_them():
     assert f"leaves unwarned hold only {span(shocked, 'coverage_unwarned')}" in said
     assert f"every multi-run row gives holds {span(result['run_shocks'], 'runs_coverage')} in every cell" in said
     assert min(r["runs_coverage"] for r in result["run_shocks"]) >= 0.95
+    # The interval over papers holds for what its row says it is for: papers like these in these runs.
+    assert f"as its row says, in {span(shocked, 'these_runs_coverage')} of campaigns" in said
+    assert min(r["these_runs_coverage"] for r in result["run_shocks"]) >= 0.93
     repeated = [r for r in result["shared_seeds"] if r["repeated_seed"]]
     assert f"`--fixed-papers` holds {span(repeated, 'fixed_holds')}" in said
     assert all(r["warned"] == 1.0 for r in repeated) and not any(r["warned"] for r in result["shared_seeds"][:3])
