@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Iterator
 
 import pyarrow as pa
-import sqlalchemy as sa
 
 from inquitree.events import (
     NOTIFICATION_COLUMNS,
@@ -85,6 +84,8 @@ class _Source:
 
 
 def _libpq_uri(url: str) -> str:
+    import sqlalchemy as sa  # here: a sync of a SQLite store never needs it
+
     return sa.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
@@ -240,6 +241,8 @@ def open_source(url: str, after: int, batch_size: int) -> "_Source | _AdbcPostgr
     src.close()
     if src.backend != "sqlite":
         return _AdbcPostgresSource(url, after, last)
+    import sqlalchemy as sa
+
     return _ChildSource(str(Path(sa.make_url(url).database or "").resolve()), after, last, batch_size)
 
 
