@@ -29,7 +29,7 @@ from inquitree.events.types import (
     Transitioned,
 )
 from inquitree.warehouse.errors import WarehouseError
-from inquitree.warehouse.schema import TYPED
+from inquitree.warehouse.schema import FACT_MACROS, TYPED
 from inquitree.warehouse.warehouse import Warehouse, _WriterLock, rebuild
 
 from enginekit import OracleAgent, RandomAgent, ScriptAgent, always_miss_script, play
@@ -49,8 +49,21 @@ TABLES = [
 ]
 
 
+FACT_TABLES = {"episode_facts": "episode_id", "episode_evidence": "episode_id, item_id"}
+
+
 def snapshot(wh: Warehouse) -> dict[str, list]:
-    return {t: wh.sql(f"SELECT * FROM {t} ORDER BY global_position").rows() for t in TABLES}
+    tables = {t: wh.sql(f"SELECT * FROM {t} ORDER BY global_position").rows() for t in TABLES}
+    return tables | {t: wh.sql(f"SELECT * FROM {t} ORDER BY {key}").rows() for t, key in FACT_TABLES.items()}
+
+
+def facts_are_the_events(wh: Warehouse) -> None:
+    """The facts a sync kept are what the events give now, row for row, and none is left touched."""
+    for table, macro in FACT_MACROS.items():
+        for a, b in ((table, f"{macro}(0, true)"), (f"{macro}(0, true)", table)):
+            assert wh.sql(f"SELECT count(*) FROM (FROM {a} EXCEPT ALL FROM {b})").item() == 0, (a, b)
+        assert wh.sql(f"SELECT count(*) FROM {table}").item() > 0
+    assert wh.sql("SELECT count(*) FROM touched_episodes").item() == 0
 
 
 def simulate(store: EventStore, count: int, tmp_path: Path) -> None:
@@ -86,6 +99,7 @@ def test_sync_is_incremental_idempotent_and_rebuild_is_identical(store_url, tmp_
         r = wh.sync(store_url, batch_size=17, flush_rows=40, commit_rows=100)  # several flushes and commits
         assert r.events == new
         incremental = snapshot(wh)
+        facts_are_the_events(wh)  # an episode cut by a commit is recomputed whole by the next
     rebuilt_path = str(tmp_path / "r.duckdb")
     rebuild(rebuilt_path, store_url)
     with Warehouse(rebuilt_path) as wh:
@@ -1008,3 +1022,31 @@ def test_judge_flags_catch_a_judge_that_contradicts_itself_or_never_varies(sqlit
         "for every item"
     )
     assert rows["careful"]["verdicts_contradicting_rationale"] == 0 and rows["careful"]["flag_warning"] is None
+
+
+def test_the_facts_kept_follow_new_episodes_and_other_views(sqlite_url, tmp_path):
+    """episode_facts and episode_evidence (schema.FACTS) are what the events give: after a sync,
+    after another episode is appended and synced, and on a file whose views were another code's (a
+    reader computes them; a writer recomputes what the file keeps). Their columns are the macros'."""
+    store = EventStore(sqlite_url)
+    simulate(store, 4, tmp_path)
+    path = str(tmp_path / "w.duckdb")
+    with Warehouse(path) as wh:
+        wh.sync(sqlite_url)
+        facts_are_the_events(wh)
+        for table, macro in FACT_MACROS.items():
+            assert wh.sql(f"DESCRIBE {table}").rows() == wh.sql(f"DESCRIBE SELECT * FROM {macro}(0, true)").rows()
+        episode = wh.sql("SELECT episode_id FROM episode_facts ORDER BY episode_id LIMIT 1").item()
+    play(resolve_tree("synthetic-chain-7"), OracleAgent(resolve_tree("synthetic-chain-7")), store=store, seed=77)
+    store.close()
+    with Warehouse(path) as wh:
+        assert wh.sync(sqlite_url).events > 0
+        facts_are_the_events(wh)
+        # Another code's views: the stamp's second hash differs, and a facts row is not the events'.
+        wh.con.execute("UPDATE episode_facts SET steps = -1 WHERE episode_id = ?", [episode])
+        wh.con.execute("UPDATE warehouse_schema SET schema_hash = split_part(schema_hash, ':', 1) || ':other'")
+    with Warehouse(path, read_only=True) as reader:
+        assert reader.sql(f"SELECT steps FROM all_episodes WHERE episode_id = '{episode}'").item() >= 0
+    with Warehouse(path) as wh:  # a writer takes this code's views and recomputes every fact
+        facts_are_the_events(wh)
+        assert wh.sql(f"SELECT steps FROM episode_facts WHERE episode_id = '{episode}'").item() >= 0

@@ -267,6 +267,26 @@ CREATE TABLE IF NOT EXISTS raw_events ({column_list(RAW_COLUMNS)});
 """
 
 
+# Per-episode quantities derived from the events (views.sql's episode_facts_of and
+# episode_evidence_of), kept up to date by each sync for the episodes it touched (sync.py), so that
+# an analysis reads one row per episode, or per episode and item, whatever the store's size. The
+# columns are the macros' own (tests/test_warehouse.py keeps them equal); touched_episodes lists
+# the episodes a sync's open transaction has loaded events of, empty between syncs.
+FACTS = """
+CREATE TABLE IF NOT EXISTS episode_facts (episode_id VARCHAR, tree_id VARCHAR, tree_hash VARCHAR, n_subtopics INTEGER,
+    agent VARCHAR, agent_kind VARCHAR, agent_model VARCHAR, judge_kind VARCHAR, randomness INTEGER, seed BIGINT,
+    tau DOUBLE, tau_study DOUBLE, draw_rule INTEGER, match_rule VARCHAR, embedder VARCHAR, max_hints INTEGER,
+    max_turns INTEGER, started_at TIMESTAMP, status VARCHAR, ended_by VARCHAR, last_failure_kind VARCHAR,
+    steps INTEGER, lower_bound INTEGER, upper_bound INTEGER, within_bounds BOOLEAN, visited_all BOOLEAN,
+    coverage DOUBLE, own_coverage DOUBLE, hints_issued BIGINT, forced_transitions BIGINT, result_observations BIGINT,
+    fake_observations BIGINT, true_observations BIGINT, redo_decisions BIGINT, invalid_decisions BIGINT,
+    repeat_subtopic_visits BIGINT, first_position BIGINT);
+CREATE TABLE IF NOT EXISTS episode_evidence (episode_id VARCHAR, item_id VARCHAR, n_required INTEGER, p DOUBLE);
+CREATE TABLE IF NOT EXISTS touched_episodes (episode_id VARCHAR, first_seen BIGINT);
+"""
+FACT_MACROS = {"episode_facts": "episode_facts_of", "episode_evidence": "episode_evidence_of"}  # table: views.sql's
+
+
 def _structure(cols: list[tuple[str, str, str]]) -> str:
     """The json_transform structure for a list of (column, type, dotted path)."""
     tree: dict = {}
@@ -287,7 +307,7 @@ def create_typed(table: str, cols: list[tuple[str, str, str]]) -> str:
 
 def table_statements() -> list[str]:
     """The DDL of every table of the warehouse, in order (its views are ``views.sql``)."""
-    return [BASE, DIMENSIONS, *(create_typed(table, cols) for table, cols in TYPED.values())]
+    return [BASE, DIMENSIONS, *(create_typed(table, cols) for table, cols in TYPED.values()), FACTS]
 
 
 def insert_typed(event_type: str, table: str, cols: list[tuple[str, str, str]], source: str) -> str:
@@ -300,6 +320,29 @@ def insert_typed(event_type: str, table: str, cols: list[tuple[str, str, str]], 
         f"FROM (SELECT *, json_transform(payload, '{_structure(cols)}') AS j FROM {source} "
         f"WHERE event_type = '{event_type}')"
     )
+
+
+def refresh_facts(con: Any, everything: bool = False) -> None:
+    """Recompute ``episode_facts`` and ``episode_evidence`` for the episodes in ``touched_episodes``
+    (for every episode: ``everything``, as when the trees or the views that define them changed),
+    in the caller's transaction, and empty ``touched_episodes``. An episode's events all come at or
+    after its start, so the recomputation reads from the earliest start among them."""
+    if everything:
+        since = 0
+        for table in FACT_MACROS:
+            con.execute(f"DELETE FROM {table}")
+    else:
+        since, touched = con.execute(
+            "SELECT min(coalesce(f.first_position, t.first_seen)), count(*) "
+            "FROM touched_episodes t LEFT JOIN episode_facts f USING (episode_id)"
+        ).fetchone()
+        if not touched:
+            return
+        for table in FACT_MACROS:
+            con.execute(f"DELETE FROM {table} WHERE episode_id IN (SELECT episode_id FROM touched_episodes)")
+    for table, macro in FACT_MACROS.items():
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {macro}(?, ?)", [since, everything])
+    con.execute("DELETE FROM touched_episodes")
 
 
 def checkpoint(con: Any) -> tuple[str | None, int]:

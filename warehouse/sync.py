@@ -35,6 +35,7 @@ from inquitree.warehouse.schema import (
     checkpoint,
     column_list,
     insert_typed,
+    refresh_facts,
 )
 from inquitree.warehouse.sources import LARGE_BACKLOG, open_source, upcast_old
 
@@ -287,6 +288,10 @@ def _stage(con: duckdb.DuckDBPyConnection, batch: pa.Table, threads: int) -> Non
 def _flush(con: duckdb.DuckDBPyConnection) -> None:
     """Parse the staged events into ``raw_events`` and the typed tables, and empty ``staged``."""
     con.execute("INSERT INTO raw_events SELECT * EXCLUDE (payload) FROM staged")
+    con.execute(  # the episodes whose facts the commit recomputes (schema.refresh_facts)
+        "INSERT INTO touched_episodes SELECT stream_id[9:], min(global_position) FROM staged "
+        "WHERE starts_with(stream_id, 'episode/') GROUP BY ALL"
+    )
     present = {t for (t,) in con.execute("SELECT DISTINCT event_type FROM staged").fetchall()}
     for event_type, (table, cols) in TYPED.items():
         if event_type in present:  # an INSERT costs even with nothing to insert
@@ -296,10 +301,13 @@ def _flush(con: duckdb.DuckDBPyConnection) -> None:
 
 def _commit(con: duckdb.DuckDBPyConnection, source_id: str | None, position: int, dims: Future) -> None:
     """Move the checkpoint to ``position`` (unless ``source_id`` is None), write the dimension
-    rows if they have not been yet, and commit the open transaction."""
+    rows if they have not been yet, bring the episodes' facts up to date (all of them when the
+    dimensions they read changed), and commit the open transaction."""
     rows = dims.result()
-    if rows is not None and rows.fingerprint != _dimension_fingerprint(con):
+    rewritten = rows is not None and rows.fingerprint != _dimension_fingerprint(con)
+    if rewritten:
         _write_dimensions(con, rows)
+    refresh_facts(con, everything=rewritten)
     if source_id is not None:
         con.execute("DELETE FROM sync_state")
         con.execute(

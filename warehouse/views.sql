@@ -2,44 +2,67 @@
 -- queries/*.sql read these. Equation numbers refer to the InquiTree paper; #N to
 -- docs/DECISIONS.md.
 
--- One row per episode: its parameters, its state, and the per-episode quantities. Every episode of
--- the store; the analyses read `episodes`, the ones in the scope a command asked for (below).
-CREATE OR REPLACE VIEW all_episodes_base AS
-WITH steps AS (
-    SELECT episode_id, max(step) AS steps FROM ev_agent_replied WHERE state <> 'conclusion' GROUP BY ALL
+-- One row per episode: its parameters, its state, and the per-episode quantities. Computed from the
+-- events when a sync commits, for the episodes it touched, and kept in episode_facts (schema.py), so
+-- that an analysis reads one row per episode instead of aggregating every event of the store.
+-- episode_facts_of(since, everything): every episode (everything), or those in touched_episodes;
+-- since: a global position at or before the first event of each of them, so that a sync reads
+-- the row groups of its new events alone.
+CREATE OR REPLACE MACRO episode_facts_of(since, everything) AS TABLE
+WITH wanted AS (         -- the episodes asked for (see above), by their starts
+    SELECT episode_id FROM ev_episode_started
+    WHERE global_position >= since AND (everything OR episode_id IN (SELECT episode_id FROM touched_episodes))
+), steps AS (
+    SELECT episode_id, max(step) AS steps
+    FROM ev_agent_replied SEMI JOIN wanted USING (episode_id)
+    WHERE global_position >= since AND state <> 'conclusion' GROUP BY ALL
 ), visited AS (            -- V^sub (Eq. 7, #9): a subtopic counts once its Subtopic state is entered
-    SELECT episode_id, count(DISTINCT node) AS visited FROM ev_transitioned WHERE to_state = 'subtopic' GROUP BY ALL
+    SELECT episode_id, count(DISTINCT node) AS visited
+    FROM ev_transitioned SEMI JOIN wanted USING (episode_id)
+    WHERE global_position >= since AND to_state = 'subtopic' GROUP BY ALL
 ), own AS (                -- the subtopics the agent reached by its own recognised move, not by a forced
     SELECT episode_id, count(DISTINCT node) AS own_visited  -- transition after the last hint (#5, #32)
-    FROM ev_transitioned WHERE to_state = 'subtopic' AND NOT coalesce(forced, false) GROUP BY ALL
+    FROM ev_transitioned SEMI JOIN wanted USING (episode_id)
+    WHERE global_position >= since AND to_state = 'subtopic' AND NOT coalesce(forced, false) GROUP BY ALL
 ), hints AS (
-    SELECT episode_id, count(*) AS hints_issued FROM ev_hint_issued GROUP BY ALL
+    SELECT episode_id, count(*) AS hints_issued
+    FROM ev_hint_issued SEMI JOIN wanted USING (episode_id)
+    WHERE global_position >= since GROUP BY ALL
 ), forced AS (
-    SELECT episode_id, count(*) AS forced_transitions FROM ev_transitioned WHERE forced GROUP BY ALL
+    SELECT episode_id, count(*) AS forced_transitions
+    FROM ev_transitioned SEMI JOIN wanted USING (episode_id)
+    WHERE global_position >= since AND forced GROUP BY ALL
 ), draws AS (
     SELECT episode_id, count(*) AS result_observations, count(*) FILTER (WHERE fake) AS fake_observations,
            count(*) FILTER (WHERE NOT fake) AS true_observations
-    FROM ev_result_drawn GROUP BY ALL
+    FROM ev_result_drawn SEMI JOIN wanted USING (episode_id) WHERE global_position >= since GROUP BY ALL
 ), redos AS (             -- the moves Appendix B's bounds leave out (steps_bounds says which an episode made)
     SELECT episode_id, count(*) FILTER (WHERE decision = 'redo_study') AS redo_decisions,
            count(*) FILTER (WHERE NOT valid) AS invalid_decisions
-    FROM ev_decision_parsed GROUP BY ALL
+    FROM ev_decision_parsed SEMI JOIN wanted USING (episode_id) WHERE global_position >= since GROUP BY ALL
 ), entries AS (
-    SELECT episode_id, count(*) AS subtopic_entries FROM ev_transitioned WHERE to_state = 'subtopic' GROUP BY ALL
+    SELECT episode_id, count(*) AS subtopic_entries
+    FROM ev_transitioned SEMI JOIN wanted USING (episode_id)
+    WHERE global_position >= since AND to_state = 'subtopic' GROUP BY ALL
 ), failures AS (           -- the latest failure; a failure followed by EpisodeResumed is history
     SELECT episode_id, count(*) AS failures, arg_max_null(kind, global_position) AS last_failure_kind,
            max(global_position) AS last_failure
-    FROM ev_episode_failed GROUP BY ALL
+    FROM ev_episode_failed SEMI JOIN wanted USING (episode_id) WHERE global_position >= since GROUP BY ALL
 ), resumes AS (             -- after a failure, an interruption, or a change of settings
-    SELECT episode_id, count(*) AS resumes, max(global_position) AS last_resume FROM ev_episode_resumed GROUP BY ALL
+    SELECT episode_id, count(*) AS resumes, max(global_position) AS last_resume
+    FROM ev_episode_resumed SEMI JOIN wanted USING (episode_id)
+    WHERE global_position >= since GROUP BY ALL
 ), interruptions AS (
     SELECT episode_id, count(*) AS interruptions, max(global_position) AS last_interruption
-    FROM ev_episode_interrupted GROUP BY ALL
+    FROM ev_episode_interrupted SEMI JOIN wanted USING (episode_id) WHERE global_position >= since GROUP BY ALL
 ), endings AS (            -- how the inquiry ended: the agent concluded, or the engine asked it to, or a limit
     SELECT episode_id, arg_max_null(reason, global_position) AS reason
-    FROM ev_transitioned WHERE to_state = 'conclusion' GROUP BY ALL
+    FROM ev_transitioned SEMI JOIN wanted USING (episode_id)
+    WHERE global_position >= since AND to_state = 'conclusion' GROUP BY ALL
 ), limits AS (
-    SELECT episode_id, arg_min(limit_name, global_position) AS limit_name FROM ev_limit_reached GROUP BY ALL
+    SELECT episode_id, arg_min(limit_name, global_position) AS limit_name
+    FROM ev_limit_reached SEMI JOIN wanted USING (episode_id)
+    WHERE global_position >= since GROUP BY ALL
 )
 SELECT s.episode_id, s.tree_id, s.tree_hash, s.n_subtopics,
        coalesce(s.agent_label, s.agent_model, s.agent_kind) AS agent,   -- the label keeps runs of one model with different options apart
@@ -77,9 +100,9 @@ SELECT s.episode_id, s.tree_id, s.tree_hash, s.n_subtopics,
        coalesce(d.true_observations, 0) AS true_observations, coalesce(r.redo_decisions, 0) AS redo_decisions,
        coalesce(r.invalid_decisions, 0) AS invalid_decisions,
        coalesce(ent.subtopic_entries, 0) - coalesce(v.visited, 0) AS repeat_subtopic_visits,
-       t.published, t.published_from, t.published_to, t.provenance_kind
-FROM ev_episode_started s
-LEFT JOIN ev_conclusion_submitted c USING (episode_id)
+       s.global_position AS first_position
+FROM ev_episode_started s SEMI JOIN wanted USING (episode_id)
+LEFT JOIN (SELECT episode_id FROM ev_conclusion_submitted WHERE global_position >= since) c USING (episode_id)
 LEFT JOIN failures fl USING (episode_id)
 LEFT JOIN resumes rs USING (episode_id)
 LEFT JOIN interruptions it USING (episode_id)
@@ -92,8 +115,14 @@ LEFT JOIN hints h USING (episode_id)
 LEFT JOIN forced fo USING (episode_id)
 LEFT JOIN draws d USING (episode_id)
 LEFT JOIN redos r USING (episode_id)
-LEFT JOIN entries ent USING (episode_id)
-LEFT JOIN trees t ON t.tree_id = s.tree_id AND t.tree_hash = s.tree_hash;
+LEFT JOIN entries ent USING (episode_id);
+
+-- Every episode of the store with its tree's publication; the analyses read `episodes`, the ones
+-- in the scope a command asked for (below).
+CREATE OR REPLACE VIEW all_episodes_base AS
+SELECT f.* EXCLUDE (first_position), t.published, t.published_from, t.published_to, t.provenance_kind
+FROM episode_facts f
+LEFT JOIN trees t ON t.tree_id = f.tree_id AND t.tree_hash = f.tree_hash;
 
 -- Which campaign an episode belongs to. A campaign cell's id ends .a{level}.r{run} and starts with
 -- its suite's name, which runs up to the tree's id (a name may hold dots itself: "qwen-1.5b"); an
@@ -127,16 +156,25 @@ WHERE getvariable('episode_scope') IS NULL
 -- The episode's tree comes from its EpisodeStarted, not the episodes view (one row per episode
 -- either way): a query joining episodes to episode_scores computed that view twice, and
 -- `compare` at 1M events needed more than the default memory limit for it.
-CREATE OR REPLACE VIEW episode_item_evidence AS
-WITH true_seen AS (SELECT DISTINCT episode_id, result_id FROM ev_result_drawn WHERE NOT fake)
+CREATE OR REPLACE MACRO episode_evidence_of(since, everything) AS TABLE
+WITH wanted AS (
+    SELECT episode_id FROM ev_episode_started
+    WHERE global_position >= since AND (everything OR episode_id IN (SELECT episode_id FROM touched_episodes))
+), true_seen AS (
+    SELECT DISTINCT episode_id, result_id FROM ev_result_drawn SEMI JOIN wanted USING (episode_id)
+    WHERE global_position >= since AND NOT fake
+)
 SELECT e.episode_id, i.item_id, i.n_required,
        CASE WHEN i.n_required = 0 THEN 1.0
             ELSE count(ts.result_id) / i.n_required END AS p
-FROM ev_episode_started e
+FROM ev_episode_started e SEMI JOIN wanted USING (episode_id)
 JOIN tree_items i ON i.tree_id = e.tree_id AND i.tree_hash = e.tree_hash
 LEFT JOIN tree_item_results r ON r.tree_id = i.tree_id AND r.tree_hash = i.tree_hash AND r.item_id = i.item_id
 LEFT JOIN true_seen ts ON ts.episode_id = e.episode_id AND ts.result_id = r.result_id
 GROUP BY e.episode_id, i.item_id, i.n_required;
+
+-- Kept in episode_evidence at each sync, as episode_facts is (rewritten whole when the trees change).
+CREATE OR REPLACE VIEW episode_item_evidence AS SELECT * FROM episode_evidence;
 
 -- S(c_i) per judge: the latest verdict for each (episode, judge, item); re-judging appends (#16).
 -- arg_max_null: when the latest verdict failed (no score), it is still the latest (arg_max would

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 import duckdb
-import polars as pl
 
 from inquitree import __version__
 from inquitree.boundary.files import output_folder, write_file
@@ -33,9 +32,21 @@ from inquitree.warehouse.errors import WarehouseError
 from inquitree.warehouse.instrument import register as register_instrument
 from inquitree.warehouse.intervals import Settings
 from inquitree.warehouse.intervals import register as register_intervals
-from inquitree.warehouse.schema import BASE, DIMENSIONS, TYPED, checkpoint, table_statements
+from inquitree.warehouse.schema import (
+    BASE,
+    DIMENSIONS,
+    FACT_MACROS,
+    FACTS,
+    TYPED,
+    checkpoint,
+    refresh_facts,
+    table_statements,
+)
 
-if TYPE_CHECKING:  # the sync (SQLAlchemy, the store's readers) is imported where a sync is made
+if TYPE_CHECKING:
+    import polars as pl  # imported by the queries that return frames (a sync needs none)
+
+    # the sync (SQLAlchemy, the store's readers) is imported where a sync is made
     from inquitree.warehouse.sync import SyncReport
 
 WAREHOUSE_ENV = "INQUITREE_WAREHOUSE"
@@ -51,7 +62,7 @@ VIEWS_PATH = Path(__file__).resolve().parent / "views.sql"
 # code's views when a writer opens it (views hold no data: replacing them needs no rebuild), and a
 # reader, which cannot write them, reads through this code's views made for its connection alone;
 # other tables must be rebuilt. A stamp of one hash (0.1.0's first stamps) matches no tables.
-TABLES_HASH = hashlib.sha256((json.dumps(TYPED, sort_keys=True) + BASE + DIMENSIONS).encode()).hexdigest()
+TABLES_HASH = hashlib.sha256((json.dumps(TYPED, sort_keys=True) + BASE + DIMENSIONS + FACTS).encode()).hexdigest()
 _VIEWS_TEXT = VIEWS_PATH.read_text()
 VIEWS_HASH = hashlib.sha256(_VIEWS_TEXT.encode()).hexdigest()
 SCHEMA_HASH = f"{TABLES_HASH}:{VIEWS_HASH}"
@@ -267,6 +278,8 @@ class Warehouse:
                 con.execute(f'DROP {"MACRO TABLE" if kind == "table_macro" else "MACRO"} "{_quoted(name)}"')
             con.execute("DELETE FROM warehouse_schema")
         con.execute(views_sql())
+        if stamp is not None and stamp.partition(":")[2] != VIEWS_HASH:
+            refresh_facts(con, everything=True)  # the facts kept are the old views' (schema.FACTS)
         con.execute("INSERT INTO warehouse_schema VALUES (?)", [SCHEMA_HASH])
         con.execute("COMMIT")
 
@@ -274,9 +287,14 @@ class Warehouse:
         """On a reader's connection: this code's views, as temporary views of this connection, which
         DuckDB looks up before the file's, whatever the file's stamp says (an upgrade no writer has
         opened since, or a file from someone else whose views claim this code's stamp). Every query
-        then means what this code's queries and docs say."""
-        if self._schema_stamp(create=False) is not None:
+        then means what this code's queries and docs say; where the file's views were other than
+        this code's, so may be the facts it keeps (``schema.FACTS``), and they are computed instead."""
+        stamp = self._schema_stamp(create=False)
+        if stamp is not None:
             self.con.execute(views_sql(temporary=True))
+            if stamp.partition(":")[2] != VIEWS_HASH:  # facts kept by other views: computed here instead
+                for table, macro in FACT_MACROS.items():
+                    self.con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT * FROM {macro}(0, true)")
 
     def _schema_stamp(self, create: bool = True) -> str | None:
         """The warehouse's schema stamp: None for a new warehouse, else ``TABLES_HASH:VIEWS_HASH``
@@ -402,7 +420,11 @@ class Warehouse:
                 if count != 1:
                     raise WarehouseError(f"`inquitree sql` runs one SQL statement; this text holds {count}")
             rel = self.con.sql(text)
-            return rel.pl() if rel is not None else pl.DataFrame()  # a relation runs here, when it is read
+            if rel is None:
+                import polars as pl
+
+                return pl.DataFrame()
+            return rel.pl()  # a relation runs here, when it is read
         except duckdb.Error as exc:
             raise self._failed("SQL error", exc) from exc
 
