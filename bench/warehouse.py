@@ -50,6 +50,9 @@ from inquitree.core.game.tree import resolve_tree
 from inquitree.core.run.runner import stream_id
 from inquitree.events.backends.sqlite import sqlite_database
 from inquitree.events.store import EventStore
+from inquitree.warehouse.instrument import register as register_instrument
+from inquitree.warehouse.intervals import Settings
+from inquitree.warehouse.intervals import register as register_intervals
 from inquitree.warehouse.schema import table_statements
 from inquitree.warehouse.sources import open_source
 from inquitree.warehouse.sync import sync as sync_into
@@ -163,13 +166,17 @@ def read_only(url: str) -> tuple[float, float]:
 
 
 class _InMemory:
-    """What the sync's own code fills here: an in-memory DuckDB holding the warehouse's tables (no
-    views, no file, no memory limit: the parsed tables stay in memory)."""
+    """What the sync's own code fills here: an in-memory DuckDB holding the warehouse's tables and
+    views (the sync keeps each episode's facts through the views' macros; no file, no memory limit:
+    the parsed tables stay in memory)."""
 
     def __init__(self) -> None:
         self.con, self.path, self.memory = duckdb.connect(), ":memory:", ws.memory_bytes(ws.DEFAULT_MEMORY)
         for statement in table_statements():
             self.con.execute(statement)
+        register_intervals(self.con, Settings())  # the views call them, as a warehouse's connection does
+        register_instrument(self.con)
+        self.con.execute(ws.views_sql())
 
 
 def parse_in_memory(url: str) -> tuple[float, float]:
