@@ -10,6 +10,7 @@ exactly this map, and that imports go the way the document says.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 from pathlib import Path
@@ -28,13 +29,24 @@ def dotted(path: Path) -> str:
     return "inquitree." + ".".join(path.relative_to(ROOT).with_suffix("").parts)
 
 
+def _parsed(path: Path) -> ast.Module:
+    """A file's syntax tree, parsed once for each version of the file (its size and modification
+    time): the map asks every module which modules it imports, once for each other module."""
+    return _parse(path, *_version(path))
+
+
+@functools.lru_cache(maxsize=None)
+def _parse(path: Path, mtime_ns: int, size: int) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def face_exports(package: str) -> dict[str, str]:
     """A face's public names and the module of the package each comes from (its ``_EXPORTS``), or
     nothing for a package that is not a face."""
     init = ROOT.joinpath(*package.split(".")[1:], "__init__.py")
     if not init.exists():
         return {}
-    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+    for node in _parsed(init).body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_EXPORTS" for t in node.targets):
             return {k: f"{package}.{v}" for k, v in ast.literal_eval(node.value).items()}
     return {}
@@ -42,13 +54,23 @@ def face_exports(package: str) -> dict[str, str]:
 
 def import_statements(path: Path) -> list[tuple[str, list[str]]]:
     """Each ``inquitree...`` import of a file as written: (module, names imported from it)."""
+    return list(_import_statements(path, *_version(path)))
+
+
+def _version(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
+@functools.lru_cache(maxsize=None)
+def _import_statements(path: Path, mtime_ns: int, size: int) -> tuple[tuple[str, list[str]], ...]:
     out = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_parse(path, mtime_ns, size)):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("inquitree"):
             out.append((node.module, [a.name for a in node.names]))
         elif isinstance(node, ast.Import):
             out += [(a.name, []) for a in node.names if a.name.startswith("inquitree")]
-    return out
+    return tuple(out)
 
 
 def imported(path: Path) -> set[str]:
@@ -63,7 +85,7 @@ def imported(path: Path) -> set[str]:
 
 
 def summary(path: Path) -> str:
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    doc = ast.get_docstring(_parsed(path)) or ""
     first = " ".join(doc.split("\n\n")[0].split())
     # the first sentence: up to a colon or a full stop that no abbreviation (Sec., Eq., e.g.) makes
     sentence = re.split(r"(?<!Sec)(?<!Eq)(?<!App)(?<!e\.g)(?<!i\.e)(?<=[.:])\s(?=[A-Z`(])", first, maxsplit=1)[0]
