@@ -1190,282 +1190,399 @@ def _with_prior(rows: list[dict], header: str, line, first: tuple[str, str], pri
     return ["", header, rule, *cells]
 
 
-def _md_added(result: dict) -> list[str]:
-    """The tables of the parts on unequal run spreads, skewed nulls and tied ranks."""
+def _md_intervals(result: dict) -> list[str]:
+    """The printed intervals' coverage and width, design by paper count."""
     out: list[str] = []
-    prior = result.get("prior_fixed_spread", result.get("prior"))
-    if "fixed_spread" in result:
-        out += _with_prior(
-            result["fixed_spread"],
-            "| `--fixed-papers`, runs varying unequally | papers | holds | warned | unwarned rows hold "
-            "| median width |",
-            lambda r: (
-                f"| {r['design']} ({r['what']}) | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
-                f"{_pct(r['coverage_unwarned'])} | {r['median_width']:.3f} |"
-            ),
-            ("holds", "prior_coverage"),
-            prior,
-        )
-    if "skewed_null" in result:
-        out += _with_prior(
-            result["skewed_null"],
-            "| null design | papers | size | warned | size among unwarned rows | unwarned rejections |",
-            lambda r: (
-                f"| {r['design']} | {r['papers']} | {_pct(r['size'])} | {_pct(r['warned'])} | "
-                f"{_pct(r['size_unwarned'])} | {_pct(r['unwarned_rejections'])} |"
-            ),
-            ("size", "prior_size"),
-            result.get("prior_skewed_null", result.get("prior")),
-        )
-    if "rank_ties" in result:
+    out += [
+        "Coverage of the printed 95% intervals (share of printed intervals that hold the true mean; "
+        '"none": no interval is printed, with a warning), their median width as a multiple of the plain '
+        "t interval's on the same campaigns (clipped to the range; campaigns where it has no width left "
+        "out), and in brackets how often that t interval held the mean:",
+        "",
+        *_grid(result["intervals"], DESIGNS, PAPERS, _coverage_cell),
+    ]
+    out += _md_prior(result)
+    bounded = [n for n, d in DESIGNS.items() if d.bounds == (0.0, 1.0)]
+    if all(
+        r.get("hull_width_vs_t") is not None for r in result["intervals"] if r["design"] in bounded and r["papers"] > 2
+    ):
         out += [
             "",
-            "| agents | papers | each agent's interval holds (a3 best, a2, a4 equal to a2, a1, a0) | all at once | "
-            "simultaneous: all at once | simultaneous: warned | simultaneous, unwarned: all at once |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        out += [
-            f"| {r['design']} | {r['papers']} | "
-            + ", ".join(_pct(r["rank_interval_holds"][k]) for k in (3, 2, 4, 1, 0))
-            + f" | {_pct(r['all_hold_at_once'])} | {_pct(r['simultaneous_all_hold'])} | "
-            f"{_pct(r['simultaneous_warned'])} | {_pct(r['simultaneous_unwarned_all_hold'])} |"
-            for r in result["rank_ties"]
-        ]
-    if "pooled" in result:
-        out += _md_table(
-            "| Fig. 3c, randomness | papers | Fieller: holds | warned | unwarned rows hold | "
-            "jackknife t (before): holds | its 0/1 warning fired |",
-            [
-                f"| a = {r['randomness']} | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
-                f"{_pct(r['coverage_unwarned'])} | {_pct(r['jackknife_coverage'])} | {_pct(r['jackknife_warned'])} |"
-                for r in result["pooled"]
-            ],
-        )
-    if "plans" in result:
-        plans = [[r for r in result["plans"] if r["stats"] == name] for name in ("now", "before")]
-        out += _md_table(
-            "| power plan, 30% of papers losing their run | seeds | papers asked | printed power | true power | "
-            "plans short of 80% | printed above true (most) |",
-            [
-                f"| {rs[0]['stats']} | {len(rs)} | {min(r['papers'] for r in rs)}-{max(r['papers'] for r in rs)} | "
-                f"{_pct(min(r['printed_power'] for r in rs))}-{_pct(max(r['printed_power'] for r in rs))} | "
-                f"{_pct(min(r['true_power'] for r in rs))}-{_pct(max(r['true_power'] for r in rs))} | "
-                f"{sum(r['true_power'] < 0.8 for r in rs)} of {len(rs)} | "
-                f"{100 * max(r['printed_power'] - r['true_power'] for r in rs):.1f} points |"
-                for rs in plans
-                if rs
-            ],
-        )
-    if "run_shocks" in result:
-        out += _md_table(
-            "| run shock SD | runs | papers | interval over papers holds | it holds for these runs | "
-            "run effect warned | unwarned rows hold | two-way cluster-robust: holds | "
-            "over runs and papers (every row): holds | its median width |",
-            [
-                f"| {r['shock']:.2f} | {r['runs']} | {r['papers']} | {_pct(r['coverage'])} | "
-                f"{_pct(r.get('these_runs_coverage'))} | {_pct(r['warned'])} | "
-                f"{_pct(r['coverage_unwarned'])} | {_pct(r.get('two_way_coverage'))} | "
-                f"{_pct(r.get('runs_coverage'))} | {r.get('runs_median_width', '')} |"
-                for r in result["run_shocks"]
-            ],
-        )
-    if "steps_range" in result:
-        out += _md_table(
-            f"| mean steps, turn limit {STEPS_LIMIT:.0f} | papers | holds | warned | unwarned rows hold | "
-            "cut at the limit (before): holds | unbounded (before that): upper end past the limit | its median "
-            "upper end |",
-            [
-                f"| {r['design']} | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
-                f"{_pct(r['coverage_unwarned'])} | {_pct(r['cut_coverage'])} | {_pct(r['unbounded_past_limit'])} | "
-                f"{r['unbounded_median_upper']:.1f} |"
-                for r in result["steps_range"]
-            ],
-        )
-    if "shared_seeds" in result:
-        out += _md_table(
-            "| runs of a paper | papers | --fixed-papers holds | papers like these holds | "
-            "warned (shared_seeds_said) |",
-            [
-                f"| {'one seed repeated' if r['repeated_seed'] else 'a seed each'} | {r['papers']} | "
-                f"{_pct(r['fixed_holds'])} | {_pct(r['papers_like_these_holds'])} | {_pct(r['warned'])} |"
-                for r in result["shared_seeds"]
-            ],
-        )
-    if "change" in result:
-        out += _md_table(
-            "| Fig. 3b design | papers | Fieller: bounded | covers when bounded | median width (points) | "
-            "warned | jackknife t: covers | median width |",
-            [
-                f"| {r['design']} | {r['papers']} | {_pct(r['bounded'])} | {_pct(r['coverage'])} | "
-                f"{r['median_width']} | {_pct(r['warned'])} | {_pct(r['jackknife_coverage'])} | "
-                f"{r['jackknife_median_width']} |"
-                for r in result["change"]
-            ],
-        )
-    if "tied_agents" in result:
-        rows = result["tied_agents"]
-        before = "prior_each_holds_mean" in rows[0]
-        out += _md_table(
-            "| agents | papers | each agent's interval spans the tie (mean, lowest) | "
-            + ("before (mean, lowest) | " if before else "")
-            + "all at once | simultaneous: all at once | simultaneous: warned |",
-            [
-                f"| {r['agents']} equal | {r['papers']} | "
-                f"{_pct(r['each_holds_mean'])}, {_pct(r['each_holds_lowest'])} | "
-                + (f"{_pct(r['prior_each_holds_mean'])}, {_pct(r['prior_each_holds_lowest'])} | " if before else "")
-                + f"{_pct(r['all_hold_at_once'])} | {_pct(r['simultaneous_all_hold'])} | "
-                f"{_pct(r['simultaneous_warned'])} |"
-                for r in rows
-            ],
-        )
-    if "failures" in result:
-        out += [
+            "The hull of the score and skew-corrected intervals used on every campaign, whatever the share of "
+            "papers at a bound (coverage, median width as a multiple of the t interval's):",
             "",
-            "| failures | papers | rule | truth A / B | B ranks first | B's interval holds | A's holds | "
-            "paired test rejects |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        out += [
-            f"| {r['design']} | {r['papers']} | {r['rule']} | {r['truth_a']:.3f} / {r['truth_b']:.3f} | "
-            f"{_pct(r['b_first'])} | {_pct(r['b_holds'])} | {_pct(r['a_holds'])} | {_pct(r['rejects'])} |"
-            for r in result["failures"]
+            *_grid(
+                result["intervals"],
+                bounded,
+                PAPERS[1:],
+                lambda r: f"{100 * r['hull_coverage']:.1f}%, {r['hull_width_vs_t']:.2f}x",
+            ),
         ]
     return out
 
 
+def _md_paired(result: dict) -> list[str]:
+    """The paired test's size under true nulls."""
+    out: list[str] = []
+    out += [
+        "",
+        'The paired test\'s size under a true null (rejections at 5%; "cannot": p_min > 0.05, no '
+        'rejection is possible and the row says so; "warned": the share of rows that carry a warning). '
+        "Its interval is the test inverted, so it holds the true difference exactly when the test does not "
+        "reject."
+        + (
+            " In brackets, before: the size, and how often the old interval and test disagreed (one said "
+            "there was a difference, the other not):"
+            if any("before_size" in r for r in result["paired"])
+            else ""
+        ),
+        "",
+        *_grid(
+            result["paired"],
+            [n for n in PAIRED if any(r["design"] == n for r in result["paired"])],
+            sorted({r["papers"] for r in result["paired"]}),
+            _size_cell,
+        ),
+    ]
+    return out
+
+
+def _md_asymmetry(result: dict) -> list[str]:
+    """The paired test's size on the asymmetric null."""
+    out: list[str] = []
+    out += _by_papers(
+        "size on the asymmetric null (Monte Carlo SE)",
+        [(r["papers"], f"{100 * r['size']:.1f}% ({100 * r['size_se']:.1f})") for r in result["asymmetry"]],
+    )
+    return out
+
+
+def _md_power(result: dict) -> list[str]:
+    """The paired test's simulated power, and the papers the planner asks for."""
+    out: list[str] = []
+    out += _by_papers(
+        "simulated power (difference 0.10, SD 0.10 between, 0.05 within, 3 pairs)",
+        [(r["papers"], f"{100 * r['power']:.1f}%") for r in result["power"]],
+    )
+    first = result["power"][0]
+    out += ["", f"`papers_needed` for 80%: {first['papers_needed_for_80']} papers."]
+    return out
+
+
+def _md_family_wise(result: dict) -> list[str]:
+    """How often any of several comparisons is called significant, raw and after Holm."""
+    out: list[str] = []
+    out += ["", '| comparisons | papers | any "significant", raw | after Holm |', "|---|---|---|---|"]
+    out += [
+        f"| {r['design']} | {r['papers']} | {100 * r['any_significant_raw']:.1f}% | "
+        f"{100 * r['any_significant_holm']:.1f}% |"
+        for r in result["family_wise"]
+    ]
+    return out
+
+
+def _md_ranks(result: dict) -> list[str]:
+    """How often each agent's rank interval holds its true rank."""
+    out: list[str] = []
+    out += [
+        "",
+        "| agents | papers | each agent's interval holds its true rank (best to worst) | all at once | "
+        "median width | simultaneous: all at once | simultaneous: median width |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    out += [
+        f"| {r['design']} | {r['papers']} | "
+        + ", ".join(f"{100 * h:.1f}%" for h in reversed(r["rank_interval_holds"]))
+        + f" | {100 * r['all_hold_at_once']:.1f}% | {r['median_rank_interval_width']:g} | "
+        f"{100 * r['simultaneous_all_hold']:.1f}% | {r['simultaneous_median_width']:g} |"
+        for r in result["ranks"]
+    ]
+    return out
+
+
+def _md_fixed_papers(result: dict) -> list[str]:
+    """``--fixed-papers`` intervals about these papers, against single-pair flips."""
+    out: list[str] = []
+    out += [
+        "",
+        "| effects' SD between papers | papers | about these papers: holds, median width | single-pair flips "
+        "(before) | papers like these |",
+        "|---|---|---|---|---|",
+    ]
+    out += [
+        f"| {r['effects_sd']:g} | {r['papers']} | "
+        + " | ".join(
+            f"{100 * r[f'{k}_holds']:.1f}%, {r[f'{k}_median_width']:.3f}"
+            for k in ("fixed", "single_pair_flips", "papers_like_these")
+        )
+        + " |"
+        for r in result["fixed_papers"]
+    ]
+    return out
+
+
+def _md_fixed_spread(result: dict) -> list[str]:
+    """``--fixed-papers`` where runs vary unequally, now and before."""
+    out: list[str] = []
+    prior = result.get("prior_fixed_spread", result.get("prior"))
+    out += _with_prior(
+        result["fixed_spread"],
+        "| `--fixed-papers`, runs varying unequally | papers | holds | warned | unwarned rows hold | median width |",
+        lambda r: (
+            f"| {r['design']} ({r['what']}) | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
+            f"{_pct(r['coverage_unwarned'])} | {r['median_width']:.3f} |"
+        ),
+        ("holds", "prior_coverage"),
+        prior,
+    )
+    return out
+
+
+def _md_skewed_null(result: dict) -> list[str]:
+    """The paired test's size on skewed nulls, now and before."""
+    out: list[str] = []
+    out += _with_prior(
+        result["skewed_null"],
+        "| null design | papers | size | warned | size among unwarned rows | unwarned rejections |",
+        lambda r: (
+            f"| {r['design']} | {r['papers']} | {_pct(r['size'])} | {_pct(r['warned'])} | "
+            f"{_pct(r['size_unwarned'])} | {_pct(r['unwarned_rejections'])} |"
+        ),
+        ("size", "prior_size"),
+        result.get("prior_skewed_null", result.get("prior")),
+    )
+    return out
+
+
+def _md_rank_ties(result: dict) -> list[str]:
+    """Rank intervals where agents tie."""
+    out: list[str] = []
+    out += [
+        "",
+        "| agents | papers | each agent's interval holds (a3 best, a2, a4 equal to a2, a1, a0) | all at once | "
+        "simultaneous: all at once | simultaneous: warned | simultaneous, unwarned: all at once |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    out += [
+        f"| {r['design']} | {r['papers']} | "
+        + ", ".join(_pct(r["rank_interval_holds"][k]) for k in (3, 2, 4, 1, 0))
+        + f" | {_pct(r['all_hold_at_once'])} | {_pct(r['simultaneous_all_hold'])} | "
+        f"{_pct(r['simultaneous_warned'])} | {_pct(r['simultaneous_unwarned_all_hold'])} |"
+        for r in result["rank_ties"]
+    ]
+    return out
+
+
+def _md_pooled(result: dict) -> list[str]:
+    """Fig. 3c's pooled rates: Fieller's interval against the jackknife t."""
+    out: list[str] = []
+    out += _md_table(
+        "| Fig. 3c, randomness | papers | Fieller: holds | warned | unwarned rows hold | "
+        "jackknife t (before): holds | its 0/1 warning fired |",
+        [
+            f"| a = {r['randomness']} | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
+            f"{_pct(r['coverage_unwarned'])} | {_pct(r['jackknife_coverage'])} | {_pct(r['jackknife_warned'])} |"
+            for r in result["pooled"]
+        ],
+    )
+    return out
+
+
+def _md_plans(result: dict) -> list[str]:
+    """Power plans with papers losing their run: printed against true power."""
+    out: list[str] = []
+    plans = [[r for r in result["plans"] if r["stats"] == name] for name in ("now", "before")]
+    out += _md_table(
+        "| power plan, 30% of papers losing their run | seeds | papers asked | printed power | true power | "
+        "plans short of 80% | printed above true (most) |",
+        [
+            f"| {rs[0]['stats']} | {len(rs)} | {min(r['papers'] for r in rs)}-{max(r['papers'] for r in rs)} | "
+            f"{_pct(min(r['printed_power'] for r in rs))}-{_pct(max(r['printed_power'] for r in rs))} | "
+            f"{_pct(min(r['true_power'] for r in rs))}-{_pct(max(r['true_power'] for r in rs))} | "
+            f"{sum(r['true_power'] < 0.8 for r in rs)} of {len(rs)} | "
+            f"{100 * max(r['printed_power'] - r['true_power'] for r in rs):.1f} points |"
+            for rs in plans
+            if rs
+        ],
+    )
+    return out
+
+
+def _md_run_shocks(result: dict) -> list[str]:
+    """Intervals under a shock shared by one run's papers."""
+    out: list[str] = []
+    out += _md_table(
+        "| run shock SD | runs | papers | interval over papers holds | it holds for these runs | "
+        "run effect warned | unwarned rows hold | two-way cluster-robust: holds | "
+        "over runs and papers (every row): holds | its median width |",
+        [
+            f"| {r['shock']:.2f} | {r['runs']} | {r['papers']} | {_pct(r['coverage'])} | "
+            f"{_pct(r.get('these_runs_coverage'))} | {_pct(r['warned'])} | "
+            f"{_pct(r['coverage_unwarned'])} | {_pct(r.get('two_way_coverage'))} | "
+            f"{_pct(r.get('runs_coverage'))} | {r.get('runs_median_width', '')} |"
+            for r in result["run_shocks"]
+        ],
+    )
+    return out
+
+
+def _md_steps_range(result: dict) -> list[str]:
+    """Steps intervals against the turn limit."""
+    out: list[str] = []
+    out += _md_table(
+        f"| mean steps, turn limit {STEPS_LIMIT:.0f} | papers | holds | warned | unwarned rows hold | "
+        "cut at the limit (before): holds | unbounded (before that): upper end past the limit | its median "
+        "upper end |",
+        [
+            f"| {r['design']} | {r['papers']} | {_pct(r['coverage'])} | {_pct(r['warned'])} | "
+            f"{_pct(r['coverage_unwarned'])} | {_pct(r['cut_coverage'])} | {_pct(r['unbounded_past_limit'])} | "
+            f"{r['unbounded_median_upper']:.1f} |"
+            for r in result["steps_range"]
+        ],
+    )
+    return out
+
+
+def _md_shared_seeds(result: dict) -> list[str]:
+    """Intervals where a paper's runs repeat one seed."""
+    out: list[str] = []
+    out += _md_table(
+        "| runs of a paper | papers | --fixed-papers holds | papers like these holds | warned (shared_seeds_said) |",
+        [
+            f"| {'one seed repeated' if r['repeated_seed'] else 'a seed each'} | {r['papers']} | "
+            f"{_pct(r['fixed_holds'])} | {_pct(r['papers_like_these_holds'])} | {_pct(r['warned'])} |"
+            for r in result["shared_seeds"]
+        ],
+    )
+    return out
+
+
+def _md_change(result: dict) -> list[str]:
+    """Fig. 3b's relative change: Fieller's interval against the jackknife t."""
+    out: list[str] = []
+    out += _md_table(
+        "| Fig. 3b design | papers | Fieller: bounded | covers when bounded | median width (points) | "
+        "warned | jackknife t: covers | median width |",
+        [
+            f"| {r['design']} | {r['papers']} | {_pct(r['bounded'])} | {_pct(r['coverage'])} | "
+            f"{r['median_width']} | {_pct(r['warned'])} | {_pct(r['jackknife_coverage'])} | "
+            f"{r['jackknife_median_width']} |"
+            for r in result["change"]
+        ],
+    )
+    return out
+
+
+def _md_tied_agents(result: dict) -> list[str]:
+    """Rank sets of many agents equal in truth."""
+    out: list[str] = []
+    rows = result["tied_agents"]
+    before = "prior_each_holds_mean" in rows[0]
+    out += _md_table(
+        "| agents | papers | each agent's interval spans the tie (mean, lowest) | "
+        + ("before (mean, lowest) | " if before else "")
+        + "all at once | simultaneous: all at once | simultaneous: warned |",
+        [
+            f"| {r['agents']} equal | {r['papers']} | "
+            f"{_pct(r['each_holds_mean'])}, {_pct(r['each_holds_lowest'])} | "
+            + (f"{_pct(r['prior_each_holds_mean'])}, {_pct(r['prior_each_holds_lowest'])} | " if before else "")
+            + f"{_pct(r['all_hold_at_once'])} | {_pct(r['simultaneous_all_hold'])} | "
+            f"{_pct(r['simultaneous_warned'])} |"
+            for r in rows
+        ],
+    )
+    return out
+
+
+def _md_failures(result: dict) -> list[str]:
+    """Agents with failed episodes under each failure rule."""
+    out: list[str] = []
+    out += [
+        "",
+        "| failures | papers | rule | truth A / B | B ranks first | B's interval holds | A's holds | "
+        "paired test rejects |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    out += [
+        f"| {r['design']} | {r['papers']} | {r['rule']} | {r['truth_a']:.3f} / {r['truth_b']:.3f} | "
+        f"{_pct(r['b_first'])} | {_pct(r['b_holds'])} | {_pct(r['a_holds'])} | {_pct(r['rejects'])} |"
+        for r in result["failures"]
+    ]
+    return out
+
+
+def _md_pilots(result: dict) -> list[str]:
+    """Plans from a pilot of 8 papers: the papers asked and the power they reach."""
+    out: list[str] = []
+    rows = result["pilots"]
+    out += [
+        "",
+        "| plan from a pilot of 8 papers | papers asked (min-median-max) | true power (min-median-max) | "
+        "pilots whose plan reaches 80% |",
+        "|---|---|---|---|",
+    ]
+    for name in ("plain", "conservative"):
+        asked = sorted(r[f"{name}_papers"] or 201 for r in rows)
+        got = sorted(r[f"{name}_true_power"] for r in rows)
+        reach = sum(p >= 0.8 for p in got)
+        out.append(
+            f"| {name} | {asked[0]}-{asked[len(asked) // 2]}-{asked[-1]} | "
+            f"{100 * got[0]:.1f}%-{100 * got[len(got) // 2]:.1f}%-{100 * got[-1]:.1f}% | {reach} of {len(rows)} |"
+        )
+    return out
+
+
+def _md_episode_units(result: dict) -> list[str]:
+    """Episodes as units: Cox's, the t and the printed interval on n episodes."""
+    out: list[str] = []
+    units = result["episode_units"]
+    out += [
+        "",
+        "Episodes as units (one tree's steps, each episode a unit): coverage of Cox's log-scale interval / "
+        "the t interval / the printed one, on samples of n episodes:",
+        "",
+        *_grid(
+            units,
+            dict.fromkeys(r["design"] for r in units),
+            UNIT_COUNTS,
+            lambda r: " / ".join(f"{100 * r[m]:.1f}%" for m in ("cox", "t", "printed")),
+            "episodes",
+        ),
+    ]
+    return out
+
+
+# The tables of docs/statistics.md, in its order: the key of a part's result and its table.
+MARKDOWN: tuple[tuple[str, Callable[[dict], list[str]]], ...] = (
+    ("intervals", _md_intervals),
+    ("paired", _md_paired),
+    ("asymmetry", _md_asymmetry),
+    ("power", _md_power),
+    ("family_wise", _md_family_wise),
+    ("ranks", _md_ranks),
+    ("fixed_papers", _md_fixed_papers),
+    ("fixed_spread", _md_fixed_spread),
+    ("skewed_null", _md_skewed_null),
+    ("rank_ties", _md_rank_ties),
+    ("pooled", _md_pooled),
+    ("plans", _md_plans),
+    ("run_shocks", _md_run_shocks),
+    ("steps_range", _md_steps_range),
+    ("shared_seeds", _md_shared_seeds),
+    ("change", _md_change),
+    ("tied_agents", _md_tied_agents),
+    ("failures", _md_failures),
+    ("pilots", _md_pilots),
+    ("episode_units", _md_episode_units),
+)
+
+
 def markdown(result: dict) -> str:
-    """The tables of docs/statistics.md, from a result of this study."""
-    out = []
-    if "intervals" in result:
-        out += [
-            "Coverage of the printed 95% intervals (share of printed intervals that hold the true mean; "
-            '"none": no interval is printed, with a warning), their median width as a multiple of the plain '
-            "t interval's on the same campaigns (clipped to the range; campaigns where it has no width left "
-            "out), and in brackets how often that t interval held the mean:",
-            "",
-            *_grid(result["intervals"], DESIGNS, PAPERS, _coverage_cell),
-        ]
-        out += _md_prior(result)
-        bounded = [n for n, d in DESIGNS.items() if d.bounds == (0.0, 1.0)]
-        if all(
-            r.get("hull_width_vs_t") is not None
-            for r in result["intervals"]
-            if r["design"] in bounded and r["papers"] > 2
-        ):
-            out += [
-                "",
-                "The hull of the score and skew-corrected intervals used on every campaign, whatever the share of "
-                "papers at a bound (coverage, median width as a multiple of the t interval's):",
-                "",
-                *_grid(
-                    result["intervals"],
-                    bounded,
-                    PAPERS[1:],
-                    lambda r: f"{100 * r['hull_coverage']:.1f}%, {r['hull_width_vs_t']:.2f}x",
-                ),
-            ]
-    if "paired" in result:
-        out += [
-            "",
-            'The paired test\'s size under a true null (rejections at 5%; "cannot": p_min > 0.05, no '
-            'rejection is possible and the row says so; "warned": the share of rows that carry a warning). '
-            "Its interval is the test inverted, so it holds the true difference exactly when the test does not "
-            "reject."
-            + (
-                " In brackets, before: the size, and how often the old interval and test disagreed (one said "
-                "there was a difference, the other not):"
-                if any("before_size" in r for r in result["paired"])
-                else ""
-            ),
-            "",
-            *_grid(
-                result["paired"],
-                [n for n in PAIRED if any(r["design"] == n for r in result["paired"])],
-                sorted({r["papers"] for r in result["paired"]}),
-                _size_cell,
-            ),
-        ]
-    if "asymmetry" in result:
-        out += _by_papers(
-            "size on the asymmetric null (Monte Carlo SE)",
-            [(r["papers"], f"{100 * r['size']:.1f}% ({100 * r['size_se']:.1f})") for r in result["asymmetry"]],
-        )
-    if "power" in result:
-        out += _by_papers(
-            "simulated power (difference 0.10, SD 0.10 between, 0.05 within, 3 pairs)",
-            [(r["papers"], f"{100 * r['power']:.1f}%") for r in result["power"]],
-        )
-        first = result["power"][0]
-        out += ["", f"`papers_needed` for 80%: {first['papers_needed_for_80']} papers."]
-    if "family_wise" in result:
-        out += ["", '| comparisons | papers | any "significant", raw | after Holm |', "|---|---|---|---|"]
-        out += [
-            f"| {r['design']} | {r['papers']} | {100 * r['any_significant_raw']:.1f}% | "
-            f"{100 * r['any_significant_holm']:.1f}% |"
-            for r in result["family_wise"]
-        ]
-    if "ranks" in result:
-        out += [
-            "",
-            "| agents | papers | each agent's interval holds its true rank (best to worst) | all at once | "
-            "median width | simultaneous: all at once | simultaneous: median width |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        out += [
-            f"| {r['design']} | {r['papers']} | "
-            + ", ".join(f"{100 * h:.1f}%" for h in reversed(r["rank_interval_holds"]))
-            + f" | {100 * r['all_hold_at_once']:.1f}% | {r['median_rank_interval_width']:g} | "
-            f"{100 * r['simultaneous_all_hold']:.1f}% | {r['simultaneous_median_width']:g} |"
-            for r in result["ranks"]
-        ]
-    if "fixed_papers" in result:
-        out += [
-            "",
-            "| effects' SD between papers | papers | about these papers: holds, median width | single-pair flips "
-            "(before) | papers like these |",
-            "|---|---|---|---|---|",
-        ]
-        out += [
-            f"| {r['effects_sd']:g} | {r['papers']} | "
-            + " | ".join(
-                f"{100 * r[f'{k}_holds']:.1f}%, {r[f'{k}_median_width']:.3f}"
-                for k in ("fixed", "single_pair_flips", "papers_like_these")
-            )
-            + " |"
-            for r in result["fixed_papers"]
-        ]
-    out += _md_added(result)
-    if "pilots" in result:
-        rows = result["pilots"]
-        out += [
-            "",
-            "| plan from a pilot of 8 papers | papers asked (min-median-max) | true power (min-median-max) | "
-            "pilots whose plan reaches 80% |",
-            "|---|---|---|---|",
-        ]
-        for name in ("plain", "conservative"):
-            asked = sorted(r[f"{name}_papers"] or 201 for r in rows)
-            got = sorted(r[f"{name}_true_power"] for r in rows)
-            reach = sum(p >= 0.8 for p in got)
-            out.append(
-                f"| {name} | {asked[0]}-{asked[len(asked) // 2]}-{asked[-1]} | "
-                f"{100 * got[0]:.1f}%-{100 * got[len(got) // 2]:.1f}%-{100 * got[-1]:.1f}% | {reach} of {len(rows)} |"
-            )
-    if "episode_units" in result:
-        units = result["episode_units"]
-        out += [
-            "",
-            "Episodes as units (one tree's steps, each episode a unit): coverage of Cox's log-scale interval / "
-            "the t interval / the printed one, on samples of n episodes:",
-            "",
-            *_grid(
-                units,
-                dict.fromkeys(r["design"] for r in units),
-                UNIT_COUNTS,
-                lambda r: " / ".join(f"{100 * r[m]:.1f}%" for m in ("cox", "t", "printed")),
-                "episodes",
-            ),
-        ]
+    """The tables of docs/statistics.md, from a result of this study (its parts that ran)."""
+    out: list[str] = []
+    for key, table in MARKDOWN:
+        if key in result:
+            out += table(result)
     return "\n".join(out)
 
 

@@ -628,7 +628,7 @@ def test_the_failure_rules_simulation_is_what_the_statistics_page_shows():
 
     rows = json.loads((ROOT / "studies" / "results" / "stats_sim.json").read_text())["failures"]
     page = (ROOT / "docs" / "statistics.md").read_text()
-    assert "\n".join(stats_sim._md_added({"failures": rows})).strip() in page
+    assert stats_sim.markdown({"failures": rows}).strip() in page
     said = " ".join(page.split())
     kept = [r for r in rows if r["rule"] == "complete case"]
     ruled = [r for r in rows if r["rule"] == "failure rule"]
@@ -913,7 +913,7 @@ def test_the_statistics_page_shows_the_new_designs_as_the_study_wrote_them():
         "fixed_spread",
     ):
         part = {k: v for k, v in result.items() if k in (key, f"prior_{key}")}
-        assert "\n".join(stats_sim._md_added(part)).strip() in page, key
+        assert stats_sim.markdown(part).strip() in page, key
 
     def span(rows, key):
         return f"{100 * min(r[key] for r in rows):.1f}-{100 * max(r[key] for r in rows):.1f}%"
