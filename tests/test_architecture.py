@@ -226,6 +226,21 @@ def test_every_python_package_is_shipped_by_pip_install():
     assert not found - listed, f"packages pyproject.toml does not ship: {sorted(found - listed)}"
 
 
+@pytest.mark.parametrize("folder", ["bench", "docs", "scripts", "studies", "tests"])
+def test_the_repositorys_own_folders_are_not_the_packages(folder):
+    """An editable install maps ``inquitree`` onto the repository root, where ``inquitree.tests``
+    would import as a namespace package that `pip install .` does not ship: it is refused, and
+    the package's own folders still import."""
+    import importlib
+
+    assert (ROOT / folder).is_dir()
+    with pytest.raises(ModuleNotFoundError, match=f"{folder}/ is the repository's"):
+        importlib.import_module(f"inquitree.{folder}")
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(f"inquitree.{folder}.anything")
+    assert importlib.import_module("inquitree.queries").__name__ == "inquitree.queries"
+
+
 def _calls(path: Path) -> set[str]:
     import ast
 
