@@ -302,49 +302,37 @@ class KindOption(click.Option):
         return super().get_help_record(ctx)
 
 
-def episode_options(f):
-    """What an episode is played with (``EpisodeSetup``): the embedder, the thresholds and match
-    rule, the hint, turn and re-ask bounds, the templates; :func:`setup_of` reads them back."""
-    from inquitree.core.run import MAX_HINTS, MAX_REASKS
+def episode_option(option) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The command-line option of one episode option (``core/run/spec.py``'s declaration): its
+    flag, type, default and help from there; its value reaches the command under its name."""
+    names = [option.flag, *([option.short] if option.short else []), option.name]
+    shown = option.default is not None
+    if option.kinds:
+        return click.option(*names, default=option.default, show_default=shown, cls=KindOption, role=option.kinds)
+    if option.choices:
+        kind: Any = click.Choice(list(option.choices))
+    elif option.kind is float:
+        kind = FINITE
+    elif option.kind is int:
+        kind = int if option.least is None else click.IntRange(min=option.least)
+    else:
+        kind = str
+    return click.option(
+        *names,
+        type=kind,
+        default=option.default,
+        show_default=shown,
+        help=option.what[0].upper() + option.what[1:] + ".",
+    )
 
-    return _stack(
-        click.option(
-            "--embedder", "embedder_name", default="local", show_default=True, cls=KindOption, role="embedder"
-        ),
-        click.option("--embedder-base-url", default=None, help="OpenAI-compatible base URL for the embedder."),
-        click.option(
-            "--tau", type=FINITE, default=None, help="Match threshold (default: the embedder's, see docs/design.md)."
-        ),
-        click.option(
-            "--tau-study",
-            type=FINITE,
-            default=None,
-            help="Threshold at the Subtopic state, whose one candidate is the study (default: the embedder's study "
-            "threshold when --tau is its default too, else --tau).",
-        ),
-        match_rule_option(
-            "--match-rule",
-            "How an ACTION is matched: the paper's one cosine against tau, or the rule fitted on real moves for "
-            "the embedder (docs/instrument.md).",
-        ),
-        click.option("--max-hints", "-H", default=MAX_HINTS, show_default=True, type=int),
-        click.option("--max-turns", type=click.IntRange(min=1), default=None, help="Default: n(2H+3)."),
-        click.option(
-            "--max-reasks",
-            type=click.IntRange(min=0),
-            default=MAX_REASKS,
-            show_default=True,
-            help="C.4.2 re-asks in one Result visit; the next reply that names no decision ends the inquiry "
-            "(the conclusion is asked for).",
-        ),
-        click.option(
-            "--templates",
-            "template_set",
-            default="inquitree",
-            show_default=True,
-            help="Template set name or directory.",
-        ),
-    )(f)
+
+def episode_options(f):
+    """What an episode is played with (``EpisodeSetup``): every option of ``EPISODE_OPTIONS``, the
+    embedder, the thresholds and match rule, the hint, turn and re-ask bounds, the templates;
+    :func:`setup_of` reads them back."""
+    from inquitree.core.run import EPISODE_OPTIONS
+
+    return _stack(*(episode_option(o) for o in EPISODE_OPTIONS))(f)
 
 
 def call_options(f):
@@ -562,17 +550,11 @@ def judge_config(kw: dict[str, Any]):
 def setup_of(kw: dict[str, Any]):
     """The episode setup of :func:`episode_options` and :func:`limit_options` (``play``): their
     values leave ``kw``, the model options stay."""
-    from inquitree.core.run import EpisodeSetup, EpisodeSpec, Limits
+    from inquitree.core.run import EPISODE_OPTIONS, EpisodeSetup, Limits, episode_values
 
     take = kw.pop
-    spec = EpisodeSpec(
-        take("tau"), take("max_hints"), take("max_turns"), take("max_reasks"), take("tau_study"), take("match_rule")
-    )
-    return EpisodeSetup.resolve(
-        templates=take("template_set"),
-        embedder=take("embedder_name"),
-        embedder_base_url=take("embedder_base_url"),
-        spec=spec,
+    return EpisodeSetup.of(
+        episode_values({o.name: take(o.name) for o in EPISODE_OPTIONS}),
         limits=Limits(take("max_episode_tokens"), take("max_episode_cost"), take("max_episode_seconds")),
         prices=take("prices"),
     )

@@ -4,7 +4,9 @@ only the rooms before it: game, calls, players, run, then inspect, instrument an
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -266,4 +268,75 @@ def test_an_episode_is_set_up_in_one_place():
     }
     assert set(players) == {"cli/play.py", "core/run/campaign.py", "core/inspect/task.py"}
     assert {where: sorted(calls & SETUP_MAKERS) for where, calls in players.items() if calls & SETUP_MAKERS} == {}
-    assert all(re.search(r"EpisodeSetup\.resolve\(|setup_of\(", (ROOT / where).read_text()) for where in players)
+    assert all(re.search(r"EpisodeSetup\.of\(|setup_of\(", (ROOT / where).read_text()) for where in players)
+
+
+# An option added to the declaration and nowhere else, in a process of its own (each entry point
+# reads the declaration when it is imported).
+_ONE_MORE_OPTION = """
+import inspect, json, sys
+from inquitree.core.run import spec
+spec.EPISODE_OPTIONS += (spec.EpisodeOption("shuffle_hints", int, 2, "hints shuffled before the first", least=0),)
+from click.testing import CliRunner
+from inquitree.cli import main
+from inquitree.core.inspect.task import research_tree
+from inquitree.core.run.campaign import SUITE_KEYS, Suite, SuiteError, suite_keys_markdown
+
+out = {"help": CliRunner().invoke(main, ["play", "--help"], terminal_width=200).output}
+out["suite_key"] = SUITE_KEYS.get("shuffle_hints", [None])[0] is int
+out["page"] = "| `shuffle_hints` | int | `2` | hints shuffled before the first |" in suite_keys_markdown()
+good, bad = sys.argv[1:3]
+out["suite_value"] = Suite.load(good).episode["shuffle_hints"]
+try:
+    Suite.load(bad)
+except SuiteError as exc:
+    out["suite_refuses"] = str(exc)
+out["inspect_default"] = inspect.signature(research_tree).parameters["shuffle_hints"].default
+try:
+    research_tree(trees="synthetic-chain-7", shuffle_hints=-1)
+except Exception as exc:
+    out["inspect_refuses"] = str(exc)
+print(json.dumps(out))
+"""
+
+
+def test_an_episode_option_is_declared_in_one_place(tmp_path):
+    """An option added to ``EPISODE_OPTIONS`` alone is a `play` option with its default and help, a
+    suite key checked by its declaration and listed on docs/suite-keys.md, and an argument of the
+    inspect task, checked the same way."""
+    suite = 'name = "t"\ntrees = ["synthetic-chain-7"]\nagents = ["random"]\nshuffle_hints = '
+    (tmp_path / "good.toml").write_text(suite + "3\n")
+    (tmp_path / "bad.toml").write_text(suite + "-1\n")
+    done = subprocess.run(
+        [sys.executable, "-c", _ONE_MORE_OPTION, str(tmp_path / "good.toml"), str(tmp_path / "bad.toml")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert re.search(
+        r"--shuffle-hints INTEGER RANGE\s+Hints shuffled before the first\.\s+\[default: 2; x>=0\]", out["help"]
+    )
+    assert out["suite_key"] and out["page"] and out["suite_value"] == 3
+    assert out["suite_refuses"].endswith("bad.toml: shuffle_hints = -1: expected at least 0")
+    assert out["inspect_default"] == 2
+    assert out["inspect_refuses"] == "-T shuffle_hints = -1: expected at least 0"
+
+
+def test_every_episode_option_reaches_the_episode():
+    """Each declared option is a field of the episode's specification (with the declared default)
+    or one of the setup's own (templates, embedder and its endpoint), so none is taken and then
+    dropped, and none has a second default."""
+    import dataclasses
+
+    from inquitree.core.run import EPISODE_OPTIONS, EpisodeSpec
+
+    reached = {f.name for f in dataclasses.fields(EpisodeSpec)} | {"templates", "embedder", "embedder_base_url"}
+    assert {o.name for o in EPISODE_OPTIONS} == reached
+    declared = {o.name: o.default for o in EPISODE_OPTIONS}
+    assert {f.name: f.default for f in dataclasses.fields(EpisodeSpec)} == {
+        f.name: declared[f.name] for f in dataclasses.fields(EpisodeSpec)
+    }
+    setup = (ROOT / "core" / "run" / "setup.py").read_text()
+    assert all(f'values["{name}"]' in setup for name in ("templates", "embedder", "embedder_base_url"))

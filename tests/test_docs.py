@@ -174,9 +174,11 @@ def test_the_suite_keys_page_lists_every_key_a_suite_may_have(tmp_path):
     assert tables.split("<!-- end of the tables -->")[0] == suite_keys_markdown()
     import dataclasses
 
+    from inquitree.core.run import EPISODE_OPTIONS
     from inquitree.core.run.campaign import Suite
 
-    assert set(SUITE_KEYS) == {f.name for f in dataclasses.fields(Suite)} - {"source", "entries"}
+    episode = {o.name for o in EPISODE_OPTIONS}
+    assert set(SUITE_KEYS) == {f.name for f in dataclasses.fields(Suite)} - {"source", "entries", "episode"} | episode
     bad = tmp_path / "typo.toml"
     bad.write_text('name = "t"\ntrees = ["synthetic-chain-7"]\nagents = ["random"]\nmax_turn = 5\n')
     with pytest.raises(SuiteError, match="unknown key 'max_turn'") as refused:

@@ -22,6 +22,7 @@ inspect's token, time and cost limits work as for any task.
 
 from __future__ import annotations
 
+import inspect
 import re
 import time
 from typing import Any
@@ -53,7 +54,7 @@ from inquitree.core.players import (
     recorded_turns,
     verdict,
 )
-from inquitree.core.run import MAX_HINTS, MAX_REASKS, Episode, EpisodeSetup, EpisodeSpec, Recording
+from inquitree.core.run import EPISODE_OPTIONS, Episode, EpisodeSetup, OptionError, Recording, episode_values
 from inquitree.events import JudgeVerdict
 
 GRADER_PROMPT_VERSION = JUDGE_PROMPT_VERSION  # the same prompt and re-asks as the openai judge (core/players/judges.py)
@@ -91,28 +92,56 @@ def episode_id(sample_id: str | int, epoch: int) -> str:
     return "inspect." + re.sub(r"[^A-Za-z0-9_.-]+", "-", str(sample_id)) + f".e{epoch}"
 
 
+def _episode_arguments(func):
+    """``func`` taking the episode options the inspect task takes (``EPISODE_OPTIONS``) as keyword
+    arguments after its own: its signature, which inspect reads for ``-T`` and for the log, lists
+    each with its default, and ``**options`` receives them."""
+    signature = inspect.signature(func)
+    own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    episode = [
+        inspect.Parameter(
+            o.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=o.default,
+            annotation=o.kind.__name__ + (" | None" if o.default is None else ""),
+        )
+        for o in EPISODE_OPTIONS
+        if o.inspect
+    ]
+    func.__signature__ = signature.replace(parameters=own + episode)
+    return func
+
+
+def _episode_values(options: dict[str, Any]) -> dict[str, Any]:
+    """The episode options of ``-T``, checked by their declaration."""
+    taken = {o.name for o in EPISODE_OPTIONS if o.inspect}
+    try:
+        if set(options) - taken:
+            raise OptionError(
+                f"unknown argument {sorted(set(options) - taken)[0]!r} (episode options: {', '.join(sorted(taken))})"
+            )
+        return episode_values(options, "-T ")
+    except OptionError as exc:
+        raise InquiTreeError(str(exc)) from None
+
+
 @task
+@_episode_arguments
 def research_tree(
     trees: str = "it18",
     randomness: int | str = 0,
-    tau: float | None = None,
-    max_hints: int = MAX_HINTS,
-    max_turns: int | None = None,
-    max_reasks: int = MAX_REASKS,
-    embedder: str = "local",
     seed: int = 0,
     judge: str = "embedding",
     db: str | None = None,
     window: int | None = None,
-    templates: str = "inquitree",
-    tau_study: float | None = None,
-    match_rule: str = "paper",
+    **options: Any,
 ) -> Task:
     """InquiTree's inquiry loop over paper-derived research trees (one sample per tree and level)."""
     if judge not in ("embedding", "grader"):
         raise InquiTreeError(f"-T judge={judge!r}: embedding or grader")
+    episode = _episode_values(options)
     chosen = tree_set(trees)
-    template_set = TemplateSet(templates)
+    template_set = TemplateSet(episode["templates"])
     samples = [
         Sample(
             id=f"{t.id}.a{a}",
@@ -123,20 +152,7 @@ def research_tree(
         for t in chosen
         for a in levels(randomness)
     ]
-    solver_ = inquiry(
-        tau=tau,
-        max_hints=max_hints,
-        max_turns=max_turns,
-        max_reasks=max_reasks,
-        embedder=embedder,
-        seed=seed,
-        judge=judge,
-        db=db,
-        window=window,
-        templates=templates,
-        tau_study=tau_study,
-        match_rule=match_rule,
-    )
+    solver_ = inquiry(seed=seed, judge=judge, db=db, window=window, **options)
     return Task(dataset=samples, solver=solver_, scorer=inquitree_scores(), config=GenerateConfig(temperature=0.0))
 
 
@@ -153,24 +169,18 @@ def _usage(out: Any) -> dict[str, int | None]:
 
 
 @solver
+@_episode_arguments
 def inquiry(
-    tau: float | None = None,
-    max_hints: int = MAX_HINTS,
-    max_turns: int | None = None,
-    max_reasks: int = MAX_REASKS,
-    embedder: str = "local",
     seed: int = 0,
     judge: str = "embedding",
     db: str | None = None,
     window: int | None = None,
-    templates: str = "inquitree",
-    tau_study: float | None = None,
-    match_rule: str = "paper",
+    **options: Any,
 ):
-    """Play one InquiTree episode with the task's model: the Episode of ``inquitree play``
-    (``tau``, ``tau_study`` and ``match_rule`` as `play --tau`, `--tau-study` and `--match-rule`)."""
-    spec = EpisodeSpec(tau, max_hints, max_turns, max_reasks, tau_study, match_rule)
-    setup = EpisodeSetup.resolve(templates=templates, embedder=embedder, spec=spec)
+    """Play one InquiTree episode with the task's model: the Episode of ``inquitree play``, with
+    the episode options of `play` (``tau``, ``tau_study``, ``match_rule``, ... as `play --tau`,
+    `--tau-study`, `--match-rule`)."""
+    setup = EpisodeSetup.of(_episode_values(options))
     template_set = setup.templates
     embedding = setup.judge("embedding")  # the offline judge, made once (-T judge=embedding)
     assert embedding is not None  # only the spec "none" gives no judge

@@ -59,9 +59,13 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.core.run.runner import stream_id as stream_id
     from inquitree.core.run.setup import EpisodeSetup as EpisodeSetup
     from inquitree.core.run.setup import Recording as Recording
+    from inquitree.core.run.spec import EPISODE_OPTIONS as EPISODE_OPTIONS
     from inquitree.core.run.spec import MAX_HINTS as MAX_HINTS
     from inquitree.core.run.spec import MAX_REASKS as MAX_REASKS
+    from inquitree.core.run.spec import EpisodeOption as EpisodeOption
     from inquitree.core.run.spec import EpisodeSpec as EpisodeSpec
+    from inquitree.core.run.spec import OptionError as OptionError
+    from inquitree.core.run.spec import episode_values as episode_values
 
 _EXPORTS = {
     "CampaignInterrupted": "campaign",
@@ -111,7 +115,11 @@ _EXPORTS = {
     "stream_id": "runner",
     "EpisodeSetup": "setup",
     "Recording": "setup",
+    "EPISODE_OPTIONS": "spec",
+    "EpisodeOption": "spec",
     "EpisodeSpec": "spec",
+    "OptionError": "spec",
+    "episode_values": "spec",
     "MAX_HINTS": "spec",
     "MAX_REASKS": "spec",
 }

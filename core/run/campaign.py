@@ -25,7 +25,8 @@ Example suite::
 An agent may also be a table, for one model run with request options under its own label:
 ``agents = ["random", {agent = "openai:gpt-5", options = {reasoning_effort = "high"}, label = "gpt-5@high"}]``.
 Every key of a suite and of an agent table is declared once, in :data:`SUITE_KEYS` and
-:data:`AGENT_KEYS` (docs/suite-keys.md is made from them).
+:data:`AGENT_KEYS`, the options an episode is played with among them as ``spec.EPISODE_OPTIONS``
+declares them (docs/suite-keys.md is made from them).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ from inquitree.core.run.cells import (
 from inquitree.core.run.limits import Limits, tokens_of
 from inquitree.core.run.runner import EpisodeFailure, EpisodeStopped, run_episode, stream_id
 from inquitree.core.run.setup import EpisodeSetup, Recording
-from inquitree.core.run.spec import MAX_HINTS, MAX_REASKS, EpisodeSpec
+from inquitree.core.run.spec import EPISODE_OPTIONS, EpisodeSpec, OptionError, episode_values, spec_of
 from inquitree.events import (
     AgentReplied,
     CampaignAlive,
@@ -88,17 +89,10 @@ SUITE_KEYS: dict[str, tuple[type, str]] = {
     "randomness": (list, "levels a, 0..10: fake results with probability 10a%"),
     "runs": (int, "runs of every cell; run r uses seed + r"),
     "seed": (int, "the first run's seed"),
-    "embedder": (str, "local, hash, nomic or openai[:MODEL]: what matches actions to candidates"),
-    "tau": (float, "the match threshold (default: the embedder's)"),
-    "tau_study": (float, "the threshold at the Subtopic state, whose one candidate is the study"),
-    "match_rule": (str, "paper (one cosine against tau) or fitted (the rule fitted on real moves)"),
-    "max_hints": (int, "H: hints before the engine moves on by itself"),
-    "max_turns": (int, "the turn limit of an episode (default: n(2H+3))"),
+    **{o.name: (o.kind, o.what) for o in EPISODE_OPTIONS},  # what an episode is played with (spec.py)
     "concurrency": (int, "episodes in flight (`suite run -j` overrides it)"),
     "base_url": (str, "the OpenAI-compatible endpoint of openai:* agents"),
     "judge_base_url": (str, "the endpoint of model judges"),
-    "embedder_base_url": (str, "the endpoint of an openai or nomic embedder"),
-    "templates": (str, "the template set: a shipped name or a folder beside the suite"),
     "retries": (int, "attempts again of a cell that failed for a reason that may pass"),
     "requests_per_minute": (float, "agent calls a minute, across every episode in flight"),
     "timeout": (float, "seconds an endpoint may stay silent (before and between a stream's tokens)"),
@@ -113,7 +107,6 @@ SUITE_KEYS: dict[str, tuple[type, str]] = {
     "judge_options": (dict, "request options of the judge's calls"),
     "judge_max_tokens": (int, "the longest judge reply, in tokens"),
     "call_cache": (str, "a SQLite file of earlier answers to identical calls, reused and kept"),
-    "max_reasks": (int, "re-asks in one Result visit before the conclusion is asked for"),
     "episode_tokens": (int, "end an episode before the call after its agent calls used this many tokens"),
     "episode_cost_usd": (float, "end an episode once its agent calls cost this much (needs prices)"),
     "episode_seconds": (float, "end an episode after this much wall time"),
@@ -134,6 +127,7 @@ AGENT_KEYS: dict[str, tuple[type, str]] = {
     "call_limit": (float, "as the suite's call_limit, for this agent"),
     "system_role": (str, "as the suite's system_role, for this agent"),
 }
+_EPISODE_KEYS = frozenset(o.name for o in EPISODE_OPTIONS)
 _FIELDS = {key: kind for key, (kind, _) in SUITE_KEYS.items()}
 _AGENT_FIELDS = {key: kind for key, (kind, _) in AGENT_KEYS.items()}
 
@@ -145,6 +139,7 @@ def suite_keys_markdown() -> str:
     for f in dataclasses.fields(Suite):
         if f.default_factory is not dataclasses.MISSING:
             defaults[f.name] = f.default_factory()
+    defaults.update(defaults.pop("episode"))
 
     def shown_default(key: str) -> str:
         if key not in defaults:
@@ -191,8 +186,8 @@ def check_suite_trust(suite: "Suite", path: Path, file_agents: list) -> None:
         parsed = kinds.parse("agent", spec) if isinstance(spec, str) and spec else None
         if parsed is not None and parsed.kind.names_file and parsed.argument:
             named.append(("agents", parsed.argument))
-    if not is_shipped(suite.templates):  # a folder, not a shipped set
-        named.append(("templates", suite.templates))
+    if not is_shipped(suite.episode["templates"]):  # a folder, not a shipped set
+        named.append(("templates", suite.episode["templates"]))
     named += [(key, getattr(suite, key)) for key in ("call_cache", "prices") if getattr(suite, key)]
     named += [("trees", t) for t in suite.trees if "/" in t or "\\" in t or t.endswith(".json")]
     for key, name in named:
@@ -205,7 +200,7 @@ def check_suite_trust(suite: "Suite", path: Path, file_agents: list) -> None:
     key_set = bool(os.environ.get("OPENAI_API_KEY"))
     env_url = os.environ.get("OPENAI_BASE_URL")
     for key in ("base_url", "judge_base_url", "embedder_base_url"):
-        url = getattr(suite, key)
+        url = suite.value(key)
         if url and key_set and url.rstrip("/") != (env_url or "").rstrip("/"):
             raise SuiteError(
                 f"{path}: {key} = {shown(redact_url(url))} would receive your $OPENAI_API_KEY, and the suite, not you, "
@@ -236,17 +231,9 @@ class Suite:
     randomness: list[int] = dataclasses.field(default_factory=lambda: [0])
     runs: int = 1
     seed: int = 0
-    embedder: str = "local"
-    tau: float | None = None
-    tau_study: float | None = None
-    match_rule: str = "paper"
-    max_hints: int = MAX_HINTS
-    max_turns: int | None = None
     concurrency: int = 4
     base_url: str | None = None
     judge_base_url: str | None = None
-    embedder_base_url: str | None = None
-    templates: str = "inquitree"
     retries: int = 1
     requests_per_minute: float | None = None  # agent calls, across every episode in flight
     timeout: float = CallSettings.timeout
@@ -261,13 +248,13 @@ class Suite:
     judge_options: dict = dataclasses.field(default_factory=dict)
     judge_max_tokens: int | None = 512
     call_cache: str | None = None
-    max_reasks: int | None = MAX_REASKS
     episode_tokens: int | None = None
     episode_cost_usd: float | None = None
     episode_seconds: float | None = None
     budget_tokens: int | None = None
     budget_cost_usd: float | None = None
     prices: str | None = None
+    episode: dict[str, Any] = dataclasses.field(default_factory=lambda: episode_values({}))  # spec.EPISODE_OPTIONS
     source: str = ""
     entries: dict[str, AgentEntry] = dataclasses.field(default_factory=dict)  # label -> entry
 
@@ -293,6 +280,8 @@ class Suite:
         for key, value in doc.items():
             if key not in _FIELDS:
                 raise SuiteError(f"{path}: unknown key {key!r} (known: {', '.join(sorted(_FIELDS))})")
+            if key in _EPISODE_KEYS:
+                continue  # checked by its declaration below
             want = _FIELDS[key]
             if not isinstance(value, want) and not (want is float and isinstance(value, int)):
                 raise SuiteError(f"{path}: {key} = {value!r}: expected {want.__name__}")
@@ -304,10 +293,15 @@ class Suite:
         raw_agents = doc.pop("agents")
         if not raw_agents:
             raise SuiteError(f"{path}: no agents: list them in the file, or name them with --agent")
-        suite = cls(**doc, agents=[], source=str(path))
-        if not is_shipped(suite.templates) and not Path(suite.templates).expanduser().is_absolute():
+        try:
+            episode = episode_values({k: doc.pop(k) for k in list(doc) if k in _EPISODE_KEYS}, f"{path}: ")
+        except OptionError as exc:
+            raise SuiteError(str(exc)) from None
+        suite = cls(**doc, agents=[], episode=episode, source=str(path))
+        templates = episode["templates"]
+        if not is_shipped(templates) and not Path(templates).expanduser().is_absolute():
             # a suite's own template folder sits beside it, wherever the command runs from
-            suite.templates = str(path.parent / suite.templates)
+            episode["templates"] = str(path.parent / templates)
         try:
             for a in raw_agents:
                 entry = suite._entry(a, path)
@@ -394,7 +388,11 @@ class Suite:
         )
 
     def spec(self) -> EpisodeSpec:
-        return EpisodeSpec(self.tau, self.max_hints, self.max_turns, self.max_reasks, self.tau_study, self.match_rule)
+        return spec_of(self.episode)
+
+    def value(self, key: str) -> Any:
+        """The value of the suite key ``key``: an episode option's, or the suite's own."""
+        return self.episode[key] if key in _EPISODE_KEYS else getattr(self, key)
 
     def limits(self) -> Limits:
         return Limits(self.episode_tokens, self.episode_cost_usd, self.episode_seconds)
@@ -544,11 +542,8 @@ class CampaignSetup:
 
 def set_up(suite: Suite) -> CampaignSetup:
     """What every cell shares, checked: a missing key or a wrong spec raises here, before a store is made."""
-    episode = EpisodeSetup.resolve(
-        templates=suite.templates,
-        embedder=suite.embedder,
-        embedder_base_url=suite.embedder_base_url,
-        spec=suite.spec(),
+    episode = EpisodeSetup.of(
+        suite.episode,
         limits=suite.limits(),
         prices=suite.prices,
         budget_tokens=suite.budget_tokens,

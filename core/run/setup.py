@@ -12,10 +12,10 @@ the store, the episode id and how a recorded stream is continued.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from inquitree.core.run.limits import Budget, LimitError, Limits, PriceTable
-from inquitree.core.run.spec import TEMPLATES, EpisodeSpec
+from inquitree.core.run.spec import TEMPLATES, EpisodeSpec, spec_of
 
 if TYPE_CHECKING:
     from inquitree.core.game import Params, TemplateSet, Tree
@@ -71,6 +71,18 @@ class EpisodeSetup:
             prices=PriceTable(prices) if (prices or costed) else None,
             budget=Budget(budget_tokens, budget_cost_usd) if (budget_tokens or costed) else None,
             limiter=RateLimiter(requests_per_minute) if requests_per_minute else None,
+        )
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any], **more: Any) -> EpisodeSetup:
+        """The setup of the episode options' values (``spec.episode_values``: what `play`, a suite
+        and the inspect task were given), with :meth:`resolve`'s limits, prices, budget and rate."""
+        return cls.resolve(
+            templates=values["templates"],
+            embedder=values["embedder"],
+            embedder_base_url=values["embedder_base_url"],
+            spec=spec_of(values),
+            **more,
         )
 
     @property
