@@ -21,16 +21,24 @@ def db() -> None:
 @db_option
 def upgrade(db_url: str | None) -> None:
     """Bring the store's schema to the newest migration."""
-    from inquitree.events import backend_named, default_url, guards, make_engine, migrate, redact
+    from inquitree.events import (
+        backend_named,
+        current_revision,
+        default_url,
+        make_engine,
+        redact,
+        restore_guards,
+        upgrade_schema,
+    )
 
     url = db_url or default_url()
     engine = make_engine(url)
-    before = migrate.current_revision(engine)
-    migrate.upgrade(engine)
-    echo(f"{redact(url)}: schema {before or '(empty)'} -> {migrate.current_revision(engine)}")
+    before = current_revision(engine)
+    upgrade_schema(engine)
+    echo(f"{redact(url)}: schema {before or '(empty)'} -> {current_revision(engine)}")
     raw = engine.raw_connection()
     try:
-        restored = guards.restore(raw, backend_named(engine.dialect.name))
+        restored = restore_guards(raw, backend_named(engine.dialect.name))
     except Exception as exc:  # e.g. the writer role, which may not change triggers or grants
         raise click.ClickException(f"{redact(url)}: cannot restore the immutability guards: {exc}") from exc
     finally:

@@ -332,7 +332,7 @@ def episodes_to_inspect(
     from inquitree.events import EventStore
 
     try:
-        from inquitree.core.inspect import export as inspect_export
+        from inquitree.core.inspect import eval_logs, write_logs
     except ModuleNotFoundError as exc:
         raise InquiTreeError(f"inspect logs need inspect_ai: {install_extra('inspect')} ({exc})") from None
     with EventStore(db_url, create=False) as store:
@@ -354,9 +354,9 @@ def episodes_to_inspect(
             if due(n == total):
                 progress(f"  {n} of {total} episodes read", done=n == total)
 
-        logs = inspect_export.eval_logs(store, ids, progress=read)
+        logs = eval_logs(store, ids, progress=read)
     progress(f"  writing {len(logs)} log(s)", done=True)
-    for path in inspect_export.write_logs(logs, log_dir):
+    for path in write_logs(logs, log_dir):
         echo(f"wrote {path}")
     echo(f"{len(ids)} episode(s) in {len(logs)} log(s); view them with: inspect view --log-dir {log_dir}")
 

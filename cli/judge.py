@@ -38,9 +38,8 @@ def judge(episodes, all_, prefix, judge_spec, embedder_name, again, db_url, **mo
     command continues with the rest."""
     from collections import Counter
 
-    from inquitree.core import rejudge
     from inquitree.core.players import make_embedder, make_judge
-    from inquitree.core.run import finished_episodes
+    from inquitree.core.run import finished_episodes, judge_episode
     from inquitree.events import EventStore
 
     j = make_judge(judge_spec, make_embedder(embedder_name), judge_config(model_kw))
@@ -54,7 +53,7 @@ def judge(episodes, all_, prefix, judge_spec, embedder_name, again, db_url, **mo
             try:
                 for n, eid in enumerate(ids):
                     meter.update(n, f"; {added} judged, {skipped} had its verdicts" + _failed(causes, verdicts))
-                    new = rejudge(store, eid, j, again=again)
+                    new = judge_episode(store, eid, j, again=again)
                     added += bool(new)
                     skipped += not new
                     verdicts += len(new)

@@ -223,7 +223,7 @@ def match(
     would apply there with the same options, and the engine's own decision."""
     import json
 
-    from inquitree.core.game import SUBTOPIC, TOPIC, matching, threshold_at
+    from inquitree.core.game import SUBTOPIC, TOPIC, fitted_rule, match_anchors, read_match, threshold_at
     from inquitree.core.players import make_embedder
     from inquitree.core.run import EpisodeSpec, cosines
 
@@ -233,11 +233,11 @@ def match(
         raise click.BadParameter(f"{subtopic!r} is not a subtopic of {tree.id}; its subtopics: {known}")
     emb = make_embedder(embedder, base_url=base_url)
     state = SUBTOPIC if subtopic else TOPIC
-    rule = matching.fitted_rule(emb.id) if match_rule == "fitted" else None
+    rule = fitted_rule(emb.id) if match_rule == "fitted" else None
     threshold = threshold_at(state, *EpisodeSpec(tau=tau, tau_study=tau_study).thresholds(emb.id))
-    anchors = matching.anchors(tree, state, subtopic, rule is not None)
+    anchors = match_anchors(tree, state, subtopic, rule is not None)
     order = [s.id for s in tree.subtopics] if subtopic is None else [st.id for st in tree.subtopic[subtopic].studies]
-    found = matching.read(order, cosines(emb, text, anchors), state, threshold, rule)
+    found = read_match(order, cosines(emb, text, anchors), state, threshold, rule)
     result = {
         "tree": tree.id,
         "state": state,

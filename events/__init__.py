@@ -35,6 +35,9 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.events.errors import UnknownEventType as UnknownEventType
     from inquitree.events.errors import UnknownEventVersion as UnknownEventVersion
     from inquitree.events.errors import is_damage as is_damage
+    from inquitree.events.guards import restore_guards as restore_guards
+    from inquitree.events.migrate import current_revision as current_revision
+    from inquitree.events.migrate import upgrade_schema as upgrade_schema
     from inquitree.events.names import CAMPAIGN_PREFIX as CAMPAIGN_PREFIX
     from inquitree.events.names import EPISODE_ID_PATTERN as EPISODE_ID_PATTERN
     from inquitree.events.names import EPISODE_PREFIX as EPISODE_PREFIX
@@ -91,6 +94,9 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
 
 _EXPORTS = {
     "backend_named": "backends",
+    "restore_guards": "guards",
+    "current_revision": "migrate",
+    "upgrade_schema": "migrate",
     "sqlite_database": "backends.sqlite",
     "Event": "base",
     "adds_only_from": "base",

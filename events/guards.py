@@ -17,7 +17,7 @@ from typing import Any
 
 from inquitree.events.backends import Backend
 
-__all__ = ["missing", "restore"]
+__all__ = ["missing", "restore_guards"]
 
 
 def missing(cur: Any, backend: Backend) -> list[str]:
@@ -36,7 +36,7 @@ def missing(cur: Any, backend: Backend) -> list[str]:
     return found
 
 
-def restore(conn: Any, backend: Backend) -> list[str]:
+def restore_guards(conn: Any, backend: Backend) -> list[str]:
     """Put back every missing guard on a DBAPI connection of the owner; returns what was done."""
     cur = conn.cursor()
     done = backend.restore_guards(cur, *backend.guard_state(cur))

@@ -39,7 +39,7 @@ def current_revision(engine: sa.Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
-def upgrade(engine: sa.Engine, target: str = "head", where: str = "the database") -> None:
+def upgrade_schema(engine: sa.Engine, target: str = "head", where: str = "the database") -> None:
     """Bring the database to ``target``, one process at a time.
 
     Processes opening a new store together all reach this point: on SQLite the upgrade runs in a
@@ -87,7 +87,7 @@ def ensure_schema(engine: sa.Engine, where: str, *, auto_upgrade: bool = True) -
     if rev == head:
         return
     if rev is None and auto_upgrade:
-        upgrade(engine, where=where)  # checks again, and for a foreign events table, under its lock
+        upgrade_schema(engine, where=where)  # checks again, and for a foreign events table, under its lock
         return
     if rev is None and sa.inspect(engine).has_table("events"):
         raise StoreError(f"{where} has an events table but no alembic_version: it was not made by InquiTree")

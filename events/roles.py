@@ -63,7 +63,7 @@ def grant(admin_url: str, roles: dict[str, str] | None = None) -> dict[str, str]
             conn.exec_driver_sql(f"GRANT USAGE ON SCHEMA public TO {owner}, {writer}, {reader}")
             conn.exec_driver_sql(f"GRANT CREATE ON SCHEMA public TO {owner}")
             conn.exec_driver_sql("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
-        migrate.upgrade(engine, where=redact(admin_url))
+        migrate.upgrade_schema(engine, where=redact(admin_url))
         with engine.begin() as conn:
             for table in (*TABLES, "alembic_version"):
                 conn.exec_driver_sql(f"ALTER TABLE {table} OWNER TO {owner}")

@@ -81,7 +81,7 @@ def test_embedding_judge_scores_by_best_cosine():
 def test_an_embedding_judge_takes_its_thresholds_from_the_spec(spec, expected):
     """`--judge embedding:FULL/PARTIAL` re-scores with thresholds chosen against a careful reading;
     the thresholds are in the judge's id, so its verdicts sit beside the default judge's."""
-    from inquitree.core.players.kinds import make
+    from inquitree.core.players.kinds import make_kind as make
 
     judge = make("judge", spec, embedder=HashEmbedder())
     assert (judge.full, judge.partial) == expected
@@ -100,7 +100,8 @@ def test_an_embedding_judge_takes_its_thresholds_from_the_spec(spec, expected):
     ],
 )
 def test_an_embedding_judge_refuses_thresholds_out_of_order_or_range(spec):
-    from inquitree.core.players.kinds import SpecError, parse
+    from inquitree.core.players.kinds import SpecError
+    from inquitree.core.players.kinds import parse_spec as parse
 
     with pytest.raises(SpecError, match=r"embedding:FULL/PARTIAL with 0 < PARTIAL <= FULL <= 1"):
         parse("judge", spec)

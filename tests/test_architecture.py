@@ -82,6 +82,16 @@ def test_a_module_outside_a_layer_or_room_enters_it_by_its_face(path):
         if (face := face_of(module)) is not None and face != here and module != face
     ]
     assert not past, f"{path.relative_to(ROOT)} reaches past a face: {past}"
+    # a name taken from a face is one it exports, not a module behind it (``from inquitree.events
+    # import guards`` would name the module events/guards.py)
+    behind = [
+        f"{module}.{name}"
+        for module, names in architecture_map.import_statements(path)
+        if face_of(module) == module != here
+        for name in names
+        if name not in architecture_map.face_exports(module)
+    ]
+    assert not behind, f"{path.relative_to(ROOT)} takes from a face what it does not export: {behind}"
 
 
 @pytest.mark.parametrize("face", ["inquitree.events", "inquitree.warehouse"] + [f"inquitree.core.{r}" for r in ROOMS])
@@ -110,6 +120,28 @@ def test_every_face_loads_what_it_exports_and_the_type_checker_reads_the_same(fa
     assert not {name for name in exports if importlib.util.find_spec(f"{face}.{name}") is not None}
     for name, module in exports.items():
         assert getattr(loaded, name) is getattr(importlib.import_module(module), name)
+
+
+def test_the_users_face_is_one_typed_list():
+    """``inquitree.api`` lists in ``__all__`` exactly the names it imports, plainly (the type checker
+    reads each), each from a face and the same object the face gives; nothing else of the package
+    imports it, so the command line never pays for it."""
+    import ast
+    import importlib
+
+    tree = ast.parse((ROOT / "api.py").read_text())
+    imported = {
+        a.asname or a.name: node.module for node in tree.body if isinstance(node, ast.ImportFrom) for a in node.names
+    }
+    imported.pop("annotations")
+    assert not [n for n in tree.body if isinstance(n, ast.If)], "no TYPE_CHECKING block: the imports are the list"
+    api = importlib.import_module("inquitree.api")
+    assert sorted(api.__all__) == sorted(imported)
+    for name, face in imported.items():
+        assert face_of(face) == face, f"{name} comes from {face}, which is not a face"
+        assert getattr(api, name) is getattr(importlib.import_module(face), name)
+    users = [p for p in architecture_map.modules() if "inquitree.api" in architecture_map.imported(p)]
+    assert not users, f"the package imports inquitree.api: {users}"
 
 
 def test_every_room_is_named_in_the_document_and_exists():

@@ -104,7 +104,7 @@ def test_every_package_says_what_it_exports_and_each_name_resolves():
     """Public faces: each package lists what users may import (``__all__``), and every name loads."""
     import importlib
 
-    for package in ("inquitree.core", "inquitree.events", "inquitree.warehouse", "inquitree.cli"):
+    for package in ("inquitree.api", "inquitree.events", "inquitree.warehouse", "inquitree.cli"):
         module = importlib.import_module(package)
         assert module.__all__, package
         for name in module.__all__:

@@ -145,7 +145,7 @@ def test_the_local_model_script_cites_sections_that_exist():
 
 def test_the_readmes_python_example_runs_through_the_faces(tmp_path, monkeypatch):
     """The README's Python example, after a recorded episode in its folder: it imports only the
-    layers' faces, reads the episode, replays it and queries the warehouse."""
+    user's face, ``inquitree.api``, reads the episode, replays it and queries the warehouse."""
     from click.testing import CliRunner
 
     from inquitree.cli import main
@@ -154,7 +154,8 @@ def test_the_readmes_python_example_runs_through_the_faces(tmp_path, monkeypatch
     block = re.search(r"\*\*From Python\*\*.*?```python\n(.*?)```", text, flags=re.S)
     assert block is not None
     code = block.group(1)
-    assert all(line.split()[1].count(".") <= 2 for line in code.splitlines() if line.startswith("from inquitree"))
+    imports = [line.split()[1] for line in code.splitlines() if line.startswith(("from inquitree", "import inquitree"))]
+    assert imports == ["inquitree.api"]
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("INQUITREE_DB", raising=False)
     played = CliRunner().invoke(main, ["play", "--tree", "synthetic-chain-7", "--agent", "oracle", "--record", "-q"])

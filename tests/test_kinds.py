@@ -23,7 +23,7 @@ from inquitree.core.players import kinds
     ],
 )
 def test_a_spec_names_its_kind_and_what_applies_to_it(role, text, name, argument, needs_model, names_file):
-    spec = kinds.parse(role, text)
+    spec = kinds.parse_spec(role, text)
     assert (spec.kind.name, spec.argument, spec.kind.needs_model, spec.kind.names_file) == (
         name,
         argument,
@@ -50,7 +50,7 @@ def test_a_spec_names_its_kind_and_what_applies_to_it(role, text, name, argument
 )
 def test_an_unknown_spec_lists_the_kinds_of_its_role(role, text, message):
     with pytest.raises(kinds.SpecError) as info:
-        kinds.parse(role, text)
+        kinds.parse_spec(role, text)
     assert str(info.value).startswith(message)
 
 

@@ -108,7 +108,7 @@ def test_an_episode_under_the_fitted_rule_records_what_decided_and_replays_exact
     for m in matches:  # the recorded numbers decide as recorded
         order = [c["id"] for c in m.candidates]
         cos = matching.recorded_cosines(m.candidates, m.rule)
-        again = matching.read(order, cos, m.state, m.tau, started.params["match_rule"])
+        again = matching.read_match(order, cos, m.state, m.tau, started.params["match_rule"])
         assert (again.best, again.accepted, again.rule) == (m.best, m.accepted, m.rule)
     episode = stream.removeprefix("episode/")
     replay = runner.invoke(main, ["replay", episode, "--db", db])

@@ -87,7 +87,7 @@ def test_the_writer_cannot_migrate_and_is_told_who_can(urls):
 
     old = fresh_pg_database(role=None)
     admin = make_engine(old)
-    migrate.upgrade(admin, target="0001_events")
+    migrate.upgrade_schema(admin, target="0001_events")
     with admin.begin() as conn:
         conn.exec_driver_sql("GRANT SELECT ON alembic_version, events TO inquitree_writer")
     admin.dispose()
@@ -96,5 +96,5 @@ def test_the_writer_cannot_migrate_and_is_told_who_can(urls):
         EventStore(writer_url)
     engine = make_engine(writer_url)
     with pytest.raises(StoreError, match="run `inquitree db upgrade` as the store's owner"):
-        migrate.upgrade(engine)
+        migrate.upgrade_schema(engine)
     engine.dispose()

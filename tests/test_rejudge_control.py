@@ -11,7 +11,7 @@ from inquitree.core.game.tree import resolve_tree
 from inquitree.core.players.agents import ModelConfig
 from inquitree.core.players.embed import HashEmbedder
 from inquitree.core.players.judges import EmbeddingJudge
-from inquitree.core.run.rejudge import RejudgeError, control_items, parse_validity, rejudge, run_control
+from inquitree.core.run.rejudge import RejudgeError, control_items, judge_episode, parse_validity, run_control
 from inquitree.core.run.replay import resimulate
 from inquitree.core.run.runner import stream_id
 from inquitree.events.store import EventStore
@@ -28,9 +28,9 @@ def test_rejudging_appends_and_overwrites_nothing(sqlite_url):
     eid = out.episode_id
     first = [r.event for r in store.read_stream(stream_id(eid))]
     strict = EmbeddingJudge(HashEmbedder(), full=0.95, partial=0.9)
-    assert len(rejudge(store, eid, strict)) == len(tree.conclusions)  # the verdicts added (and a score)
-    assert rejudge(store, eid, strict) == []  # already judged by it
-    assert len(rejudge(store, eid, strict, again=True)) == len(tree.conclusions)
+    assert len(judge_episode(store, eid, strict)) == len(tree.conclusions)  # the verdicts added (and a score)
+    assert judge_episode(store, eid, strict) == []  # already judged by it
+    assert len(judge_episode(store, eid, strict, again=True)) == len(tree.conclusions)
     after = [r.event for r in store.read_stream(stream_id(eid))]
     assert after[: len(first)] == first  # the original verdicts and score are untouched
     scored = [e for e in after if e.TYPE == "EpisodeScored"]
@@ -49,7 +49,7 @@ def test_rejudging_an_unfinished_episode_is_refused(sqlite_url):
     engine = Engine(tree, params(tree, HashEmbedder()), TEMPLATES)
     store.append(stream_id("half"), engine.start("half", {"kind": "x"}, {}, "t"), 0)
     with pytest.raises(RejudgeError, match="episode half has no conclusion yet"):
-        rejudge(store, "half", EmbeddingJudge(HashEmbedder()))
+        judge_episode(store, "half", EmbeddingJudge(HashEmbedder()))
     store.close()
 
 

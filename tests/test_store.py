@@ -192,7 +192,7 @@ def test_an_oversized_payload_is_refused_by_the_database_from_any_writer(store):
         cur = conn.connection.cursor()
         said = guards.missing(cur, store.db.backend)
         assert said == [f"trigger events_payload_size is missing ({SIZE_GUARD[2]} on events is not refused)"]
-        assert guards.restore(conn.connection, store.db.backend) == ["created trigger events_payload_size"]
+        assert guards.restore_guards(conn.connection, store.db.backend) == ["created trigger events_payload_size"]
         assert guards.missing(conn.connection.cursor(), store.db.backend) == []
     with pytest.raises(sa.exc.DatabaseError, match="payload over"), _admin_engine(store).begin() as c:
         c.execute(sa.text(insert), {"p": big, "h": row.hash})

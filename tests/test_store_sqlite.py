@@ -59,7 +59,7 @@ def _store_at_0001(path, tamper: bool = False) -> str:
     """A store as schema 0001 left it: stream chains only, three streams interleaved."""
     url = f"sqlite:///{path}"
     engine = sa.create_engine(url)
-    migrate.upgrade(engine, target="0001_events")
+    migrate.upgrade_schema(engine, target="0001_events")
     heads: dict[str, str] = {}
     at = "2026-11-01T00:00:00.000000Z"
     with engine.begin() as conn:
@@ -109,7 +109,7 @@ def test_a_store_at_0002_is_upgraded_to_the_size_guard_and_keeps_its_proof(tmp_p
         store.append("s", [Noted(n=1), Noted(n=2)], 0)
         before = [r.hash for r in store.read_stream("s")]
     engine = sa.create_engine(url)
-    migrate.upgrade(engine)  # at head already: nothing to do
+    migrate.upgrade_schema(engine)  # at head already: nothing to do
     with engine.begin() as conn:  # as it was at 0002: no size guard
         conn.exec_driver_sql("DROP TRIGGER events_payload_size")
         conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0002_log_chain'")

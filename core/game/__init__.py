@@ -35,6 +35,8 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.core.game.matching import decide as decide
     from inquitree.core.game.matching import decided as decided
     from inquitree.core.game.matching import fitted_rule as fitted_rule
+    from inquitree.core.game.matching import match_anchors as match_anchors
+    from inquitree.core.game.matching import read_match as read_match
     from inquitree.core.game.matching import recorded_cosines as recorded_cosines
     from inquitree.core.game.prompts import TemplateError as TemplateError
     from inquitree.core.game.prompts import TemplateSet as TemplateSet
@@ -76,6 +78,8 @@ _EXPORTS = {
     "decide": "matching",
     "decided": "matching",
     "fitted_rule": "matching",
+    "match_anchors": "matching",
+    "read_match": "matching",
     "recorded_cosines": "matching",
     "TemplateError": "prompts",
     "TemplateSet": "prompts",

@@ -522,7 +522,7 @@ class Engine:
         """What the ACTION is embedded against in ``state``, as (key, text): the candidates' texts,
         and under the fitted rule their hints and the topic's text (core/game/matching.py)."""
         subtopic = state.in_subtopic if state.state == SUBTOPIC else None
-        return matching.anchors(self.tree, state.state, subtopic, self.p.match_rule is not None)
+        return matching.match_anchors(self.tree, state.state, subtopic, self.p.match_rule is not None)
 
     def needs_cosines(self, state: EpisodeState) -> bool:
         return state.state in (TOPIC, SUBTOPIC)
@@ -675,7 +675,7 @@ class Engine:
             if not math.isfinite(cosines[key]):
                 raise EngineError(f"step {step}: cosine for {key} is {cosines[key]}, not a finite number")
         tau = self.p.tau_at(s.state.state)
-        found = matching.read(cands, {k: cosines[k] for k in keys}, s.state.state, tau, self.p.match_rule)
+        found = matching.read_match(cands, {k: cosines[k] for k in keys}, s.state.state, tau, self.p.match_rule)
         s.emit(
             MatchScored(
                 step=step,

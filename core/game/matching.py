@@ -105,7 +105,7 @@ def _finite(x: Any) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def anchors(tree: Tree, state: str, subtopic_id: str | None, fitted: bool) -> list[tuple[str, str]]:
+def match_anchors(tree: Tree, state: str, subtopic_id: str | None, fitted: bool) -> list[tuple[str, str]]:
     """What an action at ``state`` is compared with, as (key, text): each candidate's own text
     under its id (the subtopics at the Topic, the current subtopic's studies at the Subtopic);
     for the fitted rule also each candidate's hints (``id@hintK``) and, at the Topic, the topic's
@@ -158,7 +158,7 @@ def probability(coefficients: list[float], values: list[float]) -> float:
     return 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
 
 
-def read(order: list[str], cosines: dict[str, float], state: str, threshold: float, rule: dict | None) -> Reading:
+def read_match(order: list[str], cosines: dict[str, float], state: str, threshold: float, rule: dict | None) -> Reading:
     """The decision for the candidates ``order`` from the cosines of :func:`anchors`' keys:
     the paper's rule against ``threshold`` when ``rule`` is None, else the fitted rule at ``state``."""
     if rule is None:

@@ -28,8 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from inquitree.core.game import decide, resolve_tree, threshold_at
-from inquitree.core.game import matching as rule_of
+from inquitree.core.game import (
+    MatchRuleError,
+    decide,
+    fitted_rule,
+    match_anchors,
+    read_match,
+    resolve_tree,
+    threshold_at,
+)
 from inquitree.core.players import DEFAULT_TAU, DEFAULT_TAU_STUDY, embed_actions, embeds_queries_apart
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -187,7 +194,7 @@ def candidate_order(item: dict) -> list[str]:
 def engine_cosines(items: list[dict], embedder: Any) -> list[dict[str, float]]:
     """Each item's cosines with the fitted rule's anchors (core/game/matching.py: the candidates'
     texts and hints, the topic's text), keyed and rounded as the engine keys and rounds them."""
-    keyed = [rule_of.anchors(resolve_tree(it["tree"]), it["state"], it.get("subtopic"), fitted=True) for it in items]
+    keyed = [match_anchors(resolve_tree(it["tree"]), it["state"], it.get("subtopic"), fitted=True) for it in items]
     vectors, queries = _embedded(embedder, [it["action"] for it in items], [t for found in keyed for _, t in found])
     return [
         {key: round(float(vectors[t] @ queries[it["action"]]), 6) for key, t in found}
@@ -197,12 +204,12 @@ def engine_cosines(items: list[dict], embedder: Any) -> list[dict[str, float]]:
 
 def fitted_rows(items: list[dict], cosines: list[dict[str, float]], rule: dict) -> list[Scored]:
     """Each item decided by the fitted ``rule`` through the engine's own reading
-    (``core.game.matching.read``), as rows :func:`rates` counts with the rule's thresholds: the
+    (``core.game.matching.read_match``), as rows :func:`rates` counts with the rule's thresholds: the
     best candidate carries the rule's probability, the others 0."""
     out: list[Scored] = []
     for it, cos in zip(items, cosines, strict=True):
         order = candidate_order(it)
-        reading = rule_of.read(order, cos, it["state"], 0.0, rule)
+        reading = read_match(order, cos, it["state"], 0.0, rule)
         assert reading.rule is not None
         p = reading.rule["probability"]
         out.append((order, {c: (p if c == reading.best else 0.0) for c in order}, it["intended"], it["state"]))
@@ -281,8 +288,8 @@ def measure_matcher(
     items = read_labels(labels)
     if rule == "fitted":
         if tau is not None or tau_study is not None:
-            raise rule_of.MatchRuleError("--tau/--tau-study: the fitted rule decides by its own probability thresholds")
-        fitted = rule_of.fitted_rule(embedder.id)
+            raise MatchRuleError("--tau/--tau-study: the fitted rule decides by its own probability thresholds")
+        fitted = fitted_rule(embedder.id)
         rows = fitted_rows(items, engine_cosines(items, embedder), fitted)
         tau, tau_study = fitted["topic"]["threshold"], fitted["subtopic"]["threshold"]
         chosen = {"tau": tau, "tau_study": tau_study}

@@ -38,9 +38,12 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.core.players.judges import Judge as Judge
     from inquitree.core.players.judges import parse_verdict as parse_verdict
     from inquitree.core.players.judges import verdict as verdict
+    from inquitree.core.players.kinds import SpecError as SpecError
     from inquitree.core.players.kinds import make_agent as make_agent
     from inquitree.core.players.kinds import make_embedder as make_embedder
     from inquitree.core.players.kinds import make_judge as make_judge
+    from inquitree.core.players.kinds import make_kind as make_kind
+    from inquitree.core.players.kinds import parse_spec as parse_spec
     from inquitree.core.players.kinds import spelled as spelled
 
 _EXPORTS = {
@@ -75,6 +78,9 @@ _EXPORTS = {
     "parse_verdict": "judges",
     "verdict": "judges",
     "make_agent": "kinds",
+    "make_kind": "kinds",
+    "parse_spec": "kinds",
+    "SpecError": "kinds",
     "make_embedder": "kinds",
     "make_judge": "kinds",
     "spelled": "kinds",

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from inquitree.boundary.errors import InquiTreeError
 
-__all__ = ["Kind", "Spec", "SpecError", "kinds", "make", "parse"]
+__all__ = ["Kind", "Spec", "SpecError", "kinds", "make_kind", "parse_spec"]
 
 ROLES = ("agent", "judge", "embedder", "control")
 _OPTION = {"agent": "--agent", "judge": "--judge", "embedder": "--embedder", "control": "--agent"}
@@ -124,7 +124,7 @@ def spelled(role: str) -> str:
     return " | ".join(k.usage() + (f" ({k.summary})" if k.summary else "") for k in kinds(role))
 
 
-def parse(role: str, text: str) -> Spec:
+def parse_spec(role: str, text: str) -> Spec:
     """The kind ``text`` names among ``role``'s kinds, or :class:`SpecError` listing them."""
     _read_plugins()
     name, sep, argument = text.partition(":")
@@ -144,9 +144,9 @@ def parse(role: str, text: str) -> Spec:
     return spec
 
 
-def make(role: str, text: str, **context: Any) -> Any:
+def make_kind(role: str, text: str, **context: Any) -> Any:
     """Make what ``text`` names (``context``: what its factory needs, e.g. the tree and seed)."""
-    spec = parse(role, text)
+    spec = parse_spec(role, text)
     assert spec.kind.factory is not None
     return spec.kind.factory(spec, **context)
 
@@ -309,7 +309,7 @@ def make_agent(
     from inquitree.core.players.agents import AgentError
 
     try:
-        parsed = parse("agent", spec)
+        parsed = parse_spec("agent", spec)
     except SpecError as exc:
         raise AgentError(str(exc)) from None
     assert parsed.kind.factory is not None
@@ -346,7 +346,7 @@ def make_judge(spec: str, embedder: Any, config: Any = None) -> Any:
     from inquitree.core.players.judges import JudgeError
 
     try:
-        return make("judge", spec, embedder=embedder, config=config)
+        return make_kind("judge", spec, embedder=embedder, config=config)
     except SpecError as exc:
         raise JudgeError(str(exc)) from None
 
@@ -356,7 +356,7 @@ def make_embedder(name: str, *, base_url: str | None = None, cache: bool | Path 
     from inquitree.core.players.embed import CachedEmbedder, EmbedderError
 
     try:
-        inner = make("embedder", name, base_url=base_url)
+        inner = make_kind("embedder", name, base_url=base_url)
     except SpecError as exc:
         raise EmbedderError(f"unknown embedder {name!r}: {str(exc).partition(': ')[2]}") from None
     if cache is False:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.core.run.limits import prices_path as prices_path
     from inquitree.core.run.limits import tokens_of as tokens_of
     from inquitree.core.run.rejudge import finished_episodes as finished_episodes
+    from inquitree.core.run.rejudge import judge_episode as judge_episode
     from inquitree.core.run.rejudge import run_control as run_control
     from inquitree.core.run.replay import resimulate as resimulate
     from inquitree.core.run.runner import STREAM_PREFIX as STREAM_PREFIX
@@ -104,6 +105,7 @@ _EXPORTS = {
     "prices_path": "limits",
     "tokens_of": "limits",
     "finished_episodes": "rejudge",
+    "judge_episode": "rejudge",
     "run_control": "rejudge",
     "resimulate": "replay",
     "Episode": "runner",

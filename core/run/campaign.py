@@ -49,7 +49,7 @@ from inquitree.boundary.files import read_file
 from inquitree.boundary.text import shown, warn
 from inquitree.core.calls import CallSettings, openai_endpoint, option_label, redact_url
 from inquitree.core.game import Tree, is_shipped, resolve_tree
-from inquitree.core.players import ModelConfig, kinds
+from inquitree.core.players import ModelConfig, parse_spec
 from inquitree.core.run.cells import (
     ENDED,
     HEARTBEAT_SECONDS,
@@ -183,7 +183,7 @@ def check_suite_trust(suite: "Suite", path: Path, file_agents: list) -> None:
     named: list[tuple[str, str]] = []
     for a in file_agents:
         spec = a if isinstance(a, str) else a.get("agent", "") if isinstance(a, dict) else ""
-        parsed = kinds.parse("agent", spec) if isinstance(spec, str) and spec else None
+        parsed = parse_spec("agent", spec) if isinstance(spec, str) and spec else None
         if parsed is not None and parsed.kind.names_file and parsed.argument:
             named.append(("agents", parsed.argument))
     if not is_shipped(suite.episode["templates"]):  # a folder, not a shipped set
@@ -313,7 +313,7 @@ class Suite:
             raise SuiteError(str(exc) if str(exc).startswith(str(path)) else f"{path}: {exc}") from None
         for j in suite.judges:  # a wrong judge spec stops the suite before any store is made
             try:
-                kinds.parse("judge", str(j))
+                parse_spec("judge", str(j))
             except InquiTreeError as exc:
                 raise SuiteError(f"{path}: judges: {exc}") from None
         for a in suite.randomness:
@@ -345,7 +345,7 @@ class Suite:
             if not isinstance(value, want) and not (want is float and isinstance(value, int)):
                 raise SuiteError(f"{path}: agent {a['agent']!r}: {key} = {value!r}: expected {want.__name__}")
         spec = a["agent"]
-        parsed = kinds.parse("agent", spec)
+        parsed = parse_spec("agent", spec)
         if not parsed.kind.needs_model:
             if set(a) - {"agent", "label"}:
                 raise SuiteError(f"{path}: agent {spec!r}: options and call settings apply to openai:MODEL agents only")
@@ -575,7 +575,7 @@ def reused_elsewhere(
     now: dict[tuple[str, str], str | None] = {}
     for label, entry in suite.entries.items():
         if entry.config is not None:
-            model = kinds.parse("agent", entry.spec).argument
+            model = parse_spec("agent", entry.spec).argument
             url = redact_url(openai_endpoint(entry.config.base_url, None)[0])
             now["agent", label] = endpoint_label({"model": model, "base_url": url})
     for name, judge in setup.judges.items():
@@ -600,7 +600,7 @@ def reused_elsewhere(
             said = sorted({f.answered for f in folds.values() if f.answered})
             answered = f" (its replies came from {'; '.join(said)})" if said else ""
             spec = suite.entries[name].spec
-            new = f"{kinds.parse('agent', spec).argument}-new"
+            new = f"{parse_spec('agent', spec).argument}-new"
             how = f'give it its own label ({{agent = "{spec}", label = "{new}"}} in the suite)'
         lines.append(
             f"{len(eids)} finished cell(s) of {who} {name} were played against {was}{answered}, not {is_now} as "

@@ -20,7 +20,15 @@ from typing import Any
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.core.calls import ModelCallError
 from inquitree.core.game import Engine, Params, TemplateSet, Tree, fold, resolve_tree, uniform
-from inquitree.core.players import CONTROL_PROMPT_VERSION, CONTROL_USER, Judge, ModelConfig, kinds, strip_code_fence
+from inquitree.core.players import (
+    CONTROL_PROMPT_VERSION,
+    CONTROL_USER,
+    Judge,
+    ModelConfig,
+    SpecError,
+    make_kind,
+    strip_code_fence,
+)
 from inquitree.core.run.runner import STREAM_PREFIX, stream_id
 from inquitree.events import (
     ConclusionSubmitted,
@@ -37,7 +45,7 @@ class RejudgeError(InquiTreeError):
     pass
 
 
-def rejudge(store: EventStore, episode_id: str, judge: Judge, again: bool = False) -> list[JudgeVerdict]:
+def judge_episode(store: EventStore, episode_id: str, judge: Judge, again: bool = False) -> list[JudgeVerdict]:
     """Append ``judge``'s verdicts and score to a finished episode; return the verdicts added (none
     when it already has this judge's usable verdicts and not ``again``: an episode whose latest
     verdict from this judge failed is judged again, so the same command retries what failed); a
@@ -110,8 +118,8 @@ def run_control(
     key = hashlib.sha256(f"{agent_spec}|{seed}|{','.join(t.id + ':' + t.content_hash for t in trees)}".encode())
     sid = f"control/{re.sub(r'[^A-Za-z0-9_.-]+', '-', agent_spec)}-{key.hexdigest()[:12]}"
     try:
-        answerer = kinds.make("control", agent_spec, trees=trees, seed=seed, config=config)
-    except kinds.SpecError as exc:
+        answerer = make_kind("control", agent_spec, trees=trees, seed=seed, config=config)
+    except SpecError as exc:
         raise RejudgeError(f"{exc} (the control's answerers)") from None
     except ModelCallError as exc:
         raise RejudgeError(str(exc)) from None

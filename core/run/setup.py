@@ -99,9 +99,9 @@ class EpisodeSetup:
     ) -> Agent:
         """The agent ``spec`` names for an episode of ``tree``; a model agent under a cost limit
         must have a price (:class:`LimitError` otherwise)."""
-        from inquitree.core.players import kinds, make_agent
+        from inquitree.core.players import make_agent, parse_spec
 
-        model = kinds.parse("agent", spec).model
+        model = parse_spec("agent", spec).model
         if self.prices is not None and self.costed and model is not None and not self.prices.has(model):
             raise LimitError(f"a cost limit is set but {self.prices.path} has no price for {model!r}")
         return make_agent(
