@@ -41,15 +41,31 @@ def _parse(path: Path, mtime_ns: int, size: int) -> ast.Module:
 
 
 def face_exports(package: str) -> dict[str, str]:
-    """A face's public names and the module of the package each comes from (its ``_EXPORTS``), or
-    nothing for a package that is not a face."""
+    """A face's public names and the module of the package each comes from, or nothing for a
+    package that is not a face: a lazy face's ``_EXPORTS`` (its modules load heavy libraries, so
+    each name is loaded on first use), else a plain face's imports from its own modules."""
     init = ROOT.joinpath(*package.split(".")[1:], "__init__.py")
     if not init.exists():
         return {}
-    for node in _parsed(init).body:
+    body = _parsed(init).body
+    for node in body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_EXPORTS" for t in node.targets):
             return {k: f"{package}.{v}" for k, v in ast.literal_eval(node.value).items()}
-    return {}
+    return {
+        a.asname or a.name: node.module
+        for node in body
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(package + ".")
+        for a in node.names
+    }
+
+
+def lazy_face(package: str) -> bool:
+    """Whether a face loads its names on first use (an ``_EXPORTS`` map) rather than importing them."""
+    init = ROOT.joinpath(*package.split(".")[1:], "__init__.py")
+    return init.exists() and any(
+        isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_EXPORTS" for t in node.targets)
+        for node in _parsed(init).body
+    )
 
 
 def import_statements(path: Path) -> list[tuple[str, list[str]]]:

@@ -96,9 +96,10 @@ def test_a_module_outside_a_layer_or_room_enters_it_by_its_face(path):
 
 @pytest.mark.parametrize("face", ["inquitree.events", "inquitree.warehouse"] + [f"inquitree.core.{r}" for r in ROOMS])
 def test_every_face_loads_what_it_exports_and_the_type_checker_reads_the_same(face):
-    """A face loads each name on first use (the command line imports faces at start-up, and nothing
-    heavy may come with them); the type checker reads the same names from the same modules, so that
-    a face never turns a checked type into Any."""
+    """A plain face imports what it exports, and the type checker reads those imports; a lazy face
+    (``LAZY_FACES``: its modules load heavy libraries) loads each name on first use, and its
+    ``TYPE_CHECKING`` imports name the same modules. Either way a face never turns a checked type
+    into Any, and ``__all__`` is what it exports."""
     import ast
     import importlib
     import importlib.util
@@ -113,13 +114,38 @@ def test_every_face_loads_what_it_exports_and_the_type_checker_reads_the_same(fa
         if isinstance(node, ast.ImportFrom)
         for a in node.names
     }
-    assert checked == exports
+    assert architecture_map.lazy_face(face) == (face in LAZY_FACES), "LAZY_FACES lists the lazy faces"
+    assert checked == (exports if face in LAZY_FACES else {}), "a plain face's imports are its one list"
     loaded = importlib.import_module(face)
     assert sorted(getattr(loaded, "__all__", [])) == sorted(exports)
     # a name that is also a module of the package would be that module once it is imported
     assert not {name for name in exports if importlib.util.find_spec(f"{face}.{name}") is not None}
     for name, module in exports.items():
         assert getattr(loaded, name) is getattr(importlib.import_module(module), name)
+
+
+# The faces whose names are loaded on first use, each for the libraries its modules load at their
+# top (the command line imports faces at start-up): the rest import what they export.
+LAZY_FACES = {
+    "inquitree.events": "SQLAlchemy and Alembic (the schema's tables, the migrations)",
+    "inquitree.warehouse": "DuckDB, Polars and PyArrow",
+    "inquitree.core.game": "Jinja2 (the prompt templates)",
+    "inquitree.core.players": "NumPy (embeddings, judges)",
+    "inquitree.core.run": "NumPy (the runner, statistics)",
+    "inquitree.core.instrument": "NumPy",
+    "inquitree.core.extract": "NumPy",
+    "inquitree.core.inspect": "inspect_ai",
+}
+HEAVY = ("sqlalchemy", "alembic", "duckdb", "polars", "pyarrow", "numpy", "jinja2", "onnxruntime", "matplotlib")
+
+
+@pytest.mark.parametrize("face", [f"inquitree.core.{r}" for r in ROOMS if f"inquitree.core.{r}" not in LAZY_FACES])
+def test_a_plain_face_loads_no_heavy_library(face):
+    """What makes a plain face safe at start-up: importing it, and so every module behind it,
+    loads none of the heavy libraries."""
+    code = f"import sys, {face}; print([m for m in {HEAVY!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", f"{face} loads {out.stdout.strip()}"
 
 
 def test_the_users_face_is_one_typed_list():
