@@ -72,3 +72,49 @@ def test_a_plugin_that_does_not_load_is_named_with_its_cause(tmp_path):
     assert played.returncode != 0
     assert "the plug-in 'sweep' (no_such_module:make, from inquitree-sweep==0.1.0" in said, said
     assert "ModuleNotFoundError" in said
+
+
+def test_a_model_behind_another_api_is_called_through_a_transport_of_its_own():
+    """docs/plugins.md's transport, run as written against a stand-in for a messages API: the
+    chat client tries again a call that failed, reads the reply and its usage, and a model agent
+    made by the page's factory replies through it and records the transport's class."""
+    import re
+
+    from inquitree.core.calls import CallSettings, ChatModel
+    from inquitree.core.players import parse_spec
+
+    page = (ROOT / "docs" / "plugins.md").read_text()
+    code = re.search(r"## A model behind another API.*?```python\n(.*?)```", page, flags=re.S).group(1)
+    space: dict = {"__name__": "labs_transport"}
+    exec(compile(code, "docs/plugins.md", "exec"), space)
+    asked: list[dict] = []
+
+    def send(request: dict) -> dict:
+        asked.append(request)
+        if len(asked) == 1:
+            raise ConnectionResetError("reset by peer")
+        return {
+            "model": request["model"],
+            "content": [{"type": "text", "text": "explore_new_subtopic: the first one"}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 12, "output_tokens": 5},
+        }
+
+    chat = ChatModel(
+        "claude-x",
+        transport=space["MessagesTransport"](send),
+        settings=CallSettings(max_retries=2),
+        sleep=lambda s: None,
+    )
+    out = chat.chat([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"}])
+    assert out.text == "explore_new_subtopic: the first one"
+    assert out.usage["input"] == 12 and out.usage["output"] == 5
+    assert [f["kind"] for f in out.failed] == ["connection"] and len(asked) == 2
+    assert asked[1]["system"] == "be brief" and asked[1]["messages"] == [{"role": "user", "content": "hello"}]
+
+    make = space["agent_kind"](send)
+    agent = make(parse_spec("agent", "openai:claude-x"), system_prompt="You explore.", tree=None, seed=0)
+    reply = agent.reply("Topic: ...", "topic", 1)
+    assert reply.text == "explore_new_subtopic: the first one"
+    assert agent.description["transport"] == "labs_transport.MessagesTransport"
+    assert agent.description["kind"] == "openai" and agent.description["model"] == "claude-x"

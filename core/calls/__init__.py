@@ -25,8 +25,12 @@ from inquitree.core.calls.settings import (
     ModelCallError,
     call_deadline,
 )
+from inquitree.core.calls.transport import Transport, TransportError, TransportTimeout
 
 __all__ = [
+    "Transport",
+    "TransportError",
+    "TransportTimeout",
     "BACKOFF_CAP_S",
     "CallSettings",
     "ChatModel",

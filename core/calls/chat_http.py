@@ -29,10 +29,12 @@ import ssl
 import threading
 import time
 import urllib.request
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import orjson
+
+from inquitree.core.calls.transport import Stream, TransportError, TransportTimeout, TransportTooLarge
 
 HTTP_ENV = "INQUITREE_CHAT_HTTP"  # "direct" (the default where it applies) or "sdk"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -54,39 +56,6 @@ _THREAD = threading.local()
 _BEARER: Any = {"security": {"bearer_auth": True}}
 
 
-class TransportTooLarge(Exception):
-    """The endpoint sent more than this process holds for one call (a line, a body, a stream)."""
-
-
-class TransportTimeout(Exception):
-    """The endpoint said nothing within the timeout, or did not finish its answer by the call's
-    deadline. ``partial``: what a streamed answer had sent by then (None when it was not streamed)."""
-
-    def __init__(self, message: str, partial: str | None = None):
-        super().__init__(message)
-        self.partial = partial
-
-
-class Stream(Protocol):
-    """What a caller of :meth:`Endpoint.post` wants of a streamed answer: ``feed`` gets each
-    event's data and returns True once the caller has enough (the read stops and the connection
-    closes); ``deadline`` (``time.monotonic()`` seconds, or None) bounds the whole streamed answer,
-    which may run longer than an answer that is not streamed, since its tokens keep arriving.
-    The transport sets ``done`` at the server's ``[DONE]`` and ``stopped`` when ``feed`` asked to
-    stop; ``text`` is what was fed, one event a line. ``spoke`` says whether the last event fed
-    carried a token (content or reasoning): only those count as the endpoint speaking, so that
-    events with nothing in them (a role alone, every half second) cannot hold a call open."""
-
-    deadline: float | None
-    done: bool
-    stopped: bool
-    spoke: bool
-
-    def feed(self, data: str) -> bool: ...
-
-    def text(self) -> str: ...
-
-
 def _split_request(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str], list[tuple[str, str]]]:
     """The request options the OpenAI SDK reads as where to send things, not what: ``extra_headers``
     become headers, ``extra_query`` query parameters and ``extra_body`` fields of the body (sent
@@ -106,10 +75,6 @@ def _split_request(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]
 
 def _is_event_stream(resp: http.client.HTTPResponse) -> bool:
     return (resp.getheader("content-type") or "").split(";")[0].strip().lower() == "text/event-stream"
-
-
-class TransportError(Exception):
-    """The connection failed, closed early or broke the protocol; ``str()`` says how."""
 
 
 def _tls() -> ssl.SSLContext:
@@ -217,7 +182,10 @@ _CUT_OFF = "the answer was not complete by the call's deadline (cut off)"
 
 
 class Endpoint:
-    """POSTs JSON to one endpoint; thread-safe (each thread keeps its own connection)."""
+    """POSTs JSON to one endpoint; thread-safe (each thread keeps its own connection). A
+    :class:`~inquitree.core.calls.transport.Transport` that streams."""
+
+    streams = True
 
     def __init__(self, base_url: str, api_key: str, timeout: float):
         parts = urlsplit(base_url)
@@ -444,6 +412,8 @@ class SdkEndpoint:
     body goes out as it is, the reply comes back as text), for what the direct transport does not
     honour. Non-2xx answers come back as ``(status, headers, text)``, as they do from
     :class:`Endpoint`."""
+
+    streams = False  # the SDK's post returns the answer whole
 
     def __init__(self, base_url: str | None, api_key: str, timeout: float):
         # A query string in the base URL (``?api-version=...``) goes with every request, after the

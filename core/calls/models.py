@@ -63,6 +63,7 @@ from inquitree.core.calls.settings import (
     ModelCallError,
     current_deadline,
 )
+from inquitree.core.calls.transport import Transport
 
 _CONTEXT = re.compile(
     r"context[ _-]?(length|window|size)|maximum context|too many tokens|exceeds? the (context|max)"
@@ -132,10 +133,15 @@ class ChatModel:
         temperature: float | None = 0.0,
         who: str = "model",
         sleep: Callable[[float], None] = time.sleep,
+        transport: Transport | None = None,
     ):
+        """``transport``: what sends each request (``core/calls/transport.py``); by default
+        InquiTree's HTTP to ``base_url``, an OpenAI-compatible endpoint (whose key it needs)."""
         self.model, self.who = model, who
         self.settings = settings or CallSettings()
         self.base_url, key = openai_endpoint(base_url, api_key)
+        if transport is not None:
+            key = key or "-"  # a transport of its own authenticates as it must; nothing to send here
         if not key:
             raise ModelCallError(
                 f"the {who} needs $OPENAI_API_KEY (or a base URL for a local server)", "auth", retryable=False
@@ -156,11 +162,16 @@ class ChatModel:
                     "bad_request",
                     retryable=False,
                 )
-        from inquitree.core.calls.chat_http import endpoint  # http.client and ssl: not at start-up
+        if transport is None:
+            from inquitree.core.calls.chat_http import endpoint  # http.client and ssl: not at start-up
 
-        self._http = endpoint(self.base_url, key, self.settings.timeout)
+            self._http: Transport = endpoint(self.base_url, key, self.settings.timeout)
+        else:
+            self._http = transport
+        self.transport = _named(self._http)
         self.public_url = redact_url(self.base_url)
-        self.endpoint = endpoint_key(self.base_url)
+        # a transport of a lab's own is another endpoint: its cached answers are its own
+        self.endpoint = endpoint_key(self.base_url) + (f" via {self.transport}" if self.transport else "")
         self.cache, self.rate_limiter, self.sleep = cache, rate_limiter, sleep
         self.temperature = temperature
         self._formats_refused: set[str] = set()
@@ -177,6 +188,7 @@ class ChatModel:
         return {
             "model": self.model,
             "base_url": self.public_url,
+            **({"transport": self.transport} if self.transport else {}),
             "temperature": self.temperature,
             **self.settings.describe(),
             "call_cache": self.cache is not None,
@@ -445,11 +457,11 @@ class ChatModel:
     ) -> Any:
         """One attempt: streamed where the transport and the endpoint allow (see the module's
         docstring), else the answer whole by ``deadline``."""
-        from inquitree.core.calls.chat_http import Endpoint, TransportError, TransportTimeout, TransportTooLarge
+        from inquitree.core.calls.transport import TransportError, TransportTimeout, TransportTooLarge
 
         wait = silence or self.settings.timeout
         reply: _StreamedReply | None = None
-        if route == CHAT and self.settings.stream and self._streams and isinstance(self._http, Endpoint):
+        if route == CHAT and self.settings.stream and self._streams and self._http.streams:
             reply = _StreamedReply(streamed_by, stop, self.settings.max_reply_chars)
             body = {**body, "stream": True}
             if self._usage_in_stream:
@@ -630,6 +642,14 @@ _NO_SYSTEM_ROLE = re.compile(r"system role|system message|system prompt|roles mu
 # The (endpoint, model) pairs that refused a system message in this process: a campaign's later
 # episodes send the system text in the first user message at once (set.add is atomic in CPython).
 _NO_SYSTEM_ROLE_LEARNED: set[tuple[str, str]] = set()
+
+
+def _named(transport: Any) -> str | None:
+    """A transport of a lab's own, as the record names it (``module.Class``); None for InquiTree's."""
+    kind = type(transport)
+    if kind.__module__ == "inquitree.core.calls.chat_http":
+        return None
+    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 def system_in_user(messages: list[dict[str, str]]) -> list[dict[str, str]]:

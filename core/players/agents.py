@@ -325,6 +325,7 @@ class ModelConfig:
     label: str | None = None
     call_cache: str | None = None
     history_tokens: int | None = None  # the history's budget, estimated in tokens (see fit_history)
+    transport: Any = None  # a lab's own Transport (core/calls/transport.py); None: HTTP to base_url
 
     def __post_init__(self) -> None:
         if self.window is not None and self.window < 1:
@@ -341,6 +342,7 @@ class ModelConfig:
             rate_limiter=rate_limiter,
             temperature=temperature,
             who=who,
+            transport=self.transport,
         )
 
 
