@@ -48,18 +48,26 @@ def warehouse() -> None:
 )
 def sync(db_url, warehouse_path, trees_dirs, prices, registry, memory) -> None:
     """Load the events recorded since the last sync."""
+    import time
     from pathlib import Path
 
-    from inquitree.warehouse import kept_only_if_used
+    from inquitree.warehouse import default_warehouse_path, up_to_date
+
+    t0 = time.perf_counter()
+    path = warehouse_path or default_warehouse_path()
+    options: dict = {
+        "trees_dirs": list(trees_dirs),
+        "prices": Path(prices) if prices else None,
+        "registry": Path(registry) if registry else None,
+    }
+    position = up_to_date(path, db_url, memory=memory, **options)  # nothing new: no writer, no copy
+    if position is not None:
+        echo(f"{path}: 0 new events in {time.perf_counter() - t0:.2f} s; checkpoint at position {position:,}")
+        return
+    from inquitree.warehouse import kept_only_if_used  # the writer: DuckDB's views, PyArrow, the sync
 
     with kept_only_if_used(warehouse_path, memory=memory) as wh:
-        r = wh.sync(
-            db_url,
-            progress=sync_progress,
-            trees_dirs=list(trees_dirs),
-            prices=Path(prices) if prices else None,
-            registry=Path(registry) if registry else None,
-        )
+        r = wh.sync(db_url, progress=sync_progress, **options)
         progress_done()
         echo(f"{wh.path}: {r.events:,} new events in {r.seconds:.2f} s; checkpoint at position {r.last_position:,}")
 

@@ -222,6 +222,54 @@ def test_a_store_this_code_cannot_read_is_refused_before_anything_is_loaded(sqli
         assert wh.sql("SELECT count(*) FROM raw_events").item() == 0 and wh.checkpoint()[1] == 0
 
 
+def test_a_sync_with_nothing_to_do_leaves_the_warehouse_as_it_is(store_url, tmp_path):
+    """`warehouse sync` with no new event and no changed dimension file takes no writer: the file
+    is not copied, rewritten or published again (a writer copied a warehouse of any size to say
+    "0 new events"); a new event, a changed tree file, another schema or another store is synced,
+    or refused, by the sync itself."""
+    import os
+    import shutil
+
+    from inquitree.core.game import shipped_tree_paths
+    from inquitree.warehouse import up_to_date
+
+    store = EventStore(store_url)
+    simulate(store, 2, tmp_path)
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    shutil.copy(next(p for p in shipped_tree_paths() if p.stem == "synthetic-chain-7"), trees / "mine.json")
+    path = str(tmp_path / "w.duckdb")
+
+    def run(*more: str):
+        return CliRunner().invoke(
+            main, ["warehouse", "sync", "--db", store_url, "--warehouse", path, "--trees", str(trees), *more]
+        )
+
+    assert up_to_date(path, store_url, [trees]) is None  # no warehouse yet
+    assert run().exit_code == 0
+    head = store.last_position()
+    assert up_to_date(path, store_url, [trees]) == head
+    before = (Path(path).read_bytes(), os.stat(path).st_mtime_ns)
+    again = run()
+    assert again.exit_code == 0 and "0 new events in" in again.output and f"position {head:,}" in again.output
+    assert (Path(path).read_bytes(), os.stat(path).st_mtime_ns) == before and not Path(path + ".next").exists()
+    refused = run("--memory", "12MB")
+    assert refused.exit_code != 0 and "at least 64MB" in refused.output  # as the sync refuses it
+    assert up_to_date(path, store_url) is None  # the dimensions would change: a tree folder less
+    os.utime(trees / "mine.json", ns=(1, 1))
+    assert up_to_date(path, store_url, [trees]) is None
+    assert run().exit_code == 0 and up_to_date(path, store_url, [trees]) == head
+    play(resolve_tree("synthetic-diamond-4"), OracleAgent(resolve_tree("synthetic-diamond-4")), store=store, seed=7)
+    assert up_to_date(path, store_url, [trees]) is None
+    loaded = run()
+    assert loaded.exit_code == 0 and f"{store.last_position() - head:,} new events" in loaded.output
+    assert up_to_date(path, f"sqlite:///{tmp_path / 'other.sqlite'}", [trees]) is None
+    with Warehouse(path) as wh:
+        wh.con.execute("UPDATE warehouse_schema SET schema_hash = 'other'")
+    assert up_to_date(path, store_url, [trees]) is None
+    store.close()
+
+
 def test_a_warehouse_belongs_to_one_store(sqlite_url, tmp_path):
     EventStore(sqlite_url).close()
     path = str(tmp_path / "w.duckdb")

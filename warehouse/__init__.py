@@ -21,10 +21,11 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time each 
     from inquitree.warehouse.report import figures as figures
     from inquitree.warehouse.report import table_html as table_html
     from inquitree.warehouse.report import write_report as write_report
+    from inquitree.warehouse.schema import default_warehouse_path as default_warehouse_path
+    from inquitree.warehouse.uptodate import up_to_date as up_to_date
     from inquitree.warehouse.warehouse import PAIR_COLUMNS as PAIR_COLUMNS
     from inquitree.warehouse.warehouse import QUERIES_DIR as QUERIES_DIR
     from inquitree.warehouse.warehouse import Warehouse as Warehouse
-    from inquitree.warehouse.warehouse import default_warehouse_path as default_warehouse_path
     from inquitree.warehouse.warehouse import kept_only_if_used as kept_only_if_used
     from inquitree.warehouse.warehouse import query_names as query_names
     from inquitree.warehouse.warehouse import rebuild as rebuild
@@ -42,7 +43,8 @@ _EXPORTS = {
     "PAIR_COLUMNS": "warehouse",
     "QUERIES_DIR": "warehouse",
     "Warehouse": "warehouse",
-    "default_warehouse_path": "warehouse",
+    "default_warehouse_path": "schema",
+    "up_to_date": "uptodate",
     "kept_only_if_used": "warehouse",
     "query_names": "warehouse",
     "rebuild": "warehouse",

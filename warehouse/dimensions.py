@@ -87,6 +87,34 @@ class DimensionRows:
     tables: dict[str, list[tuple]]
 
 
+def _watched(
+    trees_dirs: list[Path] | None, prices: Path | None, registry: Path | None
+) -> tuple[list[Path], Path, Path | None, str]:
+    """The files the dimensions are read from (tree files, price table, extra registry) and their
+    fingerprint: their paths, sizes and modification times."""
+    paths = list(shipped_tree_paths())
+    for d in trees_dirs or []:
+        paths += sorted(Path(d).glob("*.json"))
+    prices_path = limits_prices_path(prices)
+    extra = registry_path(registry)
+    watched = [*paths, REGISTRY_PATH, prices_path, *([extra] if extra else [])]
+    try:
+        fingerprint = hashlib.sha256(
+            repr([(str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in watched]).encode()
+        ).hexdigest()
+    except FileNotFoundError as exc:
+        raise WarehouseError(f"{exc.filename}: no such file") from None
+    return paths, prices_path, extra, fingerprint
+
+
+def dimension_fingerprint(
+    trees_dirs: list[Path] | None = None, prices: Path | None = None, registry: Path | None = None
+) -> str:
+    """What :func:`dimension_rows` compares with the fingerprint a warehouse keeps: equal, the
+    dimension tables are as these files would make them."""
+    return _watched(trees_dirs, prices, registry)[3]
+
+
 def dimension_rows(
     known_fingerprint: str | None,
     trees_dirs: list[Path] | None = None,
@@ -96,19 +124,8 @@ def dimension_rows(
     """The rows of the dimension tables, read from the tree files, the model registry and the
     price table; None when none of those files changed since ``known_fingerprint``. Pure
     Python and no DuckDB, so that a sync runs it beside its loading."""
-    paths = list(shipped_tree_paths())
-    for d in trees_dirs or []:
-        paths += sorted(Path(d).glob("*.json"))
-    prices_path = limits_prices_path(prices)
-    extra = registry_path(registry)
-    watched = [*paths, REGISTRY_PATH, prices_path, *([extra] if extra else [])]
+    paths, prices_path, extra, fingerprint = _watched(trees_dirs, prices, registry)
     # Skip the work (validating every tree) when no tree file and not the registry changed.
-    try:
-        fingerprint = hashlib.sha256(
-            repr([(str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in watched]).encode()
-        ).hexdigest()
-    except FileNotFoundError as exc:
-        raise WarehouseError(f"{exc.filename}: no such file") from None
     if fingerprint == known_fingerprint:
         return None
     trees, items, item_results = [], [], []

@@ -10,7 +10,35 @@ analyses in ``queries/*.sql`` read only these.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
 from typing import Any
+
+from inquitree.warehouse.errors import WarehouseError
+
+WAREHOUSE_ENV = "INQUITREE_WAREHOUSE"
+MEMORY_ENV = "INQUITREE_WAREHOUSE_MEMORY"
+
+
+def default_warehouse_path() -> str:
+    return os.environ.get(WAREHOUSE_ENV) or "inquitree.duckdb"
+
+
+def memory_bytes(text: str) -> int:
+    """'512MB', '2GB', '1.5GiB' -> bytes; a clear error for anything else."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(KB|MB|GB|KiB|MiB|GiB)\s*", text, flags=re.I)
+    if not m:
+        raise WarehouseError(f"${MEMORY_ENV}={text!r}: expected a size such as 512MB or 2GB")
+    unit = m.group(2).lower()
+    scale = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}[unit]
+    value = int(float(m.group(1)) * scale)
+    if value < 64 * 10**6:
+        raise WarehouseError(f"${MEMORY_ENV}={text!r}: at least 64MB")
+    return value
+
 
 COMMON = [
     ("global_position", "BIGINT"),
@@ -350,3 +378,14 @@ def checkpoint(con: Any) -> tuple[str | None, int]:
     empty. Here, beside the tables, so that a reader of the warehouse never imports the sync."""
     rows = con.execute("SELECT source, last_position FROM sync_state").fetchall()
     return (rows[0][0], rows[0][1]) if rows else (None, 0)
+
+
+VIEWS_PATH = Path(__file__).resolve().parent / "views.sql"
+# The schema stamp: the tables' hash, then the views'. A warehouse whose tables match takes this
+# code's views when a writer opens it (views hold no data: replacing them needs no rebuild), and a
+# reader, which cannot write them, reads through this code's views made for its connection alone;
+# other tables must be rebuilt. A stamp of one hash (0.1.0's first stamps) matches no tables.
+TABLES_HASH = hashlib.sha256((json.dumps(TYPED, sort_keys=True) + BASE + DIMENSIONS + FACTS).encode()).hexdigest()
+_VIEWS_TEXT = VIEWS_PATH.read_text()
+VIEWS_HASH = hashlib.sha256(_VIEWS_TEXT.encode()).hexdigest()
+SCHEMA_HASH = f"{TABLES_HASH}:{VIEWS_HASH}"

@@ -14,8 +14,6 @@ or :meth:`Warehouse.query`. The Python API returns Polars DataFrames.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import re
 import shutil
@@ -33,12 +31,15 @@ from inquitree.warehouse.instrument import register as register_instrument
 from inquitree.warehouse.intervals import Settings
 from inquitree.warehouse.intervals import register as register_intervals
 from inquitree.warehouse.schema import (
-    BASE,
-    DIMENSIONS,
+    _VIEWS_TEXT,
     FACT_MACROS,
-    FACTS,
-    TYPED,
+    MEMORY_ENV,
+    SCHEMA_HASH,
+    TABLES_HASH,
+    VIEWS_HASH,
     checkpoint,
+    default_warehouse_path,
+    memory_bytes,
     refresh_facts,
     table_statements,
 )
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
     # the sync (SQLAlchemy, the store's readers) is imported where a sync is made
     from inquitree.warehouse.sync import SyncReport
 
-WAREHOUSE_ENV = "INQUITREE_WAREHOUSE"
 QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
 # The columns of queries/compare.sql that list each row's pairs (ids, papers, differences): the
 # terminal and the viewer show them under the table, not in it.
@@ -57,15 +57,6 @@ PAIR_COLUMNS = ("pairs", "pair_trees", "pair_differences")
 # A query's variables that a caller may leave out: compare lists its pairs unless told not to (the
 # viewer's table and a terminal table without --pairs drop them, and their memory with them).
 QUERY_DEFAULTS: dict[str, Any] = {"compare_pairs": True}
-VIEWS_PATH = Path(__file__).resolve().parent / "views.sql"
-# The schema stamp: the tables' hash, then the views'. A warehouse whose tables match takes this
-# code's views when a writer opens it (views hold no data: replacing them needs no rebuild), and a
-# reader, which cannot write them, reads through this code's views made for its connection alone;
-# other tables must be rebuilt. A stamp of one hash (0.1.0's first stamps) matches no tables.
-TABLES_HASH = hashlib.sha256((json.dumps(TYPED, sort_keys=True) + BASE + DIMENSIONS + FACTS).encode()).hexdigest()
-_VIEWS_TEXT = VIEWS_PATH.read_text()
-VIEWS_HASH = hashlib.sha256(_VIEWS_TEXT.encode()).hexdigest()
-SCHEMA_HASH = f"{TABLES_HASH}:{VIEWS_HASH}"
 
 
 def views_sql(temporary: bool = False) -> str:
@@ -75,10 +66,6 @@ def views_sql(temporary: bool = False) -> str:
     return _VIEWS_TEXT.replace("CREATE OR REPLACE VIEW ", "CREATE OR REPLACE TEMP VIEW ").replace(
         "CREATE OR REPLACE MACRO ", "CREATE OR REPLACE TEMP MACRO "
     )
-
-
-def default_warehouse_path() -> str:
-    return os.environ.get(WAREHOUSE_ENV) or "inquitree.duckdb"
 
 
 @contextlib.contextmanager
@@ -138,8 +125,6 @@ class _WriterLock:
         self.file.close()  # closing the file releases its lock
 
 
-MEMORY_ENV = "INQUITREE_WAREHOUSE_MEMORY"
-
 # DuckDB's memory limit; a sync's staging and commit windows follow from it (``sync.sync_windows``).
 # The peak RSS each setting gives is measured by bench/warehouse_memory.py (docs/performance.md).
 DEFAULT_MEMORY = "320MB"
@@ -147,19 +132,6 @@ DEFAULT_MEMORY = "320MB"
 # campaign of 5M events need more than 320 MB of DuckDB's memory and failed there (bench/scale.py);
 # the memory a query takes still grows with what it reads.
 READ_MEMORY = "640MB"
-
-
-def memory_bytes(text: str) -> int:
-    """'512MB', '2GB', '1.5GiB' -> bytes; a clear error for anything else."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(KB|MB|GB|KiB|MiB|GiB)\s*", text, flags=re.I)
-    if not m:
-        raise WarehouseError(f"${MEMORY_ENV}={text!r}: expected a size such as 512MB or 2GB")
-    unit = m.group(2).lower()
-    scale = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}[unit]
-    value = int(float(m.group(1)) * scale)
-    if value < 64 * 10**6:
-        raise WarehouseError(f"${MEMORY_ENV}={text!r}: at least 64MB")
-    return value
 
 
 # Rows per row group of the warehouse's tables (DuckDB's default: 122,880). A sync's inserts
