@@ -114,7 +114,8 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
             report = store.verify(
                 progress=lambda n: echo(f"  ... {n:,} events checked", err=True), anchor=anchor, verifier=verifier
             )
-            missing = store.missing_guards()
+            missing, declared = store.missing_guards(), store.declared_guards()
+            backend = store.dialect
             imports = [
                 r.event
                 for s in store.streams(prefix=IMPORT_PREFIX)
@@ -129,7 +130,9 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
         where = f"stream {stream!r} version {version}: " if stream is not None else ""
         say(f"TAMPERED: {where}{what}")
         sys.exit(1)
-    if missing:
+    if missing and not declared:
+        say(f"UNGUARDED: {missing[0]}; only the chains, with an anchor or a key, show a change")
+    elif missing:
         say(
             "UNGUARDED: the database no longer enforces immutability: "
             + "; ".join(missing)
@@ -141,6 +144,8 @@ def verify(db_url: str | None, anchor_path: str | None, key_paths: tuple[str, ..
         f"was changed, removed, inserted or moved (head: position {report.head_position}, "
         f"log hash {report.head_hash[:16]}...)"
     )
+    if declared and not missing:
+        say(f"guards in force ({backend}): " + "; ".join(declared))
     for note in report.notes:
         say(f"note: {note}")
     for ev in imports:

@@ -293,6 +293,12 @@ class Database:
         with self.cursor() as cur:
             return guards.missing(cur, self.backend)
 
+    def declared_guards(self) -> list[str]:
+        """The immutability guards this database's backend has, in force or not."""
+        from inquitree.events import guards
+
+        return guards.declared(self.backend)
+
     def starting_with(self, prefix: str) -> tuple[str, tuple[str, ...]]:
         """A condition (and its arguments) for the stream ids that start with ``prefix``, exactly.
 

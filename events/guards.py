@@ -17,14 +17,24 @@ from typing import Any
 
 from inquitree.events.backends import Backend
 
-__all__ = ["missing", "restore_guards"]
+__all__ = ["declared", "missing", "restore_guards"]
+
+
+def declared(backend: Backend) -> list[str]:
+    """The guards this backend has, one phrase each (``db verify`` lists them): what the database
+    itself refuses, whatever the writer."""
+    return [f"{name} refuses {what} on {table}" for name, (table, what, *_) in backend.guards.items()]
 
 
 def missing(cur: Any, backend: Backend) -> list[str]:
-    """Each guard that is not in force, as a sentence ([] when all are)."""
+    """Each guard that is not in force, as a sentence ([] when all are). A backend that has none
+    is not guarded at all, and says so: only the chains, with an anchor or a key, show a change."""
     expected = backend.guards
     if not expected:
-        return []
+        return [
+            f"the {backend.name or 'store'} backend has no immutability guards: the database itself refuses "
+            "no UPDATE, DELETE or oversized INSERT"
+        ]
     present, disabled, grants = backend.guard_state(cur)
     found = []
     for name, (table, what, *_) in expected.items():

@@ -181,7 +181,9 @@ class EventStore:
             migrate.ensure_schema(self.db.engine, redact(self.url), auto_upgrade=auto_upgrade)
         if create and revision is not None:  # a writer into an existing store: are its guards in place?
             missing = self.missing_guards()
-            if missing:
+            if missing and not self.declared_guards():
+                warn(f"inquitree: warning: {redact(self.url)}: {missing[0]}")
+            elif missing:
                 warn(
                     f"inquitree: warning: {redact(self.url)} no longer enforces immutability ({'; '.join(missing)}); "
                     "`inquitree db upgrade`, as the store's owner, restores it"
@@ -206,6 +208,10 @@ class EventStore:
     def missing_guards(self) -> list[str]:
         """The immutability guards (triggers; on PostgreSQL also grants) that are not in force."""
         return self.db.missing_guards()
+
+    def declared_guards(self) -> list[str]:
+        """The immutability guards this store's database has, one phrase each (``db verify``)."""
+        return self.db.declared_guards()
 
     def __enter__(self) -> "EventStore":
         return self

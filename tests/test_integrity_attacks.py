@@ -233,6 +233,21 @@ def test_a_dropped_trigger_is_reported_and_restored_sqlite(sqlite_url):
     assert out.exit_code == 0 and "UNGUARDED" not in out.output
 
 
+def test_verify_names_the_guards_in_force_and_a_backend_without_any_is_unguarded(sqlite_url, monkeypatch):
+    """`db verify` lists the guards the store's backend has; a backend that declares none (a
+    database without triggers) is reported UNGUARDED, never as guarded because nothing is missing."""
+    from inquitree.events.backends.sqlite import SQLite
+
+    _record(sqlite_url, None, seed=1)
+    out = CliRunner().invoke(main, ["db", "verify", "--db", sqlite_url])
+    assert out.exit_code == 0 and "guards in force (sqlite): events_no_update refuses UPDATE on events" in out.output
+    assert "events_payload_size refuses an INSERT of a payload over 4,194,304 bytes on events" in out.output
+    monkeypatch.setattr(SQLite, "guards", {})
+    out = CliRunner().invoke(main, ["db", "verify", "--db", sqlite_url])
+    assert out.exit_code == 1 and "UNGUARDED: the sqlite backend has no immutability guards" in out.output
+    assert "guards in force" not in out.output and "db upgrade" not in out.output
+
+
 def test_a_disabled_trigger_and_a_granted_update_are_reported_and_restored_postgresql():
     import sqlalchemy as sa
     from conftest import as_admin, fresh_pg_database
