@@ -36,8 +36,9 @@ OTHER_COMMANDS = (
     "inquitree.cli.db",
 )
 # what playing an episode needs and a listing does not: the model calls and their options, the run
-# settings, the tree files (cli/episodes.py is a module of its own for it)
-PLAYING = ("inquitree.cli.play", "inquitree.core.calls.models", "inquitree.core.run.spec", "inquitree.core.game.tree")
+# settings (cli/episodes.py is a module of its own for it). The game's face, which the listing's
+# fold comes from, imports all of the game and nothing heavy (test_architecture.py holds it to that).
+PLAYING = ("inquitree.cli.play", "inquitree.core.calls.models", "inquitree.core.run.spec")
 
 
 def test_each_command_is_loaded_from_its_module_under_its_own_name():
