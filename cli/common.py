@@ -9,7 +9,6 @@ from typing import Any, Callable, Sequence
 import click
 
 from inquitree.boundary.text import printable
-from inquitree.core.players import spelled
 from inquitree.events import KEY_ENV
 
 
@@ -298,6 +297,8 @@ class KindOption(click.Option):
         super().__init__(*args, **kwargs)
 
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        from inquitree.core.players import spelled  # the players' room: when a help is shown
+
         self.help = spelled(self.role) + self.extra
         return super().get_help_record(ctx)
 

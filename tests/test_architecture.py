@@ -129,7 +129,6 @@ def test_every_face_loads_what_it_exports_and_the_type_checker_reads_the_same(fa
 LAZY_FACES = {
     "inquitree.events": "SQLAlchemy and Alembic (the schema's tables, the migrations)",
     "inquitree.warehouse": "DuckDB, Polars and PyArrow",
-    "inquitree.core.players": "NumPy (embeddings, judges)",
     "inquitree.core.run": "NumPy (the runner, statistics)",
     "inquitree.core.instrument": "NumPy",
     "inquitree.core.extract": "NumPy",

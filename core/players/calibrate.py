@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Sequence
 
 from inquitree.core.game import Tree
+
+if TYPE_CHECKING:  # NumPy is imported where vectors are made: a face imports this module at start-up
+    import numpy as np
 
 
 def is_monotone(cosines: Sequence[float]) -> bool:
@@ -98,6 +99,8 @@ def calibrate_tree(tree: Tree, embedder) -> TreeCalibration:
 
 
 def percentile(values: list[float], q: float) -> float:
+    import numpy as np
+
     vals = [v for v in values if not math.isnan(v)]
     return float(np.percentile(vals, q)) if vals else float("nan")
 
@@ -111,6 +114,8 @@ def recommend_tau(calibrations: Sequence[TreeCalibration]) -> float:
 
 def summary_rows(cal: TreeCalibration) -> list[tuple[str, float, float, float]]:
     """(what, mean, min, max) for h1..h4 and the cross-target cosines."""
+    import numpy as np
+
     rows = []
     for i in range(1, 5):
         v = cal.level(i)

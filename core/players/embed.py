@@ -31,13 +31,14 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any, Iterable, Protocol, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Iterable, Protocol, Sequence
 
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.core.cache import cache_dir
 from inquitree.core.calls import openai_endpoint, redact_url
+
+if TYPE_CHECKING:  # NumPy is imported where vectors are made: a face imports this module at start-up
+    import numpy as np
 
 
 class EmbedderError(InquiTreeError):
@@ -65,6 +66,8 @@ def embed_actions(embedder: Any, texts: Sequence[str]) -> np.ndarray:
 
 
 def normalize(m: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (m / norms).astype(np.float32)
@@ -119,6 +122,8 @@ class LocalEmbedder:
             return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         out = []
         if len(texts):
             tokenizer, session = self._loaded()
@@ -143,6 +148,8 @@ class HashEmbedder:
         self.dim = dim
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         m = np.zeros((len(texts), self.dim), np.float32)
         for row, text in enumerate(texts):
             m[row] = _hashed_grams(text, self.dim)
@@ -154,6 +161,8 @@ def _hashed_grams(text: str, dim: int) -> np.ndarray:
     """The signed bucket counts of one text, before normalization. Remembered for the last 4,096
     texts (16 MB at 1,024 buckets): an engine embeds its candidates and an agent's common replies
     again and again, and hashing every n-gram is most of a hash-embedder run's time."""
+    import numpy as np
+
     row = np.zeros(dim, np.float32)
     t = f" {' '.join(text.lower().split())} "
     for n in (3, 4, 5):
@@ -196,6 +205,8 @@ class OpenAIEmbedder:
         self.id = f"openai:{model}" + (f"@{redact_url(self.base_url)}" if self.base_url else "")
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         from inquitree.core.calls import ModelCallError
 
         rows: list[Any] = []
@@ -242,6 +253,8 @@ class NomicEmbedder:
         )
 
     def _embed(self, prefix: str, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         if not len(texts):
             return np.zeros((0, self.DIM), np.float32)
         try:
@@ -313,6 +326,8 @@ class CachedEmbedder:
         return self._cached(texts, self.id + "#query", self._inner_queries)
 
     def _cached(self, texts: Sequence[str], cache_id: str, compute: Any) -> np.ndarray:
+        import numpy as np
+
         keys = [self.key(t) for t in texts]
         found: dict[str, np.ndarray] = {}  # this call's vectors, whatever another thread drops meanwhile
         ns = "" if cache_id == self.id else cache_id  # the memory's keys: the text's alone for plain texts

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.core.calls import ModelCallError, json_schema_format, option_label
 from inquitree.core.game import Tree
 from inquitree.core.players.agents import ModelConfig, strip_code_fence
 from inquitree.events import JudgeVerdict
+
+if TYPE_CHECKING:  # NumPy is imported where vectors are made: a face imports this module at start-up
+    import numpy as np
 
 SCORES = (1.0, 0.6, 0.0)
 
@@ -84,6 +85,8 @@ class EmbeddingJudge:
         self._truths: dict[tuple, np.ndarray] = {}  # the ground-truth items' vectors, by tree and items
 
     def judge(self, tree: Tree, items: list[str]) -> list[JudgeVerdict]:
+        import numpy as np
+
         if items:
             key = (tree.content_hash, tuple(c.id for c in tree.conclusions))  # a tree may be asked of some items only
             truths = self._truths.get(key)
@@ -313,6 +316,8 @@ class HybridJudge(RubricJudge):
         self.description = {**self.description, "embedder": embedder.id, "shortlist": self.SHORTLIST}
 
     def messages(self, tree: Tree, item: str, items: list[str]) -> list[dict[str, str]]:
+        import numpy as np
+
         cosines = self.embedder.embed(items) @ self.embedder.embed([item])[0]
         nearest = sorted(np.argsort(-cosines, kind="stable")[: self.SHORTLIST].tolist())
         return super().messages(tree, item, [items[i] for i in nearest])
