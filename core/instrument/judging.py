@@ -12,11 +12,12 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Callable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable
 
 from inquitree.core.game import resolve_tree
+
+if TYPE_CHECKING:
+    pass
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "judging"
 LABELS = DATA / "qwen-conclusions.jsonl"
@@ -56,6 +57,8 @@ def kappa_over_trees(pairs_by_tree: dict[str, list[tuple[str, str]]], draws: int
     """A 95% interval for kappa that resamples whole trees (the items of one tree are one model's
     conclusions about one paper): percentiles of ``draws`` resamples with replacement, seed 0. A
     resample where kappa is undefined (every pair in one category) is left out."""
+    import numpy as np
+
     trees = sorted(pairs_by_tree)
     if len(trees) < 2:
         return None

@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from inquitree.core.game import Tree, resolve_tree
 from inquitree.events import (
@@ -37,6 +35,9 @@ from inquitree.events import (
     check_episode_id,
     episode_prefix,
 )
+
+if TYPE_CHECKING:
+    pass
 
 KINDS = ("move", "conclusion")
 CONCLUSION_ANSWERS = ("stated", "partial", "absent")
@@ -194,6 +195,8 @@ def draw_sample(items: Sequence[Item], size: int, seed: int) -> list[Item]:
     conclusions: agent) gets an equal share, a stratum with fewer items gives all it has and the
     rest goes to the others; the sample is shown in a seeded random order. A size at least the
     number of items takes them all."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     strata: dict[tuple[str, ...], list[Item]] = {}
     for it in sorted(items, key=lambda x: (x.key[0], x.key[1], x.key[2] or "")):
@@ -322,6 +325,8 @@ def move_rates(rows: Sequence[tuple[str, str | None, bool]]) -> dict[str, Any]:
 
 def _over_papers(by_paper: dict[str, list[Any]], measure: Any, keys: Sequence[str], draws: int) -> dict:
     """95% percentile intervals of ``measure(rows)[key]`` over ``draws`` resamples of papers (seed 0)."""
+    import numpy as np
+
     papers = sorted(by_paper)
     out: dict[str, Any] = {"papers": len(papers)}
     if len(papers) < 2:

@@ -24,9 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from inquitree.core.game import (
     MatchRuleError,
@@ -38,6 +36,9 @@ from inquitree.core.game import (
     threshold_at,
 )
 from inquitree.core.players import DEFAULT_TAU, DEFAULT_TAU_STUDY, embed_actions, embeds_queries_apart
+
+if TYPE_CHECKING:
+    pass
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 LABELS = DATA / "matching" / "qwen-actions.jsonl"
@@ -170,6 +171,8 @@ def anchored(items: list[dict], embedder: Any, kind: str = "text", how: str = "m
     (``max``) or the mean of the best two (``top2``). ``text`` with ``max`` is the paper's rule:
     one cosine with each candidate's own text. An embedder that embeds an agent's text as a query
     (``embed_queries``) embeds the actions so; any other embeds every text in one batch."""
+    import numpy as np
+
     texts = [a for it in items for _, xs in anchors(it, kind) for a in xs]
     vectors, queries = _embedded(embedder, [it["action"] for it in items], texts)
     out = []
@@ -248,6 +251,8 @@ def over_trees(
     """95% intervals for the rates at ``state`` that resample whole trees: the 2.5th and 97.5th
     percentiles of each rate over ``draws`` resamples of the trees with replacement (seed 0).
     ``count`` is what counts them: the study's :func:`rates` or the instrument's :func:`validity`."""
+    import numpy as np
+
     by_tree: dict[str, list[Scored]] = {}
     for r, tree in rows:
         if r[3] == state:

@@ -41,9 +41,8 @@ import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from inquitree import stats
 from inquitree.boundary.errors import InquiTreeError
 from inquitree.boundary.files import read_file
 from inquitree.boundary.text import shown, warn
@@ -77,6 +76,9 @@ from inquitree.events import (
     campaign_stream,
     grid,
 )
+
+if TYPE_CHECKING:  # the statistics (NumPy) are imported where scores are summarised
+    from inquitree import stats
 
 # Every key a suite file may have: its type and what it sets, said once. The checks, the error
 # that lists the known keys and docs/suite-keys.md (suite_keys_markdown) are made from this table;
@@ -511,6 +513,8 @@ def campaign_scores(suite: Suite, store: EventStore) -> list[AgentScore]:
         else:
             papers.append(cell.tree)
             qs.append(float(scored.q_norm))
+    from inquitree import stats  # NumPy: for the scores, not when a suite is read
+
     rows = [
         AgentScore(agent, judge, level, stats.mean_interval(papers, qs, bounds=(0, 1)), unscored[0])
         for (agent, judge), (papers, qs, unscored) in values.items()

@@ -13,9 +13,7 @@ import dataclasses
 import secrets
 import threading
 import time
-from typing import Callable
-
-import numpy as np
+from typing import TYPE_CHECKING, Callable
 
 from inquitree import __version__
 from inquitree.boundary.errors import InquiTreeError
@@ -35,6 +33,9 @@ from inquitree.events import (
     EventStore,
     episode_stream,
 )
+
+if TYPE_CHECKING:
+    pass
 
 STREAM_PREFIX = EPISODE_PREFIX
 
@@ -113,6 +114,8 @@ def cosines(embedder, action: str, candidates: list[tuple[str, str]]) -> dict[st
     """Eq. 2 between the ACTION and each text of ``candidates`` (the engine's anchors: the
     candidates' canonical texts, and under the fitted rule their hints and the topic), rounded to
     6 decimals."""
+    import numpy as np
+
     texts = [text for _, text in candidates]
     if not embeds_queries_apart(embedder):  # one batch, as every recorded episode was scored
         vecs = embedder.embed([action] + texts)
