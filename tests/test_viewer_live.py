@@ -48,7 +48,7 @@ def test_a_campaigns_cells_are_folded_from_the_store(store_url, tmp_path):
         with EventStore(store_url) as store:
             assert run_suite(Suite.load(suite_file), store).failed == 1
             bigger = Suite.load(suite_file, ["oracle", "openai:m", "random"])
-            bigger.runs, bigger.max_turns = 4, 4  # cells: oracle r0-r3, openai:m r0-r3, random r0-r3
+            bigger.runs, bigger.episode["max_turns"] = 4, 4  # cells: oracle r0-r3, openai:m r0-r3, random r0-r3
             assert run_suite(bigger, store, shard=(6, 12)).done == 1  # openai:m r1 only
             eid = bigger.cells()[9].episode_id(bigger.name)  # random r1: begun here and left
             store.append(stream_id(eid), [_started(eid)], 0)

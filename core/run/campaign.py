@@ -224,7 +224,7 @@ class SuiteError(InquiTreeError):
     pass
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)  # a name that is no field (an episode option: suite.episode) is refused
 class Suite:
     name: str
     trees: list[str]
