@@ -130,9 +130,9 @@ LAZY_FACES = {
     "inquitree.events": "SQLAlchemy and Alembic (the schema's tables, the migrations)",
     "inquitree.warehouse": "DuckDB, Polars and PyArrow",
     "inquitree.core.run": "none at their top; the command line reads the episode options from it as it starts, "
-    "and the rest of the room (campaigns, the runner, exports) would double play --help's start",
+    "and the rest of the room (campaigns, the runner, exports) added seven tenths to play --help's start",
     "inquitree.core.instrument": "none at their top; `query --list` loads the room's face, and the whole room "
-    "would add a sixth to its start",
+    "added a sixth to its start",
     "inquitree.core.inspect": "inspect_ai",
 }
 HEAVY = ("sqlalchemy", "alembic", "duckdb", "polars", "pyarrow", "numpy", "jinja2", "onnxruntime", "matplotlib")
