@@ -661,6 +661,30 @@ def test_the_large_backlog_readers_give_identical_tables(store_url, tmp_path, mo
             assert b.sql(gaps).item() == 1
 
 
+def test_a_large_backlog_of_another_backend_is_read_through_the_store(sqlite_url, tmp_path, monkeypatch):
+    """A backend the warehouse has no bulk reader for is read through the store's own interface,
+    whatever the backlog: the PostgreSQL driver is never pointed at a database of another kind."""
+    import inquitree.warehouse.sources as wsrc
+
+    store = EventStore(sqlite_url)
+    simulate(store, 1, tmp_path)
+    store.close()
+    monkeypatch.setattr(wsrc, "LARGE_BACKLOG", 0)
+    real = wsrc._Source.__init__
+
+    def another_backend(self, url):
+        real(self, url)
+        self.backend = "another"
+
+    monkeypatch.setattr(wsrc._Source, "__init__", another_backend)
+    source = wsrc.open_source(sqlite_url, 0, 100)
+    try:
+        assert type(source) is wsrc._Source
+        assert sum(batch.num_rows for batch in source.batches(0, 100)) == source.last_position()
+    finally:
+        source.close()
+
+
 def test_a_batch_larger_than_a_row_group_is_loaded_whole(sqlite_url, tmp_path, monkeypatch):
     """One staged insert of over 122,880 rows (a DuckDB row group): with the staging table made by
     `CREATE TABLE ... AS SELECT ... LIMIT 0` inside the sync's transaction, DuckDB 2.0.0 hid all

@@ -233,13 +233,15 @@ def _remove_stale_spools(where: Path) -> None:
 
 def open_source(url: str, after: int, batch_size: int) -> "_Source | _AdbcPostgresSource | _ChildSource":
     """Row by row in-process for small backlogs (no start-up cost); Arrow-native for large ones:
-    the ADBC driver for PostgreSQL, a child process running the ADBC driver for SQLite."""
+    the ADBC driver for PostgreSQL, a child process running the ADBC driver for SQLite. A store of
+    any other backend is read through the store's own interface, whatever its size: no driver of
+    another database is pointed at it."""
     src = _Source(url)
     last = src.last_position()
-    if last - after < LARGE_BACKLOG:
+    if last - after < LARGE_BACKLOG or src.backend not in ("postgresql", "sqlite"):
         return src
     src.close()
-    if src.backend != "sqlite":
+    if src.backend == "postgresql":
         return _AdbcPostgresSource(url, after, last)
     import sqlalchemy as sa
 
