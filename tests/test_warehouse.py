@@ -264,8 +264,20 @@ def test_a_sync_with_nothing_to_do_leaves_the_warehouse_as_it_is(store_url, tmp_
     loaded = run()
     assert loaded.exit_code == 0 and f"{store.last_position() - head:,} new events" in loaded.output
     assert up_to_date(path, f"sqlite:///{tmp_path / 'other.sqlite'}", [trees]) is None
+    # a file's own "table" that is a view over a file outside it reads nothing: it would match here
+    stamp_file = tmp_path / "stamp.txt"
     with Warehouse(path) as wh:
-        wh.con.execute("UPDATE warehouse_schema SET schema_hash = 'other'")
+        stamp_file.write_text(wh.sql("SELECT schema_hash FROM warehouse_schema").item())
+    assert up_to_date(path, store_url, [trees]) == store.last_position()
+    con = duckdb.connect(path)
+    con.execute("DROP TABLE warehouse_schema")
+    con.execute(f"CREATE VIEW warehouse_schema AS SELECT content AS schema_hash FROM read_text('{stamp_file}')")
+    con.close()
+    assert up_to_date(path, store_url, [trees]) is None
+    con = duckdb.connect(path)
+    con.execute("DROP VIEW warehouse_schema")
+    con.execute("CREATE TABLE warehouse_schema AS SELECT 'other' AS schema_hash")
+    con.close()
     assert up_to_date(path, store_url, [trees]) is None
     store.close()
 

@@ -43,6 +43,7 @@ def up_to_date(
     try:
         con.execute(f"ATTACH '{path.replace(chr(39), chr(39) * 2)}' AS warehouse (READ_ONLY)")
         con.execute("USE warehouse")
+        con.execute("SET enable_external_access = false")  # a file's own views read nothing outside it
         stamp = con.execute("SELECT schema_hash FROM warehouse_schema").fetchall()
         source, position = checkpoint(con)
         kept = con.execute("SELECT fingerprint FROM dimension_state").fetchall()
