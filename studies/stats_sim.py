@@ -1223,8 +1223,7 @@ def _md_intervals(result: dict) -> list[str]:
 
 def _md_paired(result: dict) -> list[str]:
     """The paired test's size under true nulls."""
-    out: list[str] = []
-    out += [
+    return [
         "",
         'The paired test\'s size under a true null (rejections at 5%; "cannot": p_min > 0.05, no '
         'rejection is possible and the row says so; "warned": the share of rows that carry a warning). '
@@ -1244,17 +1243,14 @@ def _md_paired(result: dict) -> list[str]:
             _size_cell,
         ),
     ]
-    return out
 
 
 def _md_asymmetry(result: dict) -> list[str]:
     """The paired test's size on the asymmetric null."""
-    out: list[str] = []
-    out += _by_papers(
+    return _by_papers(
         "size on the asymmetric null (Monte Carlo SE)",
         [(r["papers"], f"{100 * r['size']:.1f}% ({100 * r['size_se']:.1f})") for r in result["asymmetry"]],
     )
-    return out
 
 
 def _md_power(result: dict) -> list[str]:
@@ -1323,9 +1319,8 @@ def _md_fixed_papers(result: dict) -> list[str]:
 
 def _md_fixed_spread(result: dict) -> list[str]:
     """``--fixed-papers`` where runs vary unequally, now and before."""
-    out: list[str] = []
     prior = result.get("prior_fixed_spread", result.get("prior"))
-    out += _with_prior(
+    return _with_prior(
         result["fixed_spread"],
         "| `--fixed-papers`, runs varying unequally | papers | holds | warned | unwarned rows hold | median width |",
         lambda r: (
@@ -1335,13 +1330,11 @@ def _md_fixed_spread(result: dict) -> list[str]:
         ("holds", "prior_coverage"),
         prior,
     )
-    return out
 
 
 def _md_skewed_null(result: dict) -> list[str]:
     """The paired test's size on skewed nulls, now and before."""
-    out: list[str] = []
-    out += _with_prior(
+    return _with_prior(
         result["skewed_null"],
         "| null design | papers | size | warned | size among unwarned rows | unwarned rejections |",
         lambda r: (
@@ -1351,7 +1344,6 @@ def _md_skewed_null(result: dict) -> list[str]:
         ("size", "prior_size"),
         result.get("prior_skewed_null", result.get("prior")),
     )
-    return out
 
 
 def _md_rank_ties(result: dict) -> list[str]:
@@ -1375,8 +1367,7 @@ def _md_rank_ties(result: dict) -> list[str]:
 
 def _md_pooled(result: dict) -> list[str]:
     """Fig. 3c's pooled rates: Fieller's interval against the jackknife t."""
-    out: list[str] = []
-    out += _md_table(
+    return _md_table(
         "| Fig. 3c, randomness | papers | Fieller: holds | warned | unwarned rows hold | "
         "jackknife t (before): holds | its 0/1 warning fired |",
         [
@@ -1385,14 +1376,12 @@ def _md_pooled(result: dict) -> list[str]:
             for r in result["pooled"]
         ],
     )
-    return out
 
 
 def _md_plans(result: dict) -> list[str]:
     """Power plans with papers losing their run: printed against true power."""
-    out: list[str] = []
     plans = [[r for r in result["plans"] if r["stats"] == name] for name in ("now", "before")]
-    out += _md_table(
+    return _md_table(
         "| power plan, 30% of papers losing their run | seeds | papers asked | printed power | true power | "
         "plans short of 80% | printed above true (most) |",
         [
@@ -1405,13 +1394,11 @@ def _md_plans(result: dict) -> list[str]:
             if rs
         ],
     )
-    return out
 
 
 def _md_run_shocks(result: dict) -> list[str]:
     """Intervals under a shock shared by one run's papers."""
-    out: list[str] = []
-    out += _md_table(
+    return _md_table(
         "| run shock SD | runs | papers | interval over papers holds | it holds for these runs | "
         "run effect warned | unwarned rows hold | two-way cluster-robust: holds | "
         "over runs and papers (every row): holds | its median width |",
@@ -1423,13 +1410,11 @@ def _md_run_shocks(result: dict) -> list[str]:
             for r in result["run_shocks"]
         ],
     )
-    return out
 
 
 def _md_steps_range(result: dict) -> list[str]:
     """Steps intervals against the turn limit."""
-    out: list[str] = []
-    out += _md_table(
+    return _md_table(
         f"| mean steps, turn limit {STEPS_LIMIT:.0f} | papers | holds | warned | unwarned rows hold | "
         "cut at the limit (before): holds | unbounded (before that): upper end past the limit | its median "
         "upper end |",
@@ -1440,13 +1425,11 @@ def _md_steps_range(result: dict) -> list[str]:
             for r in result["steps_range"]
         ],
     )
-    return out
 
 
 def _md_shared_seeds(result: dict) -> list[str]:
     """Intervals where a paper's runs repeat one seed."""
-    out: list[str] = []
-    out += _md_table(
+    return _md_table(
         "| runs of a paper | papers | --fixed-papers holds | papers like these holds | warned (shared_seeds_said) |",
         [
             f"| {'one seed repeated' if r['repeated_seed'] else 'a seed each'} | {r['papers']} | "
@@ -1454,13 +1437,11 @@ def _md_shared_seeds(result: dict) -> list[str]:
             for r in result["shared_seeds"]
         ],
     )
-    return out
 
 
 def _md_change(result: dict) -> list[str]:
     """Fig. 3b's relative change: Fieller's interval against the jackknife t."""
-    out: list[str] = []
-    out += _md_table(
+    return _md_table(
         "| Fig. 3b design | papers | Fieller: bounded | covers when bounded | median width (points) | "
         "warned | jackknife t: covers | median width |",
         [
@@ -1470,15 +1451,13 @@ def _md_change(result: dict) -> list[str]:
             for r in result["change"]
         ],
     )
-    return out
 
 
 def _md_tied_agents(result: dict) -> list[str]:
     """Rank sets of many agents equal in truth."""
-    out: list[str] = []
     rows = result["tied_agents"]
     before = "prior_each_holds_mean" in rows[0]
-    out += _md_table(
+    return _md_table(
         "| agents | papers | each agent's interval spans the tie (mean, lowest) | "
         + ("before (mean, lowest) | " if before else "")
         + "all at once | simultaneous: all at once | simultaneous: warned |",
@@ -1491,7 +1470,6 @@ def _md_tied_agents(result: dict) -> list[str]:
             for r in rows
         ],
     )
-    return out
 
 
 def _md_failures(result: dict) -> list[str]:
@@ -1534,9 +1512,8 @@ def _md_pilots(result: dict) -> list[str]:
 
 def _md_episode_units(result: dict) -> list[str]:
     """Episodes as units: Cox's, the t and the printed interval on n episodes."""
-    out: list[str] = []
     units = result["episode_units"]
-    out += [
+    return [
         "",
         "Episodes as units (one tree's steps, each episode a unit): coverage of Cox's log-scale interval / "
         "the t interval / the printed one, on samples of n episodes:",
@@ -1549,7 +1526,6 @@ def _md_episode_units(result: dict) -> list[str]:
             "episodes",
         ),
     ]
-    return out
 
 
 # The tables of docs/statistics.md, in its order: the key of a part's result and its table.
