@@ -389,3 +389,12 @@ TABLES_HASH = hashlib.sha256((json.dumps(TYPED, sort_keys=True) + BASE + DIMENSI
 _VIEWS_TEXT = VIEWS_PATH.read_text()
 VIEWS_HASH = hashlib.sha256(_VIEWS_TEXT.encode()).hexdigest()
 SCHEMA_HASH = f"{TABLES_HASH}:{VIEWS_HASH}"
+
+
+def views_sql(temporary: bool = False) -> str:
+    """views.sql's statements; ``temporary``: each view made for the connection alone (a reader's)."""
+    if not temporary:
+        return _VIEWS_TEXT
+    return _VIEWS_TEXT.replace("CREATE OR REPLACE VIEW ", "CREATE OR REPLACE TEMP VIEW ").replace(
+        "CREATE OR REPLACE MACRO ", "CREATE OR REPLACE TEMP MACRO "
+    )

@@ -31,7 +31,6 @@ from inquitree.warehouse.instrument import register as register_instrument
 from inquitree.warehouse.intervals import Settings
 from inquitree.warehouse.intervals import register as register_intervals
 from inquitree.warehouse.schema import (
-    _VIEWS_TEXT,
     FACT_MACROS,
     MEMORY_ENV,
     SCHEMA_HASH,
@@ -42,6 +41,7 @@ from inquitree.warehouse.schema import (
     memory_bytes,
     refresh_facts,
     table_statements,
+    views_sql,
 )
 
 if TYPE_CHECKING:
@@ -57,15 +57,6 @@ PAIR_COLUMNS = ("pairs", "pair_trees", "pair_differences")
 # A query's variables that a caller may leave out: compare lists its pairs unless told not to (the
 # viewer's table and a terminal table without --pairs drop them, and their memory with them).
 QUERY_DEFAULTS: dict[str, Any] = {"compare_pairs": True}
-
-
-def views_sql(temporary: bool = False) -> str:
-    """views.sql's statements; ``temporary``: each view made for the connection alone (a reader's)."""
-    if not temporary:
-        return _VIEWS_TEXT
-    return _VIEWS_TEXT.replace("CREATE OR REPLACE VIEW ", "CREATE OR REPLACE TEMP VIEW ").replace(
-        "CREATE OR REPLACE MACRO ", "CREATE OR REPLACE TEMP MACRO "
-    )
 
 
 @contextlib.contextmanager
