@@ -878,3 +878,25 @@ def test_the_progress_says_when_its_tokens_are_streamed_chunks(tmp_path):
         out = CliRunner().invoke(main, ["suite", "run", str(suite), "--db", f"sqlite:///{tmp_path / 'e.sqlite'}"])
     assert out.exit_code == 0, out.output
     assert "tokens (streamed chunks, where no usage was reported)" in out.output
+
+
+@pytest.mark.parametrize(
+    "line, said",
+    [
+        ("tau = nan", "tau = nan: expected a finite number"),
+        ("tau = inf", "tau = inf: expected a finite number"),
+        ("max_hints = 0", "max_hints = 0: expected at least 1"),
+        ('match_rule = "<script>"', "match_rule = '<script>': expected one of paper, fitted"),
+        ('max_turns = "9"', "max_turns = '9': expected int"),
+        ("max_reasks = true", "max_reasks = True: expected int"),
+    ],
+)
+def test_a_suites_episode_options_are_checked_by_their_declaration(tmp_path, line, said):
+    """A suite's episode options are refused as `play` and the inspect task refuse them, naming the
+    file, the key and the value (TOML can spell nan and inf, which no threshold may be)."""
+
+    path = tmp_path / "bad.toml"
+    path.write_text(f'name = "t"\ntrees = ["synthetic-chain-7"]\nagents = ["random"]\n{line}\n')
+    with pytest.raises(SuiteError) as refused:
+        Suite.load(path)
+    assert str(refused.value) == f"{path}: {said}"
